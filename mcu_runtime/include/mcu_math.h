@@ -1,0 +1,64 @@
+/*
+ * mcu_math.h - fixed-point helpers shared by every mcugen int8 kernel.
+ *
+ * These are the TFLite int8 requantization primitives (gemmlowp rounding), which TFLite Micro's
+ * reference kernels and CMSIS-NN implement bit-exactly. emitter/quant.py holds the Python twin of
+ * every function here; tests compare the two.
+ *
+ * Sign conventions, stated once:
+ *   input_offset  = -input_zero_point    (added to every int8 input before the MAC)
+ *   output_offset = +output_zero_point   (added after requantization)
+ *   shift > 0 is a left shift, shift < 0 a right shift; multiplier is Q31 in [2^30, 2^31) or 0.
+ */
+#ifndef MCU_MATH_H
+#define MCU_MATH_H
+
+#include <stdint.h>
+
+#define MCU_INT8_MIN (-128)
+#define MCU_INT8_MAX 127
+
+/** Saturate an int32 to [lo, hi]. */
+static inline int32_t mcu_clamp_s32(int32_t x, int32_t lo, int32_t hi)
+{
+    return x < lo ? lo : (x > hi ? hi : x);
+}
+
+/** round((a * b) / 2^31), ties away from zero; the only overflow (INT32_MIN^2) saturates. */
+static inline int32_t mcu_srdhm(int32_t a, int32_t b)
+{
+    if (a == INT32_MIN && b == INT32_MIN) {
+        return INT32_MAX;
+    }
+    const int64_t ab = (int64_t)a * (int64_t)b;
+    const int64_t nudge = ab >= 0 ? ((int64_t)1 << 30) : (1 - ((int64_t)1 << 30));
+    /* C division truncates toward zero, exactly as gemmlowp's reference does. */
+    return (int32_t)((ab + nudge) / ((int64_t)1 << 31));
+}
+
+/** x / 2^exponent, rounding half away from zero; exponent in [0, 31]. */
+static inline int32_t mcu_rounding_divide_by_pot(int32_t x, int32_t exponent)
+{
+    const int32_t mask = (int32_t)(((int64_t)1 << exponent) - 1);
+    const int32_t remainder = x & mask;
+    const int32_t threshold = (mask >> 1) + (x < 0 ? 1 : 0);
+    /* Arithmetic right shift of a negative value: implementation-defined in C99, arithmetic on
+     * every compiler mcugen supports (gcc, clang, arm-none-eabi-gcc). */
+    return (x >> exponent) + (remainder > threshold ? 1 : 0);
+}
+
+/**
+ * TFLite MultiplyByQuantizedMultiplier in the default "double rounding" mode:
+ * RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x * 2^left, multiplier), right).
+ * The left shift wraps like the two's-complement int32 multiply of the reference kernels,
+ * without the undefined behaviour of a signed overflow.
+ */
+static inline int32_t mcu_requantize(int32_t x, int32_t multiplier, int32_t shift)
+{
+    const int32_t left_shift = shift > 0 ? shift : 0;
+    const int32_t right_shift = shift > 0 ? 0 : -shift;
+    const int32_t shifted = (int32_t)((uint32_t)x << left_shift);
+    return mcu_rounding_divide_by_pot(mcu_srdhm(shifted, multiplier), right_shift);
+}
+
+#endif /* MCU_MATH_H */

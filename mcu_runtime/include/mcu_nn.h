@@ -1,0 +1,261 @@
+/*
+ * mcu_nn.h - mcugen portable int8 kernels: types and prototypes.
+ *
+ * Every kernel follows the TFLite int8 quantization spec bit-exactly (see mcu_math.h for the
+ * requantization primitives and sign conventions). Activations are int8, layout NHWC for 4-D
+ * feature maps. No kernel allocates, prints or uses floating point. Each kernel lives in its own
+ * file mcu_runtime/kernels/<function>.c. The Python mirror of every struct is in
+ * emitter/kernel_params.py (same field names, same order) and must be kept in step.
+ */
+#ifndef MCU_NN_H
+#define MCU_NN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Status returned by every kernel and by the generated <model>_run(). */
+typedef enum {
+    MCU_OK = 0,
+    MCU_ERR_ARG = 1,     /**< a parameter is out of its valid range */
+    MCU_ERR_SCRATCH = 2, /**< the scratch buffer given is smaller than the kernel needs */
+    MCU_ERR_GUARD = 3    /**< debug builds: a guard byte around an arena buffer was overwritten */
+} mcu_status_t;
+
+/** Dimensions of a 4-D tensor. Feature maps are [N, H, W, C]; conv filters [C_out, KH, KW, C_in]. */
+typedef struct {
+    int32_t n;
+    int32_t h;
+    int32_t w;
+    int32_t c;
+} mcu_dims_t;
+
+/** Offsets and clamp range shared by the requantizing kernels. */
+typedef struct {
+    int32_t input_offset;  /**< -input_zero_point, in [-127, 128] */
+    int32_t output_offset; /**< +output_zero_point, in [-128, 127] */
+    int32_t act_min;       /**< lower clamp in the output's quantized domain, >= -128 */
+    int32_t act_max;       /**< upper clamp in the output's quantized domain, <= 127, >= act_min */
+} mcu_quant_io_t;
+
+/* ------------------------------------------------------------------------------------------- */
+/* Convolution                                                                                 */
+
+/** Regular 2-D convolution (group == 1). */
+typedef struct {
+    mcu_dims_t input;   /**< [1, H_in, W_in, C_in] */
+    mcu_dims_t filter;  /**< [C_out, KH, KW, C_in] (OHWI) */
+    mcu_dims_t output;  /**< [1, H_out, W_out, C_out] */
+    int32_t stride_h;   /**< >= 1 */
+    int32_t stride_w;   /**< >= 1 */
+    int32_t dilation_h; /**< >= 1 */
+    int32_t dilation_w; /**< >= 1 */
+    int32_t pad_top;    /**< implicit zero-point padding above; bottom follows from output.h */
+    int32_t pad_left;   /**< implicit zero-point padding left; right follows from output.w */
+    mcu_quant_io_t q;
+    const int32_t *multiplier; /**< per output channel, Q31 */
+    const int32_t *shift;      /**< per output channel, > 0 = left shift */
+} mcu_conv_params_t;
+
+/**
+ * @brief int8 convolution, NHWC input/output, OHWI filter, int32 bias (may be NULL).
+ * out[y,x,oc] = clamp(requant(sum_{ky,kx,ic} (in[iy,ix,ic] + input_offset) * w[oc,ky,kx,ic]
+ *               + bias[oc], multiplier[oc], shift[oc]) + output_offset, act_min, act_max);
+ * taps outside the input contribute nothing (padding with the input zero point). No scratch.
+ */
+mcu_status_t mcu_conv2d_s8(const mcu_conv_params_t *params, const int8_t *input,
+                           const int8_t *filter, const int32_t *bias, int8_t *output);
+
+/** Depthwise 2-D convolution (group == C_in), C_out = C_in * depth_multiplier. */
+typedef struct {
+    mcu_dims_t input;         /**< [1, H_in, W_in, C_in] */
+    mcu_dims_t filter;        /**< [1, KH, KW, C_out] */
+    mcu_dims_t output;        /**< [1, H_out, W_out, C_out] */
+    int32_t depth_multiplier; /**< C_out / C_in, >= 1; output channel oc reads ic = oc / mult */
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t dilation_h;
+    int32_t dilation_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    mcu_quant_io_t q;
+    const int32_t *multiplier; /**< per output channel */
+    const int32_t *shift;      /**< per output channel */
+} mcu_depthwise_conv_params_t;
+
+/** @brief int8 depthwise convolution, NHWC, filter [1, KH, KW, C_out], bias may be NULL. */
+mcu_status_t mcu_depthwise_conv2d_s8(const mcu_depthwise_conv_params_t *params,
+                                     const int8_t *input, const int8_t *filter,
+                                     const int32_t *bias, int8_t *output);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Fully connected                                                                             */
+
+typedef struct {
+    int32_t batches;      /**< rows of the input, >= 1 */
+    int32_t in_features;  /**< K */
+    int32_t out_features; /**< N */
+    mcu_quant_io_t q;
+    int32_t per_channel;       /**< 0: multiplier[0]/shift[0] for every output; 1: one per output */
+    const int32_t *multiplier;
+    const int32_t *shift;
+} mcu_fc_params_t;
+
+/**
+ * @brief int8 fully connected: in [batches, K], weights [N, K] row-major, bias [N] (may be NULL),
+ * out [batches, N].
+ */
+mcu_status_t mcu_fully_connected_s8(const mcu_fc_params_t *params, const int8_t *input,
+                                    const int8_t *weights, const int32_t *bias, int8_t *output);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Pooling (input and output share scale and zero point)                                       */
+
+typedef struct {
+    mcu_dims_t input;  /**< [1, H_in, W_in, C] */
+    mcu_dims_t output; /**< [1, H_out, W_out, C] */
+    int32_t filter_h;
+    int32_t filter_w;
+    int32_t stride_h;
+    int32_t stride_w;
+    int32_t pad_top;
+    int32_t pad_left;
+    int32_t act_min; /**< clamp in the quantized domain */
+    int32_t act_max;
+} mcu_pool_params_t;
+
+/** @brief Average of the valid (non-padding) taps of raw int8 values, rounded half away from zero. */
+mcu_status_t mcu_avgpool_s8(const mcu_pool_params_t *params, const int8_t *input, int8_t *output);
+
+/** @brief Maximum of the valid taps, then clamped. */
+mcu_status_t mcu_maxpool_s8(const mcu_pool_params_t *params, const int8_t *input, int8_t *output);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Element-wise                                                                                */
+
+/**
+ * How a (possibly broadcast) operand is indexed for output element i:
+ * index = (i / inner) % period. Full tensor: inner = 1, period = size. Scalar: inner = 1,
+ * period = 1. Per-channel of an NHWC map: inner = 1, period = C.
+ */
+typedef struct {
+    int32_t inner;  /**< >= 1 */
+    int32_t period; /**< >= 1 */
+} mcu_bcast_t;
+
+/** TFLite int8 ADD (left_shift 20, per-input multipliers). */
+typedef struct {
+    int32_t size; /**< output elements */
+    mcu_bcast_t in1;
+    mcu_bcast_t in2;
+    int32_t input1_offset;
+    int32_t input2_offset;
+    int32_t output_offset;
+    int32_t left_shift; /**< 20 for int8 */
+    int32_t input1_multiplier;
+    int32_t input1_shift; /**< <= 0 */
+    int32_t input2_multiplier;
+    int32_t input2_shift; /**< <= 0 */
+    int32_t output_multiplier;
+    int32_t output_shift;
+    int32_t act_min;
+    int32_t act_max;
+} mcu_add_params_t;
+
+/**
+ * @brief out = clamp(requant(requant((a+off1)<<ls, m1, s1) + requant((b+off2)<<ls, m2, s2),
+ * mo, so) + out_off). Sub is Add with input2_multiplier negated.
+ */
+mcu_status_t mcu_add_s8(const mcu_add_params_t *params, const int8_t *input1,
+                        const int8_t *input2, int8_t *output);
+
+/** TFLite int8 MUL. */
+typedef struct {
+    int32_t size;
+    mcu_bcast_t in1;
+    mcu_bcast_t in2;
+    int32_t input1_offset;
+    int32_t input2_offset;
+    int32_t output_offset;
+    int32_t output_multiplier;
+    int32_t output_shift;
+    int32_t act_min;
+    int32_t act_max;
+} mcu_mul_params_t;
+
+/** @brief out = clamp(requant((a+off1)*(b+off2), mo, so) + out_off). */
+mcu_status_t mcu_mul_s8(const mcu_mul_params_t *params, const int8_t *input1,
+                        const int8_t *input2, int8_t *output);
+
+/** Element-wise requantization (scale/zero-point change, standalone Relu/Clip). */
+typedef struct {
+    int32_t size;
+    mcu_quant_io_t q;
+    int32_t multiplier;
+    int32_t shift;
+} mcu_requantize_params_t;
+
+/** @brief out = clamp(requant(in + input_offset, multiplier, shift) + output_offset). In place OK. */
+mcu_status_t mcu_requantize_s8(const mcu_requantize_params_t *params, const int8_t *input,
+                               int8_t *output);
+
+/** @brief out[i] = table[(uint8_t)(in[i] + 128)]: Sigmoid, Tanh and any unary int8 function. In place OK. */
+mcu_status_t mcu_lut_s8(int32_t size, const int8_t *table, const int8_t *input, int8_t *output);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Softmax                                                                                     */
+
+typedef struct {
+    int32_t rows;
+    int32_t row_size;
+    int32_t input_multiplier; /**< from beta * input_scale * 2^(31-5), QuantizeMultiplierGreaterThanOne */
+    int32_t input_left_shift;
+    int32_t diff_min;         /**< -CalculateInputRadius(5, input_left_shift, 31) */
+    int32_t output_mode;      /**< 0: TFLite (scale 1/256, zp -128); 1: requantize the Q31 probability */
+    int32_t output_multiplier; /**< mode 1: Q31 multiplier of 2^-31 / output_scale */
+    int32_t output_shift;
+    int32_t output_offset;     /**< mode 1: +output zero point; mode 0: -128 */
+} mcu_softmax_params_t;
+
+/** @brief TFLite int8 softmax over the innermost axis (gemmlowp fixed-point exp, 5 integer bits). */
+mcu_status_t mcu_softmax_s8(const mcu_softmax_params_t *params, const int8_t *input,
+                            int8_t *output);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Data movement                                                                               */
+
+#define MCU_MAX_RANK 6
+
+/** @brief Concatenate: for each of `outer` rows, copy chunk[k] bytes of input k in turn. */
+mcu_status_t mcu_concat_s8(int32_t num_inputs, const int8_t *const *inputs, const int32_t *chunk,
+                           int32_t outer, int8_t *output);
+
+typedef struct {
+    int32_t rank;                     /**< 1..MCU_MAX_RANK */
+    int32_t in_shape[MCU_MAX_RANK];   /**< physical input shape, outermost first */
+    int32_t pad_before[MCU_MAX_RANK];
+    int32_t pad_after[MCU_MAX_RANK];
+    int32_t pad_value;                /**< int8 value written into the border */
+} mcu_pad_params_t;
+
+/** @brief Constant padding of an N-D tensor. */
+mcu_status_t mcu_pad_s8(const mcu_pad_params_t *params, const int8_t *input, int8_t *output);
+
+typedef struct {
+    int32_t rank;                   /**< 1..MCU_MAX_RANK */
+    int32_t in_shape[MCU_MAX_RANK]; /**< physical input shape */
+    int32_t perm[MCU_MAX_RANK];     /**< output axis k takes input axis perm[k] */
+} mcu_transpose_params_t;
+
+/** @brief General N-D transpose: out = in.transpose(perm). Not in place. */
+mcu_status_t mcu_transpose_s8(const mcu_transpose_params_t *params, const int8_t *input,
+                              int8_t *output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MCU_NN_H */
