@@ -24,7 +24,8 @@ static inline int32_t mcu_clamp_s32(int32_t x, int32_t lo, int32_t hi)
     return x < lo ? lo : (x > hi ? hi : x);
 }
 
-/** round((a * b) / 2^31), ties away from zero; the only overflow (INT32_MIN^2) saturates. */
+/** gemmlowp SaturatingRoundingDoublingHighMul: (a * b + nudge) / 2^31 truncated, nudge = 2^30 for a
+ * non-negative product and 1 - 2^30 otherwise; the only overflow (INT32_MIN^2) saturates. */
 static inline int32_t mcu_srdhm(int32_t a, int32_t b)
 {
     if (a == INT32_MIN && b == INT32_MIN) {

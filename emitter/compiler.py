@@ -1,0 +1,110 @@
+"""The pipeline, in one direction: load -> lower -> passes -> prepare -> plan.
+
+`compile_model` returns a Compiled object that the golden model, the code generator, the summary
+and verification all read; none of them recompute anything.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from emitter import frontend
+from emitter.errors import UnsupportedError, UsageError
+from emitter.ir import Graph
+from emitter.ops import REGISTRY
+from emitter.ops.base import Prepared
+from emitter.passes.layout import assign_layouts
+from emitter.passes.lower import NodeUnsupported, lower
+from emitter.planner import Plan, plan
+
+C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern
+float for goto if inline int long register restrict return short signed sizeof static struct switch
+typedef union unsigned void volatile while _Bool _Complex _Imaginary bool true false main""".split())
+
+
+@dataclass(frozen=True, eq=False)
+class Compiled:
+    name: str
+    model: frontend.OnnxModel
+    graph: Graph
+    prepared: tuple[Prepared, ...]
+    plan: Plan
+    io_nhwc: bool
+
+    @property
+    def input_shapes(self) -> list[tuple[int, ...]]:
+        return [self.graph.t(n).shape for n in self.graph.inputs]
+
+    @property
+    def output_shapes(self) -> list[tuple[int, ...]]:
+        return [self.graph.t(n).shape for n in self.graph.outputs]
+
+
+def c_name(stem: str) -> str:
+    """A model name usable as a C prefix: [a-z0-9_], not starting with a digit, not a keyword."""
+    name = re.sub(r"[^0-9a-zA-Z_]", "_", stem).strip("_").lower() or "model"
+    if name[0].isdigit():
+        name = "m_" + name
+    if name in C_KEYWORDS:
+        name += "_model"
+    return name
+
+
+def check_name(name: str) -> str:
+    if not re.fullmatch(r"[a-z_][a-z0-9_]{0,40}", name) or name in C_KEYWORDS:
+        raise UsageError(f"--name '{name}' is not usable as a C prefix: use lower-case letters, "
+                         "digits and '_', not starting with a digit, not a C keyword, at most 41 chars")
+    return name
+
+
+def passes(io_nhwc: bool) -> list[Callable[[Graph], Graph]]:
+    return [lambda g: assign_layouts(g, io_nhwc)]
+
+
+def prepare_all(g: Graph) -> tuple[Prepared, ...]:
+    out, problems = [], []
+    for node in g.nodes:
+        try:
+            out.append(REGISTRY[node.op].prepare(node, g))
+        except NodeUnsupported as exc:
+            problems.append((node.name, node.source or node.op, node.opset, str(exc)))
+    if problems:
+        raise UnsupportedError(problems)
+    return tuple(out)
+
+
+def compile_model(path: str | Path, name: str | None = None,
+                  input_shapes: dict[str, tuple[int, ...]] | None = None,
+                  io_nhwc: bool = False, alignment: int = 4) -> Compiled:
+    m = frontend.load(path, input_shapes)
+    name = check_name(name) if name is not None else c_name(Path(path).stem)
+    g = lower(m)
+    g.verify()
+    for p in passes(io_nhwc):
+        g = p(g)
+        g.verify()
+    prepared = prepare_all(g)
+    return Compiled(name, m, g, prepared, plan(g, [p.scratch for p in prepared], alignment), io_nhwc)
+
+
+def golden_run(c: Compiled, inputs: list[np.ndarray], keep: bool = False) -> list[np.ndarray] | dict[str, np.ndarray]:
+    """Run the bit-exact numpy golden on int8 inputs in the caller's layout; returns int8 outputs
+    (or, with keep=True, every tensor's physical bytes by name)."""
+    g = c.graph
+    if len(inputs) != len(g.inputs):
+        raise UsageError(f"the model has {len(g.inputs)} inputs, {len(inputs)} given")
+    env: dict[str, np.ndarray] = {}
+    for name, x in zip(g.inputs, inputs):
+        x = np.asarray(x)
+        if x.size != g.t(name).size:
+            raise UsageError(f"input '{name}' needs {g.t(name).size} values, got {x.size}")
+        env[name] = x.astype(np.int8).ravel()
+    for node, p in zip(g.nodes, c.prepared):
+        env[node.outputs[0]] = np.asarray(p.golden(env)).astype(np.int8).ravel()
+    if keep:
+        return env
+    return [env[o].reshape(g.t(o).shape) for o in g.outputs]

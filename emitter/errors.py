@@ -1,0 +1,53 @@
+"""The one error hierarchy. Every message names the node or tensor and says what to do.
+
+The CLI turns any McugenError into one clear message and exit code 2; anything else is a bug.
+"""
+from __future__ import annotations
+
+
+class McugenError(Exception):
+    """Base of every error mcugen reports to a user."""
+
+
+class UsageError(McugenError):
+    """Bad command-line usage: unknown board, bad option value, conflicting options."""
+
+
+class ModelError(McugenError):
+    """The model file cannot be read or is not valid ONNX."""
+
+
+class ShapeError(McugenError):
+    """A dynamic, zero, negative or oversized dimension."""
+
+
+class QuantError(McugenError):
+    """Quantization parameters mcugen cannot honour (bad scales, zero points, asymmetric weights)."""
+
+
+class UnsupportedError(McugenError):
+    """One or more nodes mcugen cannot compile; the message lists every one of them."""
+
+    def __init__(self, problems: list[tuple[str, str, int, str]]):
+        self.problems = problems
+        lines = [f"{len(problems)} unsupported node(s):"]
+        for name, op, opset, reason in problems:
+            lines.append(f"  - node '{name}' ({op}, opset {opset}): {reason}")
+        lines.append("Nothing was written. Replace or remove these nodes, or file an issue with the model.")
+        super().__init__("\n".join(lines))
+
+
+class BudgetError(McugenError):
+    """The model does not fit the board's RAM or flash budget."""
+
+
+class ToolchainError(McugenError):
+    """A required external tool (compiler, QEMU) is missing or failed."""
+
+
+class VerifyError(McugenError):
+    """Verification found outputs that differ from the golden model."""
+
+
+class OutputError(McugenError):
+    """The output folder cannot be written as asked."""

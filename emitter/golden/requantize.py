@@ -1,0 +1,25 @@
+"""Golden of mcu_requantize_s8: element-wise int8 requantization (scale/zero-point change,
+standalone Relu/Clip):
+  out = clamp(requant(in + input_offset, multiplier, shift) + output_offset, act_min, act_max)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from emitter.golden.add import check_range
+from emitter.kernel_params import RequantizeParams
+from emitter.quant import requantize
+
+
+def mcu_requantize_s8(p: RequantizeParams, x: np.ndarray) -> np.ndarray:
+    """int8 array of p.size elements (any shape) -> int8 array of the same shape."""
+    check_range("size", p.size, 1, (1 << 31) - 1)
+    if x.size != p.size:
+        raise ValueError(f"requantize input: expected {p.size} elements, found {x.size}")
+    check_range("input_offset", p.q.input_offset, -127, 128)
+    check_range("output_offset", p.q.output_offset, -128, 127)
+    check_range("shift", p.shift, -31, 30)
+    check_range("act_min", p.q.act_min, -128, p.q.act_max)
+    check_range("act_max", p.q.act_max, p.q.act_min, 127)
+    raw = requantize(x.astype(np.int64) + p.q.input_offset, p.multiplier, p.shift)
+    return np.clip(raw + p.q.output_offset, p.q.act_min, p.q.act_max).astype(np.int8)

@@ -1,0 +1,113 @@
+"""What every op module provides, and the small vocabulary they share.
+
+An op module (emitter/ops/<op>.py) holds all knowledge of one IR op:
+  ONNX_OPS   ONNX op types it lowers, and `lower(ctx, qnode)` emitting IR nodes
+  IR_OPS     IR op names it owns
+  layout(node, graph) -> LayoutPlan        which input layouts it needs, its output layout
+  prepare(node, graph) -> Prepared         build-time Prepare: kernel, params, golden
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from emitter.ir import Graph, Layout, Node, QuantParams, Tensor
+from emitter.layout import physical_shape
+
+
+@dataclass(frozen=True)
+class TensorArg:
+    """Pointer to an activation (arena, or the caller's input/output buffer)."""
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class ConstArg:
+    """A `static const` array in flash; `suffix` names it after the layer."""
+    suffix: str
+    data: np.ndarray
+
+
+@dataclass(frozen=True)
+class IntArg:
+    value: int
+
+
+@dataclass(frozen=True)
+class NullArg:
+    pass
+
+
+@dataclass(frozen=True)
+class TensorListArg:
+    """`const int8_t *const name[]` built from several activations (e.g. concat inputs)."""
+    names: tuple[str, ...]
+
+
+CArg = TensorArg | ConstArg | IntArg | NullArg | TensorListArg
+
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """One kernel call: C function, its params struct (or None) and remaining arguments.
+
+    The C call is `kernel(&params, *args)` (or `kernel(*args)` without params); the last argument
+    is the output. `golden(env)` computes the same call in numpy from the physical, flat int8
+    arrays in env and returns the output, flat."""
+    kernel: str
+    params: Any | None
+    args: tuple[CArg, ...]
+    golden: Callable[[dict[str, np.ndarray]], np.ndarray]
+    macs: int = 0
+    scratch: int = 0
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class LayoutPlan:
+    inputs: tuple[Layout | None, ...]  # required layout per input (None: any / constant)
+    output: Layout
+
+
+def per_tensor(t: Tensor, what: str, node: Node) -> QuantParams:
+    from emitter.passes.lower import NodeUnsupported
+
+    q = t.quant
+    if q is None or q.scale.size != 1:
+        raise NodeUnsupported(f"{what} '{t.name}' of node '{node.name}' must be per-tensor quantized")
+    return q
+
+
+def phys(g: Graph, name: str) -> tuple[int, ...]:
+    t = g.t(name)
+    assert t.layout is not None, f"tensor '{name}' has no layout yet"
+    return physical_shape(t.layout)
+
+
+def same_layout_plan(node: Node, g: Graph) -> LayoutPlan:
+    """Element-wise ops: every full-size input in the first activation input's layout."""
+    first = g.t(node.inputs[0])
+    assert first.layout is not None
+    out_shape = g.t(node.outputs[0]).shape
+    reqs = []
+    for name in node.inputs:
+        t = g.tensors.get(name) if name else None
+        reqs.append(first.layout if t is not None and not t.is_const and t.shape == out_shape else None)
+    return LayoutPlan(tuple(reqs), first.layout)
+
+
+@dataclass
+class Attrs:
+    """ONNX attributes with defaults; reading an unknown attribute name is a bug, not a default."""
+    values: dict[str, Any]
+    allowed: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self.values:
+            return self.values[key]
+        return self.allowed[key]
+
+    def unknown(self) -> list[str]:
+        return sorted(set(self.values) - set(self.allowed))

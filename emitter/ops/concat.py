@@ -1,0 +1,57 @@
+"""Concat: inputs share the output's quantization (others are requantized first) and its byte
+order; the kernel copies each input's contiguous chunk per outer row."""
+from __future__ import annotations
+
+import numpy as np
+
+from emitter.golden.concat import mcu_concat_s8
+from emitter.ir import Graph, Layout, Node
+from emitter.layout import is_simple, physical_shape
+from emitter.ops.base import IntArg, LayoutPlan, Prepared, TensorArg, TensorListArg, ConstArg
+from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
+
+ONNX_OPS = ("Concat",)
+IR_OPS = ("concat",)
+
+
+def lower(ctx: LowerCtx, q: QNode) -> None:
+    rank = len(q.out_shape)
+    axis = int(q.attrs["axis"])
+    axis = axis + rank if axis < 0 else axis
+    names = []
+    for k, qi in enumerate(q.inputs):
+        name = ctx.act_input(qi, q, f"input{k}")
+        if not ctx.tensors[name].quant.same_as(q.out_quant):  # type: ignore[union-attr]
+            mid = ctx.act(f"{q.output}_in{k}", ctx.tensors[name].shape, q.out_quant)
+            ctx.emit(q, "requantize", [name], mid, {"act_min": -128, "act_max": 127},
+                     name=f"{q.name}_requantize{k}")
+            name = mid
+        names.append(name)
+    if q.act_min != -128 or q.act_max != 127:
+        raise NodeUnsupported("a Relu/Clip fused after Concat is not supported")
+    ctx.emit(q, "concat", names, q.output, {"axis": axis})
+
+
+def layout(node: Node, g: Graph) -> LayoutPlan:
+    first = g.t(node.inputs[0])
+    assert first.layout is not None
+    perm = first.layout.perm if is_simple(first.layout, first.shape) else tuple(range(len(first.shape)))
+    reqs = tuple(Layout(g.t(n).shape, perm) for n in node.inputs)
+    return LayoutPlan(reqs, Layout(g.t(node.outputs[0]).shape, perm))
+
+
+def prepare(node: Node, g: Graph) -> Prepared:
+    y = g.t(node.outputs[0])
+    assert y.layout is not None
+    pos = y.layout.perm.index(node.attrs["axis"])
+    outer = int(np.prod(physical_shape(y.layout)[:pos]))
+    chunks = [int(np.prod(physical_shape(g.t(n).layout)[pos:])) for n in node.inputs]  # type: ignore[arg-type]
+    names = node.inputs
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return mcu_concat_s8([env[n] for n in names], chunks, outer)
+
+    return Prepared("mcu_concat_s8", None,
+                    (IntArg(len(names)), TensorListArg(tuple(names)),
+                     ConstArg("chunk", np.array(chunks, np.int32)), IntArg(outer), TensorArg(y.name)),
+                    golden, summary=f"{len(names)} inputs, outer {outer}, chunks {chunks}")

@@ -1,0 +1,158 @@
+"""Conv: regular (group 1) and depthwise (group == C_in, any channel multiplier), 1-D and 2-D.
+
+ONNX weights OIHW become OHWI (regular) or [1, KH, KW, C_out] (depthwise) at build time; the
+feature maps are NHWC (a 1-D conv's [N, C, L] is stored [N, L, C] and runs as H = 1).
+Requantization per output channel: M[c] = s_in * s_w[c] / s_out (double), TFLite QuantizeMultiplier.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from emitter import quant
+from emitter.errors import QuantError
+from emitter.golden.conv2d import mcu_conv2d_s8
+from emitter.golden.depthwise_conv2d import mcu_depthwise_conv2d_s8
+from emitter.ir import Graph, Layout, Node
+from emitter.kernel_params import ConvParams, DepthwiseConvParams, Dims, QuantIO
+from emitter.ops.base import Attrs, ConstArg, LayoutPlan, NullArg, Prepared, TensorArg, per_tensor
+from emitter.passes.lower import LowerCtx, NodeUnsupported, QIn, QNode
+
+ONNX_OPS = ("Conv",)
+IR_OPS = ("conv",)
+DEFAULTS = {"auto_pad": b"NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
+            "pads": None, "strides": None}
+
+
+def symmetric_weights(w: QIn, node: str) -> None:
+    assert w.quant is not None
+    if np.any(w.quant.zero_point != 0):
+        raise QuantError(
+            f"node '{node}': weights have non-zero zero points {w.quant.zero_point[:4]} "
+            "(asymmetric); mcugen and CMSIS-NN need symmetric int8 weights. Re-quantize with "
+            "onnxruntime quantize_static(..., weight_type=QuantType.QInt8, per_channel=True) "
+            "(symmetric weights are its default for QInt8)")
+
+
+def bias_int32(b: QIn | None, in_scale: float, w_scale: np.ndarray, c_out: int) -> np.ndarray | None:
+    """int32 bias: the stored integers when quantized, else round(b / (s_in * s_w[c]))."""
+    if b is None or b.data is None:
+        return None
+    if b.data.dtype == np.int32:
+        data = b.data.astype(np.int32).ravel()
+    else:
+        real = b.data.astype(np.float64).ravel()
+        data = np.array([quant.round_half_away(v) for v in real / (in_scale * np.broadcast_to(w_scale, real.shape))],
+                        dtype=np.int64).clip(quant.INT32_MIN, quant.INT32_MAX).astype(np.int32)
+    if data.size != c_out:
+        raise NodeUnsupported(f"bias has {data.size} values for {c_out} output channels")
+    return data
+
+
+def same_pads(in_sizes, kernel, strides, dilations, mode: str) -> list[int]:
+    begins, ends = [], []
+    for n, k, s, d in zip(in_sizes, kernel, strides, dilations):
+        out = math.ceil(n / s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
+        small, big = total // 2, total - total // 2
+        begins.append(small if mode == "SAME_UPPER" else big)
+        ends.append(big if mode == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def lower(ctx: LowerCtx, q: QNode) -> None:
+    x, w = q.inputs[0], q.inputs[1]
+    b = q.bias if q.bias is not None else (q.inputs[2] if len(q.inputs) > 2 and q.inputs[2].data is not None else None)
+    a = Attrs(q.attrs, DEFAULTS)
+    if a.unknown():
+        raise NodeUnsupported(f"unknown attributes {a.unknown()}")
+    if not w.is_const or w.data is None or w.data.dtype != np.int8:
+        raise NodeUnsupported("weights must be a constant int8 tensor (DequantizeLinear of an initializer)")
+    if x.name is None or len(x.shape) not in (3, 4):
+        raise NodeUnsupported(f"input must be a 3-D or 4-D int8 activation, got shape {x.shape}")
+    symmetric_weights(w, q.name)
+    nsp = len(x.shape) - 2
+    kernel = list(a["kernel_shape"] or w.shape[2:])
+    strides = list(a["strides"] or [1] * nsp)
+    dilations = list(a["dilations"] or [1] * nsp)
+    mode = a["auto_pad"].decode() if isinstance(a["auto_pad"], bytes) else a["auto_pad"]
+    if mode in ("SAME_UPPER", "SAME_LOWER"):
+        pads = same_pads(x.shape[2:], kernel, strides, dilations, mode)
+    elif mode in ("NOTSET", "VALID"):
+        pads = list(a["pads"] or [0] * (2 * nsp)) if mode == "NOTSET" else [0] * (2 * nsp)
+    else:
+        raise NodeUnsupported(f"auto_pad={mode} is not supported")
+    if nsp == 1:  # 1-D conv runs as 2-D with H = 1
+        kernel, strides, dilations = [1] + kernel, [1] + strides, [1] + dilations
+        pads = [0, pads[0], 0, pads[1]]
+    c_in, c_out, group = x.shape[1], w.shape[0], int(a["group"])
+    if group != 1 and not (group == c_in and c_out % c_in == 0 and w.shape[1] == 1):
+        raise NodeUnsupported(f"group={group} with C_in={c_in}, C_out={c_out} is neither a regular "
+                              "nor a depthwise convolution (grouped convolution is not supported)")
+    if min(strides + dilations + kernel) < 1 or min(pads) < 0:
+        raise NodeUnsupported(f"invalid strides {strides}, dilations {dilations} or pads {pads}")
+    assert x.quant is not None and w.quant is not None
+    bias = bias_int32(b, x.quant.s, w.quant.scale, c_out)
+    w_name = ctx.const(f"{q.name}_weights", w.data, w.quant)
+    b_name = ctx.const(f"{q.name}_bias", bias) if bias is not None else ""
+    ctx.emit(q, "conv", [x.name, w_name, b_name], q.output, {
+        "kernel": tuple(kernel), "strides": tuple(strides), "dilations": tuple(dilations),
+        "pads": tuple(pads), "group": group, "act_min": q.act_min, "act_max": q.act_max})
+
+
+def feature_layout(shape: tuple[int, ...]) -> Layout:
+    return Layout(tuple(shape), (0, 2, 3, 1) if len(shape) == 4 else (0, 2, 1))
+
+
+def layout(node: Node, g: Graph) -> LayoutPlan:
+    x = g.t(node.inputs[0])
+    return LayoutPlan((feature_layout(x.shape), None, None), feature_layout(g.t(node.outputs[0]).shape))
+
+
+def dims4(shape: tuple[int, ...]) -> Dims:
+    """NCHW / NCL logical shape -> NHWC dims."""
+    if len(shape) == 3:
+        return Dims(shape[0], 1, shape[2], shape[1])
+    return Dims(shape[0], shape[2], shape[3], shape[1])
+
+
+def prepare(node: Node, g: Graph) -> Prepared:
+    x, w, y = g.t(node.inputs[0]), g.t(node.inputs[1]), g.t(node.outputs[0])
+    b = g.t(node.inputs[2]) if node.inputs[2] else None
+    xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
+    assert w.quant is not None and w.data is not None
+    c_out = w.shape[0]
+    real = xq.s * np.broadcast_to(w.quant.scale, (c_out,)) / yq.s
+    mult, shift = quant.multipliers(real)
+    kh, kw = node.attrs["kernel"]
+    sh, sw = node.attrs["strides"]
+    dh, dw = node.attrs["dilations"]
+    pt, pl = node.attrs["pads"][0], node.attrs["pads"][1]
+    qio = QuantIO(-xq.zp, yq.zp, node.attrs["act_min"], node.attrs["act_max"])
+    idims, odims = dims4(x.shape), dims4(y.shape)
+    wdata = w.data.reshape(c_out, w.shape[1], kh, kw)
+    bias_arg = ConstArg("bias", b.data) if b is not None else NullArg()
+    bias = b.data if b is not None else None
+    depthwise = node.attrs["group"] != 1
+    if depthwise:
+        filt = np.ascontiguousarray(wdata.transpose(1, 2, 3, 0))  # [1, KH, KW, C_out]
+        p = DepthwiseConvParams(idims, Dims(1, kh, kw, c_out), odims, c_out // idims.c,
+                                sh, sw, dh, dw, pt, pl, qio, mult, shift)
+        kernel, fn = "mcu_depthwise_conv2d_s8", mcu_depthwise_conv2d_s8
+        macs = odims.h * odims.w * c_out * kh * kw
+    else:
+        filt = np.ascontiguousarray(wdata.transpose(0, 2, 3, 1))  # OHWI
+        p = ConvParams(idims, Dims(c_out, kh, kw, idims.c), odims, sh, sw, dh, dw, pt, pl, qio,  # type: ignore[assignment]
+                       mult, shift)
+        kernel, fn = "mcu_conv2d_s8", mcu_conv2d_s8
+        macs = odims.h * odims.w * c_out * kh * kw * idims.c
+    in_shape = (idims.n, idims.h, idims.w, idims.c)
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return fn(p, env[x.name].reshape(in_shape), filt, bias).ravel()
+
+    return Prepared(kernel, p, (TensorArg(x.name), ConstArg("filter", filt), bias_arg,
+                                TensorArg(y.name)), golden, macs=macs * idims.n,
+                    summary=f"{kh}x{kw} s{sh}x{sw} d{dh}x{dw} pad t{pt} l{pl}"
+                            f"{' depthwise x' + str(c_out // idims.c) if depthwise else ''}")

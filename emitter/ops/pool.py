@@ -1,0 +1,110 @@
+"""AveragePool, MaxPool, GlobalAveragePool and ReduceMean over the spatial axes (NHWC kernels).
+
+The kernels keep scale and zero point (TFLite semantics: average of raw int8 values, rounded half
+away from zero, padding excluded). When the ONNX output is quantized differently, a requantize
+node follows the pool.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from emitter.golden.avgpool import mcu_avgpool_s8
+from emitter.golden.maxpool import mcu_maxpool_s8
+from emitter.ir import Graph, Node
+from emitter.kernel_params import PoolParams
+from emitter.ops.base import Attrs, LayoutPlan, Prepared, TensorArg
+from emitter.ops.conv import dims4, feature_layout, same_pads
+from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
+
+ONNX_OPS = ("AveragePool", "MaxPool", "GlobalAveragePool", "ReduceMean")
+IR_OPS = ("avgpool", "maxpool")
+DEFAULTS = {"auto_pad": b"NOTSET", "ceil_mode": 0, "count_include_pad": 0, "dilations": None,
+            "kernel_shape": None, "pads": None, "strides": None, "storage_order": 0}
+
+
+def window(q: QNode) -> tuple[list[int], list[int], list[int]]:
+    """kernel, strides, pads (begin..., end...) over the spatial axes."""
+    x = q.inputs[0]
+    nsp = len(x.shape) - 2
+    if q.op_type == "GlobalAveragePool":
+        return list(x.shape[2:]), [1] * nsp, [0] * (2 * nsp)
+    if q.op_type == "ReduceMean":
+        axes = q.attrs.get("axes")
+        if axes is None and len(q.inputs) > 1 and q.inputs[1].data is not None:
+            axes = q.inputs[1].data.tolist()
+        rank = len(x.shape)
+        if axes is None or sorted(a % rank for a in axes) != list(range(2, rank)):
+            raise NodeUnsupported(f"ReduceMean over axes {axes}: only the spatial axes are supported")
+        return list(x.shape[2:]), [1] * nsp, [0] * (2 * nsp)
+    a = Attrs(q.attrs, DEFAULTS)
+    if a.unknown():
+        raise NodeUnsupported(f"unknown attributes {a.unknown()}")
+    kernel = list(a["kernel_shape"])
+    strides = list(a["strides"] or [1] * nsp)
+    if a["dilations"] and any(d != 1 for d in a["dilations"]):
+        raise NodeUnsupported("dilated pooling is not supported")
+    if a["storage_order"] != 0:
+        raise NodeUnsupported("storage_order=1 is not supported")
+    mode = a["auto_pad"].decode() if isinstance(a["auto_pad"], bytes) else a["auto_pad"]
+    if mode in ("SAME_UPPER", "SAME_LOWER"):
+        pads = same_pads(x.shape[2:], kernel, strides, [1] * nsp, mode)
+    elif mode == "VALID":
+        pads = [0] * (2 * nsp)
+    else:
+        pads = list(a["pads"] or [0] * (2 * nsp))
+    if q.op_type == "AveragePool" and a["count_include_pad"] and any(pads):
+        raise NodeUnsupported("count_include_pad=1 with padding is not supported (TFLite "
+                              "semantics exclude the padding from the average)")
+    return kernel, strides, pads
+
+
+def lower(ctx: LowerCtx, q: QNode) -> None:
+    x = q.inputs[0]
+    if x.name is None or len(x.shape) not in (3, 4):
+        raise NodeUnsupported(f"input must be a 3-D or 4-D activation, got {x.shape}")
+    if len(q.onnx.output) > 1 and q.onnx.output[1]:
+        raise NodeUnsupported("the Indices output of MaxPool is not supported")
+    if q.op_type == "ReduceMean" and q.attrs.get("noop_with_empty_axes", 0):
+        raise NodeUnsupported("noop_with_empty_axes=1 is not supported")
+    kernel, strides, pads = window(q)
+    if len(kernel) == 1:
+        kernel, strides, pads = [1] + kernel, [1] + strides, [0, pads[0], 0, pads[1]]
+    ir_op = "maxpool" if q.op_type == "MaxPool" else "avgpool"
+    assert x.quant is not None
+    pooled_shape = tuple(x.shape[:2]) + tuple(q.out_shape[2:]) if len(q.out_shape) == len(x.shape) \
+        else tuple(x.shape[:2]) + (1,) * (len(x.shape) - 2)
+    same_q = x.quant.same_as(q.out_quant)
+    keep = pooled_shape == tuple(q.out_shape)
+    target = q.output if same_q and keep else ctx.act(f"{q.output}_pooled", pooled_shape, x.quant)
+    lo, hi = (q.act_min, q.act_max) if same_q else (-128, 127)
+    ctx.emit(q, ir_op, [x.name], target, {"kernel": tuple(kernel), "strides": tuple(strides),
+                                          "pads": tuple(pads), "act_min": lo, "act_max": hi})
+    if not keep:  # ReduceMean keepdims=0: a view drops the unit axes
+        viewed = q.output if same_q else ctx.act(f"{q.output}_view", tuple(q.out_shape), x.quant)
+        ctx.emit(q, "reshape", [target], viewed, {}, name=f"{q.name}_squeeze")
+        target = viewed
+    if not same_q:
+        ctx.emit(q, "requantize", [target], q.output, {"act_min": q.act_min, "act_max": q.act_max},
+                 name=f"{q.name}_requantize")
+
+
+def layout(node: Node, g: Graph) -> LayoutPlan:
+    return LayoutPlan((feature_layout(g.t(node.inputs[0]).shape),),
+                      feature_layout(g.t(node.outputs[0]).shape))
+
+
+def prepare(node: Node, g: Graph) -> Prepared:
+    x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
+    kh, kw = node.attrs["kernel"]
+    sh, sw = node.attrs["strides"]
+    pt, pl = node.attrs["pads"][0], node.attrs["pads"][1]
+    idims, odims = dims4(x.shape), dims4(y.shape)
+    p = PoolParams(idims, odims, kh, kw, sh, sw, pt, pl, node.attrs["act_min"], node.attrs["act_max"])
+    fn, kernel = (mcu_maxpool_s8, "mcu_maxpool_s8") if node.op == "maxpool" else (mcu_avgpool_s8, "mcu_avgpool_s8")
+    in_shape = (idims.n, idims.h, idims.w, idims.c)
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return fn(p, env[x.name].reshape(in_shape)).ravel()
+
+    return Prepared(kernel, p, (TensorArg(x.name), TensorArg(y.name)), golden,
+                    macs=y.size * kh * kw, summary=f"{kh}x{kw} s{sh}x{sw} pad t{pt} l{pl}")

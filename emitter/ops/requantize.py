@@ -1,0 +1,43 @@
+"""Standalone Relu / Clip and any change of scale or zero point: element-wise requantization.
+
+out = clamp(requant(in - zp_in, s_in / s_out) + zp_out, act_min, act_max), TFLite's Requantize
+and quantized Relu. The lowering pass also emits this op for a lone DequantizeLinear ->
+QuantizeLinear pair and after pools whose output is quantized differently.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from emitter import quant
+from emitter.golden.requantize import mcu_requantize_s8
+from emitter.ir import Graph, Node
+from emitter.kernel_params import QuantIO, RequantizeParams
+from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor, same_layout_plan
+from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
+
+ONNX_OPS = ("Relu", "Clip")
+IR_OPS = ("requantize",)
+
+
+def lower(ctx: LowerCtx, q: QNode) -> None:
+    x = q.inputs[0]
+    if x.name is None:
+        raise NodeUnsupported("input must be an activation")
+    ctx.emit(q, "requantize", [x.name], q.output, {"act_min": q.act_min, "act_max": q.act_max})
+
+
+def layout(node: Node, g: Graph) -> LayoutPlan:
+    return same_layout_plan(node, g)
+
+
+def prepare(node: Node, g: Graph) -> Prepared:
+    x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
+    xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
+    mult, shift = quant.quantize_multiplier(xq.s / yq.s)
+    p = RequantizeParams(y.size, QuantIO(-xq.zp, yq.zp, node.attrs["act_min"], node.attrs["act_max"]),
+                         mult, shift)
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return mcu_requantize_s8(p, env[x.name])
+
+    return Prepared("mcu_requantize_s8", p, (TensorArg(x.name), TensorArg(y.name)), golden)

@@ -1,0 +1,51 @@
+"""Reshape, Flatten, Squeeze, Unsqueeze, Identity, Dropout: views that share their input's bytes.
+
+The output keeps the input's Layout (emitter/layout.py), so no data moves; a consumer that needs
+another order gets one relayout. If a QDQ model quantizes the output differently, a requantize
+node follows.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from emitter.ir import Graph, Node
+from emitter.ops.base import LayoutPlan, Prepared
+from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
+
+ONNX_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout")
+IR_OPS = ("reshape",)
+
+
+def lower_view(ctx: LowerCtx, q: QNode, op: str, attrs: dict) -> None:
+    """Emit a view op, then a requantize if the output's quant differs from the input's."""
+    x = q.inputs[0]
+    if x.name is None or x.quant is None:
+        raise NodeUnsupported("input must be an int8 activation")
+    if x.quant.same_as(q.out_quant):
+        ctx.emit(q, op, [x.name], q.output, attrs)
+        return
+    mid = ctx.act(f"{q.output}_{op}", q.out_shape, x.quant)
+    ctx.emit(q, op, [x.name], mid, attrs)
+    ctx.emit(q, "requantize", [mid], q.output, {"act_min": q.act_min, "act_max": q.act_max},
+             name=f"{q.name}_requantize")
+
+
+def lower(ctx: LowerCtx, q: QNode) -> None:
+    if q.op_type == "Dropout" and len(q.onnx.output) > 1 and q.onnx.output[1]:
+        raise NodeUnsupported("the mask output of Dropout is not supported")
+    lower_view(ctx, q, "reshape", {})
+
+
+def layout(node: Node, g: Graph) -> LayoutPlan:
+    x = g.t(node.inputs[0])
+    assert x.layout is not None
+    return LayoutPlan((None,), x.layout)
+
+
+def prepare(node: Node, g: Graph) -> Prepared:
+    x = node.inputs[0]
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return env[x]
+
+    return Prepared("", None, (), golden, summary="view (no data moves)")

@@ -1,0 +1,56 @@
+"""Transpose, and the relayout the layout pass inserts where a consumer needs another byte order.
+
+A Transpose node never moves data: its output gets the layout that keeps the input's bytes (so
+the real models' leading NHWC -> NCHW Transpose cancels against the NHWC conv kernels). Data
+moves only in `relayout` nodes, one mcu_transpose_s8 call each, on squeezed physical shapes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from emitter.golden.transpose import mcu_transpose_s8
+from emitter.ir import Graph, Layout, Node
+from emitter.kernel_params import TransposeParams, pad_rank
+from emitter.layout import after_transpose
+from emitter.ops.base import LayoutPlan, Prepared, TensorArg
+from emitter.ops.reshape import lower_view
+from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
+
+ONNX_OPS = ("Transpose",)
+IR_OPS = ("transpose", "relayout")
+
+
+def lower(ctx: LowerCtx, q: QNode) -> None:
+    rank = len(q.inputs[0].shape)
+    perm = tuple(q.attrs.get("perm", tuple(reversed(range(rank)))))
+    if sorted(perm) != list(range(rank)) or set(q.attrs) - {"perm"}:
+        raise NodeUnsupported(f"perm {perm} is not a permutation of {rank} axes")
+    lower_view(ctx, q, "transpose", {"perm": perm})
+
+
+def layout(node: Node, g: Graph) -> LayoutPlan:
+    x = g.t(node.inputs[0])
+    assert x.layout is not None
+    if node.op == "relayout":
+        raise AssertionError("relayout nodes are created with their layouts")
+    out = after_transpose(x.layout, x.shape, node.attrs["perm"])
+    if out is None:  # input bytes are not a plain axis permutation: bring them to ONNX order first
+        ident = Layout.identity(x.shape)
+        return LayoutPlan((ident,), after_transpose(ident, x.shape, node.attrs["perm"]))  # type: ignore[arg-type]
+    return LayoutPlan((None,), out)
+
+
+def prepare(node: Node, g: Graph) -> Prepared:
+    x, y = node.inputs[0], node.outputs[0]
+    if node.op == "transpose":
+        return Prepared("", None, (), lambda env: env[x], summary="view (layout change only)")
+    shape, perm = node.attrs["in_shape"], node.attrs["perm"]
+    if len(shape) > 6:
+        raise NodeUnsupported(f"relayout of rank {len(shape)} exceeds the kernel's 6")
+    p = TransposeParams(len(shape), pad_rank(shape), pad_rank(perm))
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return mcu_transpose_s8(p, env[x].reshape(shape)).ravel()
+
+    return Prepared("mcu_transpose_s8", p, (TensorArg(x), TensorArg(y)), golden,
+                    summary=f"physical {tuple(shape)} perm {tuple(perm)}")

@@ -1,0 +1,84 @@
+"""Layout pass: give every activation a physical Layout, inserting relayouts only where needed.
+
+Walks the nodes in order. Graph inputs start in the caller's order (ONNX order, or NHWC with
+--io-layout nhwc). Each op module's layout() names the layout it needs per input and the one it
+produces; an input whose bytes are in another order gets one relayout node (cached per tensor and
+target). Graph outputs are brought back to the caller's order at the end.
+
+    # Transpose(x, perm)         -> view: the output layout absorbs perm
+    # Reshape(x)                 -> view: same bytes, same layout
+    # conv(x in ONNX order)      -> relayout(x to NHWC); conv
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import zip_longest
+from types import MappingProxyType
+
+from emitter.ir import Graph, Layout, Node, Tensor
+from emitter.layout import equivalent, nhwc, relayout_steps
+
+
+def caller_layout(t: Tensor, io_nhwc: bool) -> Layout:
+    return nhwc(t.shape) if io_nhwc and len(t.shape) == 4 else Layout.identity(t.shape)
+
+
+class _Relayouter:
+    def __init__(self, tensors: dict[str, Tensor], nodes: list[Node]):
+        self.tensors, self.nodes = tensors, nodes
+        self.cache: dict[tuple[str, Layout], str] = {}
+
+    def to(self, name: str, target: Layout, opset: int) -> str:
+        src = self.tensors[name]
+        assert src.layout is not None
+        if equivalent(src.layout, target):
+            return name
+        key = (name, target)
+        if key in self.cache:
+            return self.cache[key]
+        steps = relayout_steps(src.layout, target)
+        cur = name
+        for k, (shape, perm) in enumerate(steps):
+            last = k == len(steps) - 1
+            out = f"{name}__{'nhwc' if target.perm == (0, 2, 3, 1) else 'relayout'}{'' if last else k}"
+            while out in self.tensors:
+                out += "_"
+            layout = target if last else Layout.identity(src.shape)
+            self.tensors[out] = Tensor(out, src.shape, "int8", src.quant, layout=layout)
+            self.nodes.append(Node(f"{name}__relayout{k}", "relayout", (cur,), (out,),
+                                   MappingProxyType({"in_shape": shape, "perm": perm}),
+                                   "layout", opset))
+            cur = out
+        self.cache[key] = cur
+        return cur
+
+
+def assign_layouts(g: Graph, io_nhwc: bool = False) -> Graph:
+    from emitter.ops import REGISTRY
+
+    tensors = dict(g.tensors)
+    for name in g.inputs:
+        tensors[name] = replace(tensors[name], layout=caller_layout(tensors[name], io_nhwc))
+    nodes: list[Node] = []
+    rl = _Relayouter(tensors, nodes)
+    for node in g.nodes:
+        plan = REGISTRY[node.op].layout(node, replace(g, tensors=MappingProxyType(tensors)))
+        inputs = []
+        for name, need in zip_longest(node.inputs, plan.inputs):
+            if name is None:
+                break
+            if name and need is not None and not tensors[name].is_const:
+                name = rl.to(name, need, node.opset)
+            inputs.append(name)
+        nodes.append(replace(node, inputs=tuple(inputs)))
+        for out in node.outputs:
+            tensors[out] = replace(tensors[out], layout=plan.output)
+    outputs = []
+    boundaries = dict(g.boundaries)
+    for name in g.outputs:
+        final = rl.to(name, caller_layout(tensors[name], io_nhwc), g.opset)
+        if final != name:
+            boundaries[final] = boundaries.pop(name)
+        outputs.append(final)
+    return replace(g, tensors=MappingProxyType(tensors), nodes=tuple(nodes), outputs=tuple(outputs),
+                   boundaries=MappingProxyType(boundaries))
