@@ -18,7 +18,8 @@ LEFT_SHIFT_INT8 = 20
 
 
 def broadcast_operand(x: np.ndarray, b: Bcast, size: int, what: str) -> np.ndarray:
-    """Flat int8 operand of `b.period` elements -> int64 [size]: element i is x[(i // inner) % period]."""
+    """Flat int8 operand of `b.period` elements -> int64 [size]; element i is
+    x[(i // inner) % period]."""
     if b.inner < 1 or b.period < 1:
         raise ValueError(f"{what}: inner={b.inner} and period={b.period} must both be >= 1")
     flat = np.asarray(x).ravel()

@@ -1,4 +1,5 @@
-"""Golden of mcu_mul_s8: TFLite int8 MUL (reference_integer_ops::MulElementwise), broadcast via Bcast.
+"""Golden of mcu_mul_s8: TFLite int8 MUL (reference_integer_ops::MulElementwise), broadcast
+via Bcast.
 
   out = clamp(requant((a + input1_offset) * (b + input2_offset), output_multiplier, output_shift)
               + output_offset, act_min, act_max)

@@ -21,8 +21,16 @@ import numpy as np
 from emitter.errors import QuantError
 from emitter.golden.add import check_range
 from emitter.kernel_params import SoftmaxParams
-from emitter.quant import (INT32_MAX, INT32_MIN, quantize_multiplier, requantize,
-                           round_half_away, rounding_divide_by_pot, srdhm, wrap_int32)
+from emitter.quant import (
+    INT32_MAX,
+    INT32_MIN,
+    quantize_multiplier,
+    requantize,
+    round_half_away,
+    rounding_divide_by_pot,
+    srdhm,
+    wrap_int32,
+)
 
 SCALED_DIFF_INTEGER_BITS = 5  # Q5.26 input differences
 ACCUM_INTEGER_BITS = 12  # Q12.19 sum of exponentials
@@ -45,7 +53,7 @@ def exp_on_interval_between_negative_one_quarter_and_0_excl(a: np.ndarray) -> np
     x4 = srdhm(x2, x2)
     x4_over_4 = rounding_divide_by_pot(x4, 2)
     poly = rounding_divide_by_pot(srdhm(x4_over_4 + x3, constant_1_over_3) + x2, 1)
-    return constant_term + srdhm(constant_term, x + poly)
+    return constant_term + srdhm(np.asarray(constant_term), x + poly)
 
 
 def exp_on_negative_values(a: np.ndarray) -> np.ndarray:
@@ -148,7 +156,7 @@ def softmax_params(input_scale: float, rows: int, row_size: int, output_scale: f
     input_multiplier, input_left_shift = _quantize_multiplier_greater_than_one(real)
     max_input_rescaled = (1.0 * ((1 << SCALED_DIFF_INTEGER_BITS) - 1)
                           * (1 << (31 - SCALED_DIFF_INTEGER_BITS)) / (1 << input_left_shift))
-    diff_min = -int(math.floor(max_input_rescaled))
+    diff_min = -math.floor(max_input_rescaled)
     if scale_out == 1.0 / 256 and output_zero_point == -128:
         mode, out_mult, out_shift, out_offset = 0, 0, 0, -128
     else:

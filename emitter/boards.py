@@ -1,0 +1,186 @@
+"""Boards: compiler flags, budgets and the QEMU machine of every target, read from boards/*.toml.
+
+Two kinds of board file, one per board, named `<name>.toml`:
+  * a generic core (`core` equals its own `name`, e.g. cortex-m4) states everything: `cflags`,
+    `has_dsp`/`has_mve`/`has_fpu`, `ram_bytes`/`flash_bytes` (the QEMU machine's memory) and a
+    `[qemu]` table (`machine`, extra `args`, test-image `code`/`data` regions as [origin, length]);
+  * a named board (`core = "cortex-m4"`) states its real `ram_bytes`/`flash_bytes` and may override
+    any other key (e.g. `cflags` for an M7 with a single-precision FPU); the rest, including the QEMU
+    machine its test images run on, comes from its core's file.
+Unknown keys, wrong types, duplicate names/aliases and a `core` that is not a generic board are
+errors naming the file. Names and aliases are matched case-insensitively.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from emitter.errors import UsageError
+from emitter.resources import data_dir
+
+# key -> expected Python type(s); `aliases`/`cflags` are lists of str, checked separately.
+_TOP_KEYS: dict[str, type | tuple[type, ...]] = {
+    "name": str, "aliases": list, "description": str, "core": str, "cflags": list,
+    "has_dsp": bool, "has_mve": bool, "has_fpu": bool, "ram_bytes": int, "flash_bytes": int,
+    "qemu": dict,
+}
+_QEMU_KEYS: dict[str, type] = {"machine": str, "args": list, "code": list, "data": list}
+
+
+@dataclass(frozen=True)
+class Board:
+    """One target board. Sizes in bytes; `code_*`/`data_*` are where QEMU test images are linked."""
+
+    name: str
+    aliases: tuple[str, ...]
+    description: str
+    core: str
+    cflags: tuple[str, ...]
+    has_dsp: bool
+    has_mve: bool
+    has_fpu: bool
+    ram_bytes: int
+    flash_bytes: int
+    qemu_machine: str
+    qemu_args: tuple[str, ...]
+    code_origin: int
+    code_length: int
+    data_origin: int
+    data_length: int
+
+    @property
+    def is_generic(self) -> bool:
+        """True for a generic core (cortex-m4), False for a named board (nucleo-l4r5zi)."""
+        return self.name == self.core
+
+
+def load_board(name_or_alias: str) -> Board:
+    """The board called `name_or_alias` (case-insensitive); UsageError listing valid names if none."""
+    boards = _load_all(data_dir("boards"))
+    key = name_or_alias.strip().lower()
+    for board in boards:
+        if key == board.name.lower() or key in (alias.lower() for alias in board.aliases):
+            return board
+    raise UsageError(
+        f"unknown board '{name_or_alias}'. Valid boards: {', '.join(b.name for b in boards)} "
+        f"(aliases: {', '.join(a for b in boards for a in b.aliases)})")
+
+
+def list_boards() -> list[Board]:
+    """Every board: generic cores first (cortex-m0plus ... cortex-m55), then named boards by name."""
+    return list(_load_all(data_dir("boards")))
+
+
+def format_board_table() -> str:
+    """A plain-text table: name, core, RAM, flash, QEMU machine, description."""
+    header = ("board", "core", "RAM", "flash", "QEMU machine", "description")
+    rows = [header] + [
+        (b.name, b.core, _human(b.ram_bytes), _human(b.flash_bytes), b.qemu_machine, b.description)
+        for b in list_boards()]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths)) + "  " + row[-1]
+             for row in rows]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _human(size: int) -> str:
+    """4194304 -> '4 MiB', 655360 -> '640 KiB', 1000 -> '1000 B'."""
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
+
+
+@functools.lru_cache(maxsize=None)
+def _load_all(folder: Path) -> tuple[Board, ...]:
+    if not folder.is_dir():
+        raise UsageError(f"board folder {folder} is missing: reinstall mcugen")
+    raw: dict[str, tuple[Path, dict[str, Any]]] = {}
+    for path in sorted(folder.glob("*.toml")):
+        with path.open("rb") as handle:
+            try:
+                data = tomllib.load(handle)
+            except tomllib.TOMLDecodeError as error:
+                raise UsageError(f"{path}: not valid TOML: {error}") from None
+        _check_keys(path, data)
+        if data["name"] != path.stem:
+            raise UsageError(f"{path}: name '{data['name']}' must match the file name '{path.stem}'")
+        raw[path.stem] = (path, data)
+
+    boards: list[Board] = []
+    for path, data in raw.values():
+        core = data["core"]
+        base = raw.get(core)
+        if base is None or base[1]["core"] != core:
+            generic = sorted(n for n, (_, d) in raw.items() if d["core"] == n)
+            raise UsageError(f"{path}: core '{core}' is not a generic core board; "
+                             f"expected one of {', '.join(generic)}")
+        boards.append(_build(path, {**base[1], **data}))
+    boards.sort(key=lambda b: (not b.is_generic, _natural(b.name)))
+
+    seen: dict[str, str] = {}
+    for board in boards:
+        for key in (board.name, *board.aliases):
+            other = seen.setdefault(key.lower(), board.name)
+            if other != board.name:
+                raise UsageError(f"board name or alias '{key}' is used by both '{other}' and "
+                                 f"'{board.name}' (boards/{board.name}.toml)")
+    return tuple(boards)
+
+
+def _natural(name: str) -> tuple[tuple[int, str], ...]:
+    """Sort key putting cortex-m4 before cortex-m33."""
+    return tuple((int(part), "") if part.isdigit() else (-1, part)
+                 for part in re.split(r"(\d+)", name))
+
+
+def _check_keys(path: Path, data: dict[str, Any]) -> None:
+    for table, schema in ((data, _TOP_KEYS), (data.get("qemu", {}), _QEMU_KEYS)):
+        for key, value in table.items():
+            expected = schema.get(key)
+            if expected is None:
+                raise UsageError(f"{path}: unknown key '{key}'; known keys: {', '.join(schema)}")
+            # bool is an int in Python: reject True where a size is expected.
+            if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+                raise UsageError(f"{path}: '{key}' must be {getattr(expected, '__name__', expected)}"
+                                 f", found {value!r}")
+    for key in ("name", "core"):
+        if key not in data:
+            raise UsageError(f"{path}: missing key '{key}'")
+
+
+def _build(path: Path, data: dict[str, Any]) -> Board:
+    missing = [key for key in _TOP_KEYS if key not in data]
+    missing += [f"qemu.{key}" for key in _QEMU_KEYS if key not in data.get("qemu", {})]
+    if missing:
+        raise UsageError(f"{path}: missing key(s) {', '.join(missing)} (in it or its core's file)")
+    qemu = data["qemu"]
+    for key in ("aliases", "cflags"):
+        if not all(isinstance(item, str) for item in data[key]):
+            raise UsageError(f"{path}: '{key}' must be a list of strings")
+    if not all(isinstance(item, str) for item in qemu["args"]):
+        raise UsageError(f"{path}: 'qemu.args' must be a list of strings")
+    regions = []
+    for key in ("code", "data"):
+        region = qemu[key]
+        if len(region) != 2 or not all(isinstance(v, int) and v >= 0 for v in region):
+            raise UsageError(f"{path}: 'qemu.{key}' must be [origin, length], found {region!r}")
+        regions += region
+    for key in ("ram_bytes", "flash_bytes"):
+        if data[key] <= 0:
+            raise UsageError(f"{path}: '{key}' must be positive, found {data[key]}")
+    return Board(
+        name=data["name"], aliases=tuple(data["aliases"]), description=data["description"],
+        core=data["core"], cflags=tuple(data["cflags"]), has_dsp=data["has_dsp"],
+        has_mve=data["has_mve"], has_fpu=data["has_fpu"], ram_bytes=data["ram_bytes"],
+        flash_bytes=data["flash_bytes"], qemu_machine=qemu["machine"],
+        qemu_args=tuple(qemu["args"]), code_origin=regions[0], code_length=regions[1],
+        data_origin=regions[2], data_length=regions[3])

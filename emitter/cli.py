@@ -1,0 +1,140 @@
+"""mcugen command line.
+
+    mcugen MODEL.onnx --board=cortex-m7 [-o DIR] [--name NAME] [--backend portable] [--verify]
+    mcugen verify MODEL.onnx --board=B [--inputs x.npz]      (same as --verify)
+    mcugen boards                                             (list the boards)
+
+Any McugenError ends with one clear message and exit code 2 (verification mismatches: 1), and
+nothing half-written is left behind; a traceback only with --debug.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from emitter import __version__
+from emitter.errors import BudgetError, McugenError, UsageError, VerifyError
+
+SUBCOMMANDS = ("boards", "verify")
+
+
+def parse_size(text: str) -> int:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmM]i?[bB]?|[bB])?\s*", text)
+    if not m:
+        raise UsageError(f"size '{text}' is not a number with an optional K or M suffix (e.g. 256K, 1M)")
+    unit = (m.group(2) or "").upper()[:1]
+    return int(float(m.group(1)) * {"K": 1024, "M": 1024 * 1024}.get(unit, 1))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mcugen", description="INT8 ONNX model -> C bundle for a Cortex-M board.")
+    p.add_argument("model", help="the INT8 ONNX model (QDQ or QOperator form)")
+    p.add_argument("--board", default="cortex-m7", help="board or core name (see `mcugen boards`)")
+    p.add_argument("-o", "--output", help="output folder (default: a folder named after the model)")
+    p.add_argument("--name", help="C prefix of every public symbol (default: the file stem)")
+    p.add_argument("--backend", default="portable", choices=["portable"],
+                   help="kernel backend (portable: mcugen's C99 int8 kernels)")
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
+                   help="static shape for an input with symbolic dims (repeatable)")
+    p.add_argument("--io-layout", choices=["onnx", "nhwc"], default="onnx",
+                   help="layout of 4-D inputs/outputs at the C API (default: as the ONNX graph declares)")
+    p.add_argument("--ram-budget", help="fail if the arena exceeds this (e.g. 256K)")
+    p.add_argument("--flash-budget", help="fail if the weights exceed this (e.g. 1M)")
+    p.add_argument("--verify", action="store_true",
+                   help="build and run the bundle (host gcc, and QEMU when the board has a machine) "
+                        "and compare with the golden model and onnxruntime")
+    p.add_argument("--inputs", help="reference inputs (.npz) for --verify (default: 8 random samples)")
+    p.add_argument("--samples", type=int, default=8, help="random samples for --verify (default 8)")
+    p.add_argument("--no-qemu", action="store_true", help="with --verify: host build only")
+    p.add_argument("--force", action="store_true", help="replace an -o folder that is not an mcugen bundle")
+    p.add_argument("--quiet", action="store_true", help="print no per-layer table")
+    p.add_argument("--debug", action="store_true", help="show Python tracebacks")
+    p.add_argument("--version", action="version", version=f"mcugen {__version__}")
+    return p
+
+
+def cmd_boards() -> int:
+    from emitter.boards import format_board_table
+
+    print(format_board_table())
+    return 0
+
+
+def check_budgets(args: argparse.Namespace, board, compiled, weight_bytes: int) -> None:
+    ram = parse_size(args.ram_budget) if args.ram_budget else None
+    flash = parse_size(args.flash_budget) if args.flash_budget else None
+    from emitter.budget import check
+
+    check(compiled, weight_bytes, ram if ram is not None else board.ram_bytes,
+          flash if flash is not None else board.flash_bytes,
+          "--ram-budget" if ram is not None else f"board {board.name}",
+          "--flash-budget" if flash is not None else f"board {board.name}")
+
+
+def cmd_emit(args: argparse.Namespace, verify: bool) -> int:
+    from emitter.boards import load_board
+    from emitter.bundle import write_bundle
+    from emitter.compiler import compile_model
+    from emitter.frontend import parse_input_shapes
+    from emitter.render import render_bundle
+    from emitter.summary import summary
+
+    board = load_board(args.board)
+    t0 = time.perf_counter()
+    compiled = compile_model(args.model, args.name, parse_input_shapes(args.input_shape),
+                             io_nhwc=args.io_layout == "nhwc")
+    files = render_bundle(compiled, " ".join(board.cflags), board.name)
+    import json
+
+    weight_bytes = json.loads(files["report.json"])["weight_bytes"]
+    check_budgets(args, board, compiled, weight_bytes)
+    out_dir = Path(args.output) if args.output else Path(Path(args.model).stem)
+    write_bundle(files, out_dir, force=args.force)
+    elapsed = time.perf_counter() - t0
+    if not args.quiet:
+        print(summary(compiled, weight_bytes, board.name, "backend portable (mcugen C99 kernels)"))
+    print(f"wrote {out_dir}/ ({len(files)} files) in {elapsed:.2f} s")
+    if verify:
+        from emitter.verify import run_verify
+
+        report = run_verify(compiled, out_dir, board, Path(args.model), args.inputs, args.samples,
+                            qemu=not args.no_qemu)
+        print(report.text())
+        if not report.ok:
+            raise VerifyError("verification failed: the generated C does not match the golden "
+                              "model bit for bit (see above)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        if argv and argv[0] == "boards":
+            return cmd_boards()
+        verify = bool(argv) and argv[0] == "verify"
+        if verify:
+            argv = argv[1:]
+        args = build_parser().parse_args(argv)
+        return cmd_emit(args, verify or args.verify)
+    except VerifyError as exc:
+        if debug:
+            raise
+        print(f"mcugen: error: {exc}", file=sys.stderr)
+        return 1
+    except (McugenError, BudgetError) as exc:
+        if debug:
+            raise
+        print(f"mcugen: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main())

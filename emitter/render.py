@@ -1,0 +1,219 @@
+"""Code generation: a Compiled model -> the files of a C bundle, via the Jinja templates.
+
+All C text comes from templates/ and the filters of emitter/cfmt.py; this module only gathers
+precomputed values (layers, arrays, pointers, figures) in graph order, so the output is
+deterministic: same model and options, byte-identical bundle.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import numpy as np
+
+from emitter import __version__
+from emitter.cfmt import C_TYPES, PARAM_TYPES, c_array, c_comment, c_float, c_int, c_struct, upper_ident
+from emitter.compiler import Compiled
+from emitter.ir import Tensor
+from emitter.layout import is_identity
+from emitter.ops.base import ConstArg, IntArg, NullArg, TensorArg, TensorListArg
+from emitter.resources import data_dir
+
+RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h")
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+    env.filters.update(c_int=c_int, c_array=c_array, c_comment=c_comment, c_float=c_float,
+                       c_string=lambda s: '"' + c_comment(s).replace("\\", "\\\\").replace('"', '\\"') + '"')
+    return env
+
+
+@dataclass(frozen=True)
+class ConstArray:
+    ctype: str
+    ident: str
+    values: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return int(self.values.size)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.values.nbytes)
+
+
+@dataclass(frozen=True)
+class Layer:
+    index: int
+    name: str
+    op: str
+    source: str
+    kernel: str
+    summary: str
+    params_type: str | None
+    params_ident: str | None
+    params_init: str | None
+    locals: tuple[str, ...]
+    call: str
+    comment: tuple[str, ...]
+    out_ptr: str
+    out_shape: tuple[int, ...]
+    out_bytes: int
+    out_offset: int | None
+    macs: int
+    weight_bytes: int
+
+
+def layout_name(t: Tensor) -> str:
+    assert t.layout is not None
+    if is_identity(t.layout):
+        return "ONNX order"
+    if t.layout.perm == (0, 2, 3, 1):
+        return "NHWC"
+    return f"view {t.layout.view} perm {t.layout.perm}"
+
+
+class BundleBuilder:
+    def __init__(self, c: Compiled):
+        self.c = c
+        self.g = c.graph
+        self.prefix = c.name
+        self.arrays: list[ConstArray] = []
+
+    def ptr(self, name: str) -> str:
+        kind, where = self.c.plan.location[self.c.plan.root[name]]
+        if kind == "arena":
+            return f"(arena + {where})"
+        return f"inputs[{where}]" if kind == "input" else f"outputs[{where}]"
+
+    def where(self, name: str) -> str:
+        kind, where = self.c.plan.location[self.c.plan.root[name]]
+        return f"arena+{where}" if kind == "arena" else f"{kind} {where}"
+
+    def describe(self, role: str, name: str) -> str:
+        t = self.g.t(name)
+        q = t.quant
+        qs = f"s={q.s:.9g} zp={q.zp}" if q is not None else ""
+        return f"{role} '{c_comment(name)}' {list(t.shape)} {layout_name(t)} {qs} @{self.where(name)}"
+
+    def const(self, k: int, suffix: str, values: np.ndarray) -> str:
+        ident = f"{self.prefix}_l{k}_{suffix}"
+        self.arrays.append(ConstArray(C_TYPES[str(values.dtype)], ident, np.ascontiguousarray(values)))
+        return ident
+
+    def layer(self, k: int) -> Layer | None:
+        node, p = self.g.nodes[k], self.c.prepared[k]
+        if not p.kernel:
+            return None
+        before = sum(a.nbytes for a in self.arrays)
+        params_ident = params_init = params_type = None
+        if p.params is not None:
+            refs = {f.name: self.const(k, f.name, getattr(p.params, f.name))
+                    for f in fields(p.params) if isinstance(getattr(p.params, f.name), np.ndarray)}
+            params_type = PARAM_TYPES[type(p.params).__name__]
+            params_ident = f"{self.prefix}_l{k}_params"
+            params_init = c_struct(p.params, refs)
+        args, local_decls = [], []
+        if params_ident:
+            args.append(f"&{params_ident}")
+        for a in p.args:
+            if isinstance(a, TensorArg):
+                args.append(self.ptr(a.name))
+            elif isinstance(a, ConstArg):
+                args.append(self.const(k, a.suffix, a.data))
+            elif isinstance(a, IntArg):
+                args.append(c_int(a.value))
+            elif isinstance(a, NullArg):
+                args.append("NULL")
+            elif isinstance(a, TensorListArg):
+                ident = f"l{k}_inputs"
+                local_decls.append(f"const int8_t *const {ident}[{len(a.names)}] = "
+                                   f"{{{', '.join(self.ptr(n) for n in a.names)}}};")
+                args.append(ident)
+        out = node.outputs[0]
+        comment = [f"Layer {k}: {node.op} '{c_comment(node.name)}' (ONNX {c_comment(node.source or node.op)})"]
+        comment += [self.describe("in ", i) for i in node.inputs if i and not self.g.t(i).is_const]
+        comment.append(self.describe("out", out))
+        comment.append(f"kernel {p.kernel}: {c_comment(p.summary)}; MACs {p.macs}")
+        return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
+                     params_init, tuple(local_decls), f"{p.kernel}({', '.join(args)})", tuple(comment),
+                     self.ptr(out), self.g.t(out).shape, self.g.t(out).nbytes,
+                     self.c.plan.offset_of(out), p.macs, sum(a.nbytes for a in self.arrays) - before)
+
+    def io(self, names: tuple[str, ...], kind: str) -> list[dict[str, Any]]:
+        out = []
+        for k, name in enumerate(names):
+            t = self.g.t(name)
+            b = self.g.boundaries[name]
+            assert t.quant is not None
+            out.append({"index": k, "macro": f"{upper_ident(self.prefix)}_{kind}{k}", "onnx_name": b.onnx_name,
+                        "shape": list(t.shape), "size": t.size, "scale": t.quant.s, "zero_point": t.quant.zp,
+                        "float_io": b.float_io, "from_uint8": b.from_uint8,
+                        "layout": "NHWC" if self.c.io_nhwc and len(t.shape) == 4 else "ONNX order"})
+        return out
+
+    def context(self) -> dict[str, Any]:
+        layers = [lay for lay in (self.layer(k) for k in range(len(self.g.nodes))) if lay is not None]
+        kernels = sorted({lay.kernel for lay in layers})
+        m = self.c.model
+        inputs, outputs = self.io(self.g.inputs, "INPUT"), self.io(self.g.outputs, "OUTPUT")
+        return {
+            "version": __version__, "prefix": self.prefix, "PREFIX": upper_ident(self.prefix),
+            "model_file": c_comment(m.path.name), "sha256": m.sha256, "opset": m.opset,
+            "layers": layers, "arrays": self.arrays, "kernels": kernels,
+            "inputs": inputs, "outputs": outputs,
+            "single_io": len(inputs) == 1 and len(outputs) == 1,
+            "arena_size": self.c.plan.arena_size, "lower_bound": self.c.plan.lower_bound,
+            "weight_bytes": sum(a.nbytes for a in self.arrays),
+            "macs": sum(lay.macs for lay in layers),
+            "views": sum(1 for p in self.c.prepared if not p.kernel),
+        }
+
+
+def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "mcugen_version": __version__, "model": c.model.path.name, "model_sha256": c.model.sha256,
+        "name": c.name, "backend": "portable",
+        "arena_bytes": ctx["arena_size"], "liveness_lower_bound_bytes": ctx["lower_bound"],
+        "arena_gap_bytes": ctx["arena_size"] - ctx["lower_bound"],
+        "weight_bytes": ctx["weight_bytes"], "macs": ctx["macs"],
+        "io_bytes": {"inputs": [i["size"] for i in ctx["inputs"]], "outputs": [o["size"] for o in ctx["outputs"]]},
+        "layers": [{"index": lay.index, "name": lay.name, "op": lay.op, "onnx": lay.source,
+                    "kernel": lay.kernel, "output_shape": list(lay.out_shape), "macs": lay.macs,
+                    "arena_offset": lay.out_offset, "output_bytes": lay.out_bytes,
+                    "weight_bytes": lay.weight_bytes} for lay in ctx["layers"]],
+    }
+
+
+def render_bundle(c: Compiled, board_flags: str, board_name: str) -> dict[str, bytes]:
+    """Every file of the bundle, relative path -> bytes (nothing is written here)."""
+    ctx = BundleBuilder(c).context()
+    ctx.update(cpu_flags=board_flags, board=board_name)
+    env = environment()
+    p = c.name
+    files = {
+        f"{p}.h": env.get_template("model.h.j2").render(ctx),
+        f"{p}.c": env.get_template("model.c.j2").render(ctx),
+        f"{p}_weights.h": env.get_template("weights.h.j2").render(ctx),
+        f"{p}_weights.c": env.get_template("weights.c.j2").render(ctx),
+        "Makefile": env.get_template("Makefile.j2").render(ctx),
+        "CMakeLists.txt": env.get_template("CMakeLists.txt.j2").render(ctx),
+        "README.md": env.get_template("bundle_README.md.j2").render(ctx),
+    }
+    if ctx["single_io"]:
+        files[f"{p}_f32.c"] = env.get_template("model_f32.c.j2").render(ctx)
+    out = {k: v.encode() for k, v in files.items()}
+    out["report.json"] = (json.dumps(report(c, ctx), indent=1, sort_keys=True) + "\n").encode()
+    rt = data_dir("mcu_runtime")
+    for h in RUNTIME_HEADERS:
+        out[f"mcu_runtime/include/{h}"] = (rt / "include" / h).read_bytes()
+    for kern in ctx["kernels"]:
+        out[f"mcu_runtime/kernels/{kern}.c"] = (rt / "kernels" / f"{kern}.c").read_bytes()
+    return out

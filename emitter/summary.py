@@ -1,0 +1,41 @@
+"""The per-layer table and totals printed after generation."""
+from __future__ import annotations
+
+from emitter.compiler import Compiled
+from emitter.layout import physical_shape
+
+
+def fmt_bytes(n: int) -> str:
+    return f"{n:,}"
+
+
+def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str) -> str:
+    g, plan = c.graph, c.plan
+    rows = [("#", "layer", "op", "kernel", "output", "MACs", "offset", "bytes")]
+    macs = 0
+    for k, (node, p) in enumerate(zip(g.nodes, c.prepared)):
+        out = g.t(node.outputs[0])
+        kind, where = plan.location[plan.root[out.name]]
+        offset = str(where) if kind == "arena" else kind
+        if not p.kernel:
+            offset = f"view of {plan.root[out.name][:16]}" if kind == "arena" else offset
+        name = node.name if len(node.name) <= 28 else "..." + node.name[-25:]
+        rows.append((str(k), name, node.op, p.kernel or "(view)",
+                     "x".join(map(str, physical_shape(out.layout))) if out.layout else "?",
+                     fmt_bytes(p.macs), offset, fmt_bytes(out.nbytes)))
+        macs += p.macs
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.rjust(w) if i in (0, 5, 6, 7) else cell.ljust(w)
+                       for i, (cell, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    io = sum(g.t(n).nbytes for n in g.inputs + g.outputs)
+    kernels = sum(1 for p in c.prepared if p.kernel)
+    lines += [
+        "",
+        f"model {c.model.path.name}: {kernels} kernel calls, {len(c.prepared) - kernels} free views, "
+        f"{fmt_bytes(macs)} MACs per inference; board {board}; {backend_note}",
+        f"flash: weights and parameters {fmt_bytes(weight_bytes)} bytes",
+        f"RAM:   arena {fmt_bytes(plan.arena_size)} bytes (liveness lower bound {fmt_bytes(plan.lower_bound)}, "
+        f"gap {fmt_bytes(plan.gap)}) + caller's input/output buffers {fmt_bytes(io)} bytes",
+    ]
+    return "\n".join(lines)

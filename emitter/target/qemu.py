@@ -1,0 +1,131 @@
+"""Running a firmware image in qemu-system-arm with semihosting and the instruction-count plugin.
+
+The harness (mcu_runtime/harness/harness_main.c) reads input.bin and writes output.bin and
+stack.txt in QEMU's working directory; the plugin (mcu_runtime/qemu_plugin/insn_count.c) writes
+one executed-instruction count per inference. The image's exit codes are in EXIT_MEANING.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from emitter.boards import Board
+from emitter.errors import ToolchainError, VerifyError
+from emitter.resources import data_dir
+from emitter.target import toolchain
+
+EXIT_MEANING = {
+    0: "success",
+    1: "harness file error (input.bin missing or truncated, output not writable)",
+    3: "the model returned a non-zero status (status=<code> lines on stdout)",
+    4: "unexpected exception, e.g. HardFault (fault registers on stderr)",
+    5: "the inference overflowed the reserved stack (rebuild with a larger stack_bytes)",
+}
+COUNTS_FILE = "insn_counts.txt"
+
+
+@dataclass(frozen=True)
+class QemuRun:
+    """One QEMU run. instructions: executed instructions per inference, in sample order (empty
+    without the plugin); stack_bytes: the deepest inference stack (None if stack.txt is absent)."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    instructions: tuple[int, ...]
+    stack_bytes: int | None
+    command: tuple[str, ...]
+    workdir: Path
+
+
+def run_qemu(elf: Path | str, board: Board, workdir: Path | str, timeout: float = 120,
+             count_instructions: bool = True, *, check: bool = True) -> QemuRun:
+    """Run `elf` on the board's QEMU machine with cwd=workdir (which must hold input.bin).
+
+    Stale output.bin/stack.txt/counts are removed first. QEMU is killed after `timeout` seconds
+    (VerifyError). With check=True a non-zero exit raises VerifyError quoting the image's output
+    (ToolchainError when QEMU itself failed); with check=False the QemuRun is returned as is."""
+    qemu = toolchain.find_tool("qemu-system-arm")
+    work = Path(workdir).resolve()
+    elf_path = Path(elf).resolve()
+    for stale in ("output.bin", "stack.txt", COUNTS_FILE):
+        (work / stale).unlink(missing_ok=True)
+    command = [str(qemu), "-M", board.qemu_machine, *board.qemu_args, "-nographic",
+               "-monitor", "none", "-serial", "none",
+               "-semihosting-config", "enable=on,target=native", "-kernel", str(elf_path)]
+    if count_instructions:
+        command += ["-plugin", f"{build_plugin()},out={work / COUNTS_FILE}"]
+    try:
+        result = subprocess.run(command, cwd=work, stdin=subprocess.DEVNULL, capture_output=True,
+                                text=True, errors="replace", timeout=timeout, check=False)
+    except subprocess.TimeoutExpired as expired:
+        output = _text(expired.stdout) + _text(expired.stderr)
+        raise VerifyError(f"{elf_path.name} on {board.name} ({board.qemu_machine}) did not finish "
+                          f"in {timeout:g} s and was killed; a hang, or raise timeout=.\n"
+                          f"{output[-2000:]}") from None
+    run = QemuRun(exit_code=result.returncode, stdout=result.stdout, stderr=result.stderr,
+                  instructions=_read_counts(work / COUNTS_FILE) if count_instructions else (),
+                  stack_bytes=_read_stack(work / "stack.txt"), command=tuple(command),
+                  workdir=work)
+    if check and run.exit_code != 0:
+        _raise(run, elf_path, board)
+    return run
+
+
+def _raise(run: QemuRun, elf: Path, board: Board) -> None:
+    where = f"{elf.name} on {board.name} ({board.qemu_machine})"
+    if "qemu-system-arm:" in run.stderr:
+        raise ToolchainError(f"qemu-system-arm failed for {where} (exit {run.exit_code}):\n"
+                             f"{run.stderr.strip()}\ncommand: {' '.join(run.command)}")
+    meaning = EXIT_MEANING.get(run.exit_code, "unknown exit code")
+    details = "\n".join(part for part in (run.stdout.strip(), run.stderr.strip()) if part)
+    raise VerifyError(f"{where} exited with {run.exit_code}: {meaning}"
+                      + (f"\n{details[-4000:]}" if details else ""))
+
+
+def _text(data: str | bytes | None) -> str:
+    if data is None:
+        return ""
+    return data.decode(errors="replace") if isinstance(data, bytes) else data
+
+
+def _read_counts(path: Path) -> tuple[int, ...]:
+    if not path.is_file():
+        return ()
+    return tuple(int(line) for line in path.read_text().split())
+
+
+def _read_stack(path: Path) -> int | None:
+    if not path.is_file():
+        return None
+    text = path.read_text().strip()
+    return int(text) if text.isdigit() else None
+
+
+def build_plugin(cache_dir: Path | str | None = None) -> Path:
+    """The instruction-count plugin, built once per plugin source into a cache folder.
+
+    Default cache: $MCUGEN_CACHE_DIR, else $XDG_CACHE_HOME/mcugen, else ~/.cache/mcugen."""
+    source = data_dir("mcu_runtime") / "qemu_plugin" / "insn_count.c"
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
+    if cache_dir is None:
+        base = os.environ.get("MCUGEN_CACHE_DIR") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mcugen")
+        cache_dir = base
+    target = Path(cache_dir) / f"insn_count-{digest}.so"
+    if target.is_file():
+        return target
+    toolchain.find_tool("gcc")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+        command = toolchain.scons_command() + [
+            "-Q", "-f", str(data_dir("SConstruct")), "plugin=1", f"build={scratch}"]
+        result = subprocess.run(command, cwd=scratch, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise ToolchainError(f"building the QEMU plugin failed:\n{result.stdout}{result.stderr}")
+        os.replace(Path(scratch) / "insn_count.so", target)  # atomic: safe for parallel tests
+    return target

@@ -1,0 +1,79 @@
+"""Finding the external tools; a missing one is a ToolchainError that says how to install it."""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from emitter.errors import ToolchainError
+
+# tool -> how to get it (Debian/Ubuntu package names).
+INSTALL_HINT: dict[str, str] = {
+    "arm-none-eabi-gcc": "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi",
+    "arm-none-eabi-size": "apt-get install binutils-arm-none-eabi",
+    "arm-none-eabi-objdump": "apt-get install binutils-arm-none-eabi",
+    "qemu-system-arm": "apt-get install qemu-system-arm",
+    "gcc": "apt-get install gcc",
+    "scons": "pip install scons (or apt-get install scons)",
+    "newlib": "apt-get install libnewlib-arm-none-eabi",
+}
+
+TARGET_TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-size", "arm-none-eabi-objdump", "newlib",
+                "scons")
+QEMU_TOOLS = TARGET_TOOLS + ("qemu-system-arm", "gcc")
+HOST_TOOLS = ("gcc", "scons")
+
+
+def find_tool(name: str) -> Path:
+    """Absolute path of an executable on PATH, else ToolchainError naming its package."""
+    path = shutil.which(name)
+    if path is None:
+        raise ToolchainError(f"'{name}' was not found on PATH; install it: "
+                             f"{INSTALL_HINT.get(name, 'see docs')}")
+    return Path(path)
+
+
+def scons_command() -> list[str]:
+    """How to start SCons: this interpreter's SCons module if installed, else `scons` on PATH."""
+    if importlib.util.find_spec("SCons") is not None:
+        return [sys.executable, "-m", "SCons"]
+    return [str(find_tool("scons"))]
+
+
+@functools.lru_cache(maxsize=None)
+def _newlib_present() -> bool:
+    gcc = shutil.which("arm-none-eabi-gcc")
+    if gcc is None:
+        return False
+    result = subprocess.run([gcc, "-print-file-name=rdimon.specs"], capture_output=True,
+                            text=True, check=False)
+    return result.returncode == 0 and Path(result.stdout.strip()).is_file()
+
+
+def check_newlib() -> None:
+    """ToolchainError unless arm-none-eabi-gcc finds newlib's rdimon (semihosting) specs."""
+    find_tool("arm-none-eabi-gcc")
+    if not _newlib_present():
+        raise ToolchainError("arm-none-eabi-gcc has no newlib (rdimon.specs not found); install "
+                             f"it: {INSTALL_HINT['newlib']}")
+
+
+def missing_tools(names: tuple[str, ...] = QEMU_TOOLS) -> list[str]:
+    """The tools of `names` that are absent, each with its install hint; [] when all are there.
+
+    Test suites use it to skip with a stated reason."""
+    missing = []
+    for name in names:
+        try:
+            if name == "newlib":
+                check_newlib()
+            elif name == "scons":
+                scons_command()
+            else:
+                find_tool(name)
+        except ToolchainError:
+            missing.append(f"{name} ({INSTALL_HINT[name]})")
+    return missing

@@ -1,0 +1,210 @@
+"""Verification: run the bundle on host (gcc) and in QEMU, compare with the golden and onnxruntime.
+
+The golden model is the contract: host C and QEMU must equal it bit for bit. onnxruntime
+requantizes in float, so against it we report the share of differing elements and max |diff|.
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from emitter.compiler import Compiled, golden_run
+from emitter.errors import UsageError
+from emitter.render import BundleBuilder, environment
+
+
+def quantize(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
+    q = np.floor(np.abs(x / scale) + 0.5) * np.sign(x / scale) + zp
+    return np.clip(q, -128, 127).astype(np.int8)
+
+
+def load_inputs(c: Compiled, npz: str | Path | None, samples: int, seed: int = 0) -> list[list[np.ndarray]]:
+    """Reference inputs as int8 in the caller's layout: per sample, one array per graph input.
+
+    From an .npz: a key per ONNX input name (or 'inputs'/'images'/'x' for a single input), int8
+    as is, uint8 minus 128, float quantized with the input's scale and zero point; the first axis
+    runs over samples. Without one: `samples` uniform random int8 samples (seeded)."""
+    g = c.graph
+    if npz is None:
+        rng = np.random.default_rng(seed)
+        return [[rng.integers(-128, 128, size=g.t(n).shape, dtype=np.int8) for n in g.inputs]
+                for _ in range(samples)]
+    try:
+        data = np.load(npz)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read --inputs '{npz}': {exc}") from None
+    per_input = []
+    for name in g.inputs:
+        b = g.boundaries[name]
+        keys = [b.onnx_name] + (["inputs", "images", "x"] if len(g.inputs) == 1 else [])
+        key = next((k for k in keys if k in data.files), None)
+        if key is None:
+            raise UsageError(f"--inputs '{npz}' has no array named '{b.onnx_name}' (keys: {data.files})")
+        arr = data[key]
+        t = g.t(name)
+        arr = arr.reshape((-1,) + tuple(t.shape))
+        if arr.dtype == np.int8:
+            q = arr
+        elif arr.dtype == np.uint8:
+            q = (arr.astype(np.int16) - 128).astype(np.int8)
+        else:
+            assert t.quant is not None
+            q = quantize(arr.astype(np.float64), t.quant.s, t.quant.zp)
+        per_input.append(q)
+    n = min(len(a) for a in per_input)
+    return [[a[k] for a in per_input] for k in range(n)]
+
+
+def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
+    """onnxruntime (CPU, graph optimizations off) on the same samples, outputs as our int8."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
+    g = c.graph
+    results = []
+    for sample in samples:
+        feed = {}
+        for name, x in zip(g.inputs, sample):
+            b, t = g.boundaries[name], g.t(name)
+            assert t.quant is not None
+            if b.float_io:
+                feed[b.onnx_name] = ((x.astype(np.float32) - t.quant.zp) * np.float32(t.quant.s)).astype(np.float32)
+            elif b.from_uint8:
+                feed[b.onnx_name] = (x.astype(np.int16) + 128).astype(np.uint8)
+            else:
+                feed[b.onnx_name] = x
+        outs = sess.run([g.boundaries[n].onnx_name for n in g.outputs], feed)
+        row = []
+        for name, y in zip(g.outputs, outs):
+            b, t = g.boundaries[name], g.t(name)
+            assert t.quant is not None
+            if b.float_io:
+                y = quantize(np.asarray(y, np.float64), t.quant.s, t.quant.zp)
+            elif b.from_uint8:
+                y = (np.asarray(y).astype(np.int16) - 128).astype(np.int8)
+            row.append(np.asarray(y).reshape(t.shape))
+        results.append(row)
+    return results
+
+
+def diff_stats(a: list[list[np.ndarray]], b: list[list[np.ndarray]]) -> tuple[int, int, int]:
+    """(elements differing, elements, max |diff|) over all samples and outputs."""
+    n = d = mx = 0
+    for ra, rb in zip(a, b):
+        for x, y in zip(ra, rb):
+            delta = np.abs(x.astype(np.int32) - y.astype(np.int32))
+            n += delta.size
+            d += int((delta > 0).sum())
+            mx = max(mx, int(delta.max(initial=0)))
+    return d, n, mx
+
+
+def write_glue(c: Compiled, folder: Path) -> None:
+    ctx = BundleBuilder(c).context()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model_glue.h").write_text(environment().get_template("model_glue.h.j2").render(ctx))
+
+
+def pack(samples: list[list[np.ndarray]]) -> bytes:
+    return b"".join(x.astype(np.int8).tobytes() for s in samples for x in s)
+
+
+def unpack(c: Compiled, raw: bytes, count: int) -> list[list[np.ndarray]]:
+    shapes = c.output_shapes
+    per = sum(int(np.prod(s)) for s in shapes)
+    if len(raw) != per * count:
+        raise UsageError(f"output.bin has {len(raw)} bytes, expected {per * count}")
+    arr = np.frombuffer(raw, dtype=np.int8)
+    out = []
+    for k in range(count):
+        row, off = [], k * per
+        for s in shapes:
+            size = int(np.prod(s))
+            row.append(arr[off:off + size].reshape(s))
+            off += size
+        out.append(row)
+    return out
+
+
+def run_host(c: Compiled, bundle: Path, samples: list[list[np.ndarray]], work: Path,
+             cflags: tuple[str, ...] = ()) -> list[list[np.ndarray]]:
+    import subprocess
+
+    from emitter.target.firmware import build_host
+
+    write_glue(c, work / "glue")
+    exe = build_host(bundle, work / "glue", work / "host", cflags, werror=True)
+    run_dir = work / "host_run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "input.bin").write_bytes(pack(samples))
+    res = subprocess.run([str(exe)], cwd=run_dir, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        from emitter.errors import VerifyError
+        raise VerifyError(f"host harness exited {res.returncode}: {res.stdout}{res.stderr}")
+    return unpack(c, (run_dir / "output.bin").read_bytes(), len(samples))
+
+
+@dataclass
+class VerifyReport:
+    samples: int
+    lines: list[str] = field(default_factory=list)
+    ok: bool = True
+    figures: dict = field(default_factory=dict)
+
+    def check(self, what: str, got: list[list[np.ndarray]], want: list[list[np.ndarray]]) -> None:
+        d, n, mx = diff_stats(got, want)
+        good = d == 0
+        self.ok &= good
+        self.lines.append(f"{what:<34} {'bit-exact' if good else 'MISMATCH'}: {d}/{n} elements differ, max |diff| {mx}")
+
+    def note(self, line: str) -> None:
+        self.lines.append(line)
+
+    def text(self) -> str:
+        return "\n".join([f"verification on {self.samples} samples:"] + ["  " + s for s in self.lines])
+
+
+def run_verify(c: Compiled, bundle: Path, board, model: Path, inputs: str | None, count: int,
+               qemu: bool = True, work: Path | None = None) -> VerifyReport:
+    samples = load_inputs(c, inputs, count)
+    if not samples:
+        raise UsageError("no reference inputs to verify with")
+    gold = [golden_run(c, s) for s in samples]
+    rep = VerifyReport(len(samples))
+    with tempfile.TemporaryDirectory(prefix="mcugen-verify-") as tmp:
+        w = Path(work) if work is not None else Path(tmp)
+        host = run_host(c, bundle, samples, w)
+        rep.check("host gcc vs golden", host, gold)
+        if qemu:
+            from emitter.target.firmware import build_firmware
+            from emitter.target.qemu import run_qemu
+
+            fw = build_firmware(bundle, w / "glue", board, w / "fw")
+            run_dir = w / "qemu_run"
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / "input.bin").write_bytes(pack(samples))
+            run = run_qemu(fw.elf, board, run_dir)
+            target = unpack(c, (run_dir / "output.bin").read_bytes(), len(samples))
+            rep.check(f"QEMU {board.name} vs golden", target, gold)
+            rep.check(f"QEMU {board.name} vs host", target, host)
+            counts = sorted(set(run.instructions))
+            rep.figures.update(instructions=list(run.instructions), stack_bytes=run.stack_bytes,
+                               flash_model=fw.model_flash, ram_model=fw.model_ram,
+                               text=fw.text, rodata=fw.rodata, data=fw.data, bss=fw.bss)
+            rep.note(f"instructions per inference ({board.name}, -O2): "
+                     f"{counts[0]:,}" + (f"..{counts[-1]:,}" if len(counts) > 1 else ""))
+            rep.note(f"firmware: text {fw.text:,} rodata {fw.rodata:,} data {fw.data:,} bss {fw.bss:,} bytes; "
+                     f"model alone: flash {fw.model_flash:,}, RAM {fw.model_ram:,} bytes; "
+                     f"inference stack {run.stack_bytes} bytes")
+    ort_out = ort_run(c, model, samples)
+    d, n, mx = diff_stats(gold, ort_out)
+    rep.note(f"golden vs onnxruntime (float requantization): {d}/{n} elements differ "
+             f"({100.0 * d / max(n, 1):.2f}%), max |diff| {mx} (reported, not an error)")
+    rep.figures.update(ort_differ=d, ort_elements=n, ort_max_diff=mx)
+    return rep

@@ -1,0 +1,21 @@
+/*
+ * mcu_markers.h - instruction-count markers around one inference.
+ *
+ * On Arm targets MCU_MARK_START() / MCU_MARK_END() emit `mov r11, r11` (Thumb 0x46db) and
+ * `mov r10, r10` (0x46d2): architectural no-ops that compilers never generate. The QEMU plugin
+ * mcu_runtime/qemu_plugin/insn_count.c counts the instructions executed between the two. The
+ * "memory" clobber keeps the compiler from moving loads/stores of the inference across a marker.
+ * On every other target the macros expand to nothing.
+ */
+#ifndef MCU_MARKERS_H
+#define MCU_MARKERS_H
+
+#if defined(__arm__)
+#define MCU_MARK_START() __asm__ volatile("mov r11, r11" ::: "memory")
+#define MCU_MARK_END() __asm__ volatile("mov r10, r10" ::: "memory")
+#else
+#define MCU_MARK_START() ((void)0)
+#define MCU_MARK_END() ((void)0)
+#endif
+
+#endif /* MCU_MARKERS_H */

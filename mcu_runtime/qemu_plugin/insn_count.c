@@ -1,0 +1,141 @@
+/*
+ * insn_count.c - QEMU TCG plugin: executed instructions between mcugen's markers.
+ *
+ *   qemu-system-arm ... -plugin insn_count.so,out=counts.txt
+ *
+ * Every translated instruction gets an inline "counter += 1" (exact, no callback per instruction).
+ * The two marker instructions of mcu_runtime/harness/mcu_markers.h also get a callback:
+ *   mov r11, r11  (first halfword 0x46db)  start: remember the counter
+ *   mov r10, r10  (first halfword 0x46d2)  end:   write one line "<count>\n" to out=FILE
+ * <count> is the number of instructions executed strictly between the two markers. Only the first
+ * halfword is compared: QEMU 7.2 sometimes reports a 16-bit Thumb instruction as 4 bytes when the
+ * next one crosses a 1 KiB page. An end marker without a start marker is ignored; a second start
+ * restarts the measurement. Counts are deterministic (TCG executes the guest exactly).
+ *
+ * Debian ships no qemu-plugin.h, so the few API v1 declarations used are copied below (from QEMU
+ * 7.2 include/qemu/qemu-plugin.h). Build: gcc -shared -fPIC -O2 -o insn_count.so insn_count.c
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- QEMU plugin API, version 1 (subset) ------------------------------------------------- */
+typedef uint64_t qemu_plugin_id_t;
+typedef struct qemu_info_t qemu_info_t; /* only ever used through a pointer */
+struct qemu_plugin_tb;
+struct qemu_plugin_insn;
+
+enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_CB_R_REGS, QEMU_PLUGIN_CB_RW_REGS };
+enum qemu_plugin_op { QEMU_PLUGIN_INLINE_ADD_U64 };
+
+typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t id, struct qemu_plugin_tb *tb);
+typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
+typedef void (*qemu_plugin_udata_cb_t)(qemu_plugin_id_t id, void *userdata);
+
+void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t id, qemu_plugin_vcpu_tb_trans_cb_t cb);
+size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *tb);
+struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *tb, size_t idx);
+const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *insn);
+size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *insn);
+void qemu_plugin_register_vcpu_insn_exec_inline(struct qemu_plugin_insn *insn,
+                                                enum qemu_plugin_op op, void *ptr, uint64_t imm);
+void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn,
+                                            qemu_plugin_vcpu_udata_cb_t cb,
+                                            enum qemu_plugin_cb_flags flags, void *userdata);
+void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb,
+                                    void *userdata);
+
+#define QEMU_PLUGIN_EXPORT __attribute__((visibility("default")))
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = 1;
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
+                                           char **argv);
+/* ------------------------------------------------------------------------------------------ */
+
+#define MARK_START 0x46dbu /* mov r11, r11 */
+#define MARK_END 0x46d2u   /* mov r10, r10 */
+
+static uint64_t executed;  /* instructions executed so far (single vCPU) */
+static uint64_t start_at;  /* `executed` as seen at the start marker */
+static int started;        /* a start marker was seen since the last end marker */
+static FILE *out;
+
+static void on_start(unsigned int vcpu_index, void *userdata)
+{
+    (void)vcpu_index;
+    (void)userdata;
+    start_at = executed;
+    started = 1;
+}
+
+static void on_end(unsigned int vcpu_index, void *userdata)
+{
+    (void)vcpu_index;
+    (void)userdata;
+    if (!started) {
+        return;
+    }
+    /* Both snapshots are taken at the same point of a marker's own accounting, so the difference
+       counts the start marker and everything up to the end marker; drop the start marker. */
+    fprintf(out, "%llu\n", (unsigned long long)(executed - start_at - 1u));
+    fflush(out);
+    started = 0;
+}
+
+static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+    (void)id;
+    const size_t n = qemu_plugin_tb_n_insns(tb);
+    for (size_t i = 0; i < n; ++i) {
+        struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
+        qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &executed, 1);
+        if (qemu_plugin_insn_size(insn) < 2u) {
+            continue;
+        }
+        const uint8_t *bytes = qemu_plugin_insn_data(insn);
+        const unsigned halfword = (unsigned)bytes[0] | ((unsigned)bytes[1] << 8);
+        if (halfword == MARK_START) {
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_start, QEMU_PLUGIN_CB_NO_REGS, NULL);
+        } else if (halfword == MARK_END) {
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_end, QEMU_PLUGIN_CB_NO_REGS, NULL);
+        }
+    }
+}
+
+static void on_atexit(qemu_plugin_id_t id, void *userdata)
+{
+    (void)id;
+    (void)userdata;
+    if (out != NULL && out != stderr) {
+        fclose(out);
+    }
+    out = NULL;
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info, int argc,
+                                           char **argv)
+{
+    (void)info;
+    const char *path = NULL;
+    for (int i = 0; i < argc; ++i) {
+        /* "out=FILE"; QEMU < 6 passed plugin arguments as "arg=out=FILE". */
+        const char *arg = strncmp(argv[i], "arg=", 4) == 0 ? argv[i] + 4 : argv[i];
+        if (strncmp(arg, "out=", 4) == 0) {
+            path = arg + 4;
+        } else {
+            fprintf(stderr, "insn_count: unknown argument '%s' (expected out=FILE)\n", argv[i]);
+            return -1;
+        }
+    }
+    if (path == NULL) {
+        fprintf(stderr, "insn_count: missing argument out=FILE\n");
+        return -1;
+    }
+    out = fopen(path, "w");
+    if (out == NULL) {
+        fprintf(stderr, "insn_count: cannot open '%s' for writing\n", path);
+        return -1;
+    }
+    qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
+    qemu_plugin_register_atexit_cb(id, on_atexit, NULL);
+    return 0;
+}
