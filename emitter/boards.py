@@ -21,7 +21,7 @@ from typing import Any
 try:
     import tomllib
 except ModuleNotFoundError:  # Python < 3.11
-    import tomli as tomllib  # type: ignore[no-redef]
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found]
 
 from emitter.errors import UsageError
 from emitter.resources import data_dir
@@ -99,7 +99,7 @@ def _human(size: int) -> str:
     return f"{size} B"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _load_all(folder: Path) -> tuple[Board, ...]:
     if not folder.is_dir():
         raise UsageError(f"board folder {folder} is missing: reinstall mcugen")

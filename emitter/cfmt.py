@@ -14,6 +14,7 @@ PARAM_TYPES = {
     "MulParams": "mcu_mul_params_t", "RequantizeParams": "mcu_requantize_params_t",
     "SoftmaxParams": "mcu_softmax_params_t", "PadParams": "mcu_pad_params_t",
     "TransposeParams": "mcu_transpose_params_t",
+    "AvgPoolRequantParams": "mcu_avgpool_requant_params_t",
 }
 
 
@@ -38,23 +39,54 @@ def c_comment(text: Any) -> str:
     return s.replace("*/", "*_/").replace("/*", "/_*")
 
 
+def _is_flat(value: Any) -> bool:
+    """A dataclass with no dataclass fields: it renders on one line."""
+    return not any(dataclasses.is_dataclass(getattr(value, g.name)) for g in dataclasses.fields(value))
+
+
+def _c_scalar(v: Any, where: str) -> str:
+    """An int or a tuple of ints (inline C array) as C text."""
+    if isinstance(v, np.ndarray):
+        raise TypeError(f"{where}: array fields are only supported at the top level of a struct")
+    if isinstance(v, tuple):
+        return f"{{{', '.join(c_int(x) for x in v)}}}"
+    return c_int(v)
+
+
 def c_struct(value: Any, arrays: dict[str, str], indent: int = 1) -> str:
     """A designated initializer for a kernel_params dataclass; ndarray fields name the const
-    arrays listed in `arrays` (field name -> C identifier)."""
+    arrays listed in `arrays` (field name -> C identifier).
+
+    A nested dataclass without dataclass fields of its own renders on one line
+    (`.input = {.n = 1, .h = 8, ...}`); a deeper one renders as an indented block, recursively, to
+    any depth. ndarray fields are only supported at the top level (`arrays` is keyed by field name).
+    """
     pad = "    " * indent
     parts = []
     for f in dataclasses.fields(value):
         v = getattr(value, f.name)
         if dataclasses.is_dataclass(v):
-            inner = ", ".join(f".{g.name} = {c_int(getattr(v, g.name))}" for g in dataclasses.fields(v))
-            parts.append(f"{pad}.{f.name} = {{{inner}}},")
+            if _is_flat(v):
+                inner = ", ".join(f".{g.name} = {_c_scalar(getattr(v, g.name), f'{f.name}.{g.name}')}"
+                                  for g in dataclasses.fields(v))
+                parts.append(f"{pad}.{f.name} = {{{inner}}},")
+            else:
+                parts.append(f"{pad}.{f.name} = {_c_nested(v, f.name, indent + 1)},")
         elif isinstance(v, np.ndarray):
             parts.append(f"{pad}.{f.name} = {arrays[f.name]},")
-        elif isinstance(v, tuple):
-            parts.append(f"{pad}.{f.name} = {{{', '.join(c_int(x) for x in v)}}},")
         else:
-            parts.append(f"{pad}.{f.name} = {c_int(v)},")
+            parts.append(f"{pad}.{f.name} = {_c_scalar(v, f.name)},")
     return "{\n" + "\n".join(parts) + "\n" + "    " * (indent - 1) + "}"
+
+
+def _c_nested(value: Any, where: str, indent: int) -> str:
+    """c_struct of a nested dataclass, which may not hold arrays (render.py collects only the
+    top-level ones)."""
+    for g in dataclasses.fields(value):
+        if isinstance(getattr(value, g.name), np.ndarray):
+            raise TypeError(f"{where}.{g.name}: array fields are only supported at the top level "
+                            "of a struct")
+    return c_struct(value, {}, indent)
 
 
 def c_float(v: float) -> str:

@@ -93,6 +93,17 @@ class PoolParams:
 
 
 @dataclass(frozen=True)
+class AvgPoolRequantParams:
+    """mcu_avgpool_requant_params_t: pool.act_min/act_max clamp the output; multiplier/shift
+    encode in_scale / (out_scale * filter_h * filter_w)."""
+    pool: PoolParams
+    input_offset: int
+    output_offset: int
+    multiplier: int
+    shift: int
+
+
+@dataclass(frozen=True)
 class Bcast:
     """mcu_bcast_t: operand index of output element i is (i // inner) % period."""
     inner: int

@@ -30,17 +30,24 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
             raise NodeUnsupported("pads must be a constant")
         pads = q.inputs[1].data.astype(np.int64).tolist()
         value = 0.0
+        code = None
         if len(q.inputs) > 2 and q.inputs[2].data is not None and q.inputs[2].data.size:
             c = q.inputs[2]
-            value = float(c.data.ravel()[0]) if c.quant is None else \
-                float((int(c.data.ravel()[0]) - c.quant.zp) * c.quant.s)
+            raw = c.data.ravel()[0]
+            if c.quant is not None:  # QDQ: a dequantized constant
+                value = float((int(raw) - c.quant.zp) * c.quant.s)
+            elif c.data.dtype in (np.int8, np.uint8):  # Pad directly on int8/uint8 data: a code
+                code = int(raw) - (128 if c.data.dtype == np.uint8 else 0)
+            else:
+                value = float(raw)
         if len(q.inputs) > 3 and q.inputs[3].shape:
             raise NodeUnsupported("the axes input of Pad is not supported")
     if min(pads) < 0:
         raise NodeUnsupported(f"negative pads {pads} are not supported")
     if not x.quant.same_as(q.out_quant):
         raise NodeUnsupported("Pad must keep its input's scale and zero point")
-    code = round_half_away(value / x.quant.s) + x.quant.zp
+    if code is None:
+        code = round_half_away(value / x.quant.s) + x.quant.zp
     if not -128 <= code <= 127:
         raise NodeUnsupported(f"pad value {value} is not representable in the int8 input")
     ctx.emit(q, "pad", [x.name], q.output, {"pads": tuple(pads), "value": code})

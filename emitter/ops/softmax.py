@@ -21,11 +21,12 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     if x.name is None:
         raise NodeUnsupported("input must be an int8 activation")
     rank = len(x.shape)
-    axis = int(q.attrs.get("axis", -1 if ctx.m.opset >= 13 else 1))
+    opset = int(q.attrs.get("opset", ctx.m.opset))  # QLinearSoftmax names the Softmax version
+    axis = int(q.attrs.get("axis", -1 if opset >= 13 else 1))
     axis = axis + rank if axis < 0 else axis
-    if set(q.attrs) - {"axis"}:
-        raise NodeUnsupported(f"unknown attributes {sorted(set(q.attrs) - {'axis'})}")
-    if ctx.m.opset >= 13 and axis != rank - 1:
+    if set(q.attrs) - {"axis", "opset"}:
+        raise NodeUnsupported(f"unknown attributes {sorted(set(q.attrs) - {'axis', 'opset'})}")
+    if opset >= 13 and axis != rank - 1:
         raise NodeUnsupported(f"softmax over axis {axis} of a rank-{rank} tensor: only the last "
                               "axis is supported")
     row_size = int(np.prod(x.shape[axis:]))

@@ -53,6 +53,16 @@ class _Relayouter:
         return cur
 
 
+def root_of(nodes: list[Node], inputs: tuple[str, ...], name: str) -> str:
+    """The tensor whose bytes `name` shares through view nodes."""
+    from emitter.ops import VIEW_OPS
+
+    src = {n.outputs[0]: n.inputs[0] for n in nodes if n.op in VIEW_OPS}
+    while name in src:
+        name = src[name]
+    return name
+
+
 def assign_layouts(g: Graph, io_nhwc: bool = False) -> Graph:
     from emitter.ops import REGISTRY
 
@@ -73,10 +83,17 @@ def assign_layouts(g: Graph, io_nhwc: bool = False) -> Graph:
         nodes.append(replace(node, inputs=tuple(inputs)))
         for out in node.outputs:
             tensors[out] = replace(tensors[out], layout=plan.output)
-    outputs = []
+    outputs: list[str] = []
     boundaries = dict(g.boundaries)
     for name in g.outputs:
         final = rl.to(name, caller_layout(tensors[name], io_nhwc), g.opset)
+        taken = {root_of(nodes, g.inputs, n) for n in list(g.inputs) + outputs}
+        if root_of(nodes, g.inputs, final) in taken:  # would share a caller buffer: copy it
+            src = tensors[final]
+            copy = f"{final}__copy"
+            tensors[copy] = replace(src, name=copy)
+            nodes.append(Node(copy, "copy", (final,), (copy,), MappingProxyType({}), "output copy", g.opset))
+            final = copy
         if final != name:
             boundaries[final] = boundaries.pop(name)
         outputs.append(final)

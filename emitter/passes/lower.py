@@ -29,6 +29,7 @@ from emitter.ir import Boundary, Graph, Node, QuantParams, Tensor
 from emitter.quant import round_half_away
 
 MOVEMENT_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Transpose")
+INT8_OPS = MOVEMENT_OPS + ("MaxPool", "Pad")  # ops that may run directly on int8 tensors
 ACTIVATION_OPS = ("Relu", "Clip")
 
 # QOperator input positions: (activation inputs as (data, scale, zp)), (output scale, zp), const inputs
@@ -193,7 +194,8 @@ class Lowerer:
         return axis + len(data_shape) if axis < 0 else axis
 
     # -- int8 tensors -----------------------------------------------------------------------
-    def int8_tensor(self, onnx_name: str, quant: QuantParams) -> str:
+    def int8_tensor(self, onnx_name: str, quant: QuantParams,
+                    shape_hint: tuple[int, ...] | None = None) -> str:
         """IR tensor for an ONNX int8/uint8 activation, created on first sight."""
         if onnx_name in self.ir_name:
             name = self.ir_name[onnx_name]
@@ -211,7 +213,7 @@ class Lowerer:
         if quant.scale.size != 1:
             raise QuantError(f"activation '{onnx_name}' is quantized per-axis; activations must be "
                              "per-tensor (re-quantize with per-tensor activations)")
-        shape = self.m.shapes.get(onnx_name)
+        shape = self.m.shapes.get(onnx_name, shape_hint)
         if shape is None:
             raise NodeUnsupported(f"shape of '{onnx_name}' is unknown after shape inference")
         name = self.ctx.act(onnx_name, shape, quant)
@@ -226,15 +228,24 @@ class Lowerer:
             if vi.name in init_names:
                 continue
             self.lower_graph_input(vi.name)
+        failed: set[str] = set()  # outputs of failed nodes: their consumers are not reported again
         for node in self.g.node:
             if node.output[0] in self.done:
                 continue
+            if any(i in failed for i in node.input):
+                failed.update(node.output)
+                continue
+            self.absorbed: list[onnx.NodeProto] = []
             try:
                 self.lower_node(node)
             except NodeUnsupported as exc:
                 self.problems.append((node.name or node.output[0], node.op_type, self.opset_of(node),
                                       str(exc)))
+                failed.update(node.output)
+                failed.update(o for a in self.absorbed for o in a.output)
         for vi in self.g.output:
+            if vi.name in failed:
+                continue
             try:
                 self.lower_graph_output(vi.name)
             except NodeUnsupported as exc:
@@ -282,7 +293,7 @@ class Lowerer:
         while changed:
             changed = False
             for node in self.g.node:
-                if node.op_type not in MOVEMENT_OPS + ("MaxPool",) or not node.input:
+                if node.op_type not in INT8_OPS or not node.input:
                     continue
                 a, b = node.input[0], node.output[0]
                 if self.m.dtypes.get(a) not in (np.dtype(np.int8), np.dtype(np.uint8)):
@@ -337,7 +348,7 @@ class Lowerer:
             self.lower_lone_q(node)
         elif op in QOP_SIGNATURES:
             self.lower_qop(node)
-        elif node.input and node.input[0] in self.ir_name and op in MOVEMENT_OPS + ("MaxPool",):
+        elif node.input and node.input[0] in self.ir_name and op in INT8_OPS:
             self.lower_int8(node)
         else:
             self.lower_qdq(node)
@@ -419,17 +430,19 @@ class Lowerer:
             raise NodeUnsupported(f"output '{node.output[0]}' is not quantized (no QuantizeLinear "
                                   "after it); float islands are not supported yet")
         absorbed.append(nxt)
+        self.absorbed = absorbed
+        self.done.update(a.output[0] for a in absorbed)
         out = nxt.output[0]
         out_q = self.quant_of[out]
         data_inputs = [i for i in node.input]
         q = self.make_qnode(node, node.op_type, [self.qin(i) for i in data_inputs], out, out_q,
                             lo, hi, bias, "+".join([node.op_type] + [a.op_type for a in absorbed]))
         self.lowering[node.op_type](self.ctx, q)
-        self.done.update(a.output[0] for a in absorbed)
 
     def make_qnode(self, node: onnx.NodeProto, op_type: str, inputs: list[QIn], out_onnx: str,
-                   out_q: QuantParams, lo: float, hi: float, bias: QIn | None, source: str) -> QNode:
-        out = self.int8_tensor(out_onnx, out_q)
+                   out_q: QuantParams, lo: float, hi: float, bias: QIn | None, source: str,
+                   shape_hint: tuple[int, ...] | None = None) -> QNode:
+        out = self.int8_tensor(out_onnx, out_q, shape_hint)
         oq = self.ctx.tensors[out].quant
         assert oq is not None
         act_min, act_max = -128, 127
@@ -493,8 +506,10 @@ class Lowerer:
                 raise NodeUnsupported("bias is not a constant")
             bias = QIn(None, b.astype(np.int32), None, tuple(b.shape))
         out = node.output[0]
+        hint = None if out in self.m.shapes else float_op_shape(
+            sig["op"], [qi.shape for qi in inputs], onnx_attrs(node), self.m.opset)
         q = self.make_qnode(node, sig["op"], inputs, out, self.quant_of[out], -math.inf, math.inf,
-                            bias, node.op_type)
+                            bias, node.op_type, hint)
         if node.op_type == "QLinearGlobalAveragePool" and q.attrs.get("channels_last", 0):
             raise NodeUnsupported("channels_last=1 is not supported")
         self.lowering[sig["op"]](self.ctx, q)
@@ -512,6 +527,28 @@ class Lowerer:
         q = self.make_qnode(node, node.op_type, inputs, node.output[0], out_q, -math.inf, math.inf,
                             None, node.op_type)
         self.lowering[node.op_type](self.ctx, q)
+
+
+def float_op_shape(op_type: str, shapes: list[tuple[int, ...]], attrs: dict[str, Any],
+                   opset: int) -> tuple[int, ...] | None:
+    """Output shape of the float op a QOperator node computes (com.microsoft ops have no ONNX
+    shape inference): onnx.shape_inference on a one-node float graph."""
+    from onnx import TensorProto, helper
+
+    names = [f"i{k}" for k in range(len(shapes))]
+    keep = {k: v for k, v in attrs.items() if k not in ("channels_last",)}
+    node = helper.make_node(op_type, names, ["y"], **keep)
+    graph = helper.make_graph([node], "shape", [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s))
+                                                for n, s in zip(names, shapes)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    try:
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(opset, 13))])
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        dims = inferred.graph.output[0].type.tensor_type.shape.dim
+        shape = tuple(int(d.dim_value) for d in dims)
+        return shape if dims and all(d.HasField("dim_value") for d in dims) else None
+    except Exception:
+        return None
 
 
 def lower(m: OnnxModel) -> Graph:

@@ -6,6 +6,7 @@ that the linker map attributes to the bundle's objects (and to CMSIS-NN, when li
 """
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -142,7 +143,7 @@ def _section_kinds(elf: Path, board: Board) -> dict[str, str]:
     runs (the board's CODE or DATA region) and whether it is code / has contents."""
     kinds: dict[str, str] = {}
     lines = _run("arm-none-eabi-objdump", "-h", str(elf)).splitlines()
-    for header, flags in zip(lines, lines[1:]):
+    for header, flags in itertools.pairwise(lines):
         fields = header.split()
         if len(fields) < 7 or not fields[0].isdigit():
             continue

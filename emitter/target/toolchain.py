@@ -43,7 +43,7 @@ def scons_command() -> list[str]:
     return [str(find_tool("scons"))]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _newlib_present() -> bool:
     gcc = shutil.which("arm-none-eabi-gcc")
     if gcc is None:
