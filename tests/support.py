@@ -1,0 +1,54 @@
+"""Test helpers: emit bundles, build many of them into one host shared library, run them."""
+from __future__ import annotations
+
+import ctypes
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from emitter.bundle import write_bundle
+from emitter.compiler import Compiled
+from emitter.render import render_bundle
+from emitter.resources import data_dir
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_MODELS = REPO.parent / "shared" / "models"
+MODEL_NAMES = ("mlperf_kws_dscnn", "mlperf_ic_resnet8", "mlperf_ad_fc_autoencoder",
+               "tflm_hello_world", "tflm_micro_speech")
+STRICT = ("-std=c99", "-Wall", "-Wextra", "-Wshadow", "-Wconversion", "-Wstrict-prototypes",
+          "-Wmissing-prototypes", "-Werror")
+CM7_FLAGS = "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16"
+
+
+def shared_model(name: str) -> Path:
+    return SHARED_MODELS / name / f"{name}.onnx"
+
+
+def emit(c: Compiled, out: Path) -> Path:
+    write_bundle(render_bundle(c, CM7_FLAGS, "cortex-m7"), out)
+    return out
+
+
+def build_library(bundles: list[Path], lib: Path) -> ctypes.CDLL:
+    """One shared library from several bundles (distinct --name each) and the runtime kernels."""
+    kernels = sorted((data_dir("mcu_runtime") / "kernels").glob("*.c"))
+    sources = [str(k) for k in kernels]
+    for b in bundles:
+        sources += [str(p) for p in sorted(b.glob("*.c")) if not p.name.endswith("_f32.c")]
+    incs = [f"-I{data_dir('mcu_runtime') / 'include'}"] + [f"-I{b}" for b in bundles]
+    cmd = ["gcc", "-O1", "-shared", "-fPIC", *STRICT, *incs, *sources, "-o", str(lib)]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr[-4000:]
+    return ctypes.CDLL(str(lib))
+
+
+def run_c(lib: ctypes.CDLL, c: Compiled, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Call <name>_run_multi through ctypes; asserts status 0."""
+    ins = [np.ascontiguousarray(x, dtype=np.int8) for x in inputs]
+    outs = [np.zeros(s, dtype=np.int8) for s in c.output_shapes]
+    in_ptrs = (ctypes.c_void_p * len(ins))(*[x.ctypes.data for x in ins])
+    out_ptrs = (ctypes.c_void_p * len(outs))(*[y.ctypes.data for y in outs])
+    status = getattr(lib, f"{c.name}_run_multi")(in_ptrs, out_ptrs)
+    assert status == 0, f"{c.name}_run_multi returned {status}"
+    return outs
