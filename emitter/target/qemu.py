@@ -58,7 +58,8 @@ def run_qemu(elf: Path | str, board: Board, workdir: Path | str, timeout: float 
                "-monitor", "none", "-serial", "none",
                "-semihosting-config", "enable=on,target=native", "-kernel", str(elf_path)]
     if count_instructions:
-        command += ["-plugin", f"{build_plugin()},out={work / COUNTS_FILE}"]
+        plugin, counts = (str(p).replace(",", ",,") for p in (build_plugin(), work / COUNTS_FILE))
+        command += ["-plugin", f"{plugin},out={counts}"]  # QEMU option syntax: "," doubled
     try:
         result = subprocess.run(command, cwd=work, stdin=subprocess.DEVNULL, capture_output=True,
                                 text=True, errors="replace", timeout=timeout, check=False)

@@ -133,6 +133,26 @@ mcu_status_t mcu_avgpool_s8(const mcu_pool_params_t *params, const int8_t *input
 /** @brief Maximum of the valid taps, then clamped. */
 mcu_status_t mcu_maxpool_s8(const mcu_pool_params_t *params, const int8_t *input, int8_t *output);
 
+/** Average pool with requantization (fixed divisor folded into the multiplier). */
+typedef struct {
+    mcu_pool_params_t pool;  /**< geometry; act_min/act_max clamp the output */
+    int32_t input_offset;    /**< -input_zero_point */
+    int32_t output_offset;   /**< +output_zero_point */
+    int32_t multiplier;      /**< Q31 of in_scale / (out_scale * filter_h * filter_w) */
+    int32_t shift;
+} mcu_avgpool_requant_params_t;
+
+/**
+ * @brief Average pool with a scale/zero-point change and one rounding (TFLite MEAN style):
+ * out[y,x,c] = clamp(requant(sum over the valid taps of (in + input_offset), multiplier, shift)
+ *              + output_offset, pool.act_min, pool.act_max).
+ * Padding taps are skipped (padding with the input zero point); the divisor is the fixed
+ * filter_h * filter_w folded into the multiplier (ONNX count_include_pad=1, GlobalAveragePool,
+ * ReduceMean). shift in [-31, 30]. A window with no valid tap is MCU_ERR_ARG. No scratch.
+ */
+mcu_status_t mcu_avgpool_requant_s8(const mcu_avgpool_requant_params_t *params,
+                                    const int8_t *input, int8_t *output);
+
 /* ------------------------------------------------------------------------------------------- */
 /* Element-wise                                                                                */
 

@@ -1,0 +1,47 @@
+"""Golden of mcu_avgpool_requant_s8: int8 average pool with requantization and one rounding (the
+TFLite MEAN scheme; ONNX AveragePool count_include_pad=1, GlobalAveragePool, ReduceMean):
+  acc = sum of (in + input_offset) over the valid taps (padding skipped = padding with the input
+        zero point)
+  out = clamp(requant(acc, multiplier, shift) + output_offset, pool.act_min, pool.act_max)
+multiplier/shift encode in_scale / (out_scale * filter_h * filter_w). A window with no valid tap
+is an error, as in mcu_avgpool_s8.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from emitter.golden.add import check_range
+from emitter.golden.avgpool import check_pool, windows
+from emitter.golden.conv2d import check_shape, dims_shape
+from emitter.kernel_params import AvgPoolRequantParams
+from emitter.quant import requantize
+
+# 255 * 2^23 < 2^31: the largest valid window whose int32 sum cannot overflow (C: same limit).
+MAX_TAPS = 1 << 23
+
+
+def check_avgpool_requant(p: AvgPoolRequantParams) -> None:
+    """The parameter checks of the C kernel (ValueError where C returns MCU_ERR_ARG), except the
+    per-window "no valid tap" check, made while pooling."""
+    check_pool(p.pool)
+    check_range("input_offset", p.input_offset, -127, 128)
+    check_range("output_offset", p.output_offset, -128, 127)
+    check_range("shift", p.shift, -31, 30)
+    taps = min(p.pool.filter_h, p.pool.input.h) * min(p.pool.filter_w, p.pool.input.w)
+    check_range("valid taps per window", taps, 1, MAX_TAPS)
+
+
+def mcu_avgpool_requant_s8(p: AvgPoolRequantParams, x: np.ndarray) -> np.ndarray:
+    """int8 NHWC [N, H_in, W_in, C] -> int8 NHWC [N, H_out, W_out, C]."""
+    check_avgpool_requant(p)
+    pool = p.pool
+    check_shape("avgpool_requant input", x, dims_shape(pool.input))
+    xi = x.astype(np.int64) + p.input_offset
+    acc = np.empty(dims_shape(pool.output), dtype=np.int64)
+    for oy, ox, y0, y1, x0, x1 in windows(pool):
+        if y1 <= y0 or x1 <= x0:
+            raise ValueError(f"avgpool_requant window at output ({oy}, {ox}) lies entirely in "
+                             "the padding")
+        acc[:, oy, ox, :] = xi[:, y0:y1, x0:x1, :].sum(axis=(1, 2))
+    raw = requantize(acc, p.multiplier, p.shift) + p.output_offset
+    return np.clip(raw, pool.act_min, pool.act_max).astype(np.int8)

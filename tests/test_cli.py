@@ -1,0 +1,160 @@
+"""The command line: the card's form, bad input -> one clear error, exit 2, nothing written."""
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from emitter.cli import main
+from tests.support import SHARED_MODELS, shared_model
+
+HELLO = shared_model("tflm_hello_world")
+
+
+def tree_digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def qdq_model_with(extra_op: str, tmp_path: Path) -> Path:
+    """x(int8) -> DQ -> Relu -> Q, then <extra_op> on the float tensor: a real mixed model."""
+    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
+             numpy_helper.from_array(np.array(0, np.int8), "z")]
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"], name="dq"),
+             helper.make_node("Relu", ["xf"], ["r"], name="relu"),
+             helper.make_node("QuantizeLinear", ["r", "s", "z"], ["y"], name="q")]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.INT8, [1, 8])]
+    if extra_op == "TopK":
+        inits.append(numpy_helper.from_array(np.array([2], np.int64), "k"))
+        nodes.append(helper.make_node("TopK", ["xf", "k"], ["v", "i"], name="my_topk"))
+        outputs += [helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 2]),
+                    helper.make_tensor_value_info("i", TensorProto.INT64, [1, 2])]
+    elif extra_op == "LSTM":
+        nodes.append(helper.make_node("Unsqueeze", ["xf", "ax"], ["seq"], name="unsq"))
+        inits.append(numpy_helper.from_array(np.array([0], np.int64), "ax"))
+        inits += [numpy_helper.from_array(np.zeros((1, 16, 8), np.float32), "W"),
+                  numpy_helper.from_array(np.zeros((1, 16, 4), np.float32), "R")]
+        nodes.append(helper.make_node("LSTM", ["seq", "W", "R"], ["h"], name="my_lstm", hidden_size=4))
+        outputs.append(helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 1, 1, 4]))
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8, [1, 8])],
+                              outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    path = tmp_path / f"with_{extra_op}.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def test_card_form_default_output_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main([str(HELLO), "--board=cortex-m7"]) == 0
+    out = tmp_path / "tflm_hello_world"
+    assert (out / "tflm_hello_world.h").is_file() and (out / "Makefile").is_file()
+    assert (out / "CMakeLists.txt").is_file() and (out / "report.json").is_file()
+    text = capsys.readouterr().out
+    assert "arena" in text and "fc" in text
+
+
+def test_console_script_runs(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "emitter.cli", str(HELLO), "-o", str(tmp_path / "b"),
+                          "--name", "hw", "--quiet"], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "b" / "hw.h").is_file()
+
+
+@pytest.mark.parametrize("op", ["TopK", "LSTM"])
+def test_unsupported_nodes_listed_exit_2_nothing_written(op, tmp_path, capsys):
+    model = qdq_model_with(op, tmp_path)
+    out = tmp_path / "bundle"
+    assert main([str(model), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"my_{op.lower()}" in err and op in err and "opset 13" in err
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()] == [model.name]  # no temporary folder left either
+
+
+def test_every_unsupported_node_in_one_error(tmp_path, capsys):
+    a = qdq_model_with("TopK", tmp_path)
+    m = onnx.load(a)
+    extra = helper.make_node("Erf", ["xf"], ["e"], name="my_erf")
+    m.graph.node.append(extra)
+    m.graph.output.append(helper.make_tensor_value_info("e", TensorProto.FLOAT, [1, 8]))
+    onnx.save(m, tmp_path / "two.onnx")
+    assert main([str(tmp_path / "two.onnx"), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "my_topk" in err and "my_erf" in err and "2 unsupported node(s)" in err
+
+
+@pytest.mark.parametrize("content", [b"", b"not an onnx file at all", b"\x08\x07\x12"])
+def test_not_onnx(content, tmp_path, capsys):
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(content)
+    assert main([str(bad), "-o", str(tmp_path / "o")]) == 2
+    assert "mcugen: error:" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_truncated_model(tmp_path, capsys):
+    raw = HELLO.read_bytes()
+    (tmp_path / "t.onnx").write_bytes(raw[: len(raw) // 2])
+    assert main([str(tmp_path / "t.onnx"), "-o", str(tmp_path / "o")]) == 2
+    assert not (tmp_path / "o").exists()
+
+
+def test_symbolic_dim_names_input_and_option(tmp_path, capsys):
+    m = onnx.load(HELLO)
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    onnx.save(m, tmp_path / "dyn.onnx")
+    assert main([str(tmp_path / "dyn.onnx"), "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "serving_default_dense_input:0" in err and "--input-shape" in err
+    assert main([str(tmp_path / "dyn.onnx"), "-o", str(tmp_path / "o"), "--quiet",
+                 "--input-shape", "serving_default_dense_input:0=1,1"]) == 0
+
+
+def test_unknown_board(capsys, tmp_path):
+    assert main([str(HELLO), "--board=cortex-m99", "-o", str(tmp_path / "o")]) == 2
+    assert "cortex-m7" in capsys.readouterr().err
+
+
+def test_refuses_to_overwrite_foreign_folder(tmp_path, capsys):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("precious")
+    assert main([str(HELLO), "-o", str(out)]) == 2
+    assert (out / "notes.txt").read_text() == "precious"
+    assert main([str(HELLO), "-o", str(out), "--force", "--quiet"]) == 0
+    assert not (out / "notes.txt").exists()
+
+
+def test_regenerates_over_own_bundle_byte_identical(tmp_path):
+    out = tmp_path / "b"
+    assert main([str(HELLO), "-o", str(out), "--quiet"]) == 0
+    first = tree_digest(out)
+    assert main([str(HELLO), "-o", str(out), "--quiet"]) == 0
+    assert tree_digest(out) == first
+
+
+@pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared/models is not present")
+def test_ram_budget_failure_names_peak_layer(tmp_path, capsys):
+    model = shared_model("mlperf_ic_resnet8")
+    assert main([str(model), "-o", str(tmp_path / "o"), "--ram-budget", "32K"]) == 2
+    err = capsys.readouterr().err
+    assert "RAM" in err and "32,768" in err and "Peak at layer" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_flash_budget_failure_names_biggest_weights(tmp_path, capsys):
+    assert main([str(HELLO), "-o", str(tmp_path / "o"), "--flash-budget", "100"]) == 2
+    err = capsys.readouterr().err
+    assert "flash" in err and "Largest" in err
+
+
+def test_bad_name(tmp_path, capsys):
+    assert main([str(HELLO), "-o", str(tmp_path / "o"), "--name", "int"]) == 2
+    assert "--name" in capsys.readouterr().err
