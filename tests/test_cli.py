@@ -29,20 +29,19 @@ def qdq_model_with(extra_op: str, tmp_path: Path) -> Path:
     nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"], name="dq"),
              helper.make_node("Relu", ["xf"], ["r"], name="relu"),
              helper.make_node("QuantizeLinear", ["r", "s", "z"], ["y"], name="q")]
-    outputs = [helper.make_tensor_value_info("y", TensorProto.INT8, [1, 8])]
+    shape = [1, 1, 8] if extra_op == "LSTM" else [1, 8]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.INT8, shape)]
     if extra_op == "TopK":
         inits.append(numpy_helper.from_array(np.array([2], np.int64), "k"))
         nodes.append(helper.make_node("TopK", ["xf", "k"], ["v", "i"], name="my_topk"))
         outputs += [helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 2]),
                     helper.make_tensor_value_info("i", TensorProto.INT64, [1, 2])]
     elif extra_op == "LSTM":
-        nodes.append(helper.make_node("Unsqueeze", ["xf", "ax"], ["seq"], name="unsq"))
-        inits.append(numpy_helper.from_array(np.array([0], np.int64), "ax"))
         inits += [numpy_helper.from_array(np.zeros((1, 16, 8), np.float32), "W"),
                   numpy_helper.from_array(np.zeros((1, 16, 4), np.float32), "R")]
-        nodes.append(helper.make_node("LSTM", ["seq", "W", "R"], ["h"], name="my_lstm", hidden_size=4))
+        nodes.append(helper.make_node("LSTM", ["xf", "W", "R"], ["h"], name="my_lstm", hidden_size=4))
         outputs.append(helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 1, 1, 4]))
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8, [1, 8])],
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8, shape)],
                               outputs, inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     path = tmp_path / f"with_{extra_op}.onnx"

@@ -5,6 +5,9 @@ parameters -> MCU_ERR_ARG with the output untouched."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -12,10 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from emitter.cfmt import PARAM_TYPES, c_struct
 from emitter.golden.avgpool_requant import mcu_avgpool_requant_s8
 from emitter.kernel_params import AvgPoolRequantParams, Dims, PoolParams
 from emitter.quant import quantize_multiplier, requantize
 from tests.ckernels import (
+    INCLUDE,
     MCU_ERR_ARG,
     call_kernel,
     call_raw,
@@ -125,7 +130,7 @@ def test_largest_window() -> None:
                 scale_ratio=1.0 / 256)
     p, x = build(case, np.random.default_rng(0))
     got = check(p, np.full_like(x, 127))
-    np.testing.assert_array_equal(got, round(255 / 256))
+    np.testing.assert_array_equal(got, 1)  # 255/256 rounds to 1
 
 
 def act_range(draw: st.DrawFn) -> tuple[int, int]:
@@ -255,13 +260,34 @@ def test_null_pointers() -> None:
         assert call_raw("mcu_avgpool_requant_s8", *bad) == MCU_ERR_ARG
 
 
-def test_c_struct_renders_nested_params() -> None:
+def test_c_struct_renders_nested_params(tmp_path: Path) -> None:
     """emitter/cfmt.c_struct renders the two-level nested struct as nested designated
-    initializers that a C compiler accepts and lays out like the ctypes mirror."""
-    from emitter.cfmt import PARAM_TYPES, c_struct
-
-    p, _ = build(CASES["3x3_s2_pad1"], np.random.default_rng(0))
-    text = c_struct(p, {})
+    initializers that gcc accepts (-Wextra -Werror: no missing field) and that hold the values."""
+    p, _ = build(CASES["non_square"], np.random.default_rng(0))
     assert PARAM_TYPES["AvgPoolRequantParams"] == "mcu_avgpool_requant_params_t"
-    assert "    .pool = {\n        .input = {.n = 1, .h = 9, .w = 9, .c = 5},\n" in text
-    assert f"    .shift = {p.shift},\n}}" in text
+    text = c_struct(p, {})
+    assert "    .pool = {\n        .input = {.n = 1, .h = 7, .w = 10, .c = 4},\n" in text
+    q = p.pool
+    values = [q.input.n, q.input.h, q.input.w, q.input.c, q.output.n, q.output.h, q.output.w,
+              q.output.c, q.filter_h, q.filter_w, q.stride_h, q.stride_w, q.pad_top, q.pad_left,
+              q.act_min, q.act_max, p.input_offset, p.output_offset, p.multiplier, p.shift]
+    src = tmp_path / "nested.c"
+    src.write_text(
+        "#include <stdio.h>\n#include \"mcu_nn.h\"\n"
+        f"static const mcu_avgpool_requant_params_t params = {text};\n"
+        "int main(void)\n{\n    const mcu_pool_params_t *q = &params.pool;\n"
+        "    printf(\"%ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld %ld "
+        "%ld %ld %ld %ld\\n\",\n"
+        "           (long)q->input.n, (long)q->input.h, (long)q->input.w, (long)q->input.c,\n"
+        "           (long)q->output.n, (long)q->output.h, (long)q->output.w, (long)q->output.c,\n"
+        "           (long)q->filter_h, (long)q->filter_w, (long)q->stride_h, (long)q->stride_w,\n"
+        "           (long)q->pad_top, (long)q->pad_left, (long)q->act_min, (long)q->act_max,\n"
+        "           (long)params.input_offset, (long)params.output_offset,\n"
+        "           (long)params.multiplier, (long)params.shift);\n"
+        "    return 0;\n}\n")
+    exe = tmp_path / "nested"
+    cc = os.environ.get("CC", "gcc")
+    subprocess.run([cc, "-std=c99", "-Wall", "-Wextra", "-Werror", f"-I{INCLUDE}", "-o",
+                    str(exe), str(src)], check=True, capture_output=True, text=True)
+    res = subprocess.run([str(exe)], check=True, capture_output=True, text=True)
+    assert [int(v) for v in res.stdout.split()] == values
