@@ -58,6 +58,19 @@ def load_inputs(c: Compiled, npz: str | Path | None, samples: int, seed: int = 0
     return [[a[k] for a in per_input] for k in range(n)]
 
 
+def reference_outputs(c: Compiled, npz: str | Path | None, count: int) -> list[list[np.ndarray]] | None:
+    """Expected int8 outputs shipped with the inputs ('tflm_outputs' or 'expected'), if any."""
+    if npz is None or len(c.graph.outputs) != 1:
+        return None
+    data = np.load(npz)
+    key = next((k for k in ("tflm_outputs", "expected") if k in data.files), None)
+    if key is None:
+        return None
+    shape = c.output_shapes[0]
+    arr = data[key].reshape((-1,) + tuple(shape))
+    return [[arr[k].astype(np.int8)] for k in range(min(count, len(arr)))]
+
+
 def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
     """onnxruntime (CPU, graph optimizations off) on the same samples, outputs as our int8."""
     import onnxruntime as ort
@@ -156,6 +169,7 @@ class VerifyReport:
     lines: list[str] = field(default_factory=list)
     ok: bool = True
     figures: dict = field(default_factory=dict)
+    outputs: dict[str, list[list[np.ndarray]]] = field(default_factory=dict)
 
     def check(self, what: str, got: list[list[np.ndarray]], want: list[list[np.ndarray]]) -> None:
         d, n, mx = diff_stats(got, want)
@@ -180,7 +194,12 @@ def run_verify(c: Compiled, bundle: Path, board, model: Path, inputs: str | None
     with tempfile.TemporaryDirectory(prefix="mcugen-verify-") as tmp:
         w = Path(work) if work is not None else Path(tmp)
         host = run_host(c, bundle, samples, w)
+        rep.outputs.update(golden=gold, host=host)
         rep.check("host gcc vs golden", host, gold)
+        expected = reference_outputs(c, inputs, len(samples))
+        if expected is not None:
+            rep.check("golden vs reference outputs", gold, expected)
+            rep.check("host gcc vs reference outputs", host, expected)
         if qemu:
             from emitter.target.firmware import build_firmware
             from emitter.target.qemu import run_qemu
@@ -191,6 +210,7 @@ def run_verify(c: Compiled, bundle: Path, board, model: Path, inputs: str | None
             (run_dir / "input.bin").write_bytes(pack(samples))
             run = run_qemu(fw.elf, board, run_dir)
             target = unpack(c, (run_dir / "output.bin").read_bytes(), len(samples))
+            rep.outputs["qemu"] = target
             rep.check(f"QEMU {board.name} vs golden", target, gold)
             rep.check(f"QEMU {board.name} vs host", target, host)
             counts = sorted(set(run.instructions))

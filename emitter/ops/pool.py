@@ -1,18 +1,22 @@
 """AveragePool, MaxPool, GlobalAveragePool and ReduceMean over the spatial axes (NHWC kernels).
 
-The kernels keep scale and zero point (TFLite semantics: average of raw int8 values, rounded half
-away from zero, padding excluded). When the ONNX output is quantized differently, a requantize
-node follows the pool.
+    # same quant, padding excluded from the count -> mcu_avgpool_s8 (TFLite AVERAGE_POOL_2D)
+    # fixed count (global, ReduceMean, no padding, or count_include_pad=1), any quant
+    #                                              -> mcu_avgpool_requant_s8 (TFLite MEAN: one rounding)
+    # padding excluded and the quant changes       -> mcu_avgpool_s8, then requantize
+    # MaxPool                                      -> mcu_maxpool_s8 (+ requantize if the quant changes)
 """
 from __future__ import annotations
 
 import numpy as np
 
+from emitter import quant
 from emitter.golden.avgpool import mcu_avgpool_s8
+from emitter.golden.avgpool_requant import mcu_avgpool_requant_s8
 from emitter.golden.maxpool import mcu_maxpool_s8
 from emitter.ir import Graph, Node
-from emitter.kernel_params import PoolParams
-from emitter.ops.base import Attrs, LayoutPlan, Prepared, TensorArg
+from emitter.kernel_params import AvgPoolRequantParams, PoolParams
+from emitter.ops.base import Attrs, LayoutPlan, Prepared, TensorArg, per_tensor
 from emitter.ops.conv import dims4, feature_layout, same_pads
 from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
 
@@ -52,9 +56,6 @@ def window(q: QNode) -> tuple[list[int], list[int], list[int]]:
         pads = [0] * (2 * nsp)
     else:
         pads = list(a["pads"] or [0] * (2 * nsp))
-    if q.op_type == "AveragePool" and a["count_include_pad"] and any(pads):
-        raise NodeUnsupported("count_include_pad=1 with padding is not supported (TFLite "
-                              "semantics exclude the padding from the average)")
     return kernel, strides, pads
 
 
@@ -73,14 +74,19 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     assert x.quant is not None
     pooled_shape = tuple(x.shape[:2]) + tuple(q.out_shape[2:]) if len(q.out_shape) == len(x.shape) \
         else tuple(x.shape[:2]) + (1,) * (len(x.shape) - 2)
-    same_q = x.quant.same_as(q.out_quant)
+    include_pad = q.op_type == "AveragePool" and bool(q.attrs.get("count_include_pad", 0))
+    fixed_count = ir_op == "avgpool" and (include_pad or not any(pads))
+    same_q = x.quant.same_as(q.out_quant) or fixed_count
     keep = pooled_shape == tuple(q.out_shape)
-    target = q.output if same_q and keep else ctx.act(f"{q.output}_pooled", pooled_shape, x.quant)
+    out_q = q.out_quant if fixed_count else x.quant
+    target = q.output if same_q and keep else ctx.act(f"{q.output}_pooled", pooled_shape, out_q)
     lo, hi = (q.act_min, q.act_max) if same_q else (-128, 127)
     ctx.emit(q, ir_op, [x.name], target, {"kernel": tuple(kernel), "strides": tuple(strides),
-                                          "pads": tuple(pads), "act_min": lo, "act_max": hi})
+                                          "pads": tuple(pads), "act_min": lo, "act_max": hi,
+                                          "fixed_count": fixed_count and not x.quant.same_as(q.out_quant)
+                                          or include_pad and any(pads)})
     if not keep:  # ReduceMean keepdims=0: a view drops the unit axes
-        viewed = q.output if same_q else ctx.act(f"{q.output}_view", tuple(q.out_shape), x.quant)
+        viewed = q.output if same_q else ctx.act(f"{q.output}_view", tuple(q.out_shape), out_q)
         ctx.emit(q, "reshape", [target], viewed, {}, name=f"{q.name}_squeeze")
         target = viewed
     if not same_q:
@@ -102,6 +108,16 @@ def prepare(node: Node, g: Graph) -> Prepared:
     p = PoolParams(idims, odims, kh, kw, sh, sw, pt, pl, node.attrs["act_min"], node.attrs["act_max"])
     fn, kernel = (mcu_maxpool_s8, "mcu_maxpool_s8") if node.op == "maxpool" else (mcu_avgpool_s8, "mcu_avgpool_s8")
     in_shape = (idims.n, idims.h, idims.w, idims.c)
+    if node.attrs.get("fixed_count"):
+        xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
+        mult, shift = quant.quantize_multiplier(xq.s / (yq.s * kh * kw))
+        rp = AvgPoolRequantParams(p, -xq.zp, yq.zp, mult, shift)
+
+        def golden_rq(env: dict[str, np.ndarray]) -> np.ndarray:
+            return mcu_avgpool_requant_s8(rp, env[x.name].reshape(in_shape)).ravel()
+
+        return Prepared("mcu_avgpool_requant_s8", rp, (TensorArg(x.name), TensorArg(y.name)), golden_rq,
+                        macs=y.size * kh * kw, summary=f"mean {kh}x{kw} s{sh}x{sw} pad t{pt} l{pl}, requantized")
 
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return fn(p, env[x.name].reshape(in_shape)).ravel()

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs everything mcugen needs on a fresh Debian/Ubuntu machine: the Arm cross toolchain,
+# newlib, QEMU, host build tools, and mcugen itself (editable) with its test dependencies.
+# Run as root, or as a user with sudo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+PKGS="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc make"
+missing=""
+for p in $PKGS; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "== apt-get install$missing"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+
+PY=${PYTHON:-python3}
+echo "== pip install -e .[test]"
+$PY -m pip install -q --disable-pip-version-check -e ".[test]"
