@@ -104,10 +104,20 @@ def cmd_emit(args: argparse.Namespace, verify: bool) -> int:
         report = run_verify(compiled, out_dir, board, Path(args.model), args.inputs, args.samples,
                             qemu=not args.no_qemu)
         print(report.text())
+        record_figures(out_dir / "report.json", board.name, report.figures)
         if not report.ok:
             raise VerifyError("verification failed: the generated C does not match the golden "
                               "model bit for bit (see above)")
     return 0
+
+
+def record_figures(report_path: Path, board: str, figures: dict) -> None:
+    """Add the measured figures of a verification run to the bundle's report.json."""
+    import json
+
+    data = json.loads(report_path.read_text())
+    data.setdefault("measured", {})[board] = figures
+    report_path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -216,6 +216,7 @@ def run_verify(c: Compiled, bundle: Path, board, model: Path, inputs: str | None
             counts = sorted(set(run.instructions))
             rep.figures.update(instructions=list(run.instructions), stack_bytes=run.stack_bytes,
                                flash_model=fw.model_flash, ram_model=fw.model_ram,
+                               ram_model_with_stack=fw.model_ram + (run.stack_bytes or 0), opt="-O2",
                                text=fw.text, rodata=fw.rodata, data=fw.data, bss=fw.bss)
             rep.note(f"instructions per inference ({board.name}, -O2): "
                      f"{counts[0]:,}" + (f"..{counts[-1]:,}" if len(counts) > 1 else ""))
