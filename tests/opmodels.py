@@ -617,6 +617,33 @@ SHAPE = [
     OpCase("flatten_axis1", "Flatten", ((1, 8, 4, 4),), {"axis": 1}, lead="dwconv1x1"),
 ]
 
+def _sub_cases() -> list[OpCase]:
+    """Sub: QDQ only (onnxruntime has no QLinearSub)."""
+    return [OpCase(c.id, c.op_type, c.input_shapes, c.attrs, c.weights_fn, c.seed, c.input_range,
+                   qop=False, note="no QLinear kernel") for c in _binary("Sub")]
+
+
+_FLOAT_ONLY = "no QLinear kernel: QOperator leaves it float between DQ and Q"
+UNARY = [
+    OpCase("hardsigmoid", "HardSigmoid", ((1, 8, 4, 4),), {"alpha": 0.2, "beta": 0.5},
+           input_range=(-4.0, 4.0), qop=False, note=_FLOAT_ONLY),
+    OpCase("hardswish", "HardSwish", ((1, 8, 4, 4),), input_range=(-4.0, 4.0), opset=14,
+           qop=False, note=_FLOAT_ONLY),
+    OpCase("leakyrelu", "LeakyRelu", ((1, 8, 4, 4),), {"alpha": 0.1}, input_range=(-3.0, 3.0),
+           lead="dwconv1x1"),
+    OpCase("elu", "Elu", ((1, 8, 4, 4),), {"alpha": 1.0}, input_range=(-3.0, 3.0), qop=False,
+           note=_FLOAT_ONLY),
+    OpCase("exp", "Exp", ((1, 16),), input_range=(-3.0, 1.0), qop=False, note=_FLOAT_ONLY),
+    OpCase("erf", "Erf", ((1, 16),), input_range=(-2.0, 2.0), qop=False, note=_FLOAT_ONLY),
+    OpCase("neg", "Neg", ((1, 16),), qop=False, note=_FLOAT_ONLY),
+    OpCase("abs", "Abs", ((1, 16),), qop=False, note=_FLOAT_ONLY),
+    OpCase("softplus", "Softplus", ((1, 16),), input_range=(-3.0, 3.0), qop=False, note=_FLOAT_ONLY),
+]
+REDUCE = [
+    OpCase("reducemax_hw", "ReduceMax", X888, {"axes": [2, 3], "keepdims": 1}, qop=False,
+           note=_FLOAT_ONLY),
+]
+
 CASES: dict[str, list[OpCase]] = {
     "Conv": CONV,
     "Gemm": GEMM,
@@ -637,6 +664,17 @@ CASES: dict[str, list[OpCase]] = {
     "Transpose": SHAPE[4:6],
     "Reshape": SHAPE[6:8],
     "Flatten": SHAPE[8:9],
+    "Sub": _sub_cases(),
+    "HardSigmoid": UNARY[0:1],
+    "HardSwish": UNARY[1:2],
+    "LeakyRelu": UNARY[2:3],
+    "Elu": UNARY[3:4],
+    "Exp": UNARY[4:5],
+    "Erf": UNARY[5:6],
+    "Neg": UNARY[6:7],
+    "Abs": UNARY[7:8],
+    "Softplus": UNARY[8:9],
+    "ReduceMax": REDUCE,
 }
 
 ALL_CASES: list[OpCase] = [c for cases in CASES.values() for c in cases]

@@ -11,7 +11,7 @@ from emitter.ops.base import ConstArg, LayoutPlan, TensorArg
 from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
 
 
-def lower_binary(ctx: LowerCtx, q: QNode, ir_op: str) -> None:
+def lower_binary(ctx: LowerCtx, q: QNode, ir_op: str, extra: dict | None = None) -> None:
     if q.attrs:
         raise NodeUnsupported(f"unknown attributes {sorted(q.attrs)}")
     names = []
@@ -22,7 +22,7 @@ def lower_binary(ctx: LowerCtx, q: QNode, ir_op: str) -> None:
     shapes = [ctx.tensors[n].shape for n in names]
     if np.broadcast_shapes(*shapes) != tuple(q.out_shape):
         raise NodeUnsupported(f"operand shapes {shapes} do not broadcast to {q.out_shape}")
-    ctx.emit(q, ir_op, names, q.output, {"act_min": q.act_min, "act_max": q.act_max})
+    ctx.emit(q, ir_op, names, q.output, {"act_min": q.act_min, "act_max": q.act_max, **(extra or {})})
 
 
 def layout(node: Node, g: Graph) -> LayoutPlan:

@@ -1,13 +1,16 @@
-"""Sigmoid and Tanh as 256-entry int8 lookup tables built at compile time.
+"""Unary element-wise ops as 256-entry int8 lookup tables built at compile time.
 
 table[i] = clamp(round_half_away(f(s_in * (i - 128 - zp_in)) / s_out) + zp_out): the method of
-TFLite's int8 LUT kernels (float evaluation per input code, here in double precision). Any unary
-function of one int8 input is one table.
+TFLite's int8 LUT kernels (float evaluation per input code, here in double precision). Any
+function of one int8 input is exactly one table, so these ops need no float at run time:
+
+    # Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Elu, Selu, Celu, Gelu, Erf, Exp, Softplus,
+    # Softsign, Neg, Abs, Mish, ThresholdedRelu  -> mcu_lut_s8
 """
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -17,18 +20,58 @@ from emitter.ops.base import ConstArg, IntArg, LayoutPlan, Prepared, TensorArg, 
 from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
 from emitter.quant import round_half_away
 
-ONNX_OPS = ("Sigmoid", "Tanh")
-IR_OPS = ("lut",)
-FUNCTIONS: dict[str, Callable[[float], float]] = {
-    "Sigmoid": lambda v: 1.0 / (1.0 + math.exp(-v)) if v >= 0 else math.exp(v) / (1.0 + math.exp(v)),
-    "Tanh": math.tanh,
+Fn = Callable[[float], float]
+
+
+def _sigmoid(v: float) -> float:
+    return 1.0 / (1.0 + math.exp(-v)) if v >= 0 else math.exp(v) / (1.0 + math.exp(v))
+
+
+def _softplus(v: float) -> float:
+    return v + math.log1p(math.exp(-v)) if v > 0 else math.log1p(math.exp(v))
+
+
+def _gelu(a: dict[str, Any]) -> Fn:
+    approx = a.get("approximate", b"none")
+    approx = approx.decode() if isinstance(approx, bytes) else approx
+    if approx == "tanh":
+        return lambda v: 0.5 * v * (1 + math.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3)))
+    return lambda v: 0.5 * v * (1 + math.erf(v / math.sqrt(2)))
+
+
+def _exp(v: float) -> float:
+    return math.exp(min(v, 700.0))
+
+
+# ONNX op -> (attribute defaults, builder of f from the attributes)
+FUNCTIONS: dict[str, tuple[dict[str, Any], Callable[[dict[str, Any]], Fn]]] = {
+    "Sigmoid": ({}, lambda a: _sigmoid),
+    "Tanh": ({}, lambda a: math.tanh),
+    "HardSigmoid": ({"alpha": 0.2, "beta": 0.5},
+                    lambda a: lambda v: max(0.0, min(1.0, a["alpha"] * v + a["beta"]))),
+    "HardSwish": ({}, lambda a: lambda v: v * max(0.0, min(1.0, v / 6.0 + 0.5))),
+    "LeakyRelu": ({"alpha": 0.01}, lambda a: lambda v: v if v >= 0 else a["alpha"] * v),
+    "Elu": ({"alpha": 1.0}, lambda a: lambda v: v if v >= 0 else a["alpha"] * math.expm1(v)),
+    "Celu": ({"alpha": 1.0}, lambda a: lambda v: max(0.0, v) + min(0.0, a["alpha"] * math.expm1(v / a["alpha"]))),
+    "Selu": ({"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875},
+             lambda a: lambda v: a["gamma"] * (v if v > 0 else a["alpha"] * math.expm1(v))),
+    "ThresholdedRelu": ({"alpha": 1.0}, lambda a: lambda v: v if v > a["alpha"] else 0.0),
+    "Gelu": ({"approximate": b"none"}, _gelu),
+    "Erf": ({}, lambda a: math.erf),
+    "Exp": ({}, lambda a: _exp),
+    "Softplus": ({}, lambda a: _softplus),
+    "Softsign": ({}, lambda a: lambda v: v / (1.0 + abs(v))),
+    "Mish": ({}, lambda a: lambda v: v * math.tanh(_softplus(v))),
+    "Neg": ({}, lambda a: lambda v: -v),
+    "Abs": ({}, lambda a: abs),
 }
+ONNX_OPS = tuple(FUNCTIONS)
+IR_OPS = ("lut",)
 
 
-def table(fn: Callable[[float], float], s_in: float, zp_in: int, s_out: float, zp_out: int,
+def table(fn: Fn, s_in: float, zp_in: int, s_out: float, zp_out: int,
           act_min: int = -128, act_max: int = 127) -> np.ndarray:
-    codes = range(-128, 128)
-    vals = [round_half_away(fn(s_in * (c - zp_in)) / s_out) + zp_out for c in codes]
+    vals = [round_half_away(fn(s_in * (c - zp_in)) / s_out) + zp_out for c in range(-128, 128)]
     return np.clip(np.array(vals, dtype=np.int64), act_min, act_max).astype(np.int8)
 
 
@@ -36,10 +79,12 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     x = q.inputs[0]
     if x.name is None or x.quant is None:
         raise NodeUnsupported("input must be an int8 activation")
-    if q.attrs:
-        raise NodeUnsupported(f"unknown attributes {sorted(q.attrs)}")
-    t = table(FUNCTIONS[q.op_type], x.quant.s, x.quant.zp, q.out_quant.s, q.out_quant.zp,
-              q.act_min, q.act_max)
+    defaults, build = FUNCTIONS[q.op_type]
+    unknown = set(q.attrs) - set(defaults)
+    if unknown:
+        raise NodeUnsupported(f"unknown attributes {sorted(unknown)}")
+    fn = build({**defaults, **q.attrs})
+    t = table(fn, x.quant.s, x.quant.zp, q.out_quant.s, q.out_quant.zp, q.act_min, q.act_max)
     ctx.emit(q, "lut", [x.name], q.output, {"table": t, "function": q.op_type})
 
 

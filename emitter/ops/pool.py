@@ -20,7 +20,7 @@ from emitter.ops.base import Attrs, LayoutPlan, Prepared, TensorArg, per_tensor
 from emitter.ops.conv import dims4, feature_layout, same_pads
 from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
 
-ONNX_OPS = ("AveragePool", "MaxPool", "GlobalAveragePool", "ReduceMean")
+ONNX_OPS = ("AveragePool", "MaxPool", "GlobalAveragePool", "ReduceMean", "ReduceMax")
 IR_OPS = ("avgpool", "maxpool")
 DEFAULTS = {"auto_pad": b"NOTSET", "ceil_mode": 0, "count_include_pad": 0, "dilations": None,
             "kernel_shape": None, "pads": None, "strides": None, "storage_order": 0}
@@ -32,13 +32,13 @@ def window(q: QNode) -> tuple[list[int], list[int], list[int]]:
     nsp = len(x.shape) - 2
     if q.op_type == "GlobalAveragePool":
         return list(x.shape[2:]), [1] * nsp, [0] * (2 * nsp)
-    if q.op_type == "ReduceMean":
+    if q.op_type in ("ReduceMean", "ReduceMax"):
         axes = q.attrs.get("axes")
         if axes is None and len(q.inputs) > 1 and q.inputs[1].data is not None:
             axes = q.inputs[1].data.tolist()
         rank = len(x.shape)
         if axes is None or sorted(a % rank for a in axes) != list(range(2, rank)):
-            raise NodeUnsupported(f"ReduceMean over axes {axes}: only the spatial axes are supported")
+            raise NodeUnsupported(f"{q.op_type} over axes {axes}: only the spatial axes are supported")
         return list(x.shape[2:]), [1] * nsp, [0] * (2 * nsp)
     a = Attrs(q.attrs, DEFAULTS)
     if a.unknown():
@@ -65,12 +65,12 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         raise NodeUnsupported(f"input must be a 3-D or 4-D activation, got {x.shape}")
     if len(q.onnx.output) > 1 and q.onnx.output[1]:
         raise NodeUnsupported("the Indices output of MaxPool is not supported")
-    if q.op_type == "ReduceMean" and q.attrs.get("noop_with_empty_axes", 0):
+    if q.op_type in ("ReduceMean", "ReduceMax") and q.attrs.get("noop_with_empty_axes", 0):
         raise NodeUnsupported("noop_with_empty_axes=1 is not supported")
     kernel, strides, pads = window(q)
     if len(kernel) == 1:
         kernel, strides, pads = [1] + kernel, [1] + strides, [0, pads[0], 0, pads[1]]
-    ir_op = "maxpool" if q.op_type == "MaxPool" else "avgpool"
+    ir_op = "maxpool" if q.op_type in ("MaxPool", "ReduceMax") else "avgpool"
     assert x.quant is not None
     pooled_shape = tuple(x.shape[:2]) + tuple(q.out_shape[2:]) if len(q.out_shape) == len(x.shape) \
         else tuple(x.shape[:2]) + (1,) * (len(x.shape) - 2)
