@@ -2,6 +2,7 @@
 
     mcugen MODEL.onnx --board=cortex-m7 [-o DIR] [--name NAME] [--backend portable] [--verify]
     mcugen verify MODEL.onnx --board=B [--inputs x.npz]      (same as --verify)
+    mcugen debug MODEL.onnx --board=B [--inputs x.npz]       (per-layer host/QEMU/golden/ORT table)
     mcugen boards                                             (list the boards)
 
 Any McugenError ends with one clear message and exit code 2 (verification mismatches: 1), and
@@ -19,7 +20,7 @@ from pathlib import Path
 from emitter import __version__
 from emitter.errors import BudgetError, McugenError, UsageError, VerifyError
 
-SUBCOMMANDS = ("boards", "verify")
+SUBCOMMANDS = ("boards", "verify", "debug")
 
 
 def parse_size(text: str) -> int:
@@ -126,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] == "boards":
             return cmd_boards()
+        if argv and argv[0] == "debug":
+            from emitter.debug import main_debug
+
+            return main_debug(argv[1:])  # handles its own errors and exit codes
         verify = bool(argv) and argv[0] == "verify"
         if verify:
             argv = argv[1:]

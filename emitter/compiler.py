@@ -34,6 +34,8 @@ class Compiled:
     prepared: tuple[Prepared, ...]
     plan: Plan
     io_nhwc: bool
+    backend: str = "portable"
+    fallbacks: tuple[str, ...] = ()  # kernels the backend lacks, run by the portable kernels
 
     @property
     def input_shapes(self) -> list[tuple[int, ...]]:
@@ -79,7 +81,8 @@ def prepare_all(g: Graph) -> tuple[Prepared, ...]:
 
 def compile_model(path: str | Path, name: str | None = None,
                   input_shapes: dict[str, tuple[int, ...]] | None = None,
-                  io_nhwc: bool = False, alignment: int = 4) -> Compiled:
+                  io_nhwc: bool = False, alignment: int = 4, backend: str = "portable",
+                  board=None, cmsis_path: Path | None = None) -> Compiled:
     m = frontend.load(path, input_shapes)
     name = check_name(name) if name is not None else c_name(Path(path).stem)
     g = lower(m)
@@ -88,7 +91,19 @@ def compile_model(path: str | Path, name: str | None = None,
         g = p(g)
         g.verify()
     prepared = prepare_all(g)
-    return Compiled(name, m, g, prepared, plan(g, [p.scratch for p in prepared], alignment), io_nhwc)
+    fallbacks: list[str] = []
+    if backend == "cmsis-nn":
+        from emitter.backends import cmsis_nn
+
+        if board is None or cmsis_path is None:
+            raise UsageError("the cmsis-nn backend needs a board and CMSIS_NN_PATH")
+        prepared, fallbacks = cmsis_nn.convert_all(prepared, board, cmsis_nn.check_path(cmsis_path))
+    elif backend != "portable":
+        raise UsageError(f"unknown backend '{backend}': use portable or cmsis-nn")
+    # scratch buffers need 16-byte alignment for the CMSIS-NN kernels
+    align = max(alignment, 16) if any(p.scratch for p in prepared) else alignment
+    return Compiled(name, m, g, prepared, plan(g, [p.scratch for p in prepared], align), io_nhwc,
+                    backend, tuple(sorted(set(fallbacks))))
 
 
 def golden_run(c: Compiled, inputs: list[np.ndarray], keep: bool = False) -> list[np.ndarray] | dict[str, np.ndarray]:

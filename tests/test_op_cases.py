@@ -10,8 +10,11 @@ from emitter.verify import diff_stats, ort_run, quantize
 from tests.opmodels import CASES, case_model
 from tests.support import build_library, emit, run_c
 
-PARAMS = [pytest.param(case, fmt, id=f"{case.id}-{fmt}")
-          for cases in CASES.values() for case in cases for fmt in ("qdq", "qop")
+U8_OPS = ("Conv", "Gemm", "Add", "Mul", "AveragePool", "GlobalAveragePool", "Softmax", "Sigmoid",
+          "Concat", "LeakyRelu", "MaxPool")
+PARAMS = [pytest.param(case, fmt, act, id=f"{case.id}-{fmt}" + ("-u8" if act == "uint8" else ""))
+          for op, cases in CASES.items() for case in cases for fmt in ("qdq", "qop")
+          for act in (("int8", "uint8") if op in U8_OPS else ("int8",))
           if fmt == "qdq" or case.qop]
 
 
@@ -21,8 +24,8 @@ def compiled_cases(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("opcases")
     results, bundles = {}, []
     for k, p in enumerate(PARAMS):
-        case, fmt = p.values
-        path, xs = case_model(case, fmt, tmp)
+        case, fmt, act = p.values
+        path, xs = case_model(case, fmt, tmp, activation_type=act)
         try:
             c = compile_model(path, name=f"op{k}")
         except Exception as exc:  # reported per case by the test itself
@@ -34,8 +37,8 @@ def compiled_cases(tmp_path_factory):
     return results, lib
 
 
-@pytest.mark.parametrize("case,fmt", PARAMS)
-def test_op_case(case, fmt, compiled_cases, request):
+@pytest.mark.parametrize("case,fmt,act", PARAMS)
+def test_op_case(case, fmt, act, compiled_cases, request):
     results, lib = compiled_cases
     path, xs, c = results[request.node.callspec.id]
     if isinstance(c, Exception):

@@ -155,6 +155,7 @@ class Lowerer:
                 if i:
                     self.consumers.setdefault(i, []).append(n)
         self.graph_outputs = {o.name for o in self.g.output}
+        self.zp_dtype: dict[str, np.dtype] = {}  # tensor -> dtype of the zero point naming it
         self.dq_const: dict[str, QIn] = {}  # float name -> constant QIn
         self.dq_act: dict[str, str] = {}  # float name -> IR int8 tensor
         self.ir_name: dict[str, str] = {}  # ONNX int8 tensor -> IR int8 tensor
@@ -167,11 +168,20 @@ class Lowerer:
     # -- quantization parameters ------------------------------------------------------------
     def qparams(self, node: onnx.NodeProto, scale_name: str, zp_name: str | None,
                 axis: int | None, for_tensor: str) -> QuantParams:
+        where = f"tensor '{for_tensor}' (node '{node.name or node.op_type}')"
         if scale_name not in self.inits:
             raise NodeUnsupported(f"scale '{scale_name}' of '{for_tensor}' is not a constant")
-        scale = np.asarray(self.inits[scale_name], dtype=np.float64).ravel()
+        scale_arr = self.inits[scale_name]
+        if scale_arr.dtype.kind != "f" or scale_arr.size == 0:
+            raise QuantError(f"{where}: scale '{scale_name}' is {scale_arr.dtype} with "
+                             f"{scale_arr.size} values; scales must be non-empty float tensors: "
+                             "re-quantize the model")
+        scale = np.asarray(scale_arr, dtype=np.float64).ravel()
         if zp_name and zp_name in self.inits:
             zp_arr = self.inits[zp_name]
+            if zp_arr.dtype.kind not in "iu":
+                raise QuantError(f"{where}: zero point '{zp_name}' is {zp_arr.dtype}; zero points "
+                                 "must be integers: re-quantize the model")
             zp = np.asarray(zp_arr, dtype=np.int64).ravel()
             dtype = zp_arr.dtype
         elif zp_name:
@@ -179,19 +189,26 @@ class Lowerer:
         else:
             zp, dtype = np.zeros(scale.shape, np.int64), np.dtype(np.uint8)
         if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
-            raise QuantError(f"tensor '{for_tensor}' (node '{node.name}'): scale {scale[:4]} must be "
-                             "finite and > 0; re-quantize the model with valid calibration data")
+            raise QuantError(f"{where}: scale {scale[:4]} must be finite and > 0; re-quantize "
+                             "the model with valid calibration data")
         if zp.size not in (1, scale.size):
-            raise QuantError(f"tensor '{for_tensor}': {zp.size} zero points for {scale.size} scales")
-        info = np.iinfo(dtype) if np.issubdtype(dtype, np.integer) else None
-        if info is not None and (zp.min() < info.min or zp.max() > info.max):
-            raise QuantError(f"tensor '{for_tensor}': zero point out of the {dtype} range")
+            raise QuantError(f"{where}: {zp.size} zero points for {scale.size} scales; give one "
+                             "zero point per scale")
+        self.zp_dtype.setdefault(for_tensor, np.dtype(dtype))
+        info = np.iinfo(dtype)
+        if zp.min() < info.min or zp.max() > info.max:
+            raise QuantError(f"{where}: zero point out of the {dtype} range")
         zp = np.broadcast_to(zp, scale.shape).astype(np.int32)
         return QuantParams(scale, zp, axis if scale.size > 1 else None)
 
     def dq_axis(self, node: onnx.NodeProto, data_shape: tuple[int, ...]) -> int:
         axis = int(onnx_attrs(node).get("axis", 1))
         return axis + len(data_shape) if axis < 0 else axis
+
+    def onnx_dtype(self, name: str) -> np.dtype | None:
+        """The ONNX element type; com.microsoft QLinear* outputs have no inferred type, so the
+        dtype of the zero point that names the tensor tells."""
+        return self.m.dtypes.get(name, self.zp_dtype.get(name))
 
     # -- int8 tensors -----------------------------------------------------------------------
     def int8_tensor(self, onnx_name: str, quant: QuantParams,
@@ -204,7 +221,7 @@ class Lowerer:
                 raise QuantError(f"tensor '{onnx_name}' is dequantized with two different scales "
                                  "or zero points; re-export the model with one per tensor")
             return name
-        dtype = self.m.dtypes.get(onnx_name)
+        dtype = self.onnx_dtype(onnx_name)
         if dtype is not None and dtype == np.uint8:
             quant = QuantParams(quant.scale, quant.zero_point - 128, quant.axis)
         elif dtype is not None and dtype != np.int8:
@@ -213,6 +230,10 @@ class Lowerer:
         if quant.scale.size != 1:
             raise QuantError(f"activation '{onnx_name}' is quantized per-axis; activations must be "
                              "per-tensor (re-quantize with per-tensor activations)")
+        if not -128 <= quant.zp <= 127:
+            raise QuantError(f"activation '{onnx_name}' has zero point {quant.zp} (as int8), outside "
+                             "[-128, 127]; its zero point does not fit its int8/uint8 type: "
+                             "re-quantize the model")
         shape = self.m.shapes.get(onnx_name, shape_hint)
         if shape is None:
             raise NodeUnsupported(f"shape of '{onnx_name}' is unknown after shape inference")
@@ -330,12 +351,12 @@ class Lowerer:
         if name in self.ir_name:
             ir = self.ir_name[name]
             self.outputs.append(ir)
-            self.boundaries[ir] = Boundary(False, self.m.dtypes.get(name) == np.uint8, name)
+            self.boundaries[ir] = Boundary(False, self.onnx_dtype(name) == np.uint8, name)
         elif name in self.dq_act:
             ir = self.dq_act[name]
             self.outputs.append(ir)
             src = self.producer[name].input[0]
-            self.boundaries[ir] = Boundary(True, self.m.dtypes.get(src) == np.uint8, name)
+            self.boundaries[ir] = Boundary(True, self.onnx_dtype(src) == np.uint8, name)
         else:
             raise NodeUnsupported("the graph output is neither an int8 tensor nor the "
                                   "DequantizeLinear of one")
@@ -358,10 +379,29 @@ class Lowerer:
         zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
         if src in self.inits:
             data = self.inits[src]
-            quant = self.qparams(node, node.input[1], zp, self.dq_axis(node, data.shape), src)
+            if data.size == 0:
+                raise QuantError(f"constant '{src}' (node '{node.name}') is empty (shape "
+                                 f"{list(data.shape)}); re-export the model with its weights")
+            axis = self.dq_axis(node, data.shape)
+            quant = self.qparams(node, node.input[1], zp, axis, src)
+            if quant.axis is not None and not 0 <= quant.axis < data.ndim:
+                raise QuantError(f"'{src}' (node '{node.name}'): per-axis quantization along axis "
+                                 f"{quant.axis} of a {data.ndim}-D tensor; fix the axis attribute")
             if quant.axis is not None and data.shape[quant.axis] != quant.scale.size:
-                raise QuantError(f"'{src}': {quant.scale.size} per-axis scales for axis "
-                                 f"{quant.axis} of length {data.shape[quant.axis]}")
+                raise QuantError(f"'{src}' (node '{node.name}'): {quant.scale.size} per-axis scales "
+                                 f"for axis {quant.axis} of length {data.shape[quant.axis]}; give "
+                                 "one scale per channel")
+            if data.dtype == np.int32 and np.any(quant.zero_point != 0):
+                # int32 (bias) with a zero point: q - zp with zero point 0 is the same real value
+                zp_b = quant.zero_point.astype(np.int64)
+                if quant.axis is not None:
+                    zp_b = zp_b.reshape([-1 if d == quant.axis else 1 for d in range(data.ndim)])
+                folded = data.astype(np.int64) - zp_b
+                if folded.min() < -(1 << 31) or folded.max() >= 1 << 31:
+                    raise QuantError(f"'{src}' (node '{node.name}'): int32 values minus their zero "
+                                     "point overflow int32; re-quantize with zero point 0")
+                data = folded.astype(np.int32)
+                quant = QuantParams(quant.scale, np.zeros_like(quant.zero_point), quant.axis)
             data, quant = to_int8(data, quant)
             self.dq_const[out] = QIn(None, data, quant, tuple(data.shape))
         else:

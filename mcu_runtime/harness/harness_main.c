@@ -8,6 +8,7 @@
  *               (GLUE_INPUT_BYTES bytes), so k = file size / GLUE_INPUT_BYTES
  *   output.bin  k samples back to back; one sample = every model output in graph order
  *   stack.txt   (target builds only) the deepest stack use of any inference, decimal bytes
+ *   layers.bin  (only when built with -DMCU_HARNESS_LAYERS, see below) every layer's output
  *
  * Samples are streamed one at a time through static buffers (no malloc, any k). Each inference runs
  * between MCU_MARK_START()/MCU_MARK_END() (mcu_markers.h) so the QEMU plugin can count its
@@ -18,6 +19,12 @@
  * The model is reached only through model_glue.h (written next to, not inside, the bundle):
  * GLUE_NUM_INPUTS/OUTPUTS, GLUE_INPUT/OUTPUT_BYTES, glue_input/output_sizes[], glue_run().
  * Target builds are compiled with -DMCU_HARNESS_TARGET and linked with mcu_runtime/target/.
+ *
+ * Per-layer dump (`mcugen debug`): built with -DMCU_HARNESS_LAYERS and a model_glue.h that routes
+ * the bundle's <PREFIX>_AFTER_LAYER hook to harness_after_layer(), the harness appends one record
+ * per layer call and sample to layers.bin: sample number, layer index and byte count (each a
+ * 32-bit little-endian unsigned integer), then the layer's output bytes. Without the macro none of
+ * this is compiled.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -87,6 +94,37 @@ static inline __attribute__((always_inline)) unsigned long harness_depth(uintptr
 }
 #endif
 
+#if defined(MCU_HARNESS_LAYERS)
+void harness_after_layer(int index, const void *output, unsigned long bytes);
+
+static FILE *harness_layers;         /* layers.bin, open while samples run */
+static unsigned long harness_sample; /* the sample now running */
+static int harness_layers_failed;    /* a write to layers.bin failed */
+
+static void harness_put_u32(unsigned char *at, unsigned long value)
+{
+    for (int i = 0; i < 4; ++i) {
+        at[i] = (unsigned char)((value >> (8 * i)) & 0xFFu);
+    }
+}
+
+/* The bundle's after-layer hook: one layers.bin record per call. */
+void harness_after_layer(int index, const void *output, unsigned long bytes)
+{
+    unsigned char head[12];
+    if (harness_layers == NULL) {
+        return;
+    }
+    harness_put_u32(head, harness_sample);
+    harness_put_u32(head + 4, (unsigned long)index);
+    harness_put_u32(head + 8, bytes);
+    if (fwrite(head, 1u, sizeof head, harness_layers) != sizeof head ||
+        fwrite(output, 1u, bytes, harness_layers) != bytes) {
+        harness_layers_failed = 1;
+    }
+}
+#endif
+
 int main(void)
 {
     int8_t *input_ptrs[GLUE_NUM_INPUTS];
@@ -109,6 +147,17 @@ int main(void)
         fclose(in);
         return HARNESS_EXIT_FILE;
     }
+
+#if defined(MCU_HARNESS_LAYERS)
+    harness_layers = fopen("layers.bin", "wb");
+    if (harness_layers == NULL) {
+        fputs("harness: cannot create layers.bin\n", stderr);
+        fclose(in);
+        fclose(out);
+        return HARNESS_EXIT_FILE;
+    }
+    setvbuf(harness_layers, NULL, _IONBF, 0); /* records written before a crash are kept */
+#endif
 
     int exit_code = HARNESS_EXIT_OK;
     unsigned long samples = 0u;
@@ -135,6 +184,9 @@ int main(void)
 #if defined(MCU_HARNESS_TARGET)
         const uintptr_t sp = harness_sp();
         harness_paint(sp);
+#endif
+#if defined(MCU_HARNESS_LAYERS)
+        harness_sample = samples;
 #endif
         MCU_MARK_START();
         const int status = glue_run(inputs, outputs);
@@ -164,6 +216,13 @@ int main(void)
         fputs("harness: cannot write output.bin\n", stderr);
         exit_code = HARNESS_EXIT_FILE;
     }
+#if defined(MCU_HARNESS_LAYERS)
+    if (fclose(harness_layers) != 0 || harness_layers_failed) {
+        fputs("harness: cannot write layers.bin\n", stderr);
+        exit_code = HARNESS_EXIT_FILE;
+    }
+    harness_layers = NULL;
+#endif
     if (samples == 0u && exit_code == HARNESS_EXIT_OK) {
         fputs("harness: input.bin holds no sample\n", stderr);
         exit_code = HARNESS_EXIT_FILE;

@@ -1,0 +1,309 @@
+"""The cmsis-nn backend: direct calls into the user's CMSIS-NN (tested with v7.0.0).
+
+Each portable kernel call that CMSIS-NN implements bit-exactly is re-expressed as the CMSIS-NN
+call with the same numbers (the golden model is unchanged: CMSIS-NN implements the same TFLite
+arithmetic); everything else keeps the portable kernel and is reported as a fallback.
+
+    mcu_conv2d_s8            -> arm_convolve_wrapper_s8            (scratch from CMSIS-NN itself)
+    mcu_depthwise_conv2d_s8  -> arm_depthwise_conv_wrapper_s8
+    mcu_fully_connected_s8   -> arm_fully_connected_s8 / _per_channel_s8 (MVE: build-time kernel sums)
+    mcu_avgpool_s8           -> arm_avgpool_s8
+    mcu_maxpool_s8           -> arm_max_pool_s8
+    mcu_add_s8 / mcu_mul_s8  -> arm_elementwise_add_s8 / _mul_s8   (no broadcast, no subtract)
+    mcu_softmax_s8 (mode 0)  -> arm_softmax_s8
+
+Scratch sizes come from the user's CMSIS-NN: a small host tool (mcu_runtime/tools/cmsis_sizer.c)
+calls the _get_buffer_size[_dsp|_mve] function of the board's code path. The generated code also
+checks each size again on the target before the call and returns <NAME>_ERR_SCRATCH rather than
+overrun the arena (CMSIS-NN never checks ctx.size itself).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from emitter.errors import ToolchainError, UsageError
+from emitter.kernel_params import Bcast
+from emitter.ops.base import ConstArg, IntArg, NullArg, Prepared, TensorArg
+from emitter.resources import data_dir
+
+SUPPORTED = "v7.0.0"
+
+
+@dataclass(frozen=True, eq=False)
+class CRef:
+    """A C expression in a struct field: a const array (optionally cast) or the scratch pointer."""
+    kind: str  # "array" | "scratch" | "null"
+    array: ConstArg | None = None
+    cast: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class StructArg:
+    """A `static const <ctype>` built from nested dicts of ints / CRefs, passed by address."""
+    ctype: str
+    suffix: str
+    fields: dict[str, Any]
+
+
+def cmsis_path() -> Path | None:
+    value = os.environ.get("CMSIS_NN_PATH")
+    return Path(value) if value else None
+
+
+def check_path(path: Path | str) -> Path:
+    path = Path(path)
+    header = path / "Include" / "arm_nnfunctions.h"
+    if not header.is_file():
+        raise UsageError(f"CMSIS_NN_PATH={path} holds no Include/arm_nnfunctions.h; point it at a "
+                         f"CMSIS-NN checkout ({SUPPORTED} is supported)")
+    if "upscale_dims" not in header.read_text(errors="replace"):
+        raise UsageError(f"CMSIS-NN at {path} predates v7 (no upscale_dims argument); "
+                         f"mcugen supports {SUPPORTED}")
+    return path.resolve()
+
+
+def variant(board) -> str:
+    return "mve" if board.has_mve else ("dsp" if board.has_dsp else "c")
+
+
+@lru_cache(maxsize=4)
+def sizer(path: Path) -> Path:
+    """Build (once, cached by path and header hash) the host scratch-size tool."""
+    header = (path / "Include" / "arm_nnfunctions.h").read_bytes()
+    key = hashlib.sha256(str(path).encode() + header).hexdigest()[:16]
+    cache = Path(os.environ.get("MCUGEN_CACHE_DIR", Path.home() / ".cache" / "mcugen")) / f"cmsis-sizer-{key}"
+    exe = cache / "cmsis_sizer"
+    if exe.is_file():
+        return exe
+    cache.mkdir(parents=True, exist_ok=True)
+    sources = sorted(str(p) for p in (path / "Source").rglob("*.c"))
+    cmd = ["gcc", "-O1", "-w", f"-I{path / 'Include'}", str(data_dir("mcu_runtime") / "tools" / "cmsis_sizer.c"),
+           *sources, "-o", str(exe)]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise ToolchainError(f"building the CMSIS-NN scratch-size tool failed:\n{res.stderr[-2000:]}")
+    return exe
+
+
+def ask_sizes(path: Path, queries: list[str]) -> list[int]:
+    if not queries:
+        return []
+    res = subprocess.run([str(sizer(path))], input="\n".join(queries) + "\n", capture_output=True,
+                         text=True, check=False)
+    values = res.stdout.split()
+    if res.returncode != 0 or len(values) != len(queries):
+        raise ToolchainError(f"the CMSIS-NN scratch-size tool failed on: {queries[:2]}")
+    return [max(int(v), 0) for v in values]
+
+
+def dims(d) -> dict[str, int]:
+    return {"n": d.n, "h": d.h, "w": d.w, "c": d.c}
+
+
+def tile(w: int, h: int) -> dict[str, int]:
+    return {"w": w, "h": h}
+
+
+def arr(a: ConstArg, cast: str = "") -> CRef:
+    return CRef("array", a, cast)
+
+
+def padded(a: np.ndarray, extra: int) -> np.ndarray:
+    """MVE kernels read up to 3 elements past per-channel arrays: pad with zeros."""
+    return np.concatenate([a, np.zeros(extra, a.dtype)]) if extra else a
+
+
+def dims_q(d) -> str:
+    return f"{d.n} {d.h} {d.w} {d.c}"
+
+
+class Converter:
+    def __init__(self, path: Path, board):
+        self.path, self.var = path, variant(board)
+
+    def convert(self, p: Prepared) -> tuple[Prepared, str | None]:
+        """(prepared for CMSIS-NN or the portable one, query for its scratch size or None)."""
+        fn = getattr(self, p.kernel, None)
+        if fn is None:
+            return p, None
+        out = fn(p)
+        return out if out is not None else (p, None)
+
+    def ctx(self, scratch: bool, buf: CRef | None = None, size: int = 0) -> StructArg:
+        if buf is not None:
+            return StructArg("cmsis_nn_context", "ctx", {"buf": buf, "size": size})
+        return StructArg("cmsis_nn_context", "ctx", {"buf": CRef("scratch" if scratch else "null"), "size": -1 if scratch else 0})
+
+    def mcu_conv2d_s8(self, p: Prepared):
+        c = p.params
+        x, f, b, y = p.args
+        pad = 4 if self.var == "mve" else 0
+        bias = b if isinstance(b, ConstArg) else ConstArg("bias", np.zeros(c.filter.n, np.int32))
+        conv = {"input_offset": c.q.input_offset, "output_offset": c.q.output_offset,
+                "stride": tile(c.stride_w, c.stride_h), "padding": tile(c.pad_left, c.pad_top),
+                "dilation": tile(c.dilation_w, c.dilation_h),
+                "activation": {"min": c.q.act_min, "max": c.q.act_max}}
+        args = (StructArg("cmsis_nn_conv_params", "conv", conv),
+                StructArg("cmsis_nn_per_channel_quant_params", "quant",
+                          {"multiplier": arr(ConstArg("multiplier", padded(c.multiplier, pad)), "(int32_t *)"),
+                           "shift": arr(ConstArg("shift", padded(c.shift, pad)), "(int32_t *)")}),
+                StructArg("cmsis_nn_dims", "input_dims", dims(c.input)), x,
+                StructArg("cmsis_nn_dims", "filter_dims", dims(c.filter)), f,
+                StructArg("cmsis_nn_dims", "bias_dims", {"n": 1, "h": 1, "w": 1, "c": c.filter.n}),
+                ConstArg("bias", padded(bias.data, pad)),
+                StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), y)
+        q = (f"conv {self.var} {dims_q(c.input)} {dims_q(c.filter)} {dims_q(c.output)} "
+             f"{c.stride_w} {c.stride_h} {c.pad_left} {c.pad_top} {c.dilation_w} {c.dilation_h}")
+        return self.call(p, "arm_convolve_wrapper_s8", args, "conv", ("input_dims", "filter_dims", "output_dims")), q
+
+    def mcu_depthwise_conv2d_s8(self, p: Prepared):
+        c = p.params
+        x, f, b, y = p.args
+        pad = 4 if self.var == "mve" else 0
+        bias = b if isinstance(b, ConstArg) else ConstArg("bias", np.zeros(c.output.c, np.int32))
+        dw = {"input_offset": c.q.input_offset, "output_offset": c.q.output_offset, "ch_mult": c.depth_multiplier,
+              "stride": tile(c.stride_w, c.stride_h), "padding": tile(c.pad_left, c.pad_top),
+              "dilation": tile(c.dilation_w, c.dilation_h),
+              "activation": {"min": c.q.act_min, "max": c.q.act_max}}
+        args = (StructArg("cmsis_nn_dw_conv_params", "dw", dw),
+                StructArg("cmsis_nn_per_channel_quant_params", "quant",
+                          {"multiplier": arr(ConstArg("multiplier", padded(c.multiplier, pad)), "(int32_t *)"),
+                           "shift": arr(ConstArg("shift", padded(c.shift, pad)), "(int32_t *)")}),
+                StructArg("cmsis_nn_dims", "input_dims", dims(c.input)), x,
+                StructArg("cmsis_nn_dims", "filter_dims", dims(c.filter)),
+                ConstArg("filter", padded(f.data.ravel(), pad * 4)),
+                StructArg("cmsis_nn_dims", "bias_dims", {"n": 1, "h": 1, "w": 1, "c": c.output.c}),
+                ConstArg("bias", padded(bias.data, pad)),
+                StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), y)
+        q = (f"dw {self.var} {dims_q(c.input)} {dims_q(c.filter)} {dims_q(c.output)} "
+             f"{c.stride_w} {c.stride_h} {c.pad_left} {c.pad_top} {c.dilation_w} {c.dilation_h} {c.depth_multiplier}")
+        return self.call(p, "arm_depthwise_conv_wrapper_s8", args, "dw", ("input_dims", "filter_dims", "output_dims")), q
+
+    def mcu_fully_connected_s8(self, p: Prepared):
+        c = p.params
+        x, w, b, y = p.args
+        fc = {"input_offset": c.q.input_offset, "filter_offset": 0, "output_offset": c.q.output_offset,
+              "activation": {"min": c.q.act_min, "max": c.q.act_max}}
+        if c.per_channel:
+            quant = StructArg("cmsis_nn_per_channel_quant_params", "quant",
+                              {"multiplier": arr(ConstArg("multiplier", c.multiplier), "(int32_t *)"),
+                               "shift": arr(ConstArg("shift", c.shift), "(int32_t *)")})
+            fn = "arm_fully_connected_per_channel_s8"
+        else:
+            quant = StructArg("cmsis_nn_per_tensor_quant_params", "quant",
+                              {"multiplier": int(c.multiplier[0]), "shift": int(c.shift[0])})
+            fn = "arm_fully_connected_s8"
+        filt = {"n": c.in_features, "h": 1, "w": 1, "c": c.out_features}
+        args = [StructArg("cmsis_nn_fc_params", "fc", fc), quant,
+                StructArg("cmsis_nn_dims", "input_dims", {"n": c.batches, "h": 1, "w": 1, "c": c.in_features}), x,
+                StructArg("cmsis_nn_dims", "filter_dims", filt), w,
+                StructArg("cmsis_nn_dims", "bias_dims", {"n": 1, "h": 1, "w": 1, "c": c.out_features}),
+                b if isinstance(b, ConstArg) else NullArg(),
+                StructArg("cmsis_nn_dims", "output_dims", {"n": c.batches, "h": 1, "w": 1, "c": c.out_features}), y]
+        if self.var == "mve":  # kernel sums: bias[r] + input_offset * sum_c w[r][c], computed now
+            bias = b.data.astype(np.int64) if isinstance(b, ConstArg) else np.zeros(c.out_features, np.int64)
+            sums = (bias + c.q.input_offset * w.data.astype(np.int64).reshape(c.out_features, -1).sum(axis=1))
+            ctx = self.ctx(False, arr(ConstArg("kernel_sums", sums.astype(np.int32)), "(void *)"), 4 * c.out_features)
+            return replace(p, kernel=fn, params=None, args=(ctx, *args), summary=p.summary + "; CMSIS-NN"), None
+        return self.call(p, fn, tuple(args), None, ()), f"fc {self.var} {c.in_features} 1 1 {c.out_features}"
+
+    def pool(self, p: Prepared, fn: str, scratch: bool):
+        c = p.params
+        x, y = p.args
+        pool = {"stride": tile(c.stride_w, c.stride_h), "padding": tile(c.pad_left, c.pad_top),
+                "activation": {"min": c.act_min, "max": c.act_max}}
+        args = (StructArg("cmsis_nn_pool_params", "pool", pool),
+                StructArg("cmsis_nn_dims", "input_dims", dims(c.input)), x,
+                StructArg("cmsis_nn_dims", "filter_dims", {"n": 1, "h": c.filter_h, "w": c.filter_w, "c": 1}),
+                StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), y)
+        return self.call(p, fn, args, None, ()), (f"avg {self.var} {c.output.w} {c.input.c}" if scratch else None)
+
+    def mcu_avgpool_s8(self, p: Prepared):
+        return self.pool(p, "arm_avgpool_s8", True)
+
+    def mcu_maxpool_s8(self, p: Prepared):
+        return self.pool(p, "arm_max_pool_s8", False)
+
+    def mcu_add_s8(self, p: Prepared):
+        c = p.params
+        full = Bcast(1, c.size)
+        if c.in1 != full or c.in2 != full or c.input2_multiplier < 0:
+            return None
+        a, b, y = p.args
+        args = (a, b, IntArg(c.input1_offset), IntArg(c.input1_multiplier), IntArg(c.input1_shift),
+                IntArg(c.input2_offset), IntArg(c.input2_multiplier), IntArg(c.input2_shift),
+                IntArg(c.left_shift), y, IntArg(c.output_offset), IntArg(c.output_multiplier),
+                IntArg(c.output_shift), IntArg(c.act_min), IntArg(c.act_max), IntArg(c.size))
+        return replace(p, kernel="arm_elementwise_add_s8", params=None, args=args,
+                       summary=p.summary + "; CMSIS-NN"), None
+
+    def mcu_mul_s8(self, p: Prepared):
+        c = p.params
+        full = Bcast(1, c.size)
+        if c.in1 != full or c.in2 != full:
+            return None
+        a, b, y = p.args
+        args = (a, b, IntArg(c.input1_offset), IntArg(c.input2_offset), y, IntArg(c.output_offset),
+                IntArg(c.output_multiplier), IntArg(c.output_shift), IntArg(c.act_min), IntArg(c.act_max),
+                IntArg(c.size))
+        return replace(p, kernel="arm_elementwise_mul_s8", params=None, args=args,
+                       summary=p.summary + "; CMSIS-NN"), None
+
+    def mcu_softmax_s8(self, p: Prepared):
+        c = p.params
+        if c.output_mode != 0:
+            return None
+        x, y = p.args
+        args = (x, IntArg(c.rows), IntArg(c.row_size), IntArg(c.input_multiplier),
+                IntArg(c.input_left_shift), IntArg(c.diff_min), y)
+        return replace(p, kernel="arm_softmax_s8", params=None, args=args,
+                       summary=p.summary + "; CMSIS-NN"), None
+
+    def call(self, p: Prepared, fn: str, args: tuple, params_suffix: str | None,
+             check_dims: tuple[str, ...]) -> Prepared:
+        """A call with a cmsis_nn_context first (scratch planned later); size filled by finish()."""
+        return replace(p, kernel=fn, params=None, args=(self.ctx(True), *args),
+                       summary=p.summary + "; CMSIS-NN")
+
+
+RETURNS_VOID = ("arm_softmax_s8",)
+GET_SIZE = {  # kernel -> (size function, struct suffixes it takes) for the on-target scratch check
+    "arm_convolve_wrapper_s8": ("arm_convolve_wrapper_s8_get_buffer_size", ("conv", "input_dims", "filter_dims", "output_dims")),
+    "arm_depthwise_conv_wrapper_s8": ("arm_depthwise_conv_wrapper_s8_get_buffer_size", ("dw", "input_dims", "filter_dims", "output_dims")),
+    "arm_fully_connected_s8": ("arm_fully_connected_s8_get_buffer_size", ("filter_dims",)),
+    "arm_fully_connected_per_channel_s8": ("arm_fully_connected_s8_get_buffer_size", ("filter_dims",)),
+}
+
+
+def with_scratch(p: Prepared, size: int) -> Prepared:
+    """Fill the planned scratch size into the context struct of a converted call."""
+    ctx = p.args[0]
+    if not isinstance(ctx, StructArg) or ctx.ctype != "cmsis_nn_context" or ctx.fields["size"] != -1:
+        return p
+    fields = {"buf": CRef("scratch") if size else CRef("null"), "size": size}
+    return replace(p, args=(StructArg("cmsis_nn_context", "ctx", fields), *p.args[1:]), scratch=size)
+
+
+def convert_all(prepared: tuple[Prepared, ...], board, path: Path) -> tuple[tuple[Prepared, ...], list[str]]:
+    """Every call CMSIS-NN can take, with its scratch size; returns (calls, fallback kernel names)."""
+    conv = Converter(path, board)
+    staged = [conv.convert(p) for p in prepared]
+    sizes = iter(ask_sizes(path, [q for _, q in staged if q]))
+    out, fallbacks = [], []
+    for orig, (p, q) in zip(prepared, staged):
+        if q is not None:
+            p = with_scratch(p, next(sizes))
+        elif p.args and isinstance(p.args[0], StructArg) and p.args[0].fields.get("size") == -1:
+            p = with_scratch(p, 0)
+        if p.kernel == orig.kernel and p.kernel:
+            fallbacks.append(p.kernel)
+        out.append(p)
+    return tuple(out), fallbacks

@@ -1,0 +1,77 @@
+/*
+ * cmsis_sizer.c - host tool: asks the user's CMSIS-NN how much scratch each kernel call needs.
+ *
+ * mcugen builds this against CMSIS_NN_PATH with the host compiler and feeds it one query per line
+ * on stdin; it prints one decimal byte count per line. VARIANT selects the buffer-size function
+ * of the target's code path: c (generic function, host build = plain C path), dsp (_dsp), mve (_mve).
+ *
+ *   conv VAR  in_n in_h in_w in_c  f_n f_h f_w f_c  out_n out_h out_w out_c  sw sh pw ph dw dh
+ *   dw   VAR  in_n in_h in_w in_c  f_n f_h f_w f_c  out_n out_h out_w out_c  sw sh pw ph dw dh ch_mult
+ *   fc   VAR  f_n f_h f_w f_c
+ *   avg  VAR  out_w ch
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "arm_nnfunctions.h"
+
+static int read_dims(cmsis_nn_dims *d)
+{
+    return scanf("%d %d %d %d", &d->n, &d->h, &d->w, &d->c) == 4;
+}
+
+int main(void)
+{
+    char op[8], var[8];
+    while (scanf("%7s %7s", op, var) == 2) {
+        cmsis_nn_dims in, f, out;
+        int32_t size = -1;
+        if (strcmp(op, "conv") == 0 || strcmp(op, "dw") == 0) {
+            int sw, sh, pw, ph, dw, dh, mult = 1;
+            if (!read_dims(&in) || !read_dims(&f) || !read_dims(&out) ||
+                scanf("%d %d %d %d %d %d", &sw, &sh, &pw, &ph, &dw, &dh) != 6) {
+                return 2;
+            }
+            if (strcmp(op, "dw") == 0 && scanf("%d", &mult) != 1) {
+                return 2;
+            }
+            if (strcmp(op, "conv") == 0) {
+                cmsis_nn_conv_params p;
+                memset(&p, 0, sizeof(p));
+                p.stride.w = sw; p.stride.h = sh; p.padding.w = pw; p.padding.h = ph;
+                p.dilation.w = dw; p.dilation.h = dh; p.activation.min = -128; p.activation.max = 127;
+                if (strcmp(var, "mve") == 0) size = arm_convolve_wrapper_s8_get_buffer_size_mve(&p, &in, &f, &out);
+                else if (strcmp(var, "dsp") == 0) size = arm_convolve_wrapper_s8_get_buffer_size_dsp(&p, &in, &f, &out);
+                else size = arm_convolve_wrapper_s8_get_buffer_size(&p, &in, &f, &out);
+            } else {
+                cmsis_nn_dw_conv_params p;
+                memset(&p, 0, sizeof(p));
+                p.ch_mult = mult;
+                p.stride.w = sw; p.stride.h = sh; p.padding.w = pw; p.padding.h = ph;
+                p.dilation.w = dw; p.dilation.h = dh; p.activation.min = -128; p.activation.max = 127;
+                if (strcmp(var, "mve") == 0) size = arm_depthwise_conv_wrapper_s8_get_buffer_size_mve(&p, &in, &f, &out);
+                else if (strcmp(var, "dsp") == 0) size = arm_depthwise_conv_wrapper_s8_get_buffer_size_dsp(&p, &in, &f, &out);
+                else size = arm_depthwise_conv_wrapper_s8_get_buffer_size(&p, &in, &f, &out);
+            }
+        } else if (strcmp(op, "fc") == 0) {
+            if (!read_dims(&f)) {
+                return 2;
+            }
+            if (strcmp(var, "mve") == 0) size = arm_fully_connected_s8_get_buffer_size_mve(&f);
+            else if (strcmp(var, "dsp") == 0) size = arm_fully_connected_s8_get_buffer_size_dsp(&f);
+            else size = arm_fully_connected_s8_get_buffer_size(&f);
+        } else if (strcmp(op, "avg") == 0) {
+            int ow, ch;
+            if (scanf("%d %d", &ow, &ch) != 2) {
+                return 2;
+            }
+            if (strcmp(var, "mve") == 0) size = arm_avgpool_s8_get_buffer_size_mve(ow, ch);
+            else if (strcmp(var, "dsp") == 0) size = arm_avgpool_s8_get_buffer_size_dsp(ow, ch);
+            else size = arm_avgpool_s8_get_buffer_size(ow, ch);
+        } else {
+            return 2;
+        }
+        printf("%d\n", (int)size);
+    }
+    return 0;
+}
