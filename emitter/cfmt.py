@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-C_TYPES = {"int8": "int8_t", "int32": "int32_t", "uint8": "uint8_t", "int16": "int16_t"}
+C_TYPES = {"int8": "int8_t", "int32": "int32_t", "uint8": "uint8_t", "int16": "int16_t",
+           "float32": "float"}
 PARAM_TYPES = {
     "ConvParams": "mcu_conv_params_t", "DepthwiseConvParams": "mcu_depthwise_conv_params_t",
     "FCParams": "mcu_fc_params_t", "PoolParams": "mcu_pool_params_t", "AddParams": "mcu_add_params_t",
@@ -15,6 +16,10 @@ PARAM_TYPES = {
     "SoftmaxParams": "mcu_softmax_params_t", "PadParams": "mcu_pad_params_t",
     "TransposeParams": "mcu_transpose_params_t",
     "AvgPoolRequantParams": "mcu_avgpool_requant_params_t",
+    "EltwiseF32Params": "mcu_eltwise_f32_params_t",
+    "LayerNormF32Params": "mcu_layernorm_f32_params_t",
+    "SliceParams": "mcu_slice_params_t", "ResizeNearestParams": "mcu_resize_params_t",
+    "ResizeBilinearParams": "mcu_resize_bilinear_params_t", "MinMaxParams": "mcu_minmax_params_t",
 }
 
 
@@ -27,16 +32,39 @@ def c_int(v: int) -> str:
 
 
 def c_array(values: np.ndarray, per_line: int = 16, indent: str = "    ") -> str:
-    flat = [c_int(v) for v in np.asarray(values).ravel()]
+    """Array initializer body: integers via c_int; a float array via c_float, at most 6 per line."""
+    arr = np.asarray(values)
+    if arr.dtype.kind == "f":
+        flat = [c_float(v) for v in arr.ravel()]
+        per_line = min(per_line, 6)
+    else:
+        flat = [c_int(v) for v in arr.ravel()]
     lines = [indent + ", ".join(flat[i:i + per_line]) + "," for i in range(0, len(flat), per_line)]
     return "\n".join(lines)
 
 
 def c_comment(text: Any) -> str:
-    """Safe inside /* */: printable ASCII only, no comment terminators, one line."""
-    s = str(text)
-    s = "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in s)
-    return s.replace("*/", "*_/").replace("/*", "/_*")
+    """Safe inside /* */ (names from the model are untrusted): printable ASCII only (anything else
+    becomes '?'), one line, no comment opener or closer, and no trigraph (`??/` would turn into a
+    backslash under -std=c99): every '?' followed by another '?' gets a '_' after it."""
+    s = "".join(ch if 32 <= ord(ch) < 127 else "?" for ch in str(text))
+    s = s.replace("*/", "*_/").replace("/*", "/_*")
+    return re.sub(r"\?(?=\?)", "?_", s)
+
+
+def c_string(text: Any) -> str:
+    """A C string literal holding exactly the UTF-8 bytes of `text`: printable ASCII as is, except
+    `"`, `\\` and `?` (trigraphs) which are escaped; every other byte as a 3-digit octal escape."""
+    out = []
+    for byte in str(text).encode("utf-8", "surrogatepass"):
+        ch = chr(byte)
+        if ch in '"\\?':
+            out.append("\\" + ch)
+        elif 32 <= byte < 127:
+            out.append(ch)
+        else:
+            out.append(f"\\{byte:03o}")
+    return '"' + "".join(out) + '"'
 
 
 def _is_flat(value: Any) -> bool:
@@ -44,12 +72,22 @@ def _is_flat(value: Any) -> bool:
     return not any(dataclasses.is_dataclass(getattr(value, g.name)) for g in dataclasses.fields(value))
 
 
-def _c_scalar(v: Any, where: str) -> str:
-    """An int or a tuple of ints (inline C array) as C text."""
+def _is_float_field(f: dataclasses.Field[Any]) -> bool:
+    """Annotated `float` (kernel_params uses postponed annotations, so usually the string)."""
+    return f.type in ("float", float)
+
+
+def _c_scalar(v: Any, where: str, is_float: bool = False) -> str:
+    """An int, a float (exact float32 literal), None (NULL) or a tuple of ints (inline C array)
+    as C text. `is_float`: the field is declared float, so an int value renders as a float too."""
     if isinstance(v, np.ndarray):
         raise TypeError(f"{where}: array fields are only supported at the top level of a struct")
     if isinstance(v, tuple):
         return f"{{{', '.join(c_int(x) for x in v)}}}"
+    if v is None:
+        return "NULL"
+    if is_float or isinstance(v, (float, np.floating)):
+        return c_float(v)
     return c_int(v)
 
 
@@ -60,6 +98,7 @@ def c_struct(value: Any, arrays: dict[str, str], indent: int = 1) -> str:
     A nested dataclass without dataclass fields of its own renders on one line
     (`.input = {.n = 1, .h = 8, ...}`); a deeper one renders as an indented block, recursively, to
     any depth. ndarray fields are only supported at the top level (`arrays` is keyed by field name).
+    float fields render through c_float, None fields as NULL.
     """
     pad = "    " * indent
     parts = []
@@ -67,7 +106,8 @@ def c_struct(value: Any, arrays: dict[str, str], indent: int = 1) -> str:
         v = getattr(value, f.name)
         if dataclasses.is_dataclass(v):
             if _is_flat(v):
-                inner = ", ".join(f".{g.name} = {_c_scalar(getattr(v, g.name), f'{f.name}.{g.name}')}"
+                inner = ", ".join(f".{g.name} = "
+                                  f"{_c_scalar(getattr(v, g.name), f'{f.name}.{g.name}', _is_float_field(g))}"
                                   for g in dataclasses.fields(v))
                 parts.append(f"{pad}.{f.name} = {{{inner}}},")
             else:
@@ -75,7 +115,7 @@ def c_struct(value: Any, arrays: dict[str, str], indent: int = 1) -> str:
         elif isinstance(v, np.ndarray):
             parts.append(f"{pad}.{f.name} = {arrays[f.name]},")
         else:
-            parts.append(f"{pad}.{f.name} = {_c_scalar(v, f.name)},")
+            parts.append(f"{pad}.{f.name} = {_c_scalar(v, f.name, _is_float_field(f))},")
     return "{\n" + "\n".join(parts) + "\n" + "    " * (indent - 1) + "}"
 
 
@@ -90,8 +130,32 @@ def _c_nested(value: Any, where: str, indent: int) -> str:
 
 
 def c_float(v: float) -> str:
-    """A float literal that round-trips the float32 value (headers only, never in kernels)."""
-    return f"{float(np.float32(v))!r}f".replace("inf", "INFINITY")
+    """A float literal that round-trips the float32 value: the shortest repr of it as a double,
+    suffixed f (`1.5f`, `0.10000000149011612f`); inf/nan become INFINITY/NAN (<math.h>)."""
+    return f"{float(np.float32(v))!r}f".replace("inf", "INFINITY").replace("nanf", "NAN")
+
+
+# File and symbol names a bundle prefix must not take: the bundle's NAME.h would shadow the header of
+# that name (the Makefile compiles with -I.), or its NAME_* symbols and NAME_* macros would collide.
+C_STD_HEADERS = frozenset("""assert complex ctype errno fenv float inttypes iso646 limits locale math
+setjmp signal stdalign stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string tgmath
+threads time uchar wchar wctype""".split())
+CMSIS_HEADERS = frozenset("""arm_math arm_math_types arm_nnfunctions arm_nn_types arm_nnsupportfunctions
+arm_nn_math_types cmsis_compiler cmsis_gcc cmsis_armclang cmsis_version""".split())
+MCUGEN_NAMES = frozenset({"mcu", "glue", "model_glue", "harness"})
+
+
+def prefix_problem(name: str) -> str | None:
+    """Why `name` cannot prefix a bundle's files and symbols, or None if it can."""
+    if name.startswith("_"):
+        return "a leading '_' makes identifiers such as _NAME_H reserved in C"
+    if name in MCUGEN_NAMES or name.startswith("mcu_"):
+        return "mcugen's runtime kernels and verification harness use it (mcu_*, MCU_*, glue, harness)"
+    if name in C_STD_HEADERS:
+        return f"{name}.h would shadow the C standard header <{name}.h>"
+    if name in CMSIS_HEADERS:
+        return f"{name}.h would shadow the CMSIS header {name}.h"
+    return None
 
 
 def upper_ident(name: str) -> str:

@@ -186,6 +186,45 @@ class TransposeParams:
     perm: tuple[int, ...]
 
 
+# Float islands: float fields render as exact float32 literals (cfmt.c_float), float32 arrays as
+# `static const float` arrays.
+
+F32_ADD, F32_SUB, F32_MUL, F32_DIV, F32_MIN, F32_MAX = range(6)  # MCU_F32_* in mcu_nn.h
+
+
+@dataclass(frozen=True)
+class EltwiseF32Params:
+    """mcu_eltwise_f32_params_t (op: one of the F32_* codes above)"""
+    size: int
+    in1: Bcast
+    in2: Bcast
+    op: int
+    input1_scale: float
+    input1_zero_point: int
+    input2_scale: float
+    input2_zero_point: int
+    output_inv_scale: float
+    output_zero_point: int
+    act_min: int
+    act_max: int
+
+
+@dataclass(frozen=True, eq=False)
+class LayerNormF32Params:
+    """mcu_layernorm_f32_params_t"""
+    rows: int
+    row_size: int
+    input_scale: float
+    input_zero_point: int
+    epsilon: float
+    output_inv_scale: float
+    output_zero_point: int
+    act_min: int
+    act_max: int
+    gamma: np.ndarray  # float32 [row_size]
+    beta: np.ndarray | None  # float32 [row_size], None -> NULL
+
+
 MAX_RANK = 6
 
 
@@ -195,3 +234,54 @@ def pad_rank(values: tuple[int, ...] | list[int]) -> tuple[int, ...]:
     if len(values) > MAX_RANK:
         raise ValueError(f"rank {len(values)} exceeds MCU_MAX_RANK={MAX_RANK}")
     return values + (0,) * (MAX_RANK - len(values))
+
+
+@dataclass(frozen=True)
+class SliceParams:
+    """mcu_slice_params_t (tuples padded to MCU_MAX_RANK with pad_rank):
+    out[i] = in[begin + i * step] per axis, physical shapes."""
+    rank: int
+    in_shape: tuple[int, ...]
+    begin: tuple[int, ...]
+    step: tuple[int, ...]
+    out_shape: tuple[int, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class ResizeNearestParams:
+    """mcu_resize_params_t: out[n,y,x,c] = in[n, y_index[y], x_index[x], c]."""
+    input: Dims
+    output: Dims
+    y_index: np.ndarray  # int32 [H_out]
+    x_index: np.ndarray  # int32 [W_out]
+
+
+@dataclass(frozen=True, eq=False)
+class ResizeBilinearParams:
+    """mcu_resize_bilinear_params_t: per output row/column source pair and 10-bit fraction."""
+    input: Dims
+    output: Dims
+    y_lo: np.ndarray  # int32 [H_out]
+    y_hi: np.ndarray  # int32 [H_out]
+    y_frac: np.ndarray  # int32 [H_out], 0..1024
+    x_lo: np.ndarray  # int32 [W_out]
+    x_hi: np.ndarray  # int32 [W_out]
+    x_frac: np.ndarray  # int32 [W_out], 0..1024
+
+
+@dataclass(frozen=True)
+class MinMaxParams:
+    """mcu_minmax_params_t: each input requantized to the output scale, then min or max."""
+    size: int
+    in1: Bcast
+    in2: Bcast
+    is_max: int
+    input1_offset: int
+    input1_multiplier: int
+    input1_shift: int
+    input2_offset: int
+    input2_multiplier: int
+    input2_shift: int
+    output_offset: int
+    act_min: int
+    act_max: int

@@ -22,8 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
+from emitter.boards import load_board
 from emitter.quant import multipliers
+from emitter.target import build_firmware, missing_tools, run_qemu
 
 ROOT = Path(__file__).resolve().parent.parent
 INCLUDE = ROOT / "mcu_runtime" / "include"
@@ -39,14 +42,16 @@ CFLAGS = ("-std=c99", "-O1", "-fPIC", "-shared", "-Wall", "-Wextra", "-Wshadow",
 
 
 @functools.cache
-def build_lib(sources: tuple[str, ...], name: str) -> ctypes.CDLL:
-    """Compile `sources` with CFLAGS into lib<name>.so in a fresh temp dir and load it."""
+def build_lib(sources: tuple[str, ...], name: str,
+              flags: tuple[str, ...] = CFLAGS) -> ctypes.CDLL:
+    """Compile `sources` with `flags` (default CFLAGS; others must include -fPIC -shared) into
+    lib<name>.so in a fresh temp dir and load it."""
     cc = os.environ.get("CC", "gcc")
     if shutil.which(cc) is None:
         raise RuntimeError(f"C compiler {cc!r} not found")
     out_dir = Path(tempfile.mkdtemp(prefix="mcugen-ckernels-"))
     lib_path = out_dir / f"lib{name}.so"
-    cmd = [cc, *CFLAGS, f"-I{INCLUDE}", "-o", str(lib_path), *sources]
+    cmd = [cc, *flags, f"-I{INCLUDE}", "-o", str(lib_path), *sources, "-lm"]  # sqrtf
     res = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"C build failed ({' '.join(cmd)}):\n{res.stderr}")
@@ -67,14 +72,21 @@ def build_kernel_lib() -> ctypes.CDLL:
 _STRUCTS: dict[tuple[type, tuple[Any, ...]], type] = {}
 
 
+# element ctype of an ndarray field, by numpy dtype name
+_POINTEE: dict[str, Any] = {"int32": ctypes.c_int32, "float32": ctypes.c_float}
+
+
 def _layout(obj: Any) -> tuple[Any, ...]:
     """What a dataclass instance adds to its type to fix the C layout: the length of each tuple
-    field and, recursively, the layout of each nested dataclass field."""
+    field, the dtype of each non-int32 ndarray field and, recursively, the layout of each nested
+    dataclass field."""
     out: list[tuple[str, Any]] = []
     for f in dataclasses.fields(obj):
         value = getattr(obj, f.name)
         if isinstance(value, tuple):
             out.append((f.name, len(value)))
+        elif isinstance(value, np.ndarray) and value.dtype != np.int32:
+            out.append((f.name, str(value.dtype)))
         elif dataclasses.is_dataclass(value):
             out.append((f.name, _layout(value)))
     return tuple(out)
@@ -84,8 +96,10 @@ def _struct_type(cls: Any, layout: tuple[Any, ...]) -> type:
     """The ctypes Structure mirroring dataclass `cls` (field order = dataclasses.fields order),
     cached per (type, layout).
 
-    int -> c_int32; nested dataclass -> nested Structure; np.ndarray -> POINTER(c_int32);
-    tuple -> c_int32 * len (lengths come from the instance, as the C arrays are fixed size).
+    int -> c_int32; float -> c_float; nested dataclass -> nested Structure;
+    np.ndarray (or np.ndarray | None) -> POINTER(c_int32), POINTER(c_float) for a float32 array;
+    tuple -> c_int32 * len (lengths and array dtypes come from the instance, as the C arrays are
+    fixed size).
     """
     key = (cls, layout)
     if key in _STRUCTS:
@@ -98,8 +112,11 @@ def _struct_type(cls: Any, layout: tuple[Any, ...]) -> type:
         origin = typing.get_origin(hint)
         if hint is int:
             fields.append((f.name, ctypes.c_int32))
-        elif hint is np.ndarray:
-            fields.append((f.name, ctypes.POINTER(ctypes.c_int32)))
+        elif hint is float:
+            fields.append((f.name, ctypes.c_float))
+        elif hint is np.ndarray or hint == np.ndarray | None:
+            pointee = _POINTEE.get(lengths.get(f.name, "int32"), ctypes.c_int32)
+            fields.append((f.name, ctypes.POINTER(pointee)))
         elif origin is tuple or hint is tuple:
             fields.append((f.name, ctypes.c_int32 * lengths[f.name]))
         elif dataclasses.is_dataclass(hint):
@@ -126,13 +143,16 @@ def _fill(obj: Any, keep: list[Any]) -> ctypes.Structure:
         if dataclasses.is_dataclass(value):
             setattr(struct, f.name, _fill(value, keep))
         elif isinstance(value, np.ndarray):
-            if value.dtype != np.int32:
-                raise TypeError(f"{where}: expected an int32 array, found {value.dtype}")
+            if str(value.dtype) not in _POINTEE:
+                raise TypeError(f"{where}: expected an int32 or float32 array, found {value.dtype}")
             arr = np.ascontiguousarray(value)
             keep.append(arr)
-            setattr(struct, f.name, arr.ctypes.data_as(ctypes.POINTER(ctypes.c_int32)))
+            setattr(struct, f.name,
+                    arr.ctypes.data_as(ctypes.POINTER(_POINTEE[str(value.dtype)])))
         elif value is None:
             setattr(struct, f.name, None)  # NULL pointer
+        elif isinstance(getattr(struct, f.name), float):  # a c_float field
+            setattr(struct, f.name, float(np.float32(value)))  # exact: a float32 value
         elif isinstance(value, tuple):
             setattr(struct, f.name, type(getattr(struct, f.name))(
                 *(_int32(v, where) for v in value)))
@@ -179,12 +199,13 @@ def _arg(value: Any, keep: list[Any]) -> Any:
     return value  # already a ctypes object
 
 
-def call_raw(name: str, *args: Any) -> int:
+def call_raw(name: str, *args: Any, lib: ctypes.CDLL | None = None) -> int:
     """lib.<name>(*args) with the conversions of _arg; returns the mcu_status_t as an int.
+    `lib` defaults to build_kernel_lib().
 
     An ndarray passed as an output must already be C-contiguous (it is written in place).
     """
-    fn = getattr(build_kernel_lib(), name)
+    fn = getattr(build_kernel_lib() if lib is None else lib, name)
     fn.restype = ctypes.c_int
     keep: list[Any] = []
     for a in args:
@@ -195,21 +216,88 @@ def call_raw(name: str, *args: Any) -> int:
 
 
 def call_status(name: str, params: Any, inputs: list[np.ndarray | None], out_shape: Any,
-                out_dtype: Any = np.int8) -> tuple[int, np.ndarray]:
+                out_dtype: Any = np.int8, *,
+                lib: ctypes.CDLL | None = None) -> tuple[int, np.ndarray]:
     """lib.<name>(&params, *inputs, output) -> (status, output). The output starts filled with a
     0x5A pattern so elements the kernel forgets to write show up in comparisons."""
     out = np.empty(out_shape, dtype=out_dtype)
     out.view(np.uint8)[...] = 0x5A
-    status = call_raw(name, params, *inputs, out)
+    status = call_raw(name, params, *inputs, out, lib=lib)
     return status, out
 
 
 def call_kernel(name: str, params: Any, inputs: list[np.ndarray | None], out_shape: Any,
-                out_dtype: Any = np.int8) -> np.ndarray:
+                out_dtype: Any = np.int8, *, lib: ctypes.CDLL | None = None) -> np.ndarray:
     """lib.<name>(&params, *inputs, output); asserts MCU_OK and returns the output."""
-    status, out = call_status(name, params, inputs, out_shape, out_dtype)
+    status, out = call_status(name, params, inputs, out_shape, out_dtype, lib=lib)
     assert status == MCU_OK, f"{name} returned status {status}, expected MCU_OK (0)"
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Cortex-M: cross-compiling one kernel, running a hand-written bundle in QEMU
+
+ARM_STRICT = ("-std=c99", "-Wall", "-Wextra", "-Wshadow", "-Wconversion", "-Wstrict-prototypes",
+              "-Wmissing-prototypes", "-Werror")
+ARM_CPUS = {
+    "cortex-m0plus": ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft"),
+    "cortex-m7": ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"),
+}
+
+
+def cross_compile_kernel(name: str, cpu: str, out_dir: Path, opt: str = "-O2") -> str:
+    """arm-none-eabi-gcc -c mcu_runtime/kernels/<name>.c for ARM_CPUS[cpu] with ARM_STRICT;
+    returns `arm-none-eabi-objdump -dr` of the object (relocations name the calls).
+    AssertionError quoting the compiler's output on any warning or error; pytest.skip when the
+    toolchain is absent."""
+    for tool in ("arm-none-eabi-gcc", "arm-none-eabi-objdump"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} not found (apt-get install gcc-arm-none-eabi)")
+    obj = out_dir / f"{name}.{cpu}{opt}.o"
+    cmd = ["arm-none-eabi-gcc", *ARM_CPUS[cpu], opt, *ARM_STRICT, f"-I{INCLUDE}", "-c",
+           str(KERNELS / f"{name}.c"), "-o", str(obj)]
+    res = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    assert res.returncode == 0 and not res.stderr, f"{' '.join(cmd)}:\n{res.stderr}"
+    return subprocess.run(["arm-none-eabi-objdump", "-dr", str(obj)], check=True,
+                          capture_output=True, text=True).stdout
+
+
+def run_bundle_on_qemu(core: str, kernels: list[str], net_c: str, in_sizes: list[int],
+                       out_sizes: list[int], data: bytes, tmp: Path) -> bytes:
+    """Build a hand-written bundle for board `core` and run it on `data` in QEMU; returns
+    output.bin.
+
+    The bundle is `net_c` (which must define `int net_run_multi(const int8_t *const *inputs,
+    int8_t *const *outputs)`) plus the public headers and mcu_runtime/kernels/<k>.c for each of
+    `kernels`; the harness (mcu_runtime/harness/harness_main.c) streams samples of `in_sizes`
+    bytes from data through it. pytest.skip with the reason when a tool is missing."""
+    missing = missing_tools()
+    if missing:
+        pytest.skip("missing tools: " + "; ".join(missing))
+    bundle, glue, run = tmp / "net", tmp / "glue", tmp / "run"
+    for d in (bundle / "mcu_runtime" / "include", bundle / "mcu_runtime" / "kernels", glue, run):
+        d.mkdir(parents=True, exist_ok=True)
+    for h in INCLUDE.glob("*.h"):
+        shutil.copy(h, bundle / "mcu_runtime" / "include" / h.name)
+    for k in kernels:
+        shutil.copy(KERNELS / f"{k}.c", bundle / "mcu_runtime" / "kernels" / f"{k}.c")
+    (bundle / "net.c").write_text(net_c)
+    (glue / "model_glue.h").write_text(
+        "#include <stdint.h>\n"
+        "int net_run_multi(const int8_t *const *inputs, int8_t *const *outputs);\n"
+        f"#define GLUE_NUM_INPUTS {len(in_sizes)}\n#define GLUE_NUM_OUTPUTS {len(out_sizes)}\n"
+        f"#define GLUE_INPUT_BYTES {sum(in_sizes)}\n#define GLUE_OUTPUT_BYTES {sum(out_sizes)}\n"
+        "static const unsigned long glue_input_sizes[GLUE_NUM_INPUTS] = "
+        f"{{{', '.join(map(str, in_sizes))}}};\n"
+        "static const unsigned long glue_output_sizes[GLUE_NUM_OUTPUTS] = "
+        f"{{{', '.join(map(str, out_sizes))}}};\n"
+        "static int glue_run(const int8_t *const *inputs, int8_t *const *outputs)\n"
+        "{\n    return net_run_multi(inputs, outputs);\n}\n")
+    board = load_board(core)
+    firmware = build_firmware(bundle, glue, board, tmp / "build", werror=True)
+    (run / "input.bin").write_bytes(data)
+    run_qemu(firmware.elf, board, run, count_instructions=False)
+    return (run / "output.bin").read_bytes()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -644,6 +644,24 @@ REDUCE = [
            note=_FLOAT_ONLY),
 ]
 
+MOVE = [
+    OpCase("slice_hw", "Slice", X488, {}, _const(starts=_i64(1, 0), ends=_i64(7, 6), axes=_i64(2, 3),
+                                                 steps=_i64(2, 1)), lead="dwconv1x1", qop=False,
+           note="onnxruntime leaves Slice float in QOperator form"),
+    OpCase("slice_channels", "Slice", X488, {}, _const(starts=_i64(1), ends=_i64(3), axes=_i64(1)),
+           lead="dwconv1x1", qop=False, note="onnxruntime leaves Slice float in QOperator form"),
+    OpCase("resize_nearest_x2", "Resize", ((1, 4, 4, 4),), {"mode": "nearest"},
+           _const(roi=np.zeros(0, np.float32), scales=np.array([1, 1, 2, 2], np.float32)),
+           lead="dwconv1x1"),
+    OpCase("resize_linear_x2", "Resize", ((1, 4, 4, 4),),
+           {"mode": "linear", "coordinate_transformation_mode": "half_pixel"},
+           _const(roi=np.zeros(0, np.float32), scales=np.array([1, 1, 2, 2], np.float32)),
+           lead="dwconv1x1"),
+    OpCase("max_two_acts", "Max", ((1, 8, 4, 4), (1, 8, 4, 4)), qop=False, note=_FLOAT_ONLY),
+    OpCase("min_const", "Min", ((1, 8, 4, 4),), {}, _rand_const("c", (1, 8, 1, 1), -0.5, 0.5),
+           qop=False, note=_FLOAT_ONLY),
+]
+
 CASES: dict[str, list[OpCase]] = {
     "Conv": CONV,
     "Gemm": GEMM,
@@ -675,6 +693,10 @@ CASES: dict[str, list[OpCase]] = {
     "Abs": UNARY[7:8],
     "Softplus": UNARY[8:9],
     "ReduceMax": REDUCE,
+    "Slice": MOVE[0:2],
+    "Resize": MOVE[2:4],
+    "Max": MOVE[4:5],
+    "Min": MOVE[5:6],
 }
 
 ALL_CASES: list[OpCase] = [c for cases in CASES.values() for c in cases]

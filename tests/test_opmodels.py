@@ -107,7 +107,7 @@ def test_case_quantizes_and_runs(case: OpCase, fmt: str, tmp_path: Path) -> None
                 continue
             for k, i in enumerate(n.input):
                 if i in inits:
-                    bound = n.op_type == "Clip" and k > 0
+                    bound = (n.op_type == "Clip" and k > 0) or (n.op_type == "Resize" and k in (1, 2))
                     assert bound or inits[i].data_type == onnx.TensorProto.INT64, (
                         f"{case.id}: {i} not quantized"
                     )

@@ -16,7 +16,7 @@ Every node that cannot be lowered is collected, and one UnsupportedError lists t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -29,7 +29,7 @@ from emitter.ir import Boundary, Graph, Node, QuantParams, Tensor
 from emitter.quant import round_half_away
 
 MOVEMENT_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Transpose")
-INT8_OPS = MOVEMENT_OPS + ("MaxPool", "Pad")  # ops that may run directly on int8 tensors
+INT8_OPS = MOVEMENT_OPS + ("MaxPool", "Pad", "Slice", "Split", "Resize")  # may run on int8 directly
 ACTIVATION_OPS = ("Relu", "Clip")
 
 # QOperator input positions: (activation inputs as (data, scale, zp)), (output scale, zp), const inputs
@@ -79,6 +79,7 @@ class QNode:
     attrs: dict[str, Any]
     bias: QIn | None = None  # MatMul + Add(bias) fused
     source: str = ""
+    more_outputs: tuple[tuple[str, tuple[int, ...], QuantParams], ...] = ()  # Split: outputs 1..n-1
 
     @property
     def name(self) -> str:
@@ -316,13 +317,14 @@ class Lowerer:
             for node in self.g.node:
                 if node.op_type not in INT8_OPS or not node.input:
                     continue
-                a, b = node.input[0], node.output[0]
+                a = node.input[0]
                 if self.m.dtypes.get(a) not in (np.dtype(np.int8), np.dtype(np.uint8)):
                     continue
-                if a in found and b not in found:
-                    found[b], changed = found[a], True
-                elif b in found and a not in found:
-                    found[a], changed = found[b], True
+                for b in (o for o in node.output if o):
+                    if a in found and b not in found:
+                        found[b], changed = found[a], True
+                    elif b in found and a not in found:
+                        found[a], changed = found[b], True
         self.quant_of = found
 
     def lower_graph_input(self, name: str) -> None:
@@ -448,6 +450,8 @@ class Lowerer:
         """DQ inputs -> node -> [Add bias] -> [Relu/Clip]* -> Q."""
         if node.op_type not in self.lowering:
             raise NodeUnsupported(f"op type {node.op_type} is not supported")
+        if len([o for o in node.output if o]) > 1:
+            return self.lower_multi(node)
         absorbed: list[onnx.NodeProto] = []
         t = node.output[0]
         bias = None
@@ -478,6 +482,36 @@ class Lowerer:
         q = self.make_qnode(node, node.op_type, [self.qin(i) for i in data_inputs], out, out_q,
                             lo, hi, bias, "+".join([node.op_type] + [a.op_type for a in absorbed]))
         self.lowering[node.op_type](self.ctx, q)
+
+    def lower_multi(self, node: onnx.NodeProto) -> None:
+        """A node with several outputs (Split): each output quantized by its own Q (QDQ form) or
+        int8 already (int8 form)."""
+        outs = []
+        for o in node.output:
+            if o in self.quant_of and self.onnx_dtype(o) in (np.dtype(np.int8), np.dtype(np.uint8)):
+                outs.append((o, self.quant_of[o]))
+                continue
+            q = self.single_consumer(o)
+            if q is None or q.op_type != "QuantizeLinear":
+                raise NodeUnsupported(f"output '{o}' is not quantized (no QuantizeLinear after it)")
+            self.absorbed.append(q)
+            self.done.add(q.output[0])
+            outs.append((q.output[0], self.quant_of[q.output[0]]))
+        first = self.make_qnode(node, node.op_type, [self.qin(i) if i not in self.ir_name else
+                                                     self.act_qin(i) for i in node.input],
+                                outs[0][0], outs[0][1], -math.inf, math.inf, None, node.op_type)
+        more = []
+        for o, oq in outs[1:]:
+            ir = self.int8_tensor(o, oq)
+            t = self.ctx.tensors[ir]
+            assert t.quant is not None
+            more.append((ir, t.shape, t.quant))
+        self.lowering[node.op_type](self.ctx, replace(first, more_outputs=tuple(more)))
+
+    def act_qin(self, onnx_name: str) -> QIn:
+        ir = self.ir_name[onnx_name]
+        t = self.ctx.tensors[ir]
+        return QIn(ir, None, t.quant, t.shape)
 
     def make_qnode(self, node: onnx.NodeProto, op_type: str, inputs: list[QIn], out_onnx: str,
                    out_q: QuantParams, lo: float, hi: float, bias: QIn | None, source: str,
@@ -556,6 +590,8 @@ class Lowerer:
 
     def lower_int8(self, node: onnx.NodeProto) -> None:
         """Data movement directly on int8 tensors: the quant params pass through unchanged."""
+        if len([o for o in node.output if o]) > 1:
+            return self.lower_multi(node)
         src = self.ir_name[node.input[0]]
         quant = self.ctx.tensors[src].quant
         assert quant is not None

@@ -274,6 +274,201 @@ typedef struct {
 mcu_status_t mcu_transpose_s8(const mcu_transpose_params_t *params, const int8_t *input,
                               int8_t *output);
 
+/* ------------------------------------------------------------------------------------------- */
+/* Slice (ONNX Slice, Split)                                                                   */
+
+typedef struct {
+    int32_t rank;                    /**< 1..MCU_MAX_RANK */
+    int32_t in_shape[MCU_MAX_RANK];  /**< physical input shape, outermost first, each >= 1 */
+    int32_t begin[MCU_MAX_RANK];     /**< first input index per axis, in [0, in_shape[d] - 1] */
+    int32_t step[MCU_MAX_RANK];      /**< input index stride per axis, != 0, may be negative */
+    int32_t out_shape[MCU_MAX_RANK]; /**< output shape, each >= 1, every index visited in range:
+                                          0 <= begin[d] + (out_shape[d]-1)*step[d] < in_shape[d] */
+} mcu_slice_params_t;
+
+/**
+ * @brief N-D strided slice of an int8 tensor (physical shapes, row-major):
+ * out[i_0, ..., i_{r-1}] = in[begin[0] + i_0 * step[0], ..., begin[r-1] + i_{r-1} * step[r-1]].
+ * ONNX Slice after start/end clamping and Split (one call per output). Empty outputs are not
+ * supported (out_shape >= 1). The input element count must fit in int32. Not in place
+ * (input == output is MCU_ERR_ARG). No scratch.
+ */
+mcu_status_t mcu_slice_s8(const mcu_slice_params_t *params, const int8_t *input, int8_t *output);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Resize (input and output share scale and zero point)                                        */
+
+/** Nearest-neighbour resize with source indices precomputed at build time. */
+typedef struct {
+    mcu_dims_t input;       /**< [N, H_in, W_in, C], each >= 1 */
+    mcu_dims_t output;      /**< [N, H_out, W_out, C]: N and C as the input; H_out, W_out >= 1 */
+    const int32_t *y_index; /**< [H_out] source row of each output row, in [0, H_in - 1] */
+    const int32_t *x_index; /**< [W_out] source column of each output column, in [0, W_in - 1] */
+} mcu_resize_params_t;
+
+/**
+ * @brief int8 nearest-neighbour resize, NHWC: out[n,y,x,c] = in[n, y_index[y], x_index[x], c].
+ * Every ONNX coordinate_transformation_mode / nearest_mode is folded into the index tables
+ * (emitter/golden/resize.py nearest_indices). An index out of range is MCU_ERR_ARG. Not in place.
+ * No scratch.
+ */
+mcu_status_t mcu_resize_nearest_s8(const mcu_resize_params_t *params, const int8_t *input,
+                                   int8_t *output);
+
+/** Bilinear resize with source index pairs and 10-bit fractions precomputed at build time. */
+typedef struct {
+    mcu_dims_t input;       /**< [N, H_in, W_in, C], each >= 1 */
+    mcu_dims_t output;      /**< [N, H_out, W_out, C]: N and C as the input; H_out, W_out >= 1 */
+    const int32_t *y_lo;    /**< [H_out] source row weighted 1024 - y_frac, in [0, H_in - 1] */
+    const int32_t *y_hi;    /**< [H_out] source row weighted y_frac, in [0, H_in - 1] */
+    const int32_t *y_frac;  /**< [H_out] in [0, 1024] (10 fractional bits) */
+    const int32_t *x_lo;    /**< [W_out] source column weighted 1024 - x_frac, in [0, W_in - 1] */
+    const int32_t *x_hi;    /**< [W_out] source column weighted x_frac, in [0, W_in - 1] */
+    const int32_t *x_frac;  /**< [W_out] in [0, 1024] (10 fractional bits) */
+} mcu_resize_bilinear_params_t;
+
+/**
+ * @brief int8 bilinear resize, NHWC, TFLite ResizeBilinearInteger arithmetic on raw int8 values
+ * with per-row/column tables (emitter/golden/resize.py bilinear_tables):
+ *   fy = y_frac[y], fx = x_frac[x], a = in[n, y_lo[y], x_lo[x], c], b = in[n, y_lo[y], x_hi[x], c],
+ *   d = in[n, y_hi[y], x_lo[x], c], e = in[n, y_hi[y], x_hi[x], c],
+ *   acc = a*(1024-fy)*(1024-fx) + b*(1024-fy)*fx + d*fy*(1024-fx) + e*fy*fx     (|acc| <= 2^27)
+ *   out[n,y,x,c] = acc / 2^20 rounded half away from zero (TFLite's default double-rounding mode).
+ * The weights sum to 2^20, so out stays in [-128, 127]. A table entry out of range is MCU_ERR_ARG.
+ * Not in place. No scratch.
+ */
+mcu_status_t mcu_resize_bilinear_s8(const mcu_resize_bilinear_params_t *params,
+                                    const int8_t *input, int8_t *output);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Element-wise Min / Max                                                                      */
+
+/** Min/Max of two operands, each requantized to the output's scale and zero point. */
+typedef struct {
+    int32_t size; /**< output elements, >= 1 */
+    mcu_bcast_t in1;
+    mcu_bcast_t in2;
+    int32_t is_max;            /**< 1: Max, 0: Min */
+    int32_t input1_offset;     /**< -input1_zero_point, in [-127, 128] */
+    int32_t input1_multiplier; /**< Q31 of input1_scale / output_scale, >= 0 */
+    int32_t input1_shift;      /**< in [-31, 30] */
+    int32_t input2_offset;     /**< -input2_zero_point, in [-127, 128] */
+    int32_t input2_multiplier; /**< Q31 of input2_scale / output_scale, >= 0 */
+    int32_t input2_shift;      /**< in [-31, 30] */
+    int32_t output_offset;     /**< +output_zero_point, in [-128, 127] */
+    int32_t act_min;           /**< >= -128 */
+    int32_t act_max;           /**< <= 127, >= act_min */
+} mcu_minmax_params_t;
+
+/**
+ * @brief Element-wise int8 Min/Max with mcu_bcast_t broadcasting (as mcu_add_s8): with
+ * a = input1[(i / in1.inner) % in1.period] and b likewise,
+ *   a1 = requant(a + input1_offset, input1_multiplier, input1_shift) + output_offset
+ *   a2 = requant(b + input2_offset, input2_multiplier, input2_shift) + output_offset
+ *   out[i] = clamp(is_max ? max(a1, a2) : min(a1, a2), act_min, act_max).
+ * In place OK when the output aliases a full (inner 1, period size) operand. No scratch.
+ */
+mcu_status_t mcu_minmax_s8(const mcu_minmax_params_t *params, const int8_t *input1,
+                           const int8_t *input2, int8_t *output);
+
+/* ------------------------------------------------------------------------------------------- */
+/* Float islands (FPU recommended; soft-float elsewhere)                                       */
+/*
+ * Ops that onnxruntime leaves in float between DequantizeLinear and QuantizeLinear (Div of two
+ * activations, LayerNormalization) run as int8-in / float-compute / int8-out kernels: the only
+ * kernels that use floating point. Their numpy goldens (emitter/golden/eltwise_f32.py,
+ * layernorm_f32.py) are bit-exact because the kernels use only correctly rounded IEEE-754 binary32
+ * operations (+ - * / and sqrtf) in the fixed order documented on each prototype.
+ * Assumptions: FLT_EVAL_METHOD == 0 (no excess precision: true for SSE2 hosts, Cortex-M FPUs and
+ * soft-float), round-to-nearest-even, no flush-to-zero (the Cortex-M FPSCR reset default), and NO
+ * FMA contraction: compile with gcc -std=c99 (ISO modes default to -ffp-contract=off, as the
+ * bundles do) or pass -ffp-contract=off explicitly. gcc's -std=gnu99 default
+ * (-ffp-contract=fast) and -ffast-math fuse a * b + c into vfma on Cortex-M4F/M7 and break
+ * bit-exactness. Every product is its own statement, so clang's default (-ffp-contract=on, within
+ * one expression only) has nothing to fuse; -ffp-contract=off is still the safe choice there.
+ * sqrtf is the only library function (<math.h>; link -lm on hosts and with newlib): with an FPU
+ * gcc emits vsqrt.f32 (plus an errno fallback call unless -fno-math-errno), soft-float calls
+ * newlib's sqrtf; both are correctly rounded.
+ *
+ * Quantization of a float result r, shared by both kernels ("quantize" below):
+ *   v = r * output_inv_scale;  v != v (NaN) -> q = 0;  else clamp v to [-256.0f, 256.0f] and
+ *   q = v >= 0.0f ? (int32_t)(v + 0.5f) : (int32_t)(v - 0.5f)      (half away from zero, in float)
+ *   out = clamp(q + output_zero_point, act_min, act_max)
+ * so +-inf saturate, NaN gives the output zero point (then clamped), no cast is ever undefined.
+ * v + 0.5f is itself rounded (v = 0.49999997f gives 1): within 1 quantum of exact rounding.
+ */
+
+/** mcu_eltwise_f32_params_t.op */
+#define MCU_F32_ADD 0 /**< a + b */
+#define MCU_F32_SUB 1 /**< a - b */
+#define MCU_F32_MUL 2 /**< a * b */
+#define MCU_F32_DIV 3 /**< a / b (b == 0 gives IEEE +-inf or NaN, handled by quantize) */
+#define MCU_F32_MIN 4 /**< a < b ? a : b */
+#define MCU_F32_MAX 5 /**< a > b ? a : b */
+
+/** Binary element-wise op computed in float on dequantized int8 operands. */
+typedef struct {
+    int32_t size;              /**< output elements, >= 1 */
+    mcu_bcast_t in1;           /**< operand 1 index of element i: (i / inner) % period */
+    mcu_bcast_t in2;           /**< operand 2 index, likewise */
+    int32_t op;                /**< MCU_F32_ADD .. MCU_F32_MAX */
+    float input1_scale;        /**< finite, > 0 */
+    int32_t input1_zero_point; /**< in [-128, 127] */
+    float input2_scale;        /**< finite, > 0 */
+    int32_t input2_zero_point; /**< in [-128, 127] */
+    float output_inv_scale;    /**< 1 / output_scale rounded to float32 at build time; finite, > 0 */
+    int32_t output_zero_point; /**< in [-128, 127] */
+    int32_t act_min;           /**< >= -128 */
+    int32_t act_max;           /**< <= 127, >= act_min */
+} mcu_eltwise_f32_params_t;
+
+/**
+ * @brief Element-wise int8 binary op in float32 with mcu_bcast_t broadcasting (as mcu_add_s8):
+ * with x1 = input1[(i / in1.inner) % in1.period] and x2 likewise, in this order:
+ *   a = input1_scale * (float)(x1 - input1_zero_point)
+ *   b = input2_scale * (float)(x2 - input2_zero_point)
+ *   r = a op b
+ *   out[i] = quantize(r)   (see the section comment: v = r * output_inv_scale, ...)
+ * ONNX Add/Sub/Mul/Div/Min/Max between DequantizeLinear and QuantizeLinear. A parameter out of
+ * range (including a NaN scale or an unknown op) is MCU_ERR_ARG with the output untouched.
+ * In place OK when the output aliases a full (inner 1, period size) operand. No scratch.
+ */
+mcu_status_t mcu_eltwise_f32_s8(const mcu_eltwise_f32_params_t *params, const int8_t *input1,
+                                const int8_t *input2, int8_t *output);
+
+/** Layer normalization over the innermost axis, computed in float. */
+typedef struct {
+    int32_t rows;              /**< >= 1 */
+    int32_t row_size;          /**< n, elements normalized together, >= 1 */
+    float input_scale;         /**< finite, > 0 */
+    int32_t input_zero_point;  /**< in [-128, 127] */
+    float epsilon;             /**< finite, >= 0 */
+    float output_inv_scale;    /**< 1 / output_scale rounded to float32 at build time; finite, > 0 */
+    int32_t output_zero_point; /**< in [-128, 127] */
+    int32_t act_min;           /**< >= -128 */
+    int32_t act_max;           /**< <= 127, >= act_min */
+    const float *gamma;        /**< [row_size] scale, required */
+    const float *beta;         /**< [row_size] bias, or NULL for none (no addition at all) */
+} mcu_layernorm_f32_params_t;
+
+/**
+ * @brief int8 LayerNormalization over the last axis (ONNX opset 17, stash_type 1: float32),
+ * input and output [rows, row_size]. Per row, in exactly this order (sums left to right,
+ * i = 0 .. n-1, accumulators start at 0.0f, n = (float)row_size):
+ *   x_i  = input_scale * (float)(q_i - input_zero_point)
+ *   mean = (x_0 + x_1 + ... + x_{n-1}) / n
+ *   var  = ((x_0 - mean) * (x_0 - mean) + ... ) / n
+ *   inv  = 1.0f / sqrtf(var + epsilon)
+ *   y_i  = (((x_i - mean) * inv) * gamma[i]) + beta[i]      (no "+ beta[i]" when beta is NULL)
+ *   out_i = quantize(y_i)   (see the section comment)
+ * var + epsilon == 0 (a row all at the zero point, epsilon 0) gives 0 * inf = NaN -> output
+ * zero point.
+ * A parameter out of range or gamma NULL is MCU_ERR_ARG with the output untouched. In place OK
+ * (input == output). No scratch.
+ */
+mcu_status_t mcu_layernorm_f32_s8(const mcu_layernorm_f32_params_t *params, const int8_t *input,
+                                  int8_t *output);
+
 #ifdef __cplusplus
 }
 #endif

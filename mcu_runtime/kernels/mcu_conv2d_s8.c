@@ -1,13 +1,54 @@
 /*
  * mcu_conv2d_s8.c - int8 2-D convolution (group == 1), NHWC input/output, OHWI filter.
  *
- * Reference kernel with the semantics of TFLite Micro's per-channel int8 convolution and
- * CMSIS-NN's arm_convolve_s8: one int32 accumulator per output element, taps that fall outside
- * the input are skipped (the same as padding with the input zero point), then requantize with the
- * output channel's multiplier and shift, add the output offset and clamp.
+ * Semantics of TFLite Micro's per-channel int8 convolution and CMSIS-NN's arm_convolve_s8: one
+ * int32 sum per output element, taps that fall outside the input are skipped (the same as padding
+ * with the input zero point), then requantize with the output channel's multiplier and shift, add
+ * the output offset and clamp.
+ *
+ * How it is fast and still bit-exact:
+ * - The input offset leaves the inner loops: sum (x + off) * w = sum x * w + off * sum w. For a
+ *   block of up to MCU_CONV_OC_BLOCK output channels, corr[oc] = bias[oc] + off * (sum of all the
+ *   channel's weights) is computed once; the loops then only multiply raw int8 values.
+ * - Per output position the valid tap ranges [ky_begin, ky_end) x [kx_begin, kx_end) are computed
+ *   once. The window is read as one contiguous vector of KH * KW * C_in bytes (the patch):
+ *   straight from the input when it is one run there (1x1 and 1xN filters inside the input: a
+ *   plain matrix product), else gathered into a stack buffer of MCU_CONV_PATCH_BYTES, with the
+ *   input zero point (-off) in the padding taps, so that they add -off * w and corr's off * w
+ *   cancels them. Larger filters are read run by run from the input (a run is a filter row of
+ *   adjacent taps, (kx, ic) contiguous in NHWC and OHWI); at a border the weights of the missing
+ *   taps are summed and off times that sum is taken back out.
+ * - Four output channels are computed together, so every input byte is loaded once for four MACs.
+ * - The dot products come in three variants, chosen at compile time: pure C99 (every target, the
+ *   host included), Arm DSP (__ARM_FEATURE_DSP: SXTB16 + SMLAD, two 16x16 MACs per instruction)
+ *   and Arm MVE (__ARM_FEATURE_MVE: VMLADAVA.S8, 16 8x8 MACs per instruction; requantization of
+ *   four channels per vector).
+ * Every variant adds the same integer terms as the reference, in another order and modulo 2^32
+ * (unsigned arithmetic wherever a partial sum could leave int32); an int32 sum the reference
+ * computes without overflow comes out identical.
  */
+#include <string.h>
+
 #include "mcu_math.h"
 #include "mcu_nn.h"
+
+/* Filters of at most this many bytes (KH * KW * C_in) have their window gathered into a stack
+ * buffer of this size; larger ones are read run by run. (Overridable, >= 1, to test the runs.) */
+#ifndef MCU_CONV_PATCH_BYTES
+#define MCU_CONV_PATCH_BYTES 256
+#endif
+/* Output channels whose offset corrections are kept on the stack at a time (int32 each). */
+#ifndef MCU_CONV_OC_BLOCK
+#define MCU_CONV_OC_BLOCK 32
+#endif
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(__ARM_BIG_ENDIAN)
+#define MCU_CONV_MVE 1
+#include <arm_mve.h>
+#elif defined(__ARM_FEATURE_DSP) && !defined(__ARM_BIG_ENDIAN)
+#define MCU_CONV_DSP 1
+#include <arm_acle.h>
+#endif
 
 static int dims_valid(const mcu_dims_t *d)
 {
@@ -30,6 +71,347 @@ static int shifts_valid(const int32_t *shift, int32_t count)
         }
     }
     return 1;
+}
+
+/* The taps k in [*begin, *end) of a window with `taps` taps whose input index
+ * origin + k * dilation lies in [0, size). *begin == *end when none does. */
+static void valid_taps(int32_t origin, int32_t dilation, int32_t taps, int32_t size,
+                       int32_t *begin, int32_t *end)
+{
+    const int32_t first = origin < 0 ? (-origin + dilation - 1) / dilation : 0;
+    const int32_t last_index = size - 1 - origin; /* k * dilation <= last_index */
+    const int32_t past = last_index < 0 ? 0 : last_index / dilation + 1;
+    *begin = first < taps ? first : taps;
+    *end = past < taps ? past : taps;
+    if (*end < *begin) {
+        *end = *begin;
+    }
+}
+
+/* a + b with int32 wrap-around (no undefined behaviour): sums of terms that the reference adds
+ * in another order. */
+static inline int32_t add_wrap(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
+/*
+ * One output element: mcu_requantize(acc, multiplier, shift) + output_offset, clamped to
+ * [act_min, act_max]. Bit for bit mcu_math.h's arithmetic, in fewer instructions:
+ * - gemmlowp's SaturatingRoundingDoublingHighMul truncates (a*b + nudge) / 2^31 toward zero with
+ *   nudge = 2^30 for a*b >= 0 and 1 - 2^30 otherwise; both cases equal the floor of
+ *   (a*b + 2^30) / 2^31, an arithmetic shift (for a*b < 0: trunc(v / 2^31) = floor((v + 2^31 - 1)
+ *   / 2^31) with v = a*b + 1 - 2^30). Only a = b = INT32_MIN overflows and saturates.
+ * - RoundingDivideByPOT keeps its remainder/threshold form, with a 32-bit mask.
+ */
+static inline int8_t output_stage(int32_t acc, int32_t multiplier, int32_t shift,
+                                  const mcu_quant_io_t *q)
+{
+    const int32_t left = shift > 0 ? shift : 0;
+    const int32_t right = shift > 0 ? 0 : -shift;
+    const int32_t x = (int32_t)((uint32_t)acc << left);
+    const int32_t high = (x == INT32_MIN && multiplier == INT32_MIN)
+                             ? INT32_MAX
+                             : (int32_t)(((int64_t)x * multiplier + ((int64_t)1 << 30)) >> 31);
+    const int32_t mask = (int32_t)((1u << right) - 1u);
+    const int32_t remainder = high & mask;
+    const int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
+    const int32_t out = (high >> right) + (remainder > threshold ? 1 : 0) + q->output_offset;
+    return (int8_t)mcu_clamp_s32(out, q->act_min, q->act_max);
+}
+
+/*
+ * Per-target primitives over `len` contiguous bytes (len >= 1):
+ *   dot4:   acc[r] += sum_i x[i] * w[r * w_stride + i], r = 0..3  (int32 wrap-around)
+ *   dot1:   returns   sum_i x[i] * w[i]
+ *   sum_s8: returns   sum_i w[i]
+ *   store4: out_px[oc + r] = output_stage(acc[r] + corr[r], multiplier[oc + r], shift[oc + r])
+ */
+#if defined(MCU_CONV_MVE)
+
+static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len, int32_t acc[4])
+{
+    /* VMLADAVA.S8: 16 products summed into a 32-bit scalar; the tail is predicated (inactive
+     * lanes read nothing and add 0). */
+    const int8_t *w0 = w;
+    const int8_t *w1 = w + w_stride;
+    const int8_t *w2 = w1 + w_stride;
+    const int8_t *w3 = w2 + w_stride;
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    for (int32_t n = len >> 4; n > 0; --n) {
+        const int8x16_t xv = vld1q_s8(x);
+        a0 = vmladavaq_s8(a0, xv, vld1q_s8(w0));
+        a1 = vmladavaq_s8(a1, xv, vld1q_s8(w1));
+        a2 = vmladavaq_s8(a2, xv, vld1q_s8(w2));
+        a3 = vmladavaq_s8(a3, xv, vld1q_s8(w3));
+        x += 16;
+        w0 += 16;
+        w1 += 16;
+        w2 += 16;
+        w3 += 16;
+    }
+    if ((len & 15) != 0) {
+        const mve_pred16_t p = vctp8q((uint32_t)(len & 15));
+        const int8x16_t xv = vldrbq_z_s8(x, p);
+        a0 = vmladavaq_s8(a0, xv, vldrbq_z_s8(w0, p));
+        a1 = vmladavaq_s8(a1, xv, vldrbq_z_s8(w1, p));
+        a2 = vmladavaq_s8(a2, xv, vldrbq_z_s8(w2, p));
+        a3 = vmladavaq_s8(a3, xv, vldrbq_z_s8(w3, p));
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+static int32_t dot1(const int8_t *x, const int8_t *w, int32_t len)
+{
+    int32_t acc = 0;
+    for (int32_t left = len; left > 0; left -= 16) {
+        const mve_pred16_t p = vctp8q((uint32_t)left);
+        acc = vmladavaq_s8(acc, vldrbq_z_s8(x, p), vldrbq_z_s8(w, p));
+        x += 16;
+        w += 16;
+    }
+    return acc;
+}
+
+static int32_t sum_s8(const int8_t *w, int32_t len)
+{
+    int32_t acc = 0;
+    for (int32_t left = len; left > 0; left -= 16) {
+        acc = vaddvaq_s8(acc, vldrbq_z_s8(w, vctp8q((uint32_t)left)));
+        w += 16;
+    }
+    return acc;
+}
+
+/* output_stage on four lanes (CMSIS-NN's arm_requantize_mve, bit-exact with the scalar form):
+ * VQRDMULH is SaturatingRoundingDoublingHighMul exactly (floor((a*b + 2^30) / 2^31), saturating
+ * INT32_MIN^2); RoundingDivideByPOT is VRSHL by -exponent (which rounds ties up) after subtracting
+ * 1 from negative values when exponent > 0 (gemmlowp's fix-up: ties of negatives go down). */
+static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
+                   const mcu_conv_params_t *params, int8_t *out_px)
+{
+    int32x4_t v = vaddq_s32(vldrwq_s32(acc), vldrwq_s32(corr));
+    const int32x4_t shift = vldrwq_s32(params->shift + oc);
+    const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
+    const int32x4_t right = vminq_s32(shift, vdupq_n_s32(0)); /* -exponent */
+    v = vqrdmulhq_s32(vshlq_s32(v, left), vldrwq_s32(params->multiplier + oc));
+    v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, right), 31)), right);
+    v = vaddq_s32(v, vdupq_n_s32(params->q.output_offset));
+    v = vmaxq_s32(v, vdupq_n_s32(params->q.act_min));
+    v = vminq_s32(v, vdupq_n_s32(params->q.act_max));
+    vstrbq_s32(out_px + oc, v);
+}
+
+#else
+
+#if defined(MCU_CONV_DSP)
+
+/* Four int8 from any address: memcpy is defined for every alignment and compiles to one LDR
+ * (Armv7E-M and Armv8-M Mainline load unaligned words). */
+static inline uint32_t read_s8x4(const int8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Bytes 1 and 3 of v sign-extended to two int16 lanes: SXTB16 with its free rotation. */
+static inline int32_t sxtb16_ror8(uint32_t v)
+{
+    int32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
+    return r;
+}
+
+static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len, int32_t acc[4])
+{
+    /* Bytes 0/2 and 1/3 of four inputs and four weights as int16 lane pairs: each SMLAD adds two
+     * products, exactly as two scalar MACs. Filters 0/1 are read at wa and wa + w_stride, 2/3 at
+     * wb and wb + w_stride (two moving pointers, register-offset loads). */
+    const int8_t *wa = w;
+    const int8_t *wb = w + 2 * w_stride;
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    for (int32_t n = len >> 2; n > 0; --n) {
+        const uint32_t xv = read_s8x4(x);
+        const int32_t x02 = __sxtb16((int32_t)xv);
+        const int32_t x13 = sxtb16_ror8(xv);
+        const uint32_t v0 = read_s8x4(wa);
+        a0 = __smlad(x02, __sxtb16((int32_t)v0), a0);
+        a0 = __smlad(x13, sxtb16_ror8(v0), a0);
+        const uint32_t v1 = read_s8x4(wa + w_stride);
+        a1 = __smlad(x02, __sxtb16((int32_t)v1), a1);
+        a1 = __smlad(x13, sxtb16_ror8(v1), a1);
+        const uint32_t v2 = read_s8x4(wb);
+        a2 = __smlad(x02, __sxtb16((int32_t)v2), a2);
+        a2 = __smlad(x13, sxtb16_ror8(v2), a2);
+        const uint32_t v3 = read_s8x4(wb + w_stride);
+        a3 = __smlad(x02, __sxtb16((int32_t)v3), a3);
+        a3 = __smlad(x13, sxtb16_ror8(v3), a3);
+        x += 4;
+        wa += 4;
+        wb += 4;
+    }
+    for (int32_t i = 0; i < (len & 3); ++i) {
+        const int32_t xv = (int32_t)x[i];
+        a0 += xv * (int32_t)wa[i];
+        a1 += xv * (int32_t)wa[w_stride + i];
+        a2 += xv * (int32_t)wb[i];
+        a3 += xv * (int32_t)wb[w_stride + i];
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+static int32_t dot1(const int8_t *x, const int8_t *w, int32_t len)
+{
+    int32_t acc = 0;
+    for (int32_t n = len >> 2; n > 0; --n) {
+        const uint32_t xv = read_s8x4(x);
+        const uint32_t wv = read_s8x4(w);
+        acc = __smlad(__sxtb16((int32_t)xv), __sxtb16((int32_t)wv), acc);
+        acc = __smlad(sxtb16_ror8(xv), sxtb16_ror8(wv), acc);
+        x += 4;
+        w += 4;
+    }
+    for (int32_t i = 0; i < (len & 3); ++i) {
+        acc += (int32_t)x[i] * (int32_t)w[i];
+    }
+    return acc;
+}
+
+static int32_t sum_s8(const int8_t *w, int32_t len)
+{
+    /* USADA8 adds four unsigned bytes; w ^ 0x80 is w + 128 as an unsigned byte. */
+    uint32_t acc = 0u;
+    for (int32_t n = len >> 2; n > 0; --n) {
+        acc = __usada8(read_s8x4(w) ^ 0x80808080u, 0u, acc);
+        w += 4;
+    }
+    int32_t sum = (int32_t)(acc - 128u * (uint32_t)(len & ~(int32_t)3));
+    for (int32_t i = 0; i < (len & 3); ++i) {
+        sum += (int32_t)w[i];
+    }
+    return sum;
+}
+
+#else /* pure C99 */
+
+/* The loops index from -len up to 0 off pointers to the ends: on Armv6-M every load then has the
+ * one addressing mode LDRSB offers (base + register) and the loop test is the index update. */
+static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len, int32_t acc[4])
+{
+    const int8_t *const x_end = x + len;
+    const int8_t *const w0_end = w + len;
+    const int8_t *const w1_end = w0_end + w_stride;
+    const int8_t *const w2_end = w1_end + w_stride;
+    const int8_t *const w3_end = w2_end + w_stride;
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    for (int32_t i = -len; i != 0; ++i) {
+        const int32_t xv = (int32_t)x_end[i];
+        a0 += xv * (int32_t)w0_end[i];
+        a1 += xv * (int32_t)w1_end[i];
+        a2 += xv * (int32_t)w2_end[i];
+        a3 += xv * (int32_t)w3_end[i];
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+static int32_t dot1(const int8_t *x, const int8_t *w, int32_t len)
+{
+    const int8_t *const x_end = x + len;
+    const int8_t *const w_end = w + len;
+    int32_t acc = 0;
+    for (int32_t i = -len; i != 0; ++i) {
+        acc += (int32_t)x_end[i] * (int32_t)w_end[i];
+    }
+    return acc;
+}
+
+static int32_t sum_s8(const int8_t *w, int32_t len)
+{
+    int32_t acc = 0;
+    for (int32_t i = 0; i < len; ++i) {
+        acc += (int32_t)w[i];
+    }
+    return acc;
+}
+
+#endif
+
+static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
+                   const mcu_conv_params_t *params, int8_t *out_px)
+{
+    for (int32_t r = 0; r < 4; ++r) {
+        out_px[oc + r] = output_stage(add_wrap(acc[r], corr[r]), params->multiplier[oc + r],
+                                      params->shift[oc + r], &params->q);
+    }
+}
+
+#endif
+
+/* Gathers the window of one output position in (ky, kx, ic) order: valid taps copy the input,
+ * padding taps get `pad` (the input zero point). */
+static void gather_patch(const int8_t *in_batch, int32_t in_row, int32_t in_c, int32_t in_y_origin,
+                         int32_t in_x_origin, int32_t k_h, int32_t k_w, int32_t dilation_h,
+                         int32_t dilation_w, int32_t ky_begin, int32_t ky_end, int32_t kx_begin,
+                         int32_t kx_end, int8_t pad, int8_t *patch)
+{
+    const size_t tap = (size_t)in_c;
+    const int32_t w_row = k_w * in_c;
+    for (int32_t ky = 0; ky < k_h; ++ky) {
+        int8_t *const dst = patch + ky * w_row;
+        if (ky < ky_begin || ky >= ky_end) {
+            memset(dst, pad, (size_t)w_row);
+            continue;
+        }
+        const int8_t *const src = in_batch + (in_y_origin + ky * dilation_h) * in_row;
+        if (kx_begin > 0) {
+            memset(dst, pad, tap * (size_t)kx_begin);
+        }
+        if (dilation_w == 1) {
+            memcpy(dst + kx_begin * in_c, src + (in_x_origin + kx_begin) * in_c,
+                   tap * (size_t)(kx_end - kx_begin));
+        } else {
+            for (int32_t kx = kx_begin; kx < kx_end; ++kx) {
+                memcpy(dst + kx * in_c, src + (in_x_origin + kx * dilation_w) * in_c, tap);
+            }
+        }
+        if (kx_end < k_w) {
+            memset(dst + kx_end * in_c, pad, tap * (size_t)(k_w - kx_end));
+        }
+    }
+}
+
+/* Sum of the weights of output channel filter `w` at the taps outside [ky_begin, ky_end) x
+ * [kx_begin, kx_end) (the taps a border position skips). */
+static int32_t missing_weights(const int8_t *w, int32_t in_c, int32_t k_h, int32_t k_w,
+                               int32_t ky_begin, int32_t ky_end, int32_t kx_begin, int32_t kx_end)
+{
+    const int32_t w_row = k_w * in_c;
+    int32_t sum = 0;
+    if (ky_begin > 0) {
+        sum += sum_s8(w, ky_begin * w_row);
+    }
+    if (ky_end < k_h) {
+        sum += sum_s8(w + ky_end * w_row, (k_h - ky_end) * w_row);
+    }
+    for (int32_t ky = ky_begin; ky < ky_end; ++ky) {
+        if (kx_begin > 0) {
+            sum += sum_s8(w + ky * w_row, kx_begin * in_c);
+        }
+        if (kx_end < k_w) {
+            sum += sum_s8(w + ky * w_row + kx_end * in_c, (k_w - kx_end) * in_c);
+        }
+    }
+    return sum;
 }
 
 mcu_status_t mcu_conv2d_s8(const mcu_conv_params_t *params, const int8_t *input,
@@ -64,46 +446,124 @@ mcu_status_t mcu_conv2d_s8(const mcu_conv_params_t *params, const int8_t *input,
     const int32_t dilation_h = params->dilation_h;
     const int32_t dilation_w = params->dilation_w;
     const int32_t input_offset = params->q.input_offset;
-    const int32_t output_offset = params->q.output_offset;
-    const int32_t act_min = params->q.act_min;
-    const int32_t act_max = params->q.act_max;
+    const int8_t pad_value = (int8_t)(-input_offset); /* the input zero point */
+    const int32_t filter_size = k_h * k_w * in_c;    /* bytes of one output channel's filter */
+    const int32_t in_row = in_w * in_c;              /* bytes of one input row */
+    const int32_t w_row = k_w * in_c;                /* bytes of one filter row */
+    /* A window inside the input is one run of it when its taps are adjacent in one row. */
+    const int contiguous = k_h == 1 && (k_w == 1 || dilation_w == 1);
+    int8_t patch_buf[MCU_CONV_PATCH_BYTES];
+    int32_t corr[MCU_CONV_OC_BLOCK];
 
-    for (int32_t b = 0; b < batches; ++b) {
-        for (int32_t out_y = 0; out_y < out_h; ++out_y) {
-            const int32_t in_y_origin = out_y * stride_h - params->pad_top;
-            for (int32_t out_x = 0; out_x < out_w; ++out_x) {
-                const int32_t in_x_origin = out_x * stride_w - params->pad_left;
-                for (int32_t oc = 0; oc < out_c; ++oc) {
-                    /* acc = sum_{ky,kx,ic} (in[b,iy,ix,ic] + input_offset) * w[oc,ky,kx,ic] + bias[oc]
+    for (int32_t oc_base = 0; oc_base < out_c; oc_base += MCU_CONV_OC_BLOCK) {
+        const int32_t oc_end =
+            out_c - oc_base < MCU_CONV_OC_BLOCK ? out_c : oc_base + MCU_CONV_OC_BLOCK;
+        /* corr[oc] = bias[oc] + input_offset * sum_{ky,kx,ic} w[oc,ky,kx,ic] */
+        for (int32_t oc = oc_base; oc < oc_end; ++oc) {
+            const int32_t w_sum = sum_s8(filter + oc * filter_size, filter_size);
+            corr[oc - oc_base] = add_wrap(bias != NULL ? bias[oc] : 0,
+                                          (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
+        }
+
+        for (int32_t b = 0; b < batches; ++b) {
+            const int8_t *const in_batch = input + b * in_h * in_row;
+            for (int32_t out_y = 0; out_y < out_h; ++out_y) {
+                const int32_t in_y_origin = out_y * stride_h - params->pad_top;
+                int32_t ky_begin, ky_end;
+                valid_taps(in_y_origin, dilation_h, k_h, in_h, &ky_begin, &ky_end);
+                for (int32_t out_x = 0; out_x < out_w; ++out_x) {
+                    const int32_t in_x_origin = out_x * stride_w - params->pad_left;
+                    int32_t kx_begin, kx_end;
+                    valid_taps(in_x_origin, dilation_w, k_w, in_w, &kx_begin, &kx_end);
+                    int8_t *const out_px = output + ((b * out_h + out_y) * out_w + out_x) * out_c;
+                    const int full = ky_begin == 0 && ky_end == k_h && kx_begin == 0 && kx_end == k_w;
+
+                    /* acc[oc] = sum_{ky,kx,ic} (in[b,iy,ix,ic] + input_offset) * w[oc,ky,kx,ic] + bias[oc]
+                     *         = sum_{ky,kx,ic} in[b,iy,ix,ic] * w[oc,ky,kx,ic] + corr[oc]
                      * with iy = in_y_origin + ky * dilation_h, ix = in_x_origin + kx * dilation_w,
-                     * over the taps inside the input only. */
-                    int32_t acc = 0;
-                    for (int32_t ky = 0; ky < k_h; ++ky) {
-                        const int32_t in_y = in_y_origin + ky * dilation_h;
-                        if (in_y < 0 || in_y >= in_h) {
-                            continue;
+                     * the taps outside the input counting as in = -input_offset (adding 0). */
+                    const int8_t *patch = NULL;
+                    if (full && contiguous) {
+                        patch = in_batch + in_y_origin * in_row + in_x_origin * in_c;
+                    } else if (filter_size <= MCU_CONV_PATCH_BYTES) {
+                        gather_patch(in_batch, in_row, in_c, in_y_origin, in_x_origin, k_h, k_w,
+                                     dilation_h, dilation_w, ky_begin, ky_end, kx_begin, kx_end,
+                                     pad_value, patch_buf);
+                        patch = patch_buf;
+                    }
+                    if (patch != NULL) {
+                        int32_t oc = oc_base;
+                        for (; oc + 4 <= oc_end; oc += 4) {
+                            int32_t acc[4] = {0, 0, 0, 0};
+                            dot4(patch, filter + oc * filter_size, filter_size, filter_size, acc);
+                            store4(acc, corr + (oc - oc_base), oc, params, out_px);
                         }
-                        for (int32_t kx = 0; kx < k_w; ++kx) {
-                            const int32_t in_x = in_x_origin + kx * dilation_w;
-                            if (in_x < 0 || in_x >= in_w) {
-                                continue;
+                        for (; oc < oc_end; ++oc) {
+                            const int32_t acc = add_wrap(
+                                dot1(patch, filter + oc * filter_size, filter_size),
+                                corr[oc - oc_base]);
+                            out_px[oc] = output_stage(acc, params->multiplier[oc],
+                                                      params->shift[oc], &params->q);
+                        }
+                        continue;
+                    }
+
+                    /* A filter too large for the patch buffer: one dot product per run of valid
+                     * taps (ky, kx, 0..C_in-1), all the kx of one ky being one run when
+                     * dilation_w == 1; the padding taps are missing from these sums, so
+                     * input_offset * (their weights' sum) is taken back out of corr. */
+                    const int32_t runs_per_row = dilation_w == 1 ? 1 : kx_end - kx_begin;
+                    const int32_t run_len = dilation_w == 1 ? (kx_end - kx_begin) * in_c : in_c;
+                    const int32_t x_run_step = dilation_w == 1 ? 0 : dilation_w * in_c;
+                    const int32_t w_run_step = dilation_w == 1 ? 0 : in_c;
+                    const int32_t rows = kx_end > kx_begin ? ky_end - ky_begin : 0;
+                    const int8_t *x_first = in_batch; /* only read when rows > 0 */
+                    if (rows > 0) {
+                        x_first = in_batch + (in_y_origin + ky_begin * dilation_h) * in_row +
+                                  (in_x_origin + kx_begin * dilation_w) * in_c;
+                    }
+                    const int32_t w_first = ky_begin * w_row + kx_begin * in_c;
+                    int32_t oc = oc_base;
+                    for (; oc < oc_end; oc += 4) {
+                        const int32_t group = oc_end - oc < 4 ? oc_end - oc : 4;
+                        int32_t acc[4] = {0, 0, 0, 0};
+                        for (int32_t j = 0; j < rows; ++j) {
+                            const int8_t *const x = x_first + j * dilation_h * in_row;
+                            const int8_t *const w = filter + oc * filter_size + w_first + j * w_row;
+                            for (int32_t r = 0; r < runs_per_row; ++r) {
+                                if (group == 4) {
+                                    dot4(x + r * x_run_step, w + r * w_run_step, filter_size,
+                                         run_len, acc);
+                                } else {
+                                    for (int32_t k = 0; k < group; ++k) {
+                                        acc[k] = add_wrap(acc[k],
+                                                          dot1(x + r * x_run_step,
+                                                               w + k * filter_size + r * w_run_step,
+                                                               run_len));
+                                    }
+                                }
                             }
-                            const int8_t *const in_px = input + ((b * in_h + in_y) * in_w + in_x) * in_c;
-                            const int8_t *const w_px = filter + ((oc * k_h + ky) * k_w + kx) * in_c;
-                            for (int32_t ic = 0; ic < in_c; ++ic) {
-                                const int32_t in_val = (int32_t)in_px[ic] + input_offset;
-                                const int32_t w_val = (int32_t)w_px[ic];
-                                acc += in_val * w_val;
+                        }
+                        int32_t group_corr[4];
+                        for (int32_t k = 0; k < group; ++k) {
+                            const int32_t missing =
+                                full ? 0
+                                     : missing_weights(filter + (oc + k) * filter_size, in_c, k_h,
+                                                       k_w, ky_begin, ky_end, kx_begin, kx_end);
+                            group_corr[k] = add_wrap(corr[oc + k - oc_base],
+                                                     (int32_t)(0u - (uint32_t)input_offset *
+                                                                        (uint32_t)missing));
+                        }
+                        if (group == 4) {
+                            store4(acc, group_corr, oc, params, out_px);
+                        } else {
+                            for (int32_t k = 0; k < group; ++k) {
+                                out_px[oc + k] = output_stage(add_wrap(acc[k], group_corr[k]),
+                                                              params->multiplier[oc + k],
+                                                              params->shift[oc + k], &params->q);
                             }
                         }
                     }
-                    if (bias != NULL) {
-                        acc += bias[oc];
-                    }
-                    acc = mcu_requantize(acc, params->multiplier[oc], params->shift[oc]);
-                    acc += output_offset;
-                    acc = mcu_clamp_s32(acc, act_min, act_max);
-                    output[((b * out_h + out_y) * out_w + out_x) * out_c + oc] = (int8_t)acc;
                 }
             }
         }
