@@ -662,6 +662,13 @@ MOVE = [
            qop=False, note=_FLOAT_ONLY),
 ]
 
+FLOAT_ISLANDS = [
+    OpCase("div_two_acts", "Div", ((1, 8, 4, 4), (1, 8, 4, 4)), input_range=(0.5, 2.0), qop=False,
+           note="float island: no integer kernel"),
+    OpCase("layernorm_last", "LayerNormalization", ((1, 6, 16),), {"axis": -1, "epsilon": 1e-5},
+           _rand_const("scale", (16,), 0.5, 1.5), opset=17, qop=False, note="float island"),
+]
+
 CASES: dict[str, list[OpCase]] = {
     "Conv": CONV,
     "Gemm": GEMM,
@@ -697,6 +704,8 @@ CASES: dict[str, list[OpCase]] = {
     "Resize": MOVE[2:4],
     "Max": MOVE[4:5],
     "Min": MOVE[5:6],
+    "Div": FLOAT_ISLANDS[0:1],
+    "LayerNormalization": FLOAT_ISLANDS[1:2],
 }
 
 ALL_CASES: list[OpCase] = [c for cases in CASES.values() for c in cases]

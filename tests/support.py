@@ -37,7 +37,7 @@ def build_library(bundles: list[Path], lib: Path) -> ctypes.CDLL:
     for b in bundles:
         sources += [str(p) for p in sorted(b.glob("*.c")) if not p.name.endswith("_f32.c")]
     incs = [f"-I{data_dir('mcu_runtime') / 'include'}"] + [f"-I{b}" for b in bundles]
-    cmd = ["gcc", "-O1", "-shared", "-fPIC", *STRICT, *incs, *sources, "-o", str(lib)]
+    cmd = ["gcc", "-O1", "-shared", "-fPIC", *STRICT, *incs, *sources, "-o", str(lib), "-lm"]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr[-4000:]
     return ctypes.CDLL(str(lib))

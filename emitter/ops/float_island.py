@@ -1,0 +1,100 @@
+"""Float islands: ops onnxruntime leaves in float between DequantizeLinear and QuantizeLinear.
+
+They run as int8-in / float32-compute / int8-out kernels (IEEE-exact operations only, so the
+golden stays bit-exact): on boards with an FPU in hardware, elsewhere in soft-float (the CLI warns).
+Unary float functions (Exp, Erf, Gelu, ...) never come here: they are int8 lookup tables (lut.py).
+
+    # DQ(a) / DQ(b) -> Q          -> mcu_eltwise_f32_s8 (Div)
+    # LayerNormalization(DQ(x))   -> mcu_layernorm_f32_s8 (last axis)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from emitter.golden.eltwise_f32 import eltwise_f32_params, mcu_eltwise_f32_s8
+from emitter.golden.layernorm_f32 import layernorm_f32_params, mcu_layernorm_f32_s8
+from emitter.ir import Graph, Layout, Node
+from emitter.ops import broadcast
+from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor
+from emitter.passes.lower import LowerCtx, NodeUnsupported, QIn, QNode
+
+ONNX_OPS = ("Div", "LayerNormalization")
+IR_OPS = ("eltwise_f32", "layernorm_f32")
+
+
+def real(qi: QIn, what: str) -> np.ndarray:
+    """A constant's real values (dequantized if quantized)."""
+    if qi.data is None:
+        raise NodeUnsupported(f"{what} must be a constant")
+    if qi.quant is None:
+        return qi.data.astype(np.float64)
+    axis = qi.quant.axis
+    scale = qi.quant.scale if axis is None else qi.quant.scale.reshape(
+        [-1 if d == axis else 1 for d in range(qi.data.ndim)])
+    zp = qi.quant.zero_point if axis is None else qi.quant.zero_point.reshape(scale.shape)
+    return (qi.data.astype(np.float64) - zp) * scale
+
+
+def lower(ctx: LowerCtx, q: QNode) -> None:
+    if q.op_type == "Div":
+        broadcast.lower_binary(ctx, q, "eltwise_f32", {"op": "Div"})
+        return
+    x = q.inputs[0]
+    if x.name is None:
+        raise NodeUnsupported("input must be an int8 activation")
+    if len(q.onnx.output) > 1 and any(q.onnx.output[1:]):
+        raise NodeUnsupported("the Mean/InvStdDev outputs of LayerNormalization are not supported")
+    unknown = set(q.attrs) - {"axis", "epsilon", "stash_type"}
+    if unknown:
+        raise NodeUnsupported(f"unknown attributes {sorted(unknown)}")
+    rank = len(x.shape)
+    axis = int(q.attrs.get("axis", -1))
+    if axis % rank != rank - 1 or int(q.attrs.get("stash_type", 1)) != 1:
+        raise NodeUnsupported(f"LayerNormalization over axis {axis}: only the last axis is supported")
+    n = x.shape[-1]
+    gamma = np.broadcast_to(real(q.inputs[1], "Scale").ravel(), (n,)).astype(np.float32)
+    beta = None
+    if len(q.inputs) > 2 and q.inputs[2].shape:
+        beta = np.broadcast_to(real(q.inputs[2], "B").ravel(), (n,)).astype(np.float32)
+    ctx.emit(q, "layernorm_f32", [x.name], q.output, {
+        "epsilon": float(q.attrs.get("epsilon", 1e-5)), "gamma": gamma, "beta": beta,
+        "act_min": q.act_min, "act_max": q.act_max})
+
+
+def layout(node: Node, g: Graph) -> LayoutPlan:
+    if node.op == "eltwise_f32":
+        return broadcast.layout(node, g)
+    x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
+    return LayoutPlan((Layout.identity(x.shape),), Layout.identity(y.shape))
+
+
+def prepare(node: Node, g: Graph) -> Prepared:
+    y = g.t(node.outputs[0])
+    qy = per_tensor(y, "output", node)
+    if node.op == "eltwise_f32":
+        a, b = g.t(node.inputs[0]), g.t(node.inputs[1])
+        qa, qb = per_tensor(a, "input", node), per_tensor(b, "input", node)
+        ba, arg_a, ca = broadcast.operand(a, y, node, 0)
+        bb, arg_b, cb = broadcast.operand(b, y, node, 1)
+        p = eltwise_f32_params(y.size, ba, bb, node.attrs["op"], qa.s, qa.zp, qb.s, qb.zp, qy.s, qy.zp,
+                               node.attrs["act_min"], node.attrs["act_max"])
+
+        def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+            return mcu_eltwise_f32_s8(p, env[a.name] if ca is None else ca, env[b.name] if cb is None else cb)
+
+        return Prepared("mcu_eltwise_f32_s8", p, (arg_a, arg_b, TensorArg(y.name)), golden,
+                        summary=f"float32 {node.attrs['op']}")
+    x = g.t(node.inputs[0])
+    qx = per_tensor(x, "input", node)
+    n = x.shape[-1]
+    lp = layernorm_f32_params(x.size // n, n, qx.s, qx.zp, node.attrs["epsilon"], node.attrs["gamma"],
+                              node.attrs["beta"], qy.s, qy.zp, node.attrs["act_min"], node.attrs["act_max"])
+
+    def golden_ln(env: dict[str, np.ndarray]) -> np.ndarray:
+        return mcu_layernorm_f32_s8(lp, env[x.name].reshape(-1, n)).ravel()
+
+    return Prepared("mcu_layernorm_f32_s8", lp, (TensorArg(x.name), TensorArg(y.name)), golden_ln,
+                    summary="float32 layer normalization")
+
+
+FLOAT_KERNELS = ("mcu_eltwise_f32_s8", "mcu_layernorm_f32_s8")
