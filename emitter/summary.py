@@ -9,7 +9,13 @@ def fmt_bytes(n: int) -> str:
     return f"{n:,}"
 
 
-def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str) -> str:
+def float_layers(c: Compiled) -> int:
+    from emitter.ops.float_island import FLOAT_KERNELS
+
+    return sum(1 for p in c.prepared if p.kernel in FLOAT_KERNELS)
+
+
+def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_fpu: bool = True) -> str:
     g, plan = c.graph, c.plan
     rows = [("#", "layer", "op", "kernel", "output", "MACs", "offset", "bytes")]
     macs = 0
@@ -37,5 +43,8 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str) -> st
         f"flash: weights and parameters {fmt_bytes(weight_bytes)} bytes",
         f"RAM:   arena {fmt_bytes(plan.arena_size)} bytes (liveness lower bound {fmt_bytes(plan.lower_bound)}, "
         f"gap {fmt_bytes(plan.gap)}) + caller's input/output buffers {fmt_bytes(io)} bytes",
+        f"float: {float_layers(c)} of {kernels} layers run in float32 (float islands)"
+        + ("" if has_fpu or not float_layers(c) else
+           f"; WARNING: {board} has no FPU, they use soft-float (slow, still bit-exact)"),
     ]
     return "\n".join(lines)
