@@ -42,7 +42,9 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     if q.op_type == "Upsample":
         scales = [float(v) for v in a.get("scales", [])] or None
     elif len(q.inputs) > 2 and q.inputs[2].data is not None and q.inputs[2].data.size:
-        scales = [float(v) for v in q.inputs[2].data.ravel()]
+        sc = q.inputs[2]
+        raw = sc.data.astype(np.float64).ravel()  # type: ignore[union-attr]
+        scales = list(raw if sc.quant is None else (raw - sc.quant.zp) * sc.quant.s)
     scale_h = scales[2] if scales else out[2] / x.shape[2]
     scale_w = scales[3] if scales else out[3] / x.shape[3]
     lower_view(ctx, q, "resize", {

@@ -144,11 +144,13 @@ class Lowerer:
     def __init__(self, m: OnnxModel):
         from emitter.ops import onnx_lowering  # late import: ops import this module
 
+        complete_qop_shapes(m)
         self.m = m
         self.g = m.graph
         self.ctx = LowerCtx(m)
         self.lowering = onnx_lowering()
-        self.inits = m.initializers
+        self.inits = dict(m.initializers)
+        self.folded = fold_constants(m, self.inits)
         self.producer = {o: n for n in self.g.node for o in n.output}
         self.consumers: dict[str, list[onnx.NodeProto]] = {}
         for n in self.g.node:
@@ -365,6 +367,8 @@ class Lowerer:
 
     def lower_node(self, node: onnx.NodeProto) -> None:
         op = node.op_type
+        if node.output and node.output[0] in self.folded:
+            return
         if op == "DequantizeLinear":
             self.lower_dq(node)
         elif op == "QuantizeLinear":
@@ -603,6 +607,129 @@ class Lowerer:
         q = self.make_qnode(node, node.op_type, inputs, node.output[0], out_q, -math.inf, math.inf,
                             None, node.op_type)
         self.lowering[node.op_type](self.ctx, q)
+
+
+def fold_constants(m: OnnxModel, inits: dict[str, np.ndarray]) -> set[str]:
+    """Evaluate, at build time, every node whose inputs are all constants (Constant, shape
+    arithmetic, QuantizeLinear of a constant, ...) and Shape of a static tensor, with onnx's
+    reference evaluator; their outputs join `inits`. DequantizeLinear stays (its integer data and
+    scales are what the lowering needs). Returns the first outputs of folded nodes."""
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    folded: set[str] = set()
+    for node in m.graph.node:
+        if not node.output or node.op_type == "DequantizeLinear" or node.domain not in ("", "ai.onnx"):
+            continue
+        values: list[np.ndarray] | None = None
+        if node.op_type == "Constant":
+            v = constant_value(node)
+            values = [v] if v is not None else None
+        elif node.op_type == "Shape" and node.input[0] in m.shapes and node.input[0] not in inits:
+            a = onnx_attrs(node)
+            shape = np.array(m.shapes[node.input[0]], dtype=np.int64)
+            values = [shape[a.get("start", 0):a.get("end", len(shape))]]
+        elif node.input and all(i == "" or i in inits for i in node.input):
+            try:
+                feeds = [numpy_helper.from_array(np.asarray(inits[i]), i) for i in node.input if i]
+                g = helper.make_graph([node], "fold", [], [helper.make_tensor_value_info(o, 0, None)
+                                                          for o in node.output if o], feeds)
+                model = helper.make_model(g, opset_imports=[helper.make_opsetid("", m.opset)])
+                values = [np.asarray(v) for v in ReferenceEvaluator(model).run(None, {})]
+            except Exception:
+                values = None  # not foldable here: lowered (or reported) like any other node
+        if values is None:
+            continue
+        for name, value in zip([o for o in node.output if o], values):
+            inits[name] = value
+            m.shapes.setdefault(name, tuple(value.shape))  # type: ignore[misc]
+            m.dtypes.setdefault(name, value.dtype)  # type: ignore[misc]
+        folded.add(node.output[0])
+    if folded:
+        infer_with_constants(m, inits, folded)
+    return folded
+
+
+def infer_with_constants(m: OnnxModel, inits: dict[str, np.ndarray], folded: set[str]) -> None:
+    """Shapes that depended on folded values (Pad pads from a shape subgraph, Reshape targets):
+    shape inference again, with every folded value as an initializer."""
+    from onnx import numpy_helper
+
+    model = onnx.ModelProto()
+    model.CopyFrom(m.model)
+    keep = [n for n in model.graph.node if not (n.output and n.output[0] in folded)]
+    del model.graph.node[:]
+    model.graph.node.extend(keep)
+    known = {i.name for i in model.graph.initializer}
+    produced = {o for n in keep for o in n.output}
+    for name, value in inits.items():
+        if name not in known and name not in produced:
+            model.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+    try:
+        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:
+        return
+    for vi in list(model.graph.value_info) + list(model.graph.output):
+        tt = vi.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        if tt.HasField("shape") and all(d is not None and d >= 0 for d in dims):
+            m.shapes.setdefault(vi.name, tuple(int(d) for d in dims))  # type: ignore[misc]
+
+
+def constant_value(node: onnx.NodeProto) -> np.ndarray | None:
+    """The tensor a Constant node holds (None for sparse or unknown forms: reported later)."""
+    from onnx import numpy_helper
+
+    a = {x.name: x for x in node.attribute}
+    if "value" in a:
+        return numpy_helper.to_array(a["value"].t)
+    for key, dtype in (("value_float", np.float32), ("value_int", np.int64)):
+        if key in a:
+            return np.array(onnx.helper.get_attribute_value(a[key]), dtype=dtype)
+    for key, dtype in (("value_floats", np.float32), ("value_ints", np.int64)):
+        if key in a:
+            return np.array(list(onnx.helper.get_attribute_value(a[key])), dtype=dtype)
+    return None
+
+
+def complete_qop_shapes(m: OnnxModel, rounds: int = 8) -> None:
+    """com.microsoft QLinear* ops have no ONNX shape inference, so nothing after them gets a
+    shape. Give their outputs the shape of the float op they compute and infer again."""
+    from onnx import helper
+
+    for _ in range(rounds):
+        added = []
+        for node in m.graph.node:
+            out = node.output[0] if node.output else ""
+            if node.op_type not in QOP_SIGNATURES or not out or out in m.shapes:
+                continue
+            sig = QOP_SIGNATURES[node.op_type]
+            acts = sig["acts"] if sig["acts"] != "concat" else [(i, i + 1, i + 2) for i in range(2, len(node.input), 3)]
+            shapes = [m.shapes.get(node.input[d]) for d, _, _ in acts]
+            if any(sh is None for sh in shapes):
+                continue
+            shape = float_op_shape(sig["op"], shapes, onnx_attrs(node), m.opset)  # type: ignore[arg-type]
+            zp = node.input[sig["out"][1]] if len(node.input) > sig["out"][1] else ""
+            dtype = m.initializers[zp].dtype if zp in m.initializers else np.dtype(np.uint8)
+            if shape is not None:
+                added.append(helper.make_tensor_value_info(
+                    out, helper.np_dtype_to_tensor_dtype(dtype), list(shape)))
+        if not added:
+            return
+        model = onnx.ModelProto()
+        model.CopyFrom(m.model)
+        model.graph.value_info.extend(added)
+        try:
+            model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        except Exception:
+            return
+        for vi in list(model.graph.value_info) + list(model.graph.output):
+            tt = vi.type.tensor_type
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+            if tt.HasField("shape") and all(d is not None and d >= 0 for d in dims):
+                m.shapes.setdefault(vi.name, tuple(int(d) for d in dims))  # type: ignore[misc]
+            if tt.elem_type:
+                m.dtypes.setdefault(vi.name, onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
 
 
 def float_op_shape(op_type: str, shapes: list[tuple[int, ...]], attrs: dict[str, Any],
