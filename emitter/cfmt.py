@@ -137,11 +137,14 @@ def c_float(v: float) -> str:
 
 # File and symbol names a bundle prefix must not take: the bundle's NAME.h would shadow the header of
 # that name (the Makefile compiles with -I.), or its NAME_* symbols and NAME_* macros would collide.
-C_STD_HEADERS = frozenset("""assert complex ctype errno fenv float inttypes iso646 limits locale math
-setjmp signal stdalign stdarg stdatomic stdbool stddef stdint stdio stdlib stdnoreturn string tgmath
-threads time uchar wchar wctype""".split())
-CMSIS_HEADERS = frozenset("""arm_math arm_math_types arm_nnfunctions arm_nn_types arm_nnsupportfunctions
-arm_nn_math_types cmsis_compiler cmsis_gcc cmsis_armclang cmsis_version""".split())
+C_STD_HEADERS = frozenset((
+    "assert", "complex", "ctype", "errno", "fenv", "float", "inttypes", "iso646", "limits", "locale",
+    "math", "setjmp", "signal", "stdalign", "stdarg", "stdatomic", "stdbool", "stddef", "stdint",
+    "stdio", "stdlib", "stdnoreturn", "string", "tgmath", "threads", "time", "uchar", "wchar",
+    "wctype"))
+CMSIS_HEADERS = frozenset((
+    "arm_math", "arm_math_types", "arm_nnfunctions", "arm_nn_types", "arm_nnsupportfunctions",
+    "arm_nn_math_types", "cmsis_compiler", "cmsis_gcc", "cmsis_armclang", "cmsis_version"))
 MCUGEN_NAMES = frozenset({"mcu", "glue", "model_glue", "harness"})
 
 

@@ -3,6 +3,7 @@
     mcugen MODEL.onnx --board=cortex-m7 [-o DIR] [--name NAME] [--backend portable] [--verify]
     mcugen verify MODEL.onnx --board=B [--inputs x.npz]      (same as --verify)
     mcugen debug MODEL.onnx --board=B [--inputs x.npz]       (per-layer host/QEMU/golden/ORT table)
+    mcugen quantize FP32.onnx --calibration data.npz -o INT8.onnx [--labels test.npz]
     mcugen boards                                             (list the boards)
 
 Any McugenError ends with one clear message and exit code 2 (verification mismatches: 1), and
@@ -20,7 +21,7 @@ from pathlib import Path
 from emitter import __version__
 from emitter.errors import BudgetError, McugenError, UsageError, VerifyError
 
-SUBCOMMANDS = ("boards", "verify", "debug")
+SUBCOMMANDS = ("boards", "verify", "debug", "quantize")
 
 
 def parse_size(text: str) -> int:
@@ -54,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="replace an -o folder that is not an mcugen bundle")
     p.add_argument("--quiet", action="store_true", help="print no per-layer table")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks")
+    p.add_argument("--guard", action="store_true",
+                   help="debug build: guard bytes around every arena buffer, checked after every "
+                        "layer (status <NAME>_ERR_GUARD and <name>_guard_layer name the layer)")
     p.add_argument("--version", action="version", version=f"mcugen {__version__}")
     return p
 
@@ -87,7 +91,7 @@ def cmd_emit(args: argparse.Namespace, verify: bool) -> int:
     board = load_board(args.board)
     t0 = time.perf_counter()
     compiled = compile_model(args.model, args.name, parse_input_shapes(args.input_shape),
-                             io_nhwc=args.io_layout == "nhwc")
+                             io_nhwc=args.io_layout == "nhwc", guard=args.guard)
     files = render_bundle(compiled, " ".join(board.cflags), board.name)
     import json
 
@@ -127,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] == "boards":
             return cmd_boards()
+        if argv and argv[0] == "quantize":
+            from emitter.quantize import main_quantize
+
+            return main_quantize(argv[1:])  # handles its own errors and exit codes
         if argv and argv[0] == "debug":
             from emitter.debug import main_debug
 

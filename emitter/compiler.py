@@ -19,7 +19,7 @@ from emitter.ops import REGISTRY
 from emitter.ops.base import Prepared
 from emitter.passes.layout import assign_layouts
 from emitter.passes.lower import NodeUnsupported, lower
-from emitter.planner import Plan, plan
+from emitter.planner import GUARD_BYTES, Plan, plan
 
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static struct switch
@@ -82,7 +82,7 @@ def prepare_all(g: Graph) -> tuple[Prepared, ...]:
 def compile_model(path: str | Path, name: str | None = None,
                   input_shapes: dict[str, tuple[int, ...]] | None = None,
                   io_nhwc: bool = False, alignment: int = 4, backend: str = "portable",
-                  board=None, cmsis_path: Path | None = None) -> Compiled:
+                  board=None, cmsis_path: Path | None = None, guard: bool = False) -> Compiled:
     m = frontend.load(path, input_shapes)
     name = check_name(name) if name is not None else c_name(Path(path).stem)
     g = lower(m)
@@ -102,7 +102,8 @@ def compile_model(path: str | Path, name: str | None = None,
         raise UsageError(f"unknown backend '{backend}': use portable or cmsis-nn")
     # scratch buffers need 16-byte alignment for the CMSIS-NN kernels
     align = max(alignment, 16) if any(p.scratch for p in prepared) else alignment
-    return Compiled(name, m, g, prepared, plan(g, [p.scratch for p in prepared], align), io_nhwc,
+    return Compiled(name, m, g, prepared, plan(g, [p.scratch for p in prepared], align,
+                                                  GUARD_BYTES if guard else 0), io_nhwc,
                     backend, tuple(sorted(set(fallbacks))))
 
 

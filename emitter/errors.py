@@ -5,8 +5,19 @@ The CLI turns any McugenError into one clear message and exit code 2; anything e
 from __future__ import annotations
 
 
+def printable(text: str) -> str:
+    """Names in messages come from the model file: control characters (terminal escapes, carriage
+    returns) are shown escaped, so a message can only ever print as the text it says."""
+    return "".join(ch if ch == "\n" or ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 class McugenError(Exception):
     """Base of every error mcugen reports to a user."""
+
+    def __init__(self, *args: object) -> None:
+        if args and isinstance(args[0], str):
+            args = (printable(args[0]),) + args[1:]
+        super().__init__(*args)
 
 
 class UsageError(McugenError):

@@ -6,17 +6,29 @@ deterministic: same model and options, byte-identical bundle.
 """
 from __future__ import annotations
 
+import functools
 import json
-from dataclasses import dataclass, fields, is_dataclass
-from pathlib import Path
+from dataclasses import dataclass, fields
 from typing import Any
 
 import jinja2
 import numpy as np
 
 from emitter import __version__
-from emitter.cfmt import C_TYPES, PARAM_TYPES, c_array, c_comment, c_float, c_int, c_struct, upper_ident
+from emitter.cfmt import (
+    C_TYPES,
+    PARAM_TYPES,
+    c_array,
+    c_comment,
+    c_float,
+    c_int,
+    c_string,
+    c_struct,
+    prefix_problem,
+    upper_ident,
+)
 from emitter.compiler import Compiled
+from emitter.errors import UsageError
 from emitter.ir import Tensor
 from emitter.layout import is_identity
 from emitter.ops.base import ConstArg, IntArg, NullArg, TensorArg, TensorListArg
@@ -25,12 +37,14 @@ from emitter.resources import data_dir
 RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h")
 
 
+@functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
+    """The one Jinja environment (built once: compiling the templates is most of a render's time)."""
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
     env.filters.update(c_int=c_int, c_array=c_array, c_comment=c_comment, c_float=c_float,
-                       c_string=lambda s: '"' + c_comment(s).replace("\\", "\\\\").replace('"', '\\"') + '"')
+                       c_string=c_string)
     return env
 
 
@@ -174,7 +188,23 @@ class BundleBuilder:
             "weight_bytes": sum(a.nbytes for a in self.arrays),
             "macs": sum(lay.macs for lay in layers),
             "views": sum(1 for p in self.c.prepared if not p.kernel),
+            "guard": self.c.plan.guard, "guard_buffers": self.guard_buffers(layers),
+            "node_names": [n.name for n in self.g.nodes],
         }
+
+    def guard_buffers(self, layers: list[Layer]) -> list[dict[str, Any]]:
+        """Guard-byte builds: every arena buffer with the layer before which its guards are filled
+        (the first kernel call at or after the step that writes it) and its last layer."""
+        if not self.c.plan.guard:
+            return []
+        kernels = [lay.index for lay in layers]
+        out = []
+        for b in self.c.plan.buffers:
+            fill_at = next((k for k in kernels if k >= b.first), None)
+            if fill_at is not None and fill_at <= b.last:
+                out.append({"offset": b.offset, "bytes": b.size, "fill_at": fill_at, "last": b.last,
+                            "name": c_comment(b.name)})
+        return out
 
 
 def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
@@ -189,11 +219,15 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
                     "kernel": lay.kernel, "output_shape": list(lay.out_shape), "macs": lay.macs,
                     "arena_offset": lay.out_offset, "output_bytes": lay.out_bytes,
                     "weight_bytes": lay.weight_bytes} for lay in ctx["layers"]],
-    }
+    } | ({"guard_bytes": ctx["guard"]} if ctx["guard"] else {})
 
 
 def render_bundle(c: Compiled, board_flags: str, board_name: str) -> dict[str, bytes]:
     """Every file of the bundle, relative path -> bytes (nothing is written here)."""
+    problem = prefix_problem(c.name)
+    if problem is not None:
+        raise UsageError(f"the C prefix '{c.name}' cannot be used: {problem}; choose another "
+                         "with --name")
     ctx = BundleBuilder(c).context()
     ctx.update(cpu_flags=board_flags, board=board_name)
     env = environment()

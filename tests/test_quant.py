@@ -192,3 +192,21 @@ def test_requantize_approximates_real_product(real: float, x: int) -> None:
     m, shift = quant.quantize_multiplier(real)
     got = int(quant.requantize(np.array(x), m, shift))
     assert abs(Fraction(got) - Fraction(x) * Fraction(real)) <= Fraction(101, 100)
+
+
+@settings(max_examples=300, deadline=None)
+@given(real=st.floats(min_value=2.0 ** 29, max_value=1e300, allow_nan=False, allow_infinity=False))
+def test_quantize_multiplier_clamps_huge(real: float) -> None:
+    """Shifts above 30 cannot be represented: TFLite clamps to (INT32_MAX, 30)."""
+    m, shift = quant.quantize_multiplier(real)
+    assert (1 << 30) <= m <= INT32_MAX and 29 <= shift <= 30
+    if real >= 2.0 ** 30:
+        assert (m, shift) == (INT32_MAX, 30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(reals=st.lists(st.one_of(st.just(0.0), st.floats(min_value=0.0, max_value=2.0 ** 31)), max_size=16))
+def test_per_channel_multipliers_equal_scalar(reals: list[float]) -> None:
+    mult, shift = quant.multipliers(np.array(reals))
+    assert mult.dtype == np.int32 and shift.dtype == np.int32
+    assert [(int(m), int(s)) for m, s in zip(mult, shift)] == [quant.quantize_multiplier(r) for r in reals]

@@ -89,7 +89,10 @@ def phys(g: Graph, name: str) -> tuple[int, ...]:
 def same_layout_plan(node: Node, g: Graph) -> LayoutPlan:
     """Element-wise ops: every full-size input in the first activation input's layout."""
     first = g.t(node.inputs[0])
-    assert first.layout is not None
+    if first.layout is None:
+        from emitter.passes.lower import NodeUnsupported
+        raise NodeUnsupported(f"node '{node.name}' ({node.op}) reads the constant '{first.name}' "
+                              "where an activation is expected")
     out_shape = g.t(node.outputs[0]).shape
     reqs = []
     for name in node.inputs:

@@ -16,17 +16,30 @@ IR_OPS = ("concat",)
 
 def lower(ctx: LowerCtx, q: QNode) -> None:
     rank = len(q.out_shape)
+    if "axis" not in q.attrs or set(q.attrs) - {"axis"}:
+        raise NodeUnsupported(f"Concat needs exactly the axis attribute, got {sorted(q.attrs)}")
     axis = int(q.attrs["axis"])
+    if not -rank <= axis < rank:
+        raise NodeUnsupported(f"axis {axis} is outside a rank-{rank} tensor")
     axis = axis + rank if axis < 0 else axis
     names = []
     for k, qi in enumerate(q.inputs):
-        name = ctx.act_input(qi, q, f"input{k}")
+        if qi.name is None:
+            raise NodeUnsupported(f"input {k} is a constant; Concat of constants is not supported")
+        name = qi.name
         if not ctx.tensors[name].quant.same_as(q.out_quant):  # type: ignore[union-attr]
             mid = ctx.act(f"{q.output}_in{k}", ctx.tensors[name].shape, q.out_quant)
             ctx.emit(q, "requantize", [name], mid, {"act_min": -128, "act_max": 127},
                      name=f"{q.name}_requantize{k}")
             name = mid
         names.append(name)
+    for n in names:
+        shape = ctx.tensors[n].shape
+        if len(shape) != rank or any(d != o for k, (d, o) in enumerate(zip(shape, q.out_shape)) if k != axis):
+            raise NodeUnsupported(f"input '{n}' {list(shape)} does not concatenate into {list(q.out_shape)} "
+                                  f"along axis {axis}")
+    if sum(ctx.tensors[n].shape[axis] for n in names) != q.out_shape[axis]:
+        raise NodeUnsupported(f"inputs do not add up to {q.out_shape[axis]} along axis {axis}")
     if q.act_min != -128 or q.act_max != 127:
         raise NodeUnsupported("a Relu/Clip fused after Concat is not supported")
     ctx.emit(q, "concat", names, q.output, {"axis": axis})

@@ -39,15 +39,28 @@ def bias_int32(b: QIn | None, in_scale: float, w_scale: np.ndarray, c_out: int) 
     """int32 bias: the stored integers when quantized, else round(b / (s_in * s_w[c]))."""
     if b is None or b.data is None:
         return None
-    if b.data.dtype == np.int32:
-        data = b.data.astype(np.int32).ravel()
-    else:
+    if b.data.size != c_out:
+        raise NodeUnsupported(f"bias has {b.data.size} values for {c_out} output channels")
+    w_scale = np.broadcast_to(w_scale, (c_out,))
+    if b.data.dtype == np.int32 and (b.quant is None or np.allclose(
+            np.broadcast_to(b.quant.scale, (c_out,)), in_scale * w_scale, rtol=1e-4)):
+        data = b.data.astype(np.int32).ravel()  # TFLite: the stored integers, scale s_in * s_w[c]
+    else:  # a float bias, or an int32 bias quantized with another scale: requantize it exactly once
         real = b.data.astype(np.float64).ravel()
-        data = np.array([quant.round_half_away(v) for v in real / (in_scale * np.broadcast_to(w_scale, real.shape))],
+        if b.quant is not None:
+            real = (real - np.broadcast_to(b.quant.zero_point, (c_out,))) * np.broadcast_to(b.quant.scale, (c_out,))
+        data = np.array([quant.round_half_away(v) for v in real / (in_scale * w_scale)],
                         dtype=np.int64).clip(quant.INT32_MIN, quant.INT32_MAX).astype(np.int32)
-    if data.size != c_out:
-        raise NodeUnsupported(f"bias has {data.size} values for {c_out} output channels")
     return data
+
+
+MAX_ACCUMULATION = 65535  # taps per output: 65535 * 128 * 127 + |bias| stays inside int32
+
+
+def check_accumulation(taps: int) -> None:
+    if taps > MAX_ACCUMULATION:
+        raise NodeUnsupported(f"{taps} multiply-accumulates per output could overflow the int32 "
+                              f"accumulator (at most {MAX_ACCUMULATION}); split the layer")
 
 
 def same_pads(in_sizes, kernel, strides, dilations, mode: str) -> list[int]:
@@ -87,6 +100,9 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         kernel, strides, dilations = [1] + kernel, [1] + strides, [1] + dilations
         pads = [0, pads[0], 0, pads[1]]
     c_in, c_out, group = x.shape[1], w.shape[0], int(a["group"])
+    if w.data.ndim != len(x.shape) or w.shape[1] * group != c_in or c_out % group:
+        raise NodeUnsupported(f"weights {w.shape} do not fit an input with {c_in} channels and group={group}")
+    check_accumulation(int(np.prod(w.shape[1:])))
     if group != 1 and not (group == c_in and c_out % c_in == 0 and w.shape[1] == 1):
         raise NodeUnsupported(f"group={group} with C_in={c_in}, C_out={c_out} is neither a regular "
                               "nor a depthwise convolution (grouped convolution is not supported)")

@@ -13,7 +13,7 @@ from emitter.ir import Graph, Layout, Node, QuantParams
 from emitter.kernel_params import FCParams, QuantIO
 from emitter.layout import index_map
 from emitter.ops.base import Attrs, ConstArg, LayoutPlan, NullArg, Prepared, TensorArg, per_tensor
-from emitter.ops.conv import bias_int32, symmetric_weights
+from emitter.ops.conv import bias_int32, check_accumulation, symmetric_weights
 from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
 
 ONNX_OPS = ("MatMul", "Gemm")
@@ -43,6 +43,7 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     n_out, k = weights.shape
     if x.shape[-1] != k:
         raise NodeUnsupported(f"input has {x.shape[-1]} features, weights expect {k}")
+    check_accumulation(k)
     axis = w.quant.axis
     if w.quant.scale.size > 1 and axis != (0 if trans_b else 1):
         raise NodeUnsupported(f"per-axis weight scales along axis {axis} are not per output feature")

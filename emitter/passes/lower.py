@@ -175,11 +175,14 @@ class Lowerer:
         if scale_name not in self.inits:
             raise NodeUnsupported(f"scale '{scale_name}' of '{for_tensor}' is not a constant")
         scale_arr = self.inits[scale_name]
-        if scale_arr.dtype.kind != "f" or scale_arr.size == 0:
+        try:  # float32/16, bfloat16 (ml_dtypes) all convert; strings and bools do not belong here
+            scale = np.asarray(scale_arr, dtype=np.float64).ravel()
+        except (TypeError, ValueError):
+            scale = np.zeros(0)
+        if scale_arr.dtype.kind in "bOSU" or scale.size == 0:
             raise QuantError(f"{where}: scale '{scale_name}' is {scale_arr.dtype} with "
                              f"{scale_arr.size} values; scales must be non-empty float tensors: "
                              "re-quantize the model")
-        scale = np.asarray(scale_arr, dtype=np.float64).ravel()
         if zp_name and zp_name in self.inits:
             zp_arr = self.inits[zp_name]
             if zp_arr.dtype.kind not in "iu":
@@ -207,6 +210,12 @@ class Lowerer:
     def dq_axis(self, node: onnx.NodeProto, data_shape: tuple[int, ...]) -> int:
         axis = int(onnx_attrs(node).get("axis", 1))
         return axis + len(data_shape) if axis < 0 else axis
+
+    def out_quant(self, name: str) -> QuantParams:
+        """The QuantParams of an int8 tensor a Q/QLinear node produces (constants required)."""
+        if name not in self.quant_of:
+            raise NodeUnsupported(f"the scale and zero point of '{name}' must be constant initializers")
+        return self.quant_of[name]
 
     def onnx_dtype(self, name: str) -> np.dtype | None:
         """The ONNX element type; com.microsoft QLinear* outputs have no inferred type, so the
@@ -238,6 +247,8 @@ class Lowerer:
                              "[-128, 127]; its zero point does not fit its int8/uint8 type: "
                              "re-quantize the model")
         shape = self.m.shapes.get(onnx_name, shape_hint)
+        if shape == ():
+            shape = (1,)  # a scalar activation is stored as one element
         if shape is None:
             raise NodeUnsupported(f"shape of '{onnx_name}' is unknown after shape inference")
         name = self.ctx.act(onnx_name, shape, quant)
@@ -299,6 +310,7 @@ class Lowerer:
                     zp = node.input[2] if len(node.input) > 2 else None
                     found.setdefault(t, self.qparams(node, node.input[1], zp, None, t))
                 elif node.op_type in QOP_SIGNATURES:
+                    check_qop_arity(node)
                     sig = QOP_SIGNATURES[node.op_type]
                     acts = sig["acts"]
                     if acts == "concat":
@@ -341,7 +353,7 @@ class Lowerer:
         users = self.consumers.get(name, [])
         if len(users) == 1 and users[0].op_type == "QuantizeLinear":
             q = users[0]
-            ir = self.int8_tensor(q.output[0], self.quant_of[q.output[0]])
+            ir = self.int8_tensor(q.output[0], self.out_quant(q.output[0]))
             self.inputs.append(ir)
             self.boundaries[ir] = Boundary(True, self.m.dtypes.get(q.output[0]) == np.uint8, name)
             self.done.add(q.output[0])
@@ -421,7 +433,7 @@ class Lowerer:
         src, out = node.input[0], node.output[0]
         if src in self.dq_act:
             x = self.dq_act[src]
-            y = self.int8_tensor(out, self.quant_of[out])
+            y = self.int8_tensor(out, self.out_quant(out))
             self.ctx.emit(None, "requantize", [x], y, {"act_min": -128, "act_max": 127},
                           name=node.name or out)
             return
@@ -481,7 +493,7 @@ class Lowerer:
         self.absorbed = absorbed
         self.done.update(a.output[0] for a in absorbed)
         out = nxt.output[0]
-        out_q = self.quant_of[out]
+        out_q = self.out_quant(out)
         data_inputs = [i for i in node.input]
         q = self.make_qnode(node, node.op_type, [self.qin(i) for i in data_inputs], out, out_q,
                             lo, hi, bias, "+".join([node.op_type] + [a.op_type for a in absorbed]))
@@ -500,7 +512,7 @@ class Lowerer:
                 raise NodeUnsupported(f"output '{o}' is not quantized (no QuantizeLinear after it)")
             self.absorbed.append(q)
             self.done.add(q.output[0])
-            outs.append((q.output[0], self.quant_of[q.output[0]]))
+            outs.append((q.output[0], self.out_quant(q.output[0])))
         first = self.make_qnode(node, node.op_type, [self.qin(i) if i not in self.ir_name else
                                                      self.act_qin(i) for i in node.input],
                                 outs[0][0], outs[0][1], -math.inf, math.inf, None, node.op_type)
@@ -543,8 +555,12 @@ class Lowerer:
                 name = node.input[pos]
                 if name in self.dq_const:
                     qi = self.dq_const[name]
-                    val = float((qi.data.astype(np.float64) - qi.quant.zero_point) @ qi.quant.scale)
+                    if qi.data.size != 1:
+                        raise NodeUnsupported(f"Clip bound '{name}' must be a scalar")
+                    val = float((qi.data.astype(np.float64).ravel() - qi.quant.zero_point) @ qi.quant.scale)
                 elif name in self.inits:
+                    if np.asarray(self.inits[name]).size != 1:
+                        raise NodeUnsupported(f"Clip bound '{name}' must be a scalar")
                     val = float(np.asarray(self.inits[name]).ravel()[0])
                 else:
                     raise NodeUnsupported(f"Clip bound '{name}' is not a constant")
@@ -556,6 +572,7 @@ class Lowerer:
 
     def lower_qop(self, node: onnx.NodeProto) -> None:
         sig = QOP_SIGNATURES[node.op_type]
+        check_qop_arity(node)
         acts = sig["acts"]
         if acts == "concat":
             acts = [(i, i + 1, i + 2) for i in range(2, len(node.input), 3)]
@@ -586,7 +603,7 @@ class Lowerer:
         out = node.output[0]
         hint = None if out in self.m.shapes else float_op_shape(
             sig["op"], [qi.shape for qi in inputs], onnx_attrs(node), self.m.opset)
-        q = self.make_qnode(node, sig["op"], inputs, out, self.quant_of[out], -math.inf, math.inf,
+        q = self.make_qnode(node, sig["op"], inputs, out, self.out_quant(out), -math.inf, math.inf,
                             bias, node.op_type, hint)
         if node.op_type == "QLinearGlobalAveragePool" and q.attrs.get("channels_last", 0):
             raise NodeUnsupported("channels_last=1 is not supported")
@@ -607,6 +624,18 @@ class Lowerer:
         q = self.make_qnode(node, node.op_type, inputs, node.output[0], out_q, -math.inf, math.inf,
                             None, node.op_type)
         self.lowering[node.op_type](self.ctx, q)
+
+
+def check_qop_arity(node: onnx.NodeProto) -> None:
+    sig = QOP_SIGNATURES[node.op_type]
+    if sig["acts"] == "concat":
+        ok = len(node.input) >= 5 and (len(node.input) - 2) % 3 == 0
+        need = "2 + 3 per input"
+    else:
+        need_n = max(max(t) for t in sig["acts"] + [sig["out"]]) + 1
+        ok, need = len(node.input) >= need_n, str(need_n)
+    if not ok:
+        raise NodeUnsupported(f"{node.op_type} has {len(node.input)} inputs, expects {need}")
 
 
 def fold_constants(m: OnnxModel, inits: dict[str, np.ndarray]) -> set[str]:
@@ -740,11 +769,11 @@ def float_op_shape(op_type: str, shapes: list[tuple[int, ...]], attrs: dict[str,
 
     names = [f"i{k}" for k in range(len(shapes))]
     keep = {k: v for k, v in attrs.items() if k not in ("channels_last",)}
-    node = helper.make_node(op_type, names, ["y"], **keep)
-    graph = helper.make_graph([node], "shape", [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s))
-                                                for n, s in zip(names, shapes)],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
     try:
+        node = helper.make_node(op_type, names, ["y"], **keep)
+        graph = helper.make_graph([node], "shape", [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s))
+                                                    for n, s in zip(names, shapes)],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(opset, 13))])
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
         dims = inferred.graph.output[0].type.tensor_type.shape.dim
