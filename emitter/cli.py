@@ -38,8 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--board", default="cortex-m7", help="board or core name (see `mcugen boards`)")
     p.add_argument("-o", "--output", help="output folder (default: a folder named after the model)")
     p.add_argument("--name", help="C prefix of every public symbol (default: the file stem)")
-    p.add_argument("--backend", default="portable", choices=["portable"],
-                   help="kernel backend (portable: mcugen's C99 int8 kernels)")
+    p.add_argument("--backend", default="auto", choices=["auto", "portable", "cmsis-nn"],
+                   help="kernel backend: cmsis-nn (direct calls into your CMSIS-NN, needs "
+                        "CMSIS_NN_PATH), portable (mcugen's C99 int8 kernels); auto: cmsis-nn when "
+                        "CMSIS_NN_PATH is set, else portable")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
                    help="static shape for an input with symbolic dims (repeatable)")
     p.add_argument("--io-layout", choices=["onnx", "nhwc"], default="onnx",
@@ -60,6 +62,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "layer (status <NAME>_ERR_GUARD and <name>_guard_layer name the layer)")
     p.add_argument("--version", action="version", version=f"mcugen {__version__}")
     return p
+
+
+def choose_backend(asked: str) -> tuple[str, Path | None, str]:
+    """(backend, CMSIS-NN path, a sentence saying which backend and why)."""
+    from emitter.backends.cmsis_nn import cmsis_path
+
+    path = cmsis_path()
+    if asked == "cmsis-nn" and path is None:
+        raise UsageError("--backend cmsis-nn needs CMSIS_NN_PATH set to a CMSIS-NN checkout (v7.0.0)")
+    if asked == "cmsis-nn" or (asked == "auto" and path is not None):
+        return "cmsis-nn", path, f"backend cmsis-nn (CMSIS_NN_PATH={path})"
+    why = "asked for" if asked == "portable" else "CMSIS_NN_PATH is not set"
+    return "portable", None, f"backend portable (mcugen C99 kernels; {why})"
 
 
 def cmd_boards() -> int:
@@ -89,9 +104,11 @@ def cmd_emit(args: argparse.Namespace, verify: bool) -> int:
     from emitter.summary import summary
 
     board = load_board(args.board)
+    backend, cmsis, why = choose_backend(args.backend)
     t0 = time.perf_counter()
     compiled = compile_model(args.model, args.name, parse_input_shapes(args.input_shape),
-                             io_nhwc=args.io_layout == "nhwc", guard=args.guard)
+                             io_nhwc=args.io_layout == "nhwc", guard=args.guard, backend=backend,
+                             board=board, cmsis_path=cmsis)
     files = render_bundle(compiled, " ".join(board.cflags), board.name)
     import json
 
@@ -101,7 +118,7 @@ def cmd_emit(args: argparse.Namespace, verify: bool) -> int:
     write_bundle(files, out_dir, force=args.force)
     elapsed = time.perf_counter() - t0
     if not args.quiet:
-        print(summary(compiled, weight_bytes, board.name, "backend portable (mcugen C99 kernels)"))
+        print(summary(compiled, weight_bytes, board.name, why, board.has_fpu))
     print(f"wrote {out_dir}/ ({len(files)} files) in {elapsed:.2f} s")
     if verify:
         from emitter.verify import run_verify

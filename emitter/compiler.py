@@ -36,6 +36,7 @@ class Compiled:
     io_nhwc: bool
     backend: str = "portable"
     fallbacks: tuple[str, ...] = ()  # kernels the backend lacks, run by the portable kernels
+    cmsis_path: Path | None = None
 
     @property
     def input_shapes(self) -> list[tuple[int, ...]]:
@@ -92,8 +93,9 @@ def compile_model(path: str | Path, name: str | None = None,
         g.verify()
     prepared = prepare_all(g)
     fallbacks: list[str] = []
+    from emitter.backends import cmsis_nn
+
     if backend == "cmsis-nn":
-        from emitter.backends import cmsis_nn
 
         if board is None or cmsis_path is None:
             raise UsageError("the cmsis-nn backend needs a board and CMSIS_NN_PATH")
@@ -104,7 +106,8 @@ def compile_model(path: str | Path, name: str | None = None,
     align = max(alignment, 16) if any(p.scratch for p in prepared) else alignment
     return Compiled(name, m, g, prepared, plan(g, [p.scratch for p in prepared], align,
                                                   GUARD_BYTES if guard else 0), io_nhwc,
-                    backend, tuple(sorted(set(fallbacks))))
+                    backend, tuple(sorted(set(fallbacks))),
+                    cmsis_nn.check_path(cmsis_path) if backend == "cmsis-nn" and cmsis_path else None)
 
 
 def golden_run(c: Compiled, inputs: list[np.ndarray], keep: bool = False) -> list[np.ndarray] | dict[str, np.ndarray]:

@@ -31,7 +31,10 @@ from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.ir import Tensor
 from emitter.layout import is_identity
+from emitter.backends.cmsis_nn import RETURNS_VOID, CRef, StructArg, precheck
+from emitter.backends.cmsis_nn import SUPPORTED as CMSIS_SUPPORTED
 from emitter.ops.base import ConstArg, IntArg, NullArg, TensorArg, TensorListArg
+from emitter.planner import scratch_of
 from emitter.resources import data_dir
 
 RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h")
@@ -83,6 +86,15 @@ class Layer:
     out_offset: int | None
     macs: int
     weight_bytes: int
+    structs: tuple[tuple[str, str, str], ...] = ()  # CMSIS-NN: (C type, identifier, initializer)
+    precheck: str | None = None  # C condition: the kernel needs more scratch than planned
+    call_kind: str = "mcu"  # "mcu": returns mcu_status_t; "cmsis": arm_cmsis_nn_status; "void"
+
+
+def ctx_size(p) -> int:
+    """The size field of a CMSIS-NN call's context (0 for calls without one)."""
+    ctx = p.args[0] if p.args else None
+    return int(ctx.fields["size"]) if isinstance(ctx, StructArg) and ctx.ctype == "cmsis_nn_context" else 0
 
 
 def layout_name(t: Tensor) -> str:
@@ -135,10 +147,15 @@ class BundleBuilder:
             params_ident = f"{self.prefix}_l{k}_params"
             params_init = c_struct(p.params, refs)
         args, local_decls = [], []
+        structs: list[tuple[str, str, str]] = []
         if params_ident:
             args.append(f"&{params_ident}")
         for a in p.args:
-            if isinstance(a, TensorArg):
+            if isinstance(a, StructArg):
+                ident = f"{self.prefix}_l{k}_{a.suffix}"
+                structs.append((a.ctype, ident, self.struct_init(k, node.name, a.fields, 1)))
+                args.append(f"&{ident}")
+            elif isinstance(a, TensorArg):
                 args.append(self.ptr(a.name))
             elif isinstance(a, ConstArg):
                 args.append(self.const(k, a.suffix, a.data))
@@ -156,10 +173,35 @@ class BundleBuilder:
         comment += [self.describe("in ", i) for i in node.inputs if i and not self.g.t(i).is_const]
         comment.append(self.describe("out", out))
         comment.append(f"kernel {p.kernel}: {c_comment(p.summary)}; MACs {p.macs}")
+        kind = "mcu" if p.kernel.startswith("mcu_") else ("void" if p.kernel in RETURNS_VOID else "cmsis")
+        idents = {ctype_suffix: ident for (_, ident, _), ctype_suffix in
+                  zip(structs, [a.suffix for a in p.args if isinstance(a, StructArg)])}
         return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
                      params_init, tuple(local_decls), f"{p.kernel}({', '.join(args)})", tuple(comment),
                      self.ptr(out), self.g.t(out).shape, self.g.t(out).nbytes,
-                     self.c.plan.offset_of(out), p.macs, sum(a.nbytes for a in self.arrays) - before)
+                     self.c.plan.offset_of(out), p.macs, sum(a.nbytes for a in self.arrays) - before,
+                     tuple(structs), precheck(p.kernel, idents, ctx_size(p)), kind)
+
+    def struct_init(self, k: int, node_name: str, fields: dict[str, Any], indent: int) -> str:
+        """Designated initializer of a CMSIS-NN struct: ints, nested dicts, CRefs."""
+        pad = "    " * indent
+        parts = []
+        for name, v in fields.items():
+            if isinstance(v, dict):
+                inner = ", ".join(f".{n} = {c_int(x)}" for n, x in v.items())
+                parts.append(f"{pad}.{name} = {{{inner}}},")
+            elif isinstance(v, CRef):
+                if v.kind == "array":
+                    assert v.array is not None
+                    parts.append(f"{pad}.{name} = {v.cast}{self.const(k, v.array.suffix, v.array.data)},")
+                elif v.kind == "scratch":
+                    offset = scratch_of(self.c.plan, node_name)
+                    parts.append(f"{pad}.{name} = (void *)({self.prefix}_arena + {offset}),")
+                else:
+                    parts.append(f"{pad}.{name} = NULL,")
+            else:
+                parts.append(f"{pad}.{name} = {c_int(v)},")
+        return "{\n" + "\n".join(parts) + "\n}"
 
     def io(self, names: tuple[str, ...], kind: str) -> list[dict[str, Any]]:
         out = []
@@ -175,7 +217,7 @@ class BundleBuilder:
 
     def context(self) -> dict[str, Any]:
         layers = [lay for lay in (self.layer(k) for k in range(len(self.g.nodes))) if lay is not None]
-        kernels = sorted({lay.kernel for lay in layers})
+        kernels = sorted({lay.kernel for lay in layers if lay.kernel.startswith("mcu_")})
         m = self.c.model
         inputs, outputs = self.io(self.g.inputs, "INPUT"), self.io(self.g.outputs, "OUTPUT")
         return {
@@ -190,6 +232,8 @@ class BundleBuilder:
             "views": sum(1 for p in self.c.prepared if not p.kernel),
             "guard": self.c.plan.guard, "guard_buffers": self.guard_buffers(layers),
             "node_names": [n.name for n in self.g.nodes],
+            "cmsis": self.c.backend == "cmsis-nn", "fallbacks": list(self.c.fallbacks),
+            "cmsis_version": CMSIS_SUPPORTED,
         }
 
     def guard_buffers(self, layers: list[Layer]) -> list[dict[str, Any]]:
@@ -210,7 +254,7 @@ class BundleBuilder:
 def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
     return {
         "mcugen_version": __version__, "model": c.model.path.name, "model_sha256": c.model.sha256,
-        "name": c.name, "backend": "portable",
+        "name": c.name, "backend": c.backend, "portable_fallbacks": list(c.fallbacks),
         "arena_bytes": ctx["arena_size"], "liveness_lower_bound_bytes": ctx["lower_bound"],
         "arena_gap_bytes": ctx["arena_size"] - ctx["lower_bound"],
         "weight_bytes": ctx["weight_bytes"], "macs": ctx["macs"],

@@ -152,7 +152,7 @@ def run_host(c: Compiled, bundle: Path, samples: list[list[np.ndarray]], work: P
     from emitter.target.firmware import build_host
 
     write_glue(c, work / "glue")
-    exe = build_host(bundle, work / "glue", work / "host", cflags, werror=True)
+    exe = build_host(bundle, work / "glue", work / "host", cflags, werror=True, cmsis_nn=c.cmsis_path)
     run_dir = work / "host_run"
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "input.bin").write_bytes(pack(samples))
@@ -204,7 +204,7 @@ def run_verify(c: Compiled, bundle: Path, board, model: Path, inputs: str | None
             from emitter.target.firmware import build_firmware
             from emitter.target.qemu import run_qemu
 
-            fw = build_firmware(bundle, w / "glue", board, w / "fw")
+            fw = build_firmware(bundle, w / "glue", board, w / "fw", cmsis_nn=c.cmsis_path)
             run_dir = w / "qemu_run"
             run_dir.mkdir(parents=True, exist_ok=True)
             (run_dir / "input.bin").write_bytes(pack(samples))

@@ -275,11 +275,21 @@ class Converter:
 
 
 RETURNS_VOID = ("arm_softmax_s8",)
-GET_SIZE = {  # kernel -> (size function, struct suffixes it takes) for the on-target scratch check
+
+
+def precheck(kernel: str, idents: dict[str, str], ctx_size: int) -> str | None:
+    """C condition that is true when the target's CMSIS-NN needs more than ctx.size bytes."""
+    if kernel not in GET_SIZE or "ctx" not in idents:
+        return None
+    fn, needs = GET_SIZE[kernel]
+    args = [f"{idents[n.split('.')[0]]}.{n.split('.')[1]}" if "." in n else "&" + idents[n] for n in needs]
+    return f"{fn}({', '.join(args)}) > {ctx_size}"
+GET_SIZE: dict[str, tuple[str, tuple[str, ...]]] = {  # kernel -> (size function, structs it takes)
     "arm_convolve_wrapper_s8": ("arm_convolve_wrapper_s8_get_buffer_size", ("conv", "input_dims", "filter_dims", "output_dims")),
     "arm_depthwise_conv_wrapper_s8": ("arm_depthwise_conv_wrapper_s8_get_buffer_size", ("dw", "input_dims", "filter_dims", "output_dims")),
     "arm_fully_connected_s8": ("arm_fully_connected_s8_get_buffer_size", ("filter_dims",)),
     "arm_fully_connected_per_channel_s8": ("arm_fully_connected_s8_get_buffer_size", ("filter_dims",)),
+    "arm_avgpool_s8": ("arm_avgpool_s8_get_buffer_size", ("output_dims.w", "input_dims.c")),
 }
 
 

@@ -98,14 +98,15 @@ def build_firmware(bundle_dir: Path | str, glue_dir: Path | str, board: Board,
 
 def build_host(bundle_dir: Path | str, glue_dir: Path | str, build_dir: Path | str,
                cflags: Sequence[str] = (), *, opt: str = "-O2", werror: bool = False,
-               jobs: int | None = None) -> Path:
+               jobs: int | None = None, cmsis_nn: Path | str | None = None) -> Path:
     """Build the harness + bundle with the host gcc; returns build_dir/harness.
 
     Run it in a folder holding input.bin; it writes output.bin there (see harness_main.c).
     cflags go to compile and link, e.g. ("-fsanitize=address,undefined",)."""
     toolchain.find_tool("gcc")
     build = Path(build_dir).resolve()
-    _scons(bundle_dir, glue_dir, build, opt, cflags, werror, jobs, ["board=host"])
+    extra = ["board=host"] + ([f"cmsis_nn={Path(cmsis_nn).resolve()}"] if cmsis_nn is not None else [])
+    _scons(bundle_dir, glue_dir, build, opt, cflags, werror, jobs, extra)
     return build / "harness"
 
 
