@@ -13,9 +13,9 @@
  * - Per output position the valid tap ranges [ky_begin, ky_end) x [kx_begin, kx_end) are computed
  *   once. The window is read as one contiguous vector of KH * KW * C_in bytes (the patch):
  *   straight from the input when it is one run there (1x1 and 1xN filters inside the input: a
- *   plain matrix product), else gathered into a stack buffer of MCU_CONV_PATCH_BYTES, with the
- *   input zero point (-off) in the padding taps, so that they add -off * w and corr's off * w
- *   cancels them. Larger filters are read run by run from the input (a run is a filter row of
+ *   plain matrix product), else gathered into a stack buffer, with the input zero point (-off) in
+ *   the padding taps, so that they add -off * w and corr's off * w cancels them. Filters larger
+ *   than MCU_CONV_PATCH_BYTES are read run by run from the input (a run is a filter row of
  *   adjacent taps, (kx, ic) contiguous in NHWC and OHWI); at a border the weights of the missing
  *   taps are summed and off times that sum is taken back out.
  * - Four output channels are computed together, so every input byte is loaded once for four MACs.
@@ -26,6 +26,10 @@
  * Every variant adds the same integer terms as the reference, in another order and modulo 2^32
  * (unsigned arithmetic wherever a partial sum could leave int32); an int32 sum the reference
  * computes without overflow comes out identical.
+ *
+ * Stack: the patch (KH * KW * C_in bytes when that is at most MCU_CONV_PATCH_BYTES) and the
+ * corrections (4 * min(C_out, MCU_CONV_OC_BLOCK) bytes), as C99 variable-length arrays, plus
+ * about 150 bytes of frames. No scratch from the arena.
  */
 #include <string.h>
 
@@ -33,13 +37,22 @@
 #include "mcu_nn.h"
 
 /* Filters of at most this many bytes (KH * KW * C_in) have their window gathered into a stack
- * buffer of this size; larger ones are read run by run. (Overridable, >= 1, to test the runs.) */
+ * buffer of this size (576: a 3x3 filter over 64 channels); larger ones are read run by run,
+ * slower at the borders. Overridable, >= 1 (the tests use 1 to exercise the runs). */
 #ifndef MCU_CONV_PATCH_BYTES
-#define MCU_CONV_PATCH_BYTES 256
+#define MCU_CONV_PATCH_BYTES 576
 #endif
 /* Output channels whose offset corrections are kept on the stack at a time (int32 each). */
 #ifndef MCU_CONV_OC_BLOCK
 #define MCU_CONV_OC_BLOCK 32
+#endif
+
+/* The dot products stay out of line (inlined into the loop nest they lose registers), and so do
+ * the rarer paths (their locals would grow the hot loop's stack frame). */
+#if defined(__GNUC__)
+#define MCU_CONV_NOINLINE __attribute__((noinline))
+#else
+#define MCU_CONV_NOINLINE
 #endif
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(__ARM_BIG_ENDIAN)
@@ -78,9 +91,12 @@ static int shifts_valid(const int32_t *shift, int32_t count)
 static void valid_taps(int32_t origin, int32_t dilation, int32_t taps, int32_t size,
                        int32_t *begin, int32_t *end)
 {
-    const int32_t first = origin < 0 ? (-origin + dilation - 1) / dilation : 0;
+    /* (no division when dilation == 1: Armv6-M divides in a library call) */
+    const int32_t first =
+        origin >= 0 ? 0 : (dilation == 1 ? -origin : (-origin + dilation - 1) / dilation);
     const int32_t last_index = size - 1 - origin; /* k * dilation <= last_index */
-    const int32_t past = last_index < 0 ? 0 : last_index / dilation + 1;
+    const int32_t past =
+        last_index < 0 ? 0 : (dilation == 1 ? last_index : last_index / dilation) + 1;
     *begin = first < taps ? first : taps;
     *end = past < taps ? past : taps;
     if (*end < *begin) {
@@ -96,13 +112,21 @@ static inline int32_t add_wrap(int32_t a, int32_t b)
 }
 
 /*
+ * gemmlowp's SaturatingRoundingDoublingHighMul without its saturating case (a = b = INT32_MIN,
+ * which the caller handles): it truncates (a*b + nudge) / 2^31 toward zero with nudge = 2^30 for
+ * a*b >= 0 and 1 - 2^30 otherwise; both cases equal floor((a*b + 2^30) / 2^31) (for a*b < 0:
+ * trunc(v / 2^31) = floor((v + 2^31 - 1) / 2^31) with v = a*b + 1 - 2^30), one arithmetic shift.
+ * (On Armv6-M gcc's __aeabi_lmul for the product is as fast as a hand-split 16x16 version.)
+ */
+static inline int32_t high_mul(int32_t a, int32_t b)
+{
+    return (int32_t)(((int64_t)a * b + ((int64_t)1 << 30)) >> 31);
+}
+
+/*
  * One output element: mcu_requantize(acc, multiplier, shift) + output_offset, clamped to
- * [act_min, act_max]. Bit for bit mcu_math.h's arithmetic, in fewer instructions:
- * - gemmlowp's SaturatingRoundingDoublingHighMul truncates (a*b + nudge) / 2^31 toward zero with
- *   nudge = 2^30 for a*b >= 0 and 1 - 2^30 otherwise; both cases equal the floor of
- *   (a*b + 2^30) / 2^31, an arithmetic shift (for a*b < 0: trunc(v / 2^31) = floor((v + 2^31 - 1)
- *   / 2^31) with v = a*b + 1 - 2^30). Only a = b = INT32_MIN overflows and saturates.
- * - RoundingDivideByPOT keeps its remainder/threshold form, with a 32-bit mask.
+ * [act_min, act_max]; bit for bit mcu_math.h's arithmetic in fewer instructions (high_mul above;
+ * RoundingDivideByPOT keeps its remainder/threshold form, with a 32-bit mask).
  */
 static inline int8_t output_stage(int32_t acc, int32_t multiplier, int32_t shift,
                                   const mcu_quant_io_t *q)
@@ -110,9 +134,8 @@ static inline int8_t output_stage(int32_t acc, int32_t multiplier, int32_t shift
     const int32_t left = shift > 0 ? shift : 0;
     const int32_t right = shift > 0 ? 0 : -shift;
     const int32_t x = (int32_t)((uint32_t)acc << left);
-    const int32_t high = (x == INT32_MIN && multiplier == INT32_MIN)
-                             ? INT32_MAX
-                             : (int32_t)(((int64_t)x * multiplier + ((int64_t)1 << 30)) >> 31);
+    const int32_t high =
+        (x == INT32_MIN && multiplier == INT32_MIN) ? INT32_MAX : high_mul(x, multiplier);
     const int32_t mask = (int32_t)((1u << right) - 1u);
     const int32_t remainder = high & mask;
     const int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
@@ -121,15 +144,18 @@ static inline int8_t output_stage(int32_t acc, int32_t multiplier, int32_t shift
 }
 
 /*
- * Per-target primitives over `len` contiguous bytes (len >= 1):
- *   dot4:   acc[r] += sum_i x[i] * w[r * w_stride + i], r = 0..3  (int32 wrap-around)
+ * Per-target primitives over `len` contiguous bytes (1 <= len < 2^17, so that no partial sum of
+ * products of int8 values, each at most 2^14 in magnitude, leaves int32):
+ *   dot4:   acc[r] += sum_i x[i] * w[r * w_stride + i], r = 0..3
  *   dot1:   returns   sum_i x[i] * w[i]
  *   sum_s8: returns   sum_i w[i]
- *   store4: out_px[oc + r] = output_stage(acc[r] + corr[r], multiplier[oc + r], shift[oc + r])
+ *   store4: out_px[oc + r] = output_stage(acc[r] + corr[r], multiplier[oc + r], shift[oc + r]),
+ *           r = 0..3
  */
 #if defined(MCU_CONV_MVE)
 
-static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len, int32_t acc[4])
+MCU_CONV_NOINLINE static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride,
+                                   int32_t len, int32_t acc[4])
 {
     /* VMLADAVA.S8: 16 products summed into a 32-bit scalar; the tail is predicated (inactive
      * lanes read nothing and add 0). */
@@ -164,7 +190,7 @@ static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len
     acc[3] = a3;
 }
 
-static int32_t dot1(const int8_t *x, const int8_t *w, int32_t len)
+MCU_CONV_NOINLINE static int32_t dot1(const int8_t *x, const int8_t *w, int32_t len)
 {
     int32_t acc = 0;
     for (int32_t left = len; left > 0; left -= 16) {
@@ -226,7 +252,8 @@ static inline int32_t sxtb16_ror8(uint32_t v)
     return r;
 }
 
-static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len, int32_t acc[4])
+MCU_CONV_NOINLINE static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride,
+                                   int32_t len, int32_t acc[4])
 {
     /* Bytes 0/2 and 1/3 of four inputs and four weights as int16 lane pairs: each SMLAD adds two
      * products, exactly as two scalar MACs. Filters 0/1 are read at wa and wa + w_stride, 2/3 at
@@ -267,7 +294,7 @@ static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len
     acc[3] = a3;
 }
 
-static int32_t dot1(const int8_t *x, const int8_t *w, int32_t len)
+MCU_CONV_NOINLINE static int32_t dot1(const int8_t *x, const int8_t *w, int32_t len)
 {
     int32_t acc = 0;
     for (int32_t n = len >> 2; n > 0; --n) {
@@ -303,7 +330,33 @@ static int32_t sum_s8(const int8_t *w, int32_t len)
 
 /* The loops index from -len up to 0 off pointers to the ends: on Armv6-M every load then has the
  * one addressing mode LDRSB offers (base + register) and the loop test is the index update. */
-static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len, int32_t acc[4])
+#if defined(__thumb__) && !defined(__thumb2__)
+/* Thumb-1 (Armv6-M) has eight low registers: two filters per pass keep everything in them. */
+MCU_CONV_NOINLINE static void dot2(const int8_t *x, const int8_t *w, int32_t w_stride,
+                                   int32_t len, int32_t acc[2])
+{
+    const int8_t *const x_end = x + len;
+    const int8_t *const w0_end = w + len;
+    const int8_t *const w1_end = w0_end + w_stride;
+    int32_t a0 = acc[0], a1 = acc[1];
+    for (int32_t i = -len; i != 0; ++i) {
+        const int32_t xv = (int32_t)x_end[i];
+        a0 += xv * (int32_t)w0_end[i];
+        a1 += xv * (int32_t)w1_end[i];
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+}
+
+MCU_CONV_NOINLINE static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride,
+                                   int32_t len, int32_t acc[4])
+{
+    dot2(x, w, w_stride, len, acc);
+    dot2(x, w + 2 * w_stride, w_stride, len, acc + 2);
+}
+#else
+MCU_CONV_NOINLINE static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride,
+                                   int32_t len, int32_t acc[4])
 {
     const int8_t *const x_end = x + len;
     const int8_t *const w0_end = w + len;
@@ -323,8 +376,9 @@ static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len
     acc[2] = a2;
     acc[3] = a3;
 }
+#endif
 
-static int32_t dot1(const int8_t *x, const int8_t *w, int32_t len)
+MCU_CONV_NOINLINE static int32_t dot1(const int8_t *x, const int8_t *w, int32_t len)
 {
     const int8_t *const x_end = x + len;
     const int8_t *const w_end = w + len;
@@ -349,69 +403,221 @@ static int32_t sum_s8(const int8_t *w, int32_t len)
 static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
                    const mcu_conv_params_t *params, int8_t *out_px)
 {
+    /* local copies: an int8_t store may alias anything, which would reload them per output */
+    const mcu_quant_io_t q = params->q;
+    const int32_t *const multiplier = params->multiplier + oc;
+    const int32_t *const shift = params->shift + oc;
+    int8_t *const out = out_px + oc;
     for (int32_t r = 0; r < 4; ++r) {
-        out_px[oc + r] = output_stage(add_wrap(acc[r], corr[r]), params->multiplier[oc + r],
-                                      params->shift[oc + r], &params->q);
+        out[r] = output_stage(add_wrap(acc[r], corr[r]), multiplier[r], shift[r], &q);
     }
 }
 
 #endif
 
-/* Gathers the window of one output position in (ky, kx, ic) order: valid taps copy the input,
- * padding taps get `pad` (the input zero point). */
-static void gather_patch(const int8_t *in_batch, int32_t in_row, int32_t in_c, int32_t in_y_origin,
-                         int32_t in_x_origin, int32_t k_h, int32_t k_w, int32_t dilation_h,
-                         int32_t dilation_w, int32_t ky_begin, int32_t ky_end, int32_t kx_begin,
-                         int32_t kx_end, int8_t pad, int8_t *patch)
+/* What every output position of one call (and one block of output channels) shares. */
+typedef struct {
+    const mcu_conv_params_t *params;
+    const int8_t *filter;
+    int32_t filter_size; /* KH * KW * C_in: bytes of one output channel's filter */
+    int32_t in_row;      /* W_in * C_in: bytes of one input row */
+    int32_t oc_base;     /* the block of output channels [oc_base, oc_end) */
+    int32_t oc_end;
+    const int32_t *corr; /* corr[oc - oc_base] = bias[oc] + input_offset * sum of w[oc] */
+} conv_ctx_t;
+
+/* The window of one output position: top-left input tap (y0, x0) of batch `in_batch`, and the
+ * taps inside the input, ky in [ky_begin, ky_end), kx in [kx_begin, kx_end). */
+typedef struct {
+    const int8_t *in_batch;
+    int32_t y0;
+    int32_t x0;
+    int32_t ky_begin;
+    int32_t ky_end;
+    int32_t kx_begin;
+    int32_t kx_end;
+} window_t;
+
+/* Gathers the window in (ky, kx, ic) order: valid taps copy the input, padding taps get the input
+ * zero point (-input_offset). */
+MCU_CONV_NOINLINE static void gather_patch(const conv_ctx_t *c, const window_t *win, int8_t *patch)
 {
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t in_c = p->input.c;
+    const int32_t k_w = p->filter.w;
+    const int8_t pad = (int8_t)(-p->q.input_offset);
     const size_t tap = (size_t)in_c;
     const int32_t w_row = k_w * in_c;
-    for (int32_t ky = 0; ky < k_h; ++ky) {
+    for (int32_t ky = 0; ky < p->filter.h; ++ky) {
         int8_t *const dst = patch + ky * w_row;
-        if (ky < ky_begin || ky >= ky_end) {
+        if (ky < win->ky_begin || ky >= win->ky_end) {
             memset(dst, pad, (size_t)w_row);
             continue;
         }
-        const int8_t *const src = in_batch + (in_y_origin + ky * dilation_h) * in_row;
-        if (kx_begin > 0) {
-            memset(dst, pad, tap * (size_t)kx_begin);
+        const int8_t *const src = win->in_batch + (win->y0 + ky * p->dilation_h) * c->in_row;
+        if (win->kx_begin > 0) {
+            memset(dst, pad, tap * (size_t)win->kx_begin);
         }
-        if (dilation_w == 1) {
-            memcpy(dst + kx_begin * in_c, src + (in_x_origin + kx_begin) * in_c,
-                   tap * (size_t)(kx_end - kx_begin));
+        if (p->dilation_w == 1) {
+            memcpy(dst + win->kx_begin * in_c, src + (win->x0 + win->kx_begin) * in_c,
+                   tap * (size_t)(win->kx_end - win->kx_begin));
         } else {
-            for (int32_t kx = kx_begin; kx < kx_end; ++kx) {
-                memcpy(dst + kx * in_c, src + (in_x_origin + kx * dilation_w) * in_c, tap);
+            for (int32_t kx = win->kx_begin; kx < win->kx_end; ++kx) {
+                memcpy(dst + kx * in_c, src + (win->x0 + kx * p->dilation_w) * in_c, tap);
             }
         }
-        if (kx_end < k_w) {
-            memset(dst + kx_end * in_c, pad, tap * (size_t)(k_w - kx_end));
+        if (win->kx_end < k_w) {
+            memset(dst + win->kx_end * in_c, pad, tap * (size_t)(k_w - win->kx_end));
         }
     }
 }
 
-/* Sum of the weights of output channel filter `w` at the taps outside [ky_begin, ky_end) x
- * [kx_begin, kx_end) (the taps a border position skips). */
-static int32_t missing_weights(const int8_t *w, int32_t in_c, int32_t k_h, int32_t k_w,
-                               int32_t ky_begin, int32_t ky_end, int32_t kx_begin, int32_t kx_end)
+/* Every channel of the block at one output position from its patch (filter_size contiguous
+ * bytes whose padding taps hold the input zero point): acc = sum patch * w + corr. */
+static void pixel_from_patch(const conv_ctx_t *c, const int8_t *patch, int8_t *out_px)
 {
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t k = c->filter_size;
+    int32_t oc = c->oc_base;
+    for (; oc + 4 <= c->oc_end; oc += 4) {
+        int32_t acc[4] = {0, 0, 0, 0};
+        dot4(patch, c->filter + oc * k, k, k, acc);
+        store4(acc, c->corr + (oc - c->oc_base), oc, p, out_px);
+    }
+    for (; oc < c->oc_end; ++oc) {
+        const int32_t acc = add_wrap(dot1(patch, c->filter + oc * k, k), c->corr[oc - c->oc_base]);
+        out_px[oc] = output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q);
+    }
+}
+
+/* Sum of the weights of filter `w` at the taps outside the window's valid ranges (the taps a
+ * border position skips). */
+static int32_t missing_weights(const conv_ctx_t *c, const window_t *win, const int8_t *w)
+{
+    const int32_t in_c = c->params->input.c;
+    const int32_t k_h = c->params->filter.h;
+    const int32_t k_w = c->params->filter.w;
     const int32_t w_row = k_w * in_c;
     int32_t sum = 0;
-    if (ky_begin > 0) {
-        sum += sum_s8(w, ky_begin * w_row);
+    if (win->ky_begin > 0) {
+        sum += sum_s8(w, win->ky_begin * w_row);
     }
-    if (ky_end < k_h) {
-        sum += sum_s8(w + ky_end * w_row, (k_h - ky_end) * w_row);
+    if (win->ky_end < k_h) {
+        sum += sum_s8(w + win->ky_end * w_row, (k_h - win->ky_end) * w_row);
     }
-    for (int32_t ky = ky_begin; ky < ky_end; ++ky) {
-        if (kx_begin > 0) {
-            sum += sum_s8(w + ky * w_row, kx_begin * in_c);
+    for (int32_t ky = win->ky_begin; ky < win->ky_end; ++ky) {
+        if (win->kx_begin > 0) {
+            sum += sum_s8(w + ky * w_row, win->kx_begin * in_c);
         }
-        if (kx_end < k_w) {
-            sum += sum_s8(w + ky * w_row + kx_end * in_c, (k_w - kx_end) * in_c);
+        if (win->kx_end < k_w) {
+            sum += sum_s8(w + ky * w_row + win->kx_end * in_c, (k_w - win->kx_end) * in_c);
         }
     }
     return sum;
+}
+
+/* Every channel of the block at one output position, for filters too large for the patch buffer:
+ * one dot product per run of valid taps (ky, kx, 0..C_in-1), all the kx of one ky being one run
+ * when dilation_w == 1. The padding taps are missing from these sums, so at a border
+ * input_offset * (their weights' sum) is taken back out of corr. */
+MCU_CONV_NOINLINE static void pixel_from_runs(const conv_ctx_t *c, const window_t *win,
+                                               int8_t *out_px)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t in_c = p->input.c;
+    const int32_t k = c->filter_size;
+    const int32_t cols = win->kx_end - win->kx_begin;
+    const int32_t rows = cols > 0 ? win->ky_end - win->ky_begin : 0;
+    const int full = rows == p->filter.h && cols == p->filter.w;
+    const int32_t runs_per_row = p->dilation_w == 1 ? 1 : cols;
+    const int32_t run_len = p->dilation_w == 1 ? cols * in_c : in_c;
+    const int32_t x_run_step = p->dilation_w * in_c;
+    const int32_t x_row_step = p->dilation_h * c->in_row;
+    const int32_t w_row_step = p->filter.w * in_c;
+    const int8_t *x_first = win->in_batch; /* only read when rows > 0 */
+    if (rows > 0) {
+        x_first = win->in_batch + (win->y0 + win->ky_begin * p->dilation_h) * c->in_row +
+                  (win->x0 + win->kx_begin * p->dilation_w) * in_c;
+    }
+    const int8_t *const w_first = c->filter + win->ky_begin * w_row_step + win->kx_begin * in_c;
+
+    for (int32_t oc = c->oc_base; oc < c->oc_end; oc += 4) {
+        const int32_t group = c->oc_end - oc < 4 ? c->oc_end - oc : 4;
+        int32_t acc[4] = {0, 0, 0, 0};
+        for (int32_t j = 0; j < rows; ++j) {
+            for (int32_t r = 0; r < runs_per_row; ++r) {
+                const int8_t *const x = x_first + j * x_row_step + r * x_run_step;
+                const int8_t *const w = w_first + oc * k + j * w_row_step + r * in_c;
+                if (group == 4) {
+                    dot4(x, w, k, run_len, acc);
+                } else {
+                    for (int32_t g = 0; g < group; ++g) {
+                        acc[g] = add_wrap(acc[g], dot1(x, w + g * k, run_len));
+                    }
+                }
+            }
+        }
+        int32_t corr[4];
+        for (int32_t g = 0; g < group; ++g) {
+            const uint32_t missing =
+                full ? 0u : (uint32_t)missing_weights(c, win, c->filter + (oc + g) * k);
+            corr[g] = add_wrap(c->corr[oc + g - c->oc_base],
+                               (int32_t)(0u - (uint32_t)p->q.input_offset * missing));
+        }
+        if (group == 4) {
+            store4(acc, corr, oc, p, out_px);
+        } else {
+            for (int32_t g = 0; g < group; ++g) {
+                out_px[oc + g] = output_stage(add_wrap(acc[g], corr[g]), p->multiplier[oc + g],
+                                              p->shift[oc + g], &p->q);
+            }
+        }
+    }
+}
+
+/* One block of output channels (c->corr filled) at every batch and output position. */
+MCU_CONV_NOINLINE static void conv_block(const conv_ctx_t *c, const int8_t *input, int8_t *output,
+                                         int8_t *patch_buf)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t in_h = p->input.h;
+    const int32_t in_w = p->input.w;
+    const int32_t in_c = p->input.c;
+    const int32_t k_h = p->filter.h;
+    const int32_t k_w = p->filter.w;
+    const int32_t out_h = p->output.h;
+    const int32_t out_w = p->output.w;
+    const int32_t out_c = p->output.c;
+    /* A window inside the input is one run of it when its taps are adjacent in one row. */
+    const int contiguous = k_h == 1 && (k_w == 1 || p->dilation_w == 1);
+    for (int32_t b = 0; b < p->input.n; ++b) {
+        window_t win;
+        win.in_batch = input + b * in_h * c->in_row;
+        for (int32_t out_y = 0; out_y < out_h; ++out_y) {
+            win.y0 = out_y * p->stride_h - p->pad_top;
+            valid_taps(win.y0, p->dilation_h, k_h, in_h, &win.ky_begin, &win.ky_end);
+            for (int32_t out_x = 0; out_x < out_w; ++out_x) {
+                win.x0 = out_x * p->stride_w - p->pad_left;
+                valid_taps(win.x0, p->dilation_w, k_w, in_w, &win.kx_begin, &win.kx_end);
+                int8_t *const out_px = output + ((b * out_h + out_y) * out_w + out_x) * out_c;
+                /* acc[oc] = sum_{ky,kx,ic} (in[b,iy,ix,ic] + input_offset) * w[oc,ky,kx,ic]
+                 *           + bias[oc]
+                 *         = sum_{ky,kx,ic} in[b,iy,ix,ic] * w[oc,ky,kx,ic] + corr[oc]
+                 * with iy = y0 + ky * dilation_h, ix = x0 + kx * dilation_w, the taps outside the
+                 * input counting as in = -input_offset (adding nothing). */
+                const int full = win.ky_begin == 0 && win.ky_end == k_h && win.kx_begin == 0 &&
+                                 win.kx_end == k_w;
+                if (full && contiguous) {
+                    pixel_from_patch(c, win.in_batch + win.y0 * c->in_row + win.x0 * in_c, out_px);
+                } else if (c->filter_size <= MCU_CONV_PATCH_BYTES) {
+                    gather_patch(c, &win, patch_buf);
+                    pixel_from_patch(c, patch_buf, out_px);
+                } else {
+                    pixel_from_runs(c, &win, out_px);
+                }
+            }
+        }
+    }
 }
 
 mcu_status_t mcu_conv2d_s8(const mcu_conv_params_t *params, const int8_t *input,
@@ -432,141 +638,28 @@ mcu_status_t mcu_conv2d_s8(const mcu_conv_params_t *params, const int8_t *input,
         return MCU_ERR_ARG;
     }
 
-    const int32_t batches = in_dims->n;
-    const int32_t in_h = in_dims->h;
-    const int32_t in_w = in_dims->w;
-    const int32_t in_c = in_dims->c;
-    const int32_t k_h = f_dims->h;
-    const int32_t k_w = f_dims->w;
-    const int32_t out_h = out_dims->h;
-    const int32_t out_w = out_dims->w;
     const int32_t out_c = out_dims->c;
-    const int32_t stride_h = params->stride_h;
-    const int32_t stride_w = params->stride_w;
-    const int32_t dilation_h = params->dilation_h;
-    const int32_t dilation_w = params->dilation_w;
     const int32_t input_offset = params->q.input_offset;
-    const int8_t pad_value = (int8_t)(-input_offset); /* the input zero point */
-    const int32_t filter_size = k_h * k_w * in_c;    /* bytes of one output channel's filter */
-    const int32_t in_row = in_w * in_c;              /* bytes of one input row */
-    const int32_t w_row = k_w * in_c;                /* bytes of one filter row */
-    /* A window inside the input is one run of it when its taps are adjacent in one row. */
-    const int contiguous = k_h == 1 && (k_w == 1 || dilation_w == 1);
-    int8_t patch_buf[MCU_CONV_PATCH_BYTES];
-    int32_t corr[MCU_CONV_OC_BLOCK];
-
-    for (int32_t oc_base = 0; oc_base < out_c; oc_base += MCU_CONV_OC_BLOCK) {
-        const int32_t oc_end =
-            out_c - oc_base < MCU_CONV_OC_BLOCK ? out_c : oc_base + MCU_CONV_OC_BLOCK;
+    const int32_t filter_size = f_dims->h * f_dims->w * in_dims->c;
+    /* Stack buffers sized to this call's need (C99 variable-length arrays, bounded by the two
+     * macros): the patch when windows are gathered, the block's corrections. */
+    int8_t patch_buf[filter_size <= MCU_CONV_PATCH_BYTES ? filter_size : 1];
+    int32_t corr[out_c < MCU_CONV_OC_BLOCK ? out_c : MCU_CONV_OC_BLOCK];
+    conv_ctx_t c;
+    c.params = params;
+    c.filter = filter;
+    c.filter_size = filter_size;
+    c.in_row = in_dims->w * in_dims->c;
+    c.corr = corr;
+    for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += MCU_CONV_OC_BLOCK) {
+        c.oc_end = out_c - c.oc_base < MCU_CONV_OC_BLOCK ? out_c : c.oc_base + MCU_CONV_OC_BLOCK;
         /* corr[oc] = bias[oc] + input_offset * sum_{ky,kx,ic} w[oc,ky,kx,ic] */
-        for (int32_t oc = oc_base; oc < oc_end; ++oc) {
+        for (int32_t oc = c.oc_base; oc < c.oc_end; ++oc) {
             const int32_t w_sum = sum_s8(filter + oc * filter_size, filter_size);
-            corr[oc - oc_base] = add_wrap(bias != NULL ? bias[oc] : 0,
-                                          (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
+            corr[oc - c.oc_base] = add_wrap(bias != NULL ? bias[oc] : 0,
+                                            (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
         }
-
-        for (int32_t b = 0; b < batches; ++b) {
-            const int8_t *const in_batch = input + b * in_h * in_row;
-            for (int32_t out_y = 0; out_y < out_h; ++out_y) {
-                const int32_t in_y_origin = out_y * stride_h - params->pad_top;
-                int32_t ky_begin, ky_end;
-                valid_taps(in_y_origin, dilation_h, k_h, in_h, &ky_begin, &ky_end);
-                for (int32_t out_x = 0; out_x < out_w; ++out_x) {
-                    const int32_t in_x_origin = out_x * stride_w - params->pad_left;
-                    int32_t kx_begin, kx_end;
-                    valid_taps(in_x_origin, dilation_w, k_w, in_w, &kx_begin, &kx_end);
-                    int8_t *const out_px = output + ((b * out_h + out_y) * out_w + out_x) * out_c;
-                    const int full = ky_begin == 0 && ky_end == k_h && kx_begin == 0 && kx_end == k_w;
-
-                    /* acc[oc] = sum_{ky,kx,ic} (in[b,iy,ix,ic] + input_offset) * w[oc,ky,kx,ic] + bias[oc]
-                     *         = sum_{ky,kx,ic} in[b,iy,ix,ic] * w[oc,ky,kx,ic] + corr[oc]
-                     * with iy = in_y_origin + ky * dilation_h, ix = in_x_origin + kx * dilation_w,
-                     * the taps outside the input counting as in = -input_offset (adding 0). */
-                    const int8_t *patch = NULL;
-                    if (full && contiguous) {
-                        patch = in_batch + in_y_origin * in_row + in_x_origin * in_c;
-                    } else if (filter_size <= MCU_CONV_PATCH_BYTES) {
-                        gather_patch(in_batch, in_row, in_c, in_y_origin, in_x_origin, k_h, k_w,
-                                     dilation_h, dilation_w, ky_begin, ky_end, kx_begin, kx_end,
-                                     pad_value, patch_buf);
-                        patch = patch_buf;
-                    }
-                    if (patch != NULL) {
-                        int32_t oc = oc_base;
-                        for (; oc + 4 <= oc_end; oc += 4) {
-                            int32_t acc[4] = {0, 0, 0, 0};
-                            dot4(patch, filter + oc * filter_size, filter_size, filter_size, acc);
-                            store4(acc, corr + (oc - oc_base), oc, params, out_px);
-                        }
-                        for (; oc < oc_end; ++oc) {
-                            const int32_t acc = add_wrap(
-                                dot1(patch, filter + oc * filter_size, filter_size),
-                                corr[oc - oc_base]);
-                            out_px[oc] = output_stage(acc, params->multiplier[oc],
-                                                      params->shift[oc], &params->q);
-                        }
-                        continue;
-                    }
-
-                    /* A filter too large for the patch buffer: one dot product per run of valid
-                     * taps (ky, kx, 0..C_in-1), all the kx of one ky being one run when
-                     * dilation_w == 1; the padding taps are missing from these sums, so
-                     * input_offset * (their weights' sum) is taken back out of corr. */
-                    const int32_t runs_per_row = dilation_w == 1 ? 1 : kx_end - kx_begin;
-                    const int32_t run_len = dilation_w == 1 ? (kx_end - kx_begin) * in_c : in_c;
-                    const int32_t x_run_step = dilation_w == 1 ? 0 : dilation_w * in_c;
-                    const int32_t w_run_step = dilation_w == 1 ? 0 : in_c;
-                    const int32_t rows = kx_end > kx_begin ? ky_end - ky_begin : 0;
-                    const int8_t *x_first = in_batch; /* only read when rows > 0 */
-                    if (rows > 0) {
-                        x_first = in_batch + (in_y_origin + ky_begin * dilation_h) * in_row +
-                                  (in_x_origin + kx_begin * dilation_w) * in_c;
-                    }
-                    const int32_t w_first = ky_begin * w_row + kx_begin * in_c;
-                    int32_t oc = oc_base;
-                    for (; oc < oc_end; oc += 4) {
-                        const int32_t group = oc_end - oc < 4 ? oc_end - oc : 4;
-                        int32_t acc[4] = {0, 0, 0, 0};
-                        for (int32_t j = 0; j < rows; ++j) {
-                            const int8_t *const x = x_first + j * dilation_h * in_row;
-                            const int8_t *const w = filter + oc * filter_size + w_first + j * w_row;
-                            for (int32_t r = 0; r < runs_per_row; ++r) {
-                                if (group == 4) {
-                                    dot4(x + r * x_run_step, w + r * w_run_step, filter_size,
-                                         run_len, acc);
-                                } else {
-                                    for (int32_t k = 0; k < group; ++k) {
-                                        acc[k] = add_wrap(acc[k],
-                                                          dot1(x + r * x_run_step,
-                                                               w + k * filter_size + r * w_run_step,
-                                                               run_len));
-                                    }
-                                }
-                            }
-                        }
-                        int32_t group_corr[4];
-                        for (int32_t k = 0; k < group; ++k) {
-                            const int32_t missing =
-                                full ? 0
-                                     : missing_weights(filter + (oc + k) * filter_size, in_c, k_h,
-                                                       k_w, ky_begin, ky_end, kx_begin, kx_end);
-                            group_corr[k] = add_wrap(corr[oc + k - oc_base],
-                                                     (int32_t)(0u - (uint32_t)input_offset *
-                                                                        (uint32_t)missing));
-                        }
-                        if (group == 4) {
-                            store4(acc, group_corr, oc, params, out_px);
-                        } else {
-                            for (int32_t k = 0; k < group; ++k) {
-                                out_px[oc + k] = output_stage(add_wrap(acc[k], group_corr[k]),
-                                                              params->multiplier[oc + k],
-                                                              params->shift[oc + k], &params->q);
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        conv_block(&c, input, output, patch_buf);
     }
     return MCU_OK;
 }
