@@ -11,7 +11,7 @@
    the three kernel files replaced by their text at git revision --baseline (the last commit with
    the reference loops), "after" = the working tree.
 2. Kernels alone: one kernel call on the geometries of the CMSIS-NN reference figures in
-   /work/shared/docs/target-notes.md, on every QEMU core, before and after.
+   ../shared/docs/target-notes.md, on every QEMU core, before and after.
 3. Case table: ~70 random and hand-picked geometries of the three kernels (odd channel counts,
    padding, strides, dilation, depth multipliers, batches, 1x1, c_in = 1, zero-point extremes,
    wide shifts, unaligned tensor and weight addresses) in one firmware per core, compared bit for
@@ -549,7 +549,7 @@ def report(rev: str, cases: list[KCase], checks: dict[str, TableRun],
         "",
         ("One kernel call (random data, input zero point -128, per-channel requantization), "
          "instructions between the markers. The last column is **copied from "
-         "/work/shared/docs/target-notes.md, not measured here**: CMSIS-NN v7.0.0, different "
+         "../shared/docs/target-notes.md, not measured here**: CMSIS-NN v7.0.0, different "
          "kernels (im2col and scratch buffers, its own loop structure), built at -Ofast while "
          "ours are at -O2. Context, not a like-for-like race."),
         "",
