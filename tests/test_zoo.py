@@ -28,19 +28,10 @@ N_SAMPLES = 8  # host: seeded inputs per variant
 # ~100.
 ORT_SANITY_MAX_DIFF = 8
 
-_CONSTANT = "op Constant not supported yet (torch export without constant folding)"
-_QOP_SLICE = ("QOperator leaves Slice float (DequantizeLinear -> Slice chain -> QuantizeLinear): "
-              "float islands not supported yet")
-_QOP_FLATTEN = ("QOperator: Flatten after QLinearGlobalAveragePool gets no shape (com.microsoft "
-                "op outputs are not shape-inferred)")
-_QOP_HARDSWISH = "QOperator leaves HardSwish float (no QLinear kernel): float islands not supported yet"
 
 # variant id -> why compile_model raises UnsupportedError for it; kept equal to what fails (strict
 # xfail here, exact set in test_zoo_failures_are_unsupported_ops)
-XFAIL: dict[str, str] = {
-    "slice_split-qop-pc-s8": _QOP_SLICE,
-    "hardswish-qop-pc-s8": _QOP_HARDSWISH,
-}
+XFAIL: dict[str, str] = {}  # every variant compiles today; list new failures here with the reason
 
 
 def _param(v):

@@ -29,6 +29,9 @@ from emitter.ir import Boundary, Graph, Node, QuantParams, Tensor
 from emitter.quant import round_half_away
 
 MOVEMENT_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout", "Transpose")
+# float ops whose output may stay in their input's int8 form when no QuantizeLinear follows
+KEEPS_RANGE = MOVEMENT_OPS + ("Slice", "MaxPool", "AveragePool", "GlobalAveragePool", "ReduceMean",
+                             "ReduceMax", "Pad")
 INT8_OPS = MOVEMENT_OPS + ("MaxPool", "Pad", "Slice", "Split", "Resize")  # may run on int8 directly
 ACTIVATION_OPS = ("Relu", "Clip")
 
@@ -224,8 +227,9 @@ class Lowerer:
 
     # -- int8 tensors -----------------------------------------------------------------------
     def int8_tensor(self, onnx_name: str, quant: QuantParams,
-                    shape_hint: tuple[int, ...] | None = None) -> str:
-        """IR tensor for an ONNX int8/uint8 activation, created on first sight."""
+                    shape_hint: tuple[int, ...] | None = None, synthetic: bool = False) -> str:
+        """IR tensor for an ONNX int8/uint8 activation, created on first sight (synthetic: the
+        int8 form mcugen chose for a float tensor of a float chain)."""
         if onnx_name in self.ir_name:
             name = self.ir_name[onnx_name]
             known = self.ctx.tensors[name].quant
@@ -233,7 +237,7 @@ class Lowerer:
                 raise QuantError(f"tensor '{onnx_name}' is dequantized with two different scales "
                                  "or zero points; re-export the model with one per tensor")
             return name
-        dtype = self.onnx_dtype(onnx_name)
+        dtype = np.dtype(np.int8) if synthetic else self.onnx_dtype(onnx_name)
         if dtype is not None and dtype == np.uint8:
             quant = QuantParams(quant.scale, quant.zero_point - 128, quant.axis)
         elif dtype is not None and dtype != np.int8:
@@ -252,7 +256,8 @@ class Lowerer:
         if shape is None:
             raise NodeUnsupported(f"shape of '{onnx_name}' is unknown after shape inference")
         name = self.ctx.act(onnx_name, shape, quant)
-        self.ir_name[onnx_name] = name
+        if not synthetic:  # a float chain's tensor is reached through dq_act, not as int8 ONNX data
+            self.ir_name[onnx_name] = name
         return name
 
     # -- main walk --------------------------------------------------------------------------
@@ -486,6 +491,14 @@ class Lowerer:
             absorbed.append(nxt)
             t = nxt.output[0]
             nxt = self.single_consumer(t)
+        if (nxt is None or nxt.op_type != "QuantizeLinear") and not absorbed and bias is None:
+            synthetic = self.synthetic_quant(node)
+            if synthetic is not None:  # a float chain: give this output an exact int8 form
+                q = self.make_qnode(node, node.op_type, [self.qin(i) for i in node.input], t, synthetic,
+                                    lo, hi, None, node.op_type + " (float chain)", synthetic=True)
+                self.lowering[node.op_type](self.ctx, q)
+                self.dq_act[t] = q.output
+                return
         if nxt is None or nxt.op_type != "QuantizeLinear":
             raise NodeUnsupported(f"output '{node.output[0]}' is not quantized (no QuantizeLinear "
                                   "after it); float islands are not supported yet")
@@ -529,10 +542,35 @@ class Lowerer:
         t = self.ctx.tensors[ir]
         return QIn(ir, None, t.quant, t.shape)
 
+    def synthetic_quant(self, node: onnx.NodeProto) -> QuantParams | None:
+        """The int8 form of a float output no QuantizeLinear follows, where it is exact or nearly:
+        movement and pooling ops keep their input's scale (their values stay in its range); a
+        unary function gets the scale that spans its 256 possible values."""
+        src = node.input[0] if node.input else ""
+        if src not in self.dq_act:
+            return None
+        xq = self.ctx.tensors[self.dq_act[src]].quant
+        assert xq is not None
+        if node.op_type in KEEPS_RANGE:
+            return xq
+        from emitter.ops.lut import FUNCTIONS
+
+        if node.op_type not in FUNCTIONS:
+            return None
+        defaults, build = FUNCTIONS[node.op_type]
+        fn = build({**defaults, **onnx_attrs(node)})
+        vals = np.array([fn(xq.s * (c - xq.zp)) for c in range(-128, 128)], dtype=np.float64)
+        lo, hi = min(0.0, float(np.nanmin(vals))), max(0.0, float(np.nanmax(vals)))
+        if not np.isfinite(lo) or not np.isfinite(hi) or hi <= lo:
+            return None
+        scale = (hi - lo) / 255.0
+        zp = int(np.clip(round_half_away(-128 - lo / scale), -128, 127))
+        return QuantParams.per_tensor(scale, zp)
+
     def make_qnode(self, node: onnx.NodeProto, op_type: str, inputs: list[QIn], out_onnx: str,
                    out_q: QuantParams, lo: float, hi: float, bias: QIn | None, source: str,
-                   shape_hint: tuple[int, ...] | None = None) -> QNode:
-        out = self.int8_tensor(out_onnx, out_q, shape_hint)
+                   shape_hint: tuple[int, ...] | None = None, synthetic: bool = False) -> QNode:
+        out = self.int8_tensor(out_onnx, out_q, shape_hint, synthetic)
         oq = self.ctx.tensors[out].quant
         assert oq is not None
         act_min, act_max = -128, 127
