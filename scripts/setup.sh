@@ -20,4 +20,6 @@ fi
 
 PY=${PYTHON:-python3}
 echo "== pip install -e .[test]"
-$PY -m pip install -q --disable-pip-version-check -e ".[test]"
+# (a Debian system Python marks itself externally managed: then install next to it anyway)
+$PY -m pip install -q --disable-pip-version-check -e ".[test]" ||
+    $PY -m pip install -q --disable-pip-version-check --break-system-packages -e ".[test]"

@@ -31,7 +31,7 @@ import numpy as np
 
 from emitter.errors import ToolchainError, UsageError
 from emitter.kernel_params import Bcast
-from emitter.ops.base import ConstArg, IntArg, NullArg, Prepared, TensorArg
+from emitter.ops.base import ConstArg, IntArg, NullArg, Prepared
 from emitter.resources import data_dir
 
 SUPPORTED = "v7.0.0"
@@ -162,7 +162,7 @@ class Converter:
                 StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), y)
         q = (f"conv {self.var} {dims_q(c.input)} {dims_q(c.filter)} {dims_q(c.output)} "
              f"{c.stride_w} {c.stride_h} {c.pad_left} {c.pad_top} {c.dilation_w} {c.dilation_h}")
-        return self.call(p, "arm_convolve_wrapper_s8", args, "conv", ("input_dims", "filter_dims", "output_dims")), q
+        return self.call(p, "arm_convolve_wrapper_s8", args), q
 
     def mcu_depthwise_conv2d_s8(self, p: Prepared):
         c = p.params
@@ -185,7 +185,7 @@ class Converter:
                 StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), y)
         q = (f"dw {self.var} {dims_q(c.input)} {dims_q(c.filter)} {dims_q(c.output)} "
              f"{c.stride_w} {c.stride_h} {c.pad_left} {c.pad_top} {c.dilation_w} {c.dilation_h} {c.depth_multiplier}")
-        return self.call(p, "arm_depthwise_conv_wrapper_s8", args, "dw", ("input_dims", "filter_dims", "output_dims")), q
+        return self.call(p, "arm_depthwise_conv_wrapper_s8", args), q
 
     def mcu_fully_connected_s8(self, p: Prepared):
         c = p.params
@@ -213,7 +213,7 @@ class Converter:
             sums = (bias + c.q.input_offset * w.data.astype(np.int64).reshape(c.out_features, -1).sum(axis=1))
             ctx = self.ctx(False, arr(ConstArg("kernel_sums", sums.astype(np.int32)), "(void *)"), 4 * c.out_features)
             return replace(p, kernel=fn, params=None, args=(ctx, *args), summary=p.summary + "; CMSIS-NN"), None
-        return self.call(p, fn, tuple(args), None, ()), f"fc {self.var} {c.in_features} 1 1 {c.out_features}"
+        return self.call(p, fn, tuple(args)), f"fc {self.var} {c.in_features} 1 1 {c.out_features}"
 
     def pool(self, p: Prepared, fn: str, scratch: bool):
         c = p.params
@@ -224,7 +224,7 @@ class Converter:
                 StructArg("cmsis_nn_dims", "input_dims", dims(c.input)), x,
                 StructArg("cmsis_nn_dims", "filter_dims", {"n": 1, "h": c.filter_h, "w": c.filter_w, "c": 1}),
                 StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), y)
-        return self.call(p, fn, args, None, ()), (f"avg {self.var} {c.output.w} {c.input.c}" if scratch else None)
+        return self.call(p, fn, args), (f"avg {self.var} {c.output.w} {c.input.c}" if scratch else None)
 
     def mcu_avgpool_s8(self, p: Prepared):
         return self.pool(p, "arm_avgpool_s8", True)
@@ -267,9 +267,8 @@ class Converter:
         return replace(p, kernel="arm_softmax_s8", params=None, args=args,
                        summary=p.summary + "; CMSIS-NN"), None
 
-    def call(self, p: Prepared, fn: str, args: tuple, params_suffix: str | None,
-             check_dims: tuple[str, ...]) -> Prepared:
-        """A call with a cmsis_nn_context first (scratch planned later); size filled by finish()."""
+    def call(self, p: Prepared, fn: str, args: tuple) -> Prepared:
+        """A call with a cmsis_nn_context first; its size is filled in by with_scratch()."""
         return replace(p, kernel=fn, params=None, args=(self.ctx(True), *args),
                        summary=p.summary + "; CMSIS-NN")
 
