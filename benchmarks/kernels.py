@@ -467,7 +467,9 @@ def run_table(cases: list[KCase], board_name: str, kernels: dict[str, bytes],
     (bundle / "mcu_runtime" / "kernels").mkdir(parents=True, exist_ok=True)
     (bundle / "mcu_runtime" / "include").mkdir(parents=True, exist_ok=True)
     glue.mkdir(parents=True, exist_ok=True)
-    for h in ("mcu_nn.h", "mcu_math.h"):
+    from emitter.render import RUNTIME_HEADERS
+
+    for h in RUNTIME_HEADERS:
         (bundle / "mcu_runtime" / "include" / h).write_bytes(
             (ROOT / "mcu_runtime" / "include" / h).read_bytes())
     for rel, src in kernels.items():

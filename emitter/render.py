@@ -37,7 +37,7 @@ from emitter.ops.base import ConstArg, IntArg, NullArg, TensorArg, TensorListArg
 from emitter.planner import scratch_of
 from emitter.resources import data_dir
 
-RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h")
+RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_kernel_util.h")
 
 
 @functools.lru_cache(maxsize=1)

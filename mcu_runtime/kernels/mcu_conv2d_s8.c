@@ -33,6 +33,7 @@
  */
 #include <string.h>
 
+#include "mcu_kernel_util.h"
 #include "mcu_math.h"
 #include "mcu_nn.h"
 
@@ -63,84 +64,11 @@
 #include <arm_acle.h>
 #endif
 
-static int dims_valid(const mcu_dims_t *d)
-{
-    return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
-}
-
-static int quant_io_valid(const mcu_quant_io_t *q)
-{
-    return q->input_offset >= -MCU_INT8_MAX && q->input_offset <= -MCU_INT8_MIN &&
-           q->output_offset >= MCU_INT8_MIN && q->output_offset <= MCU_INT8_MAX &&
-           q->act_min >= MCU_INT8_MIN && q->act_max <= MCU_INT8_MAX && q->act_min <= q->act_max;
-}
-
-/* Every shift must keep mcu_requantize's shifts in range: shift in [-31, 30]. */
-static int shifts_valid(const int32_t *shift, int32_t count)
-{
-    for (int32_t i = 0; i < count; ++i) {
-        if (shift[i] < -31 || shift[i] > 30) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* The taps k in [*begin, *end) of a window with `taps` taps whose input index
- * origin + k * dilation lies in [0, size). *begin == *end when none does. */
-static void valid_taps(int32_t origin, int32_t dilation, int32_t taps, int32_t size,
-                       int32_t *begin, int32_t *end)
-{
-    /* (no division when dilation == 1: Armv6-M divides in a library call) */
-    const int32_t first =
-        origin >= 0 ? 0 : (dilation == 1 ? -origin : (-origin + dilation - 1) / dilation);
-    const int32_t last_index = size - 1 - origin; /* k * dilation <= last_index */
-    const int32_t past =
-        last_index < 0 ? 0 : (dilation == 1 ? last_index : last_index / dilation) + 1;
-    *begin = first < taps ? first : taps;
-    *end = past < taps ? past : taps;
-    if (*end < *begin) {
-        *end = *begin;
-    }
-}
-
 /* a + b with int32 wrap-around (no undefined behaviour): sums of terms that the reference adds
  * in another order. */
 static inline int32_t add_wrap(int32_t a, int32_t b)
 {
     return (int32_t)((uint32_t)a + (uint32_t)b);
-}
-
-/*
- * gemmlowp's SaturatingRoundingDoublingHighMul without its saturating case (a = b = INT32_MIN,
- * which the caller handles): it truncates (a*b + nudge) / 2^31 toward zero with nudge = 2^30 for
- * a*b >= 0 and 1 - 2^30 otherwise; both cases equal floor((a*b + 2^30) / 2^31) (for a*b < 0:
- * trunc(v / 2^31) = floor((v + 2^31 - 1) / 2^31) with v = a*b + 1 - 2^30), one arithmetic shift.
- * (On Armv6-M gcc's __aeabi_lmul for the product is as fast as a hand-split 16x16 version.)
- */
-static inline int32_t high_mul(int32_t a, int32_t b)
-{
-    return (int32_t)(((int64_t)a * b + ((int64_t)1 << 30)) >> 31);
-}
-
-/*
- * One output element: mcu_requantize(acc, multiplier, shift) + output_offset, clamped to
- * [act_min, act_max]; bit for bit mcu_math.h's arithmetic in fewer instructions (high_mul above;
- * RoundingDivideByPOT keeps its remainder/threshold form, with a 32-bit mask).
- */
-static inline int8_t output_stage(int32_t acc, int32_t multiplier, int32_t shift,
-                                  const mcu_quant_io_t *q)
-{
-    const int32_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    const int32_t x = (int32_t)((uint32_t)acc << left);
-    const int32_t high =
-        (x == INT32_MIN && multiplier == INT32_MIN) ? INT32_MAX : high_mul(x, multiplier);
-    const int32_t mask = (int32_t)((1u << right) - 1u);
-    const int32_t remainder = high & mask;
-    const int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
-    const int32_t out = (high >> right) + (remainder > threshold ? 1 : 0) + q->output_offset;
-    return (int8_t)mcu_clamp_s32(out, q->act_min, q->act_max);
 }
 
 /*
