@@ -8,7 +8,8 @@ from emitter.errors import BudgetError
 
 def peak_step(c: Compiled) -> tuple[int, list[tuple[str, int]]]:
     """The step with the most live arena bytes and the buffers live there, largest first."""
-    best, live = 0, []
+    best = 0
+    live: list[tuple[str, int]] = []
     for s in range(len(c.graph.nodes)):
         here = [(b.name, b.size) for b in c.plan.buffers if b.first <= s <= b.last]
         total = sum(size for _, size in here)

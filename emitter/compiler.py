@@ -110,9 +110,9 @@ def compile_model(path: str | Path, name: str | None = None,
                     cmsis_nn.check_path(cmsis_path) if backend == "cmsis-nn" and cmsis_path else None)
 
 
-def golden_run(c: Compiled, inputs: list[np.ndarray], keep: bool = False) -> list[np.ndarray] | dict[str, np.ndarray]:
-    """Run the bit-exact numpy golden on int8 inputs in the caller's layout; returns int8 outputs
-    (or, with keep=True, every tensor's physical bytes by name)."""
+def golden_tensors(c: Compiled, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Run the bit-exact numpy golden on int8 inputs in the caller's layout; every tensor's
+    physical bytes by name."""
     g = c.graph
     if len(inputs) != len(g.inputs):
         raise UsageError(f"the model has {len(g.inputs)} inputs, {len(inputs)} given")
@@ -124,6 +124,10 @@ def golden_run(c: Compiled, inputs: list[np.ndarray], keep: bool = False) -> lis
         env[name] = x.astype(np.int8).ravel()
     for node, p in zip(g.nodes, c.prepared):
         env[node.outputs[0]] = np.asarray(p.golden(env)).astype(np.int8).ravel()
-    if keep:
-        return env
-    return [env[o].reshape(g.t(o).shape) for o in g.outputs]
+    return env
+
+
+def golden_run(c: Compiled, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The golden model's int8 outputs, shaped as the graph declares them."""
+    env = golden_tensors(c, inputs)
+    return [env[o].reshape(c.graph.t(o).shape) for o in c.graph.outputs]

@@ -7,7 +7,7 @@ output, in schedule order, with mcugen's golden model and with onnxruntime:
     # build: every file compiled with -DMCU_HARNESS_LAYERS -include model_glue.h, where the glue
     #        (rendered with layer_dump=True) defines <PREFIX>_AFTER_LAYER -> harness_after_layer()
     # run:   the harness appends (sample, layer index, bytes, output bytes) records to layers.bin
-    # golden_run(keep=True): every tensor's physical bytes
+    # golden_tensors(): every tensor's physical bytes
     # onnxruntime: the ONNX tensor of the same name (graph output of a copy of the model), as our
     #        int8 (uint8 - 128, float quantized), put into our physical order with layout.index_map
 
@@ -25,11 +25,10 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
 
 import numpy as np
 
-from emitter.compiler import Compiled, golden_run
+from emitter.compiler import Compiled, golden_tensors
 from emitter.errors import McugenError, ModelError, OutputError, UsageError, VerifyError
 from emitter.layout import index_map
 
@@ -355,7 +354,7 @@ def run_debug(c: Compiled, bundle: Path, board, samples: list[list[np.ndarray]],
               qemu: bool = True, work: Path | None = None) -> DebugReport:
     """Build, run and compare; the report holds one row per kernel call."""
     layers = debug_layers(c)
-    gold = [cast(dict[str, np.ndarray], golden_run(c, s, keep=True)) for s in samples]
+    gold = [golden_tensors(c, s) for s in samples]
     rep = DebugReport(board.name, len(samples), c.name, qemu=qemu)
     with tempfile.TemporaryDirectory(prefix="mcugen-debug-") as tmp:
         w = Path(work) if work is not None else Path(tmp)

@@ -31,9 +31,9 @@ from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.ir import Tensor
 from emitter.layout import is_identity
-from emitter.backends.cmsis_nn import RETURNS_VOID, CRef, StructArg, precheck
+from emitter.backends.cmsis_nn import RETURNS_VOID, precheck
 from emitter.backends.cmsis_nn import SUPPORTED as CMSIS_SUPPORTED
-from emitter.ops.base import ConstArg, IntArg, NullArg, TensorArg, TensorListArg
+from emitter.ops.base import ConstArg, CRef, IntArg, NullArg, StructArg, TensorArg, TensorListArg
 from emitter.planner import scratch_of
 from emitter.resources import data_dir
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -31,26 +31,10 @@ import numpy as np
 
 from emitter.errors import ToolchainError, UsageError
 from emitter.kernel_params import Bcast
-from emitter.ops.base import ConstArg, IntArg, NullArg, Prepared
+from emitter.ops.base import ConstArg, CRef, IntArg, NullArg, Prepared, StructArg
 from emitter.resources import data_dir
 
 SUPPORTED = "v7.0.0"
-
-
-@dataclass(frozen=True, eq=False)
-class CRef:
-    """A C expression in a struct field: a const array (optionally cast) or the scratch pointer."""
-    kind: str  # "array" | "scratch" | "null"
-    array: ConstArg | None = None
-    cast: str = ""
-
-
-@dataclass(frozen=True, eq=False)
-class StructArg:
-    """A `static const <ctype>` built from nested dicts of ints / CRefs, passed by address."""
-    ctype: str
-    suffix: str
-    fields: dict[str, Any]
 
 
 def cmsis_path() -> Path | None:
@@ -143,7 +127,7 @@ class Converter:
         return StructArg("cmsis_nn_context", "ctx", {"buf": CRef("scratch" if scratch else "null"), "size": -1 if scratch else 0})
 
     def mcu_conv2d_s8(self, p: Prepared):
-        c = p.params
+        c: Any = p.params
         x, f, b, y = p.args
         pad = 4 if self.var == "mve" else 0
         bias = b if isinstance(b, ConstArg) else ConstArg("bias", np.zeros(c.filter.n, np.int32))
@@ -165,8 +149,9 @@ class Converter:
         return self.call(p, "arm_convolve_wrapper_s8", args), q
 
     def mcu_depthwise_conv2d_s8(self, p: Prepared):
-        c = p.params
+        c: Any = p.params
         x, f, b, y = p.args
+        assert isinstance(f, ConstArg)
         pad = 4 if self.var == "mve" else 0
         bias = b if isinstance(b, ConstArg) else ConstArg("bias", np.zeros(c.output.c, np.int32))
         dw = {"input_offset": c.q.input_offset, "output_offset": c.q.output_offset, "ch_mult": c.depth_multiplier,
@@ -188,7 +173,7 @@ class Converter:
         return self.call(p, "arm_depthwise_conv_wrapper_s8", args), q
 
     def mcu_fully_connected_s8(self, p: Prepared):
-        c = p.params
+        c: Any = p.params
         x, w, b, y = p.args
         fc = {"input_offset": c.q.input_offset, "filter_offset": 0, "output_offset": c.q.output_offset,
               "activation": {"min": c.q.act_min, "max": c.q.act_max}}
@@ -208,6 +193,7 @@ class Converter:
                 StructArg("cmsis_nn_dims", "bias_dims", {"n": 1, "h": 1, "w": 1, "c": c.out_features}),
                 b if isinstance(b, ConstArg) else NullArg(),
                 StructArg("cmsis_nn_dims", "output_dims", {"n": c.batches, "h": 1, "w": 1, "c": c.out_features}), y]
+        assert isinstance(w, ConstArg)
         if self.var == "mve":  # kernel sums: bias[r] + input_offset * sum_c w[r][c], computed now
             bias = b.data.astype(np.int64) if isinstance(b, ConstArg) else np.zeros(c.out_features, np.int64)
             sums = (bias + c.q.input_offset * w.data.astype(np.int64).reshape(c.out_features, -1).sum(axis=1))
@@ -216,7 +202,7 @@ class Converter:
         return self.call(p, fn, tuple(args)), f"fc {self.var} {c.in_features} 1 1 {c.out_features}"
 
     def pool(self, p: Prepared, fn: str, scratch: bool):
-        c = p.params
+        c: Any = p.params
         x, y = p.args
         pool = {"stride": tile(c.stride_w, c.stride_h), "padding": tile(c.pad_left, c.pad_top),
                 "activation": {"min": c.act_min, "max": c.act_max}}
@@ -233,7 +219,7 @@ class Converter:
         return self.pool(p, "arm_max_pool_s8", False)
 
     def mcu_add_s8(self, p: Prepared):
-        c = p.params
+        c: Any = p.params
         full = Bcast(1, c.size)
         if c.in1 != full or c.in2 != full or c.input2_multiplier < 0:
             return None
@@ -246,7 +232,7 @@ class Converter:
                        summary=p.summary + "; CMSIS-NN"), None
 
     def mcu_mul_s8(self, p: Prepared):
-        c = p.params
+        c: Any = p.params
         full = Bcast(1, c.size)
         if c.in1 != full or c.in2 != full:
             return None
@@ -258,7 +244,7 @@ class Converter:
                        summary=p.summary + "; CMSIS-NN"), None
 
     def mcu_softmax_s8(self, p: Prepared):
-        c = p.params
+        c: Any = p.params
         if c.output_mode != 0:
             return None
         x, y = p.args
@@ -284,8 +270,10 @@ def precheck(kernel: str, idents: dict[str, str], ctx_size: int) -> str | None:
     args = [f"{idents[n.split('.')[0]]}.{n.split('.')[1]}" if "." in n else "&" + idents[n] for n in needs]
     return f"{fn}({', '.join(args)}) > {ctx_size}"
 GET_SIZE: dict[str, tuple[str, tuple[str, ...]]] = {  # kernel -> (size function, structs it takes)
-    "arm_convolve_wrapper_s8": ("arm_convolve_wrapper_s8_get_buffer_size", ("conv", "input_dims", "filter_dims", "output_dims")),
-    "arm_depthwise_conv_wrapper_s8": ("arm_depthwise_conv_wrapper_s8_get_buffer_size", ("dw", "input_dims", "filter_dims", "output_dims")),
+    "arm_convolve_wrapper_s8": ("arm_convolve_wrapper_s8_get_buffer_size",
+                                ("conv", "input_dims", "filter_dims", "output_dims")),
+    "arm_depthwise_conv_wrapper_s8": ("arm_depthwise_conv_wrapper_s8_get_buffer_size",
+                                      ("dw", "input_dims", "filter_dims", "output_dims")),
     "arm_fully_connected_s8": ("arm_fully_connected_s8_get_buffer_size", ("filter_dims",)),
     "arm_fully_connected_per_channel_s8": ("arm_fully_connected_s8_get_buffer_size", ("filter_dims",)),
     "arm_avgpool_s8": ("arm_avgpool_s8_get_buffer_size", ("output_dims.w", "input_dims.c")),

@@ -46,7 +46,23 @@ class TensorListArg:
     names: tuple[str, ...]
 
 
-CArg = TensorArg | ConstArg | IntArg | NullArg | TensorListArg
+@dataclass(frozen=True, eq=False)
+class CRef:
+    """A C expression in a struct field: a const array (optionally cast) or the scratch pointer."""
+    kind: str  # "array" | "scratch" | "null"
+    array: ConstArg | None = None
+    cast: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class StructArg:
+    """A `static const <ctype>` built from nested dicts of ints / CRefs, passed by address."""
+    ctype: str
+    suffix: str
+    fields: dict[str, Any]
+
+
+CArg = TensorArg | ConstArg | IntArg | NullArg | TensorListArg | StructArg
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,6 +7,7 @@ Requantization per output channel: M[c] = s_in * s_w[c] / s_out (double), TFLite
 from __future__ import annotations
 
 import math
+from typing import Callable, cast
 
 import numpy as np
 
@@ -148,20 +149,22 @@ def prepare(node: Node, g: Graph) -> Prepared:
     qio = QuantIO(-xq.zp, yq.zp, node.attrs["act_min"], node.attrs["act_max"])
     idims, odims = dims4(x.shape), dims4(y.shape)
     wdata = w.data.reshape(c_out, w.shape[1], kh, kw)
-    bias_arg = ConstArg("bias", b.data) if b is not None else NullArg()
     bias = b.data if b is not None else None
+    bias_arg = ConstArg("bias", bias) if bias is not None else NullArg()
     depthwise = node.attrs["group"] != 1
+    fn: Callable[..., np.ndarray]
+    p: ConvParams | DepthwiseConvParams
     if depthwise:
         filt = np.ascontiguousarray(wdata.transpose(1, 2, 3, 0))  # [1, KH, KW, C_out]
         p = DepthwiseConvParams(idims, Dims(1, kh, kw, c_out), odims, c_out // idims.c,
                                 sh, sw, dh, dw, pt, pl, qio, mult, shift)
-        kernel, fn = "mcu_depthwise_conv2d_s8", mcu_depthwise_conv2d_s8
+        kernel, fn = "mcu_depthwise_conv2d_s8", cast(Callable[..., np.ndarray], mcu_depthwise_conv2d_s8)
         macs = odims.h * odims.w * c_out * kh * kw
     else:
         filt = np.ascontiguousarray(wdata.transpose(0, 2, 3, 1))  # OHWI
-        p = ConvParams(idims, Dims(c_out, kh, kw, idims.c), odims, sh, sw, dh, dw, pt, pl, qio,  # type: ignore[assignment]
+        p = ConvParams(idims, Dims(c_out, kh, kw, idims.c), odims, sh, sw, dh, dw, pt, pl, qio,
                        mult, shift)
-        kernel, fn = "mcu_conv2d_s8", mcu_conv2d_s8
+        kernel, fn = "mcu_conv2d_s8", cast(Callable[..., np.ndarray], mcu_conv2d_s8)
         macs = odims.h * odims.w * c_out * kh * kw * idims.c
     in_shape = (idims.n, idims.h, idims.w, idims.c)
 

@@ -82,5 +82,5 @@ def prepare(node: Node, g: Graph) -> Prepared:
 
     return Prepared("mcu_fully_connected_s8", p,
                     (TensorArg(x.name), ConstArg("weights", weights),
-                     ConstArg("bias", b.data) if b is not None else NullArg(), TensorArg(y.name)),
+                     ConstArg("bias", bias) if bias is not None else NullArg(), TensorArg(y.name)),
                     golden, macs=batches * k * n_out, summary=f"{k} -> {n_out}, batches {batches}")

@@ -33,6 +33,7 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         code = None
         if len(q.inputs) > 2 and q.inputs[2].data is not None and q.inputs[2].data.size:
             c = q.inputs[2]
+            assert c.data is not None
             raw = c.data.ravel()[0]
             if c.quant is not None:  # QDQ: a dequantized constant
                 value = float((int(raw) - c.quant.zp) * c.quant.s)

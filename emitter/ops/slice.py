@@ -43,6 +43,10 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     if x.name is None:
         raise NodeUnsupported("input must be an int8 activation")
     rank = len(x.shape)
+    axes: list[int] | None
+    steps: list[int] | None
+    starts: list[int] | None
+    ends: list[int] | None
     if q.op_type == "Slice":
         if "starts" in q.attrs:  # opset < 10
             starts, ends = list(q.attrs["starts"]), list(q.attrs["ends"])
@@ -50,6 +54,8 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         else:
             starts, ends = const_ints(q, 1, "starts"), const_ints(q, 2, "ends")
             axes, steps = const_ints(q, 3, "axes"), const_ints(q, 4, "steps")
+        if starts is None or ends is None:
+            raise NodeUnsupported("Slice needs starts and ends")
         axes = list(range(len(starts))) if axes is None else [a + rank if a < 0 else a for a in axes]
         steps = [1] * len(starts) if steps is None else steps
         emit_slice(ctx, q, q.output, q.out_shape, q.out_quant,

@@ -480,7 +480,7 @@ class Lowerer:
         nxt = self.single_consumer(t)
         if node.op_type == "MatMul" and nxt is not None and nxt.op_type == "Add":
             other = nxt.input[1] if nxt.input[0] == t else nxt.input[0]
-            if other in self.dq_const and self.dq_const[other].data.dtype == np.int32:
+            if other in self.dq_const and str(getattr(self.dq_const[other].data, "dtype", "")) == "int32":
                 bias = self.dq_const[other]
                 absorbed.append(nxt)
                 t = nxt.output[0]
@@ -593,6 +593,7 @@ class Lowerer:
                 name = node.input[pos]
                 if name in self.dq_const:
                     qi = self.dq_const[name]
+                    assert qi.data is not None and qi.quant is not None
                     if qi.data.size != 1:
                         raise NodeUnsupported(f"Clip bound '{name}' must be a scalar")
                     val = float((qi.data.astype(np.float64).ravel() - qi.quant.zero_point) @ qi.quant.scale)
@@ -740,7 +741,7 @@ def infer_with_constants(m: OnnxModel, inits: dict[str, np.ndarray], folded: set
         tt = vi.type.tensor_type
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
         if tt.HasField("shape") and all(d is not None and d >= 0 for d in dims):
-            m.shapes.setdefault(vi.name, tuple(int(d) for d in dims))  # type: ignore[misc]
+            m.shapes.setdefault(vi.name, tuple(int(d or 0) for d in dims))  # type: ignore[misc]
 
 
 def constant_value(node: onnx.NodeProto) -> np.ndarray | None:
@@ -794,7 +795,7 @@ def complete_qop_shapes(m: OnnxModel, rounds: int = 8) -> None:
             tt = vi.type.tensor_type
             dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
             if tt.HasField("shape") and all(d is not None and d >= 0 for d in dims):
-                m.shapes.setdefault(vi.name, tuple(int(d) for d in dims))  # type: ignore[misc]
+                m.shapes.setdefault(vi.name, tuple(int(d or 0) for d in dims))  # type: ignore[misc]
             if tt.elem_type:
                 m.dtypes.setdefault(vi.name, onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
 
