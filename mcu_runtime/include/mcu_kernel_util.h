@@ -1,6 +1,7 @@
 /*
  * mcu_kernel_util.h - helpers shared by the convolution and fully connected kernels:
- * parameter checks, the valid-tap range of a padded window, and a fast exact requantization.
+ * parameter checks, the valid-tap range of a padded window, a fast exact requantization
+ * (scalar, and four lanes on MVE), and the DSP extension's byte loads and unpacks.
  * Internal to mcu_runtime (not part of the public API in mcu_nn.h).
  */
 #ifndef MCU_KERNEL_UTIL_H
@@ -83,5 +84,45 @@ static inline int8_t output_stage(int32_t acc, int32_t multiplier, int32_t shift
     const int32_t out = (high >> right) + (remainder > threshold ? 1 : 0) + q->output_offset;
     return (int8_t)mcu_clamp_s32(out, q->act_min, q->act_max);
 }
+
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(__ARM_BIG_ENDIAN)
+#include <arm_mve.h>
+
+/* requantize (CMSIS-NN's arm_requantize_mve, bit-exact with output_stage: VQRDMULH is
+ * SaturatingRoundingDoublingHighMul, VRSHL by -exponent after gemmlowp's fix-up of negative
+ * values is RoundingDivideByPOT), add the output offset, clamp: four lanes. */
+static inline int32x4_t output_stage4(int32x4_t acc, int32x4_t multiplier, int32x4_t shift,
+                                      const mcu_quant_io_t *q)
+{
+    const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
+    const int32x4_t right = vminq_s32(shift, vdupq_n_s32(0)); /* -exponent */
+    int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc, left), multiplier);
+    v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, right), 31)), right);
+    v = vaddq_s32(v, vdupq_n_s32(q->output_offset));
+    v = vmaxq_s32(v, vdupq_n_s32(q->act_min));
+    return vminq_s32(v, vdupq_n_s32(q->act_max));
+}
+
+#elif defined(__ARM_FEATURE_DSP) && !defined(__ARM_BIG_ENDIAN)
+#include <string.h>
+
+/* Four int8 from any address: memcpy is defined for every alignment and compiles to one LDR
+ * (Armv7E-M and Armv8-M Mainline load unaligned words). */
+static inline uint32_t read_s8x4(const int8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Bytes 1 and 3 of v sign-extended to two int16 lanes: SXTB16 with its free rotation. */
+static inline int32_t sxtb16_ror8(uint32_t v)
+{
+    int32_t r;
+    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
+    return r;
+}
+
+#endif
 
 #endif /* MCU_KERNEL_UTIL_H */

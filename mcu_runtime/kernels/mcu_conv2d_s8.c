@@ -140,45 +140,18 @@ static int32_t sum_s8(const int8_t *w, int32_t len)
     return acc;
 }
 
-/* output_stage on four lanes (CMSIS-NN's arm_requantize_mve, bit-exact with the scalar form):
- * VQRDMULH is SaturatingRoundingDoublingHighMul exactly (floor((a*b + 2^30) / 2^31), saturating
- * INT32_MIN^2); RoundingDivideByPOT is VRSHL by -exponent (which rounds ties up) after subtracting
- * 1 from negative values when exponent > 0 (gemmlowp's fix-up: ties of negatives go down). */
+/* Four output channels: correction added, requantized (output_stage4), stored. */
 static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
                    const mcu_conv_params_t *params, int8_t *out_px)
 {
-    int32x4_t v = vaddq_s32(vldrwq_s32(acc), vldrwq_s32(corr));
-    const int32x4_t shift = vldrwq_s32(params->shift + oc);
-    const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
-    const int32x4_t right = vminq_s32(shift, vdupq_n_s32(0)); /* -exponent */
-    v = vqrdmulhq_s32(vshlq_s32(v, left), vldrwq_s32(params->multiplier + oc));
-    v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, right), 31)), right);
-    v = vaddq_s32(v, vdupq_n_s32(params->q.output_offset));
-    v = vmaxq_s32(v, vdupq_n_s32(params->q.act_min));
-    v = vminq_s32(v, vdupq_n_s32(params->q.act_max));
-    vstrbq_s32(out_px + oc, v);
+    const int32x4_t v = vaddq_s32(vldrwq_s32(acc), vldrwq_s32(corr));
+    vstrbq_s32(out_px + oc, output_stage4(v, vldrwq_s32(params->multiplier + oc),
+                                          vldrwq_s32(params->shift + oc), &params->q));
 }
 
 #else
 
 #if defined(MCU_CONV_DSP)
-
-/* Four int8 from any address: memcpy is defined for every alignment and compiles to one LDR
- * (Armv7E-M and Armv8-M Mainline load unaligned words). */
-static inline uint32_t read_s8x4(const int8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* Bytes 1 and 3 of v sign-extended to two int16 lanes: SXTB16 with its free rotation. */
-static inline int32_t sxtb16_ror8(uint32_t v)
-{
-    int32_t r;
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
-    return r;
-}
 
 MCU_CONV_NOINLINE static void dot4(const int8_t *x, const int8_t *w, int32_t w_stride,
                                    int32_t len, int32_t acc[4])

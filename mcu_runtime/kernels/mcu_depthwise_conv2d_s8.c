@@ -69,21 +69,6 @@ static int32_t taps1(const taps_t *t, int32_t x_chan, int32_t w_chan, int32_t in
 
 #if defined(MCU_DW_MVE)
 
-/* requantize (CMSIS-NN's arm_requantize_mve, bit-exact with output_stage: VQRDMULH is
- * SaturatingRoundingDoublingHighMul, VRSHL by -exponent after gemmlowp's fix-up of negative
- * values is RoundingDivideByPOT), add the output offset, clamp: four lanes. */
-static inline int32x4_t output_stage4(int32x4_t acc, int32x4_t multiplier, int32x4_t shift,
-                                      const mcu_quant_io_t *q)
-{
-    const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
-    const int32x4_t right = vminq_s32(shift, vdupq_n_s32(0)); /* -exponent */
-    int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc, left), multiplier);
-    v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, right), 31)), right);
-    v = vaddq_s32(v, vdupq_n_s32(q->output_offset));
-    v = vmaxq_s32(v, vdupq_n_s32(q->act_min));
-    return vminq_s32(v, vdupq_n_s32(q->act_max));
-}
-
 /* Channels c .. c + 7 (those below `channels`; lanes past it are predicated off): per channel
  * acc = sum over the taps of (x + input_offset) * w + bias, requantized. Inputs and weights are
  * loaded as eight int16 lanes (x + input_offset in [-255, 255]); VMULLB/VMULLT multiply the even
@@ -158,23 +143,6 @@ static int32_t channel_blocks(const taps_t *t, const mcu_depthwise_conv_params_t
 #else
 
 #if defined(MCU_DW_DSP)
-
-/* Four int8 from any address: memcpy is defined for every alignment and compiles to one LDR
- * (Armv7E-M and Armv8-M Mainline load unaligned words). */
-static inline uint32_t read_s8x4(const int8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* Bytes 1 and 3 of v sign-extended to two int16 lanes: SXTB16 with its free rotation. */
-static inline int32_t sxtb16_ror8(uint32_t v)
-{
-    int32_t r;
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
-    return r;
-}
 
 /* Bytes 1 and 3 of v sign-extended, each plus the matching int16 lane of a. */
 static inline int32_t sxtab16_ror8(int32_t a, uint32_t v)

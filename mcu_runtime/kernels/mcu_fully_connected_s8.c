@@ -115,36 +115,12 @@ static void store4(const int32_t acc[4], const int32_t *bias, int32_t n,
         multiplier = vdupq_n_s32(params->multiplier[0]);
         shift = vdupq_n_s32(params->shift[0]);
     }
-    const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
-    const int32x4_t right = vminq_s32(shift, vdupq_n_s32(0)); /* -exponent */
-    v = vqrdmulhq_s32(vshlq_s32(v, left), multiplier);
-    v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, right), 31)), right);
-    v = vaddq_s32(v, vdupq_n_s32(params->q.output_offset));
-    v = vmaxq_s32(v, vdupq_n_s32(params->q.act_min));
-    v = vminq_s32(v, vdupq_n_s32(params->q.act_max));
-    vstrbq_s32(out + n, v);
+    vstrbq_s32(out + n, output_stage4(v, multiplier, shift, &params->q));
 }
 
 #else
 
 #if defined(MCU_FC_DSP)
-
-/* Four int8 from any address: memcpy is defined for every alignment and compiles to one LDR
- * (Armv7E-M and Armv8-M Mainline load unaligned words). */
-static inline uint32_t read_s8x4(const int8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* Bytes 1 and 3 of v sign-extended to two int16 lanes: SXTB16 with its free rotation. */
-static inline int32_t sxtb16_ror8(uint32_t v)
-{
-    int32_t r;
-    __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
-    return r;
-}
 
 /* Bytes 1 and 3 of v sign-extended, each plus the matching int16 lane of a. */
 static inline int32_t sxtab16_ror8(int32_t a, uint32_t v)
