@@ -54,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--inputs", help="reference inputs (.npz) for --verify (default: 8 random samples)")
     p.add_argument("--samples", type=int, default=8, help="random samples for --verify (default 8)")
     p.add_argument("--no-qemu", action="store_true", help="with --verify: host build only")
+    p.add_argument("--profile", action="store_true",
+                   help="with --verify: also count instructions per layer in QEMU (a second build with "
+                        "a marker after every layer) and print where they go")
     p.add_argument("--force", action="store_true", help="replace an -o folder that is not an mcugen bundle")
     p.add_argument("--quiet", action="store_true", help="print no per-layer table")
     p.add_argument("--debug", action="store_true", help="show Python tracebacks")
@@ -126,11 +129,30 @@ def cmd_emit(args: argparse.Namespace, verify: bool) -> int:
         report = run_verify(compiled, out_dir, board, Path(args.model), args.inputs, args.samples,
                             qemu=not args.no_qemu)
         print(report.text())
+        if args.profile and not args.no_qemu and report.ok:
+            report.figures["layers"] = profile_report(compiled, out_dir, board, args)
         record_figures(out_dir / "report.json", board.name, report.figures)
         if not report.ok:
             raise VerifyError("verification failed: the generated C does not match the golden "
                               "model bit for bit (see above)")
     return 0
+
+
+def profile_report(compiled, out_dir: Path, board, args: argparse.Namespace) -> list[dict]:
+    """Print the per-layer instruction profile; return it for report.json."""
+    import tempfile
+
+    from emitter.profile import profile_layers
+    from emitter.verify import load_inputs
+
+    samples = load_inputs(compiled, args.inputs, args.samples)
+    with tempfile.TemporaryDirectory(prefix="mcugen-profile-") as tmp:
+        prof = profile_layers(compiled, out_dir, board, samples, Path(tmp))
+    print(f"instructions per layer ({board.name}, bundle -O2"
+          + (", CMSIS-NN -Ofast" if compiled.cmsis_path else "") + "; median of the samples):")
+    print(prof.table())
+    return [{"index": lay.index, "name": lay.name, "kernel": lay.kernel, "macs": lay.macs,
+             "instructions": lay.instructions} for lay in prof.layers]
 
 
 def record_figures(report_path: Path, board: str, figures: dict) -> None:

@@ -214,11 +214,12 @@ def run_verify(c: Compiled, bundle: Path, board, model: Path, inputs: str | None
             rep.check(f"QEMU {board.name} vs golden", target, gold)
             rep.check(f"QEMU {board.name} vs host", target, host)
             counts = sorted(set(run.instructions))
+            opt = "bundle -O2" + (", CMSIS-NN -Ofast" if c.cmsis_path else "")
             rep.figures.update(instructions=list(run.instructions), stack_bytes=run.stack_bytes,
                                flash_model=fw.model_flash, ram_model=fw.model_ram,
-                               ram_model_with_stack=fw.model_ram + (run.stack_bytes or 0), opt="-O2",
+                               ram_model_with_stack=fw.model_ram + (run.stack_bytes or 0), opt=opt,
                                text=fw.text, rodata=fw.rodata, data=fw.data, bss=fw.bss)
-            rep.note(f"instructions per inference ({board.name}, -O2): "
+            rep.note(f"instructions per inference ({board.name}, {opt}): "
                      f"{counts[0]:,}" + (f"..{counts[-1]:,}" if len(counts) > 1 else ""))
             rep.note(f"firmware: text {fw.text:,} rodata {fw.rodata:,} data {fw.data:,} bss {fw.bss:,} bytes; "
                      f"model alone: flash {fw.model_flash:,}, RAM {fw.model_ram:,} bytes; "

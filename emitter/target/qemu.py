@@ -31,7 +31,8 @@ COUNTS_FILE = "insn_counts.txt"
 @dataclass(frozen=True)
 class QemuRun:
     """One QEMU run. instructions: executed instructions per inference, in sample order (empty
-    without the plugin); stack_bytes: the deepest inference stack (None if stack.txt is absent)."""
+    without the plugin); stack_bytes: the deepest inference stack (None if stack.txt is absent);
+    laps: per inference, the instructions between lap markers (a per-layer profile build)."""
 
     exit_code: int
     stdout: str
@@ -40,6 +41,7 @@ class QemuRun:
     stack_bytes: int | None
     command: tuple[str, ...]
     workdir: Path
+    laps: tuple[tuple[int, ...], ...] = ()
 
 
 def run_qemu(elf: Path | str, board: Board, workdir: Path | str, timeout: float = 120,
@@ -70,6 +72,7 @@ def run_qemu(elf: Path | str, board: Board, workdir: Path | str, timeout: float 
                           f"{output[-2000:]}") from None
     run = QemuRun(exit_code=result.returncode, stdout=result.stdout, stderr=result.stderr,
                   instructions=_read_counts(work / COUNTS_FILE) if count_instructions else (),
+                  laps=_read_laps(work / COUNTS_FILE) if count_instructions else (),
                   stack_bytes=_read_stack(work / "stack.txt"), command=tuple(command),
                   workdir=work)
     if check and run.exit_code != 0:
@@ -95,9 +98,17 @@ def _text(data: str | bytes | None) -> str:
 
 
 def _read_counts(path: Path) -> tuple[int, ...]:
+    """One count per inference: the first number of each line the plugin wrote."""
     if not path.is_file():
         return ()
-    return tuple(int(line) for line in path.read_text().split())
+    return tuple(int(line.split()[0]) for line in path.read_text().splitlines() if line.strip())
+
+
+def _read_laps(path: Path) -> tuple[tuple[int, ...], ...]:
+    """Per inference, the instructions between lap markers (empty without lap markers)."""
+    if not path.is_file():
+        return ()
+    return tuple(tuple(int(v) for v in line.split()[1:]) for line in path.read_text().splitlines() if line.strip())
 
 
 def _read_stack(path: Path) -> int | None:

@@ -5,7 +5,8 @@
  * `mov r10, r10` (0x46d2): architectural no-ops that compilers never generate. The QEMU plugin
  * mcu_runtime/qemu_plugin/insn_count.c counts the instructions executed between the two. The
  * "memory" clobber keeps the compiler from moving loads/stores of the inference across a marker.
- * On every other target the macros expand to nothing.
+ * MCU_MARK_LAP() (`mov r9, r9`, 0x46c9) between them splits the count: per-layer profiles put one
+ * after every layer. On every other target the macros expand to nothing.
  */
 #ifndef MCU_MARKERS_H
 #define MCU_MARKERS_H
@@ -13,9 +14,11 @@
 #if defined(__arm__)
 #define MCU_MARK_START() __asm__ volatile("mov r11, r11" ::: "memory")
 #define MCU_MARK_END() __asm__ volatile("mov r10, r10" ::: "memory")
+#define MCU_MARK_LAP() __asm__ volatile("mov r9, r9" ::: "memory")
 #else
 #define MCU_MARK_START() ((void)0)
 #define MCU_MARK_END() ((void)0)
+#define MCU_MARK_LAP() ((void)0)
 #endif
 
 #endif /* MCU_MARKERS_H */

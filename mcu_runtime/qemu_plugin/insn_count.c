@@ -6,8 +6,11 @@
  * Every translated instruction gets an inline "counter += 1" (exact, no callback per instruction).
  * The two marker instructions of mcu_runtime/harness/mcu_markers.h also get a callback:
  *   mov r11, r11  (first halfword 0x46db)  start: remember the counter
- *   mov r10, r10  (first halfword 0x46d2)  end:   write one line "<count>\n" to out=FILE
- * <count> is the number of instructions executed strictly between the two markers. Only the first
+ *   mov r9, r9    (first halfword 0x46c9)  lap:   remember the count since the start or last lap
+ *   mov r10, r10  (first halfword 0x46d2)  end:   write one line "<count>[ <lap>...]\n" to out=FILE
+ * <count> is the number of instructions executed strictly between the two markers; each <lap> is
+ * the count strictly between the previous marker and that lap marker (per-layer profiles: the
+ * generated code's AFTER_LAYER hook can emit one lap marker after each layer). Only the first
  * halfword is compared: QEMU 7.2 sometimes reports a 16-bit Thumb instruction as 4 bytes when the
  * next one crosses a 1 KiB page. An end marker without a start marker is ignored; a second start
  * restarts the measurement. Counts are deterministic (TCG executes the guest exactly).
@@ -53,10 +56,15 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 
 #define MARK_START 0x46dbu /* mov r11, r11 */
 #define MARK_END 0x46d2u   /* mov r10, r10 */
+#define MARK_LAP 0x46c9u   /* mov r9, r9 */
+#define MAX_LAPS 4096
 
 static uint64_t executed;  /* instructions executed so far (single vCPU) */
 static uint64_t start_at;  /* `executed` as seen at the start marker */
 static int started;        /* a start marker was seen since the last end marker */
+static uint64_t lap_at;    /* `executed` as seen at the start marker or the last lap marker */
+static uint64_t laps[MAX_LAPS];
+static size_t n_laps;
 static FILE *out;
 
 static void on_start(unsigned int vcpu_index, void *userdata)
@@ -64,7 +72,20 @@ static void on_start(unsigned int vcpu_index, void *userdata)
     (void)vcpu_index;
     (void)userdata;
     start_at = executed;
+    lap_at = executed;
+    n_laps = 0;
     started = 1;
+}
+
+static void on_lap(unsigned int vcpu_index, void *userdata)
+{
+    (void)vcpu_index;
+    (void)userdata;
+    if (!started || n_laps == MAX_LAPS) {
+        return;
+    }
+    laps[n_laps++] = executed - lap_at - 1u; /* drop the previous marker, as on_end does */
+    lap_at = executed;
 }
 
 static void on_end(unsigned int vcpu_index, void *userdata)
@@ -76,7 +97,11 @@ static void on_end(unsigned int vcpu_index, void *userdata)
     }
     /* Both snapshots are taken at the same point of a marker's own accounting, so the difference
        counts the start marker and everything up to the end marker; drop the start marker. */
-    fprintf(out, "%llu\n", (unsigned long long)(executed - start_at - 1u));
+    fprintf(out, "%llu", (unsigned long long)(executed - start_at - 1u));
+    for (size_t i = 0; i < n_laps; ++i) {
+        fprintf(out, " %llu", (unsigned long long)laps[i]);
+    }
+    fputc('\n', out);
     fflush(out);
     started = 0;
 }
@@ -97,6 +122,8 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             qemu_plugin_register_vcpu_insn_exec_cb(insn, on_start, QEMU_PLUGIN_CB_NO_REGS, NULL);
         } else if (halfword == MARK_END) {
             qemu_plugin_register_vcpu_insn_exec_cb(insn, on_end, QEMU_PLUGIN_CB_NO_REGS, NULL);
+        } else if (halfword == MARK_LAP) {
+            qemu_plugin_register_vcpu_insn_exec_cb(insn, on_lap, QEMU_PLUGIN_CB_NO_REGS, NULL);
         }
     }
 }

@@ -1,0 +1,87 @@
+"""Per-layer instruction profiles in QEMU (`mcugen verify --profile`, benchmarks/cmsis_nn.py).
+
+The bundle is built unchanged except for its <PREFIX>_AFTER_LAYER hook, which the profile glue
+(templates/model_glue.h.j2, layer_profile=True) turns into the lap marker of mcu_markers.h; the
+QEMU plugin then reports, per inference, the instructions between consecutive markers. The hook
+is one extra instruction per layer and may change the compiler's register allocation around the
+calls, so a profile's total is within a fraction of a percent of the plain build's count, which
+stays the figure of record.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from emitter.compiler import Compiled
+
+# -include finds model_glue.h through the glue folder on the include path (SConstruct's CPPPATH).
+PROFILE_CFLAGS = ("-include", "model_glue.h")
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    index: int
+    name: str
+    op: str
+    kernel: str
+    macs: int
+    instructions: int  # median over the samples
+
+
+@dataclass(frozen=True)
+class Profile:
+    board: str
+    layers: tuple[LayerCost, ...]
+    total: int  # median instructions per inference of the profile build
+    tail: int  # after the last layer's hook (return to the caller)
+
+    def table(self, name_width: int = 36) -> str:
+        rows = [f"{'#':>3}  {'layer':<{name_width}} {'kernel':<36} {'MACs':>11} {'instructions':>13} {'share':>6} "
+                f"{'instr/MAC':>9}"]
+        for lay in self.layers:
+            name = lay.name if len(lay.name) <= name_width else "..." + lay.name[-(name_width - 3):]
+            per_mac = f"{lay.instructions / lay.macs:.2f}" if lay.macs else ""
+            rows.append(f"{lay.index:>3}  {name:<{name_width}} {lay.kernel:<36} {lay.macs:>11,} "
+                        f"{lay.instructions:>13,} {100.0 * lay.instructions / max(self.total, 1):>5.1f}% {per_mac:>9}")
+        rows.append(f"     {'(return to the caller)':<{name_width}} {'':<36} {'':>11} {self.tail:>13,}")
+        rows.append(f"     {'total (profile build)':<{name_width}} {'':<36} {'':>11} {self.total:>13,}")
+        return "\n".join(rows)
+
+
+def write_profile_glue(c: Compiled, folder: Path) -> None:
+    from emitter.render import BundleBuilder, environment
+
+    ctx = BundleBuilder(c).context()
+    ctx["layer_profile"] = True
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "model_glue.h").write_text(environment().get_template("model_glue.h.j2").render(ctx))
+
+
+def profile_layers(c: Compiled, bundle: Path, board, samples: list[list[np.ndarray]], work: Path) -> Profile:
+    """Build the profile firmware for `board`, run `samples` in QEMU, and split the count per layer."""
+    from emitter.errors import VerifyError
+    from emitter.render import BundleBuilder
+    from emitter.target.firmware import build_firmware
+    from emitter.target.qemu import run_qemu
+    from emitter.verify import pack
+
+    layers = BundleBuilder(c).context()["layers"]
+    write_profile_glue(c, work / "glue")
+    fw = build_firmware(bundle, work / "glue", board, work / "fw", cflags=PROFILE_CFLAGS, cmsis_nn=c.cmsis_path)
+    run_dir = work / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "input.bin").write_bytes(pack(samples))
+    run = run_qemu(fw.elf, board, run_dir)
+    laps = np.array(run.laps, dtype=np.int64)
+    if laps.ndim != 2 or laps.shape != (len(samples), len(layers)):
+        raise VerifyError(f"the profile build reported {laps.shape} laps for {len(samples)} samples x "
+                          f"{len(layers)} layers")
+    totals = np.array(run.instructions, dtype=np.int64)
+    per_layer = np.median(laps, axis=0)
+    costs = tuple(LayerCost(lay.index, lay.name, lay.op, lay.kernel, lay.macs, int(round(v)))
+                  for lay, v in zip(layers, per_layer))
+    total = int(round(float(np.median(totals))))
+    tail = int(round(float(np.median(totals - laps.sum(axis=1)))))
+    return Profile(board.name, costs, total, tail)
