@@ -37,6 +37,7 @@ class Compiled:
     backend: str = "portable"
     fallbacks: tuple[str, ...] = ()  # kernels the backend lacks, run by the portable kernels
     cmsis_path: Path | None = None
+    portable_layers: tuple[tuple[int, str, str], ...] = ()  # cmsis-nn backend: (layer, kernel, why)
 
     @property
     def input_shapes(self) -> list[tuple[int, ...]]:
@@ -83,7 +84,8 @@ def prepare_all(g: Graph) -> tuple[Prepared, ...]:
 def compile_model(path: str | Path, name: str | None = None,
                   input_shapes: dict[str, tuple[int, ...]] | None = None,
                   io_nhwc: bool = False, alignment: int = 4, backend: str = "portable",
-                  board=None, cmsis_path: Path | None = None, guard: bool = False) -> Compiled:
+                  board=None, cmsis_path: Path | None = None, guard: bool = False,
+                  cmsis_choice: str = "fastest") -> Compiled:
     m = frontend.load(path, input_shapes)
     name = check_name(name) if name is not None else c_name(Path(path).stem)
     g = lower(m)
@@ -92,22 +94,23 @@ def compile_model(path: str | Path, name: str | None = None,
         g = p(g)
         g.verify()
     prepared = prepare_all(g)
-    fallbacks: list[str] = []
+    portable: list[tuple[int, str, str]] = []
     from emitter.backends import cmsis_nn
 
     if backend == "cmsis-nn":
 
         if board is None or cmsis_path is None:
             raise UsageError("the cmsis-nn backend needs a board and CMSIS_NN_PATH")
-        prepared, fallbacks = cmsis_nn.convert_all(prepared, board, cmsis_nn.check_path(cmsis_path))
+        prepared, portable = cmsis_nn.convert_all(prepared, board, cmsis_nn.check_path(cmsis_path), cmsis_choice)
     elif backend != "portable":
         raise UsageError(f"unknown backend '{backend}': use portable or cmsis-nn")
     # scratch buffers need 16-byte alignment for the CMSIS-NN kernels
     align = max(alignment, 16) if any(p.scratch for p in prepared) else alignment
     return Compiled(name, m, g, prepared, plan(g, [p.scratch for p in prepared], align,
                                                   GUARD_BYTES if guard else 0), io_nhwc,
-                    backend, tuple(sorted(set(fallbacks))),
-                    cmsis_nn.check_path(cmsis_path) if backend == "cmsis-nn" and cmsis_path else None)
+                    backend, tuple(sorted({kernel for _, kernel, _ in portable})),
+                    cmsis_nn.check_path(cmsis_path) if backend == "cmsis-nn" and cmsis_path else None,
+                    tuple(portable))
 
 
 def golden_tensors(c: Compiled, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:

@@ -47,4 +47,8 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
         + ("" if has_fpu or not float_layers(c) else
            f"; WARNING: {board} has no FPU, they use soft-float (slow, still bit-exact)"),
     ]
+    if c.backend == "cmsis-nn":
+        lines.append(f"CMSIS-NN: {kernels - len(c.portable_layers)} of {kernels} layers call CMSIS-NN directly"
+                     + ("; portable kernels:" if c.portable_layers else ""))
+        lines += [f"  layer {k} {kernel}: {why}" for k, kernel, why in c.portable_layers]
     return "\n".join(lines)

@@ -289,18 +289,44 @@ def with_scratch(p: Prepared, size: int) -> Prepared:
     return replace(p, args=(StructArg("cmsis_nn_context", "ctx", fields), *p.args[1:]), scratch=size)
 
 
-def convert_all(prepared: tuple[Prepared, ...], board, path: Path) -> tuple[tuple[Prepared, ...], list[str]]:
-    """Every call CMSIS-NN can take, with its scratch size; returns (calls, fallback kernel names)."""
+def ours_is_faster(p: Prepared, var: str) -> str | None:
+    """Why mcugen's own kernel beats CMSIS-NN v7.0.0 on this layer (None: it does not).
+
+    Measured per layer in QEMU (`mcugen verify --profile`, benchmarks/cmsis_nn.py ->
+    docs/cmsis_nn.md), CMSIS-NN at -Ofast and the bundle at -O2, on the code path `var`."""
+    return None
+
+
+def convert_all(prepared: tuple[Prepared, ...], board, path: Path,
+                choice: str = "fastest") -> tuple[tuple[Prepared, ...], list[tuple[int, str, str]]]:
+    """Every call CMSIS-NN can take, with its scratch size.
+
+    Returns (calls, portable layers as (index, kernel, why)). choice "fastest" keeps mcugen's
+    kernel where ours_is_faster() says so; "cmsis" converts every call CMSIS-NN can take."""
     conv = Converter(path, board)
-    staged = [conv.convert(p) for p in prepared]
+    staged: list[tuple[Prepared, str | None]] = []
+    why: dict[int, str] = {}
+    for k, p in enumerate(prepared):
+        faster = ours_is_faster(p, conv.var) if choice == "fastest" and p.kernel else None
+        if faster:
+            why[k] = f"faster than CMSIS-NN here: {faster}"
+            staged.append((p, None))
+        else:
+            staged.append(conv.convert(p))
     sizes = iter(ask_sizes(path, [q for _, q in staged if q]))
-    out, fallbacks = [], []
-    for orig, (p, q) in zip(prepared, staged):
+    out, portable = [], []
+    for k, (orig, (p, q)) in enumerate(zip(prepared, staged)):
         if q is not None:
             p = with_scratch(p, next(sizes))
         elif p.args and isinstance(p.args[0], StructArg) and p.args[0].fields.get("size") == -1:
             p = with_scratch(p, 0)
         if p.kernel == orig.kernel and p.kernel:
-            fallbacks.append(p.kernel)
+            portable.append((k, p.kernel, why.get(k) or no_cmsis_reason(conv, p)))
         out.append(p)
-    return tuple(out), fallbacks
+    return tuple(out), portable
+
+
+def no_cmsis_reason(conv: Converter, p: Prepared) -> str:
+    if getattr(conv, p.kernel, None) is None:
+        return "CMSIS-NN has no such kernel"
+    return "outside what CMSIS-NN's kernel takes (e.g. broadcasting or requantization)"
