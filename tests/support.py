@@ -21,6 +21,23 @@ STRICT = ("-std=c99", "-Wall", "-Wextra", "-Wshadow", "-Wconversion", "-Wstrict-
 CM7_FLAGS = "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16"
 
 
+def ort_u8s8_saturates() -> bool:
+    """True where onnxruntime's uint8-activation x int8-weight kernels (MLAS "U8S8") may saturate:
+    on x86-64 without VNNI they multiply with VPMADDUBSW, whose int16 sum of two adjacent
+    products clips, so onnxruntime itself is off by many quanta (its quantization docs: use
+    reduce_range on such CPUs). Our golden and C do not clip; this machine's ORT is then no
+    reference for full-range int8 weights under uint8 activations."""
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return True
+    return "avx512_vnni" not in flags and "avx_vnni" not in flags
+
+
 def shared_model(name: str) -> Path:
     return SHARED_MODELS / name / f"{name}.onnx"
 

@@ -10,6 +10,8 @@ for bit against the golden.
 """
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from emitter.boards import load_board
@@ -17,7 +19,7 @@ from emitter.compiler import golden_run
 from emitter.errors import QuantError, UnsupportedError
 from emitter.target import missing_tools
 from emitter.verify import diff_stats, ort_run
-from tests.support import build_library, run_c
+from tests.support import build_library, ort_u8s8_saturates, run_c
 from tests.zoo.merged import chunks
 from tests.zoo.runner import compile_variants, int8_samples, top1_agreement
 from tests.zoo.variants import REJECTED, VARIANTS
@@ -74,6 +76,14 @@ def test_zoo_variant(variant, zoo, record_property):
     print(f"{variant.id}: golden vs onnxruntime {d}/{n} elements differ "
           f"({100.0 * d / n:.1f}%), max |diff| {mx}"
           + (f", top-1 agreement {100 * agree:.0f}%" if agree is not None else ""))
+    q = variant.quant
+    if (mx > ORT_SANITY_MAX_DIFF and q.fmt == "qop" and q.act == "uint8" and q.weight == "int8"
+            and not q.reduce_range and ort_u8s8_saturates()):
+        # onnxruntime's own U8S8 QLinearConv/MatMulInteger clip here (no VNNI): it is no reference
+        # for this variant on this CPU. The difference is printed and recorded above, not checked.
+        warnings.warn(f"{variant.id}: onnxruntime's U8S8 kernels saturate on this CPU (x86 without "
+                      f"VNNI); golden vs onnxruntime max |diff| {mx} is beyond the bound, reported, not checked")
+        return
     assert mx <= ORT_SANITY_MAX_DIFF, (
         f"golden vs onnxruntime: max |diff| {mx} quanta ({d}/{n} differ): far beyond rounding, "
         "a quantization parameter is wrong")
