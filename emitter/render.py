@@ -87,7 +87,7 @@ class Layer:
     macs: int
     weight_bytes: int
     structs: tuple[tuple[str, str, str], ...] = ()  # CMSIS-NN: (C type, identifier, initializer)
-    precheck: str | None = None  # C condition: the kernel needs more scratch than planned
+    precheck: str | None = None  # C condition, checked in <prefix>_init(): more scratch than planned
     call_kind: str = "mcu"  # "mcu": returns mcu_status_t; "cmsis": arm_cmsis_nn_status; "void"
 
 
@@ -233,8 +233,15 @@ class BundleBuilder:
             "guard": self.c.plan.guard, "guard_buffers": self.guard_buffers(layers),
             "node_names": [n.name for n in self.g.nodes],
             "cmsis": self.c.backend == "cmsis-nn", "fallbacks": list(self.c.fallbacks),
+            "scratch_checks": self.scratch_checks(layers),
             "cmsis_version": CMSIS_SUPPORTED,
         }
+
+    def scratch_checks(self, layers: list[Layer]) -> list[dict[str, Any]]:
+        """CMSIS-NN calls whose scratch <prefix>_init() checks once against the linked library."""
+        return [{"index": lay.index, "op": lay.op, "kernel": lay.kernel, "cond": lay.precheck,
+                 "bytes": ctx_size(self.c.prepared[lay.index]),
+                 "offset": scratch_of(self.c.plan, lay.name)} for lay in layers if lay.precheck]
 
     def guard_buffers(self, layers: list[Layer]) -> list[dict[str, Any]]:
         """Guard-byte builds: every arena buffer with the layer before which its guards are filled

@@ -7,9 +7,12 @@ bit-exact with the golden model and with TFLM's reference outputs.
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
 from emitter.backends.cmsis_nn import cmsis_path
@@ -19,7 +22,8 @@ from emitter.bundle import write_bundle
 from emitter.render import render_bundle
 from emitter.target.toolchain import missing_tools
 from emitter.verify import run_verify
-from tests.support import MODEL_NAMES, SHARED_MODELS, shared_model
+from tests.support import MODEL_NAMES, SHARED_MODELS, STRICT, shared_model
+from tests.test_robustness import tiny_qdq_conv
 
 pytestmark = [
     pytest.mark.skipif(cmsis_path() is None, reason="CMSIS_NN_PATH is not set: CMSIS-NN is the user's "
@@ -44,7 +48,7 @@ def test_cmsis_calls_replace_portable_kernels(name, tmp_path):
     assert any(k.startswith("arm_") for k in kernels)
     text = (tmp_path / "b" / "net.c").read_text()
     assert '#include "arm_nnfunctions.h"' in text
-    assert "ERR_SCRATCH" in text  # every call with scratch checks the target's size first
+    assert "ERR_SCRATCH" in text  # net_init() checks every call's scratch against the target's
     assert c.plan.arena_size >= c.plan.lower_bound
 
 
@@ -64,11 +68,97 @@ def test_cmsis_bit_exact_host_and_qemu(name, board, tmp_path):
 
 
 def test_cmsis_make_builds_library(tmp_path):
-    import subprocess
-
     emit("mlperf_kws_dscnn", "cortex-m4", tmp_path / "b")
     res = subprocess.run(["make", "-C", str(tmp_path / "b"), "CC=arm-none-eabi-gcc",
                           f"CMSIS_NN_PATH={os.environ['CMSIS_NN_PATH']}"],
                          capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
     assert (tmp_path / "b" / "libnet.a").is_file()
+
+
+# ---- scratch check once, in <name>_init() -------------------------------------------------------
+
+INIT_MAIN = r"""
+#include <stdio.h>
+#include <string.h>
+#include "net.h"
+
+int layers_run = 0; /* counted by NET_AFTER_LAYER (see hook.h) */
+
+int main(void)
+{
+    static int8_t in[NET_INPUT_SIZE], out[NET_OUTPUT_SIZE];
+    static uint8_t arena_before[sizeof(net_arena)];
+    size_t i;
+    int run1, run2, init, untouched;
+
+    for (i = 0; i < sizeof(in); ++i) in[i] = (int8_t)(i * 7u);
+    memset(out, 0x5a, sizeof(out));
+    memset(net_arena, 0xa5, sizeof(net_arena));
+    memcpy(arena_before, net_arena, sizeof(net_arena));
+    run1 = net_run(in, out); /* checks the scratch itself on first use */
+    run2 = net_run(in, out);
+    init = net_init();
+    untouched = memcmp(arena_before, net_arena, sizeof(net_arena)) == 0;
+    for (i = 0; i < sizeof(out); ++i) untouched = untouched && out[i] == 0x5a;
+    printf("run=%d,%d init=%d scratch_layer=%d layers_run=%d untouched=%d\n",
+           run1, run2, init, net_scratch_layer, layers_run, untouched);
+    return 0;
+}
+"""
+INIT_HOOK = "extern int layers_run;\n#define NET_AFTER_LAYER(index, output, bytes) (++layers_run)\n"
+
+
+@pytest.fixture(scope="module")
+def host_cmsis_lib(tmp_path_factory) -> Path:
+    """The user's CMSIS-NN compiled once with the host gcc (its plain C path) into libcmsis-nn.a."""
+    root = cmsis_path()
+    assert root is not None
+    work = tmp_path_factory.mktemp("host_cmsis")
+    sources = [str(p) for p in sorted((root / "Source").glob("*/*.c"))
+               if not re.search(r"_(f16|f32|flt)\.c$", p.name)]
+    for k in range(0, len(sources), 16):
+        res = subprocess.run(["gcc", "-O1", "-w", f"-I{root / 'Include'}", "-c", *sources[k:k + 16]],
+                             cwd=work, capture_output=True, text=True, check=False)
+        assert res.returncode == 0, res.stderr[-3000:]
+    subprocess.run(["ar", "rcs", "libcmsis-nn.a", *sorted(p.name for p in work.glob("*.o"))],
+                   cwd=work, check=True)
+    return work / "libcmsis-nn.a"
+
+
+@pytest.mark.parametrize("undersized", [False, True], ids=["planned", "undersized"])
+def test_init_checks_scratch_once(undersized, tmp_path, monkeypatch, host_cmsis_lib):
+    """The plan gives a kernel less scratch than the linked CMSIS-NN asks for: <name>_init() and
+    every <name>_run() return NET_ERR_SCRATCH naming the layer, and no kernel runs."""
+    from emitter.backends import cmsis_nn
+
+    real = cmsis_nn.ask_sizes
+    if undersized:  # the sizer "says" 4 bytes less than CMSIS-NN needs for every kernel with scratch
+        monkeypatch.setattr(cmsis_nn, "ask_sizes", lambda path, q: [max(s - 4, 0) for s in real(path, q)])
+    model = tmp_path / "tiny.onnx"
+    onnx.save(tiny_qdq_conv(), model)
+    b = load_board("cortex-m0plus")  # plain C code path: the same sizes as the host build of CMSIS-NN
+    c = compile_model(model, name="net", backend="cmsis-nn", board=b, cmsis_path=cmsis_path())
+    conv = next(k for k, p in enumerate(c.prepared) if p.kernel == "arm_convolve_wrapper_s8")
+    assert c.prepared[conv].scratch > 0 or undersized
+    bundle = tmp_path / "b"
+    write_bundle(render_bundle(c, " ".join(b.cflags), b.name), bundle)
+    text = (bundle / "net.c").read_text()
+    run_body = text[text.index("int net_run_multi("):]
+    assert "get_buffer_size" in text[:text.index("int net_run_multi(")]
+    assert "get_buffer_size" not in run_body  # no per-call check on the hot path
+    (tmp_path / "main.c").write_text(INIT_MAIN)
+    (tmp_path / "hook.h").write_text(INIT_HOOK)
+    sources = [str(p) for p in sorted(bundle.glob("*.c")) + sorted(bundle.glob("mcu_runtime/kernels/*.c"))]
+    exe = tmp_path / "init_test"
+    res = subprocess.run(["gcc", "-O1", *STRICT, "-include", str(tmp_path / "hook.h"), f"-I{bundle}",
+                          f"-I{bundle / 'mcu_runtime' / 'include'}", f"-I{cmsis_path() / 'Include'}",
+                          str(tmp_path / "main.c"), *sources, str(host_cmsis_lib), "-lm", "-o", str(exe)],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.strip()
+    kernels = sum(1 for p in c.prepared if p.kernel)
+    if undersized:
+        assert out == f"run=2,2 init=2 scratch_layer={conv} layers_run=0 untouched=1"
+    else:
+        assert out == f"run=0,0 init=0 scratch_layer=-1 layers_run={2 * kernels} untouched=0"

@@ -13,9 +13,10 @@ arithmetic); everything else keeps the portable kernel and is reported as a fall
     mcu_softmax_s8 (mode 0)  -> arm_softmax_s8
 
 Scratch sizes come from the user's CMSIS-NN: a small host tool (mcu_runtime/tools/cmsis_sizer.c)
-calls the _get_buffer_size[_dsp|_mve] function of the board's code path. The generated code also
-checks each size again on the target before the call and returns <NAME>_ERR_SCRATCH rather than
-overrun the arena (CMSIS-NN never checks ctx.size itself).
+calls the _get_buffer_size[_dsp|_mve] function of the board's code path. The generated
+<name>_init() (run once, by <name>_run*() on first use) checks each size again against the
+CMSIS-NN linked on the target and returns <NAME>_ERR_SCRATCH rather than let a kernel overrun
+the arena (CMSIS-NN never checks ctx.size itself).
 """
 from __future__ import annotations
 
