@@ -6,8 +6,8 @@ bit-exact with the golden model and with TFLM's reference outputs.
 """
 from __future__ import annotations
 
+import json
 import os
-import re
 import subprocess
 from pathlib import Path
 
@@ -16,6 +16,7 @@ import onnx
 import pytest
 
 from emitter.backends.cmsis_nn import cmsis_path
+from emitter.backends.cmsis_nn import sources as cmsis_sources
 from emitter.boards import load_board
 from emitter.compiler import compile_model
 from emitter.bundle import write_bundle
@@ -50,6 +51,21 @@ def test_cmsis_calls_replace_portable_kernels(name, tmp_path):
     assert '#include "arm_nnfunctions.h"' in text
     assert "ERR_SCRATCH" in text  # net_init() checks every call's scratch against the target's
     assert c.plan.arena_size >= c.plan.lower_bound
+
+
+def test_version_of_the_users_cmsis_nn_in_bundle(tmp_path):
+    """The API table of cmsis_version.py matches the real headers; the detected version reaches
+    the bundle's header, README and report.json."""
+    from emitter.backends.cmsis_version import api_changes, detect
+
+    assert api_changes(cmsis_path() / "Include") == []
+    v = detect(cmsis_path())
+    c, _ = emit("tflm_hello_world", "cortex-m4", tmp_path / "b")
+    assert c.cmsis_version == v
+    report = json.loads((tmp_path / "b" / "report.json").read_text())
+    assert report["cmsis_nn_version"] == {"release": v.release, "revision": v.revision_text, "tested": v.tested}
+    for name in ("net.h", "README.md", "net.c"):
+        assert f"CMSIS-NN {v}" in (tmp_path / "b" / name).read_text(), name
 
 
 @pytest.mark.qemu
@@ -115,8 +131,7 @@ def host_cmsis_lib(tmp_path_factory) -> Path:
     root = cmsis_path()
     assert root is not None
     work = tmp_path_factory.mktemp("host_cmsis")
-    sources = [str(p) for p in sorted((root / "Source").glob("*/*.c"))
-               if not re.search(r"_(f16|f32|flt)\.c$", p.name)]
+    sources = [str(p) for p in cmsis_sources(root)]
     for k in range(0, len(sources), 16):
         res = subprocess.run(["gcc", "-O1", "-w", f"-I{root / 'Include'}", "-c", *sources[k:k + 16]],
                              cwd=work, capture_output=True, text=True, check=False)
