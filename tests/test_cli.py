@@ -165,14 +165,17 @@ def test_bad_name(tmp_path, capsys):
 
 # ---- backend choice and the CMSIS-NN version check (fake header-only trees: no CMSIS-NN needed) ----
 
-def fake_cmsis(root: Path, revision: str | None, functions: dict[str, str] = API_FUNCTIONS) -> Path:
+def fake_cmsis(root: Path, revision: str | None,
+               functions: dict[str, tuple[str, tuple[str, ...]]] = API_FUNCTIONS) -> Path:
     """Include/arm_nnfunctions.h with `$Revision: <revision>` (None: no such line) declaring
-    `functions`, and Include/arm_nn_types.h with mcugen's types, laid out as CMSIS-NN does."""
+    `functions` (parameters named p0, p1, ...), and Include/arm_nn_types.h with mcugen's types,
+    laid out as CMSIS-NN does."""
     inc = root / "Include"
     inc.mkdir(parents=True)
     head = f"/*\n * Title: arm_nnfunctions.h\n * $Revision:    {revision}\n */\n" if revision else "/* no revision */\n"
     wrap = ",\n    "  # one parameter a line, as CMSIS-NN writes them
-    protos = "".join(f"/**\n * @brief {n}\n */\n{p.replace(', ', wrap)};\n\n" for n, p in functions.items())
+    protos = "".join(f"/**\n * @brief {n}\n */\n{ret} {n}({wrap.join(f'{t} p{k}' for k, t in enumerate(params))});\n\n"
+                     for n, (ret, params) in functions.items())
     (inc / "arm_nnfunctions.h").write_text(f'{head}#include "arm_nn_types.h"\n#ifdef __cplusplus\nextern "C" {{\n'
                                            f"#endif\n{protos}#ifdef __cplusplus\n}}\n#endif\n")
     fields = {n: body.replace("; ", ";\n    ").replace(", ", wrap) for n, body in API_TYPES.items()}
@@ -216,13 +219,13 @@ def test_newer_cmsis_nn_same_api_accepted_with_warning(tmp_path, monkeypatch, ca
 
 def test_newer_cmsis_nn_other_api_refused(tmp_path, monkeypatch, capsys):
     changed = dict(API_FUNCTIONS)
-    changed["arm_softmax_s8"] = changed["arm_softmax_s8"].replace("int8_t *output)", "int8_t *output, int32_t flags)")
+    changed["arm_softmax_s8"] = ("void", (*changed["arm_softmax_s8"][1], "int32_t"))
     del changed["arm_avgpool_s8_get_buffer_size_mve"]
     monkeypatch.setenv("CMSIS_NN_PATH", str(fake_cmsis(tmp_path / "cmsis", "V.20.0.0", changed)))
     assert main([str(HELLO), "--board=cortex-m4", "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "V.20.0.0, newer than tested v7.0.0" in err and "API mcugen calls changed: arm_softmax_s8" in err
-    assert "flags" in err and "(and 1 more)" in err and "v7.0.0" in err
+    assert "int8_t*,int32_t)" in err and "(and 1 more)" in err and "v7.0.0" in err
     assert not (tmp_path / "o").exists()
 
 

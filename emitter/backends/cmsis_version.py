@@ -8,11 +8,13 @@ Releases and their header revisions (read from the tags of github.com/ARM-softwa
 Policy:
   1. TESTED (v7.0.0) is supported: every shared model bit-exact on the host and in QEMU.
   2. Older trees are refused (v6.0.0, for one, has no arm_fully_connected_per_channel_s8).
-  3. Newer trees are accepted with a "newer than tested" warning only when every prototype and
-     struct in API below (copied from v7.0.0) is unchanged; otherwise refused, naming what changed.
+  3. Newer trees are accepted with a "newer than tested" warning only when the functions and types
+     mcugen uses are declared as in v7.0.0 (API_FUNCTIONS: return and parameter types, names not
+     compared; API_TYPES: fields); otherwise refused, naming what changed.
      main of 2026-07 (V.19.1.0) passes this check.
   4. A tree without a readable revision is refused.
-A function the backend or mcu_runtime/tools/cmsis_sizer.c starts to call must be added to API.
+A function the backend or mcu_runtime/tools/cmsis_sizer.c starts to call must be added to API_FUNCTIONS
+(e.g. arm_transpose_s8, arm_concatenation_s8_*, arm_pad_s8 when they are converted).
 """
 from __future__ import annotations
 
@@ -29,29 +31,28 @@ GET_IT = (f"use CMSIS-NN {TESTED[0]} (e.g. `git clone --branch {TESTED[0]} https
           "see 'Getting CMSIS-NN' in mcugen's README) and point CMSIS_NN_PATH at it, or unset "
           "CMSIS_NN_PATH / pass --backend portable for mcugen's own kernels")
 
-_CONV = "(const cmsis_nn_conv_params *conv_params, const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims, const cmsis_nn_dims *output_dims)"  # noqa: E501
-_DW = "(const cmsis_nn_dw_conv_params *dw_conv_params, const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims, const cmsis_nn_dims *output_dims)"  # noqa: E501
-_FC = "(const cmsis_nn_context *ctx, const cmsis_nn_fc_params *fc_params, const cmsis_nn_{q}_quant_params *quant_params, const cmsis_nn_dims *input_dims, const int8_t *input_data, const cmsis_nn_dims *filter_dims, const int8_t *filter_data, const cmsis_nn_dims *bias_dims, const int32_t *bias_data, const cmsis_nn_dims *output_dims, int8_t *output_data)"  # noqa: E501
-_POOL = "(const cmsis_nn_context *ctx, const cmsis_nn_pool_params *pool_params, const cmsis_nn_dims *input_dims, const int8_t *input_data, const cmsis_nn_dims *filter_dims, const cmsis_nn_dims *output_dims, int8_t *output_data)"  # noqa: E501
-_STATUS = "arm_cmsis_nn_status "
-API_FUNCTIONS = {  # name -> prototype in arm_nnfunctions.h (v7.0.0), as called by the backend and sizer
-    "arm_convolve_wrapper_s8": _STATUS + "arm_convolve_wrapper_s8(const cmsis_nn_context *ctx, const cmsis_nn_conv_params *conv_params, const cmsis_nn_per_channel_quant_params *quant_params, const cmsis_nn_dims *input_dims, const int8_t *input_data, const cmsis_nn_dims *filter_dims, const int8_t *filter_data, const cmsis_nn_dims *bias_dims, const int32_t *bias_data, const cmsis_nn_dims *output_dims, int8_t *output_data)",  # noqa: E501
-    "arm_depthwise_conv_wrapper_s8": _STATUS + "arm_depthwise_conv_wrapper_s8(const cmsis_nn_context *ctx, const cmsis_nn_dw_conv_params *dw_conv_params, const cmsis_nn_per_channel_quant_params *quant_params, const cmsis_nn_dims *input_dims, const int8_t *input_data, const cmsis_nn_dims *filter_dims, const int8_t *filter_data, const cmsis_nn_dims *bias_dims, const int32_t *bias_data, const cmsis_nn_dims *output_dims, int8_t *output_data)",  # noqa: E501
-    "arm_fully_connected_s8": _STATUS + "arm_fully_connected_s8" + _FC.format(q="per_tensor"),
-    "arm_fully_connected_per_channel_s8": _STATUS + "arm_fully_connected_per_channel_s8" + _FC.format(q="per_channel"),
-    "arm_avgpool_s8": _STATUS + "arm_avgpool_s8" + _POOL,
-    "arm_max_pool_s8": _STATUS + "arm_max_pool_s8" + _POOL,
-    "arm_elementwise_add_s8": _STATUS + "arm_elementwise_add_s8(const int8_t *input_1_vect, const int8_t *input_2_vect, const int32_t input_1_offset, const int32_t input_1_mult, const int32_t input_1_shift, const int32_t input_2_offset, const int32_t input_2_mult, const int32_t input_2_shift, const int32_t left_shift, int8_t *output, const int32_t out_offset, const int32_t out_mult, const int32_t out_shift, const int32_t out_activation_min, const int32_t out_activation_max, const int32_t block_size)",  # noqa: E501
-    "arm_elementwise_mul_s8": _STATUS + "arm_elementwise_mul_s8(const int8_t *input_1_vect, const int8_t *input_2_vect, const int32_t input_1_offset, const int32_t input_2_offset, int8_t *output, const int32_t out_offset, const int32_t out_mult, const int32_t out_shift, const int32_t out_activation_min, const int32_t out_activation_max, const int32_t block_size)",  # noqa: E501
-    "arm_softmax_s8": "void arm_softmax_s8(const int8_t *input, const int32_t num_rows, const int32_t row_size, const int32_t mult, const int32_t shift, const int32_t diff_min, int8_t *output)",  # noqa: E501
-    **{f"arm_convolve_wrapper_s8_get_buffer_size{v}": f"int32_t arm_convolve_wrapper_s8_get_buffer_size{v}" + _CONV
-       for v in ("", "_dsp", "_mve")},
-    **{f"arm_depthwise_conv_wrapper_s8_get_buffer_size{v}": f"int32_t arm_depthwise_conv_wrapper_s8_get_buffer_size{v}" + _DW
-       for v in ("", "_dsp", "_mve")},
-    **{f"arm_fully_connected_s8_get_buffer_size{v}":
-       f"int32_t arm_fully_connected_s8_get_buffer_size{v}(const cmsis_nn_dims *filter_dims)" for v in ("", "_dsp", "_mve")},
-    **{f"arm_avgpool_s8_get_buffer_size{v}":
-       f"int32_t arm_avgpool_s8_get_buffer_size{v}(const int dim_dst_width, const int ch_src)" for v in ("", "_dsp", "_mve")},
+# Parameter types (names are not compared) of what the backend and mcu_runtime/tools/cmsis_sizer.c call.
+_CTX, _DIMS, _IN, _OUT, _I32 = "const cmsis_nn_context *", "const cmsis_nn_dims *", "const int8_t *", "int8_t *", "const int32_t"
+_PER_CHANNEL = "const cmsis_nn_per_channel_quant_params *"
+_WEIGHTED = (_DIMS, _IN, _DIMS, _IN, _DIMS, "const int32_t *", _DIMS, _OUT)  # input, filter, bias, output
+_POOL = (_CTX, "const cmsis_nn_pool_params *", _DIMS, _IN, _DIMS, _DIMS, _OUT)
+_SIZE_ARGS = {"arm_convolve_wrapper_s8": ("const cmsis_nn_conv_params *", _DIMS, _DIMS, _DIMS),
+              "arm_depthwise_conv_wrapper_s8": ("const cmsis_nn_dw_conv_params *", _DIMS, _DIMS, _DIMS),
+              "arm_fully_connected_s8": (_DIMS,), "arm_avgpool_s8": ("const int", "const int")}
+API_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {  # name -> (return type, parameter types), v7.0.0
+    "arm_convolve_wrapper_s8": ("arm_cmsis_nn_status", (_CTX, "const cmsis_nn_conv_params *", _PER_CHANNEL, *_WEIGHTED)),
+    "arm_depthwise_conv_wrapper_s8": ("arm_cmsis_nn_status",
+                                      (_CTX, "const cmsis_nn_dw_conv_params *", _PER_CHANNEL, *_WEIGHTED)),
+    "arm_fully_connected_s8": ("arm_cmsis_nn_status", (_CTX, "const cmsis_nn_fc_params *",
+                                                       "const cmsis_nn_per_tensor_quant_params *", *_WEIGHTED)),
+    "arm_fully_connected_per_channel_s8": ("arm_cmsis_nn_status", (_CTX, "const cmsis_nn_fc_params *", _PER_CHANNEL,
+                                                                   *_WEIGHTED)),
+    "arm_avgpool_s8": ("arm_cmsis_nn_status", _POOL),
+    "arm_max_pool_s8": ("arm_cmsis_nn_status", _POOL),
+    "arm_elementwise_add_s8": ("arm_cmsis_nn_status", (_IN, _IN, *[_I32] * 7, _OUT, *[_I32] * 6)),
+    "arm_elementwise_mul_s8": ("arm_cmsis_nn_status", (_IN, _IN, _I32, _I32, _OUT, *[_I32] * 6)),
+    "arm_softmax_s8": ("void", (_IN, *[_I32] * 5, _OUT)),
+    **{f"{fn}_get_buffer_size{v}": ("int32_t", args) for fn, args in _SIZE_ARGS.items() for v in ("", "_dsp", "_mve")},
 }
 API_TYPES = {  # name -> body of its typedef in arm_nn_types.h (v7.0.0)
     "cmsis_nn_context": "void *buf; int32_t size;",
@@ -112,6 +113,28 @@ def canonical(c_text: str) -> str:
     return re.sub(r" ?([*(),;{}=]) ?", r"\1", text).strip()
 
 
+QUALIFIERS = {"const", "volatile", "restrict", "signed", "unsigned", "struct", "enum"}
+
+
+def parameter_types(declaration: str) -> str:
+    """`ret name(type,type,...)` of a canonical declaration: parameter names dropped."""
+    m = re.fullmatch(r"(.*?)\((.*)\)", declaration)
+    if m is None:
+        return declaration
+    types = []
+    for param in m.group(2).split(","):
+        bare = re.sub(r"\w+$", "", param).strip()
+        named = bare and not set(bare.replace("*", " ").split()) <= QUALIFIERS
+        types.append(bare if named else param)
+    return f"{m.group(1)}({','.join(types)})"
+
+
+def prototype(name: str) -> str:
+    """The declaration API_FUNCTIONS describes, without parameter names."""
+    ret, params = API_FUNCTIONS[name]
+    return f"{ret} {name}({', '.join(params)})"
+
+
 def api_changes(include: Path) -> list[str]:
     """What differs from API_FUNCTIONS / API_TYPES in the headers under `include`."""
     texts = {}
@@ -122,10 +145,10 @@ def api_changes(include: Path) -> list[str]:
         texts[name] = canonical(header.read_text(errors="replace"))
     changes = []
     statements = re.split(r"[;{}]", texts["arm_nnfunctions.h"])
-    for name, want in API_FUNCTIONS.items():
-        found = [s.strip() for s in statements if re.search(rf"(^|[ *]){name}\(", s)]
-        if canonical(want) not in found:
-            changes.append(f"{name}: expected `{want}`, found " + (f"`{found[0]}`" if found else "no declaration"))
+    for name in API_FUNCTIONS:
+        found = [parameter_types(s.strip()) for s in statements if re.search(rf"(^|[ *]){name}\(", s)]
+        if canonical(prototype(name)) not in found:
+            changes.append(f"{name}: expected `{prototype(name)}`, found " + (f"`{found[0]}`" if found else "no declaration"))
     for name, want in API_TYPES.items():
         m = re.search(r"typedef (?:struct|enum)(?: \w+)?\{([^}]*)\}" + name + ";", texts["arm_nn_types.h"])
         if m is None or m.group(1) != canonical(want):
