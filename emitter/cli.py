@@ -40,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--name", help="C prefix of every public symbol (default: the file stem)")
     p.add_argument("--backend", default="auto", choices=["auto", "portable", "cmsis-nn"],
                    help="kernel backend: cmsis-nn (direct calls into your CMSIS-NN, needs "
-                        "CMSIS_NN_PATH), portable (mcugen's C99 int8 kernels); auto: cmsis-nn when "
-                        "CMSIS_NN_PATH is set, else portable")
+                        "CMSIS_NN_PATH), portable (mcugen's C99 int8 kernels); auto: cmsis-nn on an Arm "
+                        "Cortex-M board when CMSIS_NN_PATH is set, else portable (the summary says why)")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
                    help="static shape for an input with symbolic dims (repeatable)")
     p.add_argument("--io-layout", choices=["onnx", "nhwc"], default="onnx",
@@ -67,17 +67,35 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def choose_backend(asked: str) -> tuple[str, Path | None, str]:
-    """(backend, CMSIS-NN path, a sentence saying which backend and why)."""
-    from emitter.backends.cmsis_nn import cmsis_path
+def choose_backend(asked: str, board) -> tuple[str, Path | None, str]:
+    """(backend, CMSIS-NN path, a sentence saying which backend and why). auto: cmsis-nn on an Arm
+    Cortex-M board when CMSIS_NN_PATH is set, else portable. A CMSIS-NN mcugen cannot use is a
+    UsageError; a newer one whose API is unchanged gets a warning on stderr."""
+    from emitter.backends.cmsis_nn import check_version, cmsis_path
+    from emitter.backends.cmsis_version import supported
 
     path = cmsis_path()
+    arm = board.core.startswith("cortex-m")
     if asked == "cmsis-nn" and path is None:
-        raise UsageError("--backend cmsis-nn needs CMSIS_NN_PATH set to a CMSIS-NN checkout (v7.0.0)")
-    if asked == "cmsis-nn" or (asked == "auto" and path is not None):
-        return "cmsis-nn", path, f"backend cmsis-nn (CMSIS_NN_PATH={path})"
-    why = "asked for" if asked == "portable" else "CMSIS_NN_PATH is not set"
-    return "portable", None, f"backend portable (mcugen C99 kernels; {why})"
+        raise UsageError(f"--backend cmsis-nn needs CMSIS_NN_PATH set to a CMSIS-NN source tree "
+                         f"({supported()}; see 'Getting CMSIS-NN' in the README)")
+    if asked == "cmsis-nn" and not arm:
+        raise UsageError(f"--backend cmsis-nn needs an Arm Cortex-M board; {board.name} has core {board.core}")
+    if asked == "cmsis-nn" or (asked == "auto" and path is not None and arm):
+        assert path is not None
+        version = check_version(path)
+        warning = version.warning(path)
+        if warning is not None:
+            print(f"mcugen: warning: {warning}", file=sys.stderr)
+        why = "asked for" if asked == "cmsis-nn" else "auto: Arm board and CMSIS_NN_PATH is set"
+        return "cmsis-nn", path, f"backend cmsis-nn: CMSIS-NN {version} at {path}; {why}"
+    if asked == "portable":
+        why = "asked for"
+    elif not arm:
+        why = f"auto: board {board.name} has no Arm Cortex-M core ({board.core})"
+    else:
+        why = "auto: CMSIS_NN_PATH is not set"
+    return "portable", None, f"backend portable: mcugen's C99 kernels; {why}"
 
 
 def cmd_boards() -> int:
@@ -107,7 +125,7 @@ def cmd_emit(args: argparse.Namespace, verify: bool) -> int:
     from emitter.summary import summary
 
     board = load_board(args.board)
-    backend, cmsis, why = choose_backend(args.backend)
+    backend, cmsis, why = choose_backend(args.backend, board)
     t0 = time.perf_counter()
     compiled = compile_model(args.model, args.name, parse_input_shapes(args.input_shape),
                              io_nhwc=args.io_layout == "nhwc", guard=args.guard, backend=backend,

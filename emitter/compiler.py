@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 
 from emitter import frontend
+from emitter.backends.cmsis_version import CmsisVersion
 from emitter.errors import UnsupportedError, UsageError
 from emitter.ir import Graph
 from emitter.ops import REGISTRY
@@ -38,6 +39,7 @@ class Compiled:
     fallbacks: tuple[str, ...] = ()  # kernels the backend lacks, run by the portable kernels
     cmsis_path: Path | None = None
     portable_layers: tuple[tuple[int, str, str], ...] = ()  # cmsis-nn backend: (layer, kernel, why)
+    cmsis_version: CmsisVersion | None = None  # of the CMSIS-NN at cmsis_path
 
     @property
     def input_shapes(self) -> list[tuple[int, ...]]:
@@ -95,13 +97,15 @@ def compile_model(path: str | Path, name: str | None = None,
         g.verify()
     prepared = prepare_all(g)
     portable: list[tuple[int, str, str]] = []
+    version = None
     from emitter.backends import cmsis_nn
 
     if backend == "cmsis-nn":
-
         if board is None or cmsis_path is None:
             raise UsageError("the cmsis-nn backend needs a board and CMSIS_NN_PATH")
-        prepared, portable = cmsis_nn.convert_all(prepared, board, cmsis_nn.check_path(cmsis_path), cmsis_choice)
+        version = cmsis_nn.check_version(cmsis_path)
+        cmsis_path = Path(cmsis_path).resolve()
+        prepared, portable = cmsis_nn.convert_all(prepared, board, cmsis_path, cmsis_choice)
     elif backend != "portable":
         raise UsageError(f"unknown backend '{backend}': use portable or cmsis-nn")
     # scratch buffers need 16-byte alignment for the CMSIS-NN kernels
@@ -109,8 +113,7 @@ def compile_model(path: str | Path, name: str | None = None,
     return Compiled(name, m, g, prepared, plan(g, [p.scratch for p in prepared], align,
                                                   GUARD_BYTES if guard else 0), io_nhwc,
                     backend, tuple(sorted({kernel for _, kernel, _ in portable})),
-                    cmsis_nn.check_path(cmsis_path) if backend == "cmsis-nn" and cmsis_path else None,
-                    tuple(portable))
+                    cmsis_path if backend == "cmsis-nn" else None, tuple(portable), version)
 
 
 def golden_tensors(c: Compiled, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:

@@ -32,7 +32,7 @@ from emitter.errors import UsageError
 from emitter.ir import Tensor
 from emitter.layout import is_identity
 from emitter.backends.cmsis_nn import RETURNS_VOID, precheck
-from emitter.backends.cmsis_nn import SUPPORTED as CMSIS_SUPPORTED
+from emitter.backends.cmsis_version import supported as cmsis_supported
 from emitter.ops.base import ConstArg, CRef, IntArg, NullArg, StructArg, TensorArg, TensorListArg
 from emitter.planner import scratch_of
 from emitter.resources import data_dir
@@ -87,7 +87,7 @@ class Layer:
     macs: int
     weight_bytes: int
     structs: tuple[tuple[str, str, str], ...] = ()  # CMSIS-NN: (C type, identifier, initializer)
-    precheck: str | None = None  # C condition: the kernel needs more scratch than planned
+    precheck: str | None = None  # C condition, checked in <prefix>_init(): more scratch than planned
     call_kind: str = "mcu"  # "mcu": returns mcu_status_t; "cmsis": arm_cmsis_nn_status; "void"
 
 
@@ -233,8 +233,16 @@ class BundleBuilder:
             "guard": self.c.plan.guard, "guard_buffers": self.guard_buffers(layers),
             "node_names": [n.name for n in self.g.nodes],
             "cmsis": self.c.backend == "cmsis-nn", "fallbacks": list(self.c.fallbacks),
-            "cmsis_version": CMSIS_SUPPORTED,
+            "scratch_checks": self.scratch_checks(layers),
+            "cmsis_version": str(self.c.cmsis_version) if self.c.cmsis_version else "",
+            "cmsis_supported": cmsis_supported(),
         }
+
+    def scratch_checks(self, layers: list[Layer]) -> list[dict[str, Any]]:
+        """CMSIS-NN calls whose scratch <prefix>_init() checks once against the linked library."""
+        return [{"index": lay.index, "op": lay.op, "kernel": lay.kernel, "cond": lay.precheck,
+                 "bytes": ctx_size(self.c.prepared[lay.index]),
+                 "offset": scratch_of(self.c.plan, lay.name)} for lay in layers if lay.precheck]
 
     def guard_buffers(self, layers: list[Layer]) -> list[dict[str, Any]]:
         """Guard-byte builds: every arena buffer with the layer before which its guards are filled
@@ -255,6 +263,9 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
     return {
         "mcugen_version": __version__, "model": c.model.path.name, "model_sha256": c.model.sha256,
         "name": c.name, "backend": c.backend, "portable_fallbacks": list(c.fallbacks),
+        "cmsis_nn_version": None if c.cmsis_version is None else {
+            "release": c.cmsis_version.release, "revision": c.cmsis_version.revision_text,
+            "tested": c.cmsis_version.tested},
         "arena_bytes": ctx["arena_size"], "liveness_lower_bound_bytes": ctx["lower_bound"],
         "arena_gap_bytes": ctx["arena_size"] - ctx["lower_bound"],
         "weight_bytes": ctx["weight_bytes"], "macs": ctx["macs"],

@@ -1,6 +1,7 @@
 """The command line: the card's form, bad input -> one clear error, exit 2, nothing written."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import subprocess
 import sys
@@ -11,7 +12,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from emitter.cli import main
+from emitter.backends.cmsis_version import API_FUNCTIONS, API_TYPES, detect
+from emitter.boards import load_board
+from emitter.cli import choose_backend, main
+from emitter.errors import UsageError
 from tests.support import SHARED_MODELS, shared_model
 
 HELLO = shared_model("tflm_hello_world")
@@ -157,3 +161,85 @@ def test_flash_budget_failure_names_biggest_weights(tmp_path, capsys):
 def test_bad_name(tmp_path, capsys):
     assert main([str(HELLO), "-o", str(tmp_path / "o"), "--name", "int"]) == 2
     assert "--name" in capsys.readouterr().err
+
+
+# ---- backend choice and the CMSIS-NN version check (fake header-only trees: no CMSIS-NN needed) ----
+
+def fake_cmsis(root: Path, revision: str | None,
+               functions: dict[str, tuple[str, tuple[str, ...]]] = API_FUNCTIONS) -> Path:
+    """Include/arm_nnfunctions.h with `$Revision: <revision>` (None: no such line) declaring
+    `functions` (parameters named p0, p1, ...), and Include/arm_nn_types.h with mcugen's types,
+    laid out as CMSIS-NN does."""
+    inc = root / "Include"
+    inc.mkdir(parents=True)
+    head = f"/*\n * Title: arm_nnfunctions.h\n * $Revision:    {revision}\n */\n" if revision else "/* no revision */\n"
+    wrap = ",\n    "  # one parameter a line, as CMSIS-NN writes them
+    protos = "".join(f"/**\n * @brief {n}\n */\n{ret} {n}({wrap.join(f'{t} p{k}' for k, t in enumerate(params))});\n\n"
+                     for n, (ret, params) in functions.items())
+    (inc / "arm_nnfunctions.h").write_text(f'{head}#include "arm_nn_types.h"\n#ifdef __cplusplus\nextern "C" {{\n'
+                                           f"#endif\n{protos}#ifdef __cplusplus\n}}\n#endif\n")
+    fields = {n: body.replace("; ", ";\n    ").replace(", ", wrap) for n, body in API_TYPES.items()}
+    (inc / "arm_nn_types.h").write_text("".join(
+        f"/** {n} */\ntypedef {'enum' if n == 'arm_cmsis_nn_status' else 'struct'}\n{{\n    {body}\n}} {n};\n\n"
+        for n, body in fields.items()))
+    return root
+
+
+@pytest.mark.parametrize("revision, expect", [
+    ("V.16.0.0", ["V.16.0.0 (v6.0.0)", "older than supported."]),
+    ("V.12.4.0", ["V.12.4.0 (v5.0.0)", "older than supported."]),
+    (None, ["no `$Revision: V.x.y.z` line"]),
+    ("missing", ["holds no Include/arm_nnfunctions.h"]),
+])
+def test_unusable_cmsis_nn_exit_2_nothing_written(revision, expect, tmp_path, monkeypatch, capsys):
+    tree = tmp_path / "cmsis" if revision == "missing" else fake_cmsis(tmp_path / "cmsis", revision)
+    monkeypatch.setenv("CMSIS_NN_PATH", str(tree))
+    for backend in ("auto", "cmsis-nn"):
+        assert main([str(HELLO), "--board=cortex-m4", "-o", str(tmp_path / "o"), "--backend", backend]) == 2
+        err = capsys.readouterr().err
+        for text in expect + ["v7.0.0 (arm_nnfunctions.h V.18.0.0)", "git clone --branch v7.0.0", "--backend portable"]:
+            assert text in err, err
+        assert not (tmp_path / "o").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["cmsis"] if tree.exists() else [])
+
+
+def test_newer_cmsis_nn_same_api_accepted_with_warning(tmp_path, monkeypatch, capsys):
+    tree = fake_cmsis(tmp_path / "cmsis", "V.19.1.0")
+    v = detect(tree)
+    assert (v.revision, v.release, v.tested) == ((19, 1, 0), None, False)
+    monkeypatch.setenv("CMSIS_NN_PATH", str(tree))
+    backend, path, why = choose_backend("auto", load_board("cortex-m4"))
+    assert (backend, path) == ("cmsis-nn", tree)
+    assert "V.19.1.0 (newer than the tested v7.0.0, same API)" in why and "CMSIS_NN_PATH is set" in why
+    err = capsys.readouterr().err
+    assert "warning" in err and "newer than tested" in err and "V.19.1.0" in err and "--verify" in err
+    tested = detect(fake_cmsis(tmp_path / "v7", "V.18.0.0"))
+    assert tested.tested and str(tested) == "v7.0.0 (V.18.0.0)"
+
+
+def test_newer_cmsis_nn_other_api_refused(tmp_path, monkeypatch, capsys):
+    changed = dict(API_FUNCTIONS)
+    changed["arm_softmax_s8"] = ("void", (*changed["arm_softmax_s8"][1], "int32_t"))
+    del changed["arm_avgpool_s8_get_buffer_size_mve"]
+    monkeypatch.setenv("CMSIS_NN_PATH", str(fake_cmsis(tmp_path / "cmsis", "V.20.0.0", changed)))
+    assert main([str(HELLO), "--board=cortex-m4", "-o", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "V.20.0.0, newer than tested v7.0.0" in err and "API mcugen calls changed: arm_softmax_s8" in err
+    assert "int8_t*,int32_t)" in err and "(and 1 more)" in err and "v7.0.0" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_backend_choice_is_printed_with_its_reason(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("CMSIS_NN_PATH", raising=False)
+    assert main([str(HELLO), "--board=cortex-m4", "-o", str(tmp_path / "a")]) == 0
+    assert "backend portable: mcugen's C99 kernels; auto: CMSIS_NN_PATH is not set" in capsys.readouterr().out
+    assert main([str(HELLO), "-o", str(tmp_path / "a"), "--backend", "cmsis-nn"]) == 2
+    assert "needs CMSIS_NN_PATH" in capsys.readouterr().err
+    # every board file is an Arm Cortex-M today; a board without one stays portable, and says why
+    monkeypatch.setenv("CMSIS_NN_PATH", str(fake_cmsis(tmp_path / "cmsis", "V.18.0.0")))
+    riscv = dataclasses.replace(load_board("cortex-m4"), name="some-riscv", core="rv32imc")
+    assert choose_backend("auto", riscv)[2] == ("backend portable: mcugen's C99 kernels; auto: board some-riscv "
+                                                "has no Arm Cortex-M core (rv32imc)")
+    with pytest.raises(UsageError, match="needs an Arm Cortex-M board"):
+        choose_backend("cmsis-nn", riscv)
+    assert choose_backend("portable", load_board("cortex-m4"))[2].endswith("; asked for")

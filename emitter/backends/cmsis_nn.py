@@ -1,4 +1,4 @@
-"""The cmsis-nn backend: direct calls into the user's CMSIS-NN (tested with v7.0.0).
+"""The cmsis-nn backend: direct calls into the user's CMSIS-NN (versions: cmsis_version.py).
 
 Each portable kernel call that CMSIS-NN implements bit-exactly is re-expressed as the CMSIS-NN
 call with the same numbers (the golden model is unchanged: CMSIS-NN implements the same TFLite
@@ -13,14 +13,16 @@ arithmetic); everything else keeps the portable kernel and is reported as a fall
     mcu_softmax_s8 (mode 0)  -> arm_softmax_s8
 
 Scratch sizes come from the user's CMSIS-NN: a small host tool (mcu_runtime/tools/cmsis_sizer.c)
-calls the _get_buffer_size[_dsp|_mve] function of the board's code path. The generated code also
-checks each size again on the target before the call and returns <NAME>_ERR_SCRATCH rather than
-overrun the arena (CMSIS-NN never checks ctx.size itself).
+calls the _get_buffer_size[_dsp|_mve] function of the board's code path. The generated
+<name>_init() (run once, by <name>_run*() on first use) checks each size again against the
+CMSIS-NN linked on the target and returns <NAME>_ERR_SCRATCH rather than let a kernel overrun
+the arena (CMSIS-NN never checks ctx.size itself).
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 from dataclasses import replace
 from functools import lru_cache
@@ -29,12 +31,15 @@ from typing import Any
 
 import numpy as np
 
-from emitter.errors import ToolchainError, UsageError
+from emitter.backends.cmsis_version import CmsisVersion, detect
+from emitter.errors import ToolchainError
 from emitter.kernel_params import Bcast
 from emitter.ops.base import ConstArg, CRef, IntArg, NullArg, Prepared, StructArg
 from emitter.resources import data_dir
 
-SUPPORTED = "v7.0.0"
+# Source files never compiled: float kernels of newer CMSIS-NN, which need ARM_NN_ENABLE_F32/F16.
+# The bundle's Makefile and CMakeLists.txt and the SConstruct skip the same names.
+FLOAT_SOURCE = re.compile(r"_(f16|f32|flt)\.c$")
 
 
 def cmsis_path() -> Path | None:
@@ -42,16 +47,14 @@ def cmsis_path() -> Path | None:
     return Path(value) if value else None
 
 
-def check_path(path: Path | str) -> Path:
-    path = Path(path)
-    header = path / "Include" / "arm_nnfunctions.h"
-    if not header.is_file():
-        raise UsageError(f"CMSIS_NN_PATH={path} holds no Include/arm_nnfunctions.h; point it at a "
-                         f"CMSIS-NN checkout ({SUPPORTED} is supported)")
-    if "upscale_dims" not in header.read_text(errors="replace"):
-        raise UsageError(f"CMSIS-NN at {path} predates v7 (no upscale_dims argument); "
-                         f"mcugen supports {SUPPORTED}")
-    return path.resolve()
+def check_version(path: Path | str) -> CmsisVersion:
+    """The version of the CMSIS-NN at `path`; UsageError if mcugen cannot use it."""
+    return detect(path)
+
+
+def sources(path: Path) -> list[Path]:
+    """The CMSIS-NN sources a build compiles: Source/<group>/*.c without the float kernels."""
+    return [p for p in sorted((path / "Source").glob("*/*.c")) if not FLOAT_SOURCE.search(p.name)]
 
 
 def variant(board) -> str:
@@ -68,9 +71,8 @@ def sizer(path: Path) -> Path:
     if exe.is_file():
         return exe
     cache.mkdir(parents=True, exist_ok=True)
-    sources = sorted(str(p) for p in (path / "Source").rglob("*.c"))
     cmd = ["gcc", "-O1", "-w", f"-I{path / 'Include'}", str(data_dir("mcu_runtime") / "tools" / "cmsis_sizer.c"),
-           *sources, "-o", str(exe)]
+           *map(str, sources(path)), "-o", str(exe)]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if res.returncode != 0:
         raise ToolchainError(f"building the CMSIS-NN scratch-size tool failed:\n{res.stderr[-2000:]}")

@@ -65,12 +65,13 @@ def build_firmware(bundle_dir: Path | str, glue_dir: Path | str, board: Board,
                    build_dir: Path | str, opt: str = "-O2", *, cflags: Sequence[str] = (),
                    werror: bool = False, stack_bytes: int = 0x10000,
                    cmsis_nn: Path | str | None = None, cmsis_opt: str = "-Ofast",
-                   jobs: int | None = None) -> Firmware:
+                   cmsis_nn_lib: Path | str | None = None, jobs: int | None = None) -> Firmware:
     """Cross-compile bundle + harness + start-up code for `board` into build_dir/firmware.elf.
 
     cflags are appended to every compile and link; werror adds -Werror to the style's warnings;
     stack_bytes is the stack reserved (and measured) by the harness; cmsis_nn is a CMSIS-NN
-    checkout compiled at cmsis_opt and linked. ToolchainError (with the compiler output) on failure.
+    source tree compiled at cmsis_opt and linked, or with cmsis_nn_lib (a prebuilt CMSIS-NN
+    library) only its headers are used. ToolchainError (with the compiler output) on failure.
     """
     for name in ("arm-none-eabi-size", "arm-none-eabi-objdump"):
         toolchain.find_tool(name)
@@ -85,11 +86,14 @@ def build_firmware(bundle_dir: Path | str, glue_dir: Path | str, board: Board,
     ]
     if cmsis_nn is not None:
         args += [f"cmsis_nn={Path(cmsis_nn).resolve()}", f"cmsis_opt={cmsis_opt}"]
+    if cmsis_nn_lib is not None:
+        args.append(f"cmsis_nn_lib={Path(cmsis_nn_lib).resolve()}")
     log = _scons(bundle_dir, glue_dir, build, opt, cflags, werror, jobs, args)
     elf = build / "firmware.elf"
     map_file = build / "firmware.map"
     totals, kinds = _section_sizes(elf, board)
-    model = _model_sizes(map_file, build, kinds)
+    model = _model_sizes(map_file, build, kinds,
+                         (Path(cmsis_nn_lib).resolve(),) if cmsis_nn_lib is not None else ())
     return Firmware(elf=elf, map_file=map_file, board=board, opt=opt,
                     text=totals["text"], rodata=totals["rodata"], data=totals["data"],
                     bss=totals["bss"], model_text=model["text"], model_rodata=model["rodata"],
@@ -181,9 +185,11 @@ _INPUT_REST = re.compile(r"^\s+0x([0-9a-fA-F]+)\s+0x([0-9a-fA-F]+)\s+(\S.*)$")
 _OUTPUT = re.compile(r"^(\S+)(\s|$)")
 
 
-def _model_sizes(map_file: Path, build: Path, kinds: dict[str, str]) -> dict[str, int]:
-    """Bytes per kind contributed by the bundle's objects (build/obj/bundle/) and CMSIS-NN."""
-    model_roots = (build / "obj" / "bundle", build / "cmsis_nn")
+def _model_sizes(map_file: Path, build: Path, kinds: dict[str, str],
+                 extra_roots: tuple[Path, ...] = ()) -> dict[str, int]:
+    """Bytes per kind contributed by the bundle's objects (build/obj/bundle/) and CMSIS-NN
+    (build/cmsis_nn/, or a prebuilt library in extra_roots)."""
+    model_roots = (build / "obj" / "bundle", build / "cmsis_nn", *extra_roots)
     sizes = dict.fromkeys(_KINDS, 0)
     text = map_file.read_text(errors="replace")
     start = text.find("Linker script and memory map")

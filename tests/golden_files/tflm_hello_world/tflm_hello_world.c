@@ -61,6 +61,14 @@ static const mcu_fc_params_t tflm_hello_world_l2_params = {
     .shift = tflm_hello_world_l2_shift,
 };
 
+int tflm_hello_world_scratch_layer = -1;
+
+/* Portable kernels only: nothing to check. */
+int tflm_hello_world_init(void)
+{
+    return TFLM_HELLO_WORLD_OK;
+}
+
 int tflm_hello_world_run_multi(const int8_t *const inputs[], int8_t *const outputs[])
 {
     int8_t *const arena = (int8_t *)tflm_hello_world_arena;

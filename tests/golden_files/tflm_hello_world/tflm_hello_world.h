@@ -17,10 +17,10 @@
 extern "C" {
 #endif
 
-/* Status codes returned by tflm_hello_world_run*(): 0 is success. */
+/* Status codes returned by tflm_hello_world_init() and tflm_hello_world_run*(): 0 is success. */
 #define TFLM_HELLO_WORLD_OK 0
 #define TFLM_HELLO_WORLD_ERR_ARG 1     /* a kernel rejected its parameters (a bug: please report) */
-#define TFLM_HELLO_WORLD_ERR_SCRATCH 2 /* a kernel needs more scratch than planned */
+#define TFLM_HELLO_WORLD_ERR_SCRATCH 2 /* the linked CMSIS-NN needs more scratch than planned: see tflm_hello_world_init() */
 #define TFLM_HELLO_WORLD_ERR_GUARD 3   /* debug builds: a layer wrote outside its arena buffer */
 
 /* Bytes of the activation arena (intermediate tensors and kernel scratch). */
@@ -48,6 +48,15 @@ extern "C" {
 #define TFLM_HELLO_WORLD_OUTPUT0_SHAPE { 1, 1 }
 #define TFLM_HELLO_WORLD_OUTPUT0_SCALE 0.008290956728160381f
 #define TFLM_HELLO_WORLD_OUTPUT0_ZERO_POINT 5
+
+/**
+ * Nothing to check in this bundle (portable kernels only): returns TFLM_HELLO_WORLD_OK. Present so that
+ * firmware can call it whatever the backend; tflm_hello_world_scratch_layer stays -1.
+ */
+int tflm_hello_world_init(void);
+
+/* After TFLM_HELLO_WORLD_ERR_SCRATCH: the index k of `Layer k` in tflm_hello_world.c whose scratch is too small; else -1. */
+extern int tflm_hello_world_scratch_layer;
 
 /**
  * Run one inference. inputs[k] points to TFLM_HELLO_WORLD_INPUTk_SIZE int8 values, outputs[k] to

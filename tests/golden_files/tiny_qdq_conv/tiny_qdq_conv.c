@@ -72,6 +72,14 @@ static const mcu_transpose_params_t tiny_qdq_conv_l3_params = {
     .perm = {1, 0, 0, 0, 0, 0},
 };
 
+int tiny_qdq_conv_scratch_layer = -1;
+
+/* Portable kernels only: nothing to check. */
+int tiny_qdq_conv_init(void)
+{
+    return TINY_QDQ_CONV_OK;
+}
+
 int tiny_qdq_conv_run_multi(const int8_t *const inputs[], int8_t *const outputs[])
 {
     int8_t *const arena = (int8_t *)tiny_qdq_conv_arena;

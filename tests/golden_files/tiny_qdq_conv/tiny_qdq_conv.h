@@ -17,10 +17,10 @@
 extern "C" {
 #endif
 
-/* Status codes returned by tiny_qdq_conv_run*(): 0 is success. */
+/* Status codes returned by tiny_qdq_conv_init() and tiny_qdq_conv_run*(): 0 is success. */
 #define TINY_QDQ_CONV_OK 0
 #define TINY_QDQ_CONV_ERR_ARG 1     /* a kernel rejected its parameters (a bug: please report) */
-#define TINY_QDQ_CONV_ERR_SCRATCH 2 /* a kernel needs more scratch than planned */
+#define TINY_QDQ_CONV_ERR_SCRATCH 2 /* the linked CMSIS-NN needs more scratch than planned: see tiny_qdq_conv_init() */
 #define TINY_QDQ_CONV_ERR_GUARD 3   /* debug builds: a layer wrote outside its arena buffer */
 
 /* Bytes of the activation arena (intermediate tensors and kernel scratch). */
@@ -48,6 +48,15 @@ extern "C" {
 #define TINY_QDQ_CONV_OUTPUT0_SHAPE { 1, 4, 4, 4 }
 #define TINY_QDQ_CONV_OUTPUT0_SCALE 0.10000000149011612f
 #define TINY_QDQ_CONV_OUTPUT0_ZERO_POINT -128
+
+/**
+ * Nothing to check in this bundle (portable kernels only): returns TINY_QDQ_CONV_OK. Present so that
+ * firmware can call it whatever the backend; tiny_qdq_conv_scratch_layer stays -1.
+ */
+int tiny_qdq_conv_init(void);
+
+/* After TINY_QDQ_CONV_ERR_SCRATCH: the index k of `Layer k` in tiny_qdq_conv.c whose scratch is too small; else -1. */
+extern int tiny_qdq_conv_scratch_layer;
 
 /**
  * Run one inference. inputs[k] points to TINY_QDQ_CONV_INPUTk_SIZE int8 values, outputs[k] to

@@ -63,6 +63,14 @@ static const mcu_requantize_params_t tiny_qop_add_concat_l2_params = {
     .shift = 0,
 };
 
+int tiny_qop_add_concat_scratch_layer = -1;
+
+/* Portable kernels only: nothing to check. */
+int tiny_qop_add_concat_init(void)
+{
+    return TINY_QOP_ADD_CONCAT_OK;
+}
+
 int tiny_qop_add_concat_run_multi(const int8_t *const inputs[], int8_t *const outputs[])
 {
     int8_t *const arena = (int8_t *)tiny_qop_add_concat_arena;

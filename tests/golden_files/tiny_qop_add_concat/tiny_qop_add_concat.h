@@ -17,10 +17,10 @@
 extern "C" {
 #endif
 
-/* Status codes returned by tiny_qop_add_concat_run*(): 0 is success. */
+/* Status codes returned by tiny_qop_add_concat_init() and tiny_qop_add_concat_run*(): 0 is success. */
 #define TINY_QOP_ADD_CONCAT_OK 0
 #define TINY_QOP_ADD_CONCAT_ERR_ARG 1     /* a kernel rejected its parameters (a bug: please report) */
-#define TINY_QOP_ADD_CONCAT_ERR_SCRATCH 2 /* a kernel needs more scratch than planned */
+#define TINY_QOP_ADD_CONCAT_ERR_SCRATCH 2 /* the linked CMSIS-NN needs more scratch than planned: see tiny_qop_add_concat_init() */
 #define TINY_QOP_ADD_CONCAT_ERR_GUARD 3   /* debug builds: a layer wrote outside its arena buffer */
 
 /* Bytes of the activation arena (intermediate tensors and kernel scratch). */
@@ -54,6 +54,15 @@ extern "C" {
 #define TINY_QOP_ADD_CONCAT_OUTPUT0_SHAPE { 1, 12 }
 #define TINY_QOP_ADD_CONCAT_OUTPUT0_SCALE 0.10000000149011612f
 #define TINY_QOP_ADD_CONCAT_OUTPUT0_ZERO_POINT 0
+
+/**
+ * Nothing to check in this bundle (portable kernels only): returns TINY_QOP_ADD_CONCAT_OK. Present so that
+ * firmware can call it whatever the backend; tiny_qop_add_concat_scratch_layer stays -1.
+ */
+int tiny_qop_add_concat_init(void);
+
+/* After TINY_QOP_ADD_CONCAT_ERR_SCRATCH: the index k of `Layer k` in tiny_qop_add_concat.c whose scratch is too small; else -1. */
+extern int tiny_qop_add_concat_scratch_layer;
 
 /**
  * Run one inference. inputs[k] points to TINY_QOP_ADD_CONCAT_INPUTk_SIZE int8 values, outputs[k] to
