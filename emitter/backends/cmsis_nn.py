@@ -12,7 +12,7 @@ arithmetic); everything else keeps the portable kernel and is reported as a fall
     mcu_add_s8 / mcu_mul_s8  -> arm_elementwise_add_s8 / _mul_s8   (no broadcast, no subtract)
     mcu_softmax_s8 (mode 0)  -> arm_softmax_s8
     mcu_transpose_s8         -> arm_transpose_s8                   (rank <= 4)
-    mcu_concat_s8            -> arm_concatenation_s8_{w,x,y,z}     (one call per input, uint16 sizes)
+    mcu_concat_s8            -> arm_concatenation_s8_{x,y,z,w}     (one call per input, uint16 sizes)
     mcu_pad_s8               -> arm_pad_s8                         (rank <= 4 after squeezing)
 
 Concat never requantizes: lowering puts a requantize layer (portable) in front of every input whose
@@ -118,9 +118,9 @@ def dims_q(d) -> str:
     return f"{d.n} {d.h} {d.w} {d.c}"
 
 
-def dims4(shape: tuple[int, ...] | list[int], fill: int = 1) -> dict[str, int]:
-    """Up to four values as cmsis_nn_dims {n, h, w, c}, left-aligned: missing trailing ones = fill."""
-    v = list(shape) + [fill] * (4 - len(shape))
+def dims4(shape: tuple[int, ...] | list[int]) -> dict[str, int]:
+    """Up to four values as cmsis_nn_dims {n, h, w, c}, left-aligned, missing trailing ones = 1."""
+    v = list(shape) + [1] * (4 - len(shape))
     return {"n": v[0], "h": v[1], "w": v[2], "c": v[3]}
 
 
