@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 C_TYPES = {"int8": "int8_t", "int32": "int32_t", "uint8": "uint8_t", "int16": "int16_t",
-           "float32": "float"}
+           "uint32": "uint32_t", "float32": "float"}
 PARAM_TYPES = {
     "ConvParams": "mcu_conv_params_t", "DepthwiseConvParams": "mcu_depthwise_conv_params_t",
     "FCParams": "mcu_fc_params_t", "PoolParams": "mcu_pool_params_t", "AddParams": "mcu_add_params_t",

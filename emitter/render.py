@@ -33,7 +33,7 @@ from emitter.ir import Tensor
 from emitter.layout import is_identity
 from emitter.backends.cmsis_nn import RETURNS_VOID, precheck
 from emitter.backends.cmsis_version import supported as cmsis_supported
-from emitter.ops.base import ConstArg, CRef, IntArg, NullArg, StructArg, TensorArg, TensorListArg
+from emitter.ops.base import CArg, ConstArg, CRef, IntArg, NullArg, StructArg, TensorArg, TensorListArg
 from emitter.planner import scratch_of
 from emitter.resources import data_dir
 
@@ -67,6 +67,16 @@ class ConstArray:
 
 
 @dataclass(frozen=True)
+class LayerCall:
+    text: str  # the C call expression
+    kind: str  # "mcu": returns mcu_status_t; "cmsis": arm_cmsis_nn_status; "void"
+
+
+def call_kind(kernel: str) -> str:
+    return "mcu" if kernel.startswith("mcu_") else ("void" if kernel in RETURNS_VOID else "cmsis")
+
+
+@dataclass(frozen=True)
 class Layer:
     index: int
     name: str
@@ -78,7 +88,7 @@ class Layer:
     params_ident: str | None
     params_init: str | None
     locals: tuple[str, ...]
-    call: str
+    calls: tuple[LayerCall, ...]  # usually one; CMSIS-NN's concatenation makes one per input
     comment: tuple[str, ...]
     out_ptr: str
     out_shape: tuple[int, ...]
@@ -88,7 +98,6 @@ class Layer:
     weight_bytes: int
     structs: tuple[tuple[str, str, str], ...] = ()  # CMSIS-NN: (C type, identifier, initializer)
     precheck: str | None = None  # C condition, checked in <prefix>_init(): more scratch than planned
-    call_kind: str = "mcu"  # "mcu": returns mcu_status_t; "cmsis": arm_cmsis_nn_status; "void"
 
 
 def ctx_size(p) -> int:
@@ -146,41 +155,49 @@ class BundleBuilder:
             params_type = PARAM_TYPES[type(p.params).__name__]
             params_ident = f"{self.prefix}_l{k}_params"
             params_init = c_struct(p.params, refs)
-        args, local_decls = [], []
+        local_decls: list[str] = []
         structs: list[tuple[str, str, str]] = []
-        if params_ident:
-            args.append(f"&{params_ident}")
-        for a in p.args:
-            if isinstance(a, StructArg):
-                ident = f"{self.prefix}_l{k}_{a.suffix}"
-                structs.append((a.ctype, ident, self.struct_init(k, node.name, a.fields, 1)))
-                args.append(f"&{ident}")
-            elif isinstance(a, TensorArg):
-                args.append(self.ptr(a.name))
-            elif isinstance(a, ConstArg):
-                args.append(self.const(k, a.suffix, a.data))
-            elif isinstance(a, IntArg):
-                args.append(c_int(a.value))
-            elif isinstance(a, NullArg):
-                args.append("NULL")
-            elif isinstance(a, TensorListArg):
-                ident = f"l{k}_inputs"
-                local_decls.append(f"const int8_t *const {ident}[{len(a.names)}] = "
-                                   f"{{{', '.join(self.ptr(n) for n in a.names)}}};")
-                args.append(ident)
+        calls = [LayerCall(self.call(k, node.name, p.kernel, p.args, structs, local_decls, params_ident),
+                           call_kind(p.kernel))]
+        calls += [LayerCall(self.call(k, node.name, c.kernel, c.args, structs, local_decls), call_kind(c.kernel))
+                  for c in p.then]
         out = node.outputs[0]
         comment = [f"Layer {k}: {node.op} '{c_comment(node.name)}' (ONNX {c_comment(node.source or node.op)})"]
         comment += [self.describe("in ", i) for i in node.inputs if i and not self.g.t(i).is_const]
         comment.append(self.describe("out", out))
         comment.append(f"kernel {p.kernel}: {c_comment(p.summary)}; MACs {p.macs}")
-        kind = "mcu" if p.kernel.startswith("mcu_") else ("void" if p.kernel in RETURNS_VOID else "cmsis")
         idents = {ctype_suffix: ident for (_, ident, _), ctype_suffix in
                   zip(structs, [a.suffix for a in p.args if isinstance(a, StructArg)])}
         return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
-                     params_init, tuple(local_decls), f"{p.kernel}({', '.join(args)})", tuple(comment),
+                     params_init, tuple(local_decls), tuple(calls), tuple(comment),
                      self.ptr(out), self.g.t(out).shape, self.g.t(out).nbytes,
                      self.c.plan.offset_of(out), p.macs, sum(a.nbytes for a in self.arrays) - before,
-                     tuple(structs), precheck(p.kernel, idents, ctx_size(p)), kind)
+                     tuple(structs), precheck(p.kernel, idents, ctx_size(p)))
+
+    def call(self, k: int, node_name: str, kernel: str, args: tuple[CArg, ...],
+             structs: list[tuple[str, str, str]], local_decls: list[str],
+             params_ident: str | None = None) -> str:
+        """`kernel([&params, ]args...)` as C text; appends the structs and locals its arguments need."""
+        texts = [f"&{params_ident}"] if params_ident else []
+        for a in args:
+            if isinstance(a, StructArg):
+                ident = f"{self.prefix}_l{k}_{a.suffix}"
+                structs.append((a.ctype, ident, self.struct_init(k, node_name, a.fields, 1)))
+                texts.append(f"&{ident}")
+            elif isinstance(a, TensorArg):
+                texts.append(self.ptr(a.name))
+            elif isinstance(a, ConstArg):
+                texts.append(self.const(k, a.suffix, a.data))
+            elif isinstance(a, IntArg):
+                texts.append(c_int(a.value))
+            elif isinstance(a, NullArg):
+                texts.append("NULL")
+            elif isinstance(a, TensorListArg):
+                ident = f"l{k}_inputs"
+                local_decls.append(f"const int8_t *const {ident}[{len(a.names)}] = "
+                                   f"{{{', '.join(self.ptr(n) for n in a.names)}}};")
+                texts.append(ident)
+        return f"{kernel}({', '.join(texts)})"
 
     def struct_init(self, k: int, node_name: str, fields: dict[str, Any], indent: int) -> str:
         """Designated initializer of a CMSIS-NN struct: ints, nested dicts, CRefs."""

@@ -162,15 +162,18 @@ _STATUS_LINE = re.compile(r"^glue: case (\d+) (\S+) returned status (-?\d+)$", r
 _TRACE_LINE = re.compile(r"^glue: case (\d+) (\S+)$", re.M)
 
 
-def run_merged(cases: list[MergedCase], board: Board, work: Path, timeout: float = 300) -> MergedRun:
+def run_merged(cases: list[MergedCase], board: Board, work: Path, timeout: float = 300, *,
+               cmsis_nn: Path | None = None, werror: bool = False) -> MergedRun:
     """Emit all cases into work/bundle, build ONE firmware for `board`, run it once on the
     concatenated sample and split output.bin per case.
 
+    cmsis_nn: a CMSIS-NN checkout to compile and link (needed when a case uses the cmsis-nn
+    backend); werror: the bundles must compile without a warning.
     A case returning a non-zero status is listed in `failures` (the others are still checked).
     If the image faults, it is rebuilt with -DGLUE_TRACE and rerun to name the faulting case."""
     bundle = write_merged_bundle(cases, work / "bundle", board)
     glue = write_merged_glue(cases, work / "glue")
-    fw = build_firmware(bundle, glue, board, work / "fw")
+    fw = build_firmware(bundle, glue, board, work / "fw", werror=werror, cmsis_nn=cmsis_nn)
     run_dir = work / "run"
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "input.bin").write_bytes(pack([[x for m in cases for x in m.inputs]]))
@@ -185,7 +188,7 @@ def run_merged(cases: list[MergedCase], board: Board, work: Path, timeout: float
             raise AssertionError(f"exit 3 without a failing case:\n{run.stdout}{run.stderr}")
         return result
     # Crash or other error: name the case that was running.
-    tfw = build_firmware(bundle, glue, board, work / "fw_trace", cflags=("-DGLUE_TRACE",))
+    tfw = build_firmware(bundle, glue, board, work / "fw_trace", cflags=("-DGLUE_TRACE",), cmsis_nn=cmsis_nn)
     trun = run_qemu(tfw.elf, board, run_dir, timeout=timeout, count_instructions=False, check=False)
     traced = _TRACE_LINE.findall(trun.stderr)
     crashed = cases[int(traced[-1][0])].label if traced and trun.exit_code not in (0, 3) else None

@@ -11,6 +11,12 @@ arithmetic); everything else keeps the portable kernel and is reported as a fall
     mcu_maxpool_s8           -> arm_max_pool_s8
     mcu_add_s8 / mcu_mul_s8  -> arm_elementwise_add_s8 / _mul_s8   (no broadcast, no subtract)
     mcu_softmax_s8 (mode 0)  -> arm_softmax_s8
+    mcu_transpose_s8         -> arm_transpose_s8                   (rank <= 4)
+    mcu_concat_s8            -> arm_concatenation_s8_{x,y,z,w}     (one call per input, uint16 sizes)
+    mcu_pad_s8               -> arm_pad_s8                         (rank <= 4 after squeezing)
+
+Concat never requantizes: lowering puts a requantize layer (portable) in front of every input whose
+scale/zero point differs from the output's, so the concat layer itself is a pure copy.
 
 Scratch sizes come from the user's CMSIS-NN: a small host tool (mcu_runtime/tools/cmsis_sizer.c)
 calls the _get_buffer_size[_dsp|_mve] function of the board's code path. The generated
@@ -21,11 +27,13 @@ the arena (CMSIS-NN never checks ctx.size itself).
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 import subprocess
 from dataclasses import replace
 from functools import lru_cache
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +42,8 @@ import numpy as np
 from emitter.backends.cmsis_version import CmsisVersion, detect
 from emitter.errors import ToolchainError
 from emitter.kernel_params import Bcast
-from emitter.ops.base import ConstArg, CRef, IntArg, NullArg, Prepared, StructArg
+from emitter.layout import squeeze_transpose
+from emitter.ops.base import Call, ConstArg, CRef, IntArg, NullArg, Prepared, StructArg, TensorArg, TensorListArg
 from emitter.resources import data_dir
 
 # Source files never compiled: float kernels of newer CMSIS-NN, which need ARM_NN_ENABLE_F32/F16.
@@ -109,6 +118,55 @@ def padded(a: np.ndarray, extra: int) -> np.ndarray:
 
 def dims_q(d) -> str:
     return f"{d.n} {d.h} {d.w} {d.c}"
+
+
+def dims4(shape: tuple[int, ...] | list[int]) -> dict[str, int]:
+    """Up to four values as cmsis_nn_dims {n, h, w, c}, left-aligned, missing trailing ones = 1."""
+    v = list(shape) + [1] * (4 - len(shape))
+    return {"n": v[0], "h": v[1], "w": v[2], "c": v[3]}
+
+
+U16 = 0xFFFF
+
+
+def split_u16(n: int, k: int) -> tuple[int, ...] | None:
+    """n as exactly k factors, each a uint16 (innermost first, largest first), or None."""
+    if k == 0:
+        return () if n == 1 else None
+    if k == 1:
+        return (n,) if n <= U16 else None
+    for d in sorted((d for i in range(1, math.isqrt(n) + 1) if n % i == 0 for d in (i, n // i)), reverse=True):
+        rest = split_u16(n // d, k - 1) if d <= U16 else None
+        if rest is not None:
+            return (d, *rest)
+    return None
+
+
+def concat_plan(outer: int, chunks: list[int]) -> tuple[str, tuple[int, ...], list[int], tuple[int, ...]] | None:
+    """Each input is `outer` rows of chunks[i] bytes. As arm_concatenation_s8_<axis>, whose dims are
+    x (innermost), y, z, w: (axis, inner dims below the axis, per-input axis sizes, outer dims
+    above it), all uint16; None if no variant fits. `_w` (one copy per input) needs outer == 1."""
+    for k, axis in enumerate("xyzw"):
+        unit = math.gcd(*chunks) if k else 1  # bytes of the inner dims, common to every input
+        inner, above = split_u16(unit, k), split_u16(outer, 3 - k)
+        sizes = [c // unit for c in chunks]
+        if inner is not None and above is not None and max(sizes) <= U16 and (axis == "w" or sum(sizes) <= U16):
+            return axis, inner, sizes, above
+    return None
+
+
+def pad_axes(shape: tuple[int, ...], before: tuple[int, ...], after: tuple[int, ...]) -> list[tuple[int, int, int]] | None:
+    """(size, before, after) per axis as at most 4 axes, or None: unit axes without padding are
+    dropped, and while more than 4 remain, an unpadded axis folds into its outer neighbour."""
+    axes = [t for t in zip(shape, before, after) if t != (1, 0, 0)] or [(1, 0, 0)]
+    k = len(axes) - 1
+    while len(axes) > 4 and k > 0:
+        s, b, a = axes[k]
+        if b == a == 0:
+            ps, pb, pa = axes[k - 1]
+            axes[k - 1:k + 1] = [(ps * s, pb * s, pa * s)]
+        k -= 1
+    return [(1, 0, 0)] * (4 - len(axes)) + axes if len(axes) <= 4 else None
 
 
 class Converter:
@@ -255,13 +313,61 @@ class Converter:
         return replace(p, kernel="arm_softmax_s8", params=None, args=args,
                        summary=p.summary + "; CMSIS-NN"), None
 
+    def mcu_transpose_s8(self, p: Prepared):
+        c: Any = p.params
+        x, y = p.args
+        # The smallest equivalent transpose (relayouts already are): then only rank 1 is the
+        # identity, and no 4-D perm starts (0, 1), which v7.0.0 runs as a w <-> c swap on MVE.
+        shape, perm = squeeze_transpose(c.in_shape[:c.rank], c.perm[:c.rank])
+        if len(shape) > 4:
+            return None
+        # 2-D always swaps, in arm_transpose_s8_nhcw: uint16 rows and columns, and on MVE
+        # gathers at uint16 offsets up to 7 * columns
+        if len(shape) == 2 and (max(shape) > U16 or (self.var == "mve" and 7 * shape[1] > U16)):
+            return None
+        out_shape = tuple(shape[a] for a in perm)
+        params = {"num_dims": len(shape), "permutations": arr(ConstArg("perm", np.array(perm, np.uint32)))}
+        args = (x, y, StructArg("cmsis_nn_dims", "input_dims", dims4(shape)),
+                StructArg("cmsis_nn_dims", "output_dims", dims4(out_shape)),
+                StructArg("cmsis_nn_transpose_params", "transpose", params))
+        return replace(p, kernel="arm_transpose_s8", params=None, args=args,
+                       summary=p.summary + "; CMSIS-NN"), None
+
+    def mcu_concat_s8(self, p: Prepared):
+        _, names, chunk, outer, y = p.args
+        assert isinstance(names, TensorListArg) and isinstance(chunk, ConstArg) and isinstance(outer, IntArg)
+        plan = concat_plan(outer.value, [int(v) for v in chunk.data])
+        if plan is None:
+            return None
+        axis, inner, sizes, above = plan
+        fn = f"arm_concatenation_s8_{axis}"
+        calls = []
+        total = [IntArg(sum(sizes))] if axis != "w" else []  # the output's size along the axis
+        for name, size, offset in zip(names.names, sizes, accumulate([0, *sizes[:-1]])):
+            xyzw = [IntArg(v) for v in (*inner, size, *above)]
+            calls.append(Call(fn, (TensorArg(name), *xyzw, y, *total, IntArg(offset))))
+        return replace(p, kernel=fn, params=None, args=calls[0].args, then=tuple(calls[1:]),
+                       summary=p.summary + "; CMSIS-NN, one call per input"), None
+
+    def mcu_pad_s8(self, p: Prepared):
+        c: Any = p.params
+        x, y = p.args
+        axes = pad_axes(c.in_shape[:c.rank], c.pad_before[:c.rank], c.pad_after[:c.rank])
+        if axes is None:
+            return None
+        size, before, after = zip(*axes)
+        args = (x, y, IntArg(c.pad_value), StructArg("cmsis_nn_dims", "input_size", dims4(size)),
+                StructArg("cmsis_nn_dims", "pre_pad", dims4(before)), StructArg("cmsis_nn_dims", "post_pad", dims4(after)))
+        return replace(p, kernel="arm_pad_s8", params=None, args=args, summary=p.summary + "; CMSIS-NN"), None
+
     def call(self, p: Prepared, fn: str, args: tuple) -> Prepared:
         """A call with a cmsis_nn_context first; its size is filled in by with_scratch()."""
         return replace(p, kernel=fn, params=None, args=(self.ctx(True), *args),
                        summary=p.summary + "; CMSIS-NN")
 
 
-RETURNS_VOID = ("arm_softmax_s8",)
+RETURNS_VOID = ("arm_softmax_s8", "arm_concatenation_s8_x", "arm_concatenation_s8_y",
+                "arm_concatenation_s8_z", "arm_concatenation_s8_w")
 
 
 def precheck(kernel: str, idents: dict[str, str], ctx_size: int) -> str | None:

@@ -66,12 +66,21 @@ CArg = TensorArg | ConstArg | IntArg | NullArg | TensorListArg | StructArg
 
 
 @dataclass(frozen=True, eq=False)
-class Prepared:
-    """One kernel call: C function, its params struct (or None) and remaining arguments.
+class Call:
+    """A further call of the same layer, `kernel(*args)` (no params struct)."""
+    kernel: str
+    args: tuple[CArg, ...]
 
-    The C call is `kernel(&params, *args)` (or `kernel(*args)` without params); the last argument
-    is the output. `golden(env)` computes the same call in numpy from the physical, flat int8
-    arrays in env and returns the output, flat."""
+
+@dataclass(frozen=True, eq=False)
+class Prepared:
+    """One layer: a kernel call, its params struct (or None) and remaining arguments.
+
+    The C call is `kernel(&params, *args)` (or `kernel(*args)` without params); by convention the
+    last argument is the output. `golden(env)` computes the layer in numpy from the physical, flat
+    int8 arrays in env and returns the output, flat. `then` holds further calls of the layer, run
+    in order after the first (e.g. CMSIS-NN's concatenation: one call per input); every
+    StructArg/ConstArg suffix stays distinct across a layer's calls."""
     kernel: str
     params: Any | None
     args: tuple[CArg, ...]
@@ -79,6 +88,7 @@ class Prepared:
     macs: int = 0
     scratch: int = 0
     summary: str = ""
+    then: tuple[Call, ...] = ()
 
 
 @dataclass(frozen=True)
