@@ -13,8 +13,7 @@ Policy:
      compared; API_TYPES: fields); otherwise refused, naming what changed.
      main of 2026-07 (V.19.1.0) passes this check.
   4. A tree without a readable revision is refused.
-A function the backend or mcu_runtime/tools/cmsis_sizer.c starts to call must be added to API_FUNCTIONS
-(e.g. arm_transpose_s8, arm_concatenation_s8_*, arm_pad_s8 when they are converted).
+A function the backend or mcu_runtime/tools/cmsis_sizer.c starts to call must be added to API_FUNCTIONS.
 """
 from __future__ import annotations
 
@@ -52,6 +51,13 @@ API_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {  # name -> (return typ
     "arm_elementwise_add_s8": ("arm_cmsis_nn_status", (_IN, _IN, *[_I32] * 7, _OUT, *[_I32] * 6)),
     "arm_elementwise_mul_s8": ("arm_cmsis_nn_status", (_IN, _IN, _I32, _I32, _OUT, *[_I32] * 6)),
     "arm_softmax_s8": ("void", (_IN, *[_I32] * 5, _OUT)),
+    "arm_transpose_s8": ("arm_cmsis_nn_status", (_IN, "int8_t *const", "const cmsis_nn_dims *const",
+                                                 "const cmsis_nn_dims *const",
+                                                 "const cmsis_nn_transpose_params *const")),
+    **{f"arm_concatenation_s8_{a}": ("void", (_IN, *["const uint16_t"] * 4, _OUT,
+                                              *(["const uint16_t"] if a != "w" else []), "const uint32_t"))
+       for a in "xyzw"},
+    "arm_pad_s8": ("arm_cmsis_nn_status", (_IN, _OUT, "const int8_t", _DIMS, _DIMS, _DIMS)),
     **{f"{fn}_get_buffer_size{v}": ("int32_t", args) for fn, args in _SIZE_ARGS.items() for v in ("", "_dsp", "_mve")},
 }
 API_TYPES = {  # name -> body of its typedef in arm_nn_types.h (v7.0.0)
@@ -67,6 +73,7 @@ API_TYPES = {  # name -> body of its typedef in arm_nn_types.h (v7.0.0)
     "cmsis_nn_per_tensor_quant_params": "int32_t multiplier; int32_t shift;",
     "cmsis_nn_dims": "int32_t n; int32_t h; int32_t w; int32_t c;",
     "cmsis_nn_tile": "int32_t w; int32_t h;",
+    "cmsis_nn_transpose_params": "const int32_t num_dims; const uint32_t *permutations;",
     "cmsis_nn_activation": "int32_t min; int32_t max;",
     "arm_cmsis_nn_status": "ARM_CMSIS_NN_SUCCESS = 0, ARM_CMSIS_NN_ARG_ERROR = -1, ARM_CMSIS_NN_NO_IMPL_ERROR = -2, "
                            "ARM_CMSIS_NN_FAILURE = -3,",
