@@ -9,12 +9,19 @@
  * How it is fast and still bit-exact:
  * - Per output position the valid tap ranges [ky_begin, ky_end) x [kx_begin, kx_end) are computed
  *   once; the tap loops hold no bounds checks and no index arithmetic beyond two pointer steps.
- * - With depth_multiplier == 1 channels are processed in blocks, channel-contiguous in NHWC input
- *   and filter alike. Pure C99 on every target (the host included): four channels per block.
- *   __ARM_FEATURE_DSP: four channels from one 4-byte load of input and one of filter per tap,
- *   SXTAB16 adds the input offset to two channels at once, SMLABB/SMLATT multiply-accumulate each
- *   16-bit lane. __ARM_FEATURE_MVE: eight channels per block as int16 lanes, VMULLB/VMULLT into
- *   two int32x4 accumulators (the channel tail predicated), requantized four lanes at a time.
+ * - __ARM_FEATURE_DSP, depth_multiplier == 1 and realistic requantization (see dsp_eligible):
+ *   four channels at a time over the whole output in two passes of two int16 lanes (SXTAB16 adds
+ *   the input offset, SMLABB/SMLATT), weights and requantization constants prepared once per call
+ *   on the stack, a four-instruction requantization (SMMLAR, see requant2). 3x3 filters with
+ *   vertical stride and dilation 1 take output rows in pairs through a block of inline assembly
+ *   (each input row loaded once for both rows), windows at the left/right border shifted inward
+ *   onto zero weights. Everything else (other filters, strides, C_out % 4 tail) below.
+ * - Otherwise, with depth_multiplier == 1 channels are processed in blocks, channel-contiguous in
+ *   NHWC input and filter alike. Pure C99 on every target (the host included): four channels per
+ *   block. __ARM_FEATURE_DSP: four channels from one 4-byte load of input and one of filter per
+ *   tap, SMLABB/SMLATT. __ARM_FEATURE_MVE: eight channels per block as int16 lanes,
+ *   VMULLB/VMULLT into two int32x4 accumulators (the channel tail predicated), requantized four
+ *   lanes at a time.
  * - depth_multiplier > 1 (and the C_out % 4 tail channels) run one output channel at a time over
  *   the same hoisted tap ranges.
  * Each output channel's sum has exactly the reference's terms (integer sums, order only differs).
@@ -251,6 +258,527 @@ static int32_t channel_blocks(const taps_t *t, const mcu_depthwise_conv_params_t
 
 #endif
 
+#if defined(MCU_DW_DSP)
+
+/*
+ * DSP fast path: depth_multiplier == 1, the channels in blocks of four, one block at a time over
+ * the whole output, each block in two passes of two channels: c, c + 2 (the even bytes of a
+ * 4-byte load) and c + 1, c + 3 (the odd bytes). A pass's weights and requantization constants
+ * are prepared once per call (lanes2_t, on the stack).
+ *
+ * Multiply-accumulate: a 4-byte load brings four channels of one input pixel; SXTAB16 adds the
+ * input offset to the pass's two channels as int16 lanes, SMLABB/SMLATT multiply each lane by the
+ * matching int16 lane of the prepared weights. 3x3 filters with vertical stride and dilation 1
+ * compute output rows in pairs: each input row loaded and unpacked serves both, four
+ * accumulators in all (pair3x3, in assembly: gcc does not keep it in registers). A window that
+ * sticks out of the input on the left or right is shifted inward and meets zero weights instead
+ * (lanes2_t.wcol has two zero columns on each side, plan_segments); one that sticks out at the
+ * top or bottom by one row skips that row (DW_ROWS_NO_TOP/NO_BOTTOM); an odd last row is redone
+ * as the bottom of an overlapping pair. Other rows and filters run row_sweep (valid taps only).
+ *
+ * Requantization in four instructions (requant2): the weights are stored doubled, so the
+ * accumulators hold 2 * acc exactly (|acc| < 2^30, checked per call), and
+ *   out = RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(acc, M), r) + output_offset
+ *       = floor((2 acc M + 2^31 + 2^32 * (2^(r-1) - [acc < 0] + output_offset * 2^r)) / 2^(32+r))
+ * = SMMLAR(2 acc, M, base - [acc < 0]) >> r with base = 2^(r-1) + output_offset * 2^r:
+ * - SRDHM(acc, M) = floor((acc M + 2^30) / 2^31) (see high_mul), no saturation as |acc| < 2^30;
+ * - RoundingDivideByPOT(h, r) = floor((h + 2^(r-1) - [h < 0]) / 2^r) for r >= 1, and
+ *   floor((floor(a / b) + n) / c) = floor((a + n b) / (b c)) nests the two roundings into one;
+ * - [h < 0] may be replaced by [acc < 0] (M >= 0): they differ only when h == 0, where both
+ *   give 0, since then 0 <= acc M + 2^30 < 2^31;
+ * - SMMLAR(a, b, c) = floor((c 2^32 + a b + 2^31) / 2^32), which cannot leave int32 here:
+ *   |acc| < 2^30 and |base| < 2^28 for r <= 20.
+ * Conditions (else the generic loops run): shift in [-20, -1], multiplier >= 0, |bias| < 2^29,
+ * KH * KW <= DW_DSP_MAX_TAPS (then |acc| <= 2^29 + 25 * 255 * 128 < 2^30).
+ */
+
+#define DW_DSP_MAX_TAPS 25
+
+#if defined(__GNUC__)
+#define DW_INLINE static inline __attribute__((always_inline))
+#define DW_NOINLINE __attribute__((noinline))
+#else
+#define DW_INLINE static inline
+#define DW_NOINLINE
+#endif
+
+/* One pass: two channels (lane 0 and lane 1 of every int16 pair), prepared once per call. */
+typedef struct {
+    int32_t bias2[2];           /* 2 * bias */
+    int32_t mult[2];            /* multiplier, >= 0 */
+    int32_t base[2];            /* 2^(r - 1) + output_offset * 2^r */
+    int32_t right[2];           /* r = -shift, in [1, 20] */
+    int32_t w[DW_DSP_MAX_TAPS]; /* [ky * KW + kx]: int16 lanes 2 w[lane 0], 2 w[lane 1] */
+    int32_t wcol[7][3];         /* 3x3: [2 + kx][ky] = w[ky * 3 + kx], zero for kx < 0, kx > 2 */
+} lanes2_t;
+
+/* A run of output columns of the 3x3 row-pair path: `count` positions from output column
+ * out_x, the first window's input column in_x (shifted inward at a border, see pair3x3_sweep),
+ * weights wcol[col] (2 = unshifted). */
+typedef struct {
+    int32_t out_x;
+    int32_t in_x;
+    int32_t col;
+    int32_t count;
+} segment_t;
+
+#define DW_MAX_SEGMENTS 5
+
+/* What every output position of one pass shares. */
+typedef struct {
+    const mcu_depthwise_conv_params_t *p;
+    const lanes2_t *l;
+    int32_t offset2; /* input_offset in both int16 lanes */
+    int32_t in_row;  /* bytes of one input row */
+    int32_t x_col;   /* dilation_w * C: bytes from one tap column to the next */
+    int32_t out_row; /* bytes of one output row */
+    int32_t x_begin; /* output columns [x_begin, x_end) have every kx inside the input */
+    int32_t x_end;
+    int full;        /* act_min == -128 and act_max == 127 */
+    segment_t seg[DW_MAX_SEGMENTS]; /* the output columns of the 3x3 row-pair path */
+    int32_t segments;
+} pass_t;
+
+/* The pass's two channels of the input pixel at x, plus the input offset, as int16 lanes. */
+DW_INLINE int32_t load2(const int8_t *x, int32_t offset2, int odd)
+{
+    const uint32_t v = read_s8x4(x);
+    return odd ? sxtab16_ror8(offset2, v) : __sxtab16(offset2, (int32_t)v);
+}
+
+/* acc[0..1] += input pixel v times the weight pair w (lane 0, lane 1) */
+DW_INLINE void mac(int32_t *a0, int32_t *a1, int32_t v, int32_t w)
+{
+    *a0 = __smlabb(v, w, *a0);
+    *a1 = __smlatt(v, w, *a1);
+}
+
+static inline int32_t smmlar(int32_t a, int32_t b, int32_t c)
+{
+    int32_t r;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+
+/* v saturated to [-128, 127] (SSAT; gcc 12's __ssat trips -Wsign-conversion) */
+static inline int32_t ssat8(int32_t v)
+{
+    int32_t r;
+    __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(v));
+    return r;
+}
+
+/* The clamped output of a doubled accumulator acc2 = 2 * acc, lane k's constants. */
+DW_INLINE int8_t requant2(int32_t acc2, const lanes2_t *l, int32_t k, int full,
+                          const mcu_quant_io_t *q)
+{
+    const int32_t v = ssat8(smmlar(acc2, l->mult[k], l->base[k] + (acc2 >> 31)) >> l->right[k]);
+    return (int8_t)(full ? v : mcu_clamp_s32(v, q->act_min, q->act_max));
+}
+
+/*
+ * A 3x3 window pair, in assembly (gcc does not keep this in 12 registers): output rows top and
+ * bottom (one input row lower), two lanes each; input rows 0..3 at x + r * in_row, tap columns
+ * k = 0..2 at x + k * x_col, weights w[3 k + ky]. Input row r adds to the top output with tap
+ * row r (r <= 2) and to the bottom one with tap row r - 1 (r >= 1):
+ *   t[l] += sum_{k, r=0..2} x[r][k] * w[k][r],  b[l] += sum_{k, r=1..3} x[r][k] * w[k][r - 1]
+ * for both lanes l (SMLABB: lane 0, SMLATT: lane 1). Variants: DW_ROWS_ALL; DW_ROWS_NO_TOP
+ * (input row 0 is padding: not read, x points at row 1); DW_ROWS_NO_BOTTOM (row 3 is padding).
+ * Per column: the weights (LDRD + LDR), the rows (LDR, SXTAB16 with the input offset), 12 MACs.
+ * The assembly reads memory through p and w only, which nothing writes while a sweep runs.
+ */
+#define DW_LOAD(ROT, ADDR)                                                                     \
+    "ldr     %[v], " ADDR "\n\t"                                                               \
+    "sxtab16 %[v], %[off], %[v]" ROT "\n\t"
+#define DW_MAC(ACC0, ACC1, W)                                                                  \
+    "smlabb  %[" ACC0 "], %[v], %[" W "], %[" ACC0 "]\n\t"                                     \
+    "smlatt  %[" ACC1 "], %[v], %[" W "], %[" ACC1 "]\n\t"
+/* rows 0..3 of one column; wa, wb = tap rows 0, 1; then wa = tap row 2, wb = the row 3 address */
+#define DW_COL_ALL(ROT, OFS)                                                                   \
+    "ldrd    %[wa], %[wb], [%[w], #" OFS "]\n\t"                                               \
+    DW_LOAD(ROT, "[%[p]]") DW_MAC("t0", "t1", "wa")                                            \
+    DW_LOAD(ROT, "[%[p], %[row]]") DW_MAC("t0", "t1", "wb") DW_MAC("b0", "b1", "wa")           \
+    "ldr     %[wa], [%[w], #" OFS "+8]\n\t"                                                    \
+    DW_LOAD(ROT, "[%[p], %[row], lsl #1]") DW_MAC("t0", "t1", "wa") DW_MAC("b0", "b1", "wb")   \
+    "add     %[wb], %[p], %[row], lsl #1\n\t"                                                  \
+    DW_LOAD(ROT, "[%[wb], %[row]]") DW_MAC("b0", "b1", "wa")                                   \
+    "add     %[p], %[p], %[col]\n\t"
+/* rows 1..3 of one column (p at row 1) */
+#define DW_COL_NO_TOP(ROT, OFS)                                                                \
+    "ldrd    %[wa], %[wb], [%[w], #" OFS "]\n\t"                                               \
+    DW_LOAD(ROT, "[%[p]]") DW_MAC("t0", "t1", "wb") DW_MAC("b0", "b1", "wa")                   \
+    "ldr     %[wa], [%[w], #" OFS "+8]\n\t"                                                    \
+    DW_LOAD(ROT, "[%[p], %[row]]") DW_MAC("t0", "t1", "wa") DW_MAC("b0", "b1", "wb")           \
+    DW_LOAD(ROT, "[%[p], %[row], lsl #1]") DW_MAC("b0", "b1", "wa")                            \
+    "add     %[p], %[p], %[col]\n\t"
+/* rows 0..2 of one column */
+#define DW_COL_NO_BOTTOM(ROT, OFS)                                                             \
+    "ldrd    %[wa], %[wb], [%[w], #" OFS "]\n\t"                                               \
+    DW_LOAD(ROT, "[%[p]]") DW_MAC("t0", "t1", "wa")                                            \
+    DW_LOAD(ROT, "[%[p], %[row]]") DW_MAC("t0", "t1", "wb") DW_MAC("b0", "b1", "wa")           \
+    "ldr     %[wa], [%[w], #" OFS "+8]\n\t"                                                    \
+    DW_LOAD(ROT, "[%[p], %[row], lsl #1]") DW_MAC("t0", "t1", "wa") DW_MAC("b0", "b1", "wb")   \
+    "add     %[p], %[p], %[col]\n\t"
+#define DW_PAIR3X3(COL, ROT)                                                                   \
+    __asm__(COL(ROT, "0") COL(ROT, "12") COL(ROT, "24")                                        \
+            : [t0] "+r"(t0), [t1] "+r"(t1), [b0] "+r"(b0), [b1] "+r"(b1), [p] "+r"(p),        \
+              [v] "=&r"(v), [wa] "=&r"(wa), [wb] "=&r"(wb)                                     \
+            : [row] "r"(in_row), [col] "r"(x_col), [w] "r"(w), [off] "r"(offset2))
+
+enum { DW_ROWS_ALL, DW_ROWS_NO_TOP, DW_ROWS_NO_BOTTOM };
+
+#if defined(__OPTIMIZE__) && defined(__GNUC__)
+
+DW_INLINE void pair3x3(int32_t acc[4], const int8_t *x, int32_t in_row, int32_t x_col,
+                       const int32_t *w, int32_t offset2, int rows, int odd)
+{
+    int32_t t0 = acc[0], t1 = acc[1], b0 = acc[2], b1 = acc[3];
+    const int8_t *p = x;
+    int32_t v, wa, wb;
+    if (odd) {
+        if (rows == DW_ROWS_ALL) {
+            DW_PAIR3X3(DW_COL_ALL, ", ror #8");
+        } else if (rows == DW_ROWS_NO_TOP) {
+            DW_PAIR3X3(DW_COL_NO_TOP, ", ror #8");
+        } else {
+            DW_PAIR3X3(DW_COL_NO_BOTTOM, ", ror #8");
+        }
+    } else {
+        if (rows == DW_ROWS_ALL) {
+            DW_PAIR3X3(DW_COL_ALL, "");
+        } else if (rows == DW_ROWS_NO_TOP) {
+            DW_PAIR3X3(DW_COL_NO_TOP, "");
+        } else {
+            DW_PAIR3X3(DW_COL_NO_BOTTOM, "");
+        }
+    }
+    acc[0] = t0;
+    acc[1] = t1;
+    acc[2] = b0;
+    acc[3] = b1;
+}
+
+#else /* unoptimized builds cannot give the assembly its 12 registers: the same in C */
+
+DW_INLINE void pair3x3(int32_t acc[4], const int8_t *x, int32_t in_row, int32_t x_col,
+                       const int32_t *w, int32_t offset2, int rows, int odd)
+{
+    int32_t t0 = acc[0], t1 = acc[1], b0 = acc[2], b1 = acc[3];
+    const int32_t r_begin = rows == DW_ROWS_NO_TOP ? 1 : 0;
+    const int32_t r_end = rows == DW_ROWS_NO_BOTTOM ? 3 : 4;
+    for (int32_t k = 0; k < 3; ++k, w += 3) {
+        for (int32_t r = r_begin; r < r_end; ++r) { /* x: row r_begin */
+            const int32_t v = load2(x + (r - r_begin) * in_row + k * x_col, offset2, odd);
+            if (r < 3) {
+                mac(&t0, &t1, v, w[r]);
+            }
+            if (r > 0) {
+                mac(&b0, &b1, v, w[r - 1]);
+            }
+        }
+    }
+    acc[0] = t0;
+    acc[1] = t1;
+    acc[2] = b0;
+    acc[3] = b1;
+}
+
+#endif
+
+/* The requantization constants of a pass's two lanes, read into locals (an int8_t store may
+ * alias anything: through the pointer they would be read again after every store). */
+typedef struct {
+    int32_t mult0, mult1, base0, base1, right0, right1;
+} rq2_t;
+
+DW_INLINE rq2_t rq2(const lanes2_t *l)
+{
+    rq2_t r;
+    r.mult0 = l->mult[0];
+    r.mult1 = l->mult[1];
+    r.base0 = l->base[0];
+    r.base1 = l->base[1];
+    r.right0 = l->right[0];
+    r.right1 = l->right[1];
+    return r;
+}
+
+/* requant2 before the clamp */
+DW_INLINE int32_t rq(int32_t acc2, int32_t mult, int32_t base, int32_t right)
+{
+    return ssat8(smmlar(acc2, mult, base + (acc2 >> 31)) >> right);
+}
+
+/* One position of a row pair: bias, the 3x3 window pair at x with weights w, requantized into
+ * out[0], out[2] (top row) and out[out_row], out[out_row + 2] (bottom row). */
+DW_INLINE void pair3x3_px(const pass_t *s, const int8_t *x, const int32_t *w, int8_t *out,
+                          int rows, int odd)
+{
+    const lanes2_t *const l = s->l;
+    int32_t acc[4];
+    acc[0] = acc[2] = l->bias2[0];
+    acc[1] = acc[3] = l->bias2[1];
+    pair3x3(acc, x, s->in_row, s->x_col, w, s->offset2, rows, odd);
+    const rq2_t r = rq2(l);
+    int32_t v0 = rq(acc[0], r.mult0, r.base0, r.right0);
+    int32_t v1 = rq(acc[1], r.mult1, r.base1, r.right1);
+    int32_t v2 = rq(acc[2], r.mult0, r.base0, r.right0);
+    int32_t v3 = rq(acc[3], r.mult1, r.base1, r.right1);
+    if (!s->full) {
+        const int32_t lo = s->p->q.act_min;
+        const int32_t hi = s->p->q.act_max;
+        v0 = mcu_clamp_s32(v0, lo, hi);
+        v1 = mcu_clamp_s32(v1, lo, hi);
+        v2 = mcu_clamp_s32(v2, lo, hi);
+        v3 = mcu_clamp_s32(v3, lo, hi);
+    }
+    const int32_t out_row = s->out_row;
+    out[0] = (int8_t)v0;
+    out[2] = (int8_t)v1;
+    out[out_row] = (int8_t)v2;
+    out[out_row + 2] = (int8_t)v3;
+}
+
+/* One pass over output rows y, y + 1 of a 3x3 filter (stride_h == dilation_h == 1): input rows
+ * from x_rows (channel c; the first one read when rows == DW_ROWS_NO_TOP); out: row y at the
+ * pass's channel. Column by column segment (pass_t.seg). */
+DW_INLINE void pair3x3_sweep(const pass_t *s, const int8_t *x_rows, int8_t *out, int rows,
+                             int odd)
+{
+    const int32_t in_c = s->p->input.c;
+    const int32_t out_c = s->p->output.c;
+    const int32_t x_step = s->p->stride_w * in_c;
+    const segment_t *const end = s->seg + s->segments;
+    for (const segment_t *g = s->seg; g < end; ++g) {
+        const int8_t *x = x_rows + g->in_x * in_c;
+        const int32_t *const w = s->l->wcol[g->col];
+        int8_t *o = out + g->out_x * out_c;
+        for (int32_t n = g->count; n > 0; --n, x += x_step, o += out_c) {
+            pair3x3_px(s, x, w, o, rows, odd);
+        }
+    }
+}
+
+/* pass_t.seg: the output columns in runs of equal weight shift. A window sticking out on the
+ * left or right (kx in [kx_begin, kx_end) inside the input) is shifted inward by `shift` tap
+ * columns, its weights by as many columns into wcol's zero columns: tap column k then meets
+ * weight column k + shift, zero outside 0..2. Returns 0 when the input is too narrow for that
+ * (no valid tap, or the shifted window leaves the input) or there are too many runs. */
+static int plan_segments(pass_t *s)
+{
+    const mcu_depthwise_conv_params_t *const p = s->p;
+    s->segments = 0;
+    for (int32_t out_x = 0; out_x < p->output.w; ++out_x) {
+        int32_t in_x = out_x * p->stride_w - p->pad_left;
+        int32_t kx_begin, kx_end;
+        valid_taps(in_x, p->dilation_w, 3, p->input.w, &kx_begin, &kx_end);
+        if (kx_end <= kx_begin || (kx_begin > 0 && kx_end < 3)) {
+            return 0;
+        }
+        const int32_t shift = kx_begin > 0 ? kx_begin : kx_end - 3;
+        in_x += shift * p->dilation_w;
+        if (in_x < 0 || in_x + 2 * p->dilation_w >= p->input.w) {
+            return 0;
+        }
+        segment_t *const last = s->segments > 0 ? &s->seg[s->segments - 1] : NULL;
+        if (last != NULL && last->col == 2 + shift && shift == 0) {
+            ++last->count; /* unshifted windows: consecutive, stride_w apart */
+            continue;
+        }
+        if (s->segments == DW_MAX_SEGMENTS) {
+            return 0;
+        }
+        segment_t *const g = &s->seg[s->segments++];
+        g->out_x = out_x;
+        g->in_x = in_x;
+        g->col = 2 + shift;
+        g->count = 1;
+    }
+    return 1;
+}
+
+/* One output row, one pass: taps (j, i), j < rows, i < cols, at x + j * x_row + i * x_col
+ * (input) and w[j * k_w + i] (weights). */
+DW_INLINE void row_taps(int32_t acc[2], const int8_t *x, int32_t x_row, int32_t x_col,
+                        const int32_t *w, int32_t k_w, int32_t rows, int32_t cols,
+                        int32_t offset2, int odd)
+{
+    int32_t a0 = acc[0], a1 = acc[1];
+    for (int32_t j = rows; j > 0; --j, x += x_row, w += k_w) {
+        const int8_t *xp = x;
+        for (int32_t i = 0; i < cols; ++i, xp += x_col) {
+            mac(&a0, &a1, load2(xp, offset2, odd), w[i]);
+        }
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+}
+
+/* One pass over output row y, any filter: the valid taps of each position. */
+DW_INLINE void row_sweep(const pass_t *s, const int8_t *in, int8_t *out, int32_t out_y, int odd)
+{
+    const mcu_depthwise_conv_params_t *const p = s->p;
+    const lanes2_t *const l = s->l;
+    const int32_t in_c = p->input.c;
+    const int32_t k_w = p->filter.w;
+    const int32_t out_c = p->output.c;
+    const int32_t x_row = p->dilation_h * s->in_row;
+    const int32_t in_y = out_y * p->stride_h - p->pad_top;
+    int32_t ky_begin, ky_end;
+    valid_taps(in_y, p->dilation_h, p->filter.h, p->input.h, &ky_begin, &ky_end);
+    const int8_t *const x_rows = in + (in_y + ky_begin * p->dilation_h) * s->in_row;
+    const int32_t *const w_rows = l->w + ky_begin * k_w;
+    for (int32_t out_x = 0; out_x < p->output.w; ++out_x, out += out_c) {
+        const int32_t in_x = out_x * p->stride_w - p->pad_left;
+        int32_t kx_begin = 0, kx_end = k_w;
+        if (out_x < s->x_begin || out_x >= s->x_end) {
+            valid_taps(in_x, p->dilation_w, k_w, p->input.w, &kx_begin, &kx_end);
+        }
+        int32_t acc[2] = {l->bias2[0], l->bias2[1]};
+        if (kx_end > kx_begin && ky_end > ky_begin) {
+            row_taps(acc, x_rows + (in_x + kx_begin * p->dilation_w) * in_c, x_row, s->x_col,
+                     w_rows + kx_begin, k_w, ky_end - ky_begin, kx_end - kx_begin,
+                     s->offset2, odd);
+        }
+        out[0] = requant2(acc[0], l, 0, s->full, &p->q);
+        out[2] = requant2(acc[1], l, 1, s->full, &p->q);
+    }
+}
+
+/* The sweeps with the pass fixed at compile time; kept out of line so that the lanes2_t they
+ * read is written before they run. */
+DW_NOINLINE static void pair_even(const pass_t *s, const int8_t *x, int8_t *out, int rows)
+{
+    pair3x3_sweep(s, x, out, rows, 0);
+}
+
+DW_NOINLINE static void pair_odd(const pass_t *s, const int8_t *x, int8_t *out, int rows)
+{
+    pair3x3_sweep(s, x, out, rows, 1);
+}
+
+DW_NOINLINE static void row_even(const pass_t *s, const int8_t *in, int8_t *out, int32_t y)
+{
+    row_sweep(s, in, out, y, 0);
+}
+
+DW_NOINLINE static void row_odd(const pass_t *s, const int8_t *in, int8_t *out, int32_t y)
+{
+    row_sweep(s, in, out, y, 1);
+}
+
+static int32_t pack16(int32_t lo, int32_t hi)
+{
+    return (int32_t)(((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16));
+}
+
+/* Whether the DSP path may run (see the conditions above). */
+static int dsp_eligible(const mcu_depthwise_conv_params_t *p, const int32_t *bias)
+{
+    if (p->depth_multiplier != 1 || p->output.c < 4 || p->filter.h > DW_DSP_MAX_TAPS ||
+        p->filter.w > DW_DSP_MAX_TAPS || p->filter.h * p->filter.w > DW_DSP_MAX_TAPS) {
+        return 0;
+    }
+    for (int32_t c = 0; c < p->output.c; ++c) {
+        const int32_t b = bias != NULL ? bias[c] : 0;
+        if (p->shift[c] < -20 || p->shift[c] > -1 || p->multiplier[c] < 0 ||
+            b <= -(1 << 29) || b >= (1 << 29)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The constants of channels ch (lane 0) and ch + 2 (lane 1). */
+static void prepare_lanes(lanes2_t *l, const mcu_depthwise_conv_params_t *p,
+                          const int8_t *filter, const int32_t *bias, int32_t ch)
+{
+    const int32_t taps = p->filter.h * p->filter.w;
+    for (int32_t t = 0; t < taps; ++t) {
+        const int8_t *const f = filter + t * p->output.c + ch;
+        l->w[t] = pack16(2 * f[0], 2 * f[2]);
+    }
+    if (p->filter.h == 3 && p->filter.w == 3) {
+        for (int32_t kx = -2; kx < 5; ++kx) {
+            for (int32_t ky = 0; ky < 3; ++ky) {
+                l->wcol[2 + kx][ky] = kx >= 0 && kx < 3 ? l->w[ky * 3 + kx] : 0;
+            }
+        }
+    }
+    for (int32_t k = 0; k < 2; ++k) {
+        const int32_t c = ch + 2 * k;
+        const int32_t right = -p->shift[c];
+        l->bias2[k] = bias != NULL ? 2 * bias[c] : 0;
+        l->mult[k] = p->multiplier[c];
+        l->right[k] = right;
+        l->base[k] = (int32_t)((1u << (right - 1)) + ((uint32_t)p->q.output_offset << right));
+    }
+}
+
+/* Channels 0 .. 4 * floor(C / 4) - 1 of every output. */
+static void dsp_conv(const mcu_depthwise_conv_params_t *p, const int8_t *input,
+                     const int8_t *filter, const int32_t *bias, int8_t *output)
+{
+    const int32_t in_h = p->input.h;
+    const int32_t in_w = p->input.w;
+    const int32_t out_h = p->output.h;
+    const int32_t out_w = p->output.w;
+    const int32_t out_c = p->output.c;
+    const int32_t in_batch = in_h * in_w * p->input.c;
+    const int32_t out_batch = out_h * out_w * out_c;
+    lanes2_t l;
+    pass_t s;
+    s.p = p;
+    s.l = &l;
+    s.offset2 = pack16(p->q.input_offset, p->q.input_offset);
+    s.in_row = in_w * p->input.c;
+    s.x_col = p->dilation_w * p->input.c;
+    s.out_row = out_w * out_c;
+    s.full = p->q.act_min == MCU_INT8_MIN && p->q.act_max == MCU_INT8_MAX;
+    /* output columns whose window lies inside the input horizontally: in_x >= 0 and
+     * in_x + (KW - 1) * dilation_w < W_in, with in_x = out_x * stride_w - pad_left */
+    const int32_t span = (p->filter.w - 1) * p->dilation_w;
+    const int32_t last = in_w - 1 - span + p->pad_left;
+    s.x_begin = (p->pad_left + p->stride_w - 1) / p->stride_w;
+    s.x_end = last < 0 ? 0 : last / p->stride_w + 1;
+    if (s.x_end > out_w) {
+        s.x_end = out_w;
+    }
+    if (s.x_end < s.x_begin) {
+        s.x_end = s.x_begin;
+    }
+    const int pairs = p->filter.h == 3 && p->filter.w == 3 && p->stride_h == 1 &&
+                      p->dilation_h == 1 && plan_segments(&s);
+    for (int32_t c = 0; c + 4 <= out_c; c += 4) {
+        for (int32_t odd = 0; odd < 2; ++odd) {
+            prepare_lanes(&l, p, filter, bias, c + odd);
+            for (int32_t b = 0; b < p->input.n; ++b) {
+                const int8_t *const in = input + b * in_batch + c; /* 4-byte loads */
+                int8_t *const out = output + b * out_batch + c + odd;
+                for (int32_t y = 0; y < out_h;) {
+                    /* rows y, y + 1 (y = out_h - 2 for the last of an odd count, redoing
+                     * row y): input rows in_y .. in_y + 3, stride 1 */
+                    const int32_t top = y + 1 < out_h ? y : y - 1;
+                    const int32_t in_y = top - p->pad_top;
+                    const int rows = in_y < 0 ? DW_ROWS_NO_TOP
+                                              : (in_y + 3 >= in_h ? DW_ROWS_NO_BOTTOM : DW_ROWS_ALL);
+                    if (pairs && top >= 0 && in_y >= -1 && in_y + 3 <= in_h &&
+                        (in_h >= 3 || rows == DW_ROWS_ALL)) {
+                        const int8_t *const x_rows = in + (in_y + (in_y < 0)) * s.in_row;
+                        (odd ? pair_odd : pair_even)(&s, x_rows, out + top * s.out_row, rows);
+                        y = top + 2;
+                    } else {
+                        (odd ? row_odd : row_even)(&s, in, out + y * s.out_row, y);
+                        y += 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+#endif
+
 mcu_status_t mcu_depthwise_conv2d_s8(const mcu_depthwise_conv_params_t *params,
                                      const int8_t *input, const int8_t *filter,
                                      const int32_t *bias, int8_t *output)
@@ -288,6 +816,16 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_depthwise_conv_params_t *params,
     const int32_t dilation_w = params->dilation_w;
     const int32_t input_offset = params->q.input_offset;
     const int32_t in_row = in_w * in_c; /* bytes of one input row */
+    int32_t first_oc = 0; /* the channels before it are done */
+#if defined(MCU_DW_DSP)
+    if (dsp_eligible(params, bias)) {
+        dsp_conv(params, input, filter, bias, output);
+        first_oc = out_c & ~(int32_t)3;
+        if (first_oc == out_c) {
+            return MCU_OK;
+        }
+    }
+#endif
 
     for (int32_t b = 0; b < batches; ++b) {
         const int8_t *const in_batch = input + b * in_h * in_row;
@@ -319,7 +857,10 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_depthwise_conv_params_t *params,
                 }
                 t.w = filter + (ky_begin * k_w + kx_begin) * out_c;
 
-                int32_t oc = depth_multiplier == 1 ? channel_blocks(&t, params, bias, out_px) : 0;
+                int32_t oc = first_oc;
+                if (oc == 0 && depth_multiplier == 1) {
+                    oc = channel_blocks(&t, params, bias, out_px);
+                }
                 for (; oc < out_c; ++oc) {
                     const int32_t acc = taps1(&t, oc / depth_multiplier, oc, input_offset) +
                                         (bias != NULL ? bias[oc] : 0);
