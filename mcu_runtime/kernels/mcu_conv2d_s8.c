@@ -7,6 +7,12 @@
  * the output offset and clamp.
  *
  * How it is fast and still bit-exact:
+ * - __ARM_FEATURE_DSP with K = KH * KW * C_in a multiple of 4 up to MCU_CONV_DSP_MAX_K and
+ *   realistic requantization (dsp_eligible): four output positions at a time, their windows
+ *   extended once to int16 and interleaved in a stack buffer, every output channel's weights read
+ *   once per four positions (SMLAD, a small inline-assembly loop), requantization in four
+ *   instructions (requant2 in mcu_kernel_util.h). See "DSP fast path" below.
+ * - Otherwise (every target; the generic path):
  * - The input offset leaves the inner loops: sum (x + off) * w = sum x * w + off * sum w. For a
  *   block of up to MCU_CONV_OC_BLOCK output channels, corr[oc] = bias[oc] + off * (sum of all the
  *   channel's weights) is computed once; the loops then only multiply raw int8 values.
@@ -29,7 +35,8 @@
  *
  * Stack: the patch (KH * KW * C_in bytes when that is at most MCU_CONV_PATCH_BYTES) and the
  * corrections (4 * min(C_out, MCU_CONV_OC_BLOCK) bytes), as C99 variable-length arrays, plus
- * about 150 bytes of frames. No scratch from the arena.
+ * about 150 bytes of frames; the DSP path instead 9 * MCU_CONV_DSP_MAX_K bytes (1152) of buffers.
+ * No scratch from the arena.
  */
 #include <string.h>
 
@@ -521,6 +528,202 @@ MCU_CONV_NOINLINE static void conv_block(const conv_ctx_t *c, const int8_t *inpu
     }
 }
 
+#if defined(MCU_CONV_DSP)
+
+/*
+ * DSP fast path: four output positions at a time. Their windows (KH * KW * C_in = K values each,
+ * gathered with gather_patch when not one run of the input) are extended once to int16
+ * 2 * (x + input_offset) (SXTAB16, SADD16) and interleaved in a stack buffer, four values of one
+ * position in two words, the four positions one after the other:
+ *   xbuf[8 g + 2 p] = lanes (x[4g], x[4g + 2]),  xbuf[8 g + 2 p + 1] = (x[4g + 1], x[4g + 3])
+ * of position p, value group g. Then for every output channel one pass over its K weights: four
+ * weights per 4-byte load, unpacked once (SXTB16) for the four positions, two SMLAD per position
+ * (15 instructions per 16 multiply-accumulates, 11 live registers), and the four-instruction
+ * requantization of the doubled sums (requant2 in mcu_kernel_util.h).
+ * Conditions (else the generic loops below): K % 4 == 0, K <= MCU_CONV_DSP_MAX_K (the buffer:
+ * 8 K bytes on the stack, and |acc| < 2^29 + K * 255 * 128 < 2^30), requant2_ok() for every
+ * output channel.
+ */
+#ifndef MCU_CONV_DSP_MAX_K
+#define MCU_CONV_DSP_MAX_K 128
+#endif
+
+static int dsp_eligible(const mcu_conv_params_t *p, const int32_t *bias)
+{
+    const int32_t k = p->filter.h * p->filter.w * p->input.c;
+    if (p->filter.h > MCU_CONV_DSP_MAX_K || p->filter.w > MCU_CONV_DSP_MAX_K ||
+        p->input.c > MCU_CONV_DSP_MAX_K || k > MCU_CONV_DSP_MAX_K || k % 4 != 0 ||
+        p->input.n * p->output.h * p->output.w < 4) {
+        return 0;
+    }
+    for (int32_t oc = 0; oc < p->output.c; ++oc) {
+        if (!requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Position p's K values from `patch` into xbuf (see above). */
+static void extend_patch(int32_t *xbuf, const int8_t *patch, int32_t k, int32_t p,
+                         int32_t offset2)
+{
+    int32_t *dst = xbuf + 2 * p;
+    for (int32_t g = k >> 2; g > 0; --g, patch += 4, dst += 8) {
+        const uint32_t v = read_s8x4(patch);
+        const int32_t even = __sxtab16(offset2, (int32_t)v);
+        const int32_t odd = sxtab16_ror8(offset2, v);
+        dst[0] = __sadd16(even, even);
+        dst[1] = __sadd16(odd, odd);
+    }
+}
+
+/* The four positions' sums for one output channel: a[p] += sum_i xbuf(p, i) * w[i] over
+ * i < 4 * groups (groups >= 1; xbuf holds doubled values: 2 * sums). In assembly: gcc splits the
+ * LDRD pairs and spends a register per pointer; here 17 instructions per 16 products. */
+#if defined(__OPTIMIZE__) && defined(__GNUC__)
+#define CONV_DOT4PX(a0, a1, a2, a3, xbuf, w, groups)                                           \
+    do {                                                                                       \
+        const int32_t *xb_ = (xbuf);                                                           \
+        const int8_t *w_ = (w);                                                                \
+        int32_t n_ = (groups);                                                                 \
+        int32_t x0_, x1_, we_, wo_;                                                            \
+        __asm__("1:\n\t"                                                                       \
+                "ldr     %[wo], [%[w]], #4\n\t"                                                \
+                "ldrd    %[x0], %[x1], [%[xb]], #8\n\t"                                        \
+                "sxtb16  %[we], %[wo]\n\t"                                                     \
+                "sxtb16  %[wo], %[wo], ror #8\n\t"                                             \
+                "smlad   %[a0], %[x0], %[we], %[a0]\n\t"                                       \
+                "smlad   %[a0], %[x1], %[wo], %[a0]\n\t"                                       \
+                "ldrd    %[x0], %[x1], [%[xb]], #8\n\t"                                        \
+                "smlad   %[a1], %[x0], %[we], %[a1]\n\t"                                       \
+                "smlad   %[a1], %[x1], %[wo], %[a1]\n\t"                                       \
+                "ldrd    %[x0], %[x1], [%[xb]], #8\n\t"                                        \
+                "smlad   %[a2], %[x0], %[we], %[a2]\n\t"                                       \
+                "smlad   %[a2], %[x1], %[wo], %[a2]\n\t"                                       \
+                "ldrd    %[x0], %[x1], [%[xb]], #8\n\t"                                        \
+                "smlad   %[a3], %[x0], %[we], %[a3]\n\t"                                       \
+                "smlad   %[a3], %[x1], %[wo], %[a3]\n\t"                                       \
+                "subs    %[n], %[n], #1\n\t"                                                   \
+                "bne     1b"                                                                   \
+                : [a0] "+r"(a0), [a1] "+r"(a1), [a2] "+r"(a2), [a3] "+r"(a3), [xb] "+r"(xb_),  \
+                  [w] "+r"(w_), [n] "+r"(n_), [x0] "=&r"(x0_), [x1] "=&r"(x1_),                \
+                  [we] "=&r"(we_), [wo] "=&r"(wo_)                                             \
+                :                                                                              \
+                : "cc", "memory");                                                             \
+    } while (0)
+#else
+#define CONV_DOT4PX(a0, a1, a2, a3, xbuf, w, groups)                                           \
+    do {                                                                                       \
+        const int32_t *xb_ = (xbuf);                                                           \
+        const int8_t *w_ = (w);                                                                \
+        for (int32_t n_ = (groups); n_ > 0; --n_, xb_ += 8, w_ += 4) {                         \
+            const uint32_t v_ = read_s8x4(w_);                                                 \
+            const int32_t we_ = __sxtb16((int32_t)v_);                                         \
+            const int32_t wo_ = sxtb16_ror8(v_);                                               \
+            a0 = __smlad(xb_[1], wo_, __smlad(xb_[0], we_, a0));                               \
+            a1 = __smlad(xb_[3], wo_, __smlad(xb_[2], we_, a1));                               \
+            a2 = __smlad(xb_[5], wo_, __smlad(xb_[4], we_, a2));                               \
+            a3 = __smlad(xb_[7], wo_, __smlad(xb_[6], we_, a3));                               \
+        }                                                                                      \
+    } while (0)
+#endif
+
+/* Every output channel of four consecutive positions whose windows are in xbuf; out: the first
+ * one's output pixel. */
+MCU_CONV_NOINLINE static void dsp_channels(const mcu_conv_params_t *p, const int32_t *xbuf,
+                                           const int8_t *filter, const int32_t *bias,
+                                           int8_t *out)
+{
+    const int32_t k = p->filter.h * p->filter.w * p->input.c;
+    const int32_t groups = k >> 2;
+    const int32_t out_c = p->output.c;
+    const mcu_quant_io_t q = p->q;
+    const int full = q.act_min == MCU_INT8_MIN && q.act_max == MCU_INT8_MAX;
+    const int32_t *const multiplier = p->multiplier;
+    const int32_t *const shift = p->shift;
+    const int8_t *w = filter;
+    for (int32_t oc = 0; oc < out_c; ++oc, w += k) {
+        const int32_t b2 = bias != NULL ? 2 * bias[oc] : 0;
+        int32_t a0 = b2, a1 = b2, a2 = b2, a3 = b2;
+        CONV_DOT4PX(a0, a1, a2, a3, xbuf, w, groups);
+        const int32_t mult = multiplier[oc];
+        const int32_t sh = shift[oc];
+        const int32_t base = requant2_base(sh, q.output_offset);
+        a0 = requant2(a0, mult, base, -sh);
+        a1 = requant2(a1, mult, base, -sh);
+        a2 = requant2(a2, mult, base, -sh);
+        a3 = requant2(a3, mult, base, -sh);
+        if (!full) {
+            a0 = mcu_clamp_s32(a0, q.act_min, q.act_max);
+            a1 = mcu_clamp_s32(a1, q.act_min, q.act_max);
+            a2 = mcu_clamp_s32(a2, q.act_min, q.act_max);
+            a3 = mcu_clamp_s32(a3, q.act_min, q.act_max);
+        }
+        int8_t *const o = out + oc;
+        o[0] = (int8_t)a0;
+        o[out_c] = (int8_t)a1;
+        o[2 * out_c] = (int8_t)a2;
+        o[3 * out_c] = (int8_t)a3;
+    }
+}
+
+/* The whole convolution through the DSP path (dsp_eligible). */
+MCU_CONV_NOINLINE static void dsp_conv(const mcu_conv_params_t *p, const int8_t *input,
+                                       const int8_t *filter, const int32_t *bias,
+                                       int8_t *output)
+{
+    const int32_t k = p->filter.h * p->filter.w * p->input.c;
+    const int32_t in_c = p->input.c;
+    const int32_t in_row = p->input.w * in_c;
+    const int32_t out_h = p->output.h;
+    const int32_t out_w = p->output.w;
+    const int32_t out_c = p->output.c;
+    const int32_t offset2 = (int32_t)(((uint32_t)p->q.input_offset & 0xFFFFu) |
+                                      ((uint32_t)p->q.input_offset << 16));
+    /* A window inside the input is one run of it when its taps are adjacent in one row. */
+    const int contiguous = p->filter.h == 1 && (p->filter.w == 1 || p->dilation_w == 1);
+    int32_t xbuf[2 * MCU_CONV_DSP_MAX_K];
+    int8_t patch[MCU_CONV_DSP_MAX_K];
+    conv_ctx_t c;
+    c.params = p;
+    c.filter = filter;
+    c.filter_size = k;
+    c.in_row = in_row;
+    const int32_t positions = p->input.n * out_h * out_w;
+    for (int32_t first = 0; first < positions; first += 4) {
+        /* four consecutive positions; the last block overlaps the one before (recomputing up to
+         * three positions, which writes the same values again) */
+        const int32_t n0 = first + 4 <= positions ? first : positions - 4;
+        for (int32_t i = 0; i < 4; ++i) {
+            const int32_t n = n0 + i;
+            const int32_t b = n / (out_h * out_w);
+            const int32_t out_y = n / out_w - b * out_h;
+            const int32_t out_x = n - (b * out_h + out_y) * out_w;
+            window_t win;
+            win.in_batch = input + b * p->input.h * in_row;
+            win.y0 = out_y * p->stride_h - p->pad_top;
+            win.x0 = out_x * p->stride_w - p->pad_left;
+            valid_taps(win.y0, p->dilation_h, p->filter.h, p->input.h, &win.ky_begin,
+                       &win.ky_end);
+            valid_taps(win.x0, p->dilation_w, p->filter.w, p->input.w, &win.kx_begin,
+                       &win.kx_end);
+            const int inside = win.ky_begin == 0 && win.ky_end == p->filter.h &&
+                               win.kx_begin == 0 && win.kx_end == p->filter.w;
+            const int8_t *src = patch;
+            if (inside && contiguous) {
+                src = win.in_batch + win.y0 * in_row + win.x0 * in_c;
+            } else {
+                gather_patch(&c, &win, patch);
+            }
+            extend_patch(xbuf, src, k, i, offset2);
+        }
+        dsp_channels(p, xbuf, filter, bias, output + n0 * out_c);
+    }
+}
+
+#endif
+
 mcu_status_t mcu_conv2d_s8(const mcu_conv_params_t *params, const int8_t *input,
                            const int8_t *filter, const int32_t *bias, int8_t *output)
 {
@@ -539,6 +742,12 @@ mcu_status_t mcu_conv2d_s8(const mcu_conv_params_t *params, const int8_t *input,
         return MCU_ERR_ARG;
     }
 
+#if defined(MCU_CONV_DSP)
+    if (dsp_eligible(params, bias)) {
+        dsp_conv(params, input, filter, bias, output);
+        return MCU_OK;
+    }
+#endif
     const int32_t out_c = out_dims->c;
     const int32_t input_offset = params->q.input_offset;
     const int32_t filter_size = f_dims->h * f_dims->w * in_dims->c;

@@ -151,14 +151,6 @@ static int32_t channel_blocks(const taps_t *t, const mcu_depthwise_conv_params_t
 
 #if defined(MCU_DW_DSP)
 
-/* Bytes 1 and 3 of v sign-extended, each plus the matching int16 lane of a. */
-static inline int32_t sxtab16_ror8(int32_t a, uint32_t v)
-{
-    int32_t r;
-    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(v));
-    return r;
-}
-
 /* acc[k] = sum over the taps of (x[c + k] + input_offset) * w[c + k], k = 0..3: lanes of
  * (x + input_offset) in [-255, 255] and of w as int16, SMLABB/SMLATT one lane each. */
 static void taps4(const taps_t *t, int32_t c, int32_t input_offset, int32_t acc[4])
@@ -276,20 +268,10 @@ static int32_t channel_blocks(const taps_t *t, const mcu_depthwise_conv_params_t
  * top or bottom by one row skips that row (DW_ROWS_NO_TOP/NO_BOTTOM); an odd last row is redone
  * as the bottom of an overlapping pair. Other rows and filters run row_sweep (valid taps only).
  *
- * Requantization in four instructions (requant2): the weights are stored doubled, so the
- * accumulators hold 2 * acc exactly (|acc| < 2^30, checked per call), and
- *   out = RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(acc, M), r) + output_offset
- *       = floor((2 acc M + 2^31 + 2^32 * (2^(r-1) - [acc < 0] + output_offset * 2^r)) / 2^(32+r))
- * = SMMLAR(2 acc, M, base - [acc < 0]) >> r with base = 2^(r-1) + output_offset * 2^r:
- * - SRDHM(acc, M) = floor((acc M + 2^30) / 2^31) (see high_mul), no saturation as |acc| < 2^30;
- * - RoundingDivideByPOT(h, r) = floor((h + 2^(r-1) - [h < 0]) / 2^r) for r >= 1, and
- *   floor((floor(a / b) + n) / c) = floor((a + n b) / (b c)) nests the two roundings into one;
- * - [h < 0] may be replaced by [acc < 0] (M >= 0): they differ only when h == 0, where both
- *   give 0, since then 0 <= acc M + 2^30 < 2^31;
- * - SMMLAR(a, b, c) = floor((c 2^32 + a b + 2^31) / 2^32), which cannot leave int32 here:
- *   |acc| < 2^30 and |base| < 2^28 for r <= 20.
- * Conditions (else the generic loops run): shift in [-20, -1], multiplier >= 0, |bias| < 2^29,
- * KH * KW <= DW_DSP_MAX_TAPS (then |acc| <= 2^29 + 25 * 255 * 128 < 2^30).
+ * Requantization in four instructions (requant2 in mcu_kernel_util.h): the weights are stored
+ * doubled, so the accumulators hold 2 * acc exactly. Conditions (else the generic loops run):
+ * requant2_ok() for every channel, KH * KW <= DW_DSP_MAX_TAPS (then
+ * |acc| < 2^29 + 25 * 255 * 128 < 2^30).
  */
 
 #define DW_DSP_MAX_TAPS 25
@@ -353,26 +335,11 @@ DW_INLINE void mac(int32_t *a0, int32_t *a1, int32_t v, int32_t w)
     *a1 = __smlatt(v, w, *a1);
 }
 
-static inline int32_t smmlar(int32_t a, int32_t b, int32_t c)
-{
-    int32_t r;
-    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-    return r;
-}
-
-/* v saturated to [-128, 127] (SSAT; gcc 12's __ssat trips -Wsign-conversion) */
-static inline int32_t ssat8(int32_t v)
-{
-    int32_t r;
-    __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(v));
-    return r;
-}
-
 /* The clamped output of a doubled accumulator acc2 = 2 * acc, lane k's constants. */
-DW_INLINE int8_t requant2(int32_t acc2, const lanes2_t *l, int32_t k, int full,
-                          const mcu_quant_io_t *q)
+DW_INLINE int8_t requant_lane(int32_t acc2, const lanes2_t *l, int32_t k, int full,
+                              const mcu_quant_io_t *q)
 {
-    const int32_t v = ssat8(smmlar(acc2, l->mult[k], l->base[k] + (acc2 >> 31)) >> l->right[k]);
+    const int32_t v = requant2(acc2, l->mult[k], l->base[k], l->right[k]);
     return (int8_t)(full ? v : mcu_clamp_s32(v, q->act_min, q->act_max));
 }
 
@@ -385,7 +352,8 @@ DW_INLINE int8_t requant2(int32_t acc2, const lanes2_t *l, int32_t k, int full,
  * for both lanes l (SMLABB: lane 0, SMLATT: lane 1). Variants: DW_ROWS_ALL; DW_ROWS_NO_TOP
  * (input row 0 is padding: not read, x points at row 1); DW_ROWS_NO_BOTTOM (row 3 is padding).
  * Per column: the weights (LDRD + LDR), the rows (LDR, SXTAB16 with the input offset), 12 MACs.
- * The assembly reads memory through p and w only, which nothing writes while a sweep runs.
+ * It reads memory (the input, the weights): the "memory" clobber keeps gcc from moving or
+ * dropping the stores that fill them.
  */
 #define DW_LOAD(ROT, ADDR)                                                                     \
     "ldr     %[v], " ADDR "\n\t"                                                               \
@@ -423,7 +391,8 @@ DW_INLINE int8_t requant2(int32_t acc2, const lanes2_t *l, int32_t k, int full,
     __asm__(COL(ROT, "0") COL(ROT, "12") COL(ROT, "24")                                        \
             : [t0] "+r"(t0), [t1] "+r"(t1), [b0] "+r"(b0), [b1] "+r"(b1), [p] "+r"(p),        \
               [v] "=&r"(v), [wa] "=&r"(wa), [wb] "=&r"(wb)                                     \
-            : [row] "r"(in_row), [col] "r"(x_col), [w] "r"(w), [off] "r"(offset2))
+            : [row] "r"(in_row), [col] "r"(x_col), [w] "r"(w), [off] "r"(offset2)             \
+            : "memory")
 
 enum { DW_ROWS_ALL, DW_ROWS_NO_TOP, DW_ROWS_NO_BOTTOM };
 
@@ -503,12 +472,6 @@ DW_INLINE rq2_t rq2(const lanes2_t *l)
     return r;
 }
 
-/* requant2 before the clamp */
-DW_INLINE int32_t rq(int32_t acc2, int32_t mult, int32_t base, int32_t right)
-{
-    return ssat8(smmlar(acc2, mult, base + (acc2 >> 31)) >> right);
-}
-
 /* One position of a row pair: bias, the 3x3 window pair at x with weights w, requantized into
  * out[0], out[2] (top row) and out[out_row], out[out_row + 2] (bottom row). */
 DW_INLINE void pair3x3_px(const pass_t *s, const int8_t *x, const int32_t *w, int8_t *out,
@@ -520,10 +483,10 @@ DW_INLINE void pair3x3_px(const pass_t *s, const int8_t *x, const int32_t *w, in
     acc[1] = acc[3] = l->bias2[1];
     pair3x3(acc, x, s->in_row, s->x_col, w, s->offset2, rows, odd);
     const rq2_t r = rq2(l);
-    int32_t v0 = rq(acc[0], r.mult0, r.base0, r.right0);
-    int32_t v1 = rq(acc[1], r.mult1, r.base1, r.right1);
-    int32_t v2 = rq(acc[2], r.mult0, r.base0, r.right0);
-    int32_t v3 = rq(acc[3], r.mult1, r.base1, r.right1);
+    int32_t v0 = requant2(acc[0], r.mult0, r.base0, r.right0);
+    int32_t v1 = requant2(acc[1], r.mult1, r.base1, r.right1);
+    int32_t v2 = requant2(acc[2], r.mult0, r.base0, r.right0);
+    int32_t v3 = requant2(acc[3], r.mult1, r.base1, r.right1);
     if (!s->full) {
         const int32_t lo = s->p->q.act_min;
         const int32_t hi = s->p->q.act_max;
@@ -640,8 +603,8 @@ DW_INLINE void row_sweep(const pass_t *s, const int8_t *in, int8_t *out, int32_t
                      w_rows + kx_begin, k_w, ky_end - ky_begin, kx_end - kx_begin,
                      s->offset2, odd);
         }
-        out[0] = requant2(acc[0], l, 0, s->full, &p->q);
-        out[2] = requant2(acc[1], l, 1, s->full, &p->q);
+        out[0] = requant_lane(acc[0], l, 0, s->full, &p->q);
+        out[2] = requant_lane(acc[1], l, 1, s->full, &p->q);
     }
 }
 
@@ -680,9 +643,7 @@ static int dsp_eligible(const mcu_depthwise_conv_params_t *p, const int32_t *bia
         return 0;
     }
     for (int32_t c = 0; c < p->output.c; ++c) {
-        const int32_t b = bias != NULL ? bias[c] : 0;
-        if (p->shift[c] < -20 || p->shift[c] > -1 || p->multiplier[c] < 0 ||
-            b <= -(1 << 29) || b >= (1 << 29)) {
+        if (!requant2_ok(p->multiplier[c], p->shift[c], bias != NULL ? bias[c] : 0)) {
             return 0;
         }
     }
@@ -707,11 +668,10 @@ static void prepare_lanes(lanes2_t *l, const mcu_depthwise_conv_params_t *p,
     }
     for (int32_t k = 0; k < 2; ++k) {
         const int32_t c = ch + 2 * k;
-        const int32_t right = -p->shift[c];
         l->bias2[k] = bias != NULL ? 2 * bias[c] : 0;
         l->mult[k] = p->multiplier[c];
-        l->right[k] = right;
-        l->base[k] = (int32_t)((1u << (right - 1)) + ((uint32_t)p->q.output_offset << right));
+        l->right[k] = -p->shift[c];
+        l->base[k] = requant2_base(p->shift[c], p->q.output_offset);
     }
 }
 
