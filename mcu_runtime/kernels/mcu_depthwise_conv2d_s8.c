@@ -266,7 +266,8 @@ static int32_t channel_blocks(const taps_t *t, const mcu_depthwise_conv_params_t
  * sticks out of the input on the left or right is shifted inward and meets zero weights instead
  * (lanes2_t.wcol has two zero columns on each side, plan_segments); one that sticks out at the
  * top or bottom by one row skips that row (DW_ROWS_NO_TOP/NO_BOTTOM); an odd last row is redone
- * as the bottom of an overlapping pair. Other rows and filters run row_sweep (valid taps only).
+ * as the bottom of an overlapping pair. Other rows and filters run row_sweep: one output row, all
+ * four channels of each load (valid taps only).
  *
  * Requantization in four instructions (requant2 in mcu_kernel_util.h): the weights are stored
  * doubled, so the accumulators hold 2 * acc exactly. Conditions (else the generic loops run):
@@ -284,15 +285,26 @@ static int32_t channel_blocks(const taps_t *t, const mcu_depthwise_conv_params_t
 #define DW_NOINLINE
 #endif
 
-/* One pass: two channels (lane 0 and lane 1 of every int16 pair), prepared once per call. */
+/* One pass of the 3x3 row pairs: two channels (lane 0 and lane 1 of every int16 pair). */
 typedef struct {
-    int32_t bias2[2];           /* 2 * bias */
-    int32_t mult[2];            /* multiplier, >= 0 */
-    int32_t base[2];            /* 2^(r - 1) + output_offset * 2^r */
-    int32_t right[2];           /* r = -shift, in [1, 20] */
-    int32_t w[DW_DSP_MAX_TAPS]; /* [ky * KW + kx]: int16 lanes 2 w[lane 0], 2 w[lane 1] */
-    int32_t wcol[7][3];         /* 3x3: [2 + kx][ky] = w[ky * 3 + kx], zero for kx < 0, kx > 2 */
+    int32_t bias2[2];   /* 2 * bias */
+    int32_t mult[2];    /* multiplier, >= 0 */
+    int32_t base[2];    /* 2^(r - 1) + output_offset * 2^r */
+    int32_t right[2];   /* r = -shift, in [1, 20] */
+    int32_t wcol[7][3]; /* [2 + kx][ky]: int16 lanes 2 w[lane 0], 2 w[lane 1]; zero for kx < 0,
+                         * kx > 2 */
 } lanes2_t;
+
+/* The four channels c .. c + 3 of the single-row path, in accumulator order k = c, c + 2,
+ * c + 1, c + 3 (the even then the odd bytes of a 4-byte load). */
+typedef struct {
+    int32_t bias2[4];
+    int32_t mult[4];
+    int32_t base[4];
+    int32_t right[4];
+    int32_t w[DW_DSP_MAX_TAPS][2]; /* [ky * KW + kx]: lanes (2 w[c], 2 w[c + 2]),
+                                    * (2 w[c + 1], 2 w[c + 3]) */
+} group4_t;
 
 /* A run of output columns of the 3x3 row-pair path: `count` positions from output column
  * out_x, the first window's input column in_x (shifted inward at a border, see pair3x3_sweep),
@@ -309,8 +321,9 @@ typedef struct {
 /* What every output position of one pass shares. */
 typedef struct {
     const mcu_depthwise_conv_params_t *p;
-    const lanes2_t *l;
-    int32_t offset2; /* input_offset in both int16 lanes */
+    const lanes2_t *l; /* the current pass (row pairs) */
+    const group4_t *g; /* the current four channels (single rows) */
+    int32_t offset2;   /* input_offset in both int16 lanes */
     int32_t in_row;  /* bytes of one input row */
     int32_t x_col;   /* dilation_w * C: bytes from one tap column to the next */
     int32_t out_row; /* bytes of one output row */
@@ -560,51 +573,113 @@ static int plan_segments(pass_t *s)
     return 1;
 }
 
-/* One output row, one pass: taps (j, i), j < rows, i < cols, at x + j * x_row + i * x_col
- * (input) and w[j * k_w + i] (weights). */
-DW_INLINE void row_taps(int32_t acc[2], const int8_t *x, int32_t x_row, int32_t x_col,
-                        const int32_t *w, int32_t k_w, int32_t rows, int32_t cols,
-                        int32_t offset2, int odd)
+/* acc (group4_t order) += the four channels of the input pixel at x times the weights w */
+DW_INLINE void mac4(int32_t *a0, int32_t *a1, int32_t *a2, int32_t *a3, const int8_t *x,
+                    const int32_t w[2], int32_t offset2)
 {
-    int32_t a0 = acc[0], a1 = acc[1];
-    for (int32_t j = rows; j > 0; --j, x += x_row, w += k_w) {
-        const int8_t *xp = x;
-        for (int32_t i = 0; i < cols; ++i, xp += x_col) {
-            mac(&a0, &a1, load2(xp, offset2, odd), w[i]);
-        }
-    }
-    acc[0] = a0;
-    acc[1] = a1;
+    const uint32_t v = read_s8x4(x);
+    const int32_t even = __sxtab16(offset2, (int32_t)v);
+    const int32_t odd = sxtab16_ror8(offset2, v);
+    *a0 = __smlabb(even, w[0], *a0);
+    *a1 = __smlatt(even, w[0], *a1);
+    *a2 = __smlabb(odd, w[1], *a2);
+    *a3 = __smlatt(odd, w[1], *a3);
 }
 
-/* One pass over output row y, any filter: the valid taps of each position. */
-DW_INLINE void row_sweep(const pass_t *s, const int8_t *in, int8_t *out, int32_t out_y, int odd)
+/* One output position, four channels: taps (j, i), j < rows, i < cols (cols == k_w known at
+ * compile time when it is 3), at x + j * x_row + i * x_col (input) and w[j * k_w + i]
+ * (weights); then requantized into out[0..3]. */
+DW_INLINE void row4_px(const pass_t *s, const int8_t *x, const int32_t (*w)[2], int32_t rows,
+                       int32_t cols, int8_t *out)
+{
+    const group4_t *const g = s->g;
+    const int32_t x_row = s->p->dilation_h * s->in_row;
+    const int32_t x_col = s->x_col;
+    const int32_t k_w = s->p->filter.w;
+    const int32_t offset2 = s->offset2;
+    int32_t a0 = g->bias2[0], a1 = g->bias2[1], a2 = g->bias2[2], a3 = g->bias2[3];
+    for (int32_t j = rows; j > 0; --j, x += x_row, w += k_w) {
+        if (cols == 3) {
+            mac4(&a0, &a1, &a2, &a3, x, w[0], offset2);
+            mac4(&a0, &a1, &a2, &a3, x + x_col, w[1], offset2);
+            mac4(&a0, &a1, &a2, &a3, x + 2 * x_col, w[2], offset2);
+            continue;
+        }
+        const int8_t *xp = x;
+        for (int32_t i = 0; i < cols; ++i, xp += x_col) {
+            mac4(&a0, &a1, &a2, &a3, xp, w[i], offset2);
+        }
+    }
+    a0 = requant2(a0, g->mult[0], g->base[0], g->right[0]);
+    a1 = requant2(a1, g->mult[1], g->base[1], g->right[1]);
+    a2 = requant2(a2, g->mult[2], g->base[2], g->right[2]);
+    a3 = requant2(a3, g->mult[3], g->base[3], g->right[3]);
+    if (!s->full) {
+        const int32_t lo = s->p->q.act_min;
+        const int32_t hi = s->p->q.act_max;
+        a0 = mcu_clamp_s32(a0, lo, hi);
+        a1 = mcu_clamp_s32(a1, lo, hi);
+        a2 = mcu_clamp_s32(a2, lo, hi);
+        a3 = mcu_clamp_s32(a3, lo, hi);
+    }
+    out[0] = (int8_t)a0;
+    out[2] = (int8_t)a1;
+    out[1] = (int8_t)a2;
+    out[3] = (int8_t)a3;
+}
+
+/* A position whose window sticks out on the left or right: its valid taps only. */
+DW_NOINLINE static void row4_border(const pass_t *s, const int8_t *x_rows,
+                                    const int32_t (*w_rows)[2], int32_t rows, int32_t out_x,
+                                    int8_t *out)
 {
     const mcu_depthwise_conv_params_t *const p = s->p;
-    const lanes2_t *const l = s->l;
-    const int32_t in_c = p->input.c;
+    const int32_t in_x = out_x * p->stride_w - p->pad_left;
+    int32_t kx_begin, kx_end;
+    valid_taps(in_x, p->dilation_w, p->filter.w, p->input.w, &kx_begin, &kx_end);
+    const int32_t cols = rows > 0 ? kx_end - kx_begin : 0;
+    const int8_t *const x = cols > 0 ? x_rows + (in_x + kx_begin * p->dilation_w) * p->input.c
+                                     : x_rows;
+    row4_px(s, x, w_rows + kx_begin, cols > 0 ? rows : 0, cols, out + out_x * p->output.c);
+}
+
+/* One output row y, four channels (s->g), any filter: the valid taps of each position. in: the
+ * batch's input at channel c; out: row y at channel c. */
+DW_NOINLINE static void row_sweep(const pass_t *s, const int8_t *in, int8_t *out, int32_t out_y)
+{
+    const mcu_depthwise_conv_params_t *const p = s->p;
     const int32_t k_w = p->filter.w;
-    const int32_t out_c = p->output.c;
-    const int32_t x_row = p->dilation_h * s->in_row;
     const int32_t in_y = out_y * p->stride_h - p->pad_top;
     int32_t ky_begin, ky_end;
     valid_taps(in_y, p->dilation_h, p->filter.h, p->input.h, &ky_begin, &ky_end);
-    const int8_t *const x_rows = in + (in_y + ky_begin * p->dilation_h) * s->in_row;
-    const int32_t *const w_rows = l->w + ky_begin * k_w;
-    for (int32_t out_x = 0; out_x < p->output.w; ++out_x, out += out_c) {
-        const int32_t in_x = out_x * p->stride_w - p->pad_left;
-        int32_t kx_begin = 0, kx_end = k_w;
-        if (out_x < s->x_begin || out_x >= s->x_end) {
-            valid_taps(in_x, p->dilation_w, k_w, p->input.w, &kx_begin, &kx_end);
+    const int32_t rows = ky_end - ky_begin;
+    /* (only offset by the valid rows when there is one) */
+    const int8_t *const x_rows = rows > 0 ? in + (in_y + ky_begin * p->dilation_h) * s->in_row
+                                          : in;
+    const int32_t(*const w_rows)[2] = s->g->w + ky_begin * k_w;
+    for (int32_t out_x = 0; out_x < s->x_begin; ++out_x) {
+        row4_border(s, x_rows, w_rows, rows, out_x, out);
+    }
+    const int32_t x_step = p->stride_w * p->input.c;
+    const int32_t out_c = p->output.c;
+    const int8_t *x = x_rows + (s->x_begin * p->stride_w - p->pad_left) * p->input.c;
+    int8_t *o = out + s->x_begin * out_c;
+    const int32_t n = s->x_end - s->x_begin;
+    if (rows == 0) {
+        for (int32_t i = 0; i < n; ++i, o += out_c) {
+            row4_px(s, x_rows, w_rows, 0, 0, o);
         }
-        int32_t acc[2] = {l->bias2[0], l->bias2[1]};
-        if (kx_end > kx_begin && ky_end > ky_begin) {
-            row_taps(acc, x_rows + (in_x + kx_begin * p->dilation_w) * in_c, x_row, s->x_col,
-                     w_rows + kx_begin, k_w, ky_end - ky_begin, kx_end - kx_begin,
-                     s->offset2, odd);
+    } else if (k_w == 3) {
+        for (int32_t i = 0; i < n; ++i, x += x_step, o += out_c) {
+            row4_px(s, x, w_rows, rows, 3, o);
         }
-        out[0] = requant_lane(acc[0], l, 0, s->full, &p->q);
-        out[2] = requant_lane(acc[1], l, 1, s->full, &p->q);
+    } else {
+        for (int32_t i = 0; i < n; ++i, x += x_step, o += out_c) {
+            row4_px(s, x, w_rows, rows, k_w, o);
+        }
+    }
+    for (int32_t out_x = s->x_end; out_x < p->output.w; ++out_x) {
+        row4_border(s, x_rows, w_rows, rows, out_x, out);
     }
 }
 
@@ -618,16 +693,6 @@ DW_NOINLINE static void pair_even(const pass_t *s, const int8_t *x, int8_t *out,
 DW_NOINLINE static void pair_odd(const pass_t *s, const int8_t *x, int8_t *out, int rows)
 {
     pair3x3_sweep(s, x, out, rows, 1);
-}
-
-DW_NOINLINE static void row_even(const pass_t *s, const int8_t *in, int8_t *out, int32_t y)
-{
-    row_sweep(s, in, out, y, 0);
-}
-
-DW_NOINLINE static void row_odd(const pass_t *s, const int8_t *in, int8_t *out, int32_t y)
-{
-    row_sweep(s, in, out, y, 1);
 }
 
 static int32_t pack16(int32_t lo, int32_t hi)
@@ -650,28 +715,41 @@ static int dsp_eligible(const mcu_depthwise_conv_params_t *p, const int32_t *bia
     return 1;
 }
 
-/* The constants of channels ch (lane 0) and ch + 2 (lane 1). */
-static void prepare_lanes(lanes2_t *l, const mcu_depthwise_conv_params_t *p,
-                          const int8_t *filter, const int32_t *bias, int32_t ch)
+/* The four channels from c: g (single rows) and, for 3x3 filters, l[0] (channels c, c + 2) and
+ * l[1] (c + 1, c + 3) (row pairs). */
+static void prepare_group(group4_t *g, lanes2_t l[2], const mcu_depthwise_conv_params_t *p,
+                          const int8_t *filter, const int32_t *bias, int32_t c)
 {
     const int32_t taps = p->filter.h * p->filter.w;
     for (int32_t t = 0; t < taps; ++t) {
-        const int8_t *const f = filter + t * p->output.c + ch;
-        l->w[t] = pack16(2 * f[0], 2 * f[2]);
+        const int8_t *const f = filter + t * p->output.c + c;
+        g->w[t][0] = pack16(2 * f[0], 2 * f[2]);
+        g->w[t][1] = pack16(2 * f[1], 2 * f[3]);
     }
-    if (p->filter.h == 3 && p->filter.w == 3) {
+    for (int32_t k = 0; k < 4; ++k) {
+        const int32_t ch = c + (k >> 1) + 2 * (k & 1);
+        g->bias2[k] = bias != NULL ? 2 * bias[ch] : 0;
+        g->mult[k] = p->multiplier[ch];
+        g->right[k] = -p->shift[ch];
+        g->base[k] = requant2_base(p->shift[ch], p->q.output_offset);
+    }
+    if (p->filter.h != 3 || p->filter.w != 3) {
+        return;
+    }
+    for (int32_t odd = 0; odd < 2; ++odd) {
+        lanes2_t *const lp = &l[odd];
         for (int32_t kx = -2; kx < 5; ++kx) {
             for (int32_t ky = 0; ky < 3; ++ky) {
-                l->wcol[2 + kx][ky] = kx >= 0 && kx < 3 ? l->w[ky * 3 + kx] : 0;
+                lp->wcol[2 + kx][ky] = kx >= 0 && kx < 3 ? g->w[ky * 3 + kx][odd] : 0;
             }
         }
-    }
-    for (int32_t k = 0; k < 2; ++k) {
-        const int32_t c = ch + 2 * k;
-        l->bias2[k] = bias != NULL ? 2 * bias[c] : 0;
-        l->mult[k] = p->multiplier[c];
-        l->right[k] = -p->shift[c];
-        l->base[k] = requant2_base(p->shift[c], p->q.output_offset);
+        for (int32_t lane = 0; lane < 2; ++lane) {
+            const int32_t k = 2 * odd + lane;
+            lp->bias2[lane] = g->bias2[k];
+            lp->mult[lane] = g->mult[k];
+            lp->base[lane] = g->base[k];
+            lp->right[lane] = g->right[k];
+        }
     }
 }
 
@@ -686,10 +764,11 @@ static void dsp_conv(const mcu_depthwise_conv_params_t *p, const int8_t *input,
     const int32_t out_c = p->output.c;
     const int32_t in_batch = in_h * in_w * p->input.c;
     const int32_t out_batch = out_h * out_w * out_c;
-    lanes2_t l;
+    lanes2_t l[2];
+    group4_t g;
     pass_t s;
     s.p = p;
-    s.l = &l;
+    s.g = &g;
     s.offset2 = pack16(p->q.input_offset, p->q.input_offset);
     s.in_row = in_w * p->input.c;
     s.x_col = p->dilation_w * p->input.c;
@@ -710,27 +789,28 @@ static void dsp_conv(const mcu_depthwise_conv_params_t *p, const int8_t *input,
     const int pairs = p->filter.h == 3 && p->filter.w == 3 && p->stride_h == 1 &&
                       p->dilation_h == 1 && plan_segments(&s);
     for (int32_t c = 0; c + 4 <= out_c; c += 4) {
-        for (int32_t odd = 0; odd < 2; ++odd) {
-            prepare_lanes(&l, p, filter, bias, c + odd);
-            for (int32_t b = 0; b < p->input.n; ++b) {
-                const int8_t *const in = input + b * in_batch + c; /* 4-byte loads */
-                int8_t *const out = output + b * out_batch + c + odd;
-                for (int32_t y = 0; y < out_h;) {
-                    /* rows y, y + 1 (y = out_h - 2 for the last of an odd count, redoing
-                     * row y): input rows in_y .. in_y + 3, stride 1 */
-                    const int32_t top = y + 1 < out_h ? y : y - 1;
-                    const int32_t in_y = top - p->pad_top;
-                    const int rows = in_y < 0 ? DW_ROWS_NO_TOP
-                                              : (in_y + 3 >= in_h ? DW_ROWS_NO_BOTTOM : DW_ROWS_ALL);
-                    if (pairs && top >= 0 && in_y >= -1 && in_y + 3 <= in_h &&
-                        (in_h >= 3 || rows == DW_ROWS_ALL)) {
-                        const int8_t *const x_rows = in + (in_y + (in_y < 0)) * s.in_row;
-                        (odd ? pair_odd : pair_even)(&s, x_rows, out + top * s.out_row, rows);
-                        y = top + 2;
-                    } else {
-                        (odd ? row_odd : row_even)(&s, in, out + y * s.out_row, y);
-                        y += 1;
-                    }
+        prepare_group(&g, l, p, filter, bias, c);
+        for (int32_t b = 0; b < p->input.n; ++b) {
+            const int8_t *const in = input + b * in_batch + c; /* 4-byte loads */
+            int8_t *const out = output + b * out_batch + c;
+            for (int32_t y = 0; y < out_h;) {
+                /* rows y, y + 1 (y = out_h - 2 for the last of an odd count, redoing row y):
+                 * input rows in_y .. in_y + 3, stride 1 */
+                const int32_t top = y + 1 < out_h ? y : y - 1;
+                const int32_t in_y = top - p->pad_top;
+                const int rows = in_y < 0 ? DW_ROWS_NO_TOP
+                                          : (in_y + 3 >= in_h ? DW_ROWS_NO_BOTTOM : DW_ROWS_ALL);
+                if (pairs && top >= 0 && in_y >= -1 && in_y + 3 <= in_h &&
+                    (in_h >= 3 || rows == DW_ROWS_ALL)) {
+                    const int8_t *const x_rows = in + (in_y + (in_y < 0)) * s.in_row;
+                    s.l = &l[0];
+                    pair_even(&s, x_rows, out + top * s.out_row, rows);
+                    s.l = &l[1];
+                    pair_odd(&s, x_rows, out + top * s.out_row + 1, rows);
+                    y = top + 2;
+                } else {
+                    row_sweep(&s, in, out + y * s.out_row, y);
+                    y += 1;
                 }
             }
         }
