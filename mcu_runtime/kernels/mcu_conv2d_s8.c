@@ -12,6 +12,12 @@
  *   and interleaved in a stack buffer, every output channel's weights read once per pass (SMLAD,
  *   small inline-assembly loops), requantization in four instructions (requant2 in
  *   mcu_kernel_util.h). See "DSP fast path" below.
+ * - __ARM_FEATURE_MVE with every channel's requantization realistic (requant2_ok) and windows of
+ *   at most MCU_CONV_MVE_K (and MCU_CONV_PATCH_BYTES) bytes: four output positions at a time,
+ *   their windows interleaved in 16-byte chunks in a stack buffer, every channel's weight vectors
+ *   meeting the four windows (VMLADAVA), the four sums requantized together (requant4) and
+ *   scattered with one store (conv_block_mve). Larger windows: one position at a time, four
+ *   channels per pass (pixel_mve).
  * - Otherwise (every target; the generic path):
  * - The input offset leaves the inner loops: sum (x + off) * w = sum x * w + off * sum w. For a
  *   block of up to MCU_CONV_OC_BLOCK output channels, corr[oc] = bias[oc] + off * (sum of all the
@@ -334,6 +340,8 @@ typedef struct {
     int32_t oc_base;     /* the block of output channels [oc_base, oc_end) */
     int32_t oc_end;
     const int32_t *corr; /* corr[oc - oc_base] = bias[oc] + input_offset * sum of w[oc] */
+    const int32_t *base; /* MVE, requant4 for every channel: requant2_base(shift[oc], ...) at
+                          * [oc - oc_base]; else NULL */
 } conv_ctx_t;
 
 /* The window of one output position: top-left input tap (y0, x0) of batch `in_batch`, and the
@@ -382,10 +390,70 @@ MCU_CONV_NOINLINE static void gather_patch(const conv_ctx_t *c, const window_t *
     }
 }
 
+#if defined(MCU_CONV_MVE)
+/* pixel_from_patch when c->base is set: four channels per pass over the patch (VMLADAVA, 16
+ * products per instruction, four sums in scalar registers), requantized together (requant4),
+ * stored with one narrowing store. */
+static void pixel_mve(const conv_ctx_t *c, const int8_t *patch, int8_t *out_px)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t k = c->filter_size;
+    const int32x4_t lo = vdupq_n_s32(p->q.act_min);
+    const int32x4_t hi = vdupq_n_s32(p->q.act_max);
+    const mve_pred16_t tail = vctp8q((uint32_t)(k & 15));
+    int32_t oc = c->oc_base;
+    for (; oc + 4 <= c->oc_end; oc += 4) {
+        const int8_t *x = patch;
+        const int8_t *w0 = c->filter + oc * k;
+        const int8_t *w1 = w0 + k;
+        const int8_t *w2 = w1 + k;
+        const int8_t *w3 = w2 + k;
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        for (int32_t n = k >> 4; n > 0; --n) {
+            const int8x16_t xv = vld1q_s8(x);
+            a0 = vmladavaq_s8(a0, xv, vld1q_s8(w0));
+            a1 = vmladavaq_s8(a1, xv, vld1q_s8(w1));
+            a2 = vmladavaq_s8(a2, xv, vld1q_s8(w2));
+            a3 = vmladavaq_s8(a3, xv, vld1q_s8(w3));
+            x += 16;
+            w0 += 16;
+            w1 += 16;
+            w2 += 16;
+            w3 += 16;
+        }
+        if ((k & 15) != 0) {
+            const int8x16_t xv = vldrbq_z_s8(x, tail);
+            a0 = vmladavaq_s8(a0, xv, vldrbq_z_s8(w0, tail));
+            a1 = vmladavaq_s8(a1, xv, vldrbq_z_s8(w1, tail));
+            a2 = vmladavaq_s8(a2, xv, vldrbq_z_s8(w2, tail));
+            a3 = vmladavaq_s8(a3, xv, vldrbq_z_s8(w3, tail));
+        }
+        const int32_t i = oc - c->oc_base;
+        int32x4_t acc = vsetq_lane_s32(a3, vsetq_lane_s32(a2, vsetq_lane_s32(a1,
+                            vdupq_n_s32(a0), 1), 2), 3);
+        acc = vaddq_s32(acc, vldrwq_s32(c->corr + i));
+        int32x4_t v = requant4(acc, vldrwq_s32(p->multiplier + oc), vldrwq_s32(c->base + i),
+                               vldrwq_s32(p->shift + oc));
+        v = vminq_s32(vmaxq_s32(v, lo), hi);
+        vstrbq_s32(out_px + oc, v);
+    }
+    for (; oc < c->oc_end; ++oc) {
+        const int32_t acc = add_wrap(dot1(patch, c->filter + oc * k, k), c->corr[oc - c->oc_base]);
+        out_px[oc] = output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q);
+    }
+}
+#endif
+
 /* Every channel of the block at one output position from its patch (filter_size contiguous
  * bytes whose padding taps hold the input zero point): acc = sum patch * w + corr. */
 static void pixel_from_patch(const conv_ctx_t *c, const int8_t *patch, int8_t *out_px)
 {
+#if defined(MCU_CONV_MVE)
+    if (c->base != NULL) {
+        pixel_mve(c, patch, out_px);
+        return;
+    }
+#endif
     const mcu_conv_params_t *const p = c->params;
     const int32_t k = c->filter_size;
     int32_t oc = c->oc_base;
@@ -484,6 +552,121 @@ MCU_CONV_NOINLINE static void pixel_from_runs(const conv_ctx_t *c, const window_
         }
     }
 }
+
+#if defined(MCU_CONV_MVE)
+/* Four positions at a time: their windows (filter_size = K bytes each, up to MCU_CONV_MVE_K)
+ * copied into one buffer, interleaved in 16-byte chunks,
+ *   xq[64 j + 16 i + b] = byte 16 j + b of position i's window
+ * (a last partial chunk padded with zeros, which meet zero weights), so that one pointer walks
+ * all four: 10 instructions per 64 multiply-accumulates (VMLADAVA) and few live registers.
+ * Stack: 4 * MCU_CONV_MVE_K bytes. */
+#ifndef MCU_CONV_MVE_K
+#define MCU_CONV_MVE_K 256
+#endif
+
+/* Every channel of the block at four positions whose windows are interleaved in xq; output
+ * pixels at out + i * out_step. Per channel: one pass over its weights, each 16-byte weight
+ * vector meeting the four windows (VMLADAVA), the four sums requantized together (requant4)
+ * and scattered with one store. */
+MCU_CONV_NOINLINE static void quad_mve(const conv_ctx_t *c, const int8_t *xq, int8_t *out,
+                                       int32_t out_step)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t k = c->filter_size;
+    const int32_t chunks = k >> 4;
+    const int32_t rest = k & 15;
+    const mve_pred16_t tail = vctp8q((uint32_t)rest);
+    const uint32x4_t offsets = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_step);
+    const int32x4_t lo = vdupq_n_s32(p->q.act_min);
+    const int32x4_t hi = vdupq_n_s32(p->q.act_max);
+    const int32_t *const corr = c->corr - c->oc_base;
+    const int32_t *const base = c->base - c->oc_base;
+    const int32_t *const multiplier = p->multiplier;
+    const int32_t *const shift = p->shift;
+    const int8_t *w = c->filter + c->oc_base * k;
+    for (int32_t oc = c->oc_base; oc < c->oc_end; ++oc) {
+        const int8_t *x = xq;
+        const int32_t init = corr[oc];
+        int32_t a0 = init, a1 = init, a2 = init, a3 = init;
+        for (int32_t n = chunks; n > 0; --n) {
+            const int8x16_t wv = vld1q_s8(w);
+            a0 = vmladavaq_s8(a0, vld1q_s8(x), wv);
+            a1 = vmladavaq_s8(a1, vld1q_s8(x + 16), wv);
+            a2 = vmladavaq_s8(a2, vld1q_s8(x + 32), wv);
+            a3 = vmladavaq_s8(a3, vld1q_s8(x + 48), wv);
+            w += 16;
+            x += 64;
+        }
+        if (rest != 0) {
+            const int8x16_t wv = vldrbq_z_s8(w, tail);
+            a0 = vmladavaq_s8(a0, vld1q_s8(x), wv);
+            a1 = vmladavaq_s8(a1, vld1q_s8(x + 16), wv);
+            a2 = vmladavaq_s8(a2, vld1q_s8(x + 32), wv);
+            a3 = vmladavaq_s8(a3, vld1q_s8(x + 48), wv);
+            w += rest;
+        }
+        const int32x4_t acc = vsetq_lane_s32(
+            a3, vsetq_lane_s32(a2, vsetq_lane_s32(a1, vdupq_n_s32(a0), 1), 2), 3);
+        int32x4_t v = requant4(acc, vdupq_n_s32(multiplier[oc]), vdupq_n_s32(base[oc]),
+                               vdupq_n_s32(shift[oc]));
+        v = vminq_s32(vmaxq_s32(v, lo), hi);
+        vstrbq_scatter_offset_s32(out + oc, offsets, v);
+    }
+}
+
+/* conv_block through quad_mve: the positions four at a time (the last four overlapping the
+ * ones before, recomputing up to three), windows copied from the input when they are one run
+ * of it, else gathered (padding taps holding the input zero point). */
+MCU_CONV_NOINLINE static void conv_block_mve(const conv_ctx_t *c, const int8_t *input,
+                                             int8_t *output, int8_t *patch)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t in_c = p->input.c;
+    const int32_t k_h = p->filter.h;
+    const int32_t k_w = p->filter.w;
+    const int32_t out_h = p->output.h;
+    const int32_t out_w = p->output.w;
+    const int32_t k = c->filter_size;
+    const int contiguous = k_h == 1 && (k_w == 1 || p->dilation_w == 1);
+    const int32_t positions = p->input.n * out_h * out_w;
+    int8_t xq[4 * MCU_CONV_MVE_K];
+    /* a last partial chunk's padding: zeros (they meet zero weights) */
+    memset(xq + 4 * (k & ~15), 0, (size_t)(4 * ((k + 15) & ~15) - 4 * (k & ~15)));
+    for (int32_t first = 0; first < positions; first += 4) {
+        const int32_t n0 = first + 4 <= positions ? first : positions - 4;
+        for (int32_t i = 0; i < 4; ++i) {
+            const int32_t n = n0 + i;
+            const int32_t b = n / (out_h * out_w);
+            const int32_t out_y = n / out_w - b * out_h;
+            const int32_t out_x = n - (b * out_h + out_y) * out_w;
+            window_t win;
+            win.in_batch = input + b * p->input.h * c->in_row;
+            win.y0 = out_y * p->stride_h - p->pad_top;
+            win.x0 = out_x * p->stride_w - p->pad_left;
+            valid_taps(win.y0, p->dilation_h, k_h, p->input.h, &win.ky_begin, &win.ky_end);
+            valid_taps(win.x0, p->dilation_w, k_w, p->input.w, &win.kx_begin, &win.kx_end);
+            const int inside = win.ky_begin == 0 && win.ky_end == k_h && win.kx_begin == 0 &&
+                               win.kx_end == k_w;
+            const int8_t *src = patch;
+            if (inside && contiguous) {
+                src = win.in_batch + win.y0 * c->in_row + win.x0 * in_c;
+            } else {
+                gather_patch(c, &win, patch);
+            }
+            int8_t *dst = xq + 16 * i;
+            int32_t j = 0;
+            for (; j + 16 <= k; j += 16, dst += 64) {
+                vst1q_s8(dst, vld1q_s8(src + j));
+            }
+            if (j < k) {
+                vstrbq_p_s8(dst, vldrbq_z_s8(src + j, vctp8q((uint32_t)(k - j))),
+                            vctp8q((uint32_t)(k - j)));
+            }
+        }
+        quad_mve(c, xq, output + n0 * p->output.c, p->output.c);
+    }
+}
+#endif
 
 /* One block of output channels (c->corr filled) at every batch and output position. */
 MCU_CONV_NOINLINE static void conv_block(const conv_ctx_t *c, const int8_t *input, int8_t *output,
@@ -1004,6 +1187,18 @@ mcu_status_t mcu_conv2d_s8(const mcu_conv_params_t *params, const int8_t *input,
     c.filter_size = filter_size;
     c.in_row = in_dims->w * in_dims->c;
     c.corr = corr;
+    c.base = NULL;
+#if defined(MCU_CONV_MVE)
+    /* requant4 when every channel allows it (|acc| < 2^29 + 16384 * 255 * 128 < 2^30) */
+    int fast = filter_size <= 16384;
+    for (int32_t oc = 0; oc < out_c && fast; ++oc) {
+        fast = requant2_ok(params->multiplier[oc], params->shift[oc], bias != NULL ? bias[oc] : 0);
+    }
+    int32_t base[fast && out_c < MCU_CONV_OC_BLOCK ? out_c : (fast ? MCU_CONV_OC_BLOCK : 1)];
+    if (fast) {
+        c.base = base;
+    }
+#endif
     for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += MCU_CONV_OC_BLOCK) {
         c.oc_end = out_c - c.oc_base < MCU_CONV_OC_BLOCK ? out_c : c.oc_base + MCU_CONV_OC_BLOCK;
         /* corr[oc] = bias[oc] + input_offset * sum_{ky,kx,ic} w[oc,ky,kx,ic] */
@@ -1011,7 +1206,20 @@ mcu_status_t mcu_conv2d_s8(const mcu_conv_params_t *params, const int8_t *input,
             const int32_t w_sum = sum_s8(filter + oc * filter_size, filter_size);
             corr[oc - c.oc_base] = add_wrap(bias != NULL ? bias[oc] : 0,
                                             (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
+#if defined(MCU_CONV_MVE)
+            if (fast) {
+                base[oc - c.oc_base] = requant2_base(params->shift[oc], params->q.output_offset);
+            }
+#endif
         }
+#if defined(MCU_CONV_MVE)
+        /* four positions at a time where their windows fit (gathered ones: the patch) */
+        if (fast && params->input.n * out_dims->h * out_dims->w >= 4 &&
+            filter_size <= MCU_CONV_MVE_K && filter_size <= MCU_CONV_PATCH_BYTES) {
+            conv_block_mve(&c, input, output, patch_buf);
+            continue;
+        }
+#endif
         conv_block(&c, input, output, patch_buf);
     }
     return MCU_OK;
