@@ -16,6 +16,10 @@
  *   vertical stride and dilation 1 take output rows in pairs through a block of inline assembly
  *   (each input row loaded once for both rows), windows at the left/right border shifted inward
  *   onto zero weights. Everything else (other filters, strides, C_out % 4 tail) below.
+ * - __ARM_FEATURE_MVE, depth_multiplier == 1 and the same realistic requantization (mve_eligible):
+ *   eight channels at a time over the whole output, int16 weights and constants prepared once
+ *   per call, VMULLB/VMULLT per tap, a five-instruction vector requantization (requant4),
+ *   VMOVNB/VMOVNT back into channel order and one narrowing store per position.
  * - Otherwise, with depth_multiplier == 1 channels are processed in blocks, channel-contiguous in
  *   NHWC input and filter alike. Pure C99 on every target (the host included): four channels per
  *   block. __ARM_FEATURE_DSP: four channels from one 4-byte load of input and one of filter per
@@ -819,6 +823,246 @@ static void dsp_conv(const mcu_depthwise_conv_params_t *p, const int8_t *input,
 
 #endif
 
+#if defined(MCU_DW_MVE)
+
+/*
+ * MVE fast path: depth_multiplier == 1, eight channels at a time over the whole output (the last
+ * group predicated), their weights as int16 and their requantization constants prepared once
+ * per call (mve_group_t, on the stack). Per tap: the eight inputs widened to int16 plus the
+ * input offset, VMULLB/VMULLT by the weights into two int32x4 accumulators (even and odd
+ * channels); per position: requant4 (mcu_kernel_util.h) of both, VMOVNB/VMOVNT back into
+ * channel order, one narrowing store. 3x3 windows inside the input are unrolled.
+ * Conditions (else channels8 below): requant2_ok() for every channel, KH * KW <= DW_MVE_TAPS
+ * (then |acc| < 2^29 + 25 * 255 * 128 < 2^30).
+ */
+#define DW_MVE_TAPS 25
+
+#if defined(__GNUC__)
+#define DW_MVE_NOINLINE __attribute__((noinline))
+#else
+#define DW_MVE_NOINLINE
+#endif
+
+typedef struct {
+    int16_t w[DW_MVE_TAPS][8]; /* [ky * KW + kx][channel] */
+    int32_t bias[2][4];        /* [even/odd][lane]: channel c + 2 lane + (odd) */
+    int32_t mult[2][4];
+    int32_t base[2][4];
+    int32_t shift[2][4];
+} mve_group_t;
+
+static int mve_eligible(const mcu_depthwise_conv_params_t *p, const int32_t *bias)
+{
+    if (p->depth_multiplier != 1 || p->filter.h > DW_MVE_TAPS || p->filter.w > DW_MVE_TAPS ||
+        p->filter.h * p->filter.w > DW_MVE_TAPS) {
+        return 0;
+    }
+    for (int32_t c = 0; c < p->output.c; ++c) {
+        if (!requant2_ok(p->multiplier[c], p->shift[c], bias != NULL ? bias[c] : 0)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Channels c .. c + 7 (those below C; the others get zero weights and constants). */
+static void mve_prepare(mve_group_t *g, const mcu_depthwise_conv_params_t *p,
+                        const int8_t *filter, const int32_t *bias, int32_t c)
+{
+    const int32_t out_c = p->output.c;
+    const int32_t taps = p->filter.h * p->filter.w;
+    for (int32_t t = 0; t < taps; ++t) {
+        for (int32_t i = 0; i < 8; ++i) {
+            g->w[t][i] = (int16_t)(c + i < out_c ? filter[t * out_c + c + i] : 0);
+        }
+    }
+    for (int32_t i = 0; i < 8; ++i) {
+        const int32_t ch = c + i;
+        const int ok = ch < out_c;
+        g->bias[i & 1][i >> 1] = ok && bias != NULL ? bias[ch] : 0;
+        g->mult[i & 1][i >> 1] = ok ? p->multiplier[ch] : 0;
+        g->shift[i & 1][i >> 1] = ok ? p->shift[ch] : -1;
+        g->base[i & 1][i >> 1] = ok ? requant2_base(p->shift[ch], p->q.output_offset) : 0;
+    }
+}
+
+/* acc_e/acc_o += (x + offset) * w over one tap: x the eight inputs at xp (lanes past `pred`
+ * not read when `partial`) */
+static inline __attribute__((always_inline)) void mve_tap(int32x4_t *acc_e, int32x4_t *acc_o,
+                                                          const int8_t *xp, const int16_t *w,
+                                                          int16x8_t offset, mve_pred16_t pred,
+                                                          int partial)
+{
+    const int16x8_t x = partial ? vldrbq_z_s16(xp, pred) : vldrbq_s16(xp);
+    const int16x8_t xv = vaddq_s16(x, offset);
+    const int16x8_t wv = vld1q_s16(w);
+    *acc_e = vaddq_s32(*acc_e, vmullbq_int_s16(xv, wv));
+    *acc_o = vaddq_s32(*acc_o, vmulltq_int_s16(xv, wv));
+#if defined(__GNUC__)
+    /* (the accumulators complete here: else gcc schedules all the taps' loads and products
+     * first, and with eight Q registers spills them to the stack) */
+    __asm__ volatile("" : "+w"(*acc_e), "+w"(*acc_o));
+#endif
+}
+
+/* What a group's positions share. */
+typedef struct {
+    const mcu_depthwise_conv_params_t *p;
+    const mve_group_t *g;
+    int32_t in_row;
+    int32_t x_row;    /* dilation_h * in_row */
+    int32_t x_col;    /* dilation_w * C */
+    int32_t x_begin;  /* output columns [x_begin, x_end) have every kx inside the input */
+    int32_t x_end;
+    mve_pred16_t pred; /* the group's channels (all 8 unless the last group is partial) */
+} mve_ctx_t;
+
+/* One output position: `rows` x `cols` taps from x (input) and w (weights, row stride k_w),
+ * requantized into out. */
+static inline __attribute__((always_inline)) void mve_px(const mve_ctx_t *m, const int8_t *x,
+                                                         const int16_t *w, int32_t rows,
+                                                         int32_t cols, int8_t *out, int partial)
+{
+    const mcu_depthwise_conv_params_t *const p = m->p;
+    const mve_group_t *const g = m->g;
+    const int16x8_t offset = vdupq_n_s16((int16_t)p->q.input_offset);
+    const int32_t x_col = m->x_col;
+    const mve_pred16_t pred = m->pred;
+    int32x4_t acc_e = vld1q_s32(g->bias[0]);
+    int32x4_t acc_o = vld1q_s32(g->bias[1]);
+    if (rows == 3 && cols == 3 && p->filter.w == 3) {
+        for (int32_t j = 0; j < 3; ++j, x += m->x_row, w += 24) {
+            mve_tap(&acc_e, &acc_o, x, w, offset, pred, partial);
+            mve_tap(&acc_e, &acc_o, x + x_col, w + 8, offset, pred, partial);
+            mve_tap(&acc_e, &acc_o, x + 2 * x_col, w + 16, offset, pred, partial);
+        }
+    } else {
+        for (int32_t j = 0; j < rows; ++j, x += m->x_row, w += 8 * p->filter.w) {
+            const int8_t *xp = x;
+            for (int32_t i = 0; i < cols; ++i, xp += x_col) {
+                mve_tap(&acc_e, &acc_o, xp, w + 8 * i, offset, pred, partial);
+            }
+        }
+    }
+    int32x4_t e = requant4(acc_e, vld1q_s32(g->mult[0]), vld1q_s32(g->base[0]),
+                           vld1q_s32(g->shift[0]));
+    int32x4_t o = requant4(acc_o, vld1q_s32(g->mult[1]), vld1q_s32(g->base[1]),
+                           vld1q_s32(g->shift[1]));
+    const int32x4_t lo = vdupq_n_s32(p->q.act_min);
+    const int32x4_t hi = vdupq_n_s32(p->q.act_max);
+    e = vminq_s32(vmaxq_s32(e, lo), hi);
+    o = vminq_s32(vmaxq_s32(o, lo), hi);
+    const int16x8_t v = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), e), o);
+    if (partial) {
+        vstrbq_p_s16(out, v, pred);
+    } else {
+        vstrbq_s16(out, v);
+    }
+}
+
+/* One output row of a group: border columns (their valid taps) and the columns between (all
+ * taps, consecutive). in/out: the batch's tensors at channel c (out at row out_y). */
+static inline __attribute__((always_inline)) void mve_row(const mve_ctx_t *m, const int8_t *in,
+                                                          int8_t *out, int32_t out_y,
+                                                          int partial)
+{
+    const mcu_depthwise_conv_params_t *const p = m->p;
+    const int32_t in_c = p->input.c;
+    const int32_t k_w = p->filter.w;
+    const int32_t out_c = p->output.c;
+    const int32_t in_y = out_y * p->stride_h - p->pad_top;
+    int32_t ky_begin, ky_end;
+    valid_taps(in_y, p->dilation_h, p->filter.h, p->input.h, &ky_begin, &ky_end);
+    const int32_t rows = ky_end - ky_begin;
+    const int8_t *const x_rows = rows > 0 ? in + (in_y + ky_begin * p->dilation_h) * m->in_row
+                                          : in;
+    const int16_t *const w_rows = m->g->w[ky_begin * k_w];
+    for (int32_t out_x = 0; out_x < p->output.w; ++out_x) {
+        if (out_x >= m->x_begin && out_x < m->x_end) {
+            /* the columns whose windows are inside the input horizontally */
+            const int32_t x_step = p->stride_w * in_c;
+            const int8_t *x = x_rows + (out_x * p->stride_w - p->pad_left) * in_c;
+            int8_t *o = out + out_x * out_c;
+            for (; out_x < m->x_end; ++out_x, x += x_step, o += out_c) {
+                mve_px(m, x, w_rows, rows, k_w, o, partial);
+            }
+            if (out_x == p->output.w) {
+                break;
+            }
+        }
+        const int32_t in_x = out_x * p->stride_w - p->pad_left;
+        int32_t kx_begin, kx_end;
+        valid_taps(in_x, p->dilation_w, k_w, p->input.w, &kx_begin, &kx_end);
+        const int32_t cols = rows > 0 ? kx_end - kx_begin : 0;
+        const int8_t *const x =
+            cols > 0 ? x_rows + (in_x + kx_begin * p->dilation_w) * in_c : x_rows;
+        mve_px(m, x, w_rows + 8 * kx_begin, cols > 0 ? rows : 0, cols, out + out_x * out_c,
+               partial);
+    }
+}
+
+/* One group over the whole output (all of a batch's rows); `partial`: its channels end before
+ * the eighth. */
+DW_MVE_NOINLINE static void mve_group(const mve_ctx_t *m, const int8_t *in, int8_t *out)
+{
+    const int32_t out_row = m->p->output.w * m->p->output.c;
+    for (int32_t y = 0; y < m->p->output.h; ++y, out += out_row) {
+        mve_row(m, in, out, y, 0);
+    }
+}
+
+DW_MVE_NOINLINE static void mve_group_partial(const mve_ctx_t *m, const int8_t *in, int8_t *out)
+{
+    const int32_t out_row = m->p->output.w * m->p->output.c;
+    for (int32_t y = 0; y < m->p->output.h; ++y, out += out_row) {
+        mve_row(m, in, out, y, 1);
+    }
+}
+
+/* The whole convolution through the MVE path (mve_eligible). */
+static void mve_conv(const mcu_depthwise_conv_params_t *p, const int8_t *input,
+                     const int8_t *filter, const int32_t *bias, int8_t *output)
+{
+    const int32_t in_w = p->input.w;
+    const int32_t out_c = p->output.c;
+    const int32_t in_batch = p->input.h * in_w * p->input.c;
+    const int32_t out_batch = p->output.h * p->output.w * out_c;
+    mve_group_t g;
+    mve_ctx_t m;
+    m.p = p;
+    m.g = &g;
+    m.in_row = in_w * p->input.c;
+    m.x_row = p->dilation_h * m.in_row;
+    m.x_col = p->dilation_w * p->input.c;
+    /* output columns whose window lies inside the input horizontally: in_x >= 0 and
+     * in_x + (KW - 1) * dilation_w < W_in, with in_x = out_x * stride_w - pad_left */
+    const int32_t last = in_w - 1 - (p->filter.w - 1) * p->dilation_w + p->pad_left;
+    m.x_begin = (p->pad_left + p->stride_w - 1) / p->stride_w;
+    m.x_end = last < 0 ? 0 : last / p->stride_w + 1;
+    if (m.x_end > p->output.w) {
+        m.x_end = p->output.w;
+    }
+    if (m.x_begin > p->output.w) {
+        m.x_begin = p->output.w;
+    }
+    if (m.x_end < m.x_begin) {
+        m.x_end = m.x_begin;
+    }
+    for (int32_t c = 0; c < out_c; c += 8) {
+        mve_prepare(&g, p, filter, bias, c);
+        m.pred = vctp16q((uint32_t)(out_c - c));
+        for (int32_t b = 0; b < p->input.n; ++b) {
+            if (c + 8 <= out_c) {
+                mve_group(&m, input + b * in_batch + c, output + b * out_batch + c);
+            } else {
+                mve_group_partial(&m, input + b * in_batch + c, output + b * out_batch + c);
+            }
+        }
+    }
+}
+
+#endif
+
 mcu_status_t mcu_depthwise_conv2d_s8(const mcu_depthwise_conv_params_t *params,
                                      const int8_t *input, const int8_t *filter,
                                      const int32_t *bias, int8_t *output)
@@ -857,6 +1101,12 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_depthwise_conv_params_t *params,
     const int32_t input_offset = params->q.input_offset;
     const int32_t in_row = in_w * in_c; /* bytes of one input row */
     int32_t first_oc = 0; /* the channels before it are done */
+#if defined(MCU_DW_MVE)
+    if (mve_eligible(params, bias)) {
+        mve_conv(params, input, filter, bias, output);
+        return MCU_OK;
+    }
+#endif
 #if defined(MCU_DW_DSP)
     if (dsp_eligible(params, bias)) {
         dsp_conv(params, input, filter, bias, output);
