@@ -836,6 +836,7 @@ static void dsp_conv(const mcu_depthwise_conv_params_t *p, const int8_t *input,
  * (then |acc| < 2^29 + 25 * 255 * 128 < 2^30).
  */
 #define DW_MVE_TAPS 25
+#define DW_MVE_BORDERS 8
 
 #if defined(__GNUC__)
 #define DW_MVE_NOINLINE __attribute__((noinline))
@@ -844,8 +845,12 @@ static void dsp_conv(const mcu_depthwise_conv_params_t *p, const int8_t *input,
 #endif
 
 typedef struct {
-    int16_t w[DW_MVE_TAPS][8]; /* [ky * KW + kx][channel] */
+    int16_t w[DW_MVE_TAPS][8]; /* [ky * KW + kx][channel]; 3x3 filters padded to 5x5 with zeros:
+                                * [(ky + 1) * 5 + kx + 1] */
     int32_t bias[2][4];        /* [even/odd][lane]: channel c + 2 lane + (odd) */
+    int32_t bias_full[2][4];   /* bias + input_offset * (sum of the channel's weights): the
+                                * start of a window with every tap inside the input, whose
+                                * inputs are then taken without the offset */
     int32_t mult[2][4];
     int32_t base[2][4];
     int32_t shift[2][4];
@@ -870,19 +875,46 @@ static void mve_prepare(mve_group_t *g, const mcu_depthwise_conv_params_t *p,
                         const int8_t *filter, const int32_t *bias, int32_t c)
 {
     const int32_t out_c = p->output.c;
-    const int32_t taps = p->filter.h * p->filter.w;
-    for (int32_t t = 0; t < taps; ++t) {
-        for (int32_t i = 0; i < 8; ++i) {
-            g->w[t][i] = (int16_t)(c + i < out_c ? filter[t * out_c + c + i] : 0);
+    const int32_t k_h = p->filter.h;
+    const int32_t k_w = p->filter.w;
+    const int pad = k_h == 3 && k_w == 3;
+    const mve_pred16_t lanes = vctp16q((uint32_t)(out_c - c));
+    int16x8_t w_sum = vdupq_n_s16(0);
+    if (pad) { /* the zero border of the padded 5x5 layout */
+        for (int32_t t = 0; t < 25; ++t) {
+            vst1q_s16(g->w[t], w_sum);
         }
     }
-    for (int32_t i = 0; i < 8; ++i) {
-        const int32_t ch = c + i;
-        const int ok = ch < out_c;
-        g->bias[i & 1][i >> 1] = ok && bias != NULL ? bias[ch] : 0;
-        g->mult[i & 1][i >> 1] = ok ? p->multiplier[ch] : 0;
-        g->shift[i & 1][i >> 1] = ok ? p->shift[ch] : -1;
-        g->base[i & 1][i >> 1] = ok ? requant2_base(p->shift[ch], p->q.output_offset) : 0;
+    for (int32_t ky = 0; ky < k_h; ++ky) {
+        for (int32_t kx = 0; kx < k_w; ++kx) {
+            const int32_t at = pad ? (ky + 1) * 5 + kx + 1 : ky * k_w + kx;
+            const int16x8_t w = vldrbq_z_s16(filter + (ky * k_w + kx) * out_c + c, lanes);
+            vst1q_s16(g->w[at], w);
+            w_sum = vaddq_s16(w_sum, w); /* |sum| <= 25 * 128 */
+        }
+    }
+    /* even and odd channels: lanes c + 2 j and c + 2 j + 1 */
+    const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2u);
+    const mve_pred16_t p_even = vctp32q((uint32_t)(out_c - c + 1) / 2u);
+    const mve_pred16_t p_odd = vctp32q((uint32_t)(out_c - c) / 2u);
+    const int32x4_t zero = vdupq_n_s32(0);
+    for (int32_t odd = 0; odd < 2; ++odd) {
+        const mve_pred16_t pr = odd ? p_odd : p_even;
+        const int32_t ch = c + odd;
+        const int32x4_t b = bias != NULL ? vldrwq_gather_shifted_offset_z_s32(bias + ch, even, pr)
+                                         : zero;
+        const int32x4_t shift = vldrwq_gather_shifted_offset_z_s32(p->shift + ch, even, pr);
+        const int32x4_t sum = odd ? vmovltq_s16(w_sum) : vmovlbq_s16(w_sum);
+        vst1q_s32(g->bias[odd], b);
+        vst1q_s32(g->bias_full[odd], vmlaq_n_s32(b, sum, p->q.input_offset));
+        vst1q_s32(g->mult[odd], vldrwq_gather_shifted_offset_z_s32(p->multiplier + ch, even, pr));
+        /* base = 2^(r - 1) + output_offset * 2^r, r = -shift (lanes past C: r = 1 and
+         * multiplier 0; their outputs are not stored) */
+        const int32x4_t r = vnegq_s32(vpselq_s32(shift, vdupq_n_s32(-1), pr));
+        const int32x4_t base = vaddq_s32(vshlq_s32(vdupq_n_s32(1), vsubq_s32(r, vdupq_n_s32(1))),
+                                         vshlq_s32(vdupq_n_s32(p->q.output_offset), r));
+        vst1q_s32(g->shift[odd], vnegq_s32(r));
+        vst1q_s32(g->base[odd], base);
     }
 }
 
@@ -891,10 +923,10 @@ static void mve_prepare(mve_group_t *g, const mcu_depthwise_conv_params_t *p,
 static inline __attribute__((always_inline)) void mve_tap(int32x4_t *acc_e, int32x4_t *acc_o,
                                                           const int8_t *xp, const int16_t *w,
                                                           int16x8_t offset, mve_pred16_t pred,
-                                                          int partial)
+                                                          int partial, int with_offset)
 {
     const int16x8_t x = partial ? vldrbq_z_s16(xp, pred) : vldrbq_s16(xp);
-    const int16x8_t xv = vaddq_s16(x, offset);
+    const int16x8_t xv = with_offset ? vaddq_s16(x, offset) : x;
     const int16x8_t wv = vld1q_s16(w);
     *acc_e = vaddq_s32(*acc_e, vmullbq_int_s16(xv, wv));
     *acc_o = vaddq_s32(*acc_o, vmulltq_int_s16(xv, wv));
@@ -915,32 +947,49 @@ typedef struct {
     int32_t x_begin;  /* output columns [x_begin, x_end) have every kx inside the input */
     int32_t x_end;
     mve_pred16_t pred; /* the group's channels (all 8 unless the last group is partial) */
+    int full;          /* act_min == -128 and act_max == 127 */
+    int32_t w_row;     /* taps per weight row: 5 (3x3, padded), else KW */
+    int32_t w_origin;  /* index of tap (0, 0) in mve_group_t.w: 6 (3x3, padded), else 0 */
+    int pad3;          /* 3x3 with border windows shifted inward (see mve_row) */
+    int32_t borders;   /* pad3: the output columns outside [x_begin, x_end), */
+    int32_t border_out[DW_MVE_BORDERS]; /* their output column, */
+    int32_t border_in[DW_MVE_BORDERS];  /* their shifted window's first input column, */
+    int32_t border_w[DW_MVE_BORDERS];   /* and its weight column shift (-1 or 1) */
 } mve_ctx_t;
 
-/* One output position: `rows` x `cols` taps from x (input) and w (weights, row stride k_w),
- * requantized into out. */
+/* One output position: `rows` x `cols` taps from x (input) and w (weights, row stride
+ * w_row); `whole`: they are all the filter's taps (the inputs are then taken without the
+ * offset, bias_full holding it). Requantized into out. */
 static inline __attribute__((always_inline)) void mve_px(const mve_ctx_t *m, const int8_t *x,
                                                          const int16_t *w, int32_t rows,
-                                                         int32_t cols, int8_t *out, int partial)
+                                                         int32_t cols, int whole, int8_t *out,
+                                                         int partial)
 {
     const mcu_depthwise_conv_params_t *const p = m->p;
     const mve_group_t *const g = m->g;
     const int16x8_t offset = vdupq_n_s16((int16_t)p->q.input_offset);
     const int32_t x_col = m->x_col;
     const mve_pred16_t pred = m->pred;
-    int32x4_t acc_e = vld1q_s32(g->bias[0]);
-    int32x4_t acc_o = vld1q_s32(g->bias[1]);
-    if (rows == 3 && cols == 3 && p->filter.w == 3) {
-        for (int32_t j = 0; j < 3; ++j, x += m->x_row, w += 24) {
-            mve_tap(&acc_e, &acc_o, x, w, offset, pred, partial);
-            mve_tap(&acc_e, &acc_o, x + x_col, w + 8, offset, pred, partial);
-            mve_tap(&acc_e, &acc_o, x + 2 * x_col, w + 16, offset, pred, partial);
+    int32x4_t acc_e = vld1q_s32(whole ? g->bias_full[0] : g->bias[0]);
+    int32x4_t acc_o = vld1q_s32(whole ? g->bias_full[1] : g->bias[1]);
+    if (m->pad3 && rows == 3 && cols == 3) { /* (a shifted border window: with the offset) */
+        for (int32_t j = 0; j < 3; ++j, x += m->x_row, w += 40) {
+            mve_tap(&acc_e, &acc_o, x, w, offset, pred, partial, !whole);
+            mve_tap(&acc_e, &acc_o, x + x_col, w + 8, offset, pred, partial, !whole);
+            mve_tap(&acc_e, &acc_o, x + 2 * x_col, w + 16, offset, pred, partial, !whole);
         }
-    } else {
-        for (int32_t j = 0; j < rows; ++j, x += m->x_row, w += 8 * p->filter.w) {
+    } else if (whole) {
+        for (int32_t j = 0; j < rows; ++j, x += m->x_row, w += 8 * m->w_row) {
             const int8_t *xp = x;
             for (int32_t i = 0; i < cols; ++i, xp += x_col) {
-                mve_tap(&acc_e, &acc_o, xp, w + 8 * i, offset, pred, partial);
+                mve_tap(&acc_e, &acc_o, xp, w + 8 * i, offset, pred, partial, 0);
+            }
+        }
+    } else {
+        for (int32_t j = 0; j < rows; ++j, x += m->x_row, w += 8 * m->w_row) {
+            const int8_t *xp = x;
+            for (int32_t i = 0; i < cols; ++i, xp += x_col) {
+                mve_tap(&acc_e, &acc_o, xp, w + 8 * i, offset, pred, partial, 1);
             }
         }
     }
@@ -948,11 +997,17 @@ static inline __attribute__((always_inline)) void mve_px(const mve_ctx_t *m, con
                            vld1q_s32(g->shift[0]));
     int32x4_t o = requant4(acc_o, vld1q_s32(g->mult[1]), vld1q_s32(g->base[1]),
                            vld1q_s32(g->shift[1]));
-    const int32x4_t lo = vdupq_n_s32(p->q.act_min);
-    const int32x4_t hi = vdupq_n_s32(p->q.act_max);
-    e = vminq_s32(vmaxq_s32(e, lo), hi);
-    o = vminq_s32(vmaxq_s32(o, lo), hi);
-    const int16x8_t v = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), e), o);
+    int16x8_t v;
+    if (m->full) { /* saturate to int16 while restoring the channel order, then to int8 */
+        v = vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), e), o);
+        v = vreinterpretq_s16_s8(vqmovnbq_s16(vdupq_n_s8(0), v));
+    } else {
+        const int32x4_t lo = vdupq_n_s32(p->q.act_min);
+        const int32x4_t hi = vdupq_n_s32(p->q.act_max);
+        e = vminq_s32(vmaxq_s32(e, lo), hi);
+        o = vminq_s32(vmaxq_s32(o, lo), hi);
+        v = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), e), o);
+    }
     if (partial) {
         vstrbq_p_s16(out, v, pred);
     } else {
@@ -960,8 +1015,9 @@ static inline __attribute__((always_inline)) void mve_px(const mve_ctx_t *m, con
     }
 }
 
-/* One output row of a group: border columns (their valid taps) and the columns between (all
- * taps, consecutive). in/out: the batch's tensors at channel c (out at row out_y). */
+/* One output row of a group: border columns (their valid taps; for pad3, the window shifted
+ * inward by one row or column onto zero weights) and the columns between (all taps,
+ * consecutive). in/out: the batch's tensors at channel c (out at row out_y). */
 static inline __attribute__((always_inline)) void mve_row(const mve_ctx_t *m, const int8_t *in,
                                                           int8_t *out, int32_t out_y,
                                                           int partial)
@@ -970,25 +1026,50 @@ static inline __attribute__((always_inline)) void mve_row(const mve_ctx_t *m, co
     const int32_t in_c = p->input.c;
     const int32_t k_w = p->filter.w;
     const int32_t out_c = p->output.c;
-    const int32_t in_y = out_y * p->stride_h - p->pad_top;
+    const int16_t *const w0 = m->g->w[m->w_origin];
+    int32_t in_y = out_y * p->stride_h - p->pad_top;
     int32_t ky_begin, ky_end;
     valid_taps(in_y, p->dilation_h, p->filter.h, p->input.h, &ky_begin, &ky_end);
-    const int32_t rows = ky_end - ky_begin;
-    const int8_t *const x_rows = rows > 0 ? in + (in_y + ky_begin * p->dilation_h) * m->in_row
-                                          : in;
-    const int16_t *const w_rows = m->g->w[ky_begin * k_w];
+    int32_t rows = ky_end - ky_begin;
+    int32_t row_shift = 0; /* pad3: rows ky_begin .. + 3 from row in_y + row_shift */
+    if (m->pad3 && rows != 3) {
+        row_shift = ky_begin > 0 ? ky_begin : ky_end - 3;
+    }
+    const int rows_whole = rows == p->filter.h;
+    const int8_t *const x_rows =
+        m->pad3 ? in + (in_y + row_shift * p->dilation_h) * m->in_row
+                : (rows > 0 ? in + (in_y + ky_begin * p->dilation_h) * m->in_row : in);
+    const int16_t *const w_rows =
+        m->pad3 ? w0 + 8 * m->w_row * row_shift : w0 + 8 * m->w_row * ky_begin;
     for (int32_t out_x = 0; out_x < p->output.w; ++out_x) {
         if (out_x >= m->x_begin && out_x < m->x_end) {
             /* the columns whose windows are inside the input horizontally */
             const int32_t x_step = p->stride_w * in_c;
             const int8_t *x = x_rows + (out_x * p->stride_w - p->pad_left) * in_c;
             int8_t *o = out + out_x * out_c;
-            for (; out_x < m->x_end; ++out_x, x += x_step, o += out_c) {
-                mve_px(m, x, w_rows, rows, k_w, o, partial);
+            if (m->pad3 && rows_whole) { /* (whole and the shifts fixed at compile time) */
+                for (; out_x < m->x_end; ++out_x, x += x_step, o += out_c) {
+                    mve_px(m, x, w_rows, 3, 3, 1, o, partial);
+                }
+            } else if (m->pad3) {
+                for (; out_x < m->x_end; ++out_x, x += x_step, o += out_c) {
+                    mve_px(m, x, w_rows, 3, 3, 0, o, partial);
+                }
+            } else if (rows_whole) {
+                for (; out_x < m->x_end; ++out_x, x += x_step, o += out_c) {
+                    mve_px(m, x, w_rows, rows, k_w, 1, o, partial);
+                }
+            } else {
+                for (; out_x < m->x_end; ++out_x, x += x_step, o += out_c) {
+                    mve_px(m, x, w_rows, rows, k_w, 0, o, partial);
+                }
             }
             if (out_x == p->output.w) {
                 break;
             }
+        }
+        if (m->pad3) {
+            continue; /* (below) */
         }
         const int32_t in_x = out_x * p->stride_w - p->pad_left;
         int32_t kx_begin, kx_end;
@@ -996,8 +1077,14 @@ static inline __attribute__((always_inline)) void mve_row(const mve_ctx_t *m, co
         const int32_t cols = rows > 0 ? kx_end - kx_begin : 0;
         const int8_t *const x =
             cols > 0 ? x_rows + (in_x + kx_begin * p->dilation_w) * in_c : x_rows;
-        mve_px(m, x, w_rows + 8 * kx_begin, cols > 0 ? rows : 0, cols, out + out_x * out_c,
+        mve_px(m, x, w_rows + 8 * kx_begin, cols > 0 ? rows : 0, cols, 0, out + out_x * out_c,
                partial);
+    }
+    if (m->pad3) { /* the border columns, their windows shifted inward */
+        for (int32_t i = 0; i < m->borders; ++i) {
+            mve_px(m, x_rows + m->border_in[i] * in_c, w_rows + 8 * m->border_w[i], 3, 3, 0,
+                   out + m->border_out[i] * out_c, partial);
+        }
     }
 }
 
@@ -1019,6 +1106,24 @@ DW_MVE_NOINLINE static void mve_group_partial(const mve_ctx_t *m, const int8_t *
     }
 }
 
+/* Along one axis of a 3x3 filter: whether every window has its valid taps in [1, 3), [0, 2)
+ * or [0, 3) and the input holds three taps (size >= 2 * dilation + 1). */
+static int mve_shifts_ok(int32_t pad, int32_t stride, int32_t dilation, int32_t size,
+                         int32_t out_size)
+{
+    if (size < 2 * dilation + 1) {
+        return 0;
+    }
+    for (int32_t o = 0; o < out_size; ++o) {
+        int32_t begin, end;
+        valid_taps(o * stride - pad, dilation, 3, size, &begin, &end);
+        if (end - begin < 2) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* The whole convolution through the MVE path (mve_eligible). */
 static void mve_conv(const mcu_depthwise_conv_params_t *p, const int8_t *input,
                      const int8_t *filter, const int32_t *bias, int8_t *output)
@@ -1034,6 +1139,7 @@ static void mve_conv(const mcu_depthwise_conv_params_t *p, const int8_t *input,
     m.in_row = in_w * p->input.c;
     m.x_row = p->dilation_h * m.in_row;
     m.x_col = p->dilation_w * p->input.c;
+    m.full = p->q.act_min == MCU_INT8_MIN && p->q.act_max == MCU_INT8_MAX;
     /* output columns whose window lies inside the input horizontally: in_x >= 0 and
      * in_x + (KW - 1) * dilation_w < W_in, with in_x = out_x * stride_w - pad_left */
     const int32_t last = in_w - 1 - (p->filter.w - 1) * p->dilation_w + p->pad_left;
@@ -1047,6 +1153,32 @@ static void mve_conv(const mcu_depthwise_conv_params_t *p, const int8_t *input,
     }
     if (m.x_end < m.x_begin) {
         m.x_end = m.x_begin;
+    }
+    const int three = p->filter.h == 3 && p->filter.w == 3;
+    m.w_row = three ? 5 : p->filter.w;
+    m.w_origin = three ? 6 : 0;
+    /* pad3: every window sticks out by at most one tap row or column on one side, and the
+     * input holds a shifted window (3 rows and 3 columns) */
+    m.pad3 = three && mve_shifts_ok(p->pad_top, p->stride_h, p->dilation_h, p->input.h,
+                                    p->output.h) &&
+             mve_shifts_ok(p->pad_left, p->stride_w, p->dilation_w, in_w, p->output.w);
+    m.borders = 0;
+    for (int32_t out_x = 0; out_x < p->output.w && m.pad3; ++out_x) {
+        if (out_x >= m.x_begin && out_x < m.x_end) {
+            continue;
+        }
+        if (m.borders == DW_MVE_BORDERS) {
+            m.pad3 = 0; /* (too many: the generic border path) */
+            break;
+        }
+        const int32_t in_x = out_x * p->stride_w - p->pad_left;
+        int32_t kx_begin, kx_end;
+        valid_taps(in_x, p->dilation_w, 3, in_w, &kx_begin, &kx_end);
+        const int32_t shift = kx_begin > 0 ? kx_begin : kx_end - 3;
+        m.border_out[m.borders] = out_x;
+        m.border_in[m.borders] = in_x + shift * p->dilation_w;
+        m.border_w[m.borders] = shift;
+        ++m.borders;
     }
     for (int32_t c = 0; c < out_c; c += 8) {
         mve_prepare(&g, p, filter, bias, c);
