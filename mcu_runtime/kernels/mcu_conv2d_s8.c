@@ -14,10 +14,11 @@
  *   mcu_kernel_util.h). See "DSP fast path" below.
  * - __ARM_FEATURE_MVE with every channel's requantization realistic (requant2_ok) and windows of
  *   at most MCU_CONV_MVE_K (and MCU_CONV_PATCH_BYTES) bytes: four output positions at a time,
- *   their windows interleaved in 16-byte chunks in a stack buffer, every channel's weight vectors
- *   meeting the four windows (VMLADAVA), the four sums requantized together (requant4) and
- *   scattered with one store (conv_block_mve). Larger windows: one position at a time, four
- *   channels per pass (pixel_mve).
+ *   their windows (gathered with predicated vector copies) interleaved in 16-byte chunks in a
+ *   stack buffer, every channel's weight vectors meeting the four windows (VMLADAVA), the four
+ *   sums requantized together (requant4) and scattered with one store; corrections kept for
+ *   MCU_CONV_MVE_OC_BLOCK channels at a time (conv_block_mve). Larger windows and the last
+ *   positions: one position at a time, four channels per pass (pixel_mve).
  * - Otherwise (every target; the generic path):
  * - The input offset leaves the inner loops: sum (x + off) * w = sum x * w + off * sum w. For a
  *   block of up to MCU_CONV_OC_BLOCK output channels, corr[oc] = bias[oc] + off * (sum of all the
@@ -563,11 +564,15 @@ MCU_CONV_NOINLINE static void pixel_from_runs(const conv_ctx_t *c, const window_
 #ifndef MCU_CONV_MVE_K
 #define MCU_CONV_MVE_K 256
 #endif
+/* Output channels whose corrections are kept on the stack at a time on that path (2 words each). */
+#ifndef MCU_CONV_MVE_OC_BLOCK
+#define MCU_CONV_MVE_OC_BLOCK 64
+#endif
 
 /* Every channel of the block at four positions whose windows are interleaved in xq; output
  * pixels at out + i * out_step. Per channel: one pass over its weights, each 16-byte weight
- * vector meeting the four windows (VMLADAVA), the four sums requantized together (requant4)
- * and scattered with one store. */
+ * vector meeting the four windows (VMLADAVA), the four sums plus corr requantized together
+ * (requant4) and scattered with one store. */
 MCU_CONV_NOINLINE static void quad_mve(const conv_ctx_t *c, const int8_t *xq, int8_t *out,
                                        int32_t out_step)
 {
@@ -590,12 +595,15 @@ MCU_CONV_NOINLINE static void quad_mve(const conv_ctx_t *c, const int8_t *xq, in
         int32_t a0 = init, a1 = init, a2 = init, a3 = init;
         for (int32_t n = chunks; n > 0; --n) {
             const int8x16_t wv = vld1q_s8(w);
-            a0 = vmladavaq_s8(a0, vld1q_s8(x), wv);
-            a1 = vmladavaq_s8(a1, vld1q_s8(x + 16), wv);
-            a2 = vmladavaq_s8(a2, vld1q_s8(x + 32), wv);
-            a3 = vmladavaq_s8(a3, vld1q_s8(x + 48), wv);
             w += 16;
-            x += 64;
+            a0 = vmladavaq_s8(a0, vld1q_s8(x), wv);
+            x += 16;
+            a1 = vmladavaq_s8(a1, vld1q_s8(x), wv);
+            x += 16;
+            a2 = vmladavaq_s8(a2, vld1q_s8(x), wv);
+            x += 16;
+            a3 = vmladavaq_s8(a3, vld1q_s8(x), wv);
+            x += 16;
         }
         if (rest != 0) {
             const int8x16_t wv = vldrbq_z_s8(w, tail);
@@ -614,9 +622,53 @@ MCU_CONV_NOINLINE static void quad_mve(const conv_ctx_t *c, const int8_t *xq, in
     }
 }
 
-/* conv_block through quad_mve: the positions four at a time (the last four overlapping the
- * ones before, recomputing up to three), windows copied from the input when they are one run
- * of it, else gathered (padding taps holding the input zero point). */
+/* n bytes from src to dst / n copies of v's bytes to dst, 16 per predicated vector op */
+static inline void copy_mve(int8_t *dst, const int8_t *src, int32_t n)
+{
+    for (; n > 0; n -= 16, dst += 16, src += 16) {
+        const mve_pred16_t pr = vctp8q((uint32_t)n);
+        vstrbq_p_s8(dst, vldrbq_z_s8(src, pr), pr);
+    }
+}
+
+static inline void fill_mve(int8_t *dst, int8x16_t v, int32_t n)
+{
+    for (; n > 0; n -= 16, dst += 16) {
+        vstrbq_p_s8(dst, v, vctp8q((uint32_t)n));
+    }
+}
+
+/* gather_patch with predicated vector copies instead of memcpy/memset calls per tap row. */
+static void gather_mve(const conv_ctx_t *c, const window_t *win, int8_t *patch)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t in_c = p->input.c;
+    const int32_t k_w = p->filter.w;
+    const int8x16_t pad = vdupq_n_s8((int8_t)(-p->q.input_offset));
+    const int32_t w_row = k_w * in_c;
+    for (int32_t ky = 0; ky < p->filter.h; ++ky) {
+        int8_t *const dst = patch + ky * w_row;
+        if (ky < win->ky_begin || ky >= win->ky_end) {
+            fill_mve(dst, pad, w_row);
+            continue;
+        }
+        const int8_t *const src = win->in_batch + (win->y0 + ky * p->dilation_h) * c->in_row;
+        fill_mve(dst, pad, win->kx_begin * in_c);
+        if (p->dilation_w == 1) {
+            copy_mve(dst + win->kx_begin * in_c, src + (win->x0 + win->kx_begin) * in_c,
+                     (win->kx_end - win->kx_begin) * in_c);
+        } else {
+            for (int32_t kx = win->kx_begin; kx < win->kx_end; ++kx) {
+                copy_mve(dst + kx * in_c, src + (win->x0 + kx * p->dilation_w) * in_c, in_c);
+            }
+        }
+        fill_mve(dst + win->kx_end * in_c, pad, (k_w - win->kx_end) * in_c);
+    }
+}
+
+/* One block of output channels (c->corr, c->base filled) through quad_mve: the positions four
+ * at a time (the last one to three through pixel_mve), windows copied from the input when they
+ * are one run of it, else gathered (padding taps holding the input zero point). */
 MCU_CONV_NOINLINE static void conv_block_mve(const conv_ctx_t *c, const int8_t *input,
                                              int8_t *output, int8_t *patch)
 {
@@ -632,9 +684,10 @@ MCU_CONV_NOINLINE static void conv_block_mve(const conv_ctx_t *c, const int8_t *
     int8_t xq[4 * MCU_CONV_MVE_K];
     /* a last partial chunk's padding: zeros (they meet zero weights) */
     memset(xq + 4 * (k & ~15), 0, (size_t)(4 * ((k + 15) & ~15) - 4 * (k & ~15)));
-    for (int32_t first = 0; first < positions; first += 4) {
-        const int32_t n0 = first + 4 <= positions ? first : positions - 4;
-        for (int32_t i = 0; i < 4; ++i) {
+    for (int32_t n0 = 0; n0 < positions; n0 += 4) {
+        /* four positions; fewer at the end, one at a time through pixel_mve */
+        const int32_t count = positions - n0 < 4 ? positions - n0 : 4;
+        for (int32_t i = 0; i < count; ++i) {
             const int32_t n = n0 + i;
             const int32_t b = n / (out_h * out_w);
             const int32_t out_y = n / out_w - b * out_h;
@@ -651,7 +704,11 @@ MCU_CONV_NOINLINE static void conv_block_mve(const conv_ctx_t *c, const int8_t *
             if (inside && contiguous) {
                 src = win.in_batch + win.y0 * c->in_row + win.x0 * in_c;
             } else {
-                gather_patch(c, &win, patch);
+                gather_mve(c, &win, patch);
+            }
+            if (count < 4) {
+                pixel_mve(c, src, output + n * p->output.c);
+                continue;
             }
             int8_t *dst = xq + 16 * i;
             int32_t j = 0;
@@ -662,6 +719,9 @@ MCU_CONV_NOINLINE static void conv_block_mve(const conv_ctx_t *c, const int8_t *
                 vstrbq_p_s8(dst, vldrbq_z_s8(src + j, vctp8q((uint32_t)(k - j))),
                             vctp8q((uint32_t)(k - j)));
             }
+        }
+        if (count < 4) {
+            break;
         }
         quad_mve(c, xq, output + n0 * p->output.c, p->output.c);
     }
@@ -1199,6 +1259,29 @@ mcu_status_t mcu_conv2d_s8(const mcu_conv_params_t *params, const int8_t *input,
         c.base = base;
     }
 #endif
+#if defined(MCU_CONV_MVE)
+    /* four positions at a time where their windows fit (gathered ones: the patch), in blocks of
+     * MCU_CONV_MVE_OC_BLOCK channels (each window gathered once per block) */
+    if (fast && filter_size <= MCU_CONV_MVE_K && filter_size <= MCU_CONV_PATCH_BYTES) {
+        int32_t corr_q[out_c < MCU_CONV_MVE_OC_BLOCK ? out_c : MCU_CONV_MVE_OC_BLOCK];
+        int32_t base_q[out_c < MCU_CONV_MVE_OC_BLOCK ? out_c : MCU_CONV_MVE_OC_BLOCK];
+        c.corr = corr_q;
+        c.base = base_q;
+        for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += MCU_CONV_MVE_OC_BLOCK) {
+            c.oc_end = out_c - c.oc_base < MCU_CONV_MVE_OC_BLOCK ? out_c
+                                                                  : c.oc_base + MCU_CONV_MVE_OC_BLOCK;
+            for (int32_t oc = c.oc_base; oc < c.oc_end; ++oc) {
+                const int32_t w_sum = sum_s8(filter + oc * filter_size, filter_size);
+                corr_q[oc - c.oc_base] =
+                    add_wrap(bias != NULL ? bias[oc] : 0,
+                             (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
+                base_q[oc - c.oc_base] = requant2_base(params->shift[oc], params->q.output_offset);
+            }
+            conv_block_mve(&c, input, output, patch_buf);
+        }
+        return MCU_OK;
+    }
+#endif
     for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += MCU_CONV_OC_BLOCK) {
         c.oc_end = out_c - c.oc_base < MCU_CONV_OC_BLOCK ? out_c : c.oc_base + MCU_CONV_OC_BLOCK;
         /* corr[oc] = bias[oc] + input_offset * sum_{ky,kx,ic} w[oc,ky,kx,ic] */
@@ -1212,14 +1295,6 @@ mcu_status_t mcu_conv2d_s8(const mcu_conv_params_t *params, const int8_t *input,
             }
 #endif
         }
-#if defined(MCU_CONV_MVE)
-        /* four positions at a time where their windows fit (gathered ones: the patch) */
-        if (fast && params->input.n * out_dims->h * out_dims->w >= 4 &&
-            filter_size <= MCU_CONV_MVE_K && filter_size <= MCU_CONV_PATCH_BYTES) {
-            conv_block_mve(&c, input, output, patch_buf);
-            continue;
-        }
-#endif
         conv_block(&c, input, output, patch_buf);
     }
     return MCU_OK;
