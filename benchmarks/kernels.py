@@ -12,7 +12,7 @@
    the reference loops), "after" = the working tree.
 2. Kernels alone: one kernel call on the geometries of the CMSIS-NN reference figures in
    ../shared/docs/target-notes.md, on every QEMU core, before and after.
-3. Case table: ~70 random and hand-picked geometries of the three kernels (odd channel counts,
+3. Case table: ~85 random and hand-picked geometries of the three kernels (odd channel counts,
    padding, strides, dilation, depth multipliers, batches, 1x1, c_in = 1, zero-point extremes,
    wide shifts, unaligned tensor and weight addresses) in one firmware per core, compared bit for
    bit with the numpy golden (emitter/golden/), on the host and on every QEMU core. This is what
@@ -317,6 +317,35 @@ def check_cases(seed: int = 2024) -> list[KCase]:
             zp_in=int(r.integers(-128, 128)), zp_out=int(r.integers(-128, 128)),
             bias=bool(r.integers(0, 2)), wide=bool(r.integers(0, 2)),
             misalign=int(r.integers(0, 4))))
+    # the branches of the DSP and MVE fast paths (3x3 row pairs with padding rows, overlapping
+    # last pair, shifted border windows, narrow inputs, clamped outputs, partial channel groups;
+    # conv with 4, 2 and 1 positions per pass, partial value groups, few positions)
+    cases += [
+        conv_case(r, "dw 3x3 pad1 c12 h7 w3 clamp", h=7, w=3, c_in=12, pads=(1, 1, 1, 1),
+                  zp_in=33, zp_out=-5, act=(-50, 60), depthwise=True, misalign=1),
+        conv_case(r, "dw 3x3 pad (0,1,2,0) w2 c8", h=6, w=2, c_in=8, pads=(0, 1, 2, 0),
+                  zp_in=-128, depthwise=True),
+        conv_case(r, "dw 3x3 s1x2 d1x2 c8", h=8, w=11, c_in=8, stride=(1, 2), dilation=(1, 2),
+                  pads=(1, 1, 2, 2), zp_in=-77, depthwise=True, misalign=3),
+        conv_case(r, "dw 3x3 s2 c20 no bias", h=9, w=10, c_in=20, stride=(2, 2),
+                  pads=(1, 1, 1, 1), zp_in=128 - 1, bias=False, depthwise=True, misalign=2),
+        conv_case(r, "dw 5x5 pad2 c16", h=7, w=6, c_in=16, kh=5, kw=5, pads=(2, 2, 2, 2),
+                  zp_in=-128, zp_out=-128, depthwise=True),
+        conv_case(r, "dw 3x3 h2 pad1 c4", h=2, w=5, c_in=4, pads=(1, 1, 1, 1), zp_in=9,
+                  depthwise=True),
+        conv_case(r, "conv 3x3 c_in16 c_out9 (K 144)", h=6, w=5, c_in=16, c_out=9,
+                  pads=(1, 1, 1, 1), zp_in=-128, misalign=1),
+        conv_case(r, "conv 3x3 c_in32 c_out5 (K 288)", h=5, w=5, c_in=32, c_out=5,
+                  pads=(1, 1, 1, 1), zp_in=21, misalign=2),
+        conv_case(r, "conv 3x3 c_in64 c_out7 (K 576)", h=4, w=4, c_in=64, c_out=7,
+                  pads=(1, 0, 1, 1), zp_in=-128, zp_out=-128),
+        conv_case(r, "conv 3x3 c_in3 (K 27)", h=7, w=6, c_in=3, c_out=6, pads=(1, 1, 1, 1),
+                  zp_in=-60, act=(-20, 90), misalign=3),
+        conv_case(r, "conv 1x1 c_in256 3 positions", h=1, w=3, c_in=256, c_out=10, kh=1, kw=1,
+                  zp_in=-128, misalign=1),
+        conv_case(r, "conv 1x3 c_in5 (K 15) 5 positions", h=1, w=7, c_in=5, c_out=4, kh=1, kw=3,
+                  zp_in=44, bias=False),
+    ]
     return cases
 
 
