@@ -958,8 +958,9 @@ typedef struct {
 } mve_ctx_t;
 
 /* One output position: `rows` x `cols` taps from x (input) and w (weights, row stride
- * w_row); `whole`: they are all the filter's taps (the inputs are then taken without the
- * offset, bias_full holding it). Requantized into out. */
+ * w_row); `whole` (a constant where inlined) 1: they are all the filter's taps (the inputs are
+ * then taken without the offset, bias_full holding it), 0: not, -1: not, and no unrolled 3x3
+ * code either. Requantized into out. */
 static inline __attribute__((always_inline)) void mve_px(const mve_ctx_t *m, const int8_t *x,
                                                          const int16_t *w, int32_t rows,
                                                          int32_t cols, int whole, int8_t *out,
@@ -970,15 +971,16 @@ static inline __attribute__((always_inline)) void mve_px(const mve_ctx_t *m, con
     const int16x8_t offset = vdupq_n_s16((int16_t)p->q.input_offset);
     const int32_t x_col = m->x_col;
     const mve_pred16_t pred = m->pred;
-    int32x4_t acc_e = vld1q_s32(whole ? g->bias_full[0] : g->bias[0]);
-    int32x4_t acc_o = vld1q_s32(whole ? g->bias_full[1] : g->bias[1]);
-    if (m->pad3 && rows == 3 && cols == 3) { /* (a shifted border window: with the offset) */
+    int32x4_t acc_e = vld1q_s32(whole > 0 ? g->bias_full[0] : g->bias[0]);
+    int32x4_t acc_o = vld1q_s32(whole > 0 ? g->bias_full[1] : g->bias[1]);
+    if (whole >= 0 && m->pad3 && rows == 3 && cols == 3) { /* (whole == 0: a shifted border
+                                                             * window, with the offset) */
         for (int32_t j = 0; j < 3; ++j, x += m->x_row, w += 40) {
             mve_tap(&acc_e, &acc_o, x, w, offset, pred, partial, !whole);
             mve_tap(&acc_e, &acc_o, x + x_col, w + 8, offset, pred, partial, !whole);
             mve_tap(&acc_e, &acc_o, x + 2 * x_col, w + 16, offset, pred, partial, !whole);
         }
-    } else if (whole) {
+    } else if (whole > 0) {
         for (int32_t j = 0; j < rows; ++j, x += m->x_row, w += 8 * m->w_row) {
             const int8_t *xp = x;
             for (int32_t i = 0; i < cols; ++i, xp += x_col) {
@@ -1098,11 +1100,30 @@ DW_MVE_NOINLINE static void mve_group(const mve_ctx_t *m, const int8_t *in, int8
     }
 }
 
+/* The last group when C % 8 != 0: every position through the generic tap loops (the valid
+ * taps, with the offset; compact rather than fast). */
 DW_MVE_NOINLINE static void mve_group_partial(const mve_ctx_t *m, const int8_t *in, int8_t *out)
 {
-    const int32_t out_row = m->p->output.w * m->p->output.c;
-    for (int32_t y = 0; y < m->p->output.h; ++y, out += out_row) {
-        mve_row(m, in, out, y, 1);
+    const mcu_depthwise_conv_params_t *const p = m->p;
+    const int32_t in_c = p->input.c;
+    const int32_t k_w = p->filter.w;
+    const int16_t *const w0 = m->g->w[m->w_origin];
+    for (int32_t out_y = 0; out_y < p->output.h; ++out_y) {
+        const int32_t in_y = out_y * p->stride_h - p->pad_top;
+        int32_t ky_begin, ky_end;
+        valid_taps(in_y, p->dilation_h, p->filter.h, p->input.h, &ky_begin, &ky_end);
+        for (int32_t out_x = 0; out_x < p->output.w; ++out_x, out += p->output.c) {
+            const int32_t in_x = out_x * p->stride_w - p->pad_left;
+            int32_t kx_begin, kx_end;
+            valid_taps(in_x, p->dilation_w, k_w, p->input.w, &kx_begin, &kx_end);
+            const int32_t rows = kx_end > kx_begin ? ky_end - ky_begin : 0;
+            const int8_t *const x =
+                rows > 0 ? in + (in_y + ky_begin * p->dilation_h) * m->in_row +
+                               (in_x + kx_begin * p->dilation_w) * in_c
+                         : in;
+            mve_px(m, x, w0 + 8 * (m->w_row * ky_begin + kx_begin), rows, kx_end - kx_begin, -1,
+                   out, 1);
+        }
     }
 }
 
