@@ -787,6 +787,9 @@ static void dsp_conv(const mcu_depthwise_conv_params_t *p, const int8_t *input,
     if (s.x_end > out_w) {
         s.x_end = out_w;
     }
+    if (s.x_begin > out_w) { /* (a left padding wider than the output) */
+        s.x_begin = out_w;
+    }
     if (s.x_end < s.x_begin) {
         s.x_end = s.x_begin;
     }
