@@ -12,7 +12,7 @@
    the reference loops), "after" = the working tree.
 2. Kernels alone: one kernel call on the geometries of the CMSIS-NN reference figures in
    ../shared/docs/target-notes.md, on every QEMU core, before and after.
-3. Case table: ~70 random and hand-picked geometries of the three kernels (odd channel counts,
+3. Case table: ~90 random and hand-picked geometries of the three kernels (odd channel counts,
    padding, strides, dilation, depth multipliers, batches, 1x1, c_in = 1, zero-point extremes,
    wide shifts, unaligned tensor and weight addresses) in one firmware per core, compared bit for
    bit with the numpy golden (emitter/golden/), on the host and on every QEMU core. This is what
@@ -61,6 +61,7 @@ KERNELS = ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8", "mcu_fully_connected_s8")
 # The last commit whose kernels are the plain reference loops.
 DEFAULT_BASELINE = "50e03eb"
 OUT = ROOT / "docs" / "kernel_perf.md"
+OUT_GUARD = 32  # bytes between two cases' outputs that no kernel may write
 
 # CMSIS-NN v7.0.0 at -Ofast, executed instructions: copied from target-notes.md (not measured here).
 CMSIS_NN = {
@@ -317,6 +318,42 @@ def check_cases(seed: int = 2024) -> list[KCase]:
             zp_in=int(r.integers(-128, 128)), zp_out=int(r.integers(-128, 128)),
             bias=bool(r.integers(0, 2)), wide=bool(r.integers(0, 2)),
             misalign=int(r.integers(0, 4))))
+    # the branches of the DSP and MVE fast paths (3x3 row pairs with padding rows, overlapping
+    # last pair, shifted border windows, narrow inputs, clamped outputs, partial channel groups;
+    # conv with 4, 2 and 1 positions per pass, partial value groups, few positions)
+    cases += [
+        conv_case(r, "dw 3x3 pad1 c12 h7 w3 clamp", h=7, w=3, c_in=12, pads=(1, 1, 1, 1),
+                  zp_in=33, zp_out=-5, act=(-50, 60), depthwise=True, misalign=1),
+        conv_case(r, "dw 3x3 pad (0,1,2,0) w2 c8", h=6, w=2, c_in=8, pads=(0, 1, 2, 0),
+                  zp_in=-128, depthwise=True),
+        conv_case(r, "dw 3x3 s1x2 d1x2 c8", h=8, w=11, c_in=8, stride=(1, 2), dilation=(1, 2),
+                  pads=(1, 1, 2, 2), zp_in=-77, depthwise=True, misalign=3),
+        conv_case(r, "dw 3x3 s2 c20 no bias", h=9, w=10, c_in=20, stride=(2, 2),
+                  pads=(1, 1, 1, 1), zp_in=128 - 1, bias=False, depthwise=True, misalign=2),
+        conv_case(r, "dw 5x5 pad2 c16", h=7, w=6, c_in=16, kh=5, kw=5, pads=(2, 2, 2, 2),
+                  zp_in=-128, zp_out=-128, depthwise=True),
+        conv_case(r, "dw 3x3 h2 pad1 c4", h=2, w=5, c_in=4, pads=(1, 1, 1, 1), zp_in=9,
+                  depthwise=True),
+        conv_case(r, "conv 3x3 c_in16 c_out9 (K 144)", h=6, w=5, c_in=16, c_out=9,
+                  pads=(1, 1, 1, 1), zp_in=-128, misalign=1),
+        conv_case(r, "conv 3x3 c_in32 c_out5 (K 288)", h=5, w=5, c_in=32, c_out=5,
+                  pads=(1, 1, 1, 1), zp_in=21, misalign=2),
+        conv_case(r, "conv 3x3 c_in64 c_out7 (K 576)", h=4, w=4, c_in=64, c_out=7,
+                  pads=(1, 0, 1, 1), zp_in=-128, zp_out=-128),
+        conv_case(r, "conv 3x3 c_in3 (K 27)", h=7, w=6, c_in=3, c_out=6, pads=(1, 1, 1, 1),
+                  zp_in=-60, act=(-20, 90), misalign=3),
+        conv_case(r, "conv 1x1 c_in256 3 positions", h=1, w=3, c_in=256, c_out=10, kh=1, kw=1,
+                  zp_in=-128, misalign=1),
+        conv_case(r, "conv 1x3 c_in5 (K 15) 5 positions", h=1, w=7, c_in=5, c_out=4, kh=1, kw=3,
+                  zp_in=44, bias=False),
+        # padding wider than the output
+        conv_case(r, "dw w1 3x3 pad_left 2", h=4, w=1, c_in=8, pads=(1, 1, 2, 0), zp_in=5,
+                  depthwise=True),
+        conv_case(r, "dw h1 3x3 pad_top 2 s1x2", h=1, w=6, c_in=8, stride=(1, 2),
+                  pads=(2, 0, 1, 1), zp_in=7, depthwise=True),
+        conv_case(r, "conv w1 3x3 pad_left 2", h=3, w=1, c_in=4, c_out=5, pads=(0, 0, 2, 0),
+                  zp_in=3),
+    ]
     return cases
 
 
@@ -380,7 +417,9 @@ class Table:
         in_off, out_off, ip, op = [], [], 0, 0
         for c in cases:
             ip = (ip + 15) // 16 * 16 + c.misalign
-            op = (op + 15) // 16 * 16 + c.misalign
+            # OUT_GUARD untouched bytes after every output (the harness buffer starts zeroed):
+            # a kernel writing past its output shows there (outside_writes)
+            op = (op + OUT_GUARD + 15) // 16 * 16 + c.misalign
             in_off.append(ip)
             out_off.append(op)
             ip += c.x.size
@@ -395,6 +434,13 @@ class Table:
 
     def expected(self) -> list[np.ndarray]:
         return [c.golden() for c in self.cases]
+
+    def outside_writes(self, raw: bytes) -> int:
+        """Bytes of the output buffer outside every case's output that are not zero."""
+        arr = np.frombuffer(raw, dtype=np.int8).copy()
+        for off, g in zip(self.out_off, self.expected()):
+            arr[off:off + g.size] = 0
+        return int(np.count_nonzero(arr))
 
     def outputs(self, raw: bytes) -> list[np.ndarray]:
         arr = np.frombuffer(raw, dtype=np.int8)
@@ -491,9 +537,12 @@ def run_table(cases: list[KCase], board_name: str, kernels: dict[str, bytes],
         fw = build_firmware(bundle, glue, board, work / "build", werror=True)
         run = run_qemu(fw.elf, board, run_dir, timeout=600)
         count = run.instructions[0]
-    got = table.outputs((run_dir / "output.bin").read_bytes())
+    raw = (run_dir / "output.bin").read_bytes()
+    got = table.outputs(raw)
     bad = [f"{c.name}: {int((g != e).sum())}/{e.size} differ"
            for c, g, e in zip(cases, got, table.expected()) if not np.array_equal(g, e)]
+    if table.outside_writes(raw):
+        bad.append(f"{table.outside_writes(raw)} bytes written outside the cases' outputs")
     return TableRun(not bad, count, bad)
 
 

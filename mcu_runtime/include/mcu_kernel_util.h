@@ -85,6 +85,33 @@ static inline int8_t output_stage(int32_t acc, int32_t multiplier, int32_t shift
     return (int8_t)mcu_clamp_s32(out, q->act_min, q->act_max);
 }
 
+/*
+ * A faster exact requantization for realistic constants (requant2 on the DSP extension,
+ * requant4 on MVE): for accumulators with |acc| < 2^30,
+ *   RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(acc, M), r) + output_offset
+ *     = floor((2 acc M + 2^31 + 2^32 * (2^(r-1) - [acc < 0] + output_offset * 2^r)) / 2^(32+r))
+ *     = SMMLAR(2 acc, M, base - [acc < 0]) >> r,   base = 2^(r-1) + output_offset * 2^r,
+ * bit for bit output_stage() before its clamp, for r = -shift in [1, 20] and M >= 0:
+ * - SRDHM(acc, M) = floor((acc M + 2^30) / 2^31) (see high_mul), no saturation as |acc| < 2^30;
+ * - RoundingDivideByPOT(h, r) = floor((h + 2^(r-1) - [h < 0]) / 2^r) for r >= 1, and
+ *   floor((floor(a / b) + n) / c) = floor((a + n b) / (b c)) nests the two roundings into one;
+ * - [h < 0] may be replaced by [acc < 0] (M >= 0): they differ only when h == 0, where both
+ *   give 0, since then 0 <= acc M + 2^30 < 2^31;
+ * - the SMMLAR result cannot leave int32: |acc| < 2^30 and |base| < 2^28 for r <= 20.
+ * requant2_ok() is the condition on one channel's constants (|bias| < 2^29 leaves the kernel
+ * room for 2^29 / (255 * 128) = 16448 multiply-accumulates of offset inputs).
+ */
+static inline int requant2_ok(int32_t multiplier, int32_t shift, int32_t bias)
+{
+    return shift >= -20 && shift <= -1 && multiplier >= 0 && bias > -(1 << 29) &&
+           bias < (1 << 29);
+}
+
+static inline int32_t requant2_base(int32_t shift, int32_t output_offset)
+{
+    return (int32_t)((1u << (-shift - 1)) + ((uint32_t)output_offset << -shift));
+}
+
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(__ARM_BIG_ENDIAN)
 #include <arm_mve.h>
 
@@ -103,7 +130,20 @@ static inline int32x4_t output_stage4(int32x4_t acc, int32x4_t multiplier, int32
     return vminq_s32(v, vdupq_n_s32(q->act_max));
 }
 
-#elif defined(__ARM_FEATURE_DSP) && !defined(__ARM_BIG_ENDIAN)
+/* requant2's arithmetic on four lanes, for requant2_ok() constants and |acc| < 2^30: VQRDMULH is
+ * SRDHM itself (no doubled accumulator needed), then floor((h + base - [acc < 0]) / 2^r) with
+ * VSHL by shift = -r. Plus the output offset (in base); not clamped. */
+static inline int32x4_t requant4(int32x4_t acc, int32x4_t mult, int32x4_t base,
+                                 int32x4_t shift)
+{
+    int32x4_t v = vaddq_s32(vqrdmulhq_s32(acc, mult), base);
+    v = vaddq_s32(v, vshrq_n_s32(acc, 31));
+    return vshlq_s32(v, shift);
+}
+
+#endif
+
+#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_BIG_ENDIAN)
 #include <string.h>
 
 /* Four int8 from any address: memcpy is defined for every alignment and compiles to one LDR
@@ -121,6 +161,37 @@ static inline int32_t sxtb16_ror8(uint32_t v)
     int32_t r;
     __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
     return r;
+}
+
+/* Bytes 1 and 3 of v sign-extended, each plus the matching int16 lane of a. */
+static inline int32_t sxtab16_ror8(int32_t a, uint32_t v)
+{
+    int32_t r;
+    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(v));
+    return r;
+}
+
+/* floor((c * 2^32 + a * b + 2^31) / 2^32) */
+static inline int32_t smmlar(int32_t a, int32_t b, int32_t c)
+{
+    int32_t r;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+
+/* v saturated to [-128, 127] (SSAT; gcc 12's __ssat trips -Wsign-conversion) */
+static inline int32_t ssat8(int32_t v)
+{
+    int32_t r;
+    __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(v));
+    return r;
+}
+
+/* The requantized acc2 = 2 * acc, plus the output offset, saturated to int8 (not clamped to the
+ * activation range). */
+static inline int32_t requant2(int32_t acc2, int32_t mult, int32_t base, int32_t right)
+{
+    return ssat8(smmlar(acc2, mult, base + (acc2 >> 31)) >> right);
 }
 
 #endif

@@ -122,14 +122,6 @@ static void store4(const int32_t acc[4], const int32_t *bias, int32_t n,
 
 #if defined(MCU_FC_DSP)
 
-/* Bytes 1 and 3 of v sign-extended, each plus the matching int16 lane of a. */
-static inline int32_t sxtab16_ror8(int32_t a, uint32_t v)
-{
-    int32_t r;
-    __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(a), "r"(v));
-    return r;
-}
-
 MCU_FC_NOINLINE static void dot4(const int8_t *x, const int8_t *w, int32_t len,
                                  int32_t input_offset, int32_t acc[4])
 {
