@@ -32,7 +32,7 @@ if str(REPO) not in sys.path:
 import numpy as np  # noqa: E402
 
 from benchmarks.run import first_line, git_state  # noqa: E402
-from emitter.backends.cmsis_nn import check_path, cmsis_path  # noqa: E402
+from emitter.backends.cmsis_nn import check_version, cmsis_path  # noqa: E402
 from emitter.boards import load_board  # noqa: E402
 from emitter.bundle import write_bundle  # noqa: E402
 from emitter.compiler import compile_model, golden_run  # noqa: E402
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     if path is None:
         print("benchmarks/cmsis_nn.py: set CMSIS_NN_PATH to a CMSIS-NN v7.0.0 checkout", file=sys.stderr)
         return 2
-    check_path(path)
+    check_version(path)
     results = []
     with tempfile.TemporaryDirectory(prefix="mcugen-cmsis-bench-") as tmp:
         for name in filter(None, args.models.split(",")):

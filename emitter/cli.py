@@ -42,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="kernel backend: cmsis-nn (direct calls into your CMSIS-NN, needs "
                         "CMSIS_NN_PATH), portable (mcugen's C99 int8 kernels); auto: cmsis-nn on an Arm "
                         "Cortex-M board when CMSIS_NN_PATH is set, else portable (the summary says why)")
+    p.add_argument("--cmsis-everywhere", action="store_true",
+                   help="cmsis-nn backend: call CMSIS-NN for every layer it supports, also where "
+                        "mcugen's kernel was measured faster on this core (kept by default; the "
+                        "summary lists those layers and why)")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
                    help="static shape for an input with symbolic dims (repeatable)")
     p.add_argument("--io-layout", choices=["onnx", "nhwc"], default="onnx",
@@ -129,7 +133,8 @@ def cmd_emit(args: argparse.Namespace, verify: bool) -> int:
     t0 = time.perf_counter()
     compiled = compile_model(args.model, args.name, parse_input_shapes(args.input_shape),
                              io_nhwc=args.io_layout == "nhwc", guard=args.guard, backend=backend,
-                             board=board, cmsis_path=cmsis)
+                             board=board, cmsis_path=cmsis,
+                             cmsis_choice="cmsis" if args.cmsis_everywhere else "fastest")
     files = render_bundle(compiled, " ".join(board.cflags), board.name)
     import json
 

@@ -250,6 +250,7 @@ class BundleBuilder:
             "guard": self.c.plan.guard, "guard_buffers": self.guard_buffers(layers),
             "node_names": [n.name for n in self.g.nodes],
             "cmsis": self.c.backend == "cmsis-nn", "fallbacks": list(self.c.fallbacks),
+            "portable_layers": list(self.c.portable_layers),
             "scratch_checks": self.scratch_checks(layers),
             "cmsis_version": str(self.c.cmsis_version) if self.c.cmsis_version else "",
             "cmsis_supported": cmsis_supported(),
@@ -291,7 +292,9 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
                     "kernel": lay.kernel, "output_shape": list(lay.out_shape), "macs": lay.macs,
                     "arena_offset": lay.out_offset, "output_bytes": lay.out_bytes,
                     "weight_bytes": lay.weight_bytes} for lay in ctx["layers"]],
-    } | ({"guard_bytes": ctx["guard"]} if ctx["guard"] else {})
+    } | ({"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
+        {"portable_layers": [{"index": k, "kernel": kernel, "why": why} for k, kernel, why in c.portable_layers]}
+        if c.backend == "cmsis-nn" else {})
 
 
 def render_bundle(c: Compiled, board_flags: str, board_name: str) -> dict[str, bytes]:

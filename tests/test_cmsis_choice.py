@@ -1,25 +1,28 @@
 """The cmsis-nn backend's per-layer kernel choice, its summary, and its arena bound.
 
 `--backend cmsis-nn` calls CMSIS-NN except on layer shapes where mcugen's own kernel executes
-fewer instructions (emitter/backends/cmsis_nn.py: ours_is_faster, measured in docs/cmsis_nn.md);
-compile_model(cmsis_choice="cmsis") converts every layer CMSIS-NN can take. These tests need the
-user's CMSIS-NN (CMSIS_NN_PATH) and skip without it.
+fewer instructions (emitter/backends/kernel_choice.py, measured in docs/cmsis_nn.md);
+compile_model(cmsis_choice="cmsis") (`mcugen --cmsis-everywhere`) converts every layer CMSIS-NN
+can take. The rules are checked on their own everywhere; the backend tests need the user's
+CMSIS-NN (CMSIS_NN_PATH) and skip without it.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
 import pytest
 
 from emitter.backends.cmsis_nn import cmsis_path
+from emitter.backends.kernel_choice import ours_is_faster
 from emitter.boards import load_board
 from emitter.compiler import compile_model
 from emitter.summary import summary
 from tests.support import MODEL_NAMES, SHARED_MODELS, shared_model
 
-pytestmark = [
-    pytest.mark.skipif(cmsis_path() is None, reason="CMSIS_NN_PATH is not set: CMSIS-NN is the user's "
-                       "library; point CMSIS_NN_PATH at a CMSIS-NN v7.0.0 checkout to run these"),
-    pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared/models is not present"),
-]
+pytestmark = pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared/models is not present")
+needs_cmsis = pytest.mark.skipif(cmsis_path() is None, reason="CMSIS_NN_PATH is not set: CMSIS-NN is the "
+                                 "user's library; point CMSIS_NN_PATH at a CMSIS-NN v7.0.0 checkout to run these")
 CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m55")
 
 
@@ -28,6 +31,7 @@ def compiled(name: str, core: str, choice: str = "fastest", backend: str = "cmsi
                          cmsis_path=cmsis_path() if backend == "cmsis-nn" else None, cmsis_choice=choice)
 
 
+@needs_cmsis
 @pytest.mark.parametrize("core", CORES)
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_arena_within_lower_bound_plus_scratch(name, core):
@@ -38,6 +42,7 @@ def test_arena_within_lower_bound_plus_scratch(name, core):
     assert c.plan.arena_size <= bound + scratch, (c.plan.arena_size, bound, scratch)
 
 
+@needs_cmsis
 @pytest.mark.parametrize("core", CORES)
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_every_layer_is_cmsis_or_reasoned(name, core):
@@ -55,7 +60,71 @@ def test_every_layer_is_cmsis_or_reasoned(name, core):
         assert f"layer {k} {kernel}: {why}" in text
 
 
+@needs_cmsis
 def test_choice_cmsis_converts_everything_it_can():
     everywhere = compiled("tflm_micro_speech", "cortex-m4", "cmsis")
     assert not everywhere.portable_layers
     assert all(p.kernel.startswith("arm_") for p in everywhere.prepared if p.kernel)
+
+
+@needs_cmsis
+def test_kws_keeps_fast_portable_kernels_on_dsp_and_mve_not_on_pure_c():
+    """DSCNN on cortex-m4: every conv and depthwise layer takes mcugen's DSP path (FC, pool and
+    softmax stay CMSIS-NN); cortex-m55: the depthwise layers and the one-channel first conv;
+    cortex-m0plus: CMSIS-NN throughout."""
+    def portable(core):
+        return {k: kernel for k, kernel, _ in compiled("mlperf_kws_dscnn", core).portable_layers}
+
+    m4, m55 = portable("cortex-m4"), portable("cortex-m55")
+    assert set(m4.values()) == {"mcu_conv2d_s8", "mcu_depthwise_conv2d_s8"} and len(m4) == 9
+    assert set(m55.values()) == {"mcu_conv2d_s8", "mcu_depthwise_conv2d_s8"}
+    assert [k for k, kernel in m55.items() if kernel == "mcu_conv2d_s8"] == [1]
+    assert portable("cortex-m0plus") == {}
+
+
+def layer(name: str, kernel: str, core: str = "cortex-m4"):
+    c = compile_model(shared_model(name), name="net", board=load_board(core))
+    return next(p for p in c.prepared if p.kernel == kernel)
+
+
+@pytest.mark.parametrize("var", ["dsp", "mve"])
+def test_rules_follow_the_fast_path_conditions(var):
+    """A layer the rule keeps goes back to CMSIS-NN once its requantization leaves the fast
+    path's range (shift > -1, negative multiplier, |bias| >= 2^29) or on a pure-C core."""
+    dw = layer("mlperf_kws_dscnn", "mcu_depthwise_conv2d_s8")
+    assert ours_is_faster(dw, var) and ours_is_faster(dw, "c") is None
+    c = dw.params
+    assert ours_is_faster(replace(dw, params=replace(c, shift=np.zeros_like(c.shift))), var) is None
+    assert ours_is_faster(replace(dw, params=replace(c, multiplier=-c.multiplier)), var) is None
+    bias = dw.args[2]
+    big = replace(bias, data=np.full_like(bias.data, 1 << 29))
+    assert ours_is_faster(replace(dw, args=(dw.args[0], dw.args[1], big, *dw.args[3:])), var) is None
+    assert ours_is_faster(replace(dw, params=replace(c, depth_multiplier=2)), var) is None
+
+
+def test_conv_and_fc_rules_per_path():
+    """DSP: convolutions up to a 576-tap window; MVE: only one-channel convolutions, and fully
+    connected layers from 128 inputs (KWS's 64-input classifier stays CMSIS-NN)."""
+    first, pointwise = [p for p in compile_model(shared_model("mlperf_kws_dscnn"), name="net").prepared
+                        if p.kernel == "mcu_conv2d_s8"][:2]
+    assert ours_is_faster(first, "dsp") and ours_is_faster(pointwise, "dsp")
+    assert ours_is_faster(first, "mve") and ours_is_faster(pointwise, "mve") is None
+    assert ours_is_faster(layer("mlperf_kws_dscnn", "mcu_fully_connected_s8"), "mve") is None
+    assert ours_is_faster(layer("mlperf_ad_fc_autoencoder", "mcu_fully_connected_s8"), "mve")
+    assert ours_is_faster(layer("mlperf_ad_fc_autoencoder", "mcu_fully_connected_s8"), "dsp") is None
+
+
+@needs_cmsis
+def test_cli_cmsis_everywhere(tmp_path, capsys):
+    """`--cmsis-everywhere` calls CMSIS-NN on every layer it supports; by default the summary
+    names the layers kept portable."""
+    from emitter.cli import main
+
+    model = str(shared_model("mlperf_kws_dscnn"))
+    assert main([model, "--board=cortex-m4", "--backend=cmsis-nn", "-o", str(tmp_path / "a")]) == 0
+    assert "3 of 12 layers call CMSIS-NN directly; portable kernels:" in capsys.readouterr().out
+    assert main([model, "--board=cortex-m4", "--backend=cmsis-nn", "--cmsis-everywhere",
+                 "-o", str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    assert "12 of 12 layers call CMSIS-NN directly" in out and "portable kernels" not in out
+    assert "mcu_conv2d_s8(" not in (tmp_path / "b" / "mlperf_kws_dscnn.c").read_text()

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from emitter.backends.cmsis_version import CmsisVersion, detect
+from emitter.backends.kernel_choice import ours_is_faster
 from emitter.errors import ToolchainError
 from emitter.kernel_params import Bcast
 from emitter.layout import squeeze_transpose
@@ -395,14 +396,6 @@ def with_scratch(p: Prepared, size: int) -> Prepared:
         return p
     fields = {"buf": CRef("scratch") if size else CRef("null"), "size": size}
     return replace(p, args=(StructArg("cmsis_nn_context", "ctx", fields), *p.args[1:]), scratch=size)
-
-
-def ours_is_faster(p: Prepared, var: str) -> str | None:
-    """Why mcugen's own kernel beats CMSIS-NN v7.0.0 on this layer (None: it does not).
-
-    Measured per layer in QEMU (`mcugen verify --profile`, benchmarks/cmsis_nn.py ->
-    docs/cmsis_nn.md), CMSIS-NN at -Ofast and the bundle at -O2, on the code path `var`."""
-    return None
 
 
 def convert_all(prepared: tuple[Prepared, ...], board, path: Path,

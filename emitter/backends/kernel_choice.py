@@ -1,0 +1,60 @@
+"""Where mcugen's own kernel beats CMSIS-NN v7.0.0, per layer: the cmsis-nn backend keeps it there.
+
+Each rule is the condition under which the portable kernel takes its fast path on that target
+(the same tests as the C: mcu_runtime/kernels/mcu_conv2d_s8.c dsp_positions / the MVE `fast`
+block, mcu_depthwise_conv2d_s8.c dsp_eligible / mve_eligible, requant2_ok in mcu_kernel_util.h),
+narrowed to the shapes where it was measured faster, instruction for instruction in QEMU, than
+CMSIS-NN v7.0.0 built at -Ofast (the bundle at -O2): `python benchmarks/cmsis_nn.py`, per-layer
+tables in docs/cmsis_nn.md. Cores without DSP or MVE keep CMSIS-NN (its plain C was not beaten).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from emitter.ops.base import ConstArg, Prepared
+
+DSP_CONV_MAX_K = 576  # 2 * MCU_CONV_DSP_WORDS
+DSP_CONV_PATCH = 144  # MCU_CONV_DSP_PATCH: larger windows are read run by run (C_in % 4 == 0)
+MVE_CONV_MAX_K = 256  # MCU_CONV_MVE_K
+DW_MAX_TAPS = 25  # DW_DSP_MAX_TAPS, DW_MVE_TAPS
+MVE_FC_MIN_INPUTS = 128  # measured: 1.19-1.82x fewer instructions at 128..4000 inputs, a tie at 64
+
+
+def requant_fast(c: Any, bias: np.ndarray | None) -> bool:
+    """requant2_ok() for every output channel: shift in [-20, -1], multiplier >= 0, |bias| < 2^29."""
+    m, s = np.asarray(c.multiplier, np.int64), np.asarray(c.shift, np.int64)
+    b = np.zeros(1, np.int64) if bias is None else np.asarray(bias, np.int64)
+    return bool(np.all((s >= -20) & (s <= -1) & (m >= 0)) and np.all(np.abs(b) < 1 << 29))
+
+
+def bias_of(p: Prepared) -> np.ndarray | None:
+    b = p.args[2] if len(p.args) > 2 else None
+    return b.data if isinstance(b, ConstArg) else None
+
+
+def ours_is_faster(p: Prepared, var: str) -> str | None:
+    """Why mcugen's kernel is faster than CMSIS-NN's on this layer for code path `var` ("c",
+    "dsp", "mve"); None where CMSIS-NN is as fast or faster (or not measured)."""
+    c: Any = p.params
+    if var == "c" or c is None:
+        return None
+    if p.kernel == "mcu_depthwise_conv2d_s8":
+        taps = c.filter.h * c.filter.w
+        if (c.depth_multiplier == 1 and taps <= DW_MAX_TAPS and (var == "mve" or c.output.c >= 4)
+                and requant_fast(c, bias_of(p))):
+            return (f"{var.upper()} depthwise fast path ({c.filter.h}x{c.filter.w}, "
+                    f"{c.output.c} channels)")
+    elif p.kernel == "mcu_conv2d_s8":
+        k = c.filter.h * c.filter.w * c.input.c
+        if not requant_fast(c, bias_of(p)):
+            return None
+        if var == "dsp" and k <= DSP_CONV_MAX_K and (k <= DSP_CONV_PATCH or c.input.c % 4 == 0):
+            return f"DSP convolution fast path (window of {k} taps)"
+        if var == "mve" and c.input.c == 1 and k <= MVE_CONV_MAX_K:
+            return f"MVE convolution fast path (one input channel, window of {k} taps)"
+    elif p.kernel == "mcu_fully_connected_s8":
+        if var == "mve" and c.in_features >= MVE_FC_MIN_INPUTS:
+            return f"MVE fully connected ({c.in_features} inputs)"
+    return None
