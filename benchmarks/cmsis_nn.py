@@ -10,7 +10,7 @@ NAME_ref.npz (bit-exact against TFLM's `tflm_outputs` and against each other):
 - *CMSIS-NN everywhere*: every layer CMSIS-NN has a kernel for calls it (compile_model
   cmsis_choice="cmsis");
 - *mcugen cmsis-nn*: what `--backend cmsis-nn` emits: CMSIS-NN except where mcugen's kernel is
-  faster on that layer shape (emitter/backends/cmsis_nn.py: ours_is_faster).
+  faster on that layer shape (emitter/backends/kernel_choice.py).
 Then a per-layer profile (lap marker after every layer, emitter/profile.py) of the first two, so
 each layer's instructions under both kernels sit side by side. Writes OUT/cmsis_nn.md and
 OUT/cmsis_nn.json. Instruction counts are not cycles: compare them only within one core.
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         "the 8 reference inputs; not cycles: compare within one core only.",
         "- *CMSIS-NN everywhere*: every layer CMSIS-NN has a kernel for calls it. *mcugen cmsis-nn*: what "
         "`--backend cmsis-nn` emits, CMSIS-NN except on layer shapes where mcugen's own kernel executes fewer "
-        "instructions (the per-layer tables below; `ours_is_faster` in `emitter/backends/cmsis_nn.py`).",
+        "instructions (the per-layer tables below; `emitter/backends/kernel_choice.py`).",
         "- *TFLM + CMSIS-NN*: the team's measurement of TFLite Micro with CMSIS-NN v7 kernels on the same QEMU "
         "cores (issue 6); TFLM's interpreter is under 0.2% of it.",
         "- *flash*: the model's share of the firmware (bundle code + weights + the CMSIS-NN objects linked, "

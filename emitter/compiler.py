@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -40,6 +40,7 @@ class Compiled:
     cmsis_path: Path | None = None
     portable_layers: tuple[tuple[int, str, str], ...] = ()  # cmsis-nn backend: (layer, kernel, why)
     cmsis_version: CmsisVersion | None = None  # of the CMSIS-NN at cmsis_path
+    options: tuple[tuple[str, Any], ...] = ()  # compile_model's arguments after the path
 
     @property
     def input_shapes(self) -> list[tuple[int, ...]]:
@@ -87,7 +88,10 @@ def compile_model(path: str | Path, name: str | None = None,
                   input_shapes: dict[str, tuple[int, ...]] | None = None,
                   io_nhwc: bool = False, alignment: int = 4, backend: str = "portable",
                   board=None, cmsis_path: Path | None = None, guard: bool = False,
-                  cmsis_choice: str = "fastest") -> Compiled:
+                  cmsis_choice: str = "fastest", cmsis_sizes_for: str | None = None) -> Compiled:
+    options = (("name", name), ("input_shapes", input_shapes), ("io_nhwc", io_nhwc), ("alignment", alignment),
+               ("backend", backend), ("board", board), ("cmsis_path", cmsis_path), ("guard", guard),
+               ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for))
     m = frontend.load(path, input_shapes)
     name = check_name(name) if name is not None else c_name(Path(path).stem)
     g = lower(m)
@@ -105,7 +109,7 @@ def compile_model(path: str | Path, name: str | None = None,
             raise UsageError("the cmsis-nn backend needs a board and CMSIS_NN_PATH")
         version = cmsis_nn.check_version(cmsis_path)
         cmsis_path = Path(cmsis_path).resolve()
-        prepared, portable = cmsis_nn.convert_all(prepared, board, cmsis_path, cmsis_choice)
+        prepared, portable = cmsis_nn.convert_all(prepared, board, cmsis_path, cmsis_choice, cmsis_sizes_for)
     elif backend != "portable":
         raise UsageError(f"unknown backend '{backend}': use portable or cmsis-nn")
     # scratch buffers need 16-byte alignment for the CMSIS-NN kernels
@@ -113,7 +117,7 @@ def compile_model(path: str | Path, name: str | None = None,
     return Compiled(name, m, g, prepared, plan(g, [p.scratch for p in prepared], align,
                                                   GUARD_BYTES if guard else 0), io_nhwc,
                     backend, tuple(sorted({kernel for _, kernel, _ in portable})),
-                    cmsis_path if backend == "cmsis-nn" else None, tuple(portable), version)
+                    cmsis_path if backend == "cmsis-nn" else None, tuple(portable), version, options)
 
 
 def golden_tensors(c: Compiled, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:

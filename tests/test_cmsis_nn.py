@@ -59,9 +59,12 @@ CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m55")  # pure C, DSP
 
 # ---- b. shared models ------------------------------------------------------------------------
 
-def emit(name: str, board: str, out: Path):
+def emit(name: str, board: str, out: Path, choice: str = "cmsis"):
+    """The bundle with CMSIS-NN on every layer it takes (choice "cmsis"), or mcugen's default
+    per-layer choice ("fastest": portable where measured faster, emitter/backends/kernel_choice.py)."""
     b = load_board(board)
-    c = compile_model(shared_model(name), name="net", backend="cmsis-nn", board=b, cmsis_path=CMSIS)
+    c = compile_model(shared_model(name), name="net", backend="cmsis-nn", board=b, cmsis_path=CMSIS,
+                      cmsis_choice=choice)
     write_bundle(render_bundle(c, " ".join(b.cflags), b.name), out)
     return c, b
 
@@ -82,10 +85,13 @@ def test_cmsis_calls_replace_portable_kernels(name, tmp_path):
 @needs_models
 @pytest.mark.qemu
 @needs_qemu
-@pytest.mark.parametrize("board", CORES)
+@pytest.mark.parametrize("board,choice", [(b, "cmsis") for b in CORES]
+                         + [(b, "fastest") for b in CORES if b != "cortex-m0plus"])
 @pytest.mark.parametrize("name", MODEL_NAMES)
-def test_cmsis_bit_exact_host_and_qemu(name, board, tmp_path):
-    c, b = emit(name, board, tmp_path / "b")
+def test_cmsis_bit_exact_host_and_qemu(name, board, choice, tmp_path):
+    """CMSIS-NN on every layer it takes, and the default mix with mcugen's faster kernels (the
+    same as "cmsis" on the pure-C core): bit-exact with TFLM on the host and in QEMU."""
+    c, b = emit(name, board, tmp_path / "b", choice)
     ref = SHARED_MODELS / name / f"{name}_ref.npz"
     rep = run_verify(c, tmp_path / "b", b, shared_model(name), str(ref), 0, qemu=True, work=tmp_path / "w")
     assert rep.ok, rep.text()
@@ -399,6 +405,20 @@ EXTRA = [  # (case, per-channel weights)
     (OpCase("cm_dw_c10_m2", "Conv", ((1, 5, 6, 6),),
             {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "group": 5},
             _conv_w(10, 1, 3, 3), note="channel multiplier 2"), True),
+    (OpCase("cm_conv_1xn_pad_2_1", "Conv", ((1, 8, 1, 32),),
+            {"kernel_shape": [1, 5], "strides": [1, 2], "pads": [0, 2, 0, 2]}, _conv_w(16, 8, 1, 5),
+            note="1xN, effective padding left 2 right 1: CMSIS-NN's MVE 1xN path fails, stays portable there"),
+     True),
+    (OpCase("cm_conv_1xn_pad_1_2", "Conv", ((1, 8, 1, 32),),
+            {"kernel_shape": [1, 5], "strides": [1, 2], "pads": [0, 1, 0, 2]}, _conv_w(16, 8, 1, 5),
+            note="1xN, padding left 1 right 2: CMSIS-NN's MVE 1xN path reads past the input, stays portable"),
+     True),
+    (OpCase("cm_conv_1xn_same_s1", "Conv", ((1, 8, 1, 32),),
+            {"kernel_shape": [1, 5], "pads": [0, 2, 0, 2]}, _conv_w(16, 8, 1, 5),
+            note="1xN, stride 1: arm_convolve_1_x_n_s8 on MVE (less scratch than plain C)"), True),
+    (OpCase("cm_conv_1xn_s2_k4", "Conv", ((1, 8, 1, 32),),
+            {"kernel_shape": [1, 4], "strides": [1, 2], "pads": [0, 1, 0, 1]}, _conv_w(16, 8, 1, 4),
+            note="1xN, stride 2, one padding column each side: arm_convolve_1_x_n_s8 on MVE"), True),
     (OpCase("cm_fc_sums", "Gemm", ((2, 20),), {"transB": 1}, _fc_w((6, 20), 20, 6), input_range=(-0.5, 2.0)),
      True),
     (OpCase("cm_fc_sums_pt", "Gemm", ((2, 20),), {"transB": 1}, _fc_w((6, 20), 20, 6), input_range=(-0.5, 2.0)),
@@ -446,7 +466,9 @@ def model(op_models, label: str) -> OpModel:
 
 
 def cmsis_compile(m: OpModel, core: str, name: str = "net") -> Compiled:
-    return compile_model(m.path, name=name, backend="cmsis-nn", board=load_board(core), cmsis_path=CMSIS)
+    """CMSIS-NN on every layer it takes (the cases test its calls, not mcugen's kernel choice)."""
+    return compile_model(m.path, name=name, backend="cmsis-nn", board=load_board(core), cmsis_path=CMSIS,
+                         cmsis_choice="cmsis")
 
 
 def files(c: Compiled, core: str) -> dict[str, str]:
@@ -589,6 +611,44 @@ def test_mve_pitfall_cases_bit_exact_on_m55(label, op_models, cmsis_runs):
     assert got is not None, run.result.failures.get(f"{label}@cmsis")
     for q, g in zip(got, m.golden):
         assert differs(q, g) is None, f"{label} on cortex-m55: {differs(q, g)}"
+
+
+def test_mve_1xn_paddings_cmsis_gets_wrong_stay_portable(op_models):
+    """CMSIS-NN's MVE arm_convolve_1_x_n_s8 fails (left 2, right 1) or reads past the input (left 1,
+    right 2, stride 2): on cortex-m55 those layers stay portable, saying why; the paddings it gets
+    right, and every padding on the other cores, are CMSIS-NN calls (all bit-exact in QEMU above)."""
+    why = {"cm_conv_1xn_pad_2_1": "returns ARM_CMSIS_NN_FAILURE for this padding (padding left 2, right 1)",
+           "cm_conv_1xn_pad_1_2": "reads past the input for this padding (padding left 1, right 2)"}
+    for case, reason in why.items():
+        m = model(op_models, f"{case}-qdq")
+        c = cmsis_compile(m, "cortex-m55")
+        assert "arm_convolve_wrapper_s8" not in kernels(c)
+        assert [w for _, kernel, w in c.portable_layers if kernel == "mcu_conv2d_s8"] == [
+            "CMSIS-NN's MVE 1xN convolution " + reason]
+        assert "arm_convolve_wrapper_s8" in kernels(cmsis_compile(m, "cortex-m4"))
+    for case in ("cm_conv_1xn_same_s1", "cm_conv_1xn_s2_k4"):
+        assert "arm_convolve_wrapper_s8" in kernels(cmsis_compile(model(op_models, f"{case}-qdq"), "cortex-m55"))
+
+
+@needs_qemu
+@pytest.mark.qemu
+def test_host_check_of_an_mve_bundle_plans_plain_c_scratch(op_models, tmp_path):
+    """The host build runs CMSIS-NN's plain C path, which needs more scratch here (im2col) than
+    the MVE 1xN kernel planned for cortex-m55: verify runs the host twin (same kernels, scratch
+    sized for plain C) and the board's bundle in QEMU, both bit-exact."""
+    from emitter.verify import host_twin
+
+    m = model(op_models, "cm_conv_1xn_same_s1-qdq")
+    b = load_board("cortex-m55")
+    c = cmsis_compile(m, "cortex-m55")
+    twin, plain = host_twin(c), cmsis_compile(m, "cortex-m0plus")
+    assert twin is not None and host_twin(plain) is None and kernels(twin) == kernels(c)
+    assert [p.scratch for p in twin.prepared] == [p.scratch for p in plain.prepared]
+    conv = kernels(c).index("arm_convolve_wrapper_s8")
+    assert twin.prepared[conv].scratch > c.prepared[conv].scratch
+    write_bundle(render_bundle(c, " ".join(b.cflags), b.name), tmp_path / "b")
+    rep = run_verify(c, tmp_path / "b", b, m.path, None, 3, qemu=True, work=tmp_path / "w")
+    assert rep.ok, rep.text()
 
 
 # ---- d. transpose / concat / pad conversions ---------------------------------------------------

@@ -173,9 +173,11 @@ def pad_axes(shape: tuple[int, ...], before: tuple[int, ...], after: tuple[int, 
 class Converter:
     def __init__(self, path: Path, board):
         self.path, self.var = path, variant(board)
+        self.refusal: str | None = None  # why the last convert() kept the portable kernel, if known
 
     def convert(self, p: Prepared) -> tuple[Prepared, str | None]:
         """(prepared for CMSIS-NN or the portable one, query for its scratch size or None)."""
+        self.refusal = None
         fn = getattr(self, p.kernel, None)
         if fn is None:
             return p, None
@@ -190,6 +192,9 @@ class Converter:
     def mcu_conv2d_s8(self, p: Prepared):
         c: Any = p.params
         x, f, b, y = p.args
+        if self.var == "mve" and (problem := mve_1xn_problem(c)):
+            self.refusal = problem
+            return None
         pad = 4 if self.var == "mve" else 0
         bias = b if isinstance(b, ConstArg) else ConstArg("bias", np.zeros(c.filter.n, np.int32))
         conv = {"input_offset": c.q.input_offset, "output_offset": c.q.output_offset,
@@ -398,12 +403,14 @@ def with_scratch(p: Prepared, size: int) -> Prepared:
     return replace(p, args=(StructArg("cmsis_nn_context", "ctx", fields), *p.args[1:]), scratch=size)
 
 
-def convert_all(prepared: tuple[Prepared, ...], board, path: Path,
-                choice: str = "fastest") -> tuple[tuple[Prepared, ...], list[tuple[int, str, str]]]:
+def convert_all(prepared: tuple[Prepared, ...], board, path: Path, choice: str = "fastest",
+                sizes_for: str | None = None) -> tuple[tuple[Prepared, ...], list[tuple[int, str, str]]]:
     """Every call CMSIS-NN can take, with its scratch size.
 
     Returns (calls, portable layers as (index, kernel, why)). choice "fastest" keeps mcugen's
-    kernel where ours_is_faster() says so; "cmsis" converts every call CMSIS-NN can take."""
+    kernel where ours_is_faster() says so; "cmsis" converts every call CMSIS-NN can take.
+    sizes_for ("c", "dsp", "mve") sizes the scratch for that code path instead of the board's:
+    "c" for a host build, which runs CMSIS-NN's plain C path (emitter.verify.host_twin)."""
     conv = Converter(path, board)
     staged: list[tuple[Prepared, str | None]] = []
     why: dict[int, str] = {}
@@ -414,7 +421,12 @@ def convert_all(prepared: tuple[Prepared, ...], board, path: Path,
             staged.append((p, None))
         else:
             staged.append(conv.convert(p))
-    sizes = iter(ask_sizes(path, [q for _, q in staged if q]))
+            if conv.refusal:
+                why[k] = conv.refusal
+    queries = [q for _, q in staged if q]
+    if sizes_for is not None:  # "<kind> <variant> <dims...>"
+        queries = [" ".join([q.split(" ", 2)[0], sizes_for, *q.split(" ", 2)[2:]]) for q in queries]
+    sizes = iter(ask_sizes(path, queries))
     out, portable = [], []
     for k, (orig, (p, q)) in enumerate(zip(prepared, staged)):
         if q is not None:
@@ -425,6 +437,40 @@ def convert_all(prepared: tuple[Prepared, ...], board, path: Path,
             portable.append((k, p.kernel, why.get(k) or no_cmsis_reason(conv, p)))
         out.append(p)
     return tuple(out), portable
+
+
+def mve_1xn_problem(c: Any) -> str | None:
+    """Why CMSIS-NN's MVE arm_convolve_1_x_n_s8 (v7.0.0, unchanged on main of 2026-07) cannot take
+    this convolution, or None. arm_convolve_wrapper_s8 takes that kernel for one input row, a 1xN
+    filter, stride * C_in % 4 == 0 and no 1x1 case. Its index arithmetic, replayed here:
+    - it returns ARM_CMSIS_NN_FAILURE unless pad_left * 2 + (total padding % 2) == total;
+    - its right-padded windows copy N - 1 input columns and then pad_left (or, for an odd total,
+      one per right-padded output) padding columns: where the last window holds fewer input
+      columns (stride > 1), it reads past the input instead of padding, and the outputs are wrong
+      (measured in QEMU on cortex-m55: tests/test_cmsis_nn.py, cm_conv_1xn_* cases)."""
+    if (c.pad_left == 0 and c.pad_top == 0 and c.filter.w == 1 and c.filter.h == 1 and c.dilation_w == 1
+            and c.dilation_h == 1 and c.input.c == c.filter.c):
+        return None  # the 1x1 kernels
+    if not (c.input.h == 1 and c.dilation_w == 1 and c.filter.h == 1 and c.stride_w * c.input.c % 4 == 0
+            and c.input.c == c.filter.c):
+        return None  # arm_convolve_s8
+    k, s, pad, in_w, out_w = c.filter.w, c.stride_w, c.pad_left, c.input.w, c.output.w
+    total = (out_w - 1) * s + k - in_w
+    where = f"(padding left {pad}, right {total - pad})"
+    if pad * 2 + total % 2 != total:
+        return f"CMSIS-NN's MVE 1xN convolution returns ARM_CMSIS_NN_FAILURE for this padding {where}"
+    right = max(1, (pad + total % 2 + s - 1) // s) if pad + total % 2 else 0
+    left = max(1, (pad + s - 1) // s) if pad else 0
+    middle = max(out_w - right - left, 0)
+    if right + middle + left != out_w:
+        return None  # it falls back to arm_convolve_s8
+    if s * left - pad < 0:
+        return f"CMSIS-NN's MVE 1xN convolution returns ARM_CMSIS_NN_FAILURE for this padding {where}"
+    first = s * (left + middle) - pad  # first input column of the right-padded windows
+    pad_cols = right if total % 2 else pad
+    if right and (in_w - first != k - 1 or (right - 1) * s + k > k - 1 + pad_cols):
+        return f"CMSIS-NN's MVE 1xN convolution reads past the input for this padding {where}"
+    return None
 
 
 def no_cmsis_reason(conv: Converter, p: Prepared) -> str:
