@@ -18,6 +18,7 @@ from emitter.ops.base import ConstArg, Prepared
 DSP_CONV_MAX_K = 576  # 2 * MCU_CONV_DSP_WORDS
 DSP_CONV_PATCH = 144  # MCU_CONV_DSP_PATCH: larger windows are read run by run (C_in % 4 == 0)
 MVE_CONV_MAX_K = 256  # MCU_CONV_MVE_K
+DSP_CONV_MIN_MACS = 128  # per output position (K * C_out): 16 x 4 lost (0.75x), 16 x 8 and 72 x 2 won
 DW_MAX_TAPS = 25  # DW_DSP_MAX_TAPS, DW_MVE_TAPS
 MVE_FC_MIN_INPUTS = 128  # measured: 1.19-1.82x fewer instructions at 128..4000 inputs, a tie at 64
 
@@ -50,7 +51,8 @@ def ours_is_faster(p: Prepared, var: str) -> str | None:
         k = c.filter.h * c.filter.w * c.input.c
         if not requant_fast(c, bias_of(p)):
             return None
-        if var == "dsp" and k <= DSP_CONV_MAX_K and (k <= DSP_CONV_PATCH or c.input.c % 4 == 0):
+        if (var == "dsp" and k <= DSP_CONV_MAX_K and (k <= DSP_CONV_PATCH or c.input.c % 4 == 0)
+                and k * c.output.c >= DSP_CONV_MIN_MACS):
             return f"DSP convolution fast path (window of {k} taps)"
         if var == "mve" and c.input.c == 1 and k <= MVE_CONV_MAX_K:
             return f"MVE convolution fast path (one input channel, window of {k} taps)"
