@@ -277,6 +277,36 @@ def test_scons_prebuilt_library_bit_exact_in_qemu(tmp_path, arm_cmsis_lib):
     np.testing.assert_array_equal(got, np.load(ref)["tflm_outputs"][:len(samples)].reshape(got.shape))
 
 
+@needs_models
+@pytest.mark.qemu
+@needs_qemu
+@pytest.mark.parametrize("board", ("cortex-m4", "cortex-m7", "cortex-m55"))
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_bundle_makefile_build_bit_exact_with_tflm_in_qemu(name, board, tmp_path):
+    """The user's path: the bundle's own Makefile (`make CC=arm-none-eabi-gcc CMSIS_NN_PATH=...`)
+    builds libnet.a, model and CMSIS-NN together at the board's flags; the harness links that
+    library (SConstruct bundle_lib=) and runs TFLM's reference inputs in QEMU: bit-exact with
+    tflm_outputs, mcugen's default kernel choice."""
+    from emitter.target.firmware import build_firmware
+    from emitter.target.qemu import run_qemu
+    from emitter.verify import load_inputs, pack, unpack, write_glue
+
+    c, b = emit(name, board, tmp_path / "b", "fastest")
+    res = subprocess.run(["make", "-C", str(tmp_path / "b"), f"-j{os.cpu_count() or 2}", "CC=arm-none-eabi-gcc",
+                          f"CMSIS_NN_PATH={CMSIS}"], capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stderr[-3000:]
+    ref = SHARED_MODELS / name / f"{name}_ref.npz"
+    samples = load_inputs(c, str(ref), 0)
+    write_glue(c, tmp_path / "glue")
+    fw = build_firmware(tmp_path / "b", tmp_path / "glue", b, tmp_path / "fw", bundle_lib=tmp_path / "b" / "libnet.a")
+    assert not (tmp_path / "fw" / "obj" / "bundle").exists()  # nothing of the bundle compiled by SCons
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "input.bin").write_bytes(pack(samples))
+    run_qemu(fw.elf, b, tmp_path / "run", count_instructions=False)
+    got = np.stack([o[0] for o in unpack(c, (tmp_path / "run" / "output.bin").read_bytes(), len(samples))])
+    np.testing.assert_array_equal(got, np.load(ref)["tflm_outputs"][:len(samples)].reshape(got.shape))
+
+
 # ---- scratch check once, in <name>_init() -------------------------------------------------------
 
 INIT_MAIN = r"""

@@ -65,8 +65,12 @@ def build_firmware(bundle_dir: Path | str, glue_dir: Path | str, board: Board,
                    build_dir: Path | str, opt: str = "-O2", *, cflags: Sequence[str] = (),
                    werror: bool = False, stack_bytes: int = 0x10000,
                    cmsis_nn: Path | str | None = None, cmsis_opt: str = "-Ofast",
-                   cmsis_nn_lib: Path | str | None = None, jobs: int | None = None) -> Firmware:
+                   cmsis_nn_lib: Path | str | None = None, jobs: int | None = None,
+                   bundle_lib: Path | str | None = None) -> Firmware:
     """Cross-compile bundle + harness + start-up code for `board` into build_dir/firmware.elf.
+
+    bundle_lib: link this library of the bundle (built by its own Makefile) instead of compiling
+    the bundle's sources here.
 
     cflags are appended to every compile and link; werror adds -Werror to the style's warnings;
     stack_bytes is the stack reserved (and measured) by the harness; cmsis_nn is a CMSIS-NN
@@ -88,12 +92,14 @@ def build_firmware(bundle_dir: Path | str, glue_dir: Path | str, board: Board,
         args += [f"cmsis_nn={Path(cmsis_nn).resolve()}", f"cmsis_opt={cmsis_opt}"]
     if cmsis_nn_lib is not None:
         args.append(f"cmsis_nn_lib={Path(cmsis_nn_lib).resolve()}")
+    if bundle_lib is not None:
+        args.append(f"bundle_lib={Path(bundle_lib).resolve()}")
     log = _scons(bundle_dir, glue_dir, build, opt, cflags, werror, jobs, args)
     elf = build / "firmware.elf"
     map_file = build / "firmware.map"
     totals, kinds = _section_sizes(elf, board)
     model = _model_sizes(map_file, build, kinds,
-                         (Path(cmsis_nn_lib).resolve(),) if cmsis_nn_lib is not None else ())
+                         tuple(Path(lib).resolve() for lib in (cmsis_nn_lib, bundle_lib) if lib is not None))
     return Firmware(elf=elf, map_file=map_file, board=board, opt=opt,
                     text=totals["text"], rodata=totals["rodata"], data=totals["data"],
                     bss=totals["bss"], model_text=model["text"], model_rodata=model["rodata"],
