@@ -59,8 +59,10 @@ def write_profile_glue(c: Compiled, folder: Path) -> None:
     (folder / "model_glue.h").write_text(environment().get_template("model_glue.h.j2").render(ctx))
 
 
-def profile_layers(c: Compiled, bundle: Path, board, samples: list[list[np.ndarray]], work: Path) -> Profile:
-    """Build the profile firmware for `board`, run `samples` in QEMU, and split the count per layer."""
+def profile_layers(c: Compiled, bundle: Path, board, samples: list[list[np.ndarray]], work: Path,
+                   cmsis_opt: str = "-Ofast") -> Profile:
+    """Build the profile firmware for `board` (CMSIS-NN, if any, at cmsis_opt), run `samples` in
+    QEMU, and split the count per layer."""
     from emitter.errors import VerifyError
     from emitter.render import BundleBuilder
     from emitter.target.firmware import build_firmware
@@ -69,7 +71,8 @@ def profile_layers(c: Compiled, bundle: Path, board, samples: list[list[np.ndarr
 
     layers = BundleBuilder(c).context()["layers"]
     write_profile_glue(c, work / "glue")
-    fw = build_firmware(bundle, work / "glue", board, work / "fw", cflags=PROFILE_CFLAGS, cmsis_nn=c.cmsis_path)
+    fw = build_firmware(bundle, work / "glue", board, work / "fw", cflags=PROFILE_CFLAGS, cmsis_nn=c.cmsis_path,
+                        cmsis_opt=cmsis_opt)
     run_dir = work / "run"
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "input.bin").write_bytes(pack(samples))
