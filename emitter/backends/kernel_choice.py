@@ -18,7 +18,7 @@ from emitter.ops.base import ConstArg, Prepared
 DSP_CONV_MAX_K = 576  # 2 * MCU_CONV_DSP_WORDS
 DSP_CONV_PATCH = 144  # MCU_CONV_DSP_PATCH: larger windows are read run by run (C_in % 4 == 0)
 MVE_CONV_MAX_K = 256  # MCU_CONV_MVE_K
-DSP_CONV_MIN_MACS = 128  # per output position (K * C_out): 16 x 4 lost (0.75x), 16 x 8 and 72 x 2 won
+DSP_CONV_1X1_MIN_OUT = 8  # CMSIS-NN's 1x1 fast kernel beat ours at 16 -> 4 channels (0.75x); 16 -> 8 won
 DW_MAX_TAPS = 25  # DW_DSP_MAX_TAPS, DW_MVE_TAPS
 MVE_FC_MIN_INPUTS = 128  # measured: 1.19-1.82x fewer instructions at 128..4000 inputs, a tie at 64
 
@@ -28,6 +28,12 @@ def requant_fast(c: Any, bias: np.ndarray | None) -> bool:
     m, s = np.asarray(c.multiplier, np.int64), np.asarray(c.shift, np.int64)
     b = np.zeros(1, np.int64) if bias is None else np.asarray(bias, np.int64)
     return bool(np.all((s >= -20) & (s <= -1) & (m >= 0)) and np.all(np.abs(b) < 1 << 29))
+
+
+def cmsis_1x1_fast(c: Any) -> bool:
+    """The convolution arm_convolve_wrapper_s8 hands to arm_convolve_1x1_s8_fast."""
+    return (c.filter.h == c.filter.w == 1 and c.stride_h == c.stride_w == 1 and c.pad_top == c.pad_left == 0
+            and c.dilation_h == c.dilation_w == 1)
 
 
 def bias_of(p: Prepared) -> np.ndarray | None:
@@ -52,7 +58,7 @@ def ours_is_faster(p: Prepared, var: str) -> str | None:
         if not requant_fast(c, bias_of(p)):
             return None
         if (var == "dsp" and k <= DSP_CONV_MAX_K and (k <= DSP_CONV_PATCH or c.input.c % 4 == 0)
-                and k * c.output.c >= DSP_CONV_MIN_MACS):
+                and not (cmsis_1x1_fast(c) and c.output.c < DSP_CONV_1X1_MIN_OUT)):
             return f"DSP convolution fast path (window of {k} taps)"
         if var == "mve" and c.input.c == 1 and k <= MVE_CONV_MAX_K:
             return f"MVE convolution fast path (one input channel, window of {k} taps)"
