@@ -444,6 +444,10 @@ def cmd_debug(args: argparse.Namespace) -> int:
     if args.bundle:
         existing = _bundle_report(Path(args.bundle))
         name = name or existing.get("name")
+        if existing.get("backend", "portable") != "portable":
+            raise UsageError(f"--bundle '{args.bundle}' uses the {existing.get('backend')} backend; mcugen debug "
+                             "compares portable bundles layer by layer: debug the model without --bundle (it "
+                             "emits a portable one), or use `mcugen verify --profile` for this bundle")
     compiled = compile_model(args.model, name, parse_input_shapes(args.input_shape),
                              io_nhwc=args.io_layout == "nhwc")
     if existing is not None and existing.get("model_sha256") != compiled.model.sha256:

@@ -106,6 +106,22 @@ def test_bundle_of_another_model_is_refused(bundle: Path, capsys: pytest.Capture
 
 
 @needs_models
+def test_cmsis_nn_bundle_is_refused_with_a_way_out(bundle: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A cmsis-nn bundle (its report.json says so) is not a per-layer debug target: exit 2, and the
+    message says what to do instead."""
+    import json
+
+    cmsis = tmp_path / "cmsis_bundle"
+    shutil.copytree(bundle, cmsis)
+    report = json.loads((cmsis / "report.json").read_text())
+    (cmsis / "report.json").write_text(json.dumps(report | {"backend": "cmsis-nn"}))
+    assert main_debug([str(shared_model(MODEL)), "--no-qemu", "--bundle", str(cmsis)]) == 2
+    err = capsys.readouterr().err
+    assert "uses the cmsis-nn backend" in err and "mcugen verify --profile" in err
+
+
+@needs_models
 def test_glue_hook_only_in_debug_mode(tmp_path: Path) -> None:
     from emitter.debug import write_layer_glue
 
