@@ -195,32 +195,27 @@ def main(argv: list[str] | None = None) -> int:
     if path is None:
         print("benchmarks/cmsis_nn.py: set CMSIS_NN_PATH to a CMSIS-NN v7.0.0 checkout", file=sys.stderr)
         return 2
-    check_version(path)
+    version = check_version(path)
     results = []
     with tempfile.TemporaryDirectory(prefix="mcugen-cmsis-bench-") as tmp:
-        for name in filter(None, args.models.split(",")):
+        models: list[tuple[str, Path | None]] = [(name, None) for name in filter(None, args.models.split(","))]
+        if args.zoo:
+            from tests.zoo.catalog import CATALOG
+            from tests.zoo.variants import DEFAULT, Variant
+
+            models += [("zoo:" + zm.name, Variant(zm, DEFAULT).build(Path(tmp) / "zoo")) for zm in CATALOG]
+        for name, model in models:
             for core in args.cores.split(","):
                 t0 = time.perf_counter()
-                results.append(bench(name, core, Path(tmp), not args.no_profile))
+                results.append(bench(name, core, Path(tmp), not args.no_profile, model))
                 v = results[-1]["variants"]
                 print(f"{name} {core}: " + ", ".join(f"{k} {fmt(x['instructions_median'])}" for k, x in v.items())
                       + f" ({time.perf_counter() - t0:.0f} s)", flush=True)
-        if args.zoo:
-            from tests.zoo.variants import DEFAULT, Variant
-            from tests.zoo.catalog import CATALOG
-
-            for zm in CATALOG:
-                path = Variant(zm, DEFAULT).build(Path(tmp) / "zoo")
-                for core in args.cores.split(","):
-                    results.append(bench("zoo:" + zm.name, core, Path(tmp), True, path))
-                    v = results[-1]["variants"]
-                    print(f"zoo {zm.name} {core}: " + ", ".join(f"{k} {fmt(x['instructions_median'])}"
-                                                             for k, x in v.items()), flush=True)
     meta = {"command": "python benchmarks/cmsis_nn.py " + " ".join(argv if argv is not None else sys.argv[1:]),
             "date": time.strftime("%Y-%m-%d", time.gmtime()), "source": git_state(),
             "arm-none-eabi-gcc": first_line("arm-none-eabi-gcc", "--version"),
             "qemu-system-arm": first_line("qemu-system-arm", "--version"),
-            "cmsis_nn": str(path)}
+            "cmsis_nn": str(version)}
     md = [
         "# CMSIS-NN backend vs portable kernels",
         "",

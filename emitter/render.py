@@ -249,7 +249,7 @@ class BundleBuilder:
             "views": sum(1 for p in self.c.prepared if not p.kernel),
             "guard": self.c.plan.guard, "guard_buffers": self.guard_buffers(layers),
             "node_names": [n.name for n in self.g.nodes],
-            "cmsis": self.c.backend == "cmsis-nn", "fallbacks": list(self.c.fallbacks),
+            "cmsis": self.c.backend == "cmsis-nn",
             "portable_layers": list(self.c.portable_layers),
             "scratch_checks": self.scratch_checks(layers),
             "cmsis_version": str(self.c.cmsis_version) if self.c.cmsis_version else "",

@@ -38,6 +38,17 @@ def ort_u8s8_saturates() -> bool:
     return "avx512_vnni" not in flags and "avx_vnni" not in flags
 
 
+def int8_inputs(c: Compiled, xs: list[np.ndarray]) -> list[np.ndarray]:
+    """Float inputs (one per graph input, in graph order) quantized to the graph inputs' int8."""
+    from emitter.verify import quantize
+
+    out = []
+    for name, x in zip(c.graph.inputs, xs):
+        t = c.graph.t(name)
+        out.append(quantize(x.astype(np.float64), t.quant.s, t.quant.zp).reshape(t.shape))
+    return out
+
+
 def shared_model(name: str) -> Path:
     return SHARED_MODELS / name / f"{name}.onnx"
 

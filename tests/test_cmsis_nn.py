@@ -41,9 +41,9 @@ from emitter.kernel_params import TransposeParams, pad_rank
 from emitter.ops.base import ConstArg, IntArg, Prepared, TensorArg, TensorListArg
 from emitter.render import render_bundle
 from emitter.target.toolchain import missing_tools
-from emitter.verify import quantize, run_verify
+from emitter.verify import run_verify
 from tests.opmodels import CASES, IR_VERSION, OpCase, _const, _conv_w, _fc_w, _i64, case_model
-from tests.support import MODEL_NAMES, SHARED_MODELS, STRICT, shared_model
+from tests.support import MODEL_NAMES, SHARED_MODELS, STRICT, int8_inputs, shared_model
 from tests.support_qemu import MergedCase, MergedRun, run_merged
 from tests.test_robustness import tiny_qdq_conv
 
@@ -480,10 +480,7 @@ def op_models(tmp_path_factory) -> dict[str, OpModel | Exception]:
         except Exception as exc:  # reported by that case's test
             out[label] = exc
             continue
-        sample = []
-        for name, x in zip(c.graph.inputs, xs):
-            t = c.graph.t(name)
-            sample.append(quantize(x.astype(np.float64), t.quant.s, t.quant.zp).reshape(t.shape))
+        sample = int8_inputs(c, xs)
         out[label] = OpModel(path, c, sample, golden_run(c, sample))
     return out
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from emitter.compiler import compile_model, golden_run
-from emitter.verify import diff_stats, ort_run, quantize
+from emitter.verify import diff_stats, ort_run
 from tests.opmodels import CASES, case_model
-from tests.support import build_library, emit, run_c
+from tests.support import build_library, emit, int8_inputs, run_c
 
 U8_OPS = ("Conv", "Gemm", "Add", "Mul", "AveragePool", "GlobalAveragePool", "Softmax", "Sigmoid",
           "Concat", "LeakyRelu", "MaxPool")
@@ -47,10 +47,7 @@ def test_op_case(case, fmt, act, compiled_cases, request):
     path, xs, c = results[request.node.callspec.id]
     if isinstance(c, Exception):
         raise c
-    samples = []
-    for name, x in zip(c.graph.inputs, xs):
-        t = c.graph.t(name)
-        samples.append(quantize(x.astype(np.float64), t.quant.s, t.quant.zp).reshape(t.shape))
+    samples = int8_inputs(c, xs)
     gold = golden_run(c, samples)
     host = run_c(lib, c, samples)
     for g, h in zip(gold, host):

@@ -24,9 +24,9 @@ from emitter.render import render_bundle
 from emitter.target.firmware import Firmware, build_firmware
 from emitter.target.qemu import run_qemu
 from emitter.target.toolchain import missing_tools
-from emitter.verify import pack, quantize, run_host, unpack
+from emitter.verify import pack, run_host, unpack
 from tests.opmodels import CASES, case_model
-from tests.support import MODEL_NAMES, SHARED_MODELS, emit, shared_model
+from tests.support import MODEL_NAMES, SHARED_MODELS, emit, int8_inputs, shared_model
 from tests.support_qemu import MergedCase, MergedRun, run_merged
 
 MISSING = missing_tools()
@@ -156,10 +156,7 @@ def op_cases(tmp_path_factory) -> tuple[list[MergedCase], dict[str, Exception], 
         except Exception as exc:  # reported by that case's test
             errors[label] = exc
             continue
-        sample = []
-        for name, x in zip(c.graph.inputs, xs):
-            t = c.graph.t(name)
-            sample.append(quantize(x.astype(np.float64), t.quant.s, t.quant.zp).reshape(t.shape))
+        sample = int8_inputs(c, xs)
         cases.append(MergedCase(label, c, sample))
         golden[label] = golden_run(c, sample)
     return cases, errors, golden

@@ -172,8 +172,9 @@ def pad_axes(shape: tuple[int, ...], before: tuple[int, ...], after: tuple[int, 
 
 
 class Converter:
-    def __init__(self, path: Path, board):
+    def __init__(self, path: Path, board, sizes_for: str | None = None):
         self.path, self.var = path, variant(board)
+        self.sizes_for = sizes_for or self.var  # the code path whose scratch sizes the queries ask
         self.refusal: str | None = None  # why the last convert() kept the portable kernel, if known
 
     def convert(self, p: Prepared) -> tuple[Prepared, str | None]:
@@ -211,7 +212,7 @@ class Converter:
                 StructArg("cmsis_nn_dims", "bias_dims", {"n": 1, "h": 1, "w": 1, "c": c.filter.n}),
                 ConstArg("bias", padded(bias.data, pad)),
                 StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), y)
-        q = (f"conv {self.var} {dims_q(c.input)} {dims_q(c.filter)} {dims_q(c.output)} "
+        q = (f"conv {self.sizes_for} {dims_q(c.input)} {dims_q(c.filter)} {dims_q(c.output)} "
              f"{c.stride_w} {c.stride_h} {c.pad_left} {c.pad_top} {c.dilation_w} {c.dilation_h}")
         return self.call(p, "arm_convolve_wrapper_s8", args), q
 
@@ -235,7 +236,7 @@ class Converter:
                 StructArg("cmsis_nn_dims", "bias_dims", {"n": 1, "h": 1, "w": 1, "c": c.output.c}),
                 ConstArg("bias", padded(bias.data, pad)),
                 StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), y)
-        q = (f"dw {self.var} {dims_q(c.input)} {dims_q(c.filter)} {dims_q(c.output)} "
+        q = (f"dw {self.sizes_for} {dims_q(c.input)} {dims_q(c.filter)} {dims_q(c.output)} "
              f"{c.stride_w} {c.stride_h} {c.pad_left} {c.pad_top} {c.dilation_w} {c.dilation_h} {c.depth_multiplier}")
         return self.call(p, "arm_depthwise_conv_wrapper_s8", args), q
 
@@ -266,7 +267,7 @@ class Converter:
             sums = (bias + c.q.input_offset * w.data.astype(np.int64).reshape(c.out_features, -1).sum(axis=1))
             ctx = self.ctx(False, arr(ConstArg("kernel_sums", sums.astype(np.int32)), "(void *)"), 4 * c.out_features)
             return replace(p, kernel=fn, params=None, args=(ctx, *args), summary=p.summary + "; CMSIS-NN"), None
-        return self.call(p, fn, tuple(args)), f"fc {self.var} {c.in_features} 1 1 {c.out_features}"
+        return self.call(p, fn, tuple(args)), f"fc {self.sizes_for} {c.in_features} 1 1 {c.out_features}"
 
     def pool(self, p: Prepared, fn: str, scratch: bool):
         c: Any = p.params
@@ -277,7 +278,7 @@ class Converter:
                 StructArg("cmsis_nn_dims", "input_dims", dims(c.input)), x,
                 StructArg("cmsis_nn_dims", "filter_dims", {"n": 1, "h": c.filter_h, "w": c.filter_w, "c": 1}),
                 StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), y)
-        return self.call(p, fn, args), (f"avg {self.var} {c.output.w} {c.input.c}" if scratch else None)
+        return self.call(p, fn, args), (f"avg {self.sizes_for} {c.output.w} {c.input.c}" if scratch else None)
 
     def mcu_avgpool_s8(self, p: Prepared):
         return self.pool(p, "arm_avgpool_s8", True)
@@ -412,7 +413,7 @@ def convert_all(prepared: tuple[Prepared, ...], board, path: Path, choice: str =
     kernel where ours_is_faster() says so; "cmsis" converts every call CMSIS-NN can take.
     sizes_for ("c", "dsp", "mve") sizes the scratch for that code path instead of the board's:
     "c" for a host build, which runs CMSIS-NN's plain C path (emitter.verify.host_twin)."""
-    conv = Converter(path, board)
+    conv = Converter(path, board, sizes_for)
     staged: list[tuple[Prepared, str | None]] = []
     why: dict[int, str] = {}
     for k, p in enumerate(prepared):
@@ -424,10 +425,7 @@ def convert_all(prepared: tuple[Prepared, ...], board, path: Path, choice: str =
             staged.append(conv.convert(p))
             if conv.refusal:
                 why[k] = conv.refusal
-    queries = [q for _, q in staged if q]
-    if sizes_for is not None:  # "<kind> <variant> <dims...>"
-        queries = [" ".join([q.split(" ", 2)[0], sizes_for, *q.split(" ", 2)[2:]]) for q in queries]
-    sizes = iter(ask_sizes(path, queries))
+    sizes = iter(ask_sizes(path, [q for _, q in staged if q]))
     out, portable = [], []
     for k, (orig, (p, q)) in enumerate(zip(prepared, staged)):
         if q is not None:

@@ -23,18 +23,19 @@ def mve_1xn_problem(c: Any) -> str | None:
         return None  # arm_convolve_s8
     k, s, pad, in_w, out_w = c.filter.w, c.stride_w, c.pad_left, c.input.w, c.output.w
     total = (out_w - 1) * s + k - in_w
-    where = f"(padding left {pad}, right {total - pad})"
+    where = f"for this padding (padding left {pad}, right {total - pad})"
+    fails = f"CMSIS-NN's MVE 1xN convolution returns ARM_CMSIS_NN_FAILURE {where}"
     if pad * 2 + total % 2 != total:
-        return f"CMSIS-NN's MVE 1xN convolution returns ARM_CMSIS_NN_FAILURE for this padding {where}"
+        return fails
     right = max(1, (pad + total % 2 + s - 1) // s) if pad + total % 2 else 0
     left = max(1, (pad + s - 1) // s) if pad else 0
     middle = max(out_w - right - left, 0)
     if right + middle + left != out_w:
         return None  # it falls back to arm_convolve_s8
     if s * left - pad < 0:
-        return f"CMSIS-NN's MVE 1xN convolution returns ARM_CMSIS_NN_FAILURE for this padding {where}"
+        return fails
     first = s * (left + middle) - pad  # first input column of the right-padded windows
     pad_cols = right if total % 2 else pad
     if right and (in_w - first != k - 1 or (right - 1) * s + k > k - 1 + pad_cols):
-        return f"CMSIS-NN's MVE 1xN convolution reads past the input for this padding {where}"
+        return f"CMSIS-NN's MVE 1xN convolution reads past the input {where}"
     return None
