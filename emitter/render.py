@@ -40,6 +40,23 @@ from emitter.resources import data_dir
 RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_kernel_util.h")
 
 
+def runtime_files(kernels: list[str]) -> list[str]:
+    """The mcu_runtime/ files (relative to mcu_runtime/) a bundle calling `kernels` ships.
+
+    A kernel is `kernels/<kernel>.c` (its dispatcher, or the whole kernel) plus its path files
+    `kernels/<kernel>_<path>.c` (`_generic`, `_dsp`, `_mve`; each wholly inside its `#if`); its
+    `_ref.c` reference is for the tests only. `support/` (code shared by several kernels) and the
+    public headers always ship."""
+    rt = data_dir("mcu_runtime")
+    out = [f"include/{h}" for h in RUNTIME_HEADERS]
+    out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]"))
+    for kern in kernels:
+        out.append(f"kernels/{kern}.c")
+        out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.c")
+                      if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve"))
+    return out
+
+
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     """The one Jinja environment (built once: compiling the templates is most of a render's time)."""
@@ -235,12 +252,13 @@ class BundleBuilder:
     def context(self) -> dict[str, Any]:
         layers = [lay for lay in (self.layer(k) for k in range(len(self.g.nodes))) if lay is not None]
         kernels = sorted({lay.kernel for lay in layers if lay.kernel.startswith("mcu_")})
+        sources = [f"mcu_runtime/{f}" for f in runtime_files(kernels) if f.endswith(".c")]
         m = self.c.model
         inputs, outputs = self.io(self.g.inputs, "INPUT"), self.io(self.g.outputs, "OUTPUT")
         return {
             "version": __version__, "prefix": self.prefix, "PREFIX": upper_ident(self.prefix),
             "model_file": c_comment(m.path.name), "sha256": m.sha256, "opset": m.opset,
-            "layers": layers, "arrays": self.arrays, "kernels": kernels,
+            "layers": layers, "arrays": self.arrays, "kernels": kernels, "runtime_sources": sources,
             "inputs": inputs, "outputs": outputs,
             "single_io": len(inputs) == 1 and len(outputs) == 1,
             "arena_size": self.c.plan.arena_size, "lower_bound": self.c.plan.lower_bound,
@@ -321,8 +339,6 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str) -> dict[str, b
     out = {k: v.encode() for k, v in files.items()}
     out["report.json"] = (json.dumps(report(c, ctx), indent=1, sort_keys=True) + "\n").encode()
     rt = data_dir("mcu_runtime")
-    for h in RUNTIME_HEADERS:
-        out[f"mcu_runtime/include/{h}"] = (rt / "include" / h).read_bytes()
-    for kern in ctx["kernels"]:
-        out[f"mcu_runtime/kernels/{kern}.c"] = (rt / "kernels" / f"{kern}.c").read_bytes()
+    for rel in runtime_files(ctx["kernels"]):
+        out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()
     return out
