@@ -14,12 +14,13 @@ import numpy as np
 
 from emitter import frontend
 from emitter.backends.cmsis_version import CmsisVersion
-from emitter.errors import UnsupportedError, UsageError
+from emitter.errors import NodeUnsupported, UnsupportedError, UsageError
 from emitter.ir import Graph
+from emitter.lower import lower
 from emitter.ops import REGISTRY
 from emitter.ops.base import Prepared
+from emitter.passes.fuse import fuse_activations
 from emitter.passes.layout import assign_layouts
-from emitter.passes.lower import NodeUnsupported, lower
 from emitter.planner import GUARD_BYTES, Plan, plan
 
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern
@@ -69,7 +70,8 @@ def check_name(name: str) -> str:
 
 
 def passes(io_nhwc: bool) -> list[Callable[[Graph], Graph]]:
-    return [lambda g: assign_layouts(g, io_nhwc)]
+    """The Graph -> Graph passes after lowering, in order (compile_model runs Graph.verify() after each)."""
+    return [fuse_activations, lambda g: assign_layouts(g, io_nhwc)]
 
 
 def prepare_all(g: Graph) -> tuple[Prepared, ...]:

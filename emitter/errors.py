@@ -20,6 +20,12 @@ class McugenError(Exception):
         super().__init__(*args)
 
 
+class NodeUnsupported(Exception):
+    """Raised while lowering or preparing one node (an op's lower()/prepare(), a lowering rule);
+    collected with the node's name, op and opset into one UnsupportedError. Not a McugenError: it
+    never reaches the user on its own."""
+
+
 class UsageError(McugenError):
     """Bad command-line usage: unknown board, bad option value, conflicting options."""
 

@@ -9,8 +9,7 @@ from dataclasses import replace
 from emitter.golden.add import add_params, mcu_add_s8
 from emitter.ir import Graph, Node
 from emitter.ops import broadcast
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor
-from emitter.passes.lower import LowerCtx, QNode
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
 
 ONNX_OPS = ("Add", "Sub")
 IR_OPS = ("add",)

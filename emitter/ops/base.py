@@ -1,7 +1,7 @@
 """What every op module provides, and the small vocabulary they share.
 
 An op module (emitter/ops/<op>.py) holds all knowledge of one IR op:
-  ONNX_OPS   ONNX op types it lowers, and `lower(ctx, qnode)` emitting IR nodes
+  ONNX_OPS   ONNX op types it lowers, and `lower(ctx, qnode)` emitting IR nodes (QNode, LowerCtx below)
   IR_OPS     IR op names it owns
   layout(node, graph) -> LayoutPlan        which input layouts it needs, its output layout
   prepare(node, graph) -> Prepared         build-time Prepare: kernel, params, golden
@@ -9,10 +9,14 @@ An op module (emitter/ops/<op>.py) holds all knowledge of one IR op:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Callable
 
 import numpy as np
+import onnx
 
+from emitter.errors import NodeUnsupported
+from emitter.frontend import OnnxModel
 from emitter.ir import Graph, Layout, Node, QuantParams, Tensor
 from emitter.layout import physical_shape
 
@@ -98,8 +102,6 @@ class LayoutPlan:
 
 
 def per_tensor(t: Tensor, what: str, node: Node) -> QuantParams:
-    from emitter.passes.lower import NodeUnsupported
-
     q = t.quant
     if q is None or q.scale.size != 1:
         raise NodeUnsupported(f"{what} '{t.name}' of node '{node.name}' must be per-tensor quantized")
@@ -116,7 +118,6 @@ def same_layout_plan(node: Node, g: Graph) -> LayoutPlan:
     """Element-wise ops: every full-size input in the first activation input's layout."""
     first = g.t(node.inputs[0])
     if first.layout is None:
-        from emitter.passes.lower import NodeUnsupported
         raise NodeUnsupported(f"node '{node.name}' ({node.op}) reads the constant '{first.name}' "
                               "where an activation is expected")
     out_shape = g.t(node.outputs[0]).shape
@@ -140,3 +141,81 @@ class Attrs:
 
     def unknown(self) -> list[str]:
         return sorted(set(self.values) - set(self.allowed))
+
+
+# -- what an op's lower(ctx, qnode) sees (emitter/lower/ builds these from either ONNX form) ------
+
+@dataclass(frozen=True, eq=False)
+class QIn:
+    """One input of a quantized operation: an int8 activation (name) or a constant (data)."""
+    name: str | None
+    data: np.ndarray | None
+    quant: QuantParams | None
+    shape: tuple[int, ...]
+
+    @property
+    def is_const(self) -> bool:
+        return self.data is not None
+
+
+@dataclass(frozen=True, eq=False)
+class QNode:
+    """A quantized operation in the form-independent view the op modules lower."""
+    onnx: onnx.NodeProto
+    op_type: str  # the float op it computes: "Conv", "MatMul", ...
+    inputs: list[QIn]
+    output: str  # IR name of the int8 output
+    out_shape: tuple[int, ...]
+    out_quant: QuantParams
+    act_min: int
+    act_max: int
+    attrs: dict[str, Any]
+    bias: QIn | None = None  # MatMul + Add(bias) fused
+    source: str = ""
+    more_outputs: tuple[tuple[str, tuple[int, ...], QuantParams], ...] = ()  # Split: outputs 1..n-1
+
+    @property
+    def name(self) -> str:
+        return self.onnx.name or self.onnx.output[0]
+
+
+@dataclass
+class LowerCtx:
+    """What an op's lower() may use: emit IR nodes and tensors, look up constants."""
+    m: OnnxModel
+    tensors: dict[str, Tensor] = field(default_factory=dict)
+    nodes: list[Node] = field(default_factory=list)
+
+    def unique(self, hint: str) -> str:
+        name, k = hint, 1
+        while name in self.tensors:
+            name, k = f"{hint}__{k}", k + 1
+        return name
+
+    def const(self, hint: str, data: np.ndarray, quant: QuantParams | None = None) -> str:
+        name = self.unique(hint)
+        self.tensors[name] = Tensor(name, tuple(data.shape), str(data.dtype), quant, data)
+        return name
+
+    def act(self, hint: str, shape: tuple[int, ...], quant: QuantParams) -> str:
+        name = self.unique(hint)
+        self.tensors[name] = Tensor(name, tuple(shape), "int8", quant)
+        return name
+
+    def emit(self, q: QNode | None, op: str, inputs: list[str], output: str,
+             attrs: dict[str, Any], name: str | None = None) -> None:
+        base = q.name if q is not None else output
+        self.nodes.append(Node(name or base, op, tuple(inputs), (output,),
+                               MappingProxyType(dict(attrs)),
+                               q.source if q is not None else "", self.m.opset))
+
+    def act_input(self, qi: QIn, q: QNode, what: str) -> str:
+        """The IR name of an activation input; constants are materialized as int8 tensors."""
+        if qi.name is not None:
+            return qi.name
+        assert qi.data is not None and qi.quant is not None
+        if qi.data.dtype != np.int8 or qi.quant.axis is not None and qi.quant.scale.size > 1:
+            raise NodeUnsupported(f"{what} is a constant of type {qi.data.dtype} with per-axis "
+                                  "quantization; only per-tensor int8 constants can stand in for "
+                                  "an activation")
+        return self.const(f"{q.name}_{what}", qi.data, qi.quant)

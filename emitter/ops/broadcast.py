@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Layout, Node, Tensor
 from emitter.kernel_params import Bcast
 from emitter.layout import index_map
-from emitter.ops.base import ConstArg, LayoutPlan, TensorArg
-from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
+from emitter.ops.base import ConstArg, LayoutPlan, LowerCtx, QNode, TensorArg
 
 
 def lower_binary(ctx: LowerCtx, q: QNode, ir_op: str, extra: dict | None = None) -> None:

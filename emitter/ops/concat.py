@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.errors import NodeUnsupported
 from emitter.golden.concat import mcu_concat_s8
 from emitter.ir import Graph, Layout, Node
 from emitter.layout import is_simple, physical_shape
-from emitter.ops.base import IntArg, LayoutPlan, Prepared, TensorArg, TensorListArg, ConstArg
-from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
+from emitter.ops.base import ConstArg, IntArg, LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, TensorListArg
 
 ONNX_OPS = ("Concat",)
 IR_OPS = ("concat",)

@@ -12,13 +12,12 @@ from typing import Callable, cast
 import numpy as np
 
 from emitter import quant
-from emitter.errors import QuantError
+from emitter.errors import NodeUnsupported, QuantError
 from emitter.golden.conv2d import mcu_conv2d_s8
 from emitter.golden.depthwise_conv2d import mcu_depthwise_conv2d_s8
 from emitter.ir import Graph, Layout, Node
 from emitter.kernel_params import ConvParams, DepthwiseConvParams, Dims, QuantIO
-from emitter.ops.base import Attrs, ConstArg, LayoutPlan, NullArg, Prepared, TensorArg, per_tensor
-from emitter.passes.lower import LowerCtx, NodeUnsupported, QIn, QNode
+from emitter.ops.base import Attrs, ConstArg, LayoutPlan, LowerCtx, NullArg, Prepared, QIn, QNode, TensorArg, per_tensor
 
 ONNX_OPS = ("Conv",)
 IR_OPS = ("conv",)

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.errors import NodeUnsupported
 from emitter.golden.eltwise_f32 import eltwise_f32_params, mcu_eltwise_f32_s8
 from emitter.golden.layernorm_f32 import layernorm_f32_params, mcu_layernorm_f32_s8
 from emitter.ir import Graph, Layout, Node
 from emitter.ops import broadcast
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor
-from emitter.passes.lower import LowerCtx, NodeUnsupported, QIn, QNode
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QIn, QNode, TensorArg, per_tensor
 
 ONNX_OPS = ("Div", "LayerNormalization")
 IR_OPS = ("eltwise_f32", "layernorm_f32")

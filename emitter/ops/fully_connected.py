@@ -8,13 +8,13 @@ from __future__ import annotations
 import numpy as np
 
 from emitter import quant
+from emitter.errors import NodeUnsupported
 from emitter.golden.fully_connected import mcu_fully_connected_s8
 from emitter.ir import Graph, Layout, Node, QuantParams
 from emitter.kernel_params import FCParams, QuantIO
 from emitter.layout import index_map
-from emitter.ops.base import Attrs, ConstArg, LayoutPlan, NullArg, Prepared, TensorArg, per_tensor
+from emitter.ops.base import Attrs, ConstArg, LayoutPlan, LowerCtx, NullArg, Prepared, QNode, TensorArg, per_tensor
 from emitter.ops.conv import bias_int32, check_accumulation, symmetric_weights
-from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
 
 ONNX_OPS = ("MatMul", "Gemm")
 IR_OPS = ("fc",)

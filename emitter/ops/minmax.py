@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.errors import NodeUnsupported
 from emitter.golden.minmax import mcu_minmax_s8, minmax_params
 from emitter.ir import Graph, Node
 from emitter.ops import broadcast
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor
-from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
 
 ONNX_OPS = ("Min", "Max")
 IR_OPS = ("minmax",)

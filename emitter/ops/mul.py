@@ -6,8 +6,7 @@ import numpy as np
 from emitter.golden.mul import mcu_mul_s8, mul_params
 from emitter.ir import Graph, Node
 from emitter.ops import broadcast
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor
-from emitter.passes.lower import LowerCtx, QNode
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
 
 ONNX_OPS = ("Mul",)
 IR_OPS = ("mul",)

@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.errors import NodeUnsupported
 from emitter.golden.pad import mcu_pad_s8
 from emitter.ir import Graph, Layout, Node
 from emitter.kernel_params import PadParams, pad_rank
 from emitter.layout import is_simple, physical_shape
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg
-from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
 from emitter.quant import round_half_away
 
 ONNX_OPS = ("Pad",)

@@ -11,14 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from emitter import quant
+from emitter.errors import NodeUnsupported
 from emitter.golden.avgpool import mcu_avgpool_s8
 from emitter.golden.avgpool_requant import mcu_avgpool_requant_s8
 from emitter.golden.maxpool import mcu_maxpool_s8
 from emitter.ir import Graph, Node
 from emitter.kernel_params import AvgPoolRequantParams, PoolParams
-from emitter.ops.base import Attrs, LayoutPlan, Prepared, TensorArg, per_tensor
+from emitter.ops.base import Attrs, LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
 from emitter.ops.conv import dims4, feature_layout, same_pads
-from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
 
 ONNX_OPS = ("AveragePool", "MaxPool", "GlobalAveragePool", "ReduceMean", "ReduceMax")
 IR_OPS = ("avgpool", "maxpool")

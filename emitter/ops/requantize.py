@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from emitter import quant
+from emitter.errors import NodeUnsupported
 from emitter.golden.requantize import mcu_requantize_s8
 from emitter.ir import Graph, Node
 from emitter.kernel_params import QuantIO, RequantizeParams
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor, same_layout_plan
-from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor, same_layout_plan
 
 ONNX_OPS = ("Relu", "Clip")
 IR_OPS = ("requantize",)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.errors import NodeUnsupported
 from emitter.golden.resize import (mcu_resize_bilinear_s8, mcu_resize_nearest_s8,
                                    resize_bilinear_params, resize_nearest_params)
 from emitter.ir import Graph, Node
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
 from emitter.ops.conv import dims4, feature_layout
 from emitter.ops.reshape import lower_view
-from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
 
 ONNX_OPS = ("Resize", "Upsample")
 IR_OPS = ("resize",)

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.errors import NodeUnsupported
 from emitter.golden.slice import mcu_slice_s8, slice_params
 from emitter.ir import Graph, Layout, Node, QuantParams
 from emitter.layout import is_simple, physical_shape
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg
-from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
 
 ONNX_OPS = ("Slice", "Split")
 IR_OPS = ("slice",)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.errors import NodeUnsupported
 from emitter.golden.softmax import mcu_softmax_s8, softmax_params
 from emitter.ir import Graph, Layout, Node
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor
-from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
 
 ONNX_OPS = ("Softmax",)
 IR_OPS = ("softmax",)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.errors import NodeUnsupported
 from emitter.golden.transpose import mcu_transpose_s8
 from emitter.ir import Graph, Layout, Node
 from emitter.kernel_params import TransposeParams, pad_rank
 from emitter.layout import after_transpose
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
 from emitter.ops.reshape import lower_view
-from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
 
 ONNX_OPS = ("Transpose",)
 IR_OPS = ("transpose", "relayout")

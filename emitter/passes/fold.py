@@ -1,14 +1,13 @@
-"""Build-time evaluation before lowering: constant folding and shape completion.
+"""Build-time evaluation before lowering: constant folding.
 
     # Constant, shape arithmetic, QuantizeLinear(constant), Shape(static)  -> initializers
     # shapes that depended on those values                                  -> inferred again
-    # com.microsoft QLinear* outputs (no ONNX shape inference)              -> the float op's shape
+
+(The shapes of com.microsoft QLinear* outputs are completed by emitter/lower/qoperator.py.)
 
 DequantizeLinear is never folded: its integer data and scales are what the lowering needs.
 """
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 import onnx
@@ -24,8 +23,6 @@ def fold_constants(m: OnnxModel, inits: dict[str, np.ndarray]) -> set[str]:
     from onnx import helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
 
-    from emitter.passes.lower import onnx_attrs  # late: lower imports this module
-
     folded: set[str] = set()
     for node in m.graph.node:
         if not node.output or node.op_type == "DequantizeLinear" or node.domain not in ("", "ai.onnx"):
@@ -35,7 +32,7 @@ def fold_constants(m: OnnxModel, inits: dict[str, np.ndarray]) -> set[str]:
             v = constant_value(node)
             values = [v] if v is not None else None
         elif node.op_type == "Shape" and node.input[0] in m.shapes and node.input[0] not in inits:
-            a = onnx_attrs(node)
+            a = {x.name: onnx.helper.get_attribute_value(x) for x in node.attribute}
             shape = np.array(m.shapes[node.input[0]], dtype=np.int64)
             values = [shape[a.get("start", 0):a.get("end", len(shape))]]
         elif node.input and all(i == "" or i in inits for i in node.input):
@@ -99,67 +96,3 @@ def constant_value(node: onnx.NodeProto) -> np.ndarray | None:
         if key in a:
             return np.array(list(onnx.helper.get_attribute_value(a[key])), dtype=dtype)
     return None
-
-
-def complete_qop_shapes(m: OnnxModel, rounds: int = 8) -> None:
-    """com.microsoft QLinear* ops have no ONNX shape inference, so nothing after them gets a
-    shape. Give their outputs the shape of the float op they compute and infer again."""
-    from onnx import helper
-
-    from emitter.passes.lower import QOP_SIGNATURES, onnx_attrs  # late: lower imports this module
-
-    for _ in range(rounds):
-        added = []
-        for node in m.graph.node:
-            out = node.output[0] if node.output else ""
-            if node.op_type not in QOP_SIGNATURES or not out or out in m.shapes:
-                continue
-            sig = QOP_SIGNATURES[node.op_type]
-            acts = sig["acts"] if sig["acts"] != "concat" else [(i, i + 1, i + 2) for i in range(2, len(node.input), 3)]
-            shapes = [m.shapes.get(node.input[d]) for d, _, _ in acts]
-            if any(sh is None for sh in shapes):
-                continue
-            shape = float_op_shape(sig["op"], shapes, onnx_attrs(node), m.opset)  # type: ignore[arg-type]
-            zp = node.input[sig["out"][1]] if len(node.input) > sig["out"][1] else ""
-            dtype = m.initializers[zp].dtype if zp in m.initializers else np.dtype(np.uint8)
-            if shape is not None:
-                added.append(helper.make_tensor_value_info(
-                    out, helper.np_dtype_to_tensor_dtype(dtype), list(shape)))
-        if not added:
-            return
-        model = onnx.ModelProto()
-        model.CopyFrom(m.model)
-        model.graph.value_info.extend(added)
-        try:
-            model = onnx.shape_inference.infer_shapes(model, data_prop=True)
-        except Exception:
-            return
-        for vi in list(model.graph.value_info) + list(model.graph.output):
-            tt = vi.type.tensor_type
-            dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
-            if tt.HasField("shape") and all(d is not None and d >= 0 for d in dims):
-                m.shapes.setdefault(vi.name, tuple(int(d or 0) for d in dims))  # type: ignore[misc]
-            if tt.elem_type:
-                m.dtypes.setdefault(vi.name, onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
-
-
-def float_op_shape(op_type: str, shapes: list[tuple[int, ...]], attrs: dict[str, Any],
-                   opset: int) -> tuple[int, ...] | None:
-    """Output shape of the float op a QOperator node computes (com.microsoft ops have no ONNX
-    shape inference): onnx.shape_inference on a one-node float graph."""
-    from onnx import TensorProto, helper
-
-    names = [f"i{k}" for k in range(len(shapes))]
-    keep = {k: v for k, v in attrs.items() if k not in ("channels_last",)}
-    try:
-        node = helper.make_node(op_type, names, ["y"], **keep)
-        graph = helper.make_graph([node], "shape", [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s))
-                                                    for n, s in zip(names, shapes)],
-                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(opset, 13))])
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-        dims = inferred.graph.output[0].type.tensor_type.shape.dim
-        shape = tuple(int(d.dim_value) for d in dims)
-        return shape if dims and all(d.HasField("dim_value") for d in dims) else None
-    except Exception:
-        return None

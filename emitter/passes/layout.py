@@ -17,6 +17,7 @@ from types import MappingProxyType
 
 from emitter.ir import Graph, Layout, Node, Tensor
 from emitter.layout import equivalent, nhwc, relayout_steps
+from emitter.ops import REGISTRY, VIEW_OPS
 
 
 def caller_layout(t: Tensor, io_nhwc: bool) -> Layout:
@@ -55,8 +56,6 @@ class _Relayouter:
 
 def root_of(nodes: list[Node], inputs: tuple[str, ...], name: str) -> str:
     """The tensor whose bytes `name` shares through view nodes."""
-    from emitter.ops import VIEW_OPS
-
     src = {n.outputs[0]: n.inputs[0] for n in nodes if n.op in VIEW_OPS}
     while name in src:
         name = src[name]
@@ -64,8 +63,6 @@ def root_of(nodes: list[Node], inputs: tuple[str, ...], name: str) -> str:
 
 
 def assign_layouts(g: Graph, io_nhwc: bool = False) -> Graph:
-    from emitter.ops import REGISTRY
-
     tensors = dict(g.tensors)
     for name in g.inputs:
         tensors[name] = replace(tensors[name], layout=caller_layout(tensors[name], io_nhwc))

@@ -1,0 +1,54 @@
+"""Graph inputs and outputs: the int8 tensor the caller passes or receives, and its Boundary.
+
+    # int8/uint8 graph input x                     -> x (uint8: zero point - 128), Boundary(int8 io)
+    # float graph input x -> Q (its one reader)      -> Q's output, Boundary(float io)
+    # int8/uint8 graph output y                      -> y, Boundary(int8 io)
+    # graph output DQ(y)                             -> y, Boundary(float io)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from emitter.errors import NodeUnsupported, QuantError
+from emitter.ir import Boundary
+from emitter.lower.state import LowerState
+
+INT8_TYPES = (np.dtype(np.int8), np.dtype(np.uint8))
+
+
+def graph_input(s: LowerState, name: str) -> None:
+    dtype = s.m.dtypes.get(name)
+    if dtype in INT8_TYPES:
+        if name not in s.quant_of:
+            raise QuantError(f"graph input '{name}' is {dtype} but no node gives its scale/zero point")
+        ir = s.int8_tensor(name, s.quant_of[name])
+        s.inputs.append(ir)
+        s.boundaries[ir] = Boundary(False, dtype == np.uint8, name)
+        return
+    users = s.consumers.get(name, [])
+    if len(users) == 1 and users[0].op_type == "QuantizeLinear":
+        q = users[0]
+        ir = s.int8_tensor(q.output[0], s.out_quant(q.output[0]))
+        s.inputs.append(ir)
+        s.boundaries[ir] = Boundary(True, s.m.dtypes.get(q.output[0]) == np.uint8, name)
+        s.done.add(q.output[0])
+        return
+    ops = sorted({u.op_type for u in users})
+    s.problems.append((name, "graph input", s.m.opset,
+                       f"float input read by {ops}, not by one QuantizeLinear; mcugen needs "
+                       "a fully quantized model (onnxruntime quantize_static)"))
+
+
+def graph_output(s: LowerState, name: str) -> None:
+    if name in s.ir_name:
+        ir = s.ir_name[name]
+        s.outputs.append(ir)
+        s.boundaries[ir] = Boundary(False, s.onnx_dtype(name) == np.uint8, name)
+    elif name in s.dq_act:
+        ir = s.dq_act[name]
+        s.outputs.append(ir)
+        src = s.producer[name].input[0]
+        s.boundaries[ir] = Boundary(True, s.onnx_dtype(src) == np.uint8, name)
+    else:
+        raise NodeUnsupported("the graph output is neither an int8 tensor nor the "
+                              "DequantizeLinear of one")

@@ -1,0 +1,163 @@
+"""QOperator form: com.microsoft / ONNX QLinear* nodes carry their scales and zero points as inputs.
+
+Each becomes the same QNode as the QDQ form of the float op it computes:
+
+    # QLinearConv(x, xs, xzp, w, ws, wzp, ys, yzp, B)   -> QNode(Conv, [x, w], bias B, out (ys, yzp))
+    # QGemm(a, as, azp, b, bs, bzp, C, ys, yzp)          -> QNode(Gemm, [a, b], bias C)
+    # QLinearConcat(ys, yzp, (x, xs, xzp)...)            -> QNode(Concat, [x...])
+    # QLinearX(x, xs, xzp[, ...], ys, yzp)               -> QNode(X, [x...])
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import onnx
+
+from emitter.errors import NodeUnsupported
+from emitter.frontend import OnnxModel
+from emitter.ir import QuantParams
+from emitter.lower.qparams import onnx_attrs, to_int8
+from emitter.lower.state import LowerState
+from emitter.ops.base import QIn
+
+# QOperator input positions: (activation inputs as (data, scale, zp)), (output scale, zp), const inputs
+QOP_SIGNATURES: dict[str, dict[str, Any]] = {
+    "QLinearConv": {"op": "Conv", "acts": [(0, 1, 2), (3, 4, 5)], "out": (6, 7), "bias": 8},
+    "QLinearMatMul": {"op": "MatMul", "acts": [(0, 1, 2), (3, 4, 5)], "out": (6, 7)},
+    "QGemm": {"op": "Gemm", "acts": [(0, 1, 2), (3, 4, 5)], "out": (7, 8), "bias": 6},
+    "QLinearAdd": {"op": "Add", "acts": [(0, 1, 2), (3, 4, 5)], "out": (6, 7)},
+    "QLinearMul": {"op": "Mul", "acts": [(0, 1, 2), (3, 4, 5)], "out": (6, 7)},
+    "QLinearAveragePool": {"op": "AveragePool", "acts": [(0, 1, 2)], "out": (3, 4)},
+    "QLinearGlobalAveragePool": {"op": "GlobalAveragePool", "acts": [(0, 1, 2)], "out": (3, 4)},
+    "QLinearSigmoid": {"op": "Sigmoid", "acts": [(0, 1, 2)], "out": (3, 4)},
+    "QLinearSoftmax": {"op": "Softmax", "acts": [(0, 1, 2)], "out": (3, 4)},
+    "QLinearLeakyRelu": {"op": "LeakyRelu", "acts": [(0, 1, 2)], "out": (3, 4)},
+    "QLinearConcat": {"op": "Concat", "acts": "concat", "out": (0, 1)},
+}
+
+
+def qop_acts(node: onnx.NodeProto) -> list[tuple[int, int, int]]:
+    """(data, scale, zero point) input positions of every activation input."""
+    acts = QOP_SIGNATURES[node.op_type]["acts"]
+    return [(i, i + 1, i + 2) for i in range(2, len(node.input), 3)] if acts == "concat" else acts
+
+
+def check_qop_arity(node: onnx.NodeProto) -> None:
+    sig = QOP_SIGNATURES[node.op_type]
+    if sig["acts"] == "concat":
+        ok = len(node.input) >= 5 and (len(node.input) - 2) % 3 == 0
+        need = "2 + 3 per input"
+    else:
+        need_n = max(max(t) for t in sig["acts"] + [sig["out"]]) + 1
+        ok, need = len(node.input) >= need_n, str(need_n)
+    if not ok:
+        raise NodeUnsupported(f"{node.op_type} has {len(node.input)} inputs, expects {need}")
+
+
+def collect_quant(s: LowerState, node: onnx.NodeProto, found: dict[str, QuantParams]) -> None:
+    """The QuantParams a QLinear node gives its activation inputs and its output."""
+    check_qop_arity(node)
+    for d, sc, z in qop_acts(node):
+        if node.input[d] not in s.inits:
+            found.setdefault(node.input[d], s.qparams(node, node.input[sc], node.input[z], None, node.input[d]))
+    sc, z = QOP_SIGNATURES[node.op_type]["out"]
+    found.setdefault(node.output[0], s.qparams(node, node.input[sc], node.input[z] if len(node.input) > z else None,
+                                               None, node.output[0]))
+
+
+def lower_qop(s: LowerState, node: onnx.NodeProto) -> None:
+    sig = QOP_SIGNATURES[node.op_type]
+    check_qop_arity(node)
+    inputs = []
+    for d, sc, z in qop_acts(node):
+        name = node.input[d]
+        if name in s.inits:
+            data = s.inits[name]
+            axis = 0 if node.op_type == "QLinearConv" else (1 if data.ndim == 2 else None)
+            zp_name = node.input[z] if len(node.input) > z else None
+            quant = s.qparams(node, node.input[sc], zp_name, axis, name)
+            if node.op_type == "QGemm" and onnx_attrs(node).get("transB", 0) and quant.axis == 1:
+                quant = QuantParams(quant.scale, quant.zero_point, 0)
+            data, quant = to_int8(data, quant)
+            inputs.append(QIn(None, data, quant, tuple(data.shape)))
+        else:
+            if name not in s.ir_name:
+                raise NodeUnsupported(f"input '{name}' is not an int8 activation mcugen produced")
+            inputs.append(s.act_qin(name))
+    bias = None
+    if "bias" in sig and len(node.input) > sig["bias"] and node.input[sig["bias"]]:
+        b = s.inits.get(node.input[sig["bias"]])
+        if b is None:
+            raise NodeUnsupported("bias is not a constant")
+        bias = QIn(None, b.astype(np.int32), None, tuple(b.shape))
+    out = node.output[0]
+    hint = None if out in s.m.shapes else float_op_shape(
+        sig["op"], [qi.shape for qi in inputs], onnx_attrs(node), s.m.opset)
+    q = s.make_qnode(node, sig["op"], inputs, out, s.out_quant(out), -math.inf, math.inf,
+                     bias, node.op_type, hint)
+    if node.op_type == "QLinearGlobalAveragePool" and q.attrs.get("channels_last", 0):
+        raise NodeUnsupported("channels_last=1 is not supported")
+    s.lower_qnode(sig["op"], q)
+
+
+def complete_qop_shapes(m: OnnxModel, rounds: int = 8) -> None:
+    """com.microsoft QLinear* ops have no ONNX shape inference, so nothing after them gets a
+    shape. Give their outputs the shape of the float op they compute and infer again."""
+    from onnx import helper
+
+    for _ in range(rounds):
+        added = []
+        for node in m.graph.node:
+            out = node.output[0] if node.output else ""
+            if node.op_type not in QOP_SIGNATURES or not out or out in m.shapes:
+                continue
+            sig = QOP_SIGNATURES[node.op_type]
+            shapes = [m.shapes.get(node.input[d]) for d, _, _ in qop_acts(node)]
+            if any(sh is None for sh in shapes):
+                continue
+            shape = float_op_shape(sig["op"], shapes, onnx_attrs(node), m.opset)  # type: ignore[arg-type]
+            zp = node.input[sig["out"][1]] if len(node.input) > sig["out"][1] else ""
+            dtype = m.initializers[zp].dtype if zp in m.initializers else np.dtype(np.uint8)
+            if shape is not None:
+                added.append(helper.make_tensor_value_info(
+                    out, helper.np_dtype_to_tensor_dtype(dtype), list(shape)))
+        if not added:
+            return
+        model = onnx.ModelProto()
+        model.CopyFrom(m.model)
+        model.graph.value_info.extend(added)
+        try:
+            model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        except Exception:
+            return
+        for vi in list(model.graph.value_info) + list(model.graph.output):
+            tt = vi.type.tensor_type
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+            if tt.HasField("shape") and all(d is not None and d >= 0 for d in dims):
+                m.shapes.setdefault(vi.name, tuple(int(d or 0) for d in dims))  # type: ignore[misc]
+            if tt.elem_type:
+                m.dtypes.setdefault(vi.name, onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
+
+
+def float_op_shape(op_type: str, shapes: list[tuple[int, ...]], attrs: dict[str, Any],
+                   opset: int) -> tuple[int, ...] | None:
+    """Output shape of the float op a QOperator node computes (com.microsoft ops have no ONNX
+    shape inference): onnx.shape_inference on a one-node float graph."""
+    from onnx import TensorProto, helper
+
+    names = [f"i{k}" for k in range(len(shapes))]
+    keep = {k: v for k, v in attrs.items() if k not in ("channels_last",)}
+    try:
+        node = helper.make_node(op_type, names, ["y"], **keep)
+        graph = helper.make_graph([node], "shape", [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s))
+                                                    for n, s in zip(names, shapes)],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(opset, 13))])
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        dims = inferred.graph.output[0].type.tensor_type.shape.dim
+        shape = tuple(int(d.dim_value) for d in dims)
+        return shape if dims and all(d.HasField("dim_value") for d in dims) else None
+    except Exception:
+        return None

@@ -1,0 +1,109 @@
+"""Quantization parameters: the scale and zero point an ONNX node gives a tensor, and the constants
+a DequantizeLinear reads.
+
+    # scale, zero point initializers of a Q/DQ/QLinear node  -> QuantParams (finite scale > 0, integer
+    #                                                           zero point within its type's range)
+    # uint8 data (scale, zp)                                 -> int8 data (scale, zp - 128), exact
+    # DQ(int32 initializer) with zero point zp               -> data - zp with zero point 0, same reals
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+
+from emitter.errors import NodeUnsupported, QuantError
+from emitter.ir import QuantParams
+from emitter.ops.base import QIn
+
+
+def onnx_attrs(node: onnx.NodeProto) -> dict[str, Any]:
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def to_int8(data: np.ndarray, quant: QuantParams) -> tuple[np.ndarray, QuantParams]:
+    """uint8 -> int8 with zero point - 128: exact, the real values are unchanged."""
+    if data.dtype == np.uint8:
+        data = (data.astype(np.int16) - 128).astype(np.int8)
+        quant = QuantParams(quant.scale, (quant.zero_point.astype(np.int32) - 128), quant.axis)
+    return data, quant
+
+
+def read_qparams(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype], node: onnx.NodeProto,
+                 scale_name: str, zp_name: str | None, axis: int | None, for_tensor: str) -> QuantParams:
+    """The QuantParams `node` gives `for_tensor` from its scale and zero point inputs; the zero
+    point's dtype is recorded in zp_dtype (it names the type of com.microsoft QLinear* outputs)."""
+    where = f"tensor '{for_tensor}' (node '{node.name or node.op_type}')"
+    if scale_name not in inits:
+        raise NodeUnsupported(f"scale '{scale_name}' of '{for_tensor}' is not a constant")
+    scale_arr = inits[scale_name]
+    try:  # float32/16, bfloat16 (ml_dtypes) all convert; strings and bools do not belong here
+        scale = np.asarray(scale_arr, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        scale = np.zeros(0)
+    if scale_arr.dtype.kind in "bOSU" or scale.size == 0:
+        raise QuantError(f"{where}: scale '{scale_name}' is {scale_arr.dtype} with "
+                         f"{scale_arr.size} values; scales must be non-empty float tensors: "
+                         "re-quantize the model")
+    if zp_name and zp_name in inits:
+        zp_arr = inits[zp_name]
+        if zp_arr.dtype.kind not in "iu":
+            raise QuantError(f"{where}: zero point '{zp_name}' is {zp_arr.dtype}; zero points "
+                             "must be integers: re-quantize the model")
+        zp = np.asarray(zp_arr, dtype=np.int64).ravel()
+        dtype = zp_arr.dtype
+    elif zp_name:
+        raise NodeUnsupported(f"zero point '{zp_name}' of '{for_tensor}' is not a constant")
+    else:
+        zp, dtype = np.zeros(scale.shape, np.int64), np.dtype(np.uint8)
+    if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
+        raise QuantError(f"{where}: scale {scale[:4]} must be finite and > 0; re-quantize "
+                         "the model with valid calibration data")
+    if zp.size not in (1, scale.size):
+        raise QuantError(f"{where}: {zp.size} zero points for {scale.size} scales; give one "
+                         "zero point per scale")
+    zp_dtype.setdefault(for_tensor, np.dtype(dtype))
+    info = np.iinfo(dtype)
+    if zp.min() < info.min or zp.max() > info.max:
+        raise QuantError(f"{where}: zero point out of the {dtype} range")
+    zp = np.broadcast_to(zp, scale.shape).astype(np.int32)
+    return QuantParams(scale, zp, axis if scale.size > 1 else None)
+
+
+def dq_axis(node: onnx.NodeProto, data_shape: tuple[int, ...]) -> int:
+    axis = int(onnx_attrs(node).get("axis", 1))
+    return axis + len(data_shape) if axis < 0 else axis
+
+
+def dequantized_const(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype],
+                      node: onnx.NodeProto) -> QIn:
+    """DequantizeLinear of an initializer: its integer data (int8, or int32 bias) and QuantParams."""
+    src = node.input[0]
+    zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
+    data = inits[src]
+    if data.size == 0:
+        raise QuantError(f"constant '{src}' (node '{node.name}') is empty (shape "
+                         f"{list(data.shape)}); re-export the model with its weights")
+    axis = dq_axis(node, data.shape)
+    quant = read_qparams(inits, zp_dtype, node, node.input[1], zp, axis, src)
+    if quant.axis is not None and not 0 <= quant.axis < data.ndim:
+        raise QuantError(f"'{src}' (node '{node.name}'): per-axis quantization along axis "
+                         f"{quant.axis} of a {data.ndim}-D tensor; fix the axis attribute")
+    if quant.axis is not None and data.shape[quant.axis] != quant.scale.size:
+        raise QuantError(f"'{src}' (node '{node.name}'): {quant.scale.size} per-axis scales "
+                         f"for axis {quant.axis} of length {data.shape[quant.axis]}; give "
+                         "one scale per channel")
+    if data.dtype == np.int32 and np.any(quant.zero_point != 0):
+        # int32 (bias) with a zero point: q - zp with zero point 0 is the same real value
+        zp_b = quant.zero_point.astype(np.int64)
+        if quant.axis is not None:
+            zp_b = zp_b.reshape([-1 if d == quant.axis else 1 for d in range(data.ndim)])
+        folded = data.astype(np.int64) - zp_b
+        if folded.min() < -(1 << 31) or folded.max() >= 1 << 31:
+            raise QuantError(f"'{src}' (node '{node.name}'): int32 values minus their zero "
+                             "point overflow int32; re-quantize with zero point 0")
+        data = folded.astype(np.int32)
+        quant = QuantParams(quant.scale, np.zeros_like(quant.zero_point), quant.axis)
+    data, quant = to_int8(data, quant)
+    return QIn(None, data, quant, tuple(data.shape))

@@ -1,0 +1,170 @@
+"""What the lowering rules share: indices over the ONNX graph, and the IR being built.
+
+The rules (qdq.py, qoperator.py, float_chains.py, graph_io.py) read the ONNX graph through a
+LowerState and add IR tensors and nodes through its LowerCtx; an op's own lower() only sees the
+QNode and the LowerCtx (emitter/ops/base.py).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Callable
+
+import numpy as np
+import onnx
+
+from emitter.errors import NodeUnsupported, QuantError
+from emitter.frontend import OnnxModel
+from emitter.ir import Boundary, QuantParams
+from emitter.lower.qparams import onnx_attrs, read_qparams
+from emitter.ops.base import LowerCtx, QIn, QNode
+from emitter.quant import round_half_away
+
+FULL_RANGE = (-128, 127)  # a clamp to this range is no clamp
+
+
+class LowerState:
+    def __init__(self, m: OnnxModel, lowering: dict[str, Callable[[LowerCtx, QNode], None]],
+                 inits: dict[str, np.ndarray], folded: set[str]):
+        self.m = m
+        self.g = m.graph
+        self.ctx = LowerCtx(m)
+        self.lowering = lowering  # ONNX op type -> its op module's lower()
+        self.inits = inits
+        self.folded = folded  # first outputs of nodes evaluated at build time (passes/fold.py)
+        self.producer = {o: n for n in self.g.node for o in n.output}
+        self.consumers: dict[str, list[onnx.NodeProto]] = {}
+        for n in self.g.node:
+            for i in n.input:
+                if i:
+                    self.consumers.setdefault(i, []).append(n)
+        self.graph_outputs = {o.name for o in self.g.output}
+        self.quant_of: dict[str, QuantParams] = {}  # ONNX int8 tensor -> its QuantParams
+        self.zp_dtype: dict[str, np.dtype] = {}  # tensor -> dtype of the zero point naming it
+        self.dq_const: dict[str, QIn] = {}  # float name -> constant QIn
+        self.dq_act: dict[str, str] = {}  # float name -> IR int8 tensor
+        self.ir_name: dict[str, str] = {}  # ONNX int8 tensor -> IR int8 tensor
+        self.done: set[str] = set()  # first outputs of ONNX nodes absorbed into a pattern
+        self.absorbed: list[onnx.NodeProto] = []  # nodes the current pattern absorbed
+        self.problems: list[tuple[str, str, int, str]] = []
+        self.boundaries: dict[str, Boundary] = {}
+        self.inputs: list[str] = []
+        self.outputs: list[str] = []
+
+    def qparams(self, node: onnx.NodeProto, scale_name: str, zp_name: str | None,
+                axis: int | None, for_tensor: str) -> QuantParams:
+        return read_qparams(self.inits, self.zp_dtype, node, scale_name, zp_name, axis, for_tensor)
+
+    def out_quant(self, name: str) -> QuantParams:
+        """The QuantParams of an int8 tensor a Q/QLinear node produces (constants required)."""
+        if name not in self.quant_of:
+            raise NodeUnsupported(f"the scale and zero point of '{name}' must be constant initializers")
+        return self.quant_of[name]
+
+    def onnx_dtype(self, name: str) -> np.dtype | None:
+        """The ONNX element type; com.microsoft QLinear* outputs have no inferred type, so the
+        dtype of the zero point that names the tensor tells."""
+        return self.m.dtypes.get(name, self.zp_dtype.get(name))
+
+    def opset_of(self, node: onnx.NodeProto) -> int:
+        for o in self.m.model.opset_import:
+            if o.domain == node.domain or (node.domain in ("", "ai.onnx") and o.domain in ("", "ai.onnx")):
+                return int(o.version)
+        return self.m.opset
+
+    def single_consumer(self, t: str) -> onnx.NodeProto | None:
+        users = self.consumers.get(t, [])
+        if len(users) == 1 and t not in self.graph_outputs:
+            return users[0]
+        return None
+
+    def int8_tensor(self, onnx_name: str, quant: QuantParams,
+                    shape_hint: tuple[int, ...] | None = None, synthetic: bool = False) -> str:
+        """IR tensor for an ONNX int8/uint8 activation, created on first sight (synthetic: the
+        int8 form mcugen chose for a float tensor of a float chain)."""
+        if onnx_name in self.ir_name:
+            name = self.ir_name[onnx_name]
+            known = self.ctx.tensors[name].quant
+            if known is not None and not known.same_as(quant):
+                raise QuantError(f"tensor '{onnx_name}' is dequantized with two different scales "
+                                 "or zero points; re-export the model with one per tensor")
+            return name
+        dtype = np.dtype(np.int8) if synthetic else self.onnx_dtype(onnx_name)
+        if dtype is not None and dtype == np.uint8:
+            quant = QuantParams(quant.scale, quant.zero_point - 128, quant.axis)
+        elif dtype is not None and dtype != np.int8:
+            raise NodeUnsupported(f"activation '{onnx_name}' has type {dtype}; mcugen runs int8 "
+                                  "(or uint8) activations only")
+        if quant.scale.size != 1:
+            raise QuantError(f"activation '{onnx_name}' is quantized per-axis; activations must be "
+                             "per-tensor (re-quantize with per-tensor activations)")
+        if not -128 <= quant.zp <= 127:
+            raise QuantError(f"activation '{onnx_name}' has zero point {quant.zp} (as int8), outside "
+                             "[-128, 127]; its zero point does not fit its int8/uint8 type: "
+                             "re-quantize the model")
+        shape = self.m.shapes.get(onnx_name, shape_hint)
+        if shape == ():
+            shape = (1,)  # a scalar activation is stored as one element
+        if shape is None:
+            raise NodeUnsupported(f"shape of '{onnx_name}' is unknown after shape inference")
+        name = self.ctx.act(onnx_name, shape, quant)
+        if not synthetic:  # a float chain's tensor is reached through dq_act, not as int8 ONNX data
+            self.ir_name[onnx_name] = name
+        return name
+
+    def qin(self, float_name: str) -> QIn:
+        """The QIn a float tensor of a QDQ pattern stands for: DQ(constant), DQ(activation) or a
+        plain (float) initializer; "" is an absent optional input."""
+        if float_name in self.dq_const:
+            return self.dq_const[float_name]
+        if float_name in self.dq_act:
+            ir = self.dq_act[float_name]
+            t = self.ctx.tensors[ir]
+            return QIn(ir, None, t.quant, t.shape)
+        if float_name in self.inits:
+            arr = self.inits[float_name]
+            return QIn(None, arr, None, tuple(arr.shape))
+        if float_name == "":
+            return QIn(None, None, None, ())
+        raise NodeUnsupported(f"input '{float_name}' is a float tensor that no DequantizeLinear "
+                              "produces; mcugen needs a fully quantized (QDQ) model")
+
+    def act_qin(self, onnx_name: str) -> QIn:
+        ir = self.ir_name[onnx_name]
+        t = self.ctx.tensors[ir]
+        return QIn(ir, None, t.quant, t.shape)
+
+    def make_qnode(self, node: onnx.NodeProto, op_type: str, inputs: list[QIn], out_onnx: str,
+                   out_q: QuantParams, lo: float, hi: float, bias: QIn | None, source: str,
+                   shape_hint: tuple[int, ...] | None = None, synthetic: bool = False) -> QNode:
+        """The QNode of `node`, its output tensor created; [lo, hi] (real values) is the range of a
+        fused Relu/Clip chain, quantized to the output's int8 codes."""
+        out = self.int8_tensor(out_onnx, out_q, shape_hint, synthetic)
+        oq = self.ctx.tensors[out].quant
+        assert oq is not None
+        act_min, act_max = FULL_RANGE
+        if lo > -math.inf:
+            act_min = max(act_min, oq.zp + round_half_away(lo / oq.s))
+        if hi < math.inf:
+            act_max = min(act_max, oq.zp + round_half_away(hi / oq.s))
+        if act_min > act_max:
+            raise NodeUnsupported(f"the fused clamp range [{lo}, {hi}] is empty after quantization")
+        return QNode(node, op_type, inputs, out, self.ctx.tensors[out].shape, oq, act_min, act_max,
+                     onnx_attrs(node), bias, source)
+
+    def lower_qnode(self, op_type: str, q: QNode, clamp_name: str = "") -> None:
+        """Run the op module's lower() for q. A clamp narrower than int8 (a Relu/Clip chain) is
+        not the op's business here: the op writes its output unclamped, and one standalone
+        `requantize` node (same quant in and out) clamps it into q.output; passes/fuse.py moves it
+        back into the op where the op can take it."""
+        if (q.act_min, q.act_max) == FULL_RANGE:
+            self.lowering[op_type](self.ctx, q)
+            return
+        nodes, start = self.ctx.nodes, len(self.ctx.nodes)
+        self.lowering[op_type](self.ctx, replace(q, act_min=FULL_RANGE[0], act_max=FULL_RANGE[1]))
+        mid = self.ctx.unique(f"{q.output}__unclamped")
+        self.ctx.tensors[mid] = replace(self.ctx.tensors[q.output], name=mid)
+        k = next(k for k in range(start, len(nodes)) if q.output in nodes[k].outputs)
+        nodes[k] = replace(nodes[k], outputs=tuple(mid if o == q.output else o for o in nodes[k].outputs))
+        self.ctx.emit(q, "requantize", [mid], q.output, {"act_min": q.act_min, "act_max": q.act_max},
+                      name=clamp_name or None)
