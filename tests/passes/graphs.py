@@ -15,7 +15,7 @@ from onnx import numpy_helper as NH
 from emitter import frontend
 from emitter.ir import Graph, Node, QuantParams, Tensor
 
-ONNX_TYPES = {"float": TP.FLOAT, "int8": TP.INT8, "uint8": TP.UINT8}
+ONNX_TYPES = {"float": TP.FLOAT, "int8": TP.INT8, "uint8": TP.UINT8, "int32": TP.INT32}
 
 
 def init(name: str, value: Any, dtype: Any = np.float32) -> onnx.TensorProto:
