@@ -41,16 +41,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from emitter.boards import load_board
-from emitter.golden.conv2d import mcu_conv2d_s8
-from emitter.golden.depthwise_conv2d import mcu_depthwise_conv2d_s8
-from emitter.golden.fully_connected import mcu_fully_connected_s8
-from emitter.kernel_params import (
-    ConvParams,
-    DepthwiseConvParams,
-    Dims,
-    FCParams,
-    QuantIO,
-)
+from emitter.kernels.common import Dims, QuantIO
+from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
+from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
+from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 from tests.ckernels import conv_out_size, realistic_multipliers, wide_multipliers
 
 MODELS_DIR = ROOT.parent / "shared" / "models"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.ir import Graph, Layout, Node, Tensor
-from emitter.kernel_params import Bcast
+from emitter.kernels.common import Bcast
 from emitter.layout import index_map
 from emitter.ops.base import ConstArg, LayoutPlan, TensorArg
 from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode

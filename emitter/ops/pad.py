@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.golden.pad import mcu_pad_s8
 from emitter.ir import Graph, Layout, Node
-from emitter.kernel_params import PadParams, pad_rank
+from emitter.kernels.common import pad_rank
+from emitter.kernels.mcu_pad_s8 import PadParams, mcu_pad_s8
 from emitter.layout import is_simple, physical_shape
 from emitter.ops.base import LayoutPlan, Prepared, TensorArg
 from emitter.passes.lower import LowerCtx, NodeUnsupported, QNode
@@ -76,4 +76,4 @@ def prepare(node: Node, g: Graph) -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_pad_s8(p, env[x.name].reshape(shape)).ravel()
 
-    return Prepared("mcu_pad_s8", p, (TensorArg(x.name), TensorArg(y.name)), golden)
+    return Prepared("mcu_pad_s8", p, {"input": TensorArg(x.name), "output": TensorArg(y.name)}, golden)

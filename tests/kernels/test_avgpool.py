@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.avgpool import mcu_avgpool_s8
-from emitter.kernel_params import Dims, PoolParams
+from emitter.kernels.common import Dims, PoolParams
+from emitter.kernels.mcu_avgpool_s8 import mcu_avgpool_s8
 from tests.ckernels import (
     MCU_ERR_ARG,
     call_kernel,

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.cfmt import PARAM_TYPES, c_struct
-from emitter.golden.avgpool_requant import mcu_avgpool_requant_s8
-from emitter.kernel_params import AvgPoolRequantParams, Dims, PoolParams
+from emitter.cfmt import c_struct
+from emitter.kernels.common import Dims, PoolParams
+from emitter.kernels.mcu_avgpool_requant_s8 import AvgPoolRequantParams, mcu_avgpool_requant_s8
 from emitter.quant import quantize_multiplier, requantize
 from tests.ckernels import (
     INCLUDE,
@@ -264,7 +264,7 @@ def test_c_struct_renders_nested_params(tmp_path: Path) -> None:
     """emitter/cfmt.c_struct renders the two-level nested struct as nested designated
     initializers that gcc accepts (-Wextra -Werror: no missing field) and that hold the values."""
     p, _ = build(CASES["non_square"], np.random.default_rng(0))
-    assert PARAM_TYPES["AvgPoolRequantParams"] == "mcu_avgpool_requant_params_t"
+    assert AvgPoolRequantParams.CTYPE == "mcu_avgpool_requant_params_t"
     text = c_struct(p, {})
     assert "    .pool = {\n        .input = {.n = 1, .h = 7, .w = 10, .c = 4},\n" in text
     q = p.pool

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.concat import mcu_concat_s8
+from emitter.kernels.mcu_concat_s8 import mcu_concat_s8
 from tests.ckernels import MCU_ERR_ARG, call_raw
 
 

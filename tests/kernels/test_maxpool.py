@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.maxpool import mcu_maxpool_s8
-from emitter.kernel_params import Dims, PoolParams
+from emitter.kernels.common import Dims, PoolParams
+from emitter.kernels.mcu_maxpool_s8 import mcu_maxpool_s8
 from tests.ckernels import (
     MCU_ERR_ARG,
     call_kernel,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.pad import mcu_pad_s8
-from emitter.kernel_params import PadParams, pad_rank
+from emitter.kernels.common import pad_rank
+from emitter.kernels.mcu_pad_s8 import PadParams, mcu_pad_s8
 from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 

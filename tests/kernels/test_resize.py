@@ -17,19 +17,19 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from emitter.golden.resize import (
+from emitter.kernels.common import Dims
+from emitter.kernels.mcu_resize_bilinear_s8 import ResizeBilinearParams, mcu_resize_bilinear_s8
+from emitter.kernels.mcu_resize_nearest_s8 import ResizeNearestParams, mcu_resize_nearest_s8
+from emitter.ops.resize import (
     LINEAR_COORD_MODES,
     NEAREST_MODES,
     bilinear_tables,
-    mcu_resize_bilinear_s8,
-    mcu_resize_nearest_s8,
     nearest_indices,
     resize_bilinear_params,
     resize_nearest_params,
     source_coords,
     tflite_bilinear_tables,
 )
-from emitter.kernel_params import Dims, ResizeBilinearParams, ResizeNearestParams
 from emitter.quant import round_half_away
 from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.softmax import mcu_softmax_s8, softmax_params
-from emitter.kernel_params import SoftmaxParams
+from emitter.kernels.mcu_softmax_s8 import SoftmaxParams, mcu_softmax_s8
+from emitter.ops.softmax import softmax_params
 from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 MODE0 = (1.0 / 256, -128)

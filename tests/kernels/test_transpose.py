@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.transpose import mcu_transpose_s8
-from emitter.kernel_params import TransposeParams, pad_rank
+from emitter.kernels.common import pad_rank
+from emitter.kernels.mcu_transpose_s8 import TransposeParams, mcu_transpose_s8
 from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 
