@@ -153,13 +153,11 @@ TYPES = {  # name -> body of its typedef in arm_nn_types.h (v7.0.0)
 def declared_functions() -> dict[str, tuple[str, tuple[str, ...]]]:
     """name -> (return type, parameter types) of every function mcugen or cmsis_sizer.c calls,
     the size functions in each code path's variant."""
-    out: dict[str, tuple[str, tuple[str, ...]]] = {}
-    for name, fn in API.items():
-        out[name] = (fn.ret, tuple(t for t, _ in fn.params))
+    out = {name: (fn.ret, tuple(t for t, _ in fn.params)) for name, fn in API.items()}
+    for fn in API.values():
         if fn.scratch is not None:
             ret, size_fn, params = parse(fn.scratch.declaration)
-            for v in VARIANTS:
-                out[size_fn + v] = (ret, tuple(t for t, _ in params))
+            out.update({size_fn + v: (ret, tuple(t for t, _ in params)) for v in VARIANTS})
     return out
 
 
