@@ -15,7 +15,7 @@
 3. Case table: ~90 random and hand-picked geometries of the three kernels (odd channel counts,
    padding, strides, dilation, depth multipliers, batches, 1x1, c_in = 1, zero-point extremes,
    wide shifts, unaligned tensor and weight addresses) in one firmware per core, compared bit for
-   bit with the numpy golden (emitter/golden/), on the host and on every QEMU core. This is what
+   bit with the numpy golden (emitter/kernels/), on the host and on every QEMU core. This is what
    exercises the __ARM_FEATURE_DSP (M4, M7, M33) and __ARM_FEATURE_MVE (M55) paths, which the
    repository's host tests never compile.
 
@@ -618,7 +618,7 @@ def report(rev: str, cases: list[KCase], checks: dict[str, TableRun],
          "multipliers, batches, 1x1 and C_in = 1 convolutions, filters larger than the conv patch "
          "buffer, zero-point extremes, wide shifts, no bias, and inputs, weights and outputs 0-3 "
          "bytes past a word boundary; outputs compared bit for bit with the numpy golden "
-         "(emitter/golden/). The host and QEMU tests of the repository never compile the DSP and "
+         "(emitter/kernels/). The host and QEMU tests of the repository never compile the DSP and "
          "MVE paths; this table does."),
         "",
         "| target | path | result |",

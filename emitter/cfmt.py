@@ -106,7 +106,7 @@ def _c_value(v: Any, path: str, is_float: bool, refs: Mapping[str, str] | Callab
     if v is None:
         return "NULL"
     if isinstance(v, (int, np.integer)) and not is_float:
-        return c_int(v)
+        return c_int(int(v))
     if is_float or isinstance(v, (float, np.floating)):
         return c_float(v)
     if callable(refs):

@@ -65,7 +65,8 @@ def mcu_add_s8(p: AddParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
-    c: AddParams = p.params
+    c = p.params
+    assert isinstance(c, AddParams)
     full = Bcast(1, c.size)
     if c.in1 != full or c.in2 != full or c.input2_multiplier < 0:
         return None

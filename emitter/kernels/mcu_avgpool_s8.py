@@ -40,7 +40,8 @@ def mcu_avgpool_s8(p: PoolParams, x: np.ndarray) -> np.ndarray:
 
 def pool_call(conv: Converter, p: Prepared, fn: str) -> tuple[Prepared, ScratchRequest | None]:
     """arm_avgpool_s8 / arm_max_pool_s8 of a mcu_pool_params_t call."""
-    c: PoolParams = p.params
+    c = p.params
+    assert isinstance(c, PoolParams)
     params = {"stride": tile(c.stride_w, c.stride_h), "padding": tile(c.pad_left, c.pad_top),
               "activation": {"min": c.act_min, "max": c.act_max}}
     return conv.call(p, fn, {

@@ -68,7 +68,8 @@ def per_channel_quant(c: Any, pad: int) -> StructArg:
 
 
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
-    c: ConvParams = p.params
+    c = p.params
+    assert isinstance(c, ConvParams)
     ops = p.operands
     if conv.var == "mve" and (problem := mve_1xn_problem(c)):
         conv.refusal = problem

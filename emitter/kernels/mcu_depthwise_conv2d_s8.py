@@ -61,7 +61,8 @@ def mcu_depthwise_conv2d_s8(p: DepthwiseConvParams, input: np.ndarray, filter: n
 
 
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
-    c: DepthwiseConvParams = p.params
+    c = p.params
+    assert isinstance(c, DepthwiseConvParams)
     ops = p.operands
     f, b = ops["filter"], ops["bias"]
     assert isinstance(f, ConstArg)

@@ -50,7 +50,8 @@ def mcu_fully_connected_s8(p: FCParams, input: np.ndarray, weights: np.ndarray,
 
 
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
-    c: FCParams = p.params
+    c = p.params
+    assert isinstance(c, FCParams)
     ops = p.operands
     w, b = ops["weights"], ops["bias"]
     assert isinstance(w, ConstArg)

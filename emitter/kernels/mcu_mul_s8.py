@@ -53,7 +53,8 @@ def mcu_mul_s8(p: MulParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
-    c: MulParams = p.params
+    c = p.params
+    assert isinstance(c, MulParams)
     full = Bcast(1, c.size)
     if c.in1 != full or c.in2 != full:
         return None

@@ -58,7 +58,8 @@ def pad_axes(shape: tuple[int, ...], before: tuple[int, ...], after: tuple[int, 
 
 
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
-    c: PadParams = p.params
+    c = p.params
+    assert isinstance(c, PadParams)
     axes = pad_axes(c.in_shape[:c.rank], c.pad_before[:c.rank], c.pad_after[:c.rank])
     if axes is None:
         return None

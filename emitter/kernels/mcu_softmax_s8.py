@@ -144,7 +144,8 @@ def mcu_softmax_s8(p: SoftmaxParams, x: np.ndarray) -> np.ndarray:
 
 
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
-    c: SoftmaxParams = p.params
+    c = p.params
+    assert isinstance(c, SoftmaxParams)
     if c.output_mode != 0:
         return None
     return conv.call(p, "arm_softmax_s8", {

@@ -41,7 +41,8 @@ def mcu_transpose_s8(p: TransposeParams, x: np.ndarray) -> np.ndarray:
 
 
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
-    c: TransposeParams = p.params
+    c = p.params
+    assert isinstance(c, TransposeParams)
     # The smallest equivalent transpose (relayouts already are): then only rank 1 is the
     # identity, and no 4-D perm starts (0, 1), which v7.0.0 runs as a w <-> c swap on MVE.
     shape, perm = squeeze_transpose(c.in_shape[:c.rank], c.perm[:c.rank])

@@ -100,4 +100,5 @@ def prepare(node: Node, g: Graph) -> Prepared:
         return mcu_lut_s8(tab, env[x.name])
 
     return Prepared("mcu_lut_s8", None, {"size": IntArg(y.size), "table": ConstArg("table", tab),
-                                         "input": TensorArg(x.name), "output": TensorArg(y.name)}, golden, summary=node.attrs["function"])
+                                         "input": TensorArg(x.name), "output": TensorArg(y.name)}, golden,
+                    summary=node.attrs["function"])

@@ -1,4 +1,4 @@
-"""mcu_avgpool_s8: host C kernel == numpy golden (emitter/golden/avgpool.py), bit for bit; the
+"""mcu_avgpool_s8: host C kernel == numpy golden (emitter/kernels/mcu_avgpool_s8.py), bit for bit; the
 golden == an independent exact mean (padding excluded, rounded half away from zero); invalid
 parameters -> MCU_ERR_ARG with the output untouched."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""mcu_avgpool_requant_s8: host C kernel == numpy golden (emitter/golden/avgpool_requant.py), bit
+"""mcu_avgpool_requant_s8: host C kernel == numpy golden (emitter/kernels/mcu_avgpool_requant_s8.py), bit
 for bit; the golden == an independent reference (explicit zero-point padding, full windows); the
 golden is within one output quantum of the float mean (divisor filter_h * filter_w); invalid
 parameters -> MCU_ERR_ARG with the output untouched."""
@@ -83,7 +83,7 @@ def build(case: Case, rng: np.random.Generator) -> tuple[AvgPoolRequantParams, n
 
 
 def independent_reference(p: AvgPoolRequantParams, x: np.ndarray) -> np.ndarray:
-    """Slow, independent of emitter.golden: pad explicitly with the input zero point, sum full
+    """Slow, independent of emitter.kernels: pad explicitly with the input zero point, sum full
     filter_h x filter_w windows of (x + input_offset), requantize, clamp."""
     q = p.pool
     bottom = max(0, (q.output.h - 1) * q.stride_h + q.filter_h - q.input.h - q.pad_top)

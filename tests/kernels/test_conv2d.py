@@ -1,4 +1,4 @@
-"""mcu_conv2d_s8: host C kernel == numpy golden (emitter/golden/conv2d.py), bit for bit."""
+"""mcu_conv2d_s8: host C kernel == numpy golden (emitter/kernels/mcu_conv2d_s8.py), bit for bit."""
 from __future__ import annotations
 
 import dataclasses

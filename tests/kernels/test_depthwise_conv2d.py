@@ -1,4 +1,4 @@
-"""mcu_depthwise_conv2d_s8: host C kernel == numpy golden (emitter/golden/depthwise_conv2d.py)."""
+"""mcu_depthwise_conv2d_s8: host C kernel == numpy golden (emitter/kernels/mcu_depthwise_conv2d_s8.py)."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,4 +1,4 @@
-"""mcu_eltwise_f32_s8 (float island): host C kernel == numpy golden (emitter/golden/eltwise_f32.py)
+"""mcu_eltwise_f32_s8 (float island): host C kernel == numpy golden (emitter/kernels/mcu_eltwise_f32_s8.py)
 bit for bit, also at -O2 with and without -ffp-contract=off (and with FMA hardware enabled), and
 on Cortex-M in QEMU (soft-float and FPU); the golden within 1 quantum of float64 math; division by
 zero, inf and NaN follow the documented quantize rule; invalid parameters -> MCU_ERR_ARG with the

@@ -1,4 +1,4 @@
-"""mcu_fully_connected_s8: host C kernel == numpy golden (emitter/golden/fully_connected.py)."""
+"""mcu_fully_connected_s8: host C kernel == numpy golden (emitter/kernels/mcu_fully_connected_s8.py)."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,5 +1,5 @@
 """mcu_layernorm_f32_s8 (float island): host C kernel == numpy golden
-(emitter/golden/layernorm_f32.py) == a scalar np.float32 transcription of the C, bit for bit, also
+(emitter/kernels/mcu_layernorm_f32_s8.py) == a scalar np.float32 transcription of the C, bit for bit, also
 at -O2 with and without -ffp-contract=off (and with FMA hardware enabled), and on Cortex-M in QEMU
 (soft-float and FPU) with params rendered by emitter/cfmt.py; the golden within 1 quantum of
 float64 LayerNormalization; NaN (var + epsilon == 0) -> the output zero point; invalid parameters

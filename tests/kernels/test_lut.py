@@ -1,4 +1,4 @@
-"""mcu_lut_s8: host C kernel == numpy golden (emitter/golden/lut.py), bit for bit, also in place;
+"""mcu_lut_s8: host C kernel == numpy golden (emitter/kernels/mcu_lut_s8.py), bit for bit, also in place;
 table[0] is f(-128) and table[255] is f(127); invalid parameters -> MCU_ERR_ARG."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""mcu_maxpool_s8: host C kernel == numpy golden (emitter/golden/maxpool.py), bit for bit; the
+"""mcu_maxpool_s8: host C kernel == numpy golden (emitter/kernels/mcu_maxpool_s8.py), bit for bit; the
 golden == an independent sliding-window max; invalid parameters -> MCU_ERR_ARG."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""mcu_minmax_s8: host C kernel == numpy golden (emitter/golden/minmax.py), bit for bit; the
+"""mcu_minmax_s8: host C kernel == numpy golden (emitter/kernels/mcu_minmax_s8.py), bit for bit; the
 golden within 1 quantum of float Min/Max; invalid parameters -> MCU_ERR_ARG with the output
 untouched."""
 from __future__ import annotations

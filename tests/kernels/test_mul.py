@@ -1,4 +1,4 @@
-"""mcu_mul_s8: host C kernel == numpy golden (emitter/golden/mul.py), bit for bit; the golden
+"""mcu_mul_s8: host C kernel == numpy golden (emitter/kernels/mcu_mul_s8.py), bit for bit; the golden
 within 1 quantum of float; invalid parameters -> MCU_ERR_ARG with the output untouched."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""mcu_pad_s8: host C kernel == numpy golden (emitter/golden/pad.py) == np.pad, ranks 1..6;
+"""mcu_pad_s8: host C kernel == numpy golden (emitter/kernels/mcu_pad_s8.py) == np.pad, ranks 1..6;
 invalid parameters -> MCU_ERR_ARG with the output untouched."""
 from __future__ import annotations
 

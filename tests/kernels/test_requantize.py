@@ -1,4 +1,4 @@
-"""mcu_requantize_s8: host C kernel == numpy golden (emitter/golden/requantize.py), bit for bit,
+"""mcu_requantize_s8: host C kernel == numpy golden (emitter/kernels/mcu_requantize_s8.py), bit for bit,
 also in place; the golden within 1 quantum of float; invalid parameters -> MCU_ERR_ARG."""
 from __future__ import annotations
 

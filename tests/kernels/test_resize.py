@@ -1,5 +1,5 @@
 """mcu_resize_nearest_s8 / mcu_resize_bilinear_s8: host C kernels == numpy goldens
-(emitter/golden/resize.py), bit for bit; nearest_indices == onnx.reference's Resize (nearest) for
+(emitter/kernels/mcu_resize_*_s8.py), bit for bit; nearest_indices == onnx.reference's Resize (nearest) for
 every coordinate / nearest mode, and == onnxruntime for exactly representable scales
 (tf_half_pixel_for_nn, gone from the reference, at opset 11); bilinear golden within 1 quantum
 of onnx.reference's float Resize (linear) of the dequantized input; tflite_bilinear_tables ==

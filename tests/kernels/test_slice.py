@@ -1,4 +1,4 @@
-"""mcu_slice_s8: host C kernel == numpy golden (emitter/golden/slice.py), bit for bit; the
+"""mcu_slice_s8: host C kernel == numpy golden (emitter/kernels/mcu_slice_s8.py), bit for bit; the
 ONNX Slice / Split builders == onnxruntime; invalid parameters -> MCU_ERR_ARG with the output
 untouched.
 

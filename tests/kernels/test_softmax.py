@@ -1,4 +1,4 @@
-"""mcu_softmax_s8: host C kernel == numpy golden (emitter/golden/softmax.py), bit for bit; the
+"""mcu_softmax_s8: host C kernel == numpy golden (emitter/kernels/mcu_softmax_s8.py), bit for bit; the
 golden == TFLite's reference int8 softmax on published vectors, and within 1 quantum of the float
 softmax (mode 0: scale 1/256, zp -128; mode 1: scale 1/255, zp -128); invalid parameters ->
 MCU_ERR_ARG with the output untouched."""

@@ -1,4 +1,4 @@
-"""mcu_transpose_s8: host C kernel == numpy golden (emitter/golden/transpose.py) ==
+"""mcu_transpose_s8: host C kernel == numpy golden (emitter/kernels/mcu_transpose_s8.py) ==
 ndarray.transpose, ranks 1..6; invalid parameters -> MCU_ERR_ARG with the output untouched."""
 from __future__ import annotations
 
