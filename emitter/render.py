@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import jinja2
@@ -166,11 +166,9 @@ class BundleBuilder:
         before = sum(a.nbytes for a in self.arrays)
         params_ident = params_init = params_type = None
         if p.params is not None:
-            refs = {f.name: self.const(k, f.name, getattr(p.params, f.name))
-                    for f in fields(p.params) if isinstance(getattr(p.params, f.name), np.ndarray)}
             params_type = type(p.params).CTYPE
             params_ident = f"{self.prefix}_l{k}_params"
-            params_init = c_struct(p.params, refs)
+            params_init = c_struct(p.params, functools.partial(self.ref, k, node.name))
         local_decls: list[str] = []
         structs: list[tuple[str, str, str]] = []
         calls = [LayerCall(self.call(k, node.name, p.kernel, p.args, structs, local_decls, params_ident),
@@ -214,9 +212,14 @@ class BundleBuilder:
                 texts.append(ident)
         return f"{kernel}({', '.join(texts)})"
 
-    def ref(self, k: int, node_name: str, path: str, v: CRef) -> str:
-        """The C expression of a CRef field of layer k's struct: a const array (with its cast), the
-        layer's scratch in the arena, or NULL."""
+    def ref(self, k: int, node_name: str, path: str, v: np.ndarray | CRef) -> str:
+        """The C expression of a reference field of layer k's structs: an array of a params
+        struct (a const array named after the field), or a CRef of a CMSIS-NN struct: a const array
+        (with its cast), the layer's scratch in the arena, or NULL."""
+        if isinstance(v, np.ndarray):
+            if "." in path:
+                raise TypeError(f"{path}: array fields are only supported at the top level of a struct")
+            return self.const(k, path, v)
         if v.kind == "array":
             assert v.array is not None
             return f"{v.cast}{self.const(k, v.array.suffix, v.array.data)}"

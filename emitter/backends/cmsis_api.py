@@ -15,6 +15,7 @@ cmsis_sizer.c starts to call is added here, with its declaration copied from arm
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -204,7 +205,7 @@ def sizer_query(fn: str, values: dict[str, CArg], code_path: str) -> ScratchRequ
     return ScratchRequest(size_fn, " ".join([keyword, code_path, *map(str, numbers)]))
 
 
-def precheck(fn: str, values: dict[str, CArg], ident: Any, ctx_size: int) -> str | None:
+def precheck(fn: str, values: dict[str, CArg], ident: Callable[[Any], str], ctx_size: int) -> str | None:
     """C condition that is true when the target's CMSIS-NN needs more than ctx_size bytes;
     `ident(struct_arg)` names the static struct of a StructArg operand."""
     scratch = API[fn].scratch if fn in API else None
