@@ -23,9 +23,11 @@ def conv_operands() -> dict:
               "dilation": {"w": 1, "h": 3}, "activation": {"min": -128, "max": 127}}
     return {"ctx": StructArg("cmsis_nn_context", "ctx", {"buf": CRef("null"), "size": 0}),
             "conv_params": StructArg("cmsis_nn_conv_params", "conv", params),
-            "quant_params": StructArg("cmsis_nn_per_channel_quant_params", "quant", {}),
+            "quant_params": StructArg("cmsis_nn_per_channel_quant_params", "quant",
+                                      {"multiplier": CRef("null"), "shift": CRef("null")}),
             "input_dims": dims[0], "input_data": TensorArg("x"), "filter_dims": dims[1], "filter_data": TensorArg("w"),
-            "bias_dims": StructArg("cmsis_nn_dims", "bias_dims", {}), "bias_data": TensorArg("b"),
+            "bias_dims": StructArg("cmsis_nn_dims", "bias_dims", dict(zip("nhwc", (1, 1, 1, 4)))),
+            "bias_data": TensorArg("b"),
             "output_dims": dims[2], "output_data": TensorArg("y")}
 
 
@@ -56,6 +58,10 @@ def test_operands_follow_the_declaration() -> None:
     with pytest.raises(TypeError, match=r"missing \['bias_data'\], unknown \['bias'\]"):
         operands("arm_convolve_wrapper_s8", {**{k: v for k, v in ops.items() if k != "bias_data"},
                                              "bias": IntArg(0)})
+    params = ops["conv_params"].fields
+    wrong = {**params, "stride": {"x": 1, "y": 1}}  # a struct value with other fields than its typedef
+    with pytest.raises(TypeError, match=r"\(conv_params\)\.stride: cmsis_nn_tile has fields \['w', 'h'\]"):
+        operands("arm_convolve_wrapper_s8", {**ops, "conv_params": StructArg("cmsis_nn_conv_params", "conv", wrong)})
 
 
 def test_precheck_names_the_call_structs() -> None:

@@ -173,12 +173,36 @@ class ScratchRequest:
     query: str
 
 
+def struct_fields(ctype: str) -> dict[str, str]:
+    """field -> C type of a struct of TYPES (`int32_t *multiplier;` -> multiplier: int32_t *)."""
+    out = {}
+    for decl in filter(None, (d.strip() for d in TYPES[ctype].split(";"))):
+        m = re.fullmatch(r"(.*?)\s*(\w+)", decl)
+        assert m is not None, decl
+        out[m.group(2)] = m.group(1)
+    return out
+
+
+def check_struct(ctype: str, fields: dict[str, Any], where: str) -> None:
+    """A struct value holds exactly the fields of its typedef, nested structs recursively."""
+    want = struct_fields(ctype)
+    if list(fields) != list(want):
+        raise TypeError(f"{where}: {ctype} has fields {list(want)}, the value {list(fields)}")
+    for name, v in fields.items():
+        if isinstance(v, dict):
+            check_struct(want[name], v, f"{where}.{name}")
+
+
 def operands(fn: str, values: dict[str, CArg]) -> dict[str, CArg]:
-    """`values` in the parameter order of `fn`; every parameter given, nothing else."""
+    """`values` in the parameter order of `fn`; every parameter given, nothing else, and every
+    struct operand with the fields of its type."""
     names = API[fn].names
     if set(values) != set(names):
         missing, extra = sorted(set(names) - set(values)), sorted(set(values) - set(names))
         raise TypeError(f"{fn}: operands missing {missing}, unknown {extra}")
+    for name, v in values.items():
+        if isinstance(v, StructArg):
+            check_struct(v.ctype, v.fields, f"{fn}({name})")
     return {name: values[name] for name in names}
 
 
