@@ -17,6 +17,7 @@ import pytest
 from emitter.kernels import KERNELS
 
 HEADER = Path(__file__).resolve().parent.parent / "mcu_runtime" / "include" / "mcu_nn.h"
+C_KERNELS = HEADER.parent.parent / "kernels"
 
 
 def c_structs(text: str) -> dict[str, list[tuple[str, str]]]:
@@ -107,3 +108,10 @@ def test_a_changed_field_type_is_found() -> None:
     text = HEADER.read_text().replace("    int32_t perm[MCU_MAX_RANK];", "    int32_t perm;")
     assert mismatches(c_structs(text), twins()) == [
         "mcu_transpose_params_t.perm: C type `int32_t` does not hold a Python tuple[int, ...]"]
+
+
+def test_one_twin_per_c_kernel() -> None:
+    """emitter/kernels/mcu_<k>.py beside every mcu_runtime/kernels/mcu_<k>.c (path files and the
+    _ref.c reference belong to their kernel)."""
+    kernels = {p.stem for p in C_KERNELS.glob("mcu_*.c") if not re.search(r"_(generic|dsp|mve|ref)$", p.stem)}
+    assert set(KERNELS) == kernels and len(KERNELS) == 20
