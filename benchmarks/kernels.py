@@ -15,7 +15,7 @@
 3. Case table: ~90 random and hand-picked geometries of the three kernels (odd channel counts,
    padding, strides, dilation, depth multipliers, batches, 1x1, c_in = 1, zero-point extremes,
    wide shifts, unaligned tensor and weight addresses) in one firmware per core, compared bit for
-   bit with the numpy golden (emitter/golden/), on the host and on every QEMU core. This is what
+   bit with the numpy golden (emitter/kernels/), on the host and on every QEMU core. This is what
    exercises the __ARM_FEATURE_DSP (M4, M7, M33) and __ARM_FEATURE_MVE (M55) paths, which the
    repository's host tests never compile.
 
@@ -41,16 +41,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from emitter.boards import load_board
-from emitter.golden.conv2d import mcu_conv2d_s8
-from emitter.golden.depthwise_conv2d import mcu_depthwise_conv2d_s8
-from emitter.golden.fully_connected import mcu_fully_connected_s8
-from emitter.kernel_params import (
-    ConvParams,
-    DepthwiseConvParams,
-    Dims,
-    FCParams,
-    QuantIO,
-)
+from emitter.kernels.common import Dims, QuantIO
+from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
+from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
+from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 from tests.ckernels import conv_out_size, realistic_multipliers, wide_multipliers
 
 MODELS_DIR = ROOT.parent / "shared" / "models"
@@ -624,7 +618,7 @@ def report(rev: str, cases: list[KCase], checks: dict[str, TableRun],
          "multipliers, batches, 1x1 and C_in = 1 convolutions, filters larger than the conv patch "
          "buffer, zero-point extremes, wide shifts, no bias, and inputs, weights and outputs 0-3 "
          "bytes past a word boundary; outputs compared bit for bit with the numpy golden "
-         "(emitter/golden/). The host and QEMU tests of the repository never compile the DSP and "
+         "(emitter/kernels/). The host and QEMU tests of the repository never compile the DSP and "
          "MVE paths; this table does."),
         "",
         "| target | path | result |",

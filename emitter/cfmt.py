@@ -3,24 +3,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
 C_TYPES = {"int8": "int8_t", "int32": "int32_t", "uint8": "uint8_t", "int16": "int16_t",
            "uint32": "uint32_t", "float32": "float"}
-PARAM_TYPES = {
-    "ConvParams": "mcu_conv_params_t", "DepthwiseConvParams": "mcu_depthwise_conv_params_t",
-    "FCParams": "mcu_fc_params_t", "PoolParams": "mcu_pool_params_t", "AddParams": "mcu_add_params_t",
-    "MulParams": "mcu_mul_params_t", "RequantizeParams": "mcu_requantize_params_t",
-    "SoftmaxParams": "mcu_softmax_params_t", "PadParams": "mcu_pad_params_t",
-    "TransposeParams": "mcu_transpose_params_t",
-    "AvgPoolRequantParams": "mcu_avgpool_requant_params_t",
-    "EltwiseF32Params": "mcu_eltwise_f32_params_t",
-    "LayerNormF32Params": "mcu_layernorm_f32_params_t",
-    "SliceParams": "mcu_slice_params_t", "ResizeNearestParams": "mcu_resize_params_t",
-    "ResizeBilinearParams": "mcu_resize_bilinear_params_t", "MinMaxParams": "mcu_minmax_params_t",
-}
 
 
 def c_int(v: int) -> str:
@@ -67,66 +56,64 @@ def c_string(text: Any) -> str:
     return '"' + "".join(out) + '"'
 
 
-def _is_flat(value: Any) -> bool:
-    """A dataclass with no dataclass fields: it renders on one line."""
-    return not any(dataclasses.is_dataclass(getattr(value, g.name)) for g in dataclasses.fields(value))
+def _fields(value: Any) -> list[tuple[str, Any, bool]]:
+    """(name, value, declared float) of a dataclass's fields or a dict's items."""
+    if isinstance(value, dict):
+        return [(name, v, False) for name, v in value.items()]
+    return [(f.name, getattr(value, f.name), f.type in ("float", float)) for f in dataclasses.fields(value)]
 
 
-def _is_float_field(f: dataclasses.Field[Any]) -> bool:
-    """Annotated `float` (kernel_params uses postponed annotations, so usually the string)."""
-    return f.type in ("float", float)
+def _is_struct(value: Any) -> bool:
+    """A dict of struct fields, or a struct twin (a dataclass naming its C type in CTYPE)."""
+    return isinstance(value, dict) or (dataclasses.is_dataclass(value) and hasattr(value, "CTYPE"))
 
 
-def _c_scalar(v: Any, where: str, is_float: bool = False) -> str:
-    """An int, a float (exact float32 literal), None (NULL) or a tuple of ints (inline C array)
-    as C text. `is_float`: the field is declared float, so an int value renders as a float too."""
-    if isinstance(v, np.ndarray):
-        raise TypeError(f"{where}: array fields are only supported at the top level of a struct")
+def c_struct(value: Any, refs: Mapping[str, str] | Callable[[str, Any], str] | None = None,
+             indent: int = 1) -> str:
+    """A designated initializer for a struct value: a params dataclass of emitter/kernels/ (C type
+    `type(value).CTYPE`) or the dict of a CMSIS-NN struct's fields. The one formatter of struct
+    values.
+
+    An int renders via c_int; a float, or any value of a field annotated `float`, as an exact
+    float32 literal (c_float); None as NULL; a tuple of ints as an inline C array. A nested struct
+    (dataclass or dict) without nested structs of its own renders on one line
+    (`.input = {.n = 1, .h = 8, ...}`), a deeper one as an indented block, recursively. Anything
+    else (an np.ndarray of a params struct, a CRef of a CMSIS-NN struct) is a reference the caller
+    names: `refs[path]` or `refs(path, value)`, with path the dotted field path.
+    """
+    return _c_struct(value, refs if refs is not None else {}, indent, "")
+
+
+def _c_struct(value: Any, refs: Mapping[str, str] | Callable[[str, Any], str], indent: int, where: str) -> str:
+    pad = "    " * indent
+    parts = []
+    for name, v, is_float in _fields(value):
+        path = where + name
+        if _is_struct(v):
+            if not any(_is_struct(x) for _, x, _ in _fields(v)):
+                inner = ", ".join(f".{n} = {_c_value(x, f'{path}.{n}', fl, refs)}" for n, x, fl in _fields(v))
+                parts.append(f"{pad}.{name} = {{{inner}}},")
+            else:
+                parts.append(f"{pad}.{name} = {_c_struct(v, refs, indent + 1, path + '.')},")
+        else:
+            parts.append(f"{pad}.{name} = {_c_value(v, path, is_float, refs)},")
+    return "{\n" + "\n".join(parts) + "\n" + "    " * (indent - 1) + "}"
+
+
+def _c_value(v: Any, path: str, is_float: bool, refs: Mapping[str, str] | Callable[[str, Any], str]) -> str:
     if isinstance(v, tuple):
         return f"{{{', '.join(c_int(x) for x in v)}}}"
     if v is None:
         return "NULL"
+    if isinstance(v, (int, np.integer)) and not is_float:
+        return c_int(int(v))
     if is_float or isinstance(v, (float, np.floating)):
         return c_float(v)
-    return c_int(v)
-
-
-def c_struct(value: Any, arrays: dict[str, str], indent: int = 1) -> str:
-    """A designated initializer for a kernel_params dataclass; ndarray fields name the const
-    arrays listed in `arrays` (field name -> C identifier).
-
-    A nested dataclass without dataclass fields of its own renders on one line
-    (`.input = {.n = 1, .h = 8, ...}`); a deeper one renders as an indented block, recursively, to
-    any depth. ndarray fields are only supported at the top level (`arrays` is keyed by field name).
-    float fields render through c_float, None fields as NULL.
-    """
-    pad = "    " * indent
-    parts = []
-    for f in dataclasses.fields(value):
-        v = getattr(value, f.name)
-        if dataclasses.is_dataclass(v):
-            if _is_flat(v):
-                inner = ", ".join(f".{g.name} = "
-                                  f"{_c_scalar(getattr(v, g.name), f'{f.name}.{g.name}', _is_float_field(g))}"
-                                  for g in dataclasses.fields(v))
-                parts.append(f"{pad}.{f.name} = {{{inner}}},")
-            else:
-                parts.append(f"{pad}.{f.name} = {_c_nested(v, f.name, indent + 1)},")
-        elif isinstance(v, np.ndarray):
-            parts.append(f"{pad}.{f.name} = {arrays[f.name]},")
-        else:
-            parts.append(f"{pad}.{f.name} = {_c_scalar(v, f.name, _is_float_field(f))},")
-    return "{\n" + "\n".join(parts) + "\n" + "    " * (indent - 1) + "}"
-
-
-def _c_nested(value: Any, where: str, indent: int) -> str:
-    """c_struct of a nested dataclass, which may not hold arrays (render.py collects only the
-    top-level ones)."""
-    for g in dataclasses.fields(value):
-        if isinstance(getattr(value, g.name), np.ndarray):
-            raise TypeError(f"{where}.{g.name}: array fields are only supported at the top level "
-                            "of a struct")
-    return c_struct(value, {}, indent)
+    if callable(refs):
+        return refs(path, v)
+    if path not in refs:
+        raise TypeError(f"{path}: no C name for this {type(v).__name__} field")
+    return refs[path]
 
 
 def c_float(v: float) -> str:

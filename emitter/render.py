@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import jinja2
@@ -17,7 +17,6 @@ import numpy as np
 from emitter import __version__
 from emitter.cfmt import (
     C_TYPES,
-    PARAM_TYPES,
     c_array,
     c_comment,
     c_float,
@@ -31,7 +30,7 @@ from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.ir import Tensor
 from emitter.layout import is_identity
-from emitter.backends.cmsis_nn import RETURNS_VOID, precheck
+from emitter.backends.cmsis_api import RETURNS_VOID, precheck
 from emitter.backends.cmsis_version import supported as cmsis_supported
 from emitter.ops.base import CArg, ConstArg, CRef, IntArg, NullArg, StructArg, TensorArg, TensorListArg
 from emitter.planner import scratch_of
@@ -119,7 +118,7 @@ class Layer:
 
 def ctx_size(p) -> int:
     """The size field of a CMSIS-NN call's context (0 for calls without one)."""
-    ctx = p.args[0] if p.args else None
+    ctx = p.operands.get("ctx")
     return int(ctx.fields["size"]) if isinstance(ctx, StructArg) and ctx.ctype == "cmsis_nn_context" else 0
 
 
@@ -167,11 +166,9 @@ class BundleBuilder:
         before = sum(a.nbytes for a in self.arrays)
         params_ident = params_init = params_type = None
         if p.params is not None:
-            refs = {f.name: self.const(k, f.name, getattr(p.params, f.name))
-                    for f in fields(p.params) if isinstance(getattr(p.params, f.name), np.ndarray)}
-            params_type = PARAM_TYPES[type(p.params).__name__]
+            params_type = type(p.params).CTYPE
             params_ident = f"{self.prefix}_l{k}_params"
-            params_init = c_struct(p.params, refs)
+            params_init = c_struct(p.params, functools.partial(self.ref, k, node.name))
         local_decls: list[str] = []
         structs: list[tuple[str, str, str]] = []
         calls = [LayerCall(self.call(k, node.name, p.kernel, p.args, structs, local_decls, params_ident),
@@ -183,13 +180,12 @@ class BundleBuilder:
         comment += [self.describe("in ", i) for i in node.inputs if i and not self.g.t(i).is_const]
         comment.append(self.describe("out", out))
         comment.append(f"kernel {p.kernel}: {c_comment(p.summary)}; MACs {p.macs}")
-        idents = {ctype_suffix: ident for (_, ident, _), ctype_suffix in
-                  zip(structs, [a.suffix for a in p.args if isinstance(a, StructArg)])}
         return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
                      params_init, tuple(local_decls), tuple(calls), tuple(comment),
                      self.ptr(out), self.g.t(out).shape, self.g.t(out).nbytes,
                      self.c.plan.offset_of(out), p.macs, sum(a.nbytes for a in self.arrays) - before,
-                     tuple(structs), precheck(p.kernel, idents, ctx_size(p)))
+                     tuple(structs),
+                     precheck(p.kernel, p.operands, lambda a: f"{self.prefix}_l{k}_{a.suffix}", ctx_size(p)))
 
     def call(self, k: int, node_name: str, kernel: str, args: tuple[CArg, ...],
              structs: list[tuple[str, str, str]], local_decls: list[str],
@@ -199,7 +195,7 @@ class BundleBuilder:
         for a in args:
             if isinstance(a, StructArg):
                 ident = f"{self.prefix}_l{k}_{a.suffix}"
-                structs.append((a.ctype, ident, self.struct_init(k, node_name, a.fields, 1)))
+                structs.append((a.ctype, ident, c_struct(a.fields, functools.partial(self.ref, k, node_name))))
                 texts.append(f"&{ident}")
             elif isinstance(a, TensorArg):
                 texts.append(self.ptr(a.name))
@@ -216,26 +212,20 @@ class BundleBuilder:
                 texts.append(ident)
         return f"{kernel}({', '.join(texts)})"
 
-    def struct_init(self, k: int, node_name: str, fields: dict[str, Any], indent: int) -> str:
-        """Designated initializer of a CMSIS-NN struct: ints, nested dicts, CRefs."""
-        pad = "    " * indent
-        parts = []
-        for name, v in fields.items():
-            if isinstance(v, dict):
-                inner = ", ".join(f".{n} = {c_int(x)}" for n, x in v.items())
-                parts.append(f"{pad}.{name} = {{{inner}}},")
-            elif isinstance(v, CRef):
-                if v.kind == "array":
-                    assert v.array is not None
-                    parts.append(f"{pad}.{name} = {v.cast}{self.const(k, v.array.suffix, v.array.data)},")
-                elif v.kind == "scratch":
-                    offset = scratch_of(self.c.plan, node_name)
-                    parts.append(f"{pad}.{name} = (void *)({self.prefix}_arena + {offset}),")
-                else:
-                    parts.append(f"{pad}.{name} = NULL,")
-            else:
-                parts.append(f"{pad}.{name} = {c_int(v)},")
-        return "{\n" + "\n".join(parts) + "\n}"
+    def ref(self, k: int, node_name: str, path: str, v: np.ndarray | CRef) -> str:
+        """The C expression of a reference field of layer k's structs: an array of a params
+        struct (a const array named after the field), or a CRef of a CMSIS-NN struct: a const array
+        (with its cast), the layer's scratch in the arena, or NULL."""
+        if isinstance(v, np.ndarray):
+            if "." in path:
+                raise TypeError(f"{path}: array fields are only supported at the top level of a struct")
+            return self.const(k, path, v)
+        if v.kind == "array":
+            assert v.array is not None
+            return f"{v.cast}{self.const(k, v.array.suffix, v.array.data)}"
+        if v.kind == "scratch":
+            return f"(void *)({self.prefix}_arena + {scratch_of(self.c.plan, node_name)})"
+        return "NULL"
 
     def io(self, names: tuple[str, ...], kind: str) -> list[dict[str, Any]]:
         out = []

@@ -1,5 +1,5 @@
 """Host test harness for the portable C kernels: build them into one shared library, call them
-through ctypes with the Python parameter dataclasses of emitter/kernel_params.py.
+through ctypes with the Python parameter dataclasses of emitter/kernels/.
 
     lib = build_kernel_lib()                      # every mcu_runtime/kernels/*.c, UBSan on
     out = call_kernel("mcu_conv2d_s8", params, [x, w, bias], out_shape)   # asserts MCU_OK
@@ -162,12 +162,12 @@ def _fill(obj: Any, keep: list[Any]) -> ctypes.Structure:
 
 
 def to_c(params: Any) -> ctypes.Structure:
-    """Any dataclass of emitter/kernel_params.py -> the matching ctypes Structure.
+    """Any dataclass of emitter/kernels/ -> the matching ctypes Structure.
 
     Arrays the struct points to are kept alive on the returned object (`_keep`).
     """
     if not dataclasses.is_dataclass(params) or isinstance(params, type):
-        raise TypeError(f"expected a kernel_params dataclass instance, found {type(params)!r}")
+        raise TypeError(f"expected a params dataclass of emitter/kernels/, found {type(params)!r}")
     keep: list[Any] = []
     struct = _fill(params, keep)
     struct._keep = keep  # type: ignore[attr-defined]

@@ -96,9 +96,9 @@ def test_rules_follow_the_fast_path_conditions(var):
     c = dw.params
     assert ours_is_faster(replace(dw, params=replace(c, shift=np.zeros_like(c.shift))), var) is None
     assert ours_is_faster(replace(dw, params=replace(c, multiplier=-c.multiplier)), var) is None
-    bias = dw.args[2]
+    bias = dw.operands["bias"]
     big = replace(bias, data=np.full_like(bias.data, 1 << 29))
-    assert ours_is_faster(replace(dw, args=(dw.args[0], dw.args[1], big, *dw.args[3:])), var) is None
+    assert ours_is_faster(replace(dw, operands={**dw.operands, "bias": big}), var) is None
     assert ours_is_faster(replace(dw, params=replace(c, depth_multiplier=2)), var) is None
 
 

@@ -30,14 +30,15 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from emitter.backends.cmsis_nn import Converter, cmsis_path, concat_plan, pad_axes
+from emitter.backends.cmsis_nn import Converter, cmsis_path
 from emitter.backends.cmsis_nn import sources as cmsis_sources
 from emitter.boards import load_board
 from emitter.bundle import write_bundle
 from emitter.compiler import Compiled, compile_model, golden_run
-from emitter.golden.concat import mcu_concat_s8
-from emitter.golden.transpose import mcu_transpose_s8
-from emitter.kernel_params import TransposeParams, pad_rank
+from emitter.kernels.common import pad_rank
+from emitter.kernels.mcu_concat_s8 import concat_plan, mcu_concat_s8
+from emitter.kernels.mcu_pad_s8 import pad_axes
+from emitter.kernels.mcu_transpose_s8 import TransposeParams, mcu_transpose_s8
 from emitter.ops.base import ConstArg, IntArg, Prepared, TensorArg, TensorListArg
 from emitter.render import render_bundle
 from emitter.target.toolchain import missing_tools
@@ -596,7 +597,7 @@ def test_mve_fc_kernel_sums_are_a_build_time_const_array(label, op_models):
     k = next(i for i, p in enumerate(c.prepared) if p.kernel.startswith("arm_fully_connected"))
     portable = m.portable.prepared[k]
     assert portable.kernel == "mcu_fully_connected_s8"
-    fc, (_, w, b, _) = portable.params, portable.args
+    fc, w, b = portable.params, portable.operands["weights"], portable.operands["bias"]
     assert isinstance(w, ConstArg) and isinstance(b, ConstArg)
     assert fc.q.input_offset != 0, "the case must have an input zero point for the sums to matter"
     want = b.data.astype(np.int64) + fc.q.input_offset * w.data.astype(np.int64).reshape(fc.out_features, -1).sum(1)
@@ -702,7 +703,7 @@ def test_transpose_of_rank_5_stays_portable(op_models):
 
 def relayout(shape: tuple[int, ...], perm: tuple[int, ...]) -> Prepared:
     p = TransposeParams(len(shape), pad_rank(shape), pad_rank(perm))
-    return Prepared("mcu_transpose_s8", p, (TensorArg("x"), TensorArg("y")),
+    return Prepared("mcu_transpose_s8", p, {"input": TensorArg("x"), "output": TensorArg("y")},
                     lambda env: mcu_transpose_s8(p, env["x"].reshape(shape)).ravel())
 
 
@@ -762,8 +763,9 @@ def test_concat_big_rows_use_y_variant(op_models):
 def test_concat_falls_back_when_no_uint16_dims_fit():
     chunks, outer = [65537, 65537 * 2], 3
     names = ("a", "b")
-    p = Prepared("mcu_concat_s8", None, (IntArg(2), TensorListArg(names), ConstArg("chunk", np.array(chunks, np.int32)),
-                                         IntArg(outer), TensorArg("y")),
+    p = Prepared("mcu_concat_s8", None, {"num_inputs": IntArg(2), "inputs": TensorListArg(names),
+                                         "chunk": ConstArg("chunk", np.array(chunks, np.int32)), "outer": IntArg(outer),
+                                         "output": TensorArg("y")},
                  lambda env: mcu_concat_s8([env[n] for n in names], chunks, outer))
     assert CMSIS is not None
     out, _ = Converter(CMSIS, load_board("cortex-m4")).convert(p)

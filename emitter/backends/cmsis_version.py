@@ -13,7 +13,8 @@ Policy:
      compared; API_TYPES: fields); otherwise refused, naming what changed.
      main of 2026-07 (V.19.1.0) passes this check.
   4. A tree without a readable revision is refused.
-A function the backend or mcu_runtime/tools/cmsis_sizer.c starts to call must be added to API_FUNCTIONS.
+A function the backend or mcu_runtime/tools/cmsis_sizer.c starts to call is added to the table of
+emitter/backends/cmsis_api.py; API_FUNCTIONS derives from it.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from emitter.backends.cmsis_api import TYPES, declared_functions
 from emitter.errors import UsageError
 
 TESTED = ("v7.0.0", (18, 0, 0))
@@ -30,54 +32,9 @@ GET_IT = (f"use CMSIS-NN {TESTED[0]} (e.g. `git clone --branch {TESTED[0]} https
           "see 'Getting CMSIS-NN' in mcugen's README) and point CMSIS_NN_PATH at it, or unset "
           "CMSIS_NN_PATH / pass --backend portable for mcugen's own kernels")
 
-# Parameter types (names are not compared) of what the backend and mcu_runtime/tools/cmsis_sizer.c call.
-_CTX, _DIMS, _IN, _OUT, _I32 = "const cmsis_nn_context *", "const cmsis_nn_dims *", "const int8_t *", "int8_t *", "const int32_t"
-_PER_CHANNEL = "const cmsis_nn_per_channel_quant_params *"
-_WEIGHTED = (_DIMS, _IN, _DIMS, _IN, _DIMS, "const int32_t *", _DIMS, _OUT)  # input, filter, bias, output
-_POOL = (_CTX, "const cmsis_nn_pool_params *", _DIMS, _IN, _DIMS, _DIMS, _OUT)
-_SIZE_ARGS = {"arm_convolve_wrapper_s8": ("const cmsis_nn_conv_params *", _DIMS, _DIMS, _DIMS),
-              "arm_depthwise_conv_wrapper_s8": ("const cmsis_nn_dw_conv_params *", _DIMS, _DIMS, _DIMS),
-              "arm_fully_connected_s8": (_DIMS,), "arm_avgpool_s8": ("const int", "const int")}
-API_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {  # name -> (return type, parameter types), v7.0.0
-    "arm_convolve_wrapper_s8": ("arm_cmsis_nn_status", (_CTX, "const cmsis_nn_conv_params *", _PER_CHANNEL, *_WEIGHTED)),
-    "arm_depthwise_conv_wrapper_s8": ("arm_cmsis_nn_status",
-                                      (_CTX, "const cmsis_nn_dw_conv_params *", _PER_CHANNEL, *_WEIGHTED)),
-    "arm_fully_connected_s8": ("arm_cmsis_nn_status", (_CTX, "const cmsis_nn_fc_params *",
-                                                       "const cmsis_nn_per_tensor_quant_params *", *_WEIGHTED)),
-    "arm_fully_connected_per_channel_s8": ("arm_cmsis_nn_status", (_CTX, "const cmsis_nn_fc_params *", _PER_CHANNEL,
-                                                                   *_WEIGHTED)),
-    "arm_avgpool_s8": ("arm_cmsis_nn_status", _POOL),
-    "arm_max_pool_s8": ("arm_cmsis_nn_status", _POOL),
-    "arm_elementwise_add_s8": ("arm_cmsis_nn_status", (_IN, _IN, *[_I32] * 7, _OUT, *[_I32] * 6)),
-    "arm_elementwise_mul_s8": ("arm_cmsis_nn_status", (_IN, _IN, _I32, _I32, _OUT, *[_I32] * 6)),
-    "arm_softmax_s8": ("void", (_IN, *[_I32] * 5, _OUT)),
-    "arm_transpose_s8": ("arm_cmsis_nn_status", (_IN, "int8_t *const", "const cmsis_nn_dims *const",
-                                                 "const cmsis_nn_dims *const",
-                                                 "const cmsis_nn_transpose_params *const")),
-    **{f"arm_concatenation_s8_{a}": ("void", (_IN, *["const uint16_t"] * 4, _OUT,
-                                              *(["const uint16_t"] if a != "w" else []), "const uint32_t"))
-       for a in "xyzw"},
-    "arm_pad_s8": ("arm_cmsis_nn_status", (_IN, _OUT, "const int8_t", _DIMS, _DIMS, _DIMS)),
-    **{f"{fn}_get_buffer_size{v}": ("int32_t", args) for fn, args in _SIZE_ARGS.items() for v in ("", "_dsp", "_mve")},
-}
-API_TYPES = {  # name -> body of its typedef in arm_nn_types.h (v7.0.0)
-    "cmsis_nn_context": "void *buf; int32_t size;",
-    "cmsis_nn_conv_params": "int32_t input_offset; int32_t output_offset; cmsis_nn_tile stride; cmsis_nn_tile padding; "
-                            "cmsis_nn_tile dilation; cmsis_nn_activation activation;",
-    "cmsis_nn_dw_conv_params": "int32_t input_offset; int32_t output_offset; int32_t ch_mult; cmsis_nn_tile stride; "
-                               "cmsis_nn_tile padding; cmsis_nn_tile dilation; cmsis_nn_activation activation;",
-    "cmsis_nn_fc_params": "int32_t input_offset; int32_t filter_offset; int32_t output_offset; "
-                          "cmsis_nn_activation activation;",
-    "cmsis_nn_pool_params": "cmsis_nn_tile stride; cmsis_nn_tile padding; cmsis_nn_activation activation;",
-    "cmsis_nn_per_channel_quant_params": "int32_t *multiplier; int32_t *shift;",
-    "cmsis_nn_per_tensor_quant_params": "int32_t multiplier; int32_t shift;",
-    "cmsis_nn_dims": "int32_t n; int32_t h; int32_t w; int32_t c;",
-    "cmsis_nn_tile": "int32_t w; int32_t h;",
-    "cmsis_nn_transpose_params": "const int32_t num_dims; const uint32_t *permutations;",
-    "cmsis_nn_activation": "int32_t min; int32_t max;",
-    "arm_cmsis_nn_status": "ARM_CMSIS_NN_SUCCESS = 0, ARM_CMSIS_NN_ARG_ERROR = -1, ARM_CMSIS_NN_NO_IMPL_ERROR = -2, "
-                           "ARM_CMSIS_NN_FAILURE = -3,",
-}
+# What the backend and mcu_runtime/tools/cmsis_sizer.c call, as declared in v7.0.0 (emitter/backends/cmsis_api.py).
+API_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = declared_functions()  # name -> (return, parameter types)
+API_TYPES = TYPES  # name -> body of its typedef in arm_nn_types.h
 
 
 @dataclass(frozen=True)

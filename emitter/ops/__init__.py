@@ -1,20 +1,40 @@
-"""The op registry: every op module, once. Adding an op = its module + its entry here."""
+"""The op registry: every op module, once. Adding an op = its module + its name in OP_MODULES.
+
+MODULES and REGISTRY are built on first use (a module __getattr__): importing the shared vocabulary
+(emitter.ops.base) must not import every op module, whose kernel twins (emitter/kernels/) use that
+vocabulary themselves.
+"""
 from __future__ import annotations
 
+import functools
+import importlib
 from types import ModuleType
-from typing import Callable
+from typing import Any, Callable
 
-from emitter.ops import (add, concat, conv, float_island, fully_connected, lut, minmax, mul, pad,
-                         pool, requantize, reshape, resize, slice, softmax, transpose)
-
-MODULES: tuple[ModuleType, ...] = (conv, fully_connected, add, mul, minmax, pool, requantize, lut,
-                                   softmax, concat, pad, slice, resize, transpose, reshape,
-                                   float_island)
-
-REGISTRY: dict[str, ModuleType] = {op: m for m in MODULES for op in m.IR_OPS}
+OP_MODULES = ("conv", "fully_connected", "add", "mul", "minmax", "pool", "requantize", "lut", "softmax",
+              "concat", "pad", "slice", "resize", "transpose", "reshape", "float_island")
 VIEW_OPS = ("reshape", "transpose")
+
+
+@functools.cache
+def modules() -> tuple[ModuleType, ...]:
+    return tuple(importlib.import_module(f"emitter.ops.{name}") for name in OP_MODULES)
+
+
+@functools.cache
+def registry() -> dict[str, ModuleType]:
+    """IR op -> the module that owns it."""
+    return {op: m for m in modules() for op in m.IR_OPS}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MODULES":
+        return modules()
+    if name == "REGISTRY":
+        return registry()
+    raise AttributeError(f"module 'emitter.ops' has no attribute '{name}'")
 
 
 def onnx_lowering() -> dict[str, Callable]:
     """ONNX op type -> the lower(ctx, qnode) that handles it."""
-    return {op: m.lower for m in MODULES for op in m.ONNX_OPS}
+    return {op: m.lower for m in modules() for op in m.ONNX_OPS}

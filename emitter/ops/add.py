@@ -2,17 +2,22 @@
 broadcast. Sub is the same kernel with the second input's multiplier negated."""
 from __future__ import annotations
 
-import numpy as np
-
 from dataclasses import replace
 
-from emitter.golden.add import add_params, mcu_add_s8
+import numpy as np
+
+from emitter.errors import QuantError
 from emitter.ir import Graph, Node
+from emitter.kernels.common import Bcast
+from emitter.kernels.mcu_add_s8 import AddParams, mcu_add_s8
 from emitter.ops import broadcast
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
+from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor
+from emitter.ops.base import LowerCtx, QNode
+from emitter.quant import quantize_multiplier
 
 ONNX_OPS = ("Add", "Sub")
 IR_OPS = ("add",)
+LEFT_SHIFT_INT8 = 20
 
 
 def lower(ctx: LowerCtx, q: QNode) -> None:
@@ -21,6 +26,36 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
 
 def layout(node: Node, g: Graph) -> LayoutPlan:
     return broadcast.layout(node, g)
+
+
+def _smaller_than_one(real: float, what: str) -> tuple[int, int]:
+    """TFLite QuantizeMultiplierSmallerThanOneExp: 0 < real < 1, shift <= 0."""
+    if not 0.0 < real < 1.0:
+        raise QuantError(f"ADD {what} multiplier {real!r} must lie in (0, 1); "
+                         "check the input and output scales")
+    mult, shift = quantize_multiplier(real)
+    if shift > 0:
+        raise QuantError(f"ADD {what} multiplier {real!r} rounds up to 1.0")
+    return mult, shift
+
+
+def add_params(size: int, in1: Bcast, in2: Bcast, s1: float, zp1: int, s2: float, zp2: int,
+               s_out: float, zp_out: int, act_min: int, act_max: int) -> AddParams:
+    """TFLite Micro's int8 ADD Prepare: left_shift 20, twice the larger input scale as the
+    common scale, every multiplier from the float32 scales in double precision."""
+    scale1, scale2, scale_out = (float(np.float32(s)) for s in (s1, s2, s_out))
+    if min(scale1, scale2, scale_out) <= 0.0:
+        raise QuantError(f"ADD scales must be > 0, found {s1!r}, {s2!r} -> {s_out!r}")
+    twice_max_input_scale = 2.0 * max(scale1, scale2)
+    m1, sh1 = _smaller_than_one(scale1 / twice_max_input_scale, "input1")
+    m2, sh2 = _smaller_than_one(scale2 / twice_max_input_scale, "input2")
+    mo, sho = _smaller_than_one(
+        twice_max_input_scale / ((1 << LEFT_SHIFT_INT8) * scale_out), "output")
+    return AddParams(size=size, in1=in1, in2=in2, input1_offset=-zp1, input2_offset=-zp2,
+                     output_offset=zp_out, left_shift=LEFT_SHIFT_INT8,
+                     input1_multiplier=m1, input1_shift=sh1,
+                     input2_multiplier=m2, input2_shift=sh2,
+                     output_multiplier=mo, output_shift=sho, act_min=act_min, act_max=act_max)
 
 
 def prepare(node: Node, g: Graph) -> Prepared:
@@ -36,5 +71,6 @@ def prepare(node: Node, g: Graph) -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_add_s8(p, env[a.name] if ca is None else ca, env[b.name] if cb is None else cb)
 
-    return Prepared("mcu_add_s8", p, (arg_a, arg_b, TensorArg(y.name)), golden, macs=y.size,
+    return Prepared("mcu_add_s8", p, {"input1": arg_a, "input2": arg_b, "output": TensorArg(y.name)},
+                    golden, macs=y.size,
                     summary="subtract" if node.attrs.get("subtract") else "")

@@ -78,21 +78,28 @@ class Call:
 
 @dataclass(frozen=True, eq=False)
 class Prepared:
-    """One layer: a kernel call, its params struct (or None) and remaining arguments.
+    """One layer: a kernel call, its params struct (or None) and its named operands.
 
-    The C call is `kernel(&params, *args)` (or `kernel(*args)` without params); by convention the
-    last argument is the output. `golden(env)` computes the layer in numpy from the physical, flat
-    int8 arrays in env and returns the output, flat. `then` holds further calls of the layer, run
-    in order after the first (e.g. CMSIS-NN's concatenation: one call per input); every
-    StructArg/ConstArg suffix stays distinct across a layer's calls."""
+    The C call is `kernel(&params, *operands.values())` (or without params). Operands are named as
+    the C function's parameters (`input`, `filter`, `bias`, `output`, ...; CMSIS-NN's own names
+    after the cmsis-nn backend converted the call), in call order; by convention the last one is
+    the output. `golden(env)` computes the layer in numpy from the physical, flat int8 arrays in
+    env and returns the output, flat. `then` holds further calls of the layer, run in order after
+    the first (e.g. CMSIS-NN's concatenation: one call per input); every StructArg/ConstArg suffix
+    stays distinct across a layer's calls."""
     kernel: str
     params: Any | None
-    args: tuple[CArg, ...]
+    operands: dict[str, CArg]
     golden: Callable[[dict[str, np.ndarray]], np.ndarray]
     macs: int = 0
     scratch: int = 0
     summary: str = ""
     then: tuple[Call, ...] = ()
+
+    @property
+    def args(self) -> tuple[CArg, ...]:
+        """The operands in call order."""
+        return tuple(self.operands.values())
 
 
 @dataclass(frozen=True)

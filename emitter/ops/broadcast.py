@@ -6,7 +6,7 @@ import numpy as np
 
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Layout, Node, Tensor
-from emitter.kernel_params import Bcast
+from emitter.kernels.common import Bcast
 from emitter.layout import index_map
 from emitter.ops.base import ConstArg, LayoutPlan, LowerCtx, QNode, TensorArg
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.errors import NodeUnsupported
-from emitter.golden.concat import mcu_concat_s8
+from emitter.kernels.mcu_concat_s8 import mcu_concat_s8
 from emitter.ir import Graph, Layout, Node
 from emitter.layout import is_simple, physical_shape
-from emitter.ops.base import ConstArg, IntArg, LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, TensorListArg
+from emitter.ops.base import IntArg, LayoutPlan, Prepared, TensorArg, TensorListArg, ConstArg
+from emitter.errors import NodeUnsupported
+from emitter.ops.base import LowerCtx, QNode
 
 ONNX_OPS = ("Concat",)
 IR_OPS = ("concat",)
@@ -65,6 +66,7 @@ def prepare(node: Node, g: Graph) -> Prepared:
         return mcu_concat_s8([env[n] for n in names], chunks, outer)
 
     return Prepared("mcu_concat_s8", None,
-                    (IntArg(len(names)), TensorListArg(tuple(names)),
-                     ConstArg("chunk", np.array(chunks, np.int32)), IntArg(outer), TensorArg(y.name)),
+                    {"num_inputs": IntArg(len(names)), "inputs": TensorListArg(tuple(names)),
+                     "chunk": ConstArg("chunk", np.array(chunks, np.int32)), "outer": IntArg(outer),
+                     "output": TensorArg(y.name)},
                     golden, summary=f"{len(names)} inputs, outer {outer}, chunks {chunks}")

@@ -12,12 +12,14 @@ from typing import Callable, cast
 import numpy as np
 
 from emitter import quant
-from emitter.errors import NodeUnsupported, QuantError
-from emitter.golden.conv2d import mcu_conv2d_s8
-from emitter.golden.depthwise_conv2d import mcu_depthwise_conv2d_s8
+from emitter.errors import QuantError
 from emitter.ir import Graph, Layout, Node
-from emitter.kernel_params import ConvParams, DepthwiseConvParams, Dims, QuantIO
-from emitter.ops.base import Attrs, ConstArg, LayoutPlan, LowerCtx, NullArg, Prepared, QIn, QNode, TensorArg, per_tensor
+from emitter.kernels.common import Dims, QuantIO
+from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
+from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
+from emitter.ops.base import Attrs, ConstArg, LayoutPlan, NullArg, Prepared, TensorArg, per_tensor
+from emitter.errors import NodeUnsupported
+from emitter.ops.base import LowerCtx, QIn, QNode
 
 ONNX_OPS = ("Conv",)
 IR_OPS = ("conv",)
@@ -170,7 +172,7 @@ def prepare(node: Node, g: Graph) -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return fn(p, env[x.name].reshape(in_shape), filt, bias).ravel()
 
-    return Prepared(kernel, p, (TensorArg(x.name), ConstArg("filter", filt), bias_arg,
-                                TensorArg(y.name)), golden, macs=macs * idims.n,
+    return Prepared(kernel, p, {"input": TensorArg(x.name), "filter": ConstArg("filter", filt), "bias": bias_arg,
+                                "output": TensorArg(y.name)}, golden, macs=macs * idims.n,
                     summary=f"{kh}x{kw} s{sh}x{sw} d{dh}x{dw} pad t{pt} l{pl}"
                             f"{' depthwise x' + str(c_out // idims.c) if depthwise else ''}")

@@ -8,13 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from emitter import quant
-from emitter.errors import NodeUnsupported
-from emitter.golden.fully_connected import mcu_fully_connected_s8
 from emitter.ir import Graph, Layout, Node, QuantParams
-from emitter.kernel_params import FCParams, QuantIO
+from emitter.kernels.common import QuantIO
+from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 from emitter.layout import index_map
-from emitter.ops.base import Attrs, ConstArg, LayoutPlan, LowerCtx, NullArg, Prepared, QNode, TensorArg, per_tensor
+from emitter.ops.base import Attrs, ConstArg, LayoutPlan, NullArg, Prepared, TensorArg, per_tensor
 from emitter.ops.conv import bias_int32, check_accumulation, symmetric_weights
+from emitter.errors import NodeUnsupported
+from emitter.ops.base import LowerCtx, QNode
 
 ONNX_OPS = ("MatMul", "Gemm")
 IR_OPS = ("fc",)
@@ -81,6 +82,7 @@ def prepare(node: Node, g: Graph) -> Prepared:
         return mcu_fully_connected_s8(p, env[x.name].reshape(batches, k), weights, bias).ravel()
 
     return Prepared("mcu_fully_connected_s8", p,
-                    (TensorArg(x.name), ConstArg("weights", weights),
-                     ConstArg("bias", bias) if bias is not None else NullArg(), TensorArg(y.name)),
+                    {"input": TensorArg(x.name), "weights": ConstArg("weights", weights),
+                     "bias": ConstArg("bias", bias) if bias is not None else NullArg(),
+                     "output": TensorArg(y.name)},
                     golden, macs=batches * k * n_out, summary=f"{k} -> {n_out}, batches {batches}")

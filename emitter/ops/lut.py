@@ -14,10 +14,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from emitter.errors import NodeUnsupported
-from emitter.golden.lut import mcu_lut_s8
+from emitter.kernels.mcu_lut_s8 import mcu_lut_s8
 from emitter.ir import Graph, Node
-from emitter.ops.base import ConstArg, IntArg, LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, same_layout_plan
+from emitter.ops.base import ConstArg, IntArg, LayoutPlan, Prepared, TensorArg, same_layout_plan
+from emitter.errors import NodeUnsupported
+from emitter.ops.base import LowerCtx, QNode
 from emitter.quant import round_half_away
 
 Fn = Callable[[float], float]
@@ -99,5 +100,6 @@ def prepare(node: Node, g: Graph) -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_lut_s8(tab, env[x.name])
 
-    return Prepared("mcu_lut_s8", None, (IntArg(y.size), ConstArg("table", tab), TensorArg(x.name),
-                                         TensorArg(y.name)), golden, summary=node.attrs["function"])
+    return Prepared("mcu_lut_s8", None, {"size": IntArg(y.size), "table": ConstArg("table", tab),
+                                         "input": TensorArg(x.name), "output": TensorArg(y.name)}, golden,
+                    summary=node.attrs["function"])

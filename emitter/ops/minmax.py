@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.errors import NodeUnsupported
-from emitter.golden.minmax import mcu_minmax_s8, minmax_params
+from emitter.errors import QuantError
 from emitter.ir import Graph, Node
+from emitter.kernels.common import Bcast
+from emitter.kernels.mcu_minmax_s8 import MinMaxParams, mcu_minmax_s8
 from emitter.ops import broadcast
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
+from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor
+from emitter.errors import NodeUnsupported
+from emitter.ops.base import LowerCtx, QNode
+from emitter.quant import quantize_multiplier
 
 ONNX_OPS = ("Min", "Max")
 IR_OPS = ("minmax",)
@@ -36,6 +40,21 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
     return broadcast.layout(node, g)
 
 
+def minmax_params(size: int, in1: Bcast, in2: Bcast, is_max: bool, s1: float, zp1: int,
+                  s2: float, zp2: int, s_out: float, zp_out: int, act_min: int,
+                  act_max: int) -> MinMaxParams:
+    """MinMaxParams for ONNX Max (is_max) / Min of two quantized operands."""
+    scale1, scale2, scale_out = (float(np.float32(s)) for s in (s1, s2, s_out))
+    if min(scale1, scale2, scale_out) <= 0.0:
+        raise QuantError(f"Min/Max scales must be > 0, found {s1!r}, {s2!r} -> {s_out!r}")
+    m1, sh1 = quantize_multiplier(scale1 / scale_out)
+    m2, sh2 = quantize_multiplier(scale2 / scale_out)
+    return MinMaxParams(size=size, in1=in1, in2=in2, is_max=int(bool(is_max)),
+                        input1_offset=-zp1, input1_multiplier=m1, input1_shift=sh1,
+                        input2_offset=-zp2, input2_multiplier=m2, input2_shift=sh2,
+                        output_offset=zp_out, act_min=act_min, act_max=act_max)
+
+
 def prepare(node: Node, g: Graph) -> Prepared:
     a, b, y = g.t(node.inputs[0]), g.t(node.inputs[1]), g.t(node.outputs[0])
     qa, qb, qy = per_tensor(a, "input", node), per_tensor(b, "input", node), per_tensor(y, "output", node)
@@ -47,5 +66,6 @@ def prepare(node: Node, g: Graph) -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_minmax_s8(p, env[a.name] if ca is None else ca, env[b.name] if cb is None else cb)
 
-    return Prepared("mcu_minmax_s8", p, (arg_a, arg_b, TensorArg(y.name)), golden,
+    return Prepared("mcu_minmax_s8", p, {"input1": arg_a, "input2": arg_b, "output": TensorArg(y.name)},
+                    golden,
                     summary="max" if node.attrs["is_max"] else "min")

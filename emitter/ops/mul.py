@@ -3,10 +3,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.golden.mul import mcu_mul_s8, mul_params
+from emitter.errors import QuantError
 from emitter.ir import Graph, Node
+from emitter.kernels.common import Bcast
+from emitter.kernels.mcu_mul_s8 import MulParams, mcu_mul_s8
 from emitter.ops import broadcast
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
+from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor
+from emitter.ops.base import LowerCtx, QNode
+from emitter.quant import quantize_multiplier
 
 ONNX_OPS = ("Mul",)
 IR_OPS = ("mul",)
@@ -20,6 +24,18 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
     return broadcast.layout(node, g)
 
 
+def mul_params(size: int, in1: Bcast, in2: Bcast, s1: float, zp1: int, s2: float, zp2: int,
+               s_out: float, zp_out: int, act_min: int, act_max: int) -> MulParams:
+    """TFLite Micro's int8 MUL Prepare from float32 scales (multiplier computed in double)."""
+    scale1, scale2, scale_out = (float(np.float32(s)) for s in (s1, s2, s_out))
+    if min(scale1, scale2, scale_out) <= 0.0:
+        raise QuantError(f"MUL scales must be > 0, found {s1!r}, {s2!r} -> {s_out!r}")
+    mult, shift = quantize_multiplier(scale1 * scale2 / scale_out)
+    return MulParams(size=size, in1=in1, in2=in2, input1_offset=-zp1, input2_offset=-zp2,
+                     output_offset=zp_out, output_multiplier=mult, output_shift=shift,
+                     act_min=act_min, act_max=act_max)
+
+
 def prepare(node: Node, g: Graph) -> Prepared:
     a, b, y = g.t(node.inputs[0]), g.t(node.inputs[1]), g.t(node.outputs[0])
     qa, qb, qy = per_tensor(a, "input", node), per_tensor(b, "input", node), per_tensor(y, "output", node)
@@ -31,4 +47,5 @@ def prepare(node: Node, g: Graph) -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_mul_s8(p, env[a.name] if ca is None else ca, env[b.name] if cb is None else cb)
 
-    return Prepared("mcu_mul_s8", p, (arg_a, arg_b, TensorArg(y.name)), golden, macs=y.size)
+    return Prepared("mcu_mul_s8", p, {"input1": arg_a, "input2": arg_b, "output": TensorArg(y.name)},
+                    golden, macs=y.size)

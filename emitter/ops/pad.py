@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.errors import NodeUnsupported
-from emitter.golden.pad import mcu_pad_s8
 from emitter.ir import Graph, Layout, Node
-from emitter.kernel_params import PadParams, pad_rank
+from emitter.kernels.common import pad_rank
+from emitter.kernels.mcu_pad_s8 import PadParams, mcu_pad_s8
 from emitter.layout import is_simple, physical_shape
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
+from emitter.ops.base import LayoutPlan, Prepared, TensorArg
+from emitter.errors import NodeUnsupported
+from emitter.ops.base import LowerCtx, QNode
 from emitter.quant import round_half_away
 
 ONNX_OPS = ("Pad",)
@@ -76,4 +77,4 @@ def prepare(node: Node, g: Graph) -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_pad_s8(p, env[x.name].reshape(shape)).ravel()
 
-    return Prepared("mcu_pad_s8", p, (TensorArg(x.name), TensorArg(y.name)), golden)
+    return Prepared("mcu_pad_s8", p, {"input": TensorArg(x.name), "output": TensorArg(y.name)}, golden)

@@ -11,14 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from emitter import quant
-from emitter.errors import NodeUnsupported
-from emitter.golden.avgpool import mcu_avgpool_s8
-from emitter.golden.avgpool_requant import mcu_avgpool_requant_s8
-from emitter.golden.maxpool import mcu_maxpool_s8
 from emitter.ir import Graph, Node
-from emitter.kernel_params import AvgPoolRequantParams, PoolParams
-from emitter.ops.base import Attrs, LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
+from emitter.kernels.common import PoolParams
+from emitter.kernels.mcu_avgpool_requant_s8 import AvgPoolRequantParams, mcu_avgpool_requant_s8
+from emitter.kernels.mcu_avgpool_s8 import mcu_avgpool_s8
+from emitter.kernels.mcu_maxpool_s8 import mcu_maxpool_s8
+from emitter.ops.base import Attrs, LayoutPlan, Prepared, TensorArg, per_tensor
 from emitter.ops.conv import dims4, feature_layout, same_pads
+from emitter.errors import NodeUnsupported
+from emitter.ops.base import LowerCtx, QNode
 
 ONNX_OPS = ("AveragePool", "MaxPool", "GlobalAveragePool", "ReduceMean", "ReduceMax")
 IR_OPS = ("avgpool", "maxpool")
@@ -116,11 +117,11 @@ def prepare(node: Node, g: Graph) -> Prepared:
         def golden_rq(env: dict[str, np.ndarray]) -> np.ndarray:
             return mcu_avgpool_requant_s8(rp, env[x.name].reshape(in_shape)).ravel()
 
-        return Prepared("mcu_avgpool_requant_s8", rp, (TensorArg(x.name), TensorArg(y.name)), golden_rq,
+        return Prepared("mcu_avgpool_requant_s8", rp, {"input": TensorArg(x.name), "output": TensorArg(y.name)}, golden_rq,
                         macs=y.size * kh * kw, summary=f"mean {kh}x{kw} s{sh}x{sw} pad t{pt} l{pl}, requantized")
 
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return fn(p, env[x.name].reshape(in_shape)).ravel()
 
-    return Prepared(kernel, p, (TensorArg(x.name), TensorArg(y.name)), golden,
+    return Prepared(kernel, p, {"input": TensorArg(x.name), "output": TensorArg(y.name)}, golden,
                     macs=y.size * kh * kw, summary=f"{kh}x{kw} s{sh}x{sw} pad t{pt} l{pl}")

@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from emitter import quant
-from emitter.errors import NodeUnsupported
-from emitter.golden.requantize import mcu_requantize_s8
 from emitter.ir import Graph, Node
-from emitter.kernel_params import QuantIO, RequantizeParams
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor, same_layout_plan
+from emitter.kernels.common import QuantIO
+from emitter.kernels.mcu_requantize_s8 import RequantizeParams, mcu_requantize_s8
+from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor, same_layout_plan
+from emitter.errors import NodeUnsupported
+from emitter.ops.base import LowerCtx, QNode
 
 ONNX_OPS = ("Relu", "Clip")
 IR_OPS = ("requantize",)
@@ -40,4 +41,4 @@ def prepare(node: Node, g: Graph) -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_requantize_s8(p, env[x.name])
 
-    return Prepared("mcu_requantize_s8", p, (TensorArg(x.name), TensorArg(y.name)), golden)
+    return Prepared("mcu_requantize_s8", p, {"input": TensorArg(x.name), "output": TensorArg(y.name)}, golden)

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
-from emitter.golden.concat import mcu_concat_s8
-from emitter.ops.base import ConstArg, IntArg, LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, TensorListArg
+from emitter.kernels.mcu_concat_s8 import mcu_concat_s8
+from emitter.ops.base import ConstArg, IntArg, LayoutPlan, Prepared, TensorArg, TensorListArg
+from emitter.errors import NodeUnsupported
+from emitter.ops.base import LowerCtx, QNode
 
 ONNX_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout")
 IR_OPS = ("reshape", "copy")
@@ -48,11 +49,12 @@ def prepare(node: Node, g: Graph) -> Prepared:
     if node.op == "copy":  # a graph output that would otherwise share another I/O buffer
         size = g.t(x).size
         return Prepared("mcu_concat_s8", None,
-                        (IntArg(1), TensorListArg((x,)), ConstArg("chunk", np.array([size], np.int32)),
-                         IntArg(1), TensorArg(node.outputs[0])),
+                        {"num_inputs": IntArg(1), "inputs": TensorListArg((x,)),
+                         "chunk": ConstArg("chunk", np.array([size], np.int32)), "outer": IntArg(1),
+                         "output": TensorArg(node.outputs[0])},
                         lambda env: mcu_concat_s8([env[x]], [size], 1), summary="copy")
 
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return env[x]
 
-    return Prepared("", None, (), golden, summary="view (no data moves)")
+    return Prepared("", None, {}, golden, summary="view (no data moves)")

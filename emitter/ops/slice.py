@@ -5,13 +5,18 @@ input gets a requantize after that slice.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
-from emitter.errors import NodeUnsupported
-from emitter.golden.slice import mcu_slice_s8, slice_params
+from emitter.errors import ShapeError
 from emitter.ir import Graph, Layout, Node, QuantParams
+from emitter.kernels.common import pad_rank
+from emitter.kernels.mcu_slice_s8 import SliceParams, mcu_slice_s8
 from emitter.layout import is_simple, physical_shape
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
+from emitter.ops.base import LayoutPlan, Prepared, TensorArg
+from emitter.errors import NodeUnsupported
+from emitter.ops.base import LowerCtx, QNode
 
 ONNX_OPS = ("Slice", "Split")
 IR_OPS = ("slice",)
@@ -81,6 +86,63 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
     return LayoutPlan((Layout(x.shape, perm),), Layout(g.t(node.outputs[0]).shape, perm))
 
 
+def slice_params(in_shape: Sequence[int], starts: Sequence[int], ends: Sequence[int],
+                 axes: Sequence[int] | None = None,
+                 steps: Sequence[int] | None = None) -> SliceParams:
+    """ONNX Slice (opset 13) on a physical shape: negative starts/ends count from the end, then
+    start is clamped to [0, dim] ([0, dim - 1] for a negative step) and end to [0, dim]
+    ([-1, dim - 1]); out = ceil((end - start) / step). Raises ShapeError for an empty result."""
+    shape = tuple(int(v) for v in in_shape)
+    rank = len(shape)
+    axes = list(range(len(starts))) if axes is None else [int(a) for a in axes]
+    steps = [1] * len(starts) if steps is None else [int(s) for s in steps]
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ValueError("slice: starts, ends, axes and steps must have the same length")
+    begin, step, out = [0] * rank, [1] * rank, list(shape)
+    seen = set()
+    for start, end, axis, st in zip(starts, ends, axes, steps):
+        axis = axis + rank if axis < 0 else axis
+        if not 0 <= axis < rank or axis in seen:
+            raise ValueError(f"slice: axis {axis} repeated or outside a rank-{rank} tensor")
+        seen.add(axis)
+        if st == 0:
+            raise ValueError("slice: step 0")
+        dim = shape[axis]
+        start, end = int(start), int(end)
+        start = start + dim if start < 0 else start
+        end = end + dim if end < 0 else end
+        if st > 0:
+            start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+        else:
+            start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
+        count = max(0, -(-(end - start) // st))  # ceil division
+        if count == 0:
+            raise ShapeError(f"slice of {shape} is empty along axis {axis}")
+        begin[axis], step[axis], out[axis] = start, (st if count > 1 else 1), count
+    return SliceParams(rank=rank, in_shape=pad_rank(shape), begin=pad_rank(begin),
+                       step=pad_rank(step), out_shape=pad_rank(out))
+
+
+def split_params(in_shape: Sequence[int], axis: int, sizes: Sequence[int]) -> list[SliceParams]:
+    """ONNX Split on a physical shape: output k takes sizes[k] consecutive indices of `axis`."""
+    shape = tuple(int(v) for v in in_shape)
+    axis = axis + len(shape) if axis < 0 else axis
+    if not 0 <= axis < len(shape):
+        raise ValueError(f"split: axis {axis} outside a rank-{len(shape)} tensor")
+    if sum(sizes) != shape[axis] or min(sizes) < 1:
+        raise ShapeError(f"split sizes {list(sizes)} must be >= 1 and sum to {shape[axis]}")
+    out, offset = [], 0
+    for size in sizes:
+        begin = [0] * len(shape)
+        begin[axis] = offset
+        out_shape = list(shape)
+        out_shape[axis] = int(size)
+        out.append(SliceParams(rank=len(shape), in_shape=pad_rank(shape), begin=pad_rank(begin),
+                               step=pad_rank([1] * len(shape)), out_shape=pad_rank(out_shape)))
+        offset += int(size)
+    return out
+
+
 def prepare(node: Node, g: Graph) -> Prepared:
     x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
     assert x.layout is not None
@@ -96,4 +158,4 @@ def prepare(node: Node, g: Graph) -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_slice_s8(p, env[x.name].reshape(shape)).ravel()
 
-    return Prepared("mcu_slice_s8", p, (TensorArg(x.name), TensorArg(y.name)), golden)
+    return Prepared("mcu_slice_s8", p, {"input": TensorArg(x.name), "output": TensorArg(y.name)}, golden)

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.errors import NodeUnsupported
-from emitter.golden.transpose import mcu_transpose_s8
 from emitter.ir import Graph, Layout, Node
-from emitter.kernel_params import TransposeParams, pad_rank
+from emitter.kernels.common import pad_rank
+from emitter.kernels.mcu_transpose_s8 import TransposeParams, mcu_transpose_s8
 from emitter.layout import after_transpose
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
+from emitter.ops.base import LayoutPlan, Prepared, TensorArg
 from emitter.ops.reshape import lower_view
+from emitter.errors import NodeUnsupported
+from emitter.ops.base import LowerCtx, QNode
 
 ONNX_OPS = ("Transpose",)
 IR_OPS = ("transpose", "relayout")
@@ -43,7 +44,7 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
 def prepare(node: Node, g: Graph) -> Prepared:
     x, y = node.inputs[0], node.outputs[0]
     if node.op == "transpose":
-        return Prepared("", None, (), lambda env: env[x], summary="view (layout change only)")
+        return Prepared("", None, {}, lambda env: env[x], summary="view (layout change only)")
     shape, perm = node.attrs["in_shape"], node.attrs["perm"]
     if len(shape) > 6:
         raise NodeUnsupported(f"relayout of rank {len(shape)} exceeds the kernel's 6")
@@ -52,5 +53,5 @@ def prepare(node: Node, g: Graph) -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_transpose_s8(p, env[x].reshape(shape)).ravel()
 
-    return Prepared("mcu_transpose_s8", p, (TensorArg(x), TensorArg(y)), golden,
+    return Prepared("mcu_transpose_s8", p, {"input": TensorArg(x), "output": TensorArg(y)}, golden,
                     summary=f"physical {tuple(shape)} perm {tuple(perm)}")

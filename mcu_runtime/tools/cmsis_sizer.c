@@ -4,6 +4,8 @@
  * mcugen builds this against CMSIS_NN_PATH with the host compiler and feeds it one query per line
  * on stdin; it prints one decimal byte count per line. VARIANT selects the buffer-size function
  * of the target's code path: c (generic function, host build = plain C path), dsp (_dsp), mve (_mve).
+ * The queries are generated from the `sizer` entries of the API table in
+ * emitter/backends/cmsis_api.py (tests/test_cmsis_api.py checks both sides agree):
  *
  *   conv VAR  in_n in_h in_w in_c  f_n f_h f_w f_c  out_n out_h out_w out_c  sw sh pw ph dw dh
  *   dw   VAR  in_n in_h in_w in_c  f_n f_h f_w f_c  out_n out_h out_w out_c  sw sh pw ph dw dh ch_mult

@@ -1,4 +1,4 @@
-"""mcu_add_s8: host C kernel == numpy golden (emitter/golden/add.py), bit for bit; the golden
+"""mcu_add_s8: host C kernel == numpy golden (emitter/kernels/mcu_add_s8.py), bit for bit; the golden
 within 1 quantum of float; invalid parameters -> MCU_ERR_ARG with the output untouched."""
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.add import add_params, mcu_add_s8
-from emitter.kernel_params import AddParams, Bcast
+from emitter.kernels.common import Bcast
+from emitter.kernels.mcu_add_s8 import AddParams, mcu_add_s8
+from emitter.ops.add import add_params
 from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 

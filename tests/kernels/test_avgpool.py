@@ -1,4 +1,4 @@
-"""mcu_avgpool_s8: host C kernel == numpy golden (emitter/golden/avgpool.py), bit for bit; the
+"""mcu_avgpool_s8: host C kernel == numpy golden (emitter/kernels/mcu_avgpool_s8.py), bit for bit; the
 golden == an independent exact mean (padding excluded, rounded half away from zero); invalid
 parameters -> MCU_ERR_ARG with the output untouched."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.avgpool import mcu_avgpool_s8
-from emitter.kernel_params import Dims, PoolParams
+from emitter.kernels.common import Dims, PoolParams
+from emitter.kernels.mcu_avgpool_s8 import mcu_avgpool_s8
 from tests.ckernels import (
     MCU_ERR_ARG,
     call_kernel,

@@ -1,4 +1,4 @@
-"""mcu_avgpool_requant_s8: host C kernel == numpy golden (emitter/golden/avgpool_requant.py), bit
+"""mcu_avgpool_requant_s8: host C kernel == numpy golden (emitter/kernels/mcu_avgpool_requant_s8.py), bit
 for bit; the golden == an independent reference (explicit zero-point padding, full windows); the
 golden is within one output quantum of the float mean (divisor filter_h * filter_w); invalid
 parameters -> MCU_ERR_ARG with the output untouched."""
@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.cfmt import PARAM_TYPES, c_struct
-from emitter.golden.avgpool_requant import mcu_avgpool_requant_s8
-from emitter.kernel_params import AvgPoolRequantParams, Dims, PoolParams
+from emitter.cfmt import c_struct
+from emitter.kernels.common import Dims, PoolParams
+from emitter.kernels.mcu_avgpool_requant_s8 import AvgPoolRequantParams, mcu_avgpool_requant_s8
 from emitter.quant import quantize_multiplier, requantize
 from tests.ckernels import (
     INCLUDE,
@@ -83,7 +83,7 @@ def build(case: Case, rng: np.random.Generator) -> tuple[AvgPoolRequantParams, n
 
 
 def independent_reference(p: AvgPoolRequantParams, x: np.ndarray) -> np.ndarray:
-    """Slow, independent of emitter.golden: pad explicitly with the input zero point, sum full
+    """Slow, independent of emitter.kernels: pad explicitly with the input zero point, sum full
     filter_h x filter_w windows of (x + input_offset), requantize, clamp."""
     q = p.pool
     bottom = max(0, (q.output.h - 1) * q.stride_h + q.filter_h - q.input.h - q.pad_top)
@@ -264,7 +264,7 @@ def test_c_struct_renders_nested_params(tmp_path: Path) -> None:
     """emitter/cfmt.c_struct renders the two-level nested struct as nested designated
     initializers that gcc accepts (-Wextra -Werror: no missing field) and that hold the values."""
     p, _ = build(CASES["non_square"], np.random.default_rng(0))
-    assert PARAM_TYPES["AvgPoolRequantParams"] == "mcu_avgpool_requant_params_t"
+    assert AvgPoolRequantParams.CTYPE == "mcu_avgpool_requant_params_t"
     text = c_struct(p, {})
     assert "    .pool = {\n        .input = {.n = 1, .h = 7, .w = 10, .c = 4},\n" in text
     q = p.pool

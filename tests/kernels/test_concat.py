@@ -1,4 +1,4 @@
-"""mcu_concat_s8: host C kernel == numpy golden (emitter/golden/concat.py) == np.concatenate on
+"""mcu_concat_s8: host C kernel == numpy golden (emitter/kernels/mcu_concat_s8.py) == np.concatenate on
 the tensor shapes; invalid parameters -> MCU_ERR_ARG."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.concat import mcu_concat_s8
+from emitter.kernels.mcu_concat_s8 import mcu_concat_s8
 from tests.ckernels import MCU_ERR_ARG, call_raw
 
 

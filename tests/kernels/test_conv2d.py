@@ -1,4 +1,4 @@
-"""mcu_conv2d_s8: host C kernel == numpy golden (emitter/golden/conv2d.py), bit for bit."""
+"""mcu_conv2d_s8: host C kernel == numpy golden (emitter/kernels/mcu_conv2d_s8.py), bit for bit."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.conv2d import mcu_conv2d_s8
-from emitter.kernel_params import ConvParams, Dims, QuantIO
+from emitter.kernels.common import Dims, QuantIO
+from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
 from tests.ckernels import (
     MCU_ERR_ARG,
     call_kernel,

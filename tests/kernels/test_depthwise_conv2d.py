@@ -1,4 +1,4 @@
-"""mcu_depthwise_conv2d_s8: host C kernel == numpy golden (emitter/golden/depthwise_conv2d.py)."""
+"""mcu_depthwise_conv2d_s8: host C kernel == numpy golden (emitter/kernels/mcu_depthwise_conv2d_s8.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.depthwise_conv2d import mcu_depthwise_conv2d_s8
-from emitter.kernel_params import DepthwiseConvParams, Dims, QuantIO
+from emitter.kernels.common import Dims, QuantIO
+from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
 from tests.ckernels import (
     MCU_ERR_ARG,
     call_kernel,

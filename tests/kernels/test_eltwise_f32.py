@@ -1,4 +1,4 @@
-"""mcu_eltwise_f32_s8 (float island): host C kernel == numpy golden (emitter/golden/eltwise_f32.py)
+"""mcu_eltwise_f32_s8 (float island): host C kernel == numpy golden (emitter/kernels/mcu_eltwise_f32_s8.py)
 bit for bit, also at -O2 with and without -ffp-contract=off (and with FMA hardware enabled), and
 on Cortex-M in QEMU (soft-float and FPU); the golden within 1 quantum of float64 math; division by
 zero, inf and NaN follow the documented quantize rule; invalid parameters -> MCU_ERR_ARG with the
@@ -17,9 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.cfmt import PARAM_TYPES, c_struct
-from emitter.golden.eltwise_f32 import OPS, eltwise_f32_params, mcu_eltwise_f32_s8
-from emitter.kernel_params import F32_ADD, F32_DIV, F32_MUL, Bcast, EltwiseF32Params
+from emitter.cfmt import c_struct
+from emitter.kernels.common import Bcast
+from emitter.kernels.mcu_eltwise_f32_s8 import (
+    EltwiseF32Params,
+    F32_ADD,
+    F32_DIV,
+    F32_MUL,
+    mcu_eltwise_f32_s8,
+)
+from emitter.ops.float_island import OPS, eltwise_f32_params
 from tests.ckernels import (
     ARM_CPUS,
     INCLUDE,
@@ -323,7 +330,7 @@ def test_cross_compile(cpu: str, opt: str, tmp_path: Path) -> None:
 
 def test_c_struct_renders_exact_floats(tmp_path: Path) -> None:
     """c_struct prints float fields as float32 literals that gcc reads back bit for bit."""
-    assert PARAM_TYPES["EltwiseF32Params"] == "mcu_eltwise_f32_params_t"
+    assert EltwiseF32Params.CTYPE == "mcu_eltwise_f32_params_t"
     tiny = float(np.finfo(np.float32).smallest_subnormal)
     values = [(0.1, 1.0 / 3.0, 1e-30), (tiny, float(np.finfo(np.float32).max), 33.333333),
               (1.5, 2.0, 7.0)]

@@ -1,4 +1,4 @@
-"""mcu_fully_connected_s8: host C kernel == numpy golden (emitter/golden/fully_connected.py)."""
+"""mcu_fully_connected_s8: host C kernel == numpy golden (emitter/kernels/mcu_fully_connected_s8.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.fully_connected import mcu_fully_connected_s8
-from emitter.kernel_params import FCParams, QuantIO
+from emitter.kernels.common import QuantIO
+from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 from tests.ckernels import (
     MCU_ERR_ARG,
     call_kernel,

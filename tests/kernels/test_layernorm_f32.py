@@ -1,5 +1,5 @@
 """mcu_layernorm_f32_s8 (float island): host C kernel == numpy golden
-(emitter/golden/layernorm_f32.py) == a scalar np.float32 transcription of the C, bit for bit, also
+(emitter/kernels/mcu_layernorm_f32_s8.py) == a scalar np.float32 transcription of the C, bit for bit, also
 at -O2 with and without -ffp-contract=off (and with FMA hardware enabled), and on Cortex-M in QEMU
 (soft-float and FPU) with params rendered by emitter/cfmt.py; the golden within 1 quantum of
 float64 LayerNormalization; NaN (var + epsilon == 0) -> the output zero point; invalid parameters
@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.cfmt import PARAM_TYPES, c_array, c_struct
-from emitter.golden.layernorm_f32 import layernorm_f32_params, mcu_layernorm_f32_s8
-from emitter.kernel_params import LayerNormF32Params
+from emitter.cfmt import c_array, c_struct
+from emitter.kernels.mcu_layernorm_f32_s8 import LayerNormF32Params, mcu_layernorm_f32_s8
+from emitter.ops.float_island import layernorm_f32_params
 from tests.ckernels import (
     ARM_CPUS,
     KERNELS,
@@ -365,7 +365,7 @@ def _net_params() -> list[LayerNormF32Params]:
 
 def _net_c(ps: list[LayerNormF32Params]) -> str:
     """net_run_multi(inputs, outputs): output k = layer norm k of input 0."""
-    assert PARAM_TYPES["LayerNormF32Params"] == "mcu_layernorm_f32_params_t"
+    assert LayerNormF32Params.CTYPE == "mcu_layernorm_f32_params_t"
     parts = ["#include \"mcu_nn.h\"\n"]
     for k, p in enumerate(ps):
         refs = {}

@@ -1,4 +1,4 @@
-"""mcu_lut_s8: host C kernel == numpy golden (emitter/golden/lut.py), bit for bit, also in place;
+"""mcu_lut_s8: host C kernel == numpy golden (emitter/kernels/mcu_lut_s8.py), bit for bit, also in place;
 table[0] is f(-128) and table[255] is f(127); invalid parameters -> MCU_ERR_ARG."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.lut import mcu_lut_s8
+from emitter.kernels.mcu_lut_s8 import mcu_lut_s8
 from tests.ckernels import MCU_ERR_ARG, call_raw
 
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8)

@@ -1,4 +1,4 @@
-"""mcu_maxpool_s8: host C kernel == numpy golden (emitter/golden/maxpool.py), bit for bit; the
+"""mcu_maxpool_s8: host C kernel == numpy golden (emitter/kernels/mcu_maxpool_s8.py), bit for bit; the
 golden == an independent sliding-window max; invalid parameters -> MCU_ERR_ARG."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.maxpool import mcu_maxpool_s8
-from emitter.kernel_params import Dims, PoolParams
+from emitter.kernels.common import Dims, PoolParams
+from emitter.kernels.mcu_maxpool_s8 import mcu_maxpool_s8
 from tests.ckernels import (
     MCU_ERR_ARG,
     call_kernel,

@@ -1,4 +1,4 @@
-"""mcu_minmax_s8: host C kernel == numpy golden (emitter/golden/minmax.py), bit for bit; the
+"""mcu_minmax_s8: host C kernel == numpy golden (emitter/kernels/mcu_minmax_s8.py), bit for bit; the
 golden within 1 quantum of float Min/Max; invalid parameters -> MCU_ERR_ARG with the output
 untouched."""
 from __future__ import annotations
@@ -12,8 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emitter.errors import QuantError
-from emitter.golden.minmax import mcu_minmax_s8, minmax_params
-from emitter.kernel_params import Bcast, MinMaxParams
+from emitter.kernels.common import Bcast
+from emitter.kernels.mcu_minmax_s8 import MinMaxParams, mcu_minmax_s8
+from emitter.ops.minmax import minmax_params
 from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 

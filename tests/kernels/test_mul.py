@@ -1,4 +1,4 @@
-"""mcu_mul_s8: host C kernel == numpy golden (emitter/golden/mul.py), bit for bit; the golden
+"""mcu_mul_s8: host C kernel == numpy golden (emitter/kernels/mcu_mul_s8.py), bit for bit; the golden
 within 1 quantum of float; invalid parameters -> MCU_ERR_ARG with the output untouched."""
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.mul import mcu_mul_s8, mul_params
-from emitter.kernel_params import Bcast, MulParams
+from emitter.kernels.common import Bcast
+from emitter.kernels.mcu_mul_s8 import MulParams, mcu_mul_s8
+from emitter.ops.mul import mul_params
 from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 

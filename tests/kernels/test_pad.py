@@ -1,4 +1,4 @@
-"""mcu_pad_s8: host C kernel == numpy golden (emitter/golden/pad.py) == np.pad, ranks 1..6;
+"""mcu_pad_s8: host C kernel == numpy golden (emitter/kernels/mcu_pad_s8.py) == np.pad, ranks 1..6;
 invalid parameters -> MCU_ERR_ARG with the output untouched."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.pad import mcu_pad_s8
-from emitter.kernel_params import PadParams, pad_rank
+from emitter.kernels.common import pad_rank
+from emitter.kernels.mcu_pad_s8 import PadParams, mcu_pad_s8
 from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 

@@ -1,4 +1,4 @@
-"""mcu_requantize_s8: host C kernel == numpy golden (emitter/golden/requantize.py), bit for bit,
+"""mcu_requantize_s8: host C kernel == numpy golden (emitter/kernels/mcu_requantize_s8.py), bit for bit,
 also in place; the golden within 1 quantum of float; invalid parameters -> MCU_ERR_ARG."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.requantize import mcu_requantize_s8
-from emitter.kernel_params import QuantIO, RequantizeParams
+from emitter.kernels.common import QuantIO
+from emitter.kernels.mcu_requantize_s8 import RequantizeParams, mcu_requantize_s8
 from emitter.quant import quantize_multiplier
 from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 

@@ -1,5 +1,5 @@
 """mcu_resize_nearest_s8 / mcu_resize_bilinear_s8: host C kernels == numpy goldens
-(emitter/golden/resize.py), bit for bit; nearest_indices == onnx.reference's Resize (nearest) for
+(emitter/kernels/mcu_resize_*_s8.py), bit for bit; nearest_indices == onnx.reference's Resize (nearest) for
 every coordinate / nearest mode, and == onnxruntime for exactly representable scales
 (tf_half_pixel_for_nn, gone from the reference, at opset 11); bilinear golden within 1 quantum
 of onnx.reference's float Resize (linear) of the dequantized input; tflite_bilinear_tables ==
@@ -17,19 +17,19 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-from emitter.golden.resize import (
+from emitter.kernels.common import Dims
+from emitter.kernels.mcu_resize_bilinear_s8 import ResizeBilinearParams, mcu_resize_bilinear_s8
+from emitter.kernels.mcu_resize_nearest_s8 import ResizeNearestParams, mcu_resize_nearest_s8
+from emitter.ops.resize import (
     LINEAR_COORD_MODES,
     NEAREST_MODES,
     bilinear_tables,
-    mcu_resize_bilinear_s8,
-    mcu_resize_nearest_s8,
     nearest_indices,
     resize_bilinear_params,
     resize_nearest_params,
     source_coords,
     tflite_bilinear_tables,
 )
-from emitter.kernel_params import Dims, ResizeBilinearParams, ResizeNearestParams
 from emitter.quant import round_half_away
 from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 

@@ -1,4 +1,4 @@
-"""mcu_slice_s8: host C kernel == numpy golden (emitter/golden/slice.py), bit for bit; the
+"""mcu_slice_s8: host C kernel == numpy golden (emitter/kernels/mcu_slice_s8.py), bit for bit; the
 ONNX Slice / Split builders == onnxruntime; invalid parameters -> MCU_ERR_ARG with the output
 untouched.
 
@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 from emitter.errors import ShapeError
-from emitter.golden.slice import mcu_slice_s8, slice_params, split_params
-from emitter.kernel_params import SliceParams, pad_rank
+from emitter.kernels.common import pad_rank
+from emitter.kernels.mcu_slice_s8 import SliceParams, mcu_slice_s8
+from emitter.ops.slice import slice_params, split_params
 from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 

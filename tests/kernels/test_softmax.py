@@ -1,4 +1,4 @@
-"""mcu_softmax_s8: host C kernel == numpy golden (emitter/golden/softmax.py), bit for bit; the
+"""mcu_softmax_s8: host C kernel == numpy golden (emitter/kernels/mcu_softmax_s8.py), bit for bit; the
 golden == TFLite's reference int8 softmax on published vectors, and within 1 quantum of the float
 softmax (mode 0: scale 1/256, zp -128; mode 1: scale 1/255, zp -128); invalid parameters ->
 MCU_ERR_ARG with the output untouched."""
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.softmax import mcu_softmax_s8, softmax_params
-from emitter.kernel_params import SoftmaxParams
+from emitter.kernels.mcu_softmax_s8 import SoftmaxParams, mcu_softmax_s8
+from emitter.ops.softmax import softmax_params
 from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 MODE0 = (1.0 / 256, -128)

@@ -1,4 +1,4 @@
-"""mcu_transpose_s8: host C kernel == numpy golden (emitter/golden/transpose.py) ==
+"""mcu_transpose_s8: host C kernel == numpy golden (emitter/kernels/mcu_transpose_s8.py) ==
 ndarray.transpose, ranks 1..6; invalid parameters -> MCU_ERR_ARG with the output untouched."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.golden.transpose import mcu_transpose_s8
-from emitter.kernel_params import TransposeParams, pad_rank
+from emitter.kernels.common import pad_rank
+from emitter.kernels.mcu_transpose_s8 import TransposeParams, mcu_transpose_s8
 from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 

@@ -1,5 +1,6 @@
-"""Golden of mcu_lut_s8: any unary int8 function through a 256-entry table,
+"""Twin of mcu_lut_s8: any unary int8 function through a 256-entry table (built by ops/lut.py),
   out[i] = table[in[i] + 128]      (table[0] = f(-128), table[255] = f(127))
+No params struct: mcu_lut_s8(size, table, input, output). CMSIS-NN has no such kernel.
 """
 from __future__ import annotations
 

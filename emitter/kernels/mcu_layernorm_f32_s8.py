@@ -1,4 +1,4 @@
-"""Golden of mcu_layernorm_f32_s8: int8 LayerNormalization over the last axis computed in float32
+"""Twin of mcu_layernorm_f32_s8: int8 LayerNormalization over the last axis computed in float32
 (a float island: ONNX LayerNormalization, stash_type 1, between DequantizeLinear and QuantizeLinear).
 
 Per row of n elements, every step a single correctly rounded float32 operation in the C order
@@ -9,18 +9,35 @@ pairwise):
   var  = (sum_i (x_i - mean) * (x_i - mean)) / float32(n)
   inv  = 1 / sqrt(var + epsilon)
   y_i  = ((x_i - mean) * inv) * gamma_i + beta_i          (no addition when beta is None)
-  out_i = quantize_f32(y_i)    (emitter/golden/eltwise_f32.py: NaN -> zero point, half away)
+  out_i = quantize_f32(y_i)    (mcu_eltwise_f32_s8.py: NaN -> zero point, half away)
+The params come from ops/float_island.py. CMSIS-NN has no such kernel.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from emitter.errors import QuantError
-from emitter.golden.add import check_range
-from emitter.golden.eltwise_f32 import F32, check_scale, inv_scale, quantize_f32
-from emitter.kernel_params import LayerNormF32Params
+from emitter.kernels.common import check_range
+from emitter.kernels.mcu_eltwise_f32_s8 import F32, check_scale, quantize_f32
+
+
+@dataclass(frozen=True, eq=False)
+class LayerNormF32Params:
+    CTYPE: ClassVar[str] = "mcu_layernorm_f32_params_t"
+    rows: int
+    row_size: int
+    input_scale: float
+    input_zero_point: int
+    epsilon: float
+    output_inv_scale: float
+    output_zero_point: int
+    act_min: int
+    act_max: int
+    gamma: np.ndarray  # float32 [row_size]
+    beta: np.ndarray | None  # float32 [row_size], None -> NULL
 
 
 def _check_vector(what: str, v: np.ndarray, n: int) -> None:
@@ -63,29 +80,3 @@ def mcu_layernorm_f32_s8(p: LayerNormF32Params, x: np.ndarray) -> np.ndarray:
         if p.beta is not None:
             y = y + p.beta[None, :]
         return quantize_f32(y, p.output_inv_scale, p.output_zero_point, p.act_min, p.act_max)
-
-
-def layernorm_f32_params(rows: int, row_size: int, s_in: float, zp_in: int, epsilon: float,
-                         gamma: np.ndarray, beta: np.ndarray | None, s_out: float, zp_out: int,
-                         act_min: int, act_max: int) -> LayerNormF32Params:
-    """Params for ONNX LayerNormalization (axis -1, stash_type 1) between DQ and Q; gamma/beta
-    (ONNX Scale/B, float initializers) rounded to float32, the output scale as its float32
-    reciprocal."""
-    scales = [float(np.float32(s)) for s in (s_in, s_out)]
-    if not all(s > 0.0 and math.isfinite(s) for s in scales):
-        raise QuantError(f"LayerNormalization scales must be finite and > 0, found {s_in!r} -> "
-                         f"{s_out!r}")
-    eps = float(np.float32(epsilon))
-    if not (eps >= 0.0 and math.isfinite(eps)):
-        raise QuantError(f"LayerNormalization epsilon {epsilon!r} must be finite and >= 0")
-    inv = inv_scale(s_out)
-    if not math.isfinite(float(inv)):
-        raise QuantError(f"LayerNormalization output scale {s_out!r} is too small: 1/scale "
-                         "overflows float32")
-    g = np.ascontiguousarray(np.asarray(gamma, dtype=np.float32).reshape(row_size))
-    b = None if beta is None else np.ascontiguousarray(
-        np.asarray(beta, dtype=np.float32).reshape(row_size))
-    return LayerNormF32Params(rows=rows, row_size=row_size, input_scale=scales[0],
-                              input_zero_point=zp_in, epsilon=eps, output_inv_scale=float(inv),
-                              output_zero_point=zp_out, act_min=act_min, act_max=act_max,
-                              gamma=g, beta=b)

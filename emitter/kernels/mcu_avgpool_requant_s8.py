@@ -1,23 +1,34 @@
-"""Golden of mcu_avgpool_requant_s8: int8 average pool with requantization and one rounding (the
+"""Twin of mcu_avgpool_requant_s8: int8 average pool with requantization and one rounding (the
 TFLite MEAN scheme; ONNX AveragePool count_include_pad=1, GlobalAveragePool, ReduceMean):
   acc = sum of (in + input_offset) over the valid taps (padding skipped = padding with the input
         zero point)
   out = clamp(requant(acc, multiplier, shift) + output_offset, pool.act_min, pool.act_max)
-multiplier/shift encode in_scale / (out_scale * filter_h * filter_w). A window with no valid tap
-is an error, as in mcu_avgpool_s8.
+multiplier/shift encode in_scale / (out_scale * filter_h * filter_w) (ops/pool.py). A window with no
+valid tap is an error, as in mcu_avgpool_s8. CMSIS-NN has no such kernel.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
-from emitter.golden.add import check_range
-from emitter.golden.avgpool import check_pool, windows
-from emitter.golden.conv2d import check_shape, dims_shape
-from emitter.kernel_params import AvgPoolRequantParams
+from emitter.kernels.common import PoolParams, check_pool, check_range, check_shape, dims_shape, windows
 from emitter.quant import requantize
 
 # 255 * 2^23 < 2^31: the largest valid window whose int32 sum cannot overflow (C: same limit).
 MAX_TAPS = 1 << 23
+
+
+@dataclass(frozen=True)
+class AvgPoolRequantParams:
+    """pool.act_min/act_max clamp the output."""
+    CTYPE: ClassVar[str] = "mcu_avgpool_requant_params_t"
+    pool: PoolParams
+    input_offset: int
+    output_offset: int
+    multiplier: int
+    shift: int
 
 
 def check_avgpool_requant(p: AvgPoolRequantParams) -> None:

@@ -1,14 +1,26 @@
-"""Golden of mcu_requantize_s8: element-wise int8 requantization (scale/zero-point change,
+"""Twin of mcu_requantize_s8: element-wise int8 requantization (scale/zero-point change,
 standalone Relu/Clip):
   out = clamp(requant(in + input_offset, multiplier, shift) + output_offset, act_min, act_max)
+CMSIS-NN has no such kernel.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
-from emitter.golden.add import check_range
-from emitter.kernel_params import RequantizeParams
+from emitter.kernels.common import QuantIO, check_range
 from emitter.quant import requantize
+
+
+@dataclass(frozen=True)
+class RequantizeParams:
+    CTYPE: ClassVar[str] = "mcu_requantize_params_t"
+    size: int
+    q: QuantIO
+    multiplier: int
+    shift: int
 
 
 def mcu_requantize_s8(p: RequantizeParams, x: np.ndarray) -> np.ndarray:

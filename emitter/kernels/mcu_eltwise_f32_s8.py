@@ -1,4 +1,4 @@
-"""Golden of mcu_eltwise_f32_s8: an int8 binary op computed in float32 (a float island, for ONNX
+"""Twin of mcu_eltwise_f32_s8: an int8 binary op computed in float32 (a float island, for ONNX
 Add/Sub/Mul/Div/Min/Max left in float between DequantizeLinear and QuantizeLinear).
 
 With x1 = input1[(i // in1.inner) % in1.period] and x2 likewise, every step a single correctly
@@ -9,29 +9,39 @@ rounded float32 operation, exactly as the C kernel:
   out = quantize(r) = clamp(round_half_away(clamp(r * output_inv_scale, -256, 256))
                             + output_zero_point, act_min, act_max),   NaN -> output_zero_point
 round_half_away(c) is float32 c +- 0.5 truncated toward zero, as the C `(int32_t)(c + 0.5f)`.
+The params (float32 scales, the output scale as its reciprocal) come from ops/float_island.py.
+CMSIS-NN has no such kernel.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from emitter.errors import QuantError
-from emitter.golden.add import broadcast_operand, check_range
-from emitter.kernel_params import (
-    F32_ADD,
-    F32_DIV,
-    F32_MAX,
-    F32_MIN,
-    F32_MUL,
-    F32_SUB,
-    Bcast,
-    EltwiseF32Params,
-)
+from emitter.kernels.common import Bcast, broadcast_operand, check_range
 
 F32 = np.float32
-OPS = {"Add": F32_ADD, "Sub": F32_SUB, "Mul": F32_MUL, "Div": F32_DIV, "Min": F32_MIN,
-       "Max": F32_MAX}
+F32_ADD, F32_SUB, F32_MUL, F32_DIV, F32_MIN, F32_MAX = range(6)  # MCU_F32_* in mcu_nn.h
+
+
+@dataclass(frozen=True)
+class EltwiseF32Params:
+    """op: one of the F32_* codes above."""
+    CTYPE: ClassVar[str] = "mcu_eltwise_f32_params_t"
+    size: int
+    in1: Bcast
+    in2: Bcast
+    op: int
+    input1_scale: float
+    input1_zero_point: int
+    input2_scale: float
+    input2_zero_point: int
+    output_inv_scale: float
+    output_zero_point: int
+    act_min: int
+    act_max: int
 
 
 def check_scale(what: str, value: float) -> None:
@@ -39,11 +49,6 @@ def check_scale(what: str, value: float) -> None:
     v = float(np.float32(value))
     if not (v > 0.0 and math.isfinite(v)):
         raise ValueError(f"{what}={value!r} must be finite and > 0 as a float32")
-
-
-def inv_scale(scale: float) -> np.float32:
-    """output_inv_scale: 1 / scale as one float32 division of the float32 scale."""
-    return F32(1.0) / F32(scale)
 
 
 def quantize_f32(r: np.ndarray, output_inv_scale: float, output_zero_point: int, act_min: int,
@@ -80,23 +85,3 @@ def mcu_eltwise_f32_s8(p: EltwiseF32Params, a: np.ndarray, b: np.ndarray) -> np.
              F32_DIV: lambda: fa / fb, F32_MIN: lambda: np.where(fa < fb, fa, fb),
              F32_MAX: lambda: np.where(fa > fb, fa, fb)}[p.op]()
         return quantize_f32(r, p.output_inv_scale, p.output_zero_point, p.act_min, p.act_max)
-
-
-def eltwise_f32_params(size: int, in1: Bcast, in2: Bcast, op: str, s1: float, zp1: int,
-                       s2: float, zp2: int, s_out: float, zp_out: int, act_min: int,
-                       act_max: int) -> EltwiseF32Params:
-    """Params for ONNX `op` (Add, Sub, Mul, Div, Min, Max) between DQ and Q: the float32 scales
-    as they are, the output scale as its float32 reciprocal."""
-    if op not in OPS:
-        raise ValueError(f"float eltwise op {op!r} is not one of {sorted(OPS)}")
-    scales = [float(np.float32(s)) for s in (s1, s2, s_out)]
-    if not all(s > 0.0 and math.isfinite(s) for s in scales):
-        raise QuantError(f"{op} scales must be finite and > 0, found {s1!r}, {s2!r} -> {s_out!r}")
-    inv = inv_scale(s_out)
-    if not math.isfinite(float(inv)):
-        raise QuantError(f"{op} output scale {s_out!r} is too small: 1/scale overflows float32")
-    return EltwiseF32Params(size=size, in1=in1, in2=in2, op=OPS[op],
-                            input1_scale=scales[0], input1_zero_point=zp1,
-                            input2_scale=scales[1], input2_zero_point=zp2,
-                            output_inv_scale=float(inv), output_zero_point=zp_out,
-                            act_min=act_min, act_max=act_max)

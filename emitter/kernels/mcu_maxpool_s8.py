@@ -1,15 +1,23 @@
-"""Golden of mcu_maxpool_s8: TFLite int8 MAX_POOL_2D (reference_integer_ops::MaxPool).
+"""Twin of mcu_maxpool_s8: TFLite int8 MAX_POOL_2D (reference_integer_ops::MaxPool).
 
   out = clamp(max of the valid taps, act_min, act_max)
 Padding taps are skipped; a window with no valid tap gives clamp(-128), as TFLite Micro does.
+
+CMSIS-NN: arm_max_pool_s8.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from emitter.golden.avgpool import check_pool, windows
-from emitter.golden.conv2d import check_shape, dims_shape
-from emitter.kernel_params import PoolParams
+from emitter.backends.cmsis_api import ScratchRequest
+from emitter.kernels.common import PoolParams, check_pool, check_shape, dims_shape, windows
+from emitter.kernels.mcu_avgpool_s8 import pool_call
+from emitter.ops.base import Prepared
+
+if TYPE_CHECKING:
+    from emitter.backends.cmsis_nn import Converter
 
 
 def mcu_maxpool_s8(p: PoolParams, x: np.ndarray) -> np.ndarray:
@@ -22,3 +30,7 @@ def mcu_maxpool_s8(p: PoolParams, x: np.ndarray) -> np.ndarray:
         if y1 > y0 and x1 > x0:
             out[:, oy, ox, :] = xi[:, y0:y1, x0:x1, :].max(axis=(1, 2))
     return np.clip(out, p.act_min, p.act_max).astype(np.int8)
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    return pool_call(conv, p, "arm_max_pool_s8")

@@ -1,22 +1,41 @@
-"""Golden of mcu_minmax_s8: element-wise Min/Max of two int8 operands with their own
+"""Twin of mcu_minmax_s8: element-wise Min/Max of two int8 operands with their own
 quantization, broadcast via Bcast (as mcu_add_s8). For every output element i, with
 a = input1[(i // in1.inner) % in1.period] and b likewise:
   a1  = requant(a + input1_offset, input1_multiplier, input1_shift) + output_offset
   a2  = requant(b + input2_offset, input2_multiplier, input2_shift) + output_offset
   out = clamp(max(a1, a2) if is_max else min(a1, a2), act_min, act_max)
-`minmax_params` builds the multipliers of s_in / s_out from the float32 scales in double precision
-(TFLite QuantizeMultiplier); equal input and output quantization requantizes exactly.
+The multipliers (s_in / s_out) come from ops/minmax.py. CMSIS-NN has no such kernel.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
-from emitter.errors import QuantError
-from emitter.golden.add import broadcast_operand, check_range
-from emitter.kernel_params import Bcast, MinMaxParams
-from emitter.quant import quantize_multiplier, requantize
+from emitter.kernels.common import Bcast, broadcast_operand, check_range
+from emitter.quant import requantize
 
 INT32_MAX = (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class MinMaxParams:
+    """Each input requantized to the output scale, then min or max."""
+    CTYPE: ClassVar[str] = "mcu_minmax_params_t"
+    size: int
+    in1: Bcast
+    in2: Bcast
+    is_max: int
+    input1_offset: int
+    input1_multiplier: int
+    input1_shift: int
+    input2_offset: int
+    input2_multiplier: int
+    input2_shift: int
+    output_offset: int
+    act_min: int
+    act_max: int
 
 
 def mcu_minmax_s8(p: MinMaxParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -38,18 +57,3 @@ def mcu_minmax_s8(p: MinMaxParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a2 = requantize(x2, p.input2_multiplier, p.input2_shift) + p.output_offset
     raw = np.maximum(a1, a2) if p.is_max else np.minimum(a1, a2)
     return np.clip(raw, p.act_min, p.act_max).astype(np.int8)
-
-
-def minmax_params(size: int, in1: Bcast, in2: Bcast, is_max: bool, s1: float, zp1: int,
-                  s2: float, zp2: int, s_out: float, zp_out: int, act_min: int,
-                  act_max: int) -> MinMaxParams:
-    """MinMaxParams for ONNX Max (is_max) / Min of two quantized operands."""
-    scale1, scale2, scale_out = (float(np.float32(s)) for s in (s1, s2, s_out))
-    if min(scale1, scale2, scale_out) <= 0.0:
-        raise QuantError(f"Min/Max scales must be > 0, found {s1!r}, {s2!r} -> {s_out!r}")
-    m1, sh1 = quantize_multiplier(scale1 / scale_out)
-    m2, sh2 = quantize_multiplier(scale2 / scale_out)
-    return MinMaxParams(size=size, in1=in1, in2=in2, is_max=int(bool(is_max)),
-                        input1_offset=-zp1, input1_multiplier=m1, input1_shift=sh1,
-                        input2_offset=-zp2, input2_multiplier=m2, input2_shift=sh2,
-                        output_offset=zp_out, act_min=act_min, act_max=act_max)

@@ -1,4 +1,4 @@
-"""Golden of mcu_softmax_s8: TFLite int8 SOFTMAX (reference_ops::Softmax), gemmlowp fixed point.
+"""Twin of mcu_softmax_s8: TFLite int8 SOFTMAX (reference_ops::Softmax), gemmlowp fixed point.
 
 Per row (all values int32 held in int64):
   diff  = in - max(row); elements with diff < diff_min are skipped (probability 0)
@@ -10,27 +10,44 @@ Per row (all values int32 held in int64):
           (0 where that exponent exceeds 31: TFLite aborts there)
   mode 1: p = RoundingDivideByPOT(SRDHM(scale, e), num_bits_over_unit)  probability, Q0.31
           out = clamp(requant(p, output_multiplier, output_shift) + output_offset)
-`softmax_params` is TFLite Micro's Prepare (softmax_common.cc, beta = 1).
+The params are TFLite Micro's Prepare (ops/softmax.py). CMSIS-NN: arm_softmax_s8, mode 0 only.
 """
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from emitter.errors import QuantError
-from emitter.golden.add import check_range
-from emitter.kernel_params import SoftmaxParams
+from emitter.backends.cmsis_api import ScratchRequest
+from emitter.kernels.common import check_range
+from emitter.ops.base import IntArg, Prepared
 from emitter.quant import (
     INT32_MAX,
     INT32_MIN,
-    quantize_multiplier,
     requantize,
-    round_half_away,
     rounding_divide_by_pot,
     srdhm,
     wrap_int32,
 )
+
+if TYPE_CHECKING:
+    from emitter.backends.cmsis_nn import Converter
+
+
+@dataclass(frozen=True)
+class SoftmaxParams:
+    CTYPE: ClassVar[str] = "mcu_softmax_params_t"
+    rows: int
+    row_size: int
+    input_multiplier: int
+    input_left_shift: int
+    diff_min: int
+    output_mode: int
+    output_multiplier: int
+    output_shift: int
+    output_offset: int
+
 
 SCALED_DIFF_INTEGER_BITS = 5  # Q5.26 input differences
 ACCUM_INTEGER_BITS = 12  # Q12.19 sum of exponentials
@@ -126,43 +143,12 @@ def mcu_softmax_s8(p: SoftmaxParams, x: np.ndarray) -> np.ndarray:
     return np.clip(out, -128, 127).astype(np.int8)
 
 
-def _quantize_multiplier_greater_than_one(real: float) -> tuple[int, int]:
-    """TFLite QuantizeMultiplierGreaterThanOne in double-rounding builds: no clamp of the shift
-    at 30 (a real multiplier in [2^30, 2^31) gives shift 31)."""
-    if not real > 1.0:
-        raise QuantError(f"softmax input multiplier {real!r} must exceed 1; "
-                         "the input scale is too small")
-    q, shift = math.frexp(real)
-    q_fixed = round_half_away(q * (1 << 31))
-    if q_fixed == (1 << 31):
-        q_fixed //= 2
-        shift += 1
-    return q_fixed, shift
-
-
-def softmax_params(input_scale: float, rows: int, row_size: int, output_scale: float,
-                   output_zero_point: int) -> SoftmaxParams:
-    """TFLite Micro's int8 softmax Prepare with beta = 1 (PreprocessSoftmaxScaling with 5 integer
-    bits, diff_min = -CalculateInputRadius). Output mode 0 for TFLite's output quantization
-    (scale 1/256, zero point -128), else mode 1 with a multiplier for 2^-31 / output_scale."""
-    beta = 1.0
-    scale_in = float(np.float32(input_scale))
-    scale_out = float(np.float32(output_scale))
-    if scale_in <= 0.0 or scale_out <= 0.0:
-        raise QuantError(f"softmax scales must be > 0, found {input_scale!r} -> {output_scale!r}")
-    if not -128 <= output_zero_point <= 127:
-        raise QuantError(f"softmax output zero point {output_zero_point} is not int8")
-    real = min(beta * scale_in * (1 << (31 - SCALED_DIFF_INTEGER_BITS)), (1 << 31) - 1.0)
-    input_multiplier, input_left_shift = _quantize_multiplier_greater_than_one(real)
-    max_input_rescaled = (1.0 * ((1 << SCALED_DIFF_INTEGER_BITS) - 1)
-                          * (1 << (31 - SCALED_DIFF_INTEGER_BITS)) / (1 << input_left_shift))
-    diff_min = -math.floor(max_input_rescaled)
-    if scale_out == 1.0 / 256 and output_zero_point == -128:
-        mode, out_mult, out_shift, out_offset = 0, 0, 0, -128
-    else:
-        out_mult, out_shift = quantize_multiplier(2.0 ** -31 / scale_out)
-        mode, out_offset = 1, output_zero_point
-    return SoftmaxParams(rows=rows, row_size=row_size, input_multiplier=input_multiplier,
-                         input_left_shift=input_left_shift, diff_min=diff_min,
-                         output_mode=mode, output_multiplier=out_mult, output_shift=out_shift,
-                         output_offset=out_offset)
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    c = p.params
+    assert isinstance(c, SoftmaxParams)
+    if c.output_mode != 0:
+        return None
+    return conv.call(p, "arm_softmax_s8", {
+        "input": p.operands["input"], "num_rows": IntArg(c.rows), "row_size": IntArg(c.row_size),
+        "mult": IntArg(c.input_multiplier), "shift": IntArg(c.input_left_shift), "diff_min": IntArg(c.diff_min),
+        "output": p.operands["output"]})

@@ -1,0 +1,24 @@
+"""Python twins of the C kernels: emitter/kernels/mcu_<k>.py beside mcu_runtime/kernels/mcu_<k>.c.
+
+A twin holds what the C kernel does at run time, and nothing the op's Prepare computes:
+  <Name>Params  the params dataclass, the single Python copy of its C struct (CTYPE names it;
+                tests/test_kernel_structs.py checks every field against mcu_runtime/include/mcu_nn.h)
+  mcu_<k>(...)  the bit-exact numpy golden, named as the C function
+  to_cmsis(conv, p)   its CMSIS-NN call (emitter/backends/cmsis_nn.py dispatches here by kernel name)
+Shared struct twins (Dims, QuantIO, Bcast, PoolParams) and golden helpers live in common.py.
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+
+# Every twin in this package: one per C kernel (tests/test_kernel_structs.py checks the two sets agree).
+KERNELS = tuple(sorted(p.stem for p in Path(__file__).parent.glob("mcu_*.py")))
+
+
+def twin(kernel: str) -> ModuleType | None:
+    """The twin module of a portable kernel (None for another name, e.g. a CMSIS-NN function)."""
+    if kernel not in KERNELS:
+        return None
+    return importlib.import_module(f"emitter.kernels.{kernel}")

@@ -1,0 +1,151 @@
+"""C struct twins shared by several kernels (mcu_dims_t, mcu_quant_io_t, mcu_bcast_t,
+mcu_pool_params_t, MCU_MAX_RANK) and the golden helpers their kernels share.
+
+Same field names, same order as mcu_runtime/include/mcu_nn.h. A nested dataclass renders as a nested
+designated initializer; an np.ndarray field as a `static const` array in flash whose address the
+struct holds; a tuple as an inline C array of MCU_MAX_RANK entries; a float field as an exact
+float32 literal.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from emitter.quant import requantize, wrap_int32
+
+MAX_RANK = 6  # MCU_MAX_RANK
+
+
+@dataclass(frozen=True)
+class Dims:
+    CTYPE: ClassVar[str] = "mcu_dims_t"
+    n: int
+    h: int
+    w: int
+    c: int
+
+
+@dataclass(frozen=True)
+class QuantIO:
+    """input_offset = -zp_in, output_offset = +zp_out, clamp in output domain."""
+    CTYPE: ClassVar[str] = "mcu_quant_io_t"
+    input_offset: int
+    output_offset: int
+    act_min: int
+    act_max: int
+
+
+@dataclass(frozen=True)
+class Bcast:
+    """Operand index of output element i is (i // inner) % period."""
+    CTYPE: ClassVar[str] = "mcu_bcast_t"
+    inner: int
+    period: int
+
+
+@dataclass(frozen=True)
+class PoolParams:
+    """Shared by mcu_avgpool_s8, mcu_maxpool_s8 and (nested) mcu_avgpool_requant_s8."""
+    CTYPE: ClassVar[str] = "mcu_pool_params_t"
+    input: Dims
+    output: Dims
+    filter_h: int
+    filter_w: int
+    stride_h: int
+    stride_w: int
+    pad_top: int
+    pad_left: int
+    act_min: int
+    act_max: int
+
+
+def pad_rank(values: tuple[int, ...] | list[int]) -> tuple[int, ...]:
+    """Pad a per-axis tuple to MCU_MAX_RANK entries, as the C structs hold them."""
+    values = tuple(int(v) for v in values)
+    if len(values) > MAX_RANK:
+        raise ValueError(f"rank {len(values)} exceeds MCU_MAX_RANK={MAX_RANK}")
+    return values + (0,) * (MAX_RANK - len(values))
+
+
+# ---------------------------------------------------------------------------------------------
+# golden helpers: the argument checks (ValueError where C returns MCU_ERR_ARG) and shared steps
+
+def check_range(what: str, value: int, lo: int, hi: int) -> None:
+    if not lo <= value <= hi:
+        raise ValueError(f"{what}={value} outside [{lo}, {hi}]")
+
+
+def check_shape(what: str, array: np.ndarray, expected: tuple[int, ...]) -> None:
+    if tuple(array.shape) != expected:
+        raise ValueError(f"{what}: expected shape {expected}, found {tuple(array.shape)}")
+
+
+def dims_shape(d: Dims) -> tuple[int, int, int, int]:
+    return (d.n, d.h, d.w, d.c)
+
+
+def broadcast_operand(x: np.ndarray, b: Bcast, size: int, what: str) -> np.ndarray:
+    """Flat int8 operand of `b.period` elements -> int64 [size]; element i is
+    x[(i // inner) % period]."""
+    if b.inner < 1 or b.period < 1:
+        raise ValueError(f"{what}: inner={b.inner} and period={b.period} must both be >= 1")
+    flat = np.asarray(x).ravel()
+    if flat.size != b.period:
+        raise ValueError(f"{what}: expected {b.period} elements (the period), found {flat.size}")
+    return flat.astype(np.int64)[(np.arange(size, dtype=np.int64) // b.inner) % b.period]
+
+
+def patches(x: np.ndarray, k_h: int, k_w: int, out_h: int, out_w: int, stride_h: int,
+            stride_w: int, dilation_h: int, dilation_w: int, pad_top: int,
+            pad_left: int) -> np.ndarray:
+    """im2col of an int64 [N,H,W,C] map (input offset already added) -> [N,out_h,out_w,KH,KW,C].
+
+    Taps outside the input read 0, i.e. they contribute nothing to the sum.
+    """
+    n, h, w, c = x.shape
+    span_h = (out_h - 1) * stride_h + (k_h - 1) * dilation_h + 1
+    span_w = (out_w - 1) * stride_w + (k_w - 1) * dilation_w + 1
+    xp = np.pad(x, ((0, 0), (pad_top, max(0, span_h - pad_top - h)),
+                    (pad_left, max(0, span_w - pad_left - w)), (0, 0)))
+    taps = [xp[:, ky * dilation_h:ky * dilation_h + (out_h - 1) * stride_h + 1:stride_h,
+               kx * dilation_w:kx * dilation_w + (out_w - 1) * stride_w + 1:stride_w, :]
+            for ky in range(k_h) for kx in range(k_w)]
+    return np.stack(taps, axis=3).reshape(n, out_h, out_w, k_h, k_w, c)
+
+
+def output_stage(acc: np.ndarray, bias: np.ndarray | None, q: QuantIO, multiplier: np.ndarray,
+                 shift: np.ndarray) -> np.ndarray:
+    """acc [..., C] int64 -> int8: + bias, requantize per channel, + output_offset, clamp."""
+    if bias is not None:
+        acc = acc + np.asarray(bias, dtype=np.int64)
+    acc = requantize(wrap_int32(acc), np.asarray(multiplier, dtype=np.int64),
+                     np.asarray(shift, dtype=np.int64))
+    return np.clip(acc + q.output_offset, q.act_min, q.act_max).astype(np.int8)
+
+
+def check_pool(p: PoolParams) -> None:
+    """The parameter checks both pooling kernels make (ValueError where C returns MCU_ERR_ARG)."""
+    i, o = p.input, p.output
+    if min(i.n, i.h, i.w, i.c, o.h, o.w) < 1 or o.n != i.n or o.c != i.c:
+        raise ValueError(f"pool dims disagree or are empty: input {i}, output {o}")
+    if min(p.filter_h, p.filter_w, p.stride_h, p.stride_w) < 1 or min(p.pad_top, p.pad_left) < 0:
+        raise ValueError(f"pool filter {p.filter_h}x{p.filter_w} / stride {p.stride_h}x"
+                         f"{p.stride_w} must be >= 1, pads {p.pad_top},{p.pad_left} >= 0")
+    if not -128 <= p.act_min <= p.act_max <= 127:
+        raise ValueError(f"pool clamp [{p.act_min}, {p.act_max}] is not a sub-range of int8")
+
+
+def windows(p: PoolParams) -> list[tuple[int, int, int, int, int, int]]:
+    """(out_y, out_x, y0, y1, x0, x1) per output position: the valid input rows [y0, y1) and
+    columns [x0, x1) of its window (possibly empty)."""
+    out = []
+    for oy in range(p.output.h):
+        y_origin = oy * p.stride_h - p.pad_top
+        y0, y1 = max(0, y_origin), min(p.input.h, y_origin + p.filter_h)
+        for ox in range(p.output.w):
+            x_origin = ox * p.stride_w - p.pad_left
+            x0, x1 = max(0, x_origin), min(p.input.w, x_origin + p.filter_w)
+            out.append((oy, ox, y0, y1, x0, x1))
+    return out

@@ -1,0 +1,91 @@
+"""Twin of mcu_conv2d_s8: int8 2-D convolution, NHWC input/output, OHWI filter.
+
+out[b,y,x,oc] = clamp(requant(sum_{ky,kx,ic} (in[b,iy,ix,ic] + input_offset) * w[oc,ky,kx,ic]
+                + bias[oc], multiplier[oc], shift[oc]) + output_offset, act_min, act_max)
+with iy = y*stride_h - pad_top + ky*dilation_h (likewise ix); taps outside the input contribute
+nothing, which is padding the offset input with 0 (the input zero point). All sums in int64; the
+accumulator is wrapped to int32 like the C kernel's single int32 accumulator.
+
+CMSIS-NN: arm_convolve_wrapper_s8 (scratch sized by CMSIS-NN itself).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from emitter.backends.cmsis_api import ScratchRequest, arr, dims, padded, tile
+from emitter.backends.cmsis_quirks import mve_1xn_problem
+from emitter.kernels.common import Dims, QuantIO, check_shape, dims_shape, output_stage, patches
+from emitter.ops.base import ConstArg, Prepared, StructArg
+
+if TYPE_CHECKING:
+    from emitter.backends.cmsis_nn import Converter
+
+
+@dataclass(frozen=True, eq=False)
+class ConvParams:
+    CTYPE: ClassVar[str] = "mcu_conv_params_t"
+    input: Dims
+    filter: Dims
+    output: Dims
+    stride_h: int
+    stride_w: int
+    dilation_h: int
+    dilation_w: int
+    pad_top: int
+    pad_left: int
+    q: QuantIO
+    multiplier: np.ndarray  # int32 [C_out]
+    shift: np.ndarray  # int32 [C_out]
+
+
+def mcu_conv2d_s8(p: ConvParams, input: np.ndarray, filter: np.ndarray,
+                  bias: np.ndarray | None) -> np.ndarray:
+    """int8 NHWC input, int8 OHWI filter, int32 bias [C_out] or None -> int8 NHWC output."""
+    check_shape("conv input", input, dims_shape(p.input))
+    check_shape("conv filter", filter, dims_shape(p.filter))
+    if p.filter.c != p.input.c or p.filter.n != p.output.c or p.output.n != p.input.n:
+        raise ValueError(f"conv dims disagree: input {p.input}, filter {p.filter}, "
+                         f"output {p.output}")
+    if bias is not None:
+        check_shape("conv bias", bias, (p.output.c,))
+    x = input.astype(np.int64) + p.q.input_offset
+    cols = patches(x, p.filter.h, p.filter.w, p.output.h, p.output.w, p.stride_h, p.stride_w,
+                   p.dilation_h, p.dilation_w, p.pad_top, p.pad_left)
+    k = p.filter.h * p.filter.w * p.filter.c
+    w = filter.astype(np.int64).reshape(p.filter.n, k)
+    acc = (cols.reshape(-1, k) @ w.T).reshape(dims_shape(p.output))
+    return output_stage(acc, bias, p.q, p.multiplier, p.shift)
+
+
+def per_channel_quant(c: Any, pad: int) -> StructArg:
+    """cmsis_nn_per_channel_quant_params of a conv / depthwise / FC params (MVE: padded arrays)."""
+    return StructArg("cmsis_nn_per_channel_quant_params", "quant",
+                     {"multiplier": arr(ConstArg("multiplier", padded(c.multiplier, pad)), "(int32_t *)"),
+                      "shift": arr(ConstArg("shift", padded(c.shift, pad)), "(int32_t *)")})
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    c = p.params
+    assert isinstance(c, ConvParams)
+    ops = p.operands
+    if conv.var == "mve" and (problem := mve_1xn_problem(c)):
+        conv.refusal = problem
+        return None
+    pad = 4 if conv.var == "mve" else 0
+    b = ops["bias"]
+    bias = b.data if isinstance(b, ConstArg) else np.zeros(c.filter.n, np.int32)
+    params = {"input_offset": c.q.input_offset, "output_offset": c.q.output_offset,
+              "stride": tile(c.stride_w, c.stride_h), "padding": tile(c.pad_left, c.pad_top),
+              "dilation": tile(c.dilation_w, c.dilation_h),
+              "activation": {"min": c.q.act_min, "max": c.q.act_max}}
+    return conv.call(p, "arm_convolve_wrapper_s8", {
+        "conv_params": StructArg("cmsis_nn_conv_params", "conv", params),
+        "quant_params": per_channel_quant(c, pad),
+        "input_dims": StructArg("cmsis_nn_dims", "input_dims", dims(c.input)), "input_data": ops["input"],
+        "filter_dims": StructArg("cmsis_nn_dims", "filter_dims", dims(c.filter)), "filter_data": ops["filter"],
+        "bias_dims": StructArg("cmsis_nn_dims", "bias_dims", {"n": 1, "h": 1, "w": 1, "c": c.filter.n}),
+        "bias_data": ConstArg("bias", padded(bias, pad)),
+        "output_dims": StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), "output_data": ops["output"]})

@@ -1,0 +1,83 @@
+"""Twin of mcu_depthwise_conv2d_s8: int8 depthwise 2-D convolution, NHWC, filter [1,KH,KW,C_out].
+
+out[b,y,x,oc] = clamp(requant(sum_{ky,kx} (in[b,iy,ix,oc // depth_multiplier] + input_offset)
+                * w[0,ky,kx,oc] + bias[oc], multiplier[oc], shift[oc]) + output_offset,
+                act_min, act_max)
+with the tap positions and padding rule of mcu_conv2d_s8.
+
+CMSIS-NN: arm_depthwise_conv_wrapper_s8.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from emitter.backends.cmsis_api import ScratchRequest, dims, padded, tile
+from emitter.kernels.common import Dims, QuantIO, check_shape, dims_shape, output_stage, patches
+from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
+from emitter.ops.base import ConstArg, Prepared, StructArg
+
+if TYPE_CHECKING:
+    from emitter.backends.cmsis_nn import Converter
+
+
+@dataclass(frozen=True, eq=False)
+class DepthwiseConvParams:
+    CTYPE: ClassVar[str] = "mcu_depthwise_conv_params_t"
+    input: Dims
+    filter: Dims
+    output: Dims
+    depth_multiplier: int
+    stride_h: int
+    stride_w: int
+    dilation_h: int
+    dilation_w: int
+    pad_top: int
+    pad_left: int
+    q: QuantIO
+    multiplier: np.ndarray
+    shift: np.ndarray
+
+
+def mcu_depthwise_conv2d_s8(p: DepthwiseConvParams, input: np.ndarray, filter: np.ndarray,
+                            bias: np.ndarray | None) -> np.ndarray:
+    """int8 NHWC input, int8 filter [1,KH,KW,C_out], int32 bias [C_out] or None -> int8 NHWC."""
+    check_shape("depthwise input", input, dims_shape(p.input))
+    check_shape("depthwise filter", filter, dims_shape(p.filter))
+    if (p.filter.n != 1 or p.filter.c != p.output.c or p.output.n != p.input.n
+            or p.output.c != p.input.c * p.depth_multiplier):
+        raise ValueError(f"depthwise dims disagree: input {p.input}, filter {p.filter}, "
+                         f"output {p.output}, depth_multiplier {p.depth_multiplier}")
+    if bias is not None:
+        check_shape("depthwise bias", bias, (p.output.c,))
+    # Output channel oc = ic * depth_multiplier + m reads input channel ic.
+    x = np.repeat(input.astype(np.int64) + p.q.input_offset, p.depth_multiplier, axis=3)
+    cols = patches(x, p.filter.h, p.filter.w, p.output.h, p.output.w, p.stride_h, p.stride_w,
+                   p.dilation_h, p.dilation_w, p.pad_top, p.pad_left)
+    acc = np.einsum("nyxhwc,hwc->nyxc", cols, filter[0].astype(np.int64))
+    return output_stage(acc, bias, p.q, p.multiplier, p.shift)
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    c = p.params
+    assert isinstance(c, DepthwiseConvParams)
+    ops = p.operands
+    f, b = ops["filter"], ops["bias"]
+    assert isinstance(f, ConstArg)
+    pad = 4 if conv.var == "mve" else 0
+    bias = b.data if isinstance(b, ConstArg) else np.zeros(c.output.c, np.int32)
+    params = {"input_offset": c.q.input_offset, "output_offset": c.q.output_offset, "ch_mult": c.depth_multiplier,
+              "stride": tile(c.stride_w, c.stride_h), "padding": tile(c.pad_left, c.pad_top),
+              "dilation": tile(c.dilation_w, c.dilation_h),
+              "activation": {"min": c.q.act_min, "max": c.q.act_max}}
+    return conv.call(p, "arm_depthwise_conv_wrapper_s8", {
+        "dw_conv_params": StructArg("cmsis_nn_dw_conv_params", "dw", params),
+        "quant_params": per_channel_quant(c, pad),
+        "input_dims": StructArg("cmsis_nn_dims", "input_dims", dims(c.input)), "input_data": ops["input"],
+        "filter_dims": StructArg("cmsis_nn_dims", "filter_dims", dims(c.filter)),
+        "filter_data": ConstArg("filter", padded(f.data.ravel(), pad * 4)),
+        "bias_dims": StructArg("cmsis_nn_dims", "bias_dims", {"n": 1, "h": 1, "w": 1, "c": c.output.c}),
+        "bias_data": ConstArg("bias", padded(bias, pad)),
+        "output_dims": StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), "output_data": ops["output"]})
