@@ -128,9 +128,13 @@ def activation_range(s: LowerState, node: onnx.NodeProto) -> tuple[float, float]
     return float(lo), float(hi)
 
 
-# -- the rules: match(s, node, chain) -> truthy when the rule applies; lower(s, node, chain, match)
+# -- the rules: match(s, node, chain) is truthy when the rule applies; lower(s, node, chain, match)
 
 def several_outputs(s: LowerState, node: onnx.NodeProto, ch: Chain) -> bool:
+    return is_multi_output(node)
+
+
+def is_multi_output(node: onnx.NodeProto) -> bool:
     return len([o for o in node.output if o]) > 1
 
 
@@ -193,10 +197,10 @@ RULES: tuple[Rule, ...] = (
 def lower_qdq(s: LowerState, node: onnx.NodeProto) -> None:
     if node.op_type not in s.lowering:
         raise NodeUnsupported(f"op type {node.op_type} is not supported")
-    ch = Chain() if several_outputs(s, node, Chain()) else follow(s, node)
+    ch = Chain() if is_multi_output(node) else follow(s, node)  # Split: nothing follows one output
     for match, lower in RULES:
         found = match(s, node, ch)
-        if found is not None and found is not False:
+        if found:
             lower(s, node, ch, found)
             return
     raise NodeUnsupported(f"output '{node.output[0]}' is not quantized (no QuantizeLinear "
