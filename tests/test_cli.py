@@ -243,3 +243,56 @@ def test_backend_choice_is_printed_with_its_reason(tmp_path, monkeypatch, capsys
     with pytest.raises(UsageError, match="needs an Arm Cortex-M board"):
         choose_backend("cmsis-nn", riscv)
     assert choose_backend("portable", load_board("cortex-m4"))[2].endswith("; asked for")
+
+
+# ---- one parser, one exit-code mapping ----
+
+def test_help_lists_every_command_and_verify_shows_its_options(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("emit", "verify", "debug", "quantize", "boards"):
+        assert f"    {command} " in out
+    assert "mcugen MODEL.onnx [options]" in out
+    with pytest.raises(SystemExit):
+        main(["verify", "--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: mcugen verify") and "--inputs" in out and "--profile" in out
+    with pytest.raises(SystemExit):
+        main(["debug", "--help"])
+    out = capsys.readouterr().out
+    assert "--bundle" in out and "--work" in out and "--backend" not in out
+
+
+def test_exit_status_of_each_error_class():
+    from emitter.errors import BudgetError, OutputError, QuantError, UnsupportedError, VerifyError, exit_status
+
+    assert exit_status(UsageError("x")) == exit_status(QuantError("x")) == exit_status(OutputError("x")) == 2
+    assert exit_status(UnsupportedError([("n", "TopK", 13, "why")])) == exit_status(BudgetError("x")) == 2
+    assert exit_status(VerifyError("x")) == 1
+    assert exit_status(KeyboardInterrupt()) == 130
+    assert exit_status(BrokenPipeError()) == 141
+    assert exit_status(ValueError("a bug")) is None
+
+
+def test_interrupt_exits_130_quietly(monkeypatch, capsys):
+    import emitter.boards
+
+    def interrupted() -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(emitter.boards, "format_board_table", interrupted)
+    assert main(["boards"]) == 130
+    assert capsys.readouterr().err == ""
+
+
+def test_closed_stdout_ends_quietly():
+    """`mcugen boards | head`: the reader went away; no BrokenPipeError traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "emitter.cli", "boards"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait() == 141
+    assert err == b""
