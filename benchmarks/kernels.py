@@ -51,7 +51,7 @@ from emitter.kernel_params import (
     FCParams,
     QuantIO,
 )
-from tests.ckernels import conv_out_size, realistic_multipliers, wide_multipliers
+from tests.harness.ckernels import conv_out_size, realistic_multipliers, wide_multipliers
 
 MODELS_DIR = ROOT.parent / "shared" / "models"
 MODELS = ("mlperf_kws_dscnn", "mlperf_ic_resnet8", "mlperf_ad_fc_autoencoder", "tflm_micro_speech")

@@ -19,10 +19,15 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from emitter import __version__
 from emitter.errors import McugenError, UsageError, VerifyError, exit_status
 from emitter.harness import LAYERS_FILE
+
+if TYPE_CHECKING:
+    from emitter.boards import Board
+    from emitter.compiler import Compiled
 
 COMMANDS = ("emit", "verify", "debug", "quantize", "boards")
 
@@ -156,7 +161,7 @@ def _verify_options(p: argparse.ArgumentParser, when: str) -> None:
                         "a marker after every layer) and print where they go")
 
 
-def choose_backend(asked: str, board) -> tuple[str, Path | None, str]:
+def choose_backend(asked: str, board: Board) -> tuple[str, Path | None, str]:
     """(backend, CMSIS-NN path, a sentence saying which backend and why). auto: cmsis-nn on an Arm
     Cortex-M board when CMSIS_NN_PATH is set, else portable. A CMSIS-NN mcugen cannot use is a
     UsageError; a newer one whose API is unchanged gets a warning on stderr."""
@@ -206,7 +211,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     return run(args)
 
 
-def check_budgets(args: argparse.Namespace, board, compiled, weight_bytes: int) -> None:
+def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, weight_bytes: int) -> None:
     ram = parse_size(args.ram_budget) if args.ram_budget else None
     flash = parse_size(args.flash_budget) if args.flash_budget else None
     from emitter.budget import check
@@ -259,7 +264,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
     return 0
 
 
-def profile_report(compiled, out_dir: Path, board, args: argparse.Namespace) -> list[dict]:
+def profile_report(compiled: Compiled, out_dir: Path, board: Board, args: argparse.Namespace) -> list[dict]:
     """Print the per-layer instruction profile; return it for report.json."""
     import tempfile
 

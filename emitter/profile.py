@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from emitter.compiler import Compiled
+
+if TYPE_CHECKING:
+    from emitter.boards import Board
 
 # -include finds model_glue.h through the glue folder on the include path (SConstruct's CPPPATH).
 PROFILE_CFLAGS = ("-include", "model_glue.h")
@@ -50,7 +54,7 @@ class Profile:
         return "\n".join(rows)
 
 
-def profile_layers(c: Compiled, bundle: Path, board, samples: list[list[np.ndarray]], work: Path,
+def profile_layers(c: Compiled, bundle: Path, board: Board, samples: list[list[np.ndarray]], work: Path,
                    cmsis_opt: str = "-Ofast") -> Profile:
     """Build the profile firmware for `board` (CMSIS-NN, if any, at cmsis_opt), run `samples` in
     QEMU, and split the count per layer."""
@@ -69,7 +73,7 @@ def profile_layers(c: Compiled, bundle: Path, board, samples: list[list[np.ndarr
     totals = np.array(run.instructions, dtype=np.int64)
     per_layer = np.median(laps, axis=0)
     costs = tuple(LayerCost(lay.index, lay.name, lay.op, lay.kernel, lay.macs, int(round(v)))
-                  for lay, v in zip(layers, per_layer))
+                  for lay, v in zip(layers, per_layer, strict=True))
     total = int(round(float(np.median(totals))))
     tail = int(round(float(np.median(totals - laps.sum(axis=1)))))
     return Profile(board.name, costs, total, tail)

@@ -151,7 +151,7 @@ def fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
             except Exception:  # noqa: BLE001 - an op the reference evaluator cannot run stays
                 kept.append(node)
                 continue
-            for name, value in zip(node.output, outs):
+            for name, value in zip(node.output, outs, strict=False):
                 consts[name] = np.asarray(value)
         else:
             kept.append(node)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +16,9 @@ from emitter.compiler import Compiled, golden_run
 from emitter.errors import UsageError, VerifyError
 from emitter.harness import Samples, run_target, unpack, write_glue
 from emitter.harness import run_host as run_host_harness
+
+if TYPE_CHECKING:
+    from emitter.boards import Board
 
 
 def quantize(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
@@ -84,7 +88,7 @@ def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]]) -> list[l
     results = []
     for sample in samples:
         feed = {}
-        for name, x in zip(g.inputs, sample):
+        for name, x in zip(g.inputs, sample, strict=True):
             b, t = g.boundaries[name], g.t(name)
             assert t.quant is not None
             if b.float_io:
@@ -95,7 +99,7 @@ def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]]) -> list[l
                 feed[b.onnx_name] = x
         outs = sess.run([g.boundaries[n].onnx_name for n in g.outputs], feed)
         row = []
-        for name, y in zip(g.outputs, outs):
+        for name, y in zip(g.outputs, outs, strict=True):
             b, t = g.boundaries[name], g.t(name)
             assert t.quant is not None
             if b.float_io:
@@ -110,8 +114,8 @@ def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]]) -> list[l
 def diff_stats(a: list[list[np.ndarray]], b: list[list[np.ndarray]]) -> tuple[int, int, int]:
     """(elements differing, elements, max |diff|) over all samples and outputs."""
     n = d = mx = 0
-    for ra, rb in zip(a, b):
-        for x, y in zip(ra, rb):
+    for ra, rb in zip(a, b, strict=False):  # reference outputs may cover fewer samples
+        for x, y in zip(ra, rb, strict=True):
             delta = np.abs(x.astype(np.int32) - y.astype(np.int32))
             n += delta.size
             d += int((delta > 0).sum())
@@ -178,7 +182,7 @@ class VerifyReport:
         return "\n".join([f"verification on {self.samples} samples:"] + ["  " + s for s in self.lines])
 
 
-def run_verify(c: Compiled, bundle: Path, board, model: Path, inputs: str | None, count: int,
+def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str | None, count: int,
                qemu: bool = True, work: Path | None = None) -> VerifyReport:
     samples = load_inputs(c, inputs, count)
     if not samples:

@@ -7,50 +7,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from emitter.backends.cmsis_version import API_FUNCTIONS, API_TYPES, detect
 from emitter.boards import load_board
 from emitter.cli import choose_backend, main
 from emitter.errors import UsageError
-from tests.support import SHARED_MODELS, shared_model
-
-HELLO = shared_model("tflm_hello_world")
+from tests.harness.bundles import SHARED_MODELS, shared_model
+from tests.models.tiny import HELLO, qdq_model_with
 
 
 def tree_digest(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def qdq_model_with(extra_op: str, tmp_path: Path) -> Path:
-    """x(int8) -> DQ -> Relu -> Q, then <extra_op> on the float tensor: a real mixed model."""
-    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
-             numpy_helper.from_array(np.array(0, np.int8), "z")]
-    nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"], name="dq"),
-             helper.make_node("Relu", ["xf"], ["r"], name="relu"),
-             helper.make_node("QuantizeLinear", ["r", "s", "z"], ["y"], name="q")]
-    shape = [1, 1, 8] if extra_op == "LSTM" else [1, 8]
-    outputs = [helper.make_tensor_value_info("y", TensorProto.INT8, shape)]
-    if extra_op == "TopK":
-        inits.append(numpy_helper.from_array(np.array([2], np.int64), "k"))
-        nodes.append(helper.make_node("TopK", ["xf", "k"], ["v", "i"], name="my_topk"))
-        outputs += [helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 2]),
-                    helper.make_tensor_value_info("i", TensorProto.INT64, [1, 2])]
-    elif extra_op == "LSTM":
-        inits += [numpy_helper.from_array(np.zeros((1, 16, 8), np.float32), "W"),
-                  numpy_helper.from_array(np.zeros((1, 16, 4), np.float32), "R")]
-        nodes.append(helper.make_node("LSTM", ["xf", "W", "R"], ["h"], name="my_lstm", hidden_size=4))
-        outputs.append(helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 1, 1, 4]))
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8, shape)],
-                              outputs, inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    path = tmp_path / f"with_{extra_op}.onnx"
-    onnx.save(model, path)
-    return path
 
 
 def test_card_form_default_output_folder(tmp_path, monkeypatch, capsys):

@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from emitter.compiler import compile_model
 from emitter.cli import main
+from emitter.compiler import compile_model
 from emitter.debug import debug_layers, parse_layers
 from emitter.errors import VerifyError
-from emitter.target import missing_tools
 from emitter.harness import write_glue
-from tests.support import SHARED_MODELS, emit, shared_model
+from emitter.target import missing_tools
+from tests.harness.bundles import SHARED_MODELS, emit, shared_model
 
 MODEL = "mlperf_kws_dscnn"
 CORRUPT = 5  # a pointwise conv in the middle of the network

@@ -10,10 +10,10 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from emitter.compiler import compile_model
 from emitter.cli import main
+from emitter.compiler import compile_model
 from emitter.target import missing_tools
-from tests.zoo.catalog import CATALOG
+from tests.models.zoo.catalog import CATALOG
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FP32 = EXAMPLES / "digits_cnn_fp32.onnx"

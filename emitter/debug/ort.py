@@ -45,7 +45,7 @@ def ort_layers(c: Compiled, layers: list[DebugLayer], samples: Samples) -> list[
     results = []
     for sample in samples:
         feed = {}
-        for name, x in zip(g.inputs, sample):
+        for name, x in zip(g.inputs, sample, strict=True):
             b, t = g.boundaries[name], g.t(name)
             assert t.quant is not None and t.layout is not None
             logical = np.empty(t.size, np.int8)  # the caller's bytes (e.g. NHWC) in ONNX order
@@ -58,7 +58,7 @@ def ort_layers(c: Compiled, layers: list[DebugLayer], samples: Samples) -> list[
                 feed[b.onnx_name] = (x.astype(np.int16) + 128).astype(np.uint8)
             else:
                 feed[b.onnx_name] = x.astype(np.int8)
-        values = dict(zip(fetch, sess.run(fetch, feed)))
+        values = dict(zip(fetch, sess.run(fetch, feed), strict=True))
         row = {}
         for lay, name in wanted:
             y = np.asarray(values[name])

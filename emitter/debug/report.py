@@ -76,7 +76,7 @@ class DebugReport:
             cells.append(r.ort.cell() if r.ort is not None else "-")
             body.append(cells)
         widths = [max(len(row[i]) for row in [head] + body) for i in range(len(head))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [head] + body]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [head] + body]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from emitter.golden.add import add_params, mcu_add_s8
 from emitter.kernel_params import AddParams, Bcast
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 
 class Case(NamedTuple):

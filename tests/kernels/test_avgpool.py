@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from emitter.golden.avgpool import mcu_avgpool_s8
 from emitter.kernel_params import Dims, PoolParams
-from tests.ckernels import (
+from tests.harness.ckernels import (
     MCU_ERR_ARG,
     call_kernel,
     call_raw,

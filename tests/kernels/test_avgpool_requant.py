@@ -19,7 +19,7 @@ from emitter.cfmt import PARAM_TYPES, c_struct
 from emitter.golden.avgpool_requant import mcu_avgpool_requant_s8
 from emitter.kernel_params import AvgPoolRequantParams, Dims, PoolParams
 from emitter.quant import quantize_multiplier, requantize
-from tests.ckernels import (
+from tests.harness.ckernels import (
     INCLUDE,
     MCU_ERR_ARG,
     call_kernel,

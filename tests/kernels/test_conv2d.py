@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from emitter.golden.conv2d import mcu_conv2d_s8
 from emitter.kernel_params import ConvParams, Dims, QuantIO
-from tests.ckernels import (
+from tests.harness.ckernels import (
     MCU_ERR_ARG,
     call_kernel,
     call_raw,

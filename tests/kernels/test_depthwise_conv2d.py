@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from emitter.golden.depthwise_conv2d import mcu_depthwise_conv2d_s8
 from emitter.kernel_params import DepthwiseConvParams, Dims, QuantIO
-from tests.ckernels import (
+from tests.harness.ckernels import (
     MCU_ERR_ARG,
     call_kernel,
     call_raw,

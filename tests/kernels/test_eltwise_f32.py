@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from emitter.cfmt import PARAM_TYPES, c_struct
 from emitter.golden.eltwise_f32 import OPS, eltwise_f32_params, mcu_eltwise_f32_s8
 from emitter.kernel_params import F32_ADD, F32_DIV, F32_MUL, Bcast, EltwiseF32Params
-from tests.ckernels import (
+from tests.harness.ckernels import (
     ARM_CPUS,
     INCLUDE,
     KERNELS,

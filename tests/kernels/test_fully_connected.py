@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from emitter.golden.fully_connected import mcu_fully_connected_s8
 from emitter.kernel_params import FCParams, QuantIO
-from tests.ckernels import (
+from tests.harness.ckernels import (
     MCU_ERR_ARG,
     call_kernel,
     call_raw,

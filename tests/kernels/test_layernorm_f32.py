@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from emitter.cfmt import PARAM_TYPES, c_array, c_struct
 from emitter.golden.layernorm_f32 import layernorm_f32_params, mcu_layernorm_f32_s8
 from emitter.kernel_params import LayerNormF32Params
-from tests.ckernels import (
+from tests.harness.ckernels import (
     ARM_CPUS,
     KERNELS,
     MCU_ERR_ARG,

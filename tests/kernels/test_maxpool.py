@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from emitter.golden.maxpool import mcu_maxpool_s8
 from emitter.kernel_params import Dims, PoolParams
-from tests.ckernels import (
+from tests.harness.ckernels import (
     MCU_ERR_ARG,
     call_kernel,
     call_raw,

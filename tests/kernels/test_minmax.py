@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from emitter.errors import QuantError
 from emitter.golden.minmax import mcu_minmax_s8, minmax_params
 from emitter.kernel_params import Bcast, MinMaxParams
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 
 class Case(NamedTuple):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from emitter.golden.mul import mcu_mul_s8, mul_params
 from emitter.kernel_params import Bcast, MulParams
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 
 class Case(NamedTuple):

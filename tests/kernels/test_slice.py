@@ -20,7 +20,7 @@ from onnx import TensorProto, helper
 from emitter.errors import ShapeError
 from emitter.golden.slice import mcu_slice_s8, slice_params, split_params
 from emitter.kernel_params import SliceParams, pad_rank
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 
 def make(shape: tuple[int, ...], begin: tuple[int, ...], step: tuple[int, ...],

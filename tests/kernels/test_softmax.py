@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from emitter.golden.softmax import mcu_softmax_s8, softmax_params
 from emitter.kernel_params import SoftmaxParams
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 MODE0 = (1.0 / 256, -128)
 MODE1 = (1.0 / 255, -128)

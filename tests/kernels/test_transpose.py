@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from emitter.golden.transpose import mcu_transpose_s8
 from emitter.kernel_params import TransposeParams, pad_rank
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 
 def make(shape: tuple[int, ...], perm: tuple[int, ...]) -> TransposeParams:
