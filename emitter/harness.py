@@ -7,7 +7,7 @@ model_glue.h (templates/model_glue.h.j2), in a run folder:
     output.bin  every sample's outputs, written by the harness (unpack)
     layers.bin  per-layer dump records, when built with the layer hook (emitter/debug/)
 
-built with the host gcc (run_host) or for a board and run in QEMU (run_target).
+built with the host gcc and run (run_on_host), or built for a board and run in QEMU (run_in_qemu).
 """
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def run_folder(folder: Path, samples: Samples, stale: Sequence[str] = ()) -> Pat
     return folder
 
 
-def run_host(bundle: Path, glue: Path, work: Path, samples: Samples, cflags: Sequence[str] = (), *,
+def run_on_host(bundle: Path, glue: Path, work: Path, samples: Samples, cflags: Sequence[str] = (), *,
              werror: bool = False, cmsis_nn: Path | None = None,
              stale: Sequence[str] = ()) -> tuple[Path, subprocess.CompletedProcess[str]]:
     """Build bundle + harness with the host gcc under work/host and run it on `samples` in
@@ -92,7 +92,7 @@ def run_host(bundle: Path, glue: Path, work: Path, samples: Samples, cflags: Seq
     return run_dir, res
 
 
-def run_target(bundle: Path, glue: Path, board: Board, work: Path, samples: Samples,
+def run_in_qemu(bundle: Path, glue: Path, board: Board, work: Path, samples: Samples,
                cflags: Sequence[str] = (), *, cmsis_nn: Path | None = None, cmsis_opt: str = "-Ofast",
                count_instructions: bool = True, check: bool = True, stale: Sequence[str] = (),
                run_name: str = "qemu_run") -> tuple[Firmware, QemuRun]:

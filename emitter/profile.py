@@ -59,12 +59,12 @@ def profile_layers(c: Compiled, bundle: Path, board: Board, samples: list[list[n
     """Build the profile firmware for `board` (CMSIS-NN, if any, at cmsis_opt), run `samples` in
     QEMU, and split the count per layer."""
     from emitter.errors import VerifyError
-    from emitter.harness import run_target, write_glue
+    from emitter.harness import run_in_qemu, write_glue
     from emitter.render import BundleBuilder
 
     layers = BundleBuilder(c).context()["layers"]
     write_glue(c, work / "glue", layer_profile=True)
-    _, run = run_target(bundle, work / "glue", board, work, samples, PROFILE_CFLAGS, cmsis_nn=c.cmsis_path,
+    _, run = run_in_qemu(bundle, work / "glue", board, work, samples, PROFILE_CFLAGS, cmsis_nn=c.cmsis_path,
                         cmsis_opt=cmsis_opt, run_name="run")
     laps = np.array(run.laps, dtype=np.int64)
     if laps.ndim != 2 or laps.shape != (len(samples), len(layers)):

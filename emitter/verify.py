@@ -14,8 +14,7 @@ import numpy as np
 
 from emitter.compiler import Compiled, golden_run
 from emitter.errors import UsageError, VerifyError
-from emitter.harness import Samples, run_target, unpack, write_glue
-from emitter.harness import run_host as run_host_harness
+from emitter.harness import Samples, run_in_qemu, run_on_host, unpack, write_glue
 
 if TYPE_CHECKING:
     from emitter.boards import Board
@@ -154,7 +153,7 @@ def run_host(c: Compiled, bundle: Path, samples: Samples, work: Path,
         bundle = work / "host_bundle"
         write_bundle(render_bundle(twin, " ".join(board.cflags), board.name), bundle, force=True)
     write_glue(c, work / "glue")
-    run_dir, res = run_host_harness(bundle, work / "glue", work, samples, cflags, werror=True,
+    run_dir, res = run_on_host(bundle, work / "glue", work, samples, cflags, werror=True,
                                     cmsis_nn=c.cmsis_path)
     if res.returncode != 0:
         raise VerifyError(f"host harness exited {res.returncode}: {res.stdout}{res.stderr}")
@@ -199,7 +198,7 @@ def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str
             rep.check("golden vs reference outputs", gold, expected)
             rep.check("host gcc vs reference outputs", host, expected)
         if qemu:
-            fw, run = run_target(bundle, w / "glue", board, w, samples, cmsis_nn=c.cmsis_path)
+            fw, run = run_in_qemu(bundle, w / "glue", board, w, samples, cmsis_nn=c.cmsis_path)
             target = unpack(c, (run.workdir / "output.bin").read_bytes(), len(samples))
             rep.outputs["qemu"] = target
             rep.check(f"QEMU {board.name} vs golden", target, gold)

@@ -267,3 +267,30 @@ def test_closed_stdout_ends_quietly():
     err = proc.stderr.read()
     assert proc.wait() == 141
     assert err == b""
+
+
+def test_verify_command_and_verify_flag_agree(tmp_path, capsys):
+    """`mcugen verify MODEL` and `mcugen MODEL --verify` are one code path: host build bit-exact."""
+    for argv in (["verify", str(HELLO)], [str(HELLO), "--verify"]):
+        out_dir = tmp_path / argv[0].replace("/", "_")[-8:]
+        assert main([*argv, "-o", str(out_dir), "--quiet", "--no-qemu", "--samples", "2"]) == 0
+        out = capsys.readouterr().out
+        assert "verification on 2 samples:" in out and "host gcc vs golden" in out and "bit-exact" in out
+        assert "measured" in (out_dir / "report.json").read_text()
+
+
+@pytest.mark.qemu
+def test_verify_in_qemu_records_its_figures(tmp_path, capsys):
+    from emitter.target import missing_tools
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip("missing tools: " + "; ".join(missing))
+    assert main(["verify", str(HELLO), "--board=cortex-m4", "-o", str(tmp_path / "b"), "--quiet",
+                 "--samples", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "QEMU cortex-m4 vs golden" in out and "instructions per inference (cortex-m4" in out
+    import json
+
+    figures = json.loads((tmp_path / "b" / "report.json").read_text())["measured"]["cortex-m4"]
+    assert len(figures["instructions"]) == 2 and figures["stack_bytes"] > 0

@@ -11,7 +11,7 @@ import numpy as np
 
 from emitter.compiler import Compiled
 from emitter.errors import ToolchainError, VerifyError
-from emitter.harness import LAYERS_FILE, Samples, run_host, run_target, write_glue
+from emitter.harness import LAYERS_FILE, Samples, run_in_qemu, run_on_host, write_glue
 from emitter.layout import index_map
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def _dumps(run_dir: Path, layers: list[DebugLayer], samples: int, what: str) -> 
 def run_host_layers(bundle: Path, glue: Path, layers: list[DebugLayer], samples: Samples,
                     work: Path) -> tuple[Dumps, str | None]:
     """Build with the layer hook on the host, run, read layers.bin; a note if the run failed."""
-    run_dir, res = run_host(bundle, glue, work, samples, LAYER_CFLAGS, stale=(LAYERS_FILE,))
+    run_dir, res = run_on_host(bundle, glue, work, samples, LAYER_CFLAGS, stale=(LAYERS_FILE,))
     return (_dumps(run_dir, layers, len(samples), "host"),
             _status_note("the host harness", res.returncode, res.stdout + res.stderr))
 
@@ -122,7 +122,7 @@ def run_qemu_layers(bundle: Path, glue: Path, board: Board, layers: list[DebugLa
     """The same in QEMU on `board`; ToolchainError when QEMU itself fails."""
     from emitter.target.qemu import EXIT_MEANING
 
-    _, run = run_target(bundle, glue, board, work, samples, LAYER_CFLAGS, count_instructions=False,
+    _, run = run_in_qemu(bundle, glue, board, work, samples, LAYER_CFLAGS, count_instructions=False,
                         check=False, stale=(LAYERS_FILE,))
     if run.exit_code != 0 and "qemu-system-arm:" in run.stderr:
         raise ToolchainError(f"qemu-system-arm failed (exit {run.exit_code}): {run.stderr.strip()}")
