@@ -65,7 +65,7 @@ def profile_layers(c: Compiled, bundle: Path, board: Board, samples: list[list[n
     layers = BundleBuilder(c).context()["layers"]
     write_glue(c, work / "glue", layer_profile=True)
     _, run = run_in_qemu(bundle, work / "glue", board, work, samples, PROFILE_CFLAGS, cmsis_nn=c.cmsis_path,
-                        cmsis_opt=cmsis_opt, run_name="run")
+                         cmsis_opt=cmsis_opt, run_name="run")
     laps = np.array(run.laps, dtype=np.int64)
     if laps.ndim != 2 or laps.shape != (len(samples), len(layers)):
         raise VerifyError(f"the profile build reported {laps.shape} laps for {len(samples)} samples x "

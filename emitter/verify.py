@@ -154,7 +154,7 @@ def run_host(c: Compiled, bundle: Path, samples: Samples, work: Path,
         write_bundle(render_bundle(twin, " ".join(board.cflags), board.name), bundle, force=True)
     write_glue(c, work / "glue")
     run_dir, res = run_on_host(bundle, work / "glue", work, samples, cflags, werror=True,
-                                    cmsis_nn=c.cmsis_path)
+                               cmsis_nn=c.cmsis_path)
     if res.returncode != 0:
         raise VerifyError(f"host harness exited {res.returncode}: {res.stdout}{res.stderr}")
     return unpack(c, (run_dir / "output.bin").read_bytes(), len(samples))

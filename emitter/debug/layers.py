@@ -123,7 +123,7 @@ def run_qemu_layers(bundle: Path, glue: Path, board: Board, layers: list[DebugLa
     from emitter.target.qemu import EXIT_MEANING
 
     _, run = run_in_qemu(bundle, glue, board, work, samples, LAYER_CFLAGS, count_instructions=False,
-                        check=False, stale=(LAYERS_FILE,))
+                         check=False, stale=(LAYERS_FILE,))
     if run.exit_code != 0 and "qemu-system-arm:" in run.stderr:
         raise ToolchainError(f"qemu-system-arm failed (exit {run.exit_code}): {run.stderr.strip()}")
     note = _status_note(f"QEMU {board.name}", run.exit_code,
