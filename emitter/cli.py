@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Run the bundle layer by layer on the host and in QEMU; compare every layer "
                                  "with the golden model and onnxruntime; name the first layer that diverges "
                                  "(exit code 1 then, 0 when every layer is bit-exact).")
-    _model_options(debug, "the INT8 ONNX model")
+    _model_options(debug, "the INT8 ONNX model", "the file stem, or the --bundle's")
     debug.add_argument("--inputs", help="reference inputs (.npz, as for --verify); default: random samples")
     debug.add_argument("--samples", type=int, default=1, help="samples to run (default 1: the first)")
     debug.add_argument("--no-qemu", action="store_true", help="host build only")
@@ -115,11 +115,11 @@ def _command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str
     return sub.add_parser(name, prog=f"mcugen {name}", help=help, description=description)
 
 
-def _model_options(p: argparse.ArgumentParser, model_help: str) -> None:
+def _model_options(p: argparse.ArgumentParser, model_help: str, name_default: str = "the file stem") -> None:
     """The model and how to compile it: emit, verify and debug."""
     p.add_argument("model", help=model_help)
     p.add_argument("--board", default="cortex-m7", help="board or core name (see `mcugen boards`)")
-    p.add_argument("--name", help="C prefix of every public symbol (default: the file stem)")
+    p.add_argument("--name", help=f"C prefix of every public symbol (default: {name_default})")
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
                    help="static shape for an input with symbolic dims (repeatable)")
     p.add_argument("--io-layout", choices=["onnx", "nhwc"], default="onnx",
