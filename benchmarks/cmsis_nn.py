@@ -40,8 +40,9 @@ from emitter.profile import profile_layers  # noqa: E402
 from emitter.render import render_bundle  # noqa: E402
 from emitter.target.firmware import build_firmware  # noqa: E402
 from emitter.target.qemu import run_qemu  # noqa: E402
-from emitter.verify import load_inputs, pack, unpack, write_glue  # noqa: E402
-from tests.support import MODEL_NAMES, SHARED_MODELS  # noqa: E402
+from emitter.harness import pack, unpack, write_glue  # noqa: E402
+from emitter.verify import load_inputs  # noqa: E402
+from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS  # noqa: E402
 
 CORES = ("cortex-m4", "cortex-m7", "cortex-m55")
 CMSIS_OPT = ["-Ofast"]  # --cmsis-opt
@@ -62,7 +63,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="optimisation CMSIS-NN is compiled at (default -Ofast, its own default; TFLM's "
                         "figures match -O2)")
     p.add_argument("--zoo", action="store_true",
-                   help="also the zoo models (tests/zoo, default quantization, 2 random inputs): more layer shapes")
+                   help="also the zoo models (tests/models/zoo, default quantization, 2 random inputs): more layer shapes")
     return p.parse_args(argv)
 
 
@@ -200,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="mcugen-cmsis-bench-") as tmp:
         models: list[tuple[str, Path | None]] = [(name, None) for name in filter(None, args.models.split(","))]
         if args.zoo:
-            from tests.zoo.catalog import CATALOG
-            from tests.zoo.variants import DEFAULT, Variant
+            from tests.models.zoo.catalog import CATALOG
+            from tests.models.zoo.variants import DEFAULT, Variant
 
             models += [("zoo:" + zm.name, Variant(zm, DEFAULT).build(Path(tmp) / "zoo")) for zm in CATALOG]
         for name, model in models:

@@ -45,7 +45,7 @@ from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
 from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
-from tests.ckernels import conv_out_size, realistic_multipliers, wide_multipliers
+from tests.harness.ckernels import conv_out_size, realistic_multipliers, wide_multipliers
 
 MODELS_DIR = ROOT.parent / "shared" / "models"
 MODELS = ("mlperf_kws_dscnn", "mlperf_ic_resnet8", "mlperf_ad_fc_autoencoder", "tflm_micro_speech")

@@ -39,8 +39,8 @@ from emitter.errors import McugenError  # noqa: E402
 from emitter.render import render_bundle  # noqa: E402
 from emitter.target.firmware import build_firmware  # noqa: E402
 from emitter.target.qemu import run_qemu  # noqa: E402
-from emitter.verify import pack, unpack, write_glue  # noqa: E402
-from tests.support import MODEL_NAMES, SHARED_MODELS  # noqa: E402
+from emitter.harness import pack, unpack, write_glue  # noqa: E402
+from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS  # noqa: E402
 
 CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
 # MLPerf Tiny benchmark -> shared model (VWW is not among the shared models)

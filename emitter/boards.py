@@ -86,7 +86,7 @@ def format_board_table() -> str:
         (b.name, b.core, _human(b.ram_bytes), _human(b.flash_bytes), b.qemu_machine, b.description)
         for b in list_boards()]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths)) + "  " + row[-1]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths, strict=True)) + "  " + row[-1]
              for row in rows]
     return "\n".join(line.rstrip() for line in lines)
 

@@ -1,13 +1,15 @@
-"""mcugen command line.
+"""mcugen command line: one argparse parser, one subcommand per action.
 
     mcugen MODEL.onnx --board=cortex-m7 [-o DIR] [--name NAME] [--backend portable] [--verify]
-    mcugen verify MODEL.onnx --board=B [--inputs x.npz]      (same as --verify)
+                                                              (= mcugen emit MODEL.onnx ...)
+    mcugen verify MODEL.onnx --board=B [--inputs x.npz]      (same as emit --verify)
     mcugen debug MODEL.onnx --board=B [--inputs x.npz]       (per-layer host/QEMU/golden/ORT table)
     mcugen quantize FP32.onnx --calibration data.npz -o INT8.onnx [--labels test.npz]
     mcugen boards                                             (list the boards)
 
-Any McugenError ends with one clear message and exit code 2 (verification mismatches: 1), and
-nothing half-written is left behind; a traceback only with --debug.
+Any McugenError ends with one clear message and the exit code of its class (errors.exit_status:
+2, verification mismatches 1), and nothing half-written is left behind; a traceback only with
+--debug. Ctrl-C exits 130; a reader closing stdout early (`mcugen boards | head`) ends quietly.
 """
 from __future__ import annotations
 
@@ -17,11 +19,17 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from emitter import __version__
-from emitter.errors import BudgetError, McugenError, UsageError, VerifyError
+from emitter.errors import McugenError, UsageError, VerifyError, exit_status
+from emitter.harness import LAYERS_FILE
 
-SUBCOMMANDS = ("boards", "verify", "debug", "quantize")
+if TYPE_CHECKING:
+    from emitter.boards import Board
+    from emitter.compiler import Compiled
+
+COMMANDS = ("emit", "verify", "debug", "quantize", "boards")
 
 
 def parse_size(text: str) -> int:
@@ -33,11 +41,99 @@ def parse_size(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mcugen", description="INT8 ONNX model -> C bundle for a Cortex-M board.")
-    p.add_argument("model", help="the INT8 ONNX model (QDQ or QOperator form)")
+    """The one parser: every subcommand and its options."""
+    p = argparse.ArgumentParser(
+        prog="mcugen", description="INT8 ONNX model -> C bundle for a Cortex-M board.",
+        usage="%(prog)s [-h] [--version] COMMAND ...\n       %(prog)s MODEL.onnx [options]     (= emit)",
+        epilog="`mcugen MODEL.onnx [options]` is short for `mcugen emit MODEL.onnx [options]`; "
+               "`mcugen COMMAND --help` shows a command's options.")
+    p.add_argument("--version", action="version", version=f"mcugen {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", title="commands", required=True)
+
+    emit = _command(sub, "emit", help="emit the C bundle (the default command)",
+                    description="Emit the C bundle of an INT8 ONNX model for a board.")
+    _model_options(emit, "the INT8 ONNX model (QDQ or QOperator form)")
+    _bundle_options(emit)
+    emit.add_argument("--verify", action="store_true",
+                      help="build and run the bundle (host gcc, and QEMU when the board has a machine) "
+                           "and compare with the golden model and onnxruntime")
+    _verify_options(emit, "with --verify: ")
+    emit.set_defaults(run=cmd_emit)
+
+    verify = _command(sub, "verify", help="emit, build and run the bundle; compare it with the golden model",
+                      description="Emit the bundle, build and run it (host gcc, and QEMU when the board has a "
+                                  "machine) and compare with the golden model (bit for bit: exit code 1 "
+                                  "otherwise) and onnxruntime (reported).")
+    _model_options(verify, "the INT8 ONNX model (QDQ or QOperator form)")
+    _bundle_options(verify)
+    _verify_options(verify, "")
+    verify.set_defaults(run=cmd_emit, verify=True)
+
+    debug = _command(sub, "debug", help="compare every layer on host and QEMU with the golden model",
+                     description="Run the bundle layer by layer on the host and in QEMU; compare every layer "
+                                 "with the golden model and onnxruntime; name the first layer that diverges "
+                                 "(exit code 1 then, 0 when every layer is bit-exact).")
+    _model_options(debug, "the INT8 ONNX model", "the file stem, or the --bundle's")
+    debug.add_argument("--inputs", help="reference inputs (.npz, as for --verify); default: random samples")
+    debug.add_argument("--samples", type=int, default=1, help="samples to run (default 1: the first)")
+    debug.add_argument("--no-qemu", action="store_true", help="host build only")
+    debug.add_argument("-o", "--output", help="write the bundle here (default: a temporary folder)")
+    debug.add_argument("--bundle", help="debug this already emitted bundle (e.g. one you edited) instead of "
+                                        "emitting one; it must come from this model and options")
+    debug.add_argument("--work", help=f"keep the builds, model_glue.h and {LAYERS_FILE} files here")
+    debug.add_argument("--force", action="store_true", help="replace an -o folder that is not an mcugen bundle")
+    debug.set_defaults(run=cmd_debug)
+
+    quantize = _command(
+        sub, "quantize", help="quantize a float ONNX model for mcugen and check its accuracy",
+        description="Quantize a float ONNX model with onnxruntime in the form mcugen runs best (the "
+                    "`wrote` line states the settings), compile it for the board and, with --labels, "
+                    "compare the top-1 accuracy of float, int8 onnxruntime, golden, host C and QEMU.")
+    quantize.add_argument("model", help="the float (fp32) ONNX model")
+    quantize.add_argument("--calibration", required=True, metavar="DATA.npz",
+                          help="calibration inputs: one array per input name, or `inputs`/`images`/`x` "
+                               "for a one-input model; first axis = samples")
+    quantize.add_argument("-o", "--output", required=True, metavar="MODEL_INT8.onnx",
+                          help="where to write the quantized model")
+    quantize.add_argument("--labels", metavar="LABELLED.npz",
+                          help="labelled samples (`images`/`inputs` or input names, and `labels`): print "
+                               "top-1 accuracy of float, int8 onnxruntime, golden, host C and QEMU")
+    quantize.add_argument("--board", default="cortex-m7",
+                          help="board for the compile check and the QEMU run (default cortex-m7)")
+    quantize.add_argument("--no-qemu", action="store_true", help="accuracy on the host only")
+    _debug_option(quantize)
+    quantize.set_defaults(run=cmd_quantize)
+
+    boards = _command(sub, "boards", help="list the boards", description="List the boards and their cores.")
+    boards.set_defaults(run=cmd_boards, debug=False)
+    return p
+
+
+def _command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str,
+             description: str) -> argparse.ArgumentParser:
+    """A subcommand's parser; its usage line reads `mcugen NAME ...`."""
+    return sub.add_parser(name, prog=f"mcugen {name}", help=help, description=description)
+
+
+def _model_options(p: argparse.ArgumentParser, model_help: str, name_default: str = "the file stem") -> None:
+    """The model and how to compile it: emit, verify and debug."""
+    p.add_argument("model", help=model_help)
     p.add_argument("--board", default="cortex-m7", help="board or core name (see `mcugen boards`)")
+    p.add_argument("--name", help=f"C prefix of every public symbol (default: {name_default})")
+    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
+                   help="static shape for an input with symbolic dims (repeatable)")
+    p.add_argument("--io-layout", choices=["onnx", "nhwc"], default="onnx",
+                   help="layout of 4-D inputs/outputs at the C API (default: as the ONNX graph declares)")
+    _debug_option(p)
+
+
+def _debug_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--debug", action="store_true", help="show Python tracebacks")
+
+
+def _bundle_options(p: argparse.ArgumentParser) -> None:
+    """Where and how the bundle is emitted: emit and verify."""
     p.add_argument("-o", "--output", help="output folder (default: a folder named after the model)")
-    p.add_argument("--name", help="C prefix of every public symbol (default: the file stem)")
     p.add_argument("--backend", default="auto", choices=["auto", "portable", "cmsis-nn"],
                    help="kernel backend: cmsis-nn (direct calls into your CMSIS-NN, needs "
                         "CMSIS_NN_PATH), portable (mcugen's C99 int8 kernels); auto: cmsis-nn on an Arm "
@@ -46,32 +142,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cmsis-nn backend: call CMSIS-NN for every layer it supports, also where "
                         "mcugen's kernel was measured faster on this core (kept by default; the "
                         "summary lists those layers and why)")
-    p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
-                   help="static shape for an input with symbolic dims (repeatable)")
-    p.add_argument("--io-layout", choices=["onnx", "nhwc"], default="onnx",
-                   help="layout of 4-D inputs/outputs at the C API (default: as the ONNX graph declares)")
     p.add_argument("--ram-budget", help="fail if the arena exceeds this (e.g. 256K)")
     p.add_argument("--flash-budget", help="fail if the weights exceed this (e.g. 1M)")
-    p.add_argument("--verify", action="store_true",
-                   help="build and run the bundle (host gcc, and QEMU when the board has a machine) "
-                        "and compare with the golden model and onnxruntime")
-    p.add_argument("--inputs", help="reference inputs (.npz) for --verify (default: 8 random samples)")
-    p.add_argument("--samples", type=int, default=8, help="random samples for --verify (default 8)")
-    p.add_argument("--no-qemu", action="store_true", help="with --verify: host build only")
-    p.add_argument("--profile", action="store_true",
-                   help="with --verify: also count instructions per layer in QEMU (a second build with "
-                        "a marker after every layer) and print where they go")
     p.add_argument("--force", action="store_true", help="replace an -o folder that is not an mcugen bundle")
     p.add_argument("--quiet", action="store_true", help="print no per-layer table")
-    p.add_argument("--debug", action="store_true", help="show Python tracebacks")
     p.add_argument("--guard", action="store_true",
                    help="debug build: guard bytes around every arena buffer, checked after every "
                         "layer (status <NAME>_ERR_GUARD and <name>_guard_layer name the layer)")
-    p.add_argument("--version", action="version", version=f"mcugen {__version__}")
-    return p
 
 
-def choose_backend(asked: str, board) -> tuple[str, Path | None, str]:
+def _verify_options(p: argparse.ArgumentParser, when: str) -> None:
+    """How a verification runs: verify, and emit --verify."""
+    p.add_argument("--inputs", help=f"{when}reference inputs (.npz; default: random samples)")
+    p.add_argument("--samples", type=int, default=8, help=f"{when}random samples (default 8)")
+    p.add_argument("--no-qemu", action="store_true", help=f"{when}host build only")
+    p.add_argument("--profile", action="store_true",
+                   help=f"{when}also count instructions per layer in QEMU (a second build with "
+                        "a marker after every layer) and print where they go")
+
+
+def choose_backend(asked: str, board: Board) -> tuple[str, Path | None, str]:
     """(backend, CMSIS-NN path, a sentence saying which backend and why). auto: cmsis-nn on an Arm
     Cortex-M board when CMSIS_NN_PATH is set, else portable. A CMSIS-NN mcugen cannot use is a
     UsageError; a newer one whose API is unchanged gets a warning on stderr."""
@@ -102,14 +192,26 @@ def choose_backend(asked: str, board) -> tuple[str, Path | None, str]:
     return "portable", None, f"backend portable: mcugen's C99 kernels; {why}"
 
 
-def cmd_boards() -> int:
+def cmd_boards(args: argparse.Namespace) -> int:
     from emitter.boards import format_board_table
 
     print(format_board_table())
     return 0
 
 
-def check_budgets(args: argparse.Namespace, board, compiled, weight_bytes: int) -> None:
+def cmd_debug(args: argparse.Namespace) -> int:
+    from emitter.debug import cmd_debug as run
+
+    return run(args)
+
+
+def cmd_quantize(args: argparse.Namespace) -> int:
+    from emitter.quantize import cmd_quantize as run
+
+    return run(args)
+
+
+def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, weight_bytes: int) -> None:
     ram = parse_size(args.ram_budget) if args.ram_budget else None
     flash = parse_size(args.flash_budget) if args.flash_budget else None
     from emitter.budget import check
@@ -120,7 +222,8 @@ def check_budgets(args: argparse.Namespace, board, compiled, weight_bytes: int) 
           "--flash-budget" if flash is not None else f"board {board.name}")
 
 
-def cmd_emit(args: argparse.Namespace, verify: bool) -> int:
+def cmd_emit(args: argparse.Namespace) -> int:
+    """emit, and verify (= emit --verify)."""
     from emitter.boards import load_board
     from emitter.bundle import write_bundle
     from emitter.compiler import compile_model
@@ -146,7 +249,7 @@ def cmd_emit(args: argparse.Namespace, verify: bool) -> int:
     if not args.quiet:
         print(summary(compiled, weight_bytes, board.name, why, board.has_fpu))
     print(f"wrote {out_dir}/ ({len(files)} files) in {elapsed:.2f} s")
-    if verify:
+    if args.verify:
         from emitter.verify import run_verify
 
         report = run_verify(compiled, out_dir, board, Path(args.model), args.inputs, args.samples,
@@ -161,7 +264,7 @@ def cmd_emit(args: argparse.Namespace, verify: bool) -> int:
     return 0
 
 
-def profile_report(compiled, out_dir: Path, board, args: argparse.Namespace) -> list[dict]:
+def profile_report(compiled: Compiled, out_dir: Path, board: Board, args: argparse.Namespace) -> list[dict]:
     """Print the per-layer instruction profile; return it for report.json."""
     import tempfile
 
@@ -188,36 +291,42 @@ def record_figures(report_path: Path, board: str, figures: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv
+    """Run one command; returns its exit code (argparse exits 2 itself on bad usage)."""
+    args = build_parser().parse_args(with_command(list(sys.argv[1:] if argv is None else argv)))
     try:
-        if argv and argv[0] == "boards":
-            return cmd_boards()
-        if argv and argv[0] == "quantize":
-            from emitter.quantize import main_quantize
+        status = args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return status
+    except (McugenError, KeyboardInterrupt, BrokenPipeError) as exc:
+        if isinstance(exc, BrokenPipeError):
+            _drop_stdout()
+        elif isinstance(exc, McugenError):
+            if args.debug:
+                raise
+            print(f"mcugen: error: {exc}", file=sys.stderr)
+        status = exit_status(exc)
+        assert status is not None
+        return status
 
-            return main_quantize(argv[1:])  # handles its own errors and exit codes
-        if argv and argv[0] == "debug":
-            from emitter.debug import main_debug
 
-            return main_debug(argv[1:])  # handles its own errors and exit codes
-        verify = bool(argv) and argv[0] == "verify"
-        if verify:
-            argv = argv[1:]
-        args = build_parser().parse_args(argv)
-        return cmd_emit(args, verify or args.verify)
-    except VerifyError as exc:
-        if debug:
-            raise
-        print(f"mcugen: error: {exc}", file=sys.stderr)
-        return 1
-    except (McugenError, BudgetError) as exc:
-        if debug:
-            raise
-        print(f"mcugen: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+def with_command(argv: list[str]) -> list[str]:
+    """`mcugen MODEL.onnx ...` -> `mcugen emit MODEL.onnx ...`: emit is the default command."""
+    if not argv or argv[0] in COMMANDS or argv[0] in ("-h", "--help", "--version"):
+        return argv
+    return ["emit", *argv]
+
+
+def _drop_stdout() -> None:
+    """stdout's reader has gone (mcugen's own subprocesses have no pipe to write to, so a
+    BrokenPipeError is stdout's): point stdout at /dev/null, so that nothing more, not even
+    Python's flush at exit, complains."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a real file (e.g. captured): nothing to redirect
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,16 @@
 """The one error hierarchy. Every message names the node or tensor and says what to do.
 
-The CLI turns any McugenError into one clear message and exit code 2; anything else is a bug.
+The CLI turns any McugenError into one clear message and the exit code its class carries
+(exit_status() below is the whole mapping); anything else is a bug and keeps its traceback.
 """
 from __future__ import annotations
+
+from typing import ClassVar
+
+EXIT_MISMATCH = 1  # verification: the generated C differs from the golden model
+EXIT_ERROR = 2  # usage, model, unsupported node, quantization, budget, toolchain, output errors
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
+EXIT_BROKEN_PIPE = 141  # stdout closed early (`mcugen boards | head`), as a shell reports SIGPIPE
 
 
 def printable(text: str) -> str:
@@ -11,8 +19,21 @@ def printable(text: str) -> str:
     return "".join(ch if ch == "\n" or ch.isprintable() else repr(ch)[1:-1] for ch in text)
 
 
+def exit_status(exc: BaseException) -> int | None:
+    """The CLI's exit status for an exception it reports without a traceback; None: a bug."""
+    if isinstance(exc, McugenError):
+        return exc.exit_code
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if isinstance(exc, BrokenPipeError):
+        return EXIT_BROKEN_PIPE
+    return None
+
+
 class McugenError(Exception):
-    """Base of every error mcugen reports to a user."""
+    """Base of every error mcugen reports to a user; exit_code is the CLI's exit status for it."""
+
+    exit_code: ClassVar[int] = EXIT_ERROR
 
     def __init__(self, *args: object) -> None:
         if args and isinstance(args[0], str):
@@ -64,6 +85,8 @@ class ToolchainError(McugenError):
 
 class VerifyError(McugenError):
     """Verification found outputs that differ from the golden model."""
+
+    exit_code = EXIT_MISMATCH
 
 
 class OutputError(McugenError):

@@ -316,7 +316,7 @@ def _set_input_shapes(model: onnx.ModelProto, input_shapes: dict[str, tuple[int,
             if len(shape) != len(dims):
                 raise ShapeError(f"--input-shape for '{vi.name}' has rank {len(shape)}, "
                                  f"the model declares rank {len(dims)}")
-            for d, v in zip(vi.type.tensor_type.shape.dim, shape):
+            for d, v in zip(vi.type.tensor_type.shape.dim, shape, strict=True):
                 d.Clear()
                 d.dim_value = v
             continue

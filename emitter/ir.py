@@ -6,9 +6,10 @@ pure functions Graph -> Graph and Graph.verify() runs after each one.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ class QuantParams:
     axis: int | None = None
 
     @staticmethod
-    def per_tensor(scale: float, zero_point: int) -> "QuantParams":
+    def per_tensor(scale: float, zero_point: int) -> QuantParams:
         return QuantParams(np.array([scale], np.float64), np.array([zero_point], np.int32))
 
     @property
@@ -39,7 +40,7 @@ class QuantParams:
     def zp(self) -> int:
         return int(self.zero_point[0])
 
-    def same_as(self, other: "QuantParams | None") -> bool:
+    def same_as(self, other: QuantParams | None) -> bool:
         return (other is not None and self.axis == other.axis
                 and np.array_equal(self.scale, other.scale)
                 and np.array_equal(self.zero_point, other.zero_point))
@@ -52,7 +53,7 @@ class Layout:
     perm: tuple[int, ...]
 
     @staticmethod
-    def identity(shape: tuple[int, ...]) -> "Layout":
+    def identity(shape: tuple[int, ...]) -> Layout:
         return Layout(tuple(shape), tuple(range(len(shape))))
 
 
@@ -113,7 +114,7 @@ class Graph:
     def t(self, name: str) -> Tensor:
         return self.tensors[name]
 
-    def with_nodes(self, nodes: list[Node], tensors: dict[str, Tensor] | None = None) -> "Graph":
+    def with_nodes(self, nodes: list[Node], tensors: dict[str, Tensor] | None = None) -> Graph:
         return replace(self, nodes=tuple(nodes),
                        tensors=MappingProxyType(dict(tensors if tensors is not None else self.tensors)))
 

@@ -130,7 +130,7 @@ def place_in_order(spans: Sequence[Span], order: Sequence[int], alignment: int =
             off = max(off, align_up(hi, alignment))
         offsets[i] = off
         placed.append(i)
-    arena = align_up(max((o + p for o, p in zip(offsets, padded)), default=0), alignment)
+    arena = align_up(max((o + p for o, p in zip(offsets, padded, strict=True)), default=0), alignment)
     return [o + guard for o in offsets], arena
 
 
@@ -142,7 +142,7 @@ def search(spans: Sequence[Span], alignment: int, guard: int, bound: int,
     placements (so it stays fast and deterministic). None when nothing smaller is found."""
     padded = [size + 2 * guard for size, _, _ in spans]
     order = sorted(range(len(spans)), key=lambda i: (-padded[i], spans[i][1], i))
-    floor = align_up(lower_bound([(p, f, la) for p, (_, f, la) in zip(padded, spans)],
+    floor = align_up(lower_bound([(p, f, la) for p, (_, f, la) in zip(padded, spans, strict=True)],
                                  1 + max((la for _, _, la in spans), default=0)), alignment)
     offsets = [0] * len(spans)
     best: list[tuple[list[int], int]] = []
@@ -205,7 +205,7 @@ def plan(g: Graph, scratch: list[int] | None = None, alignment: int = 4, guard: 
     bufs.sort(key=lambda b: b.name)  # ties between equal spans go to the name, not dict order
     spans = [(b.size, b.first, b.last) for b in bufs]
     offsets, arena = place(spans, alignment, guard)
-    placed = [Buffer(b.name, b.size, b.first, b.last, off) for b, off in zip(bufs, offsets)]
+    placed = [Buffer(b.name, b.size, b.first, b.last, off) for b, off in zip(bufs, offsets, strict=True)]
     placed.sort(key=lambda b: (b.offset, b.first, b.name))
     for b in placed:
         if not b.name.endswith("#scratch"):

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from emitter.compiler import Compiled
+
+if TYPE_CHECKING:
+    from emitter.boards import Board
 
 # -include finds model_glue.h through the glue folder on the include path (SConstruct's CPPPATH).
 PROFILE_CFLAGS = ("-include", "model_glue.h")
@@ -50,33 +54,18 @@ class Profile:
         return "\n".join(rows)
 
 
-def write_profile_glue(c: Compiled, folder: Path) -> None:
-    from emitter.render import BundleBuilder, environment
-
-    ctx = BundleBuilder(c).context()
-    ctx["layer_profile"] = True
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "model_glue.h").write_text(environment().get_template("model_glue.h.j2").render(ctx))
-
-
-def profile_layers(c: Compiled, bundle: Path, board, samples: list[list[np.ndarray]], work: Path,
+def profile_layers(c: Compiled, bundle: Path, board: Board, samples: list[list[np.ndarray]], work: Path,
                    cmsis_opt: str = "-Ofast") -> Profile:
     """Build the profile firmware for `board` (CMSIS-NN, if any, at cmsis_opt), run `samples` in
     QEMU, and split the count per layer."""
     from emitter.errors import VerifyError
+    from emitter.harness import run_in_qemu, write_glue
     from emitter.render import BundleBuilder
-    from emitter.target.firmware import build_firmware
-    from emitter.target.qemu import run_qemu
-    from emitter.verify import pack
 
     layers = BundleBuilder(c).context()["layers"]
-    write_profile_glue(c, work / "glue")
-    fw = build_firmware(bundle, work / "glue", board, work / "fw", cflags=PROFILE_CFLAGS, cmsis_nn=c.cmsis_path,
-                        cmsis_opt=cmsis_opt)
-    run_dir = work / "run"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "input.bin").write_bytes(pack(samples))
-    run = run_qemu(fw.elf, board, run_dir)
+    write_glue(c, work / "glue", layer_profile=True)
+    _, run = run_in_qemu(bundle, work / "glue", board, work, samples, PROFILE_CFLAGS, cmsis_nn=c.cmsis_path,
+                         cmsis_opt=cmsis_opt, run_name="run")
     laps = np.array(run.laps, dtype=np.int64)
     if laps.ndim != 2 or laps.shape != (len(samples), len(layers)):
         raise VerifyError(f"the profile build reported {laps.shape} laps for {len(samples)} samples x "
@@ -84,7 +73,7 @@ def profile_layers(c: Compiled, bundle: Path, board, samples: list[list[np.ndarr
     totals = np.array(run.instructions, dtype=np.int64)
     per_layer = np.median(laps, axis=0)
     costs = tuple(LayerCost(lay.index, lay.name, lay.op, lay.kernel, lay.macs, int(round(v)))
-                  for lay, v in zip(layers, per_layer))
+                  for lay, v in zip(layers, per_layer, strict=True))
     total = int(round(float(np.median(totals))))
     tail = int(round(float(np.median(totals - laps.sum(axis=1)))))
     return Profile(board.name, costs, total, tail)

@@ -41,27 +41,6 @@ SETTINGS = ("QDQ, symmetric per-channel int8 weights, int8 activations, MinMax c
             "reduce_range off")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="mcugen quantize",
-        description="Quantize a float ONNX model with onnxruntime in the form mcugen runs best "
-                    f"({SETTINGS}), then check its accuracy.")
-    p.add_argument("model", help="the float (fp32) ONNX model")
-    p.add_argument("--calibration", required=True, metavar="DATA.npz",
-                   help="calibration inputs: one array per input name, or `inputs`/`images`/`x` "
-                        "for a one-input model; first axis = samples")
-    p.add_argument("-o", "--output", required=True, metavar="MODEL_INT8.onnx",
-                   help="where to write the quantized model")
-    p.add_argument("--labels", metavar="LABELLED.npz",
-                   help="labelled samples (`images`/`inputs` or input names, and `labels`): print "
-                        "top-1 accuracy of float, int8 onnxruntime, golden, host C and QEMU")
-    p.add_argument("--board", default="cortex-m7",
-                   help="board for the compile check and the QEMU run (default cortex-m7)")
-    p.add_argument("--no-qemu", action="store_true", help="accuracy on the host only")
-    p.add_argument("--debug", action="store_true", help="show Python tracebacks")
-    return p
-
-
 # -- model and data --------------------------------------------------------------------------------
 
 
@@ -172,7 +151,7 @@ def fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
             except Exception:  # noqa: BLE001 - an op the reference evaluator cannot run stays
                 kept.append(node)
                 continue
-            for name, value in zip(node.output, outs):
+            for name, value in zip(node.output, outs, strict=False):
                 consts[name] = np.asarray(value)
         else:
             kept.append(node)
@@ -301,6 +280,7 @@ def accuracy_table(float_model: Path, int8_model: Path, labelled: dict[str, np.n
 
 
 def cmd_quantize(args: argparse.Namespace) -> int:
+    """`mcugen quantize` (options in emitter/cli.py): 0 success, VerifyError when the C differs."""
     from emitter.boards import load_board
     from emitter.compiler import c_name, compile_model
     from emitter.render import render_bundle
@@ -340,27 +320,3 @@ def cmd_quantize(args: argparse.Namespace) -> int:
         raise VerifyError("the generated C does not match mcugen's golden model bit for bit "
                           "(see above)")
     return 0
-
-
-def main_quantize(argv: list[str]) -> int:
-    """`mcugen quantize ...`: 0 success, 1 a verification mismatch, 2 a McugenError."""
-    argv = list(argv)
-    debug = "--debug" in argv
-    try:
-        return cmd_quantize(build_parser().parse_args(argv))
-    except VerifyError as exc:
-        if debug:
-            raise
-        print(f"mcugen: error: {exc}", file=sys.stderr)
-        return 1
-    except McugenError as exc:
-        if debug:
-            raise
-        print(f"mcugen: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
-
-
-if __name__ == "__main__":
-    sys.exit(main_quantize(sys.argv[1:]))

@@ -19,7 +19,7 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
     g, plan = c.graph, c.plan
     rows = [("#", "layer", "op", "kernel", "output", "MACs", "offset", "bytes")]
     macs = 0
-    for k, (node, p) in enumerate(zip(g.nodes, c.prepared)):
+    for k, (node, p) in enumerate(zip(g.nodes, c.prepared, strict=True)):
         out = g.t(node.outputs[0])
         kind, where = plan.location[plan.root[out.name]]
         offset = str(where) if kind == "arena" else kind
@@ -32,7 +32,7 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
         macs += p.macs
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.rjust(w) if i in (0, 5, 6, 7) else cell.ljust(w)
-                       for i, (cell, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
+                       for i, (cell, w) in enumerate(zip(r, widths, strict=True))).rstrip() for r in rows]
     lines.insert(1, "-" * len(lines[0]))
     io = sum(g.t(n).nbytes for n in g.inputs + g.outputs)
     kernels = sum(1 for p in c.prepared if p.kernel)

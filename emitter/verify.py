@@ -8,12 +8,16 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from emitter.compiler import Compiled, golden_run
-from emitter.errors import UsageError
-from emitter.render import BundleBuilder, environment
+from emitter.errors import UsageError, VerifyError
+from emitter.harness import Samples, run_in_qemu, run_on_host, unpack, write_glue
+
+if TYPE_CHECKING:
+    from emitter.boards import Board
 
 
 def quantize(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
@@ -83,7 +87,7 @@ def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]]) -> list[l
     results = []
     for sample in samples:
         feed = {}
-        for name, x in zip(g.inputs, sample):
+        for name, x in zip(g.inputs, sample, strict=True):
             b, t = g.boundaries[name], g.t(name)
             assert t.quant is not None
             if b.float_io:
@@ -94,7 +98,7 @@ def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]]) -> list[l
                 feed[b.onnx_name] = x
         outs = sess.run([g.boundaries[n].onnx_name for n in g.outputs], feed)
         row = []
-        for name, y in zip(g.outputs, outs):
+        for name, y in zip(g.outputs, outs, strict=True):
             b, t = g.boundaries[name], g.t(name)
             assert t.quant is not None
             if b.float_io:
@@ -109,40 +113,13 @@ def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]]) -> list[l
 def diff_stats(a: list[list[np.ndarray]], b: list[list[np.ndarray]]) -> tuple[int, int, int]:
     """(elements differing, elements, max |diff|) over all samples and outputs."""
     n = d = mx = 0
-    for ra, rb in zip(a, b):
-        for x, y in zip(ra, rb):
+    for ra, rb in zip(a, b, strict=False):  # reference outputs may cover fewer samples
+        for x, y in zip(ra, rb, strict=True):
             delta = np.abs(x.astype(np.int32) - y.astype(np.int32))
             n += delta.size
             d += int((delta > 0).sum())
             mx = max(mx, int(delta.max(initial=0)))
     return d, n, mx
-
-
-def write_glue(c: Compiled, folder: Path) -> None:
-    ctx = BundleBuilder(c).context()
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "model_glue.h").write_text(environment().get_template("model_glue.h.j2").render(ctx))
-
-
-def pack(samples: list[list[np.ndarray]]) -> bytes:
-    return b"".join(x.astype(np.int8).tobytes() for s in samples for x in s)
-
-
-def unpack(c: Compiled, raw: bytes, count: int) -> list[list[np.ndarray]]:
-    shapes = c.output_shapes
-    per = sum(int(np.prod(s)) for s in shapes)
-    if len(raw) != per * count:
-        raise UsageError(f"output.bin has {len(raw)} bytes, expected {per * count}")
-    arr = np.frombuffer(raw, dtype=np.int8)
-    out = []
-    for k in range(count):
-        row, off = [], k * per
-        for s in shapes:
-            size = int(np.prod(s))
-            row.append(arr[off:off + size].reshape(s))
-            off += size
-        out.append(row)
-    return out
 
 
 def host_twin(c: Compiled) -> Compiled | None:
@@ -163,14 +140,10 @@ def host_twin(c: Compiled) -> Compiled | None:
     return compile_model(c.model.path, **(opts | {"name": c.name, "cmsis_sizes_for": "c"}))
 
 
-def run_host(c: Compiled, bundle: Path, samples: list[list[np.ndarray]], work: Path,
-             cflags: tuple[str, ...] = ()) -> list[list[np.ndarray]]:
+def run_host(c: Compiled, bundle: Path, samples: Samples, work: Path,
+             cflags: tuple[str, ...] = ()) -> Samples:
     """Build the bundle with the host gcc (-Werror) and run it on `samples`. A cmsis-nn bundle for
     a DSP/MVE core runs as its host_twin(), rendered under work/host_bundle."""
-    import subprocess
-
-    from emitter.target.firmware import build_host
-
     twin = host_twin(c)
     if twin is not None:
         from emitter.bundle import write_bundle
@@ -180,13 +153,9 @@ def run_host(c: Compiled, bundle: Path, samples: list[list[np.ndarray]], work: P
         bundle = work / "host_bundle"
         write_bundle(render_bundle(twin, " ".join(board.cflags), board.name), bundle, force=True)
     write_glue(c, work / "glue")
-    exe = build_host(bundle, work / "glue", work / "host", cflags, werror=True, cmsis_nn=c.cmsis_path)
-    run_dir = work / "host_run"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "input.bin").write_bytes(pack(samples))
-    res = subprocess.run([str(exe)], cwd=run_dir, capture_output=True, text=True, check=False)
+    run_dir, res = run_on_host(bundle, work / "glue", work, samples, cflags, werror=True,
+                               cmsis_nn=c.cmsis_path)
     if res.returncode != 0:
-        from emitter.errors import VerifyError
         raise VerifyError(f"host harness exited {res.returncode}: {res.stdout}{res.stderr}")
     return unpack(c, (run_dir / "output.bin").read_bytes(), len(samples))
 
@@ -212,7 +181,7 @@ class VerifyReport:
         return "\n".join([f"verification on {self.samples} samples:"] + ["  " + s for s in self.lines])
 
 
-def run_verify(c: Compiled, bundle: Path, board, model: Path, inputs: str | None, count: int,
+def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str | None, count: int,
                qemu: bool = True, work: Path | None = None) -> VerifyReport:
     samples = load_inputs(c, inputs, count)
     if not samples:
@@ -229,15 +198,8 @@ def run_verify(c: Compiled, bundle: Path, board, model: Path, inputs: str | None
             rep.check("golden vs reference outputs", gold, expected)
             rep.check("host gcc vs reference outputs", host, expected)
         if qemu:
-            from emitter.target.firmware import build_firmware
-            from emitter.target.qemu import run_qemu
-
-            fw = build_firmware(bundle, w / "glue", board, w / "fw", cmsis_nn=c.cmsis_path)
-            run_dir = w / "qemu_run"
-            run_dir.mkdir(parents=True, exist_ok=True)
-            (run_dir / "input.bin").write_bytes(pack(samples))
-            run = run_qemu(fw.elf, board, run_dir)
-            target = unpack(c, (run_dir / "output.bin").read_bytes(), len(samples))
+            fw, run = run_in_qemu(bundle, w / "glue", board, w, samples, cmsis_nn=c.cmsis_path)
+            target = unpack(c, (run.workdir / "output.bin").read_bytes(), len(samples))
             rep.outputs["qemu"] = target
             rep.check(f"QEMU {board.name} vs golden", target, gold)
             rep.check(f"QEMU {board.name} vs host", target, host)

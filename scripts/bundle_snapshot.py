@@ -30,7 +30,7 @@ CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "
 def models() -> list[Path]:
     shared = REPO.parent / "shared" / "models"
     out = sorted(shared.glob("*/*.onnx")) if shared.is_dir() else []
-    out += sorted((REPO / "tests" / "zoo" / "models").glob("*.onnx"))
+    out += sorted((REPO / "tests" / "models" / "zoo" / "models").glob("*.onnx"))
     out.append(REPO / "examples" / "digits_cnn_int8.onnx")
     return out
 

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine and runs the whole test suite (host, QEMU tier, real models).
+# Sets up a fresh machine, lints (ruff, mypy) and runs the whole test suite (host, QEMU tier, real models).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec "${PYTHON:-python3}" -m pytest -q -p no:cacheprovider "$@"
+PY=${PYTHON:-python3}
+echo "== ruff check emitter tests"
+"$PY" -m ruff check emitter tests
+echo "== mypy emitter"
+"$PY" -m mypy emitter
+exec "$PY" -m pytest -q -p no:cacheprovider "$@"

@@ -7,50 +7,21 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
 from emitter.backends.cmsis_version import API_FUNCTIONS, API_TYPES, detect
 from emitter.boards import load_board
 from emitter.cli import choose_backend, main
 from emitter.errors import UsageError
-from tests.support import SHARED_MODELS, shared_model
-
-HELLO = shared_model("tflm_hello_world")
+from tests.harness.bundles import SHARED_MODELS, shared_model
+from tests.models.tiny import HELLO, qdq_model_with
 
 
 def tree_digest(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def qdq_model_with(extra_op: str, tmp_path: Path) -> Path:
-    """x(int8) -> DQ -> Relu -> Q, then <extra_op> on the float tensor: a real mixed model."""
-    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "s"),
-             numpy_helper.from_array(np.array(0, np.int8), "z")]
-    nodes = [helper.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"], name="dq"),
-             helper.make_node("Relu", ["xf"], ["r"], name="relu"),
-             helper.make_node("QuantizeLinear", ["r", "s", "z"], ["y"], name="q")]
-    shape = [1, 1, 8] if extra_op == "LSTM" else [1, 8]
-    outputs = [helper.make_tensor_value_info("y", TensorProto.INT8, shape)]
-    if extra_op == "TopK":
-        inits.append(numpy_helper.from_array(np.array([2], np.int64), "k"))
-        nodes.append(helper.make_node("TopK", ["xf", "k"], ["v", "i"], name="my_topk"))
-        outputs += [helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 2]),
-                    helper.make_tensor_value_info("i", TensorProto.INT64, [1, 2])]
-    elif extra_op == "LSTM":
-        inits += [numpy_helper.from_array(np.zeros((1, 16, 8), np.float32), "W"),
-                  numpy_helper.from_array(np.zeros((1, 16, 4), np.float32), "R")]
-        nodes.append(helper.make_node("LSTM", ["xf", "W", "R"], ["h"], name="my_lstm", hidden_size=4))
-        outputs.append(helper.make_tensor_value_info("h", TensorProto.FLOAT, [1, 1, 1, 4]))
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.INT8, shape)],
-                              outputs, inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    path = tmp_path / f"with_{extra_op}.onnx"
-    onnx.save(model, path)
-    return path
 
 
 def test_card_form_default_output_folder(tmp_path, monkeypatch, capsys):
@@ -243,3 +214,83 @@ def test_backend_choice_is_printed_with_its_reason(tmp_path, monkeypatch, capsys
     with pytest.raises(UsageError, match="needs an Arm Cortex-M board"):
         choose_backend("cmsis-nn", riscv)
     assert choose_backend("portable", load_board("cortex-m4"))[2].endswith("; asked for")
+
+
+# ---- one parser, one exit-code mapping ----
+
+def test_help_lists_every_command_and_verify_shows_its_options(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("emit", "verify", "debug", "quantize", "boards"):
+        assert f"    {command} " in out
+    assert "mcugen MODEL.onnx [options]" in out
+    with pytest.raises(SystemExit):
+        main(["verify", "--help"])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: mcugen verify") and "--inputs" in out and "--profile" in out
+    with pytest.raises(SystemExit):
+        main(["debug", "--help"])
+    out = capsys.readouterr().out
+    assert "--bundle" in out and "--work" in out and "--backend" not in out
+
+
+def test_exit_status_of_each_error_class():
+    from emitter.errors import BudgetError, OutputError, QuantError, UnsupportedError, VerifyError, exit_status
+
+    assert exit_status(UsageError("x")) == exit_status(QuantError("x")) == exit_status(OutputError("x")) == 2
+    assert exit_status(UnsupportedError([("n", "TopK", 13, "why")])) == exit_status(BudgetError("x")) == 2
+    assert exit_status(VerifyError("x")) == 1
+    assert exit_status(KeyboardInterrupt()) == 130
+    assert exit_status(BrokenPipeError()) == 141
+    assert exit_status(ValueError("a bug")) is None
+
+
+def test_interrupt_exits_130_quietly(monkeypatch, capsys):
+    import emitter.boards
+
+    def interrupted() -> str:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(emitter.boards, "format_board_table", interrupted)
+    assert main(["boards"]) == 130
+    assert capsys.readouterr().err == ""
+
+
+def test_closed_stdout_ends_quietly():
+    """`mcugen boards | head`: the reader went away; no BrokenPipeError traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "emitter.cli", "boards"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait() == 141
+    assert err == b""
+
+
+def test_verify_command_and_verify_flag_agree(tmp_path, capsys):
+    """`mcugen verify MODEL` and `mcugen MODEL --verify` are one code path: host build bit-exact."""
+    for argv in (["verify", str(HELLO)], [str(HELLO), "--verify"]):
+        out_dir = tmp_path / argv[0].replace("/", "_")[-8:]
+        assert main([*argv, "-o", str(out_dir), "--quiet", "--no-qemu", "--samples", "2"]) == 0
+        out = capsys.readouterr().out
+        assert "verification on 2 samples:" in out and "host gcc vs golden" in out and "bit-exact" in out
+        assert "measured" in (out_dir / "report.json").read_text()
+
+
+@pytest.mark.qemu
+def test_verify_in_qemu_records_its_figures(tmp_path, capsys):
+    from emitter.target import missing_tools
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip("missing tools: " + "; ".join(missing))
+    assert main(["verify", str(HELLO), "--board=cortex-m4", "-o", str(tmp_path / "b"), "--quiet",
+                 "--samples", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "QEMU cortex-m4 vs golden" in out and "instructions per inference (cortex-m4" in out
+    import json
+
+    figures = json.loads((tmp_path / "b" / "report.json").read_text())["measured"]["cortex-m4"]
+    assert len(figures["instructions"]) == 2 and figures["stack_bytes"] > 0

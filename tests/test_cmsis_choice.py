@@ -18,7 +18,7 @@ from emitter.backends.kernel_choice import ours_is_faster
 from emitter.boards import load_board
 from emitter.compiler import compile_model
 from emitter.summary import summary
-from tests.support import MODEL_NAMES, SHARED_MODELS, shared_model
+from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, shared_model
 
 pytestmark = pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared/models is not present")
 needs_cmsis = pytest.mark.skipif(cmsis_path() is None, reason="CMSIS_NN_PATH is not set: CMSIS-NN is the "

@@ -2,9 +2,9 @@
 
 CMSIS-NN is the user's library and is never vendored: without CMSIS_NN_PATH every test here skips.
 With it:
-a. every op case of tests/opmodels.py (QDQ, and QOperator where the case has one) and the
+a. every op case of tests/models/ops.py (QDQ, and QOperator where the case has one) and the
    CMSIS-specific cases below, each compiled with BOTH backends into ONE firmware per core
-   (cortex-m0plus: pure C, m4 and m7: DSP, m55: MVE; see tests/support_qemu.py), run once in QEMU:
+   (cortex-m0plus: pure C, m4 and m7: DSP, m55: MVE; see tests/harness/qemu.py), run once in QEMU:
    every case's cmsis-nn output equals the golden model and the portable backend's output;
 b. every shared model (../shared/models), on the host and in QEMU on the same cores, bit-exact
    with the golden model and with TFLM's reference outputs;
@@ -43,10 +43,10 @@ from emitter.ops.base import ConstArg, IntArg, Prepared, TensorArg, TensorListAr
 from emitter.render import render_bundle
 from emitter.target.toolchain import missing_tools
 from emitter.verify import run_verify
-from tests.opmodels import CASES, IR_VERSION, OpCase, _const, _conv_w, _fc_w, _i64, case_model
-from tests.support import MODEL_NAMES, SHARED_MODELS, STRICT, int8_inputs, shared_model
-from tests.support_qemu import MergedCase, MergedRun, run_merged
-from tests.test_robustness import tiny_qdq_conv
+from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, STRICT, int8_inputs, shared_model
+from tests.harness.qemu import MergedCase, MergedRun, run_merged
+from tests.models.ops import CASES, IR_VERSION, OpCase, _const, _conv_w, _fc_w, _i64, case_model
+from tests.models.tiny import tiny_qdq_conv
 
 CMSIS = cmsis_path()
 MISSING = missing_tools()
@@ -257,9 +257,10 @@ def test_cmsis_cmake_builds_and_links(mode, tmp_path, arm_cmsis_lib):
 def test_scons_prebuilt_library_bit_exact_in_qemu(tmp_path, arm_cmsis_lib):
     """SConstruct cmsis_nn=DIR cmsis_nn_lib=FILE links the prebuilt library (nothing of CMSIS-NN
     compiled); the firmware is bit-exact with TFLM's reference outputs in QEMU."""
+    from emitter.harness import pack, unpack, write_glue
     from emitter.target.firmware import build_firmware
     from emitter.target.qemu import run_qemu
-    from emitter.verify import load_inputs, pack, unpack, write_glue
+    from emitter.verify import load_inputs
 
     name = "mlperf_kws_dscnn"
     c, b = emit(name, "cortex-m4", tmp_path / "b")
@@ -288,9 +289,10 @@ def test_bundle_makefile_build_bit_exact_with_tflm_in_qemu(name, board, tmp_path
     builds libnet.a, model and CMSIS-NN together at the board's flags; the harness links that
     library (SConstruct bundle_lib=) and runs TFLM's reference inputs in QEMU: bit-exact with
     tflm_outputs, mcugen's default kernel choice."""
+    from emitter.harness import pack, unpack, write_glue
     from emitter.target.firmware import build_firmware
     from emitter.target.qemu import run_qemu
-    from emitter.verify import load_inputs, pack, unpack, write_glue
+    from emitter.verify import load_inputs
 
     c, b = emit(name, board, tmp_path / "b", "fastest")
     res = subprocess.run(["make", "-C", str(tmp_path / "b"), f"-j{os.cpu_count() or 2}", "CC=arm-none-eabi-gcc",

@@ -13,12 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from emitter.cli import main
 from emitter.compiler import compile_model
-from emitter.debug import debug_layers, main_debug, parse_layers
+from emitter.debug import debug_layers, parse_layers
 from emitter.errors import VerifyError
+from emitter.harness import write_glue
 from emitter.target import missing_tools
-from emitter.verify import write_glue
-from tests.support import SHARED_MODELS, emit, shared_model
+from tests.harness.bundles import SHARED_MODELS, emit, shared_model
 
 MODEL = "mlperf_kws_dscnn"
 CORRUPT = 5  # a pointwise conv in the middle of the network
@@ -57,7 +58,7 @@ def layer_line(out: str, index: int) -> str:
 
 @needs_models
 def test_all_layers_bit_exact_on_host(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main_debug(model_args() + ["--no-qemu", "--samples", "2"]) == 0
+    assert main(["debug", *model_args()] + ["--no-qemu", "--samples", "2"]) == 0
     out = capsys.readouterr().out
     assert "all 12 layers are bit-exact with the golden model on host (2 samples)" in out
     # every kernel call has an ONNX counterpart here, compared with onnxruntime
@@ -72,7 +73,7 @@ def test_all_layers_bit_exact_on_host(capsys: pytest.CaptureFixture[str]) -> Non
 def test_corrupted_weight_is_named_on_host(bundle: Path, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     corrupt(bundle, tmp_path / "net", CORRUPT)
-    assert main_debug(model_args() + ["--no-qemu", "--bundle", str(tmp_path / "net")]) == 1
+    assert main(["debug", *model_args()] + ["--no-qemu", "--bundle", str(tmp_path / "net")]) == 1
     out = capsys.readouterr().out
     assert f"first divergent layer: #{CORRUPT} " in out
     for index in range(1, CORRUPT):
@@ -89,7 +90,7 @@ def test_corrupted_weight_is_named_in_qemu(bundle: Path, tmp_path: Path,
         pytest.skip("missing tools: " + "; ".join(missing))
     corrupt(bundle, tmp_path / "net", CORRUPT)
     work = tmp_path / "work"
-    assert main_debug(model_args() + ["--bundle", str(tmp_path / "net"), "--work", str(work)]) == 1
+    assert main(["debug", *model_args()] + ["--bundle", str(tmp_path / "net"), "--work", str(work)]) == 1
     out = capsys.readouterr().out
     assert f"first divergent layer: #{CORRUPT} " in out and "QEMU cortex-m7 vs golden: " in out
     cells = re.split(r"\s{2,}", layer_line(out, CORRUPT))
@@ -101,7 +102,7 @@ def test_corrupted_weight_is_named_in_qemu(bundle: Path, tmp_path: Path,
 @needs_models
 def test_bundle_of_another_model_is_refused(bundle: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = [str(shared_model("tflm_micro_speech")), "--no-qemu", "--bundle", str(bundle)]
-    assert main_debug(args) == 2
+    assert main(["debug", *args]) == 2
     assert "emitted from another model" in capsys.readouterr().err
 
 
@@ -116,7 +117,7 @@ def test_cmsis_nn_bundle_is_refused_with_a_way_out(bundle: Path, tmp_path: Path,
     shutil.copytree(bundle, cmsis)
     report = json.loads((cmsis / "report.json").read_text())
     (cmsis / "report.json").write_text(json.dumps(report | {"backend": "cmsis-nn"}))
-    assert main_debug([str(shared_model(MODEL)), "--no-qemu", "--bundle", str(cmsis)]) == 2
+    assert main(["debug", str(shared_model(MODEL)), "--no-qemu", "--bundle", str(cmsis)]) == 2
     err = capsys.readouterr().err
     assert "uses the cmsis-nn backend" in err and "mcugen verify --profile" in err
 

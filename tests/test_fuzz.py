@@ -4,7 +4,7 @@ Every case runs compile_model -> render_bundle -> write_bundle into a fresh fold
 success (a complete bundle, exactly the rendered files) or a McugenError (nothing written, no
 temporary folder left) -- never another exception, a crash, a hang (per-case deadline) or a
 partial bundle. Seeds: the shared tflm_hello_world model and the tiny models of
-tests/test_robustness.py.
+tests/models/tiny.py.
 
 Case counts per run (default 2,500 byte-level + 2,500 structural, about 25 s; derandomized so CI runs the same
 cases every time): scale with MCUGEN_FUZZ_EXAMPLES=<per test>, explore fresh cases with
@@ -36,7 +36,7 @@ from emitter.bundle import write_bundle
 from emitter.compiler import compile_model
 from emitter.errors import McugenError
 from emitter.render import render_bundle
-from tests.test_robustness import HELLO, TINY_MODELS
+from tests.models.tiny import HELLO, TINY_MODELS
 
 EXAMPLES = int(os.environ.get("MCUGEN_FUZZ_EXAMPLES", "2500"))
 DERANDOMIZE = os.environ.get("MCUGEN_FUZZ_RANDOM", "") != "1"

@@ -1,7 +1,7 @@
 """Golden files of the generated code, and determinism (issue #5, item 5).
 
 For three tiny models -- the shared tflm_hello_world, a QDQ conv+relu+avgpool and a QOperator
-add/concat (both built in tests/test_robustness.py and committed as .onnx next to their goldens) --
+add/concat (both built in tests/models/tiny.py and committed as .onnx next to their goldens) --
 every generated file of the bundle (NAME.h, NAME.c, NAME_weights.c/.h, NAME_f32.c, Makefile,
 CMakeLists.txt, README.md, report.json) must equal its committed copy under
 tests/golden_files/<model>/, and the bundle must list the same runtime files (mcu_runtime/ is
@@ -30,8 +30,8 @@ import pytest
 
 from emitter.compiler import compile_model
 from emitter.render import render_bundle
-from tests.support import CM7_FLAGS, REPO
-from tests.test_robustness import HELLO, tiny_qdq_conv, tiny_qop_add_concat
+from tests.harness.bundles import CM7_FLAGS, REPO
+from tests.models.tiny import HELLO, tiny_qdq_conv, tiny_qop_add_concat
 
 GOLDEN = Path(__file__).resolve().parent / "golden_files"
 UPDATE = os.environ.get("MCUGEN_UPDATE_GOLDEN", "") == "1"
@@ -125,7 +125,7 @@ def test_bundles_identical_across_processes_and_hash_seeds(tmp_path: Path) -> No
 
 
 def test_golden_models_are_what_the_builders_make() -> None:
-    """The committed tiny .onnx models are exactly what tests/test_robustness.py builds (so the
+    """The committed tiny .onnx models are exactly what tests/models/tiny.py builds (so the
     fuzz seeds and the goldens describe the same models)."""
     for name, build in BUILDERS.items():
         committed = (GOLDEN / name / f"{name}.onnx").read_bytes()

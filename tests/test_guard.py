@@ -18,7 +18,7 @@ import pytest
 from emitter.cli import main
 from emitter.compiler import Compiled, compile_model, golden_run
 from emitter.planner import GUARD_BYTES
-from tests.support import (
+from tests.harness.bundles import (
     MODEL_NAMES,
     SHARED_MODELS,
     STRICT,
@@ -27,7 +27,7 @@ from tests.support import (
     run_c,
     shared_model,
 )
-from tests.test_robustness import HELLO, TINY_MODELS
+from tests.models.tiny import HELLO, TINY_MODELS
 
 ERR_GUARD = 3
 
@@ -86,7 +86,7 @@ def test_guard_builds_run_bit_exact(tiny_paths: dict[str, Path], tmp_path: Path)
         for seed in range(3):
             xs = random_inputs(c, seed)
             got = run_c(lib, c, xs)
-            for g, want in zip(got, golden_run(c, xs)):
+            for g, want in zip(got, golden_run(c, xs), strict=True):
                 np.testing.assert_array_equal(g, want)
             assert ctypes.c_int.in_dll(lib, f"{c.name}_guard_layer").value == -1
 

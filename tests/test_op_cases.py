@@ -7,8 +7,8 @@ import pytest
 
 from emitter.compiler import compile_model, golden_run
 from emitter.verify import diff_stats, ort_run
-from tests.opmodels import CASES, case_model
-from tests.support import build_library, emit, int8_inputs, run_c
+from tests.harness.bundles import build_library, emit, int8_inputs, run_c
+from tests.models.ops import CASES, case_model
 
 U8_OPS = ("Conv", "Gemm", "Add", "Mul", "AveragePool", "GlobalAveragePool", "Softmax", "Sigmoid",
           "Concat", "LeakyRelu", "MaxPool")
@@ -26,7 +26,7 @@ def compiled_cases(tmp_path_factory):
     for k, p in enumerate(PARAMS):
         case, fmt, act = p.values
         # uint8 QOperator models get 7-bit weights (reduce_range), as onnxruntime advises: its
-        # U8S8 kernels clip int16 pair sums on x86 without VNNI (tests.support.ort_u8s8_saturates)
+        # U8S8 kernels clip int16 pair sums on x86 without VNNI (tests.harness.bundles.ort_u8s8_saturates)
         # and it is the reference here. Full-range weights under uint8 are covered by test_zoo.
         path, xs = case_model(case, fmt, tmp, activation_type=act,
                               reduce_range=(fmt == "qop" and act == "uint8"))
@@ -50,7 +50,7 @@ def test_op_case(case, fmt, act, compiled_cases, request):
     samples = int8_inputs(c, xs)
     gold = golden_run(c, samples)
     host = run_c(lib, c, samples)
-    for g, h in zip(gold, host):
+    for g, h in zip(gold, host, strict=True):
         np.testing.assert_array_equal(h, g, err_msg="host C differs from the golden model")
     d, n, mx = diff_stats([gold], ort_run(c, path, [samples]))
     assert mx <= 1, f"golden vs onnxruntime: {d}/{n} elements differ, max {mx} quanta"

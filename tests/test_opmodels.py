@@ -1,4 +1,4 @@
-"""Sanity of the single-op model factory (tests/opmodels.py): every case quantizes in both formats,
+"""Sanity of the single-op model factory (tests/models/ops.py): every case quantizes in both formats,
 onnxruntime runs it, and the quantized graph has the form the case claims.
 
 Run with -s to see which node types onnxruntime produced per case.
@@ -16,7 +16,7 @@ import onnxruntime as ort
 import pytest
 from onnx import numpy_helper
 
-from tests.opmodels import (
+from tests.models.ops import (
     ALL_CASES,
     CASES,
     OpCase,

@@ -19,8 +19,8 @@ from emitter import planner
 from emitter.compiler import compile_model
 from emitter.ir import Graph, Node, QuantParams, Tensor
 from emitter.planner import GUARD_BYTES, Buffer, Plan, place, place_in_order
-from tests.support import MODEL_NAMES, SHARED_MODELS, shared_model
-from tests.test_robustness import TINY_MODELS
+from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, shared_model
+from tests.models.tiny import TINY_MODELS
 
 ALIGNMENTS = st.sampled_from([1, 4, 8, 16])
 
@@ -40,11 +40,11 @@ def spans(draw: st.DrawFn, max_buffers: int = 24) -> list[tuple[int, int, int]]:
 def check_layout(spans_: list[tuple[int, int, int]], offsets: list[int], arena: int, alignment: int,
                  guard: int) -> None:
     assert len(offsets) == len(spans_)
-    for (size, first, last), off in zip(spans_, offsets):
+    for (size, _first, _last), off in zip(spans_, offsets, strict=True):
         assert off % alignment == 0 and off - guard >= 0
         assert off + size + guard <= arena
-    for i, ((si, fi, li), oi) in enumerate(zip(spans_, offsets)):
-        for (sj, fj, lj), oj in list(zip(spans_, offsets))[i + 1:]:
+    for i, ((si, fi, li), oi) in enumerate(zip(spans_, offsets, strict=True)):
+        for (sj, fj, lj), oj in list(zip(spans_, offsets, strict=True))[i + 1:]:
             if fi <= lj and fj <= li:  # live together: the padded byte ranges are disjoint
                 assert oi + si + guard <= oj - guard or oj + sj + guard <= oi - guard, (i, oi, oj)
     assert arena % alignment == 0

@@ -15,7 +15,7 @@ from emitter.profile import profile_layers
 from emitter.render import render_bundle
 from emitter.target.toolchain import missing_tools
 from emitter.verify import load_inputs
-from tests.support import SHARED_MODELS, shared_model
+from tests.harness.bundles import SHARED_MODELS, shared_model
 
 pytestmark = [pytest.mark.qemu,
               pytest.mark.skipif(bool(missing_tools()), reason="cross toolchain or QEMU missing"),

@@ -4,9 +4,9 @@ a. Every shared MLPerf Tiny / TFLM model (../shared/models) on several cores: co
    emit -> build_firmware -> run_qemu on the 8 reference inputs of NAME_ref.npz; the outputs equal
    TFLM's (`tflm_outputs`) and the host gcc build bit for bit, the firmware sizes equal what
    arm-none-eabi-size reports, and (on one core) two runs of one ELF count the same instructions.
-b. Every op case of tests/opmodels.py (QDQ, and QOperator where the case has one) on cortex-m0plus
+b. Every op case of tests/models/ops.py (QDQ, and QOperator where the case has one) on cortex-m0plus
    (Armv6-M: unaligned loads fault) and cortex-m55 (MVE): all cases in ONE firmware per core
-   (tests/support_qemu.py), run once, each case bit-exact with the golden model.
+   (tests/harness/qemu.py), run once, each case bit-exact with the golden model.
 The CLI's budget checks are tested in tests/test_cli.py.
 """
 from __future__ import annotations
@@ -20,14 +20,15 @@ import pytest
 from emitter.boards import load_board
 from emitter.bundle import write_bundle
 from emitter.compiler import compile_model, golden_run
+from emitter.harness import pack, unpack
 from emitter.render import render_bundle
 from emitter.target.firmware import Firmware, build_firmware
 from emitter.target.qemu import run_qemu
 from emitter.target.toolchain import missing_tools
-from emitter.verify import pack, run_host, unpack
-from tests.opmodels import CASES, case_model
-from tests.support import MODEL_NAMES, SHARED_MODELS, emit, int8_inputs, shared_model
-from tests.support_qemu import MergedCase, MergedRun, run_merged
+from emitter.verify import run_host
+from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, emit, int8_inputs, shared_model
+from tests.harness.qemu import MergedCase, MergedRun, run_merged
+from tests.models.ops import CASES, case_model
 
 MISSING = missing_tools()
 pytestmark = [
@@ -97,7 +98,7 @@ def test_model_bit_exact_in_qemu(name, core, model_runs):
     run, got = model_runs.run(name, core, "run")
     assert len(run.instructions) == len(m["samples"]) and min(run.instructions) > 0, run.instructions
     assert run.stack_bytes is not None and 0 < run.stack_bytes < 0x10000
-    for k, (q, h, t) in enumerate(zip(got, m["host"], m["tflm"])):
+    for k, (q, h, t) in enumerate(zip(got, m["host"], m["tflm"], strict=False)):
         np.testing.assert_array_equal(q[0], t.reshape(q[0].shape),
                                       err_msg=f"{name} on {core}: sample {k} differs from TFLM")
         np.testing.assert_array_equal(q[0], h[0],
@@ -185,7 +186,7 @@ def test_op_case_bit_exact_in_qemu(label, core, op_cases, merged_runs):
     k = next(i for i, m in enumerate(cases) if m.label == label)
     got = result.outputs[k]
     assert got is not None
-    for j, (q, g) in enumerate(zip(got, golden[label])):
+    for j, (q, g) in enumerate(zip(got, golden[label], strict=False)):
         d = q.astype(np.int32) - g.astype(np.int32)
         assert not d.any(), (f"op case {label} ({cases[k].compiled.name}) on {core}: output {j} "
                              f"differs from the golden model in {int((d != 0).sum())}/{d.size} "

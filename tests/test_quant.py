@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from emitter import quant
 from emitter.quant import INT32_MAX, INT32_MIN
-from tests.ckernels import build_lib
+from tests.harness.ckernels import build_lib
 
 SHIM = Path(__file__).resolve().parent / "csrc" / "quant_shim.c"
 
@@ -209,4 +209,4 @@ def test_quantize_multiplier_clamps_huge(real: float) -> None:
 def test_per_channel_multipliers_equal_scalar(reals: list[float]) -> None:
     mult, shift = quant.multipliers(np.array(reals))
     assert mult.dtype == np.int32 and shift.dtype == np.int32
-    assert [(int(m), int(s)) for m, s in zip(mult, shift)] == [quant.quantize_multiplier(r) for r in reals]
+    assert [(int(m), int(s)) for m, s in zip(mult, shift, strict=True)] == [quant.quantize_multiplier(r) for r in reals]

@@ -1,4 +1,4 @@
-"""`mcugen quantize` (emitter/quantize.py, main_quantize): float model + calibration .npz -> the
+"""`mcugen quantize` (emitter/quantize.py, options in emitter/cli.py): float model + calibration .npz -> the
 QDQ int8 model mcugen runs best, compile check, and the top-1 accuracy table."""
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
+from emitter.cli import main
 from emitter.compiler import compile_model
-from emitter.quantize import main_quantize
 from emitter.target import missing_tools
-from tests.zoo.catalog import CATALOG
+from tests.models.zoo.catalog import CATALOG
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FP32 = EXAMPLES / "digits_cnn_fp32.onnx"
@@ -49,7 +49,7 @@ def check_int8_model(path: Path) -> None:
 
 def test_quantize_digits_host(tmp_path, calib, capsys):
     out = tmp_path / "digits_int8.onnx"
-    status = main_quantize([str(FP32), "--calibration", str(calib), "-o", str(out),
+    status = main(["quantize", str(FP32), "--calibration", str(calib), "-o", str(out),
                             "--labels", str(HELDOUT), "--no-qemu"])
     text = capsys.readouterr().out
     assert status == 0, text
@@ -72,7 +72,7 @@ def test_quantize_digits_qemu(tmp_path, calib, capsys):
     if missing:
         pytest.skip("missing tools: " + "; ".join(missing))
     out = tmp_path / "digits_int8.onnx"
-    status = main_quantize([str(FP32), "--calibration", str(calib), "-o", str(out),
+    status = main(["quantize", str(FP32), "--calibration", str(calib), "-o", str(out),
                             "--labels", str(HELDOUT), "--board", "cortex-m7"])
     text = capsys.readouterr().out
     assert status == 0, text
@@ -90,7 +90,7 @@ def test_quantize_zoo_model(spec, tmp_path, capsys):
     data = tmp_path / "calib.npz"
     np.savez(data, **{spec.input_name: np.stack([f[spec.input_name] for f in spec.calib_feeds()])})
     out = tmp_path / f"{spec.name}_int8.onnx"
-    status = main_quantize([str(spec.path), "--calibration", str(data), "-o", str(out)])
+    status = main(["quantize", str(spec.path), "--calibration", str(data), "-o", str(out)])
     text = capsys.readouterr().out
     assert status == 0, text
     assert "mcugen compiles it" in text and "top-1 accuracy" not in text
@@ -119,7 +119,7 @@ def test_quantize_usage_errors(case, tmp_path, calib, capsys):
         model = str(EXAMPLES / "digits_cnn_int8.onnx")
     elif case == "no_labels_key":
         extra = ["--labels", str(calib)]
-    status = main_quantize([model, "--calibration", data, "-o", str(out), *extra])
+    status = main(["quantize", model, "--calibration", data, "-o", str(out), *extra])
     err = capsys.readouterr().err
     assert status == 2
     assert err.startswith("mcugen: error: ") and "Traceback" not in err

@@ -1,5 +1,5 @@
-"""The model zoo (tests/zoo/): small PyTorch-exported float models, quantized here with onnxruntime
-quantize_static in the settings users pick (tests/zoo/variants.py).
+"""The model zoo (tests/models/zoo/): small PyTorch-exported float models, quantized here with onnxruntime
+quantize_static in the settings users pick (tests/models/zoo/variants.py).
 
 For every variant compile_model succeeds or raises UnsupportedError (XFAIL records which, strict,
 so a newly supported op shows up as XPASS); every success runs as host C (one shared library for
@@ -19,10 +19,10 @@ from emitter.compiler import golden_run
 from emitter.errors import QuantError, UnsupportedError
 from emitter.target import missing_tools
 from emitter.verify import diff_stats, ort_run
-from tests.support import build_library, ort_u8s8_saturates, run_c
-from tests.zoo.merged import chunks
-from tests.zoo.runner import compile_variants, int8_samples, top1_agreement
-from tests.zoo.variants import REJECTED, VARIANTS
+from tests.harness.bundles import build_library, ort_u8s8_saturates, run_c
+from tests.harness.zoo_images import chunks
+from tests.harness.zoo_runs import compile_variants, int8_samples, top1_agreement
+from tests.models.zoo.variants import REJECTED, VARIANTS
 
 N_SAMPLES = 8  # host: seeded inputs per variant
 # golden vs onnxruntime: reported, and checked only against gross errors. A whole model differs by
@@ -82,7 +82,8 @@ def test_zoo_variant(variant, zoo, record_property):
         # onnxruntime's own U8S8 QLinearConv/MatMulInteger clip here (no VNNI): it is no reference
         # for this variant on this CPU. The difference is printed and recorded above, not checked.
         warnings.warn(f"{variant.id}: onnxruntime's U8S8 kernels saturate on this CPU (x86 without "
-                      f"VNNI); golden vs onnxruntime max |diff| {mx} is beyond the bound, reported, not checked")
+                      f"VNNI); golden vs onnxruntime max |diff| {mx} is beyond the bound, reported, not checked",
+                      stacklevel=2)
         return
     assert mx <= ORT_SANITY_MAX_DIFF, (
         f"golden vs onnxruntime: max |diff| {mx} quanta ({d}/{n} differ): far beyond rounding, "
@@ -122,9 +123,9 @@ def test_zoo_asymmetric_uint8_weights_rejected(variant, tmp_path):
 @pytest.mark.qemu
 @pytest.mark.parametrize("core", ["cortex-m7", "cortex-m55"])
 def test_zoo_qemu_merged_firmware(core, zoo, tmp_path):
-    """Every passing variant in one firmware per core (tests/support_qemu.py; split only where the
+    """Every passing variant in one firmware per core (tests/harness/qemu.py; split only where the
     core's code region is too small, as the M55's 512 KiB ITCM), bit-exact with the golden."""
-    from tests.support_qemu import MergedCase, run_merged
+    from tests.harness.qemu import MergedCase, run_merged
 
     missing = missing_tools()
     if missing:
@@ -140,7 +141,7 @@ def test_zoo_qemu_merged_firmware(core, zoo, tmp_path):
     for k, part in enumerate(parts):
         result = run_merged([cases[i] for i in part], board, tmp_path / f"image{k}")
         bad.update(result.failures)
-        for i, got in zip(part, result.outputs):
+        for i, got in zip(part, result.outputs, strict=False):
             if got is None:
                 continue
             d, n, mx = diff_stats([got], [golden_run(cases[i].compiled, cases[i].inputs)])

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from emitter.kernels.common import Dims, PoolParams
 from emitter.kernels.mcu_avgpool_s8 import mcu_avgpool_s8
-from tests.ckernels import (
+from tests.harness.ckernels import (
     MCU_ERR_ARG,
     call_kernel,
     call_raw,

@@ -19,7 +19,7 @@ from emitter.cfmt import c_struct
 from emitter.kernels.common import Dims, PoolParams
 from emitter.kernels.mcu_avgpool_requant_s8 import AvgPoolRequantParams, mcu_avgpool_requant_s8
 from emitter.quant import quantize_multiplier, requantize
-from tests.ckernels import (
+from tests.harness.ckernels import (
     INCLUDE,
     MCU_ERR_ARG,
     call_kernel,

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emitter.kernels.mcu_concat_s8 import mcu_concat_s8
-from tests.ckernels import MCU_ERR_ARG, call_raw
+from tests.harness.ckernels import MCU_ERR_ARG, call_raw
 
 
 def run(inputs: list[np.ndarray], chunk: list[int], outer: int) -> np.ndarray:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
-from tests.ckernels import (
+from tests.harness.ckernels import (
     MCU_ERR_ARG,
     call_kernel,
     call_raw,

@@ -27,7 +27,7 @@ from emitter.kernels.mcu_eltwise_f32_s8 import (
     mcu_eltwise_f32_s8,
 )
 from emitter.ops.float_island import OPS, eltwise_f32_params
-from tests.ckernels import (
+from tests.harness.ckernels import (
     ARM_CPUS,
     INCLUDE,
     KERNELS,

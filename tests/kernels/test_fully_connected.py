@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from emitter.kernels.common import QuantIO
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
-from tests.ckernels import (
+from tests.harness.ckernels import (
     MCU_ERR_ARG,
     call_kernel,
     call_raw,

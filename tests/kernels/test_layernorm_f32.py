@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from emitter.cfmt import c_array, c_struct
 from emitter.kernels.mcu_layernorm_f32_s8 import LayerNormF32Params, mcu_layernorm_f32_s8
 from emitter.ops.float_island import layernorm_f32_params
-from tests.ckernels import (
+from tests.harness.ckernels import (
     ARM_CPUS,
     KERNELS,
     MCU_ERR_ARG,

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emitter.kernels.mcu_lut_s8 import mcu_lut_s8
-from tests.ckernels import MCU_ERR_ARG, call_raw
+from tests.harness.ckernels import MCU_ERR_ARG, call_raw
 
 ALL_INT8 = np.arange(-128, 128, dtype=np.int8)
 

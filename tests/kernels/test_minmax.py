@@ -15,7 +15,7 @@ from emitter.errors import QuantError
 from emitter.kernels.common import Bcast
 from emitter.kernels.mcu_minmax_s8 import MinMaxParams, mcu_minmax_s8
 from emitter.ops.minmax import minmax_params
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 
 class Case(NamedTuple):

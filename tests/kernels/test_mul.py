@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from emitter.kernels.common import Bcast
 from emitter.kernels.mcu_mul_s8 import MulParams, mcu_mul_s8
 from emitter.ops.mul import mul_params
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 
 class Case(NamedTuple):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from emitter.kernels.common import pad_rank
 from emitter.kernels.mcu_pad_s8 import PadParams, mcu_pad_s8
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 
 def make(shape: tuple[int, ...], before: tuple[int, ...], after: tuple[int, ...],

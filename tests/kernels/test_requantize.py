@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from emitter.kernels.common import QuantIO
 from emitter.kernels.mcu_requantize_s8 import RequantizeParams, mcu_requantize_s8
 from emitter.quant import quantize_multiplier
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 
 class Case(NamedTuple):

@@ -31,7 +31,7 @@ from emitter.ops.resize import (
     tflite_bilinear_tables,
 )
 from emitter.quant import round_half_away
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 REFERENCE_COORD_MODES = ("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel")
 

@@ -21,7 +21,7 @@ from emitter.errors import ShapeError
 from emitter.kernels.common import pad_rank
 from emitter.kernels.mcu_slice_s8 import SliceParams, mcu_slice_s8
 from emitter.ops.slice import slice_params, split_params
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 
 def make(shape: tuple[int, ...], begin: tuple[int, ...], step: tuple[int, ...],

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from emitter.kernels.mcu_softmax_s8 import SoftmaxParams, mcu_softmax_s8
 from emitter.ops.softmax import softmax_params
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 MODE0 = (1.0 / 256, -128)
 MODE1 = (1.0 / 255, -128)

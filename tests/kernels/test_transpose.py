@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from emitter.kernels.common import pad_rank
 from emitter.kernels.mcu_transpose_s8 import TransposeParams, mcu_transpose_s8
-from tests.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
+from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 
 
 def make(shape: tuple[int, ...], perm: tuple[int, ...]) -> TransposeParams:

@@ -28,7 +28,7 @@ from emitter.boards import load_board
 from emitter.quant import multipliers
 from emitter.target import build_firmware, missing_tools, run_qemu
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INCLUDE = ROOT / "mcu_runtime" / "include"
 KERNELS = ROOT / "mcu_runtime" / "kernels"
 

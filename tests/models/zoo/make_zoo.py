@@ -1,7 +1,7 @@
 """Export the zoo's float models (dev only: needs torch; CI uses the committed .onnx files).
 
     pip install torch==2.13.0          # CPU build
-    python tests/zoo/make_zoo.py       # writes tests/zoo/models/*.onnx
+    python tests/models/zoo/make_zoo.py       # writes tests/models/zoo/models/*.onnx
 
 Small architectures as users build them in PyTorch, random weights under fixed seeds, BatchNorm
 with random statistics (folded into the convs by the exporter), exported with the TorchScript
@@ -20,8 +20,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.zoo.catalog import BY_NAME, CATALOG, MODELS
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from tests.models.zoo.catalog import BY_NAME, CATALOG, MODELS
 
 MAX_BYTES = 300 * 1024
 MAX_TOTAL = 2 * 1024 * 1024
@@ -210,7 +210,10 @@ class HardSwishNet(nn.Module):
 class LeakyNet(nn.Module):
     def __init__(self) -> None:
         super().__init__()
-        act = lambda: nn.LeakyReLU(0.1)
+
+        def act() -> nn.Module:
+            return nn.LeakyReLU(0.1)
+
         self.net = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), bn(16), act(),
                                  nn.Conv2d(16, 16, 3, 1, 1), bn(16), act(),
                                  nn.Conv2d(16, 24, 3, 2, 1), bn(24), act())
@@ -319,7 +322,7 @@ def export(name: str, seed: int) -> bytes:
                       input_names=[spec.input_name], output_names=["y"],
                       do_constant_folding=True, training=torch.onnx.TrainingMode.EVAL)
     proto = onnx.load_from_string(buf.getvalue())
-    proto.producer_name = "mcugen tests/zoo/make_zoo.py"
+    proto.producer_name = "mcugen tests/models/zoo/make_zoo.py"
     proto.graph.name = name
     proto = onnx.shape_inference.infer_shapes(proto, strict_mode=True)
     onnx.checker.check_model(proto, full_check=True)

@@ -12,7 +12,7 @@ from emitter.compiler import Compiled
 from emitter.render import render_bundle
 from emitter.resources import data_dir
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SHARED_MODELS = REPO.parent / "shared" / "models"
 MODEL_NAMES = ("mlperf_kws_dscnn", "mlperf_ic_resnet8", "mlperf_ad_fc_autoencoder",
                "tflm_hello_world", "tflm_micro_speech")
@@ -43,7 +43,7 @@ def int8_inputs(c: Compiled, xs: list[np.ndarray]) -> list[np.ndarray]:
     from emitter.verify import quantize
 
     out = []
-    for name, x in zip(c.graph.inputs, xs):
+    for name, x in zip(c.graph.inputs, xs, strict=True):
         t = c.graph.t(name)
         out.append(quantize(x.astype(np.float64), t.quant.s, t.quant.zp).reshape(t.shape))
     return out

@@ -23,8 +23,8 @@ from pathlib import Path
 import onnx
 
 from emitter.quantize import fold_constants
-from tests.opmodels import quantize
-from tests.zoo.catalog import BY_NAME, CATALOG, ZooModel
+from tests.models.ops import quantize
+from tests.models.zoo.catalog import BY_NAME, CATALOG, ZooModel
 
 
 @dataclass(frozen=True)

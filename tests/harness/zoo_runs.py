@@ -1,4 +1,4 @@
-"""Compile, emit and run zoo variants: shared by tests/test_zoo.py and tests/zoo/report.py."""
+"""Compile, emit and run zoo variants: shared by tests/test_zoo.py and scripts/zoo_report.py."""
 from __future__ import annotations
 
 import json
@@ -13,8 +13,8 @@ import onnx
 from emitter.compiler import Compiled, compile_model
 from emitter.errors import McugenError, UnsupportedError
 from emitter.verify import quantize as quantize_float
-from tests.support import emit
-from tests.zoo.variants import Variant
+from tests.harness.bundles import emit
+from tests.models.zoo.variants import Variant
 
 QDQ_OPS = {"QuantizeLinear", "DequantizeLinear"}
 
@@ -85,5 +85,5 @@ def int8_samples(c: Compiled, v: Variant, n: int) -> list[list[np.ndarray]]:
 
 def top1_agreement(a: list[list[np.ndarray]], b: list[list[np.ndarray]]) -> float:
     """Share of samples whose first output has the same argmax in a and b."""
-    same = [int(np.argmax(x[0])) == int(np.argmax(y[0])) for x, y in zip(a, b)]
+    same = [int(np.argmax(x[0])) == int(np.argmax(y[0])) for x, y in zip(a, b, strict=True)]
     return float(np.mean(same)) if same else float("nan")

@@ -1,7 +1,7 @@
 """The zoo's models: what each one is, its input and how to feed it (no torch needed).
 
 `make_zoo.py` (dev only, needs torch) exports the float models listed here into models/; the tests
-and report.py quantize them at test time (variants.py) with calibration data from `calib_feeds`.
+and scripts/zoo_report.py quantize them at test time (variants.py) with calibration data from `calib_feeds`.
 """
 from __future__ import annotations
 
