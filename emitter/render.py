@@ -17,6 +17,7 @@ import numpy as np
 from emitter import __version__
 from emitter.cfmt import (
     C_TYPES,
+    COMMENT_WIDTH,
     PARAM_TYPES,
     c_array,
     c_comment,
@@ -26,11 +27,11 @@ from emitter.cfmt import (
     c_struct,
     prefix_problem,
     upper_ident,
+    wrap_comments,
 )
+from emitter.cdoc import array_role, tensor_text
 from emitter.compiler import Compiled
 from emitter.errors import UsageError
-from emitter.ir import Tensor
-from emitter.layout import is_identity
 from emitter.backends.cmsis_nn import RETURNS_VOID, precheck
 from emitter.backends.cmsis_version import supported as cmsis_supported
 from emitter.ops.base import CArg, ConstArg, CRef, IntArg, NullArg, StructArg, TensorArg, TensorListArg
@@ -73,6 +74,9 @@ class ConstArray:
     ctype: str
     ident: str
     values: np.ndarray
+    layer: int  # `Layer k` of the node it belongs to
+    comment: str  # `Layer k <op>: <what it holds, with its shape>`
+    header: tuple[str, ...] = ()  # the first array of a layer: the layer's name and kernel
 
     @property
     def count(self) -> int:
@@ -123,13 +127,14 @@ def ctx_size(p) -> int:
     return int(ctx.fields["size"]) if isinstance(ctx, StructArg) and ctx.ctype == "cmsis_nn_context" else 0
 
 
-def layout_name(t: Tensor) -> str:
-    assert t.layout is not None
-    if is_identity(t.layout):
-        return "ONNX order"
-    if t.layout.perm == (0, 2, 3, 1):
-        return "NHWC"
-    return f"view {t.layout.view} perm {t.layout.perm}"
+LINE = COMMENT_WIDTH - len("     * ")  # a line of a layer's comment block in <prefix>_run_multi()
+
+
+def named(text: str, name: str) -> list[str]:
+    """`text 'name'` as one comment line if it fits, else the name on a line of its own (which
+    cfmt.wrap_comments breaks further when it is too long)."""
+    quoted = f"'{c_comment(name)}'"
+    return [f"{text} {quoted}"] if len(text) + 1 + len(quoted) <= LINE else [text, f"  {quoted}"]
 
 
 class BundleBuilder:
@@ -145,19 +150,25 @@ class BundleBuilder:
             return f"(arena + {where})"
         return f"inputs[{where}]" if kind == "input" else f"outputs[{where}]"
 
-    def where(self, name: str) -> str:
+    def describe(self, role: str, name: str) -> list[str]:
+        """A tensor in a layer's comment block: stored shape and layout, scale and zero point,
+        where its bytes are, then its name."""
         kind, where = self.c.plan.location[self.c.plan.root[name]]
-        return f"arena+{where}" if kind == "arena" else f"{kind} {where}"
-
-    def describe(self, role: str, name: str) -> str:
         t = self.g.t(name)
-        q = t.quant
-        qs = f"s={q.s:.9g} zp={q.zp}" if q is not None else ""
-        return f"{role} '{c_comment(name)}' {list(t.shape)} {layout_name(t)} {qs} @{self.where(name)}"
+        place = f"arena+{where} ({t.nbytes} bytes)" if kind == "arena" else f"caller's {kind} {where}"
+        return named(f"{role} {tensor_text(t)}, {place}", name)
+
+    def title(self, k: int) -> list[str]:
+        node = self.g.nodes[k]
+        return named(f"Layer {k}: {node.op}, ONNX {c_comment(node.source or node.op)}", node.name)
 
     def const(self, k: int, suffix: str, values: np.ndarray) -> str:
         ident = f"{self.prefix}_l{k}_{suffix}"
-        self.arrays.append(ConstArray(C_TYPES[str(values.dtype)], ident, np.ascontiguousarray(values)))
+        kernel = self.c.prepared[k].kernel
+        header = () if any(a.layer == k for a in self.arrays) else (*self.title(k), f"kernel {kernel}")
+        role = array_role(suffix, kernel, values)
+        self.arrays.append(ConstArray(C_TYPES[str(values.dtype)], ident, np.ascontiguousarray(values), k,
+                                      f"Layer {k} {self.g.nodes[k].op}: {role}", header))
         return ident
 
     def layer(self, k: int) -> Layer | None:
@@ -179,10 +190,14 @@ class BundleBuilder:
         calls += [LayerCall(self.call(k, node.name, c.kernel, c.args, structs, local_decls), call_kind(c.kernel))
                   for c in p.then]
         out = node.outputs[0]
-        comment = [f"Layer {k}: {node.op} '{c_comment(node.name)}' (ONNX {c_comment(node.source or node.op)})"]
-        comment += [self.describe("in ", i) for i in node.inputs if i and not self.g.t(i).is_const]
-        comment.append(self.describe("out", out))
-        comment.append(f"kernel {p.kernel}: {c_comment(p.summary)}; MACs {p.macs}")
+        comment = [*self.title(k), f"kernel {p.kernel}: {c_comment(p.summary)}; {p.macs} MACs"]
+        for i in node.inputs:
+            if i and not self.g.t(i).is_const:
+                comment += self.describe("in ", i)
+        comment += self.describe("out", out)
+        scratch = scratch_of(self.c.plan, node.name)
+        if scratch is not None:
+            comment.append(f"scratch arena+{scratch} ({p.scratch} bytes)")
         idents = {ctype_suffix: ident for (_, ident, _), ctype_suffix in
                   zip(structs, [a.suffix for a in p.args if isinstance(a, StructArg)])}
         return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
@@ -336,7 +351,7 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str) -> dict[str, b
     }
     if ctx["single_io"]:
         files[f"{p}_f32.c"] = env.get_template("model_f32.c.j2").render(ctx)
-    out = {k: v.encode() for k, v in files.items()}
+    out = {k: (wrap_comments(v) if k.endswith((".c", ".h")) else v).encode() for k, v in files.items()}
     out["report.json"] = (json.dumps(report(c, ctx), indent=1, sort_keys=True) + "\n").encode()
     rt = data_dir("mcu_runtime")
     for rel in runtime_files(ctx["kernels"]):
