@@ -190,7 +190,8 @@ class BundleBuilder:
         calls += [LayerCall(self.call(k, node.name, c.kernel, c.args, structs, local_decls), call_kind(c.kernel))
                   for c in p.then]
         out = node.outputs[0]
-        comment = [*self.title(k), f"kernel {p.kernel}: {c_comment(p.summary)}; {p.macs} MACs"]
+        how = f": {c_comment(p.summary)}" if p.summary else ""
+        comment = [*self.title(k), f"kernel {p.kernel}{how}; {p.macs} MACs"]
         for i in node.inputs:
             if i and not self.g.t(i).is_const:
                 comment += self.describe("in ", i)
