@@ -1,8 +1,8 @@
 """The words of the generated C's comments: stored shapes and layouts, what each const array is.
 
-Pure text, no C syntax: render.py puts these strings into the templates' comment blocks (through
-cfmt.c_comment where they hold names from the model) and cfmt.wrap_comments keeps every comment
-line within cfmt.COMMENT_WIDTH.
+Text only: render.py puts these strings into the templates' comment blocks; names from the model
+go through cfmt.c_comment (the one sanitizer) and cfmt.wrap_comments keeps every comment line of
+the bundle within cfmt.COMMENT_WIDTH.
 
 Layer numbers: `Layer k` everywhere (NAME.c, NAME_weights.c, NAME_AFTER_LAYER(k, ...), report.json
 "index", the CLI summary's `#` column, `mcugen debug`) is the step of the schedule, i.e. the index
@@ -13,8 +13,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.cfmt import COMMENT_WIDTH, c_comment
 from emitter.ir import Tensor
 from emitter.layout import NHWC, is_identity, physical_shape
+
+LINE = COMMENT_WIDTH - len("     * ")  # a line of a layer's comment block in <prefix>_run_multi()
+
+
+def named(text: str, name: str) -> list[str]:
+    """`text 'name'` (the name from the model, made safe by c_comment) as one comment line if it
+    fits, else the name on a line of its own, which cfmt.wrap_comments breaks further if too long."""
+    quoted = f"'{c_comment(name)}'"
+    return [f"{text} {quoted}"] if len(text) + 1 + len(quoted) <= LINE else [text, f"  {quoted}"]
 
 
 def dims(shape: tuple[int, ...] | list[int], names: tuple[str, ...] = ()) -> str:
@@ -86,6 +96,7 @@ DEPTHWISE_FILTER = ("depthwise filter", ("1", "KH", "KW", "C_out"), "")
 def array_role(suffix: str, kernel: str, values: np.ndarray) -> str:
     """What the const array `<prefix>_l<k>_<suffix>` of a layer calling `kernel` holds, with its
     shape: `filter, OHWI [C_out=64, KH=10, KW=4, C_in=1]`."""
+    names: tuple[str, ...]
     if suffix == "filter" and "depthwise" in kernel:
         what, names, more = DEPTHWISE_FILTER
     elif suffix.startswith("operand") and suffix[7:].isdigit():

@@ -17,7 +17,6 @@ import numpy as np
 from emitter import __version__
 from emitter.cfmt import (
     C_TYPES,
-    COMMENT_WIDTH,
     PARAM_TYPES,
     c_array,
     c_comment,
@@ -29,7 +28,7 @@ from emitter.cfmt import (
     upper_ident,
     wrap_comments,
 )
-from emitter.cdoc import array_role, tensor_text
+from emitter.cdoc import array_role, named, tensor_text
 from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.backends.cmsis_nn import RETURNS_VOID, precheck
@@ -125,16 +124,6 @@ def ctx_size(p) -> int:
     """The size field of a CMSIS-NN call's context (0 for calls without one)."""
     ctx = p.args[0] if p.args else None
     return int(ctx.fields["size"]) if isinstance(ctx, StructArg) and ctx.ctype == "cmsis_nn_context" else 0
-
-
-LINE = COMMENT_WIDTH - len("     * ")  # a line of a layer's comment block in <prefix>_run_multi()
-
-
-def named(text: str, name: str) -> list[str]:
-    """`text 'name'` as one comment line if it fits, else the name on a line of its own (which
-    cfmt.wrap_comments breaks further when it is too long)."""
-    quoted = f"'{c_comment(name)}'"
-    return [f"{text} {quoted}"] if len(text) + 1 + len(quoted) <= LINE else [text, f"  {quoted}"]
 
 
 class BundleBuilder:
