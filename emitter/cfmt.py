@@ -150,3 +150,89 @@ def prefix_problem(name: str) -> str | None:
 
 def upper_ident(name: str) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", name).upper()
+
+
+COMMENT_WIDTH = 120  # no line of a generated comment is longer (wrap_comments)
+_BREAK_AFTER = " ;/,"
+
+
+def _code_and_comment(line: str, inside: bool) -> tuple[bool, bool, bool]:
+    """Scan one line of C starting inside a /* */ comment or not: (has code outside comments,
+    has comment text, inside a comment at the end). String and character literals are skipped."""
+    code = comment = False
+    quote = ""
+    i = 0
+    while i < len(line):
+        if inside:
+            comment = True
+            end = line.find("*/", i)
+            if end < 0:
+                return code, comment, True
+            inside, i = False, end + 2
+        elif quote:
+            if line[i] == "\\":
+                i += 2
+                continue
+            if line[i] == quote:
+                quote = ""
+            i += 1
+        elif line.startswith("/*", i):
+            inside, i = True, i + 2
+        elif line.startswith("//", i):
+            return code, True, False
+        else:
+            if line[i] in "\"'":
+                quote = line[i]
+            code = code or not line[i].isspace()
+            i += 1
+    return code, comment, inside
+
+
+def _pieces(body: str, width: int) -> list[str]:
+    """`body` cut into pieces of at most `width` characters, each cut just after a space, ';', '/'
+    or ',' in the second half of the piece when there is one (a space at a cut is dropped)."""
+    out = []
+    while len(body) > width:
+        cut = max(body.rfind(ch, width // 2, width) for ch in _BREAK_AFTER)
+        if cut < 0:
+            out.append(body[:width])
+            body = body[width:]
+        else:
+            out.append(body[:cut + 1].rstrip(" "))
+            body = body[cut + 1:].lstrip(" ") if body[cut] == " " else body[cut + 1:]
+    return out + [body]
+
+
+def wrap_comments(text: str, width: int = COMMENT_WIDTH) -> str:
+    """C text with every comment-only line longer than `width` wrapped onto continuation lines
+    (` * ` under the comment's star, two more spaces of hanging indent). Lines that mix code and a
+    comment are left alone (the templates keep comments on lines of their own). Text is split,
+    never changed: sanitizing comment text stays c_comment's job."""
+    out: list[str] = []
+    inside = False
+    for line in text.split("\n"):
+        code, comment, inside = _code_and_comment(line, inside)
+        if code or not comment or len(line) <= width or line.count("/*") + line.count("*/") > 2:
+            out.append(line)
+            continue
+        m = re.match(r"(\s*)(/\*\*|/\*|\*(?!/))?( ?)", line)
+        assert m is not None
+        indent, marker = m.group(1), m.group(2) or ""
+        if marker.startswith("/"):
+            star = indent + " * "
+        elif marker:
+            star = indent + "* "
+        else:
+            star = indent
+        cont = star + "  "
+        body = line[m.end():]
+        if not inside and body.rstrip().endswith("*/"):
+            body = body.rstrip()[:-2].rstrip()
+            tail = " */"
+        else:
+            tail = ""
+        pieces = _pieces(body, width - max(m.end(), len(cont)) - len(tail))
+        out.append(line[:m.end()] + pieces[0])
+        out += [cont + p for p in pieces[1:]]
+        out[-1] += tail
+    return "\n".join(out)

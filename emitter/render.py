@@ -25,11 +25,11 @@ from emitter.cfmt import (
     c_struct,
     prefix_problem,
     upper_ident,
+    wrap_comments,
 )
+from emitter.cdoc import array_role, named, tensor_text
 from emitter.compiler import Compiled
 from emitter.errors import UsageError
-from emitter.ir import Tensor
-from emitter.layout import is_identity
 from emitter.backends.cmsis_api import RETURNS_VOID, precheck
 from emitter.backends.cmsis_version import supported as cmsis_supported
 from emitter.ops.base import CArg, ConstArg, CRef, IntArg, NullArg, StructArg, TensorArg, TensorListArg
@@ -72,6 +72,9 @@ class ConstArray:
     ctype: str
     ident: str
     values: np.ndarray
+    layer: int  # `Layer k` of the node it belongs to
+    comment: str  # `Layer k <op>: <what it holds, with its shape>`
+    header: tuple[str, ...] = ()  # the first array of a layer: the layer's name and kernel
 
     @property
     def count(self) -> int:
@@ -122,15 +125,6 @@ def ctx_size(p) -> int:
     return int(ctx.fields["size"]) if isinstance(ctx, StructArg) and ctx.ctype == "cmsis_nn_context" else 0
 
 
-def layout_name(t: Tensor) -> str:
-    assert t.layout is not None
-    if is_identity(t.layout):
-        return "ONNX order"
-    if t.layout.perm == (0, 2, 3, 1):
-        return "NHWC"
-    return f"view {t.layout.view} perm {t.layout.perm}"
-
-
 class BundleBuilder:
     def __init__(self, c: Compiled):
         self.c = c
@@ -144,19 +138,25 @@ class BundleBuilder:
             return f"(arena + {where})"
         return f"inputs[{where}]" if kind == "input" else f"outputs[{where}]"
 
-    def where(self, name: str) -> str:
+    def describe(self, role: str, name: str) -> list[str]:
+        """A tensor in a layer's comment block: stored shape and layout, scale and zero point,
+        where its bytes are, then its name."""
         kind, where = self.c.plan.location[self.c.plan.root[name]]
-        return f"arena+{where}" if kind == "arena" else f"{kind} {where}"
-
-    def describe(self, role: str, name: str) -> str:
         t = self.g.t(name)
-        q = t.quant
-        qs = f"s={q.s:.9g} zp={q.zp}" if q is not None else ""
-        return f"{role} '{c_comment(name)}' {list(t.shape)} {layout_name(t)} {qs} @{self.where(name)}"
+        place = f"arena+{where} ({t.nbytes} bytes)" if kind == "arena" else f"caller's {kind} {where}"
+        return named(f"{role} {tensor_text(t)}, {place}", name)
+
+    def title(self, k: int) -> list[str]:
+        node = self.g.nodes[k]
+        return named(f"Layer {k}: {node.op}, ONNX {c_comment(node.source or node.op)}", node.name)
 
     def const(self, k: int, suffix: str, values: np.ndarray) -> str:
         ident = f"{self.prefix}_l{k}_{suffix}"
-        self.arrays.append(ConstArray(C_TYPES[str(values.dtype)], ident, np.ascontiguousarray(values)))
+        kernel = self.c.prepared[k].kernel
+        header = () if any(a.layer == k for a in self.arrays) else (*self.title(k), f"kernel {kernel}")
+        role = array_role(suffix, kernel, values)
+        self.arrays.append(ConstArray(C_TYPES[str(values.dtype)], ident, np.ascontiguousarray(values), k,
+                                      f"Layer {k} {self.g.nodes[k].op}: {role}", header))
         return ident
 
     def layer(self, k: int) -> Layer | None:
@@ -176,10 +176,15 @@ class BundleBuilder:
         calls += [LayerCall(self.call(k, node.name, c.kernel, c.args, structs, local_decls), call_kind(c.kernel))
                   for c in p.then]
         out = node.outputs[0]
-        comment = [f"Layer {k}: {node.op} '{c_comment(node.name)}' (ONNX {c_comment(node.source or node.op)})"]
-        comment += [self.describe("in ", i) for i in node.inputs if i and not self.g.t(i).is_const]
-        comment.append(self.describe("out", out))
-        comment.append(f"kernel {p.kernel}: {c_comment(p.summary)}; MACs {p.macs}")
+        how = f": {c_comment(p.summary)}" if p.summary else ""
+        comment = [*self.title(k), f"kernel {p.kernel}{how}; {p.macs} MACs"]
+        for i in node.inputs:
+            if i and not self.g.t(i).is_const:
+                comment += self.describe("in ", i)
+        comment += self.describe("out", out)
+        scratch = scratch_of(self.c.plan, node.name)
+        if scratch is not None:
+            comment.append(f"scratch arena+{scratch} ({p.scratch} bytes)")
         return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
                      params_init, tuple(local_decls), tuple(calls), tuple(comment),
                      self.ptr(out), self.g.t(out).shape, self.g.t(out).nbytes,
@@ -326,7 +331,7 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str) -> dict[str, b
     }
     if ctx["single_io"]:
         files[f"{p}_f32.c"] = env.get_template("model_f32.c.j2").render(ctx)
-    out = {k: v.encode() for k, v in files.items()}
+    out = {k: (wrap_comments(v) if k.endswith((".c", ".h")) else v).encode() for k, v in files.items()}
     out["report.json"] = (json.dumps(report(c, ctx), indent=1, sort_keys=True) + "\n").encode()
     rt = data_dir("mcu_runtime")
     for rel in runtime_files(ctx["kernels"]):

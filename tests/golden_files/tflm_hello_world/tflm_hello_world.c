@@ -3,6 +3,9 @@
  * Model: tflm_hello_world.onnx (sha256 165d813ecf0510b1cf20624559f5d2554b6b4c37a16eaf04f86aada0f9ee1d41).
  * Schedule: 3 kernel calls (0 reshape/transpose views cost nothing).
  * Arena 32 bytes (liveness lower bound 32); weights 444 bytes in flash.
+ * `Layer k` is step k of the schedule, numbered as in mcugen's summary, report.json and
+ * TFLM_HELLO_WORLD_AFTER_LAYER(k, ...); free views are steps without code, so k can skip.
+ * Shapes are the stored ones (NHWC for 4-D activations), with the ONNX shape they hold.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +13,21 @@
 #include "tflm_hello_world.h"
 #include "tflm_hello_world_weights.h"
 #include "mcu_nn.h"
+
+/*
+ * The status codes of tflm_hello_world.h are the runtime's mcu_status_t values: a kernel's
+ * status is returned as it is. Checked at compile time (C11 _Static_assert, else a negative
+ * array size).
+ */
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define TFLM_HELLO_WORLD_STATIC_ASSERT(cond, name) _Static_assert(cond, #name)
+#else
+#define TFLM_HELLO_WORLD_STATIC_ASSERT(cond, name) typedef char name[(cond) ? 1 : -1]
+#endif
+TFLM_HELLO_WORLD_STATIC_ASSERT(TFLM_HELLO_WORLD_OK == MCU_OK, tflm_hello_world_status_ok);
+TFLM_HELLO_WORLD_STATIC_ASSERT(TFLM_HELLO_WORLD_ERR_ARG == MCU_ERR_ARG, tflm_hello_world_status_arg);
+TFLM_HELLO_WORLD_STATIC_ASSERT(TFLM_HELLO_WORLD_ERR_SCRATCH == MCU_ERR_SCRATCH, tflm_hello_world_status_scratch);
+TFLM_HELLO_WORLD_STATIC_ASSERT(TFLM_HELLO_WORLD_ERR_GUARD == MCU_ERR_GUARD, tflm_hello_world_status_guard);
 
 #ifndef TFLM_HELLO_WORLD_ARENA_ATTRIBUTES
 #define TFLM_HELLO_WORLD_ARENA_ATTRIBUTES
@@ -23,7 +41,7 @@ uint8_t tflm_hello_world_arena[TFLM_HELLO_WORLD_ARENA_SIZE > 0 ? TFLM_HELLO_WORL
 #endif
 #endif
 
-/* Called after every layer with its index and output; define it to trace or debug. */
+/* Called after every layer with its number k (`Layer k` below) and output; define it to trace or debug. */
 #ifndef TFLM_HELLO_WORLD_AFTER_LAYER
 #define TFLM_HELLO_WORLD_AFTER_LAYER(index, output, bytes) ((void)0)
 #endif
@@ -78,10 +96,12 @@ int tflm_hello_world_run_multi(const int8_t *const inputs[], int8_t *const outpu
     (void)inputs;
 
     /*
-     * Layer 0: fc 'sequential/dense/MatMul;sequential/dense/Relu;sequential/dense/BiasAdd_prequant' (ONNX MatMul+Add+Relu+QuantizeLinear)
-     * in  'serving_default_dense_input:0' [1, 1] ONNX order s=0.0244801156 zp=-128 @input 0
-     * out 'sequential/dense/MatMul;sequential/dense/Relu;sequential/dense/BiasAdd' [1, 16] ONNX order s=0.013325124 zp=-128 @arena+0
-     * kernel mcu_fully_connected_s8: 1 -> 16, batches 1; MACs 16
+     * Layer 0: fc, ONNX MatMul+Add+Relu+QuantizeLinear
+     *   'sequential/dense/MatMul;sequential/dense/Relu;sequential/dense/BiasAdd_prequant'
+     * kernel mcu_fully_connected_s8: 1 -> 16, batches 1; 16 MACs
+     * in  [1,1] ONNX order, s=0.0244801156 zp=-128, caller's input 0 'serving_default_dense_input:0'
+     * out [1,16] ONNX order, s=0.013325124 zp=-128, arena+0 (16 bytes)
+     *   'sequential/dense/MatMul;sequential/dense/Relu;sequential/dense/BiasAdd'
      */
     status = mcu_fully_connected_s8(&tflm_hello_world_l0_params, inputs[0], tflm_hello_world_l0_weights, tflm_hello_world_l0_bias, (arena + 0));
     if (status != MCU_OK) {
@@ -90,10 +110,13 @@ int tflm_hello_world_run_multi(const int8_t *const inputs[], int8_t *const outpu
     TFLM_HELLO_WORLD_AFTER_LAYER(0, (arena + 0), 16);
 
     /*
-     * Layer 1: fc 'sequential/dense_1/MatMul;sequential/dense_1/Relu;sequential/dense_1/BiasAdd_prequant' (ONNX MatMul+Add+Relu+QuantizeLinear)
-     * in  'sequential/dense/MatMul;sequential/dense/Relu;sequential/dense/BiasAdd' [1, 16] ONNX order s=0.013325124 zp=-128 @arena+0
-     * out 'sequential/dense_1/MatMul;sequential/dense_1/Relu;sequential/dense_1/BiasAdd' [1, 16] ONNX order s=0.0127752693 zp=-128 @arena+16
-     * kernel mcu_fully_connected_s8: 16 -> 16, batches 1; MACs 256
+     * Layer 1: fc, ONNX MatMul+Add+Relu+QuantizeLinear
+     *   'sequential/dense_1/MatMul;sequential/dense_1/Relu;sequential/dense_1/BiasAdd_prequant'
+     * kernel mcu_fully_connected_s8: 16 -> 16, batches 1; 256 MACs
+     * in  [1,16] ONNX order, s=0.013325124 zp=-128, arena+0 (16 bytes)
+     *   'sequential/dense/MatMul;sequential/dense/Relu;sequential/dense/BiasAdd'
+     * out [1,16] ONNX order, s=0.0127752693 zp=-128, arena+16 (16 bytes)
+     *   'sequential/dense_1/MatMul;sequential/dense_1/Relu;sequential/dense_1/BiasAdd'
      */
     status = mcu_fully_connected_s8(&tflm_hello_world_l1_params, (arena + 0), tflm_hello_world_l1_weights, tflm_hello_world_l1_bias, (arena + 16));
     if (status != MCU_OK) {
@@ -102,10 +125,11 @@ int tflm_hello_world_run_multi(const int8_t *const inputs[], int8_t *const outpu
     TFLM_HELLO_WORLD_AFTER_LAYER(1, (arena + 16), 16);
 
     /*
-     * Layer 2: fc 'StatefulPartitionedCall:0_prequant' (ONNX MatMul+Add+QuantizeLinear)
-     * in  'sequential/dense_1/MatMul;sequential/dense_1/Relu;sequential/dense_1/BiasAdd' [1, 16] ONNX order s=0.0127752693 zp=-128 @arena+16
-     * out 'StatefulPartitionedCall:0' [1, 1] ONNX order s=0.00829095673 zp=5 @output 0
-     * kernel mcu_fully_connected_s8: 16 -> 1, batches 1; MACs 16
+     * Layer 2: fc, ONNX MatMul+Add+QuantizeLinear 'StatefulPartitionedCall:0_prequant'
+     * kernel mcu_fully_connected_s8: 16 -> 1, batches 1; 16 MACs
+     * in  [1,16] ONNX order, s=0.0127752693 zp=-128, arena+16 (16 bytes)
+     *   'sequential/dense_1/MatMul;sequential/dense_1/Relu;sequential/dense_1/BiasAdd'
+     * out [1,1] ONNX order, s=0.00829095673 zp=5, caller's output 0 'StatefulPartitionedCall:0'
      */
     status = mcu_fully_connected_s8(&tflm_hello_world_l2_params, (arena + 16), tflm_hello_world_l2_weights, tflm_hello_world_l2_bias, outputs[0]);
     if (status != MCU_OK) {

@@ -3,6 +3,9 @@
  * Model: tiny_qdq_conv.onnx (sha256 6cc4e1db6322d7897945331213672a05e6dd2585b88eed512bfdde25ead39bd8).
  * Schedule: 4 kernel calls (0 reshape/transpose views cost nothing).
  * Arena 448 bytes (liveness lower bound 448); weights 156 bytes in flash.
+ * `Layer k` is step k of the schedule, numbered as in mcugen's summary, report.json and
+ * TINY_QDQ_CONV_AFTER_LAYER(k, ...); free views are steps without code, so k can skip.
+ * Shapes are the stored ones (NHWC for 4-D activations), with the ONNX shape they hold.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +13,21 @@
 #include "tiny_qdq_conv.h"
 #include "tiny_qdq_conv_weights.h"
 #include "mcu_nn.h"
+
+/*
+ * The status codes of tiny_qdq_conv.h are the runtime's mcu_status_t values: a kernel's
+ * status is returned as it is. Checked at compile time (C11 _Static_assert, else a negative
+ * array size).
+ */
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define TINY_QDQ_CONV_STATIC_ASSERT(cond, name) _Static_assert(cond, #name)
+#else
+#define TINY_QDQ_CONV_STATIC_ASSERT(cond, name) typedef char name[(cond) ? 1 : -1]
+#endif
+TINY_QDQ_CONV_STATIC_ASSERT(TINY_QDQ_CONV_OK == MCU_OK, tiny_qdq_conv_status_ok);
+TINY_QDQ_CONV_STATIC_ASSERT(TINY_QDQ_CONV_ERR_ARG == MCU_ERR_ARG, tiny_qdq_conv_status_arg);
+TINY_QDQ_CONV_STATIC_ASSERT(TINY_QDQ_CONV_ERR_SCRATCH == MCU_ERR_SCRATCH, tiny_qdq_conv_status_scratch);
+TINY_QDQ_CONV_STATIC_ASSERT(TINY_QDQ_CONV_ERR_GUARD == MCU_ERR_GUARD, tiny_qdq_conv_status_guard);
 
 #ifndef TINY_QDQ_CONV_ARENA_ATTRIBUTES
 #define TINY_QDQ_CONV_ARENA_ATTRIBUTES
@@ -23,7 +41,7 @@ uint8_t tiny_qdq_conv_arena[TINY_QDQ_CONV_ARENA_SIZE > 0 ? TINY_QDQ_CONV_ARENA_S
 #endif
 #endif
 
-/* Called after every layer with its index and output; define it to trace or debug. */
+/* Called after every layer with its number k (`Layer k` below) and output; define it to trace or debug. */
 #ifndef TINY_QDQ_CONV_AFTER_LAYER
 #define TINY_QDQ_CONV_AFTER_LAYER(index, output, bytes) ((void)0)
 #endif
@@ -89,10 +107,10 @@ int tiny_qdq_conv_run_multi(const int8_t *const inputs[], int8_t *const outputs[
     (void)inputs;
 
     /*
-     * Layer 0: relayout 'xq__relayout0' (ONNX layout)
-     * in  'xq' [1, 3, 8, 8] ONNX order s=0.0500000007 zp=0 @input 0
-     * out 'xq__nhwc' [1, 3, 8, 8] NHWC s=0.0500000007 zp=0 @arena+256
-     * kernel mcu_transpose_s8: physical (3, 64) perm (1, 0); MACs 0
+     * Layer 0: relayout, ONNX layout 'xq__relayout0'
+     * kernel mcu_transpose_s8: physical (3, 64) perm (1, 0); 0 MACs
+     * in  [1,3,8,8] ONNX order, s=0.0500000007 zp=0, caller's input 0 'xq'
+     * out [1,8,8,3] NHWC (ONNX [1,3,8,8] NCHW), s=0.0500000007 zp=0, arena+256 (192 bytes) 'xq__nhwc'
      */
     status = mcu_transpose_s8(&tiny_qdq_conv_l0_params, inputs[0], (arena + 256));
     if (status != MCU_OK) {
@@ -101,10 +119,10 @@ int tiny_qdq_conv_run_multi(const int8_t *const inputs[], int8_t *const outputs[
     TINY_QDQ_CONV_AFTER_LAYER(0, (arena + 256), 192);
 
     /*
-     * Layer 1: conv 'conv' (ONNX Conv+Relu+QuantizeLinear)
-     * in  'xq__nhwc' [1, 3, 8, 8] NHWC s=0.0500000007 zp=0 @arena+256
-     * out 'rq' [1, 4, 8, 8] NHWC s=0.100000001 zp=-128 @arena+0
-     * kernel mcu_conv2d_s8: 3x3 s1x1 d1x1 pad t1 l1; MACs 6912
+     * Layer 1: conv, ONNX Conv+Relu+QuantizeLinear 'conv'
+     * kernel mcu_conv2d_s8: 3x3 s1x1 d1x1 pad t1 l1; 6912 MACs
+     * in  [1,8,8,3] NHWC (ONNX [1,3,8,8] NCHW), s=0.0500000007 zp=0, arena+256 (192 bytes) 'xq__nhwc'
+     * out [1,8,8,4] NHWC (ONNX [1,4,8,8] NCHW), s=0.100000001 zp=-128, arena+0 (256 bytes) 'rq'
      */
     status = mcu_conv2d_s8(&tiny_qdq_conv_l1_params, (arena + 256), tiny_qdq_conv_l1_filter, tiny_qdq_conv_l1_bias, (arena + 0));
     if (status != MCU_OK) {
@@ -113,10 +131,10 @@ int tiny_qdq_conv_run_multi(const int8_t *const inputs[], int8_t *const outputs[
     TINY_QDQ_CONV_AFTER_LAYER(1, (arena + 0), 256);
 
     /*
-     * Layer 2: avgpool 'pool' (ONNX AveragePool+QuantizeLinear)
-     * in  'rq' [1, 4, 8, 8] NHWC s=0.100000001 zp=-128 @arena+0
-     * out 'pq' [1, 4, 4, 4] NHWC s=0.100000001 zp=-128 @arena+256
-     * kernel mcu_avgpool_s8: 2x2 s2x2 pad t0 l0; MACs 256
+     * Layer 2: avgpool, ONNX AveragePool+QuantizeLinear 'pool'
+     * kernel mcu_avgpool_s8: 2x2 s2x2 pad t0 l0; 256 MACs
+     * in  [1,8,8,4] NHWC (ONNX [1,4,8,8] NCHW), s=0.100000001 zp=-128, arena+0 (256 bytes) 'rq'
+     * out [1,4,4,4] NHWC (ONNX [1,4,4,4] NCHW), s=0.100000001 zp=-128, arena+256 (64 bytes) 'pq'
      */
     status = mcu_avgpool_s8(&tiny_qdq_conv_l2_params, (arena + 0), (arena + 256));
     if (status != MCU_OK) {
@@ -125,10 +143,10 @@ int tiny_qdq_conv_run_multi(const int8_t *const inputs[], int8_t *const outputs[
     TINY_QDQ_CONV_AFTER_LAYER(2, (arena + 256), 64);
 
     /*
-     * Layer 3: relayout 'pq__relayout0' (ONNX layout)
-     * in  'pq' [1, 4, 4, 4] NHWC s=0.100000001 zp=-128 @arena+256
-     * out 'pq__relayout' [1, 4, 4, 4] ONNX order s=0.100000001 zp=-128 @output 0
-     * kernel mcu_transpose_s8: physical (16, 4) perm (1, 0); MACs 0
+     * Layer 3: relayout, ONNX layout 'pq__relayout0'
+     * kernel mcu_transpose_s8: physical (16, 4) perm (1, 0); 0 MACs
+     * in  [1,4,4,4] NHWC (ONNX [1,4,4,4] NCHW), s=0.100000001 zp=-128, arena+256 (64 bytes) 'pq'
+     * out [1,4,4,4] ONNX order, s=0.100000001 zp=-128, caller's output 0 'pq__relayout'
      */
     status = mcu_transpose_s8(&tiny_qdq_conv_l3_params, (arena + 256), outputs[0]);
     if (status != MCU_OK) {

@@ -3,6 +3,9 @@
  * Model: tiny_qop_add_concat.onnx (sha256 849e0041d0889941a80b6e500c503fde5d4ebd9cd6c0ead97cd8efea9f7564e1).
  * Schedule: 4 kernel calls (0 reshape/transpose views cost nothing).
  * Arena 16 bytes (liveness lower bound 12); weights 8 bytes in flash.
+ * `Layer k` is step k of the schedule, numbered as in mcugen's summary, report.json and
+ * TINY_QOP_ADD_CONCAT_AFTER_LAYER(k, ...); free views are steps without code, so k can skip.
+ * Shapes are the stored ones (NHWC for 4-D activations), with the ONNX shape they hold.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -10,6 +13,21 @@
 #include "tiny_qop_add_concat.h"
 #include "tiny_qop_add_concat_weights.h"
 #include "mcu_nn.h"
+
+/*
+ * The status codes of tiny_qop_add_concat.h are the runtime's mcu_status_t values: a kernel's
+ * status is returned as it is. Checked at compile time (C11 _Static_assert, else a negative
+ * array size).
+ */
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define TINY_QOP_ADD_CONCAT_STATIC_ASSERT(cond, name) _Static_assert(cond, #name)
+#else
+#define TINY_QOP_ADD_CONCAT_STATIC_ASSERT(cond, name) typedef char name[(cond) ? 1 : -1]
+#endif
+TINY_QOP_ADD_CONCAT_STATIC_ASSERT(TINY_QOP_ADD_CONCAT_OK == MCU_OK, tiny_qop_add_concat_status_ok);
+TINY_QOP_ADD_CONCAT_STATIC_ASSERT(TINY_QOP_ADD_CONCAT_ERR_ARG == MCU_ERR_ARG, tiny_qop_add_concat_status_arg);
+TINY_QOP_ADD_CONCAT_STATIC_ASSERT(TINY_QOP_ADD_CONCAT_ERR_SCRATCH == MCU_ERR_SCRATCH, tiny_qop_add_concat_status_scratch);
+TINY_QOP_ADD_CONCAT_STATIC_ASSERT(TINY_QOP_ADD_CONCAT_ERR_GUARD == MCU_ERR_GUARD, tiny_qop_add_concat_status_guard);
 
 #ifndef TINY_QOP_ADD_CONCAT_ARENA_ATTRIBUTES
 #define TINY_QOP_ADD_CONCAT_ARENA_ATTRIBUTES
@@ -23,7 +41,7 @@ uint8_t tiny_qop_add_concat_arena[TINY_QOP_ADD_CONCAT_ARENA_SIZE > 0 ? TINY_QOP_
 #endif
 #endif
 
-/* Called after every layer with its index and output; define it to trace or debug. */
+/* Called after every layer with its number k (`Layer k` below) and output; define it to trace or debug. */
 #ifndef TINY_QOP_ADD_CONCAT_AFTER_LAYER
 #define TINY_QOP_ADD_CONCAT_AFTER_LAYER(index, output, bytes) ((void)0)
 #endif
@@ -80,11 +98,11 @@ int tiny_qop_add_concat_run_multi(const int8_t *const inputs[], int8_t *const ou
     (void)inputs;
 
     /*
-     * Layer 0: add 'add' (ONNX QLinearAdd)
-     * in  'a' [1, 6] ONNX order s=0.0500000007 zp=3 @input 0
-     * in  'b' [1, 6] ONNX order s=0.0399999991 zp=-5 @input 1
-     * out 's' [1, 6] ONNX order s=0.0799999982 zp=1 @arena+0
-     * kernel mcu_add_s8: ; MACs 6
+     * Layer 0: add, ONNX QLinearAdd 'add'
+     * kernel mcu_add_s8; 6 MACs
+     * in  [1,6] ONNX order, s=0.0500000007 zp=3, caller's input 0 'a'
+     * in  [1,6] ONNX order, s=0.0399999991 zp=-5, caller's input 1 'b'
+     * out [1,6] ONNX order, s=0.0799999982 zp=1, arena+0 (6 bytes) 's'
      */
     status = mcu_add_s8(&tiny_qop_add_concat_l0_params, inputs[0], inputs[1], (arena + 0));
     if (status != MCU_OK) {
@@ -93,10 +111,10 @@ int tiny_qop_add_concat_run_multi(const int8_t *const inputs[], int8_t *const ou
     TINY_QOP_ADD_CONCAT_AFTER_LAYER(0, (arena + 0), 6);
 
     /*
-     * Layer 1: requantize 'concat_requantize0' (ONNX QLinearConcat)
-     * in  's' [1, 6] ONNX order s=0.0799999982 zp=1 @arena+0
-     * out 'y_in0' [1, 6] ONNX order s=0.100000001 zp=0 @arena+8
-     * kernel mcu_requantize_s8: ; MACs 0
+     * Layer 1: requantize, ONNX QLinearConcat 'concat_requantize0'
+     * kernel mcu_requantize_s8; 0 MACs
+     * in  [1,6] ONNX order, s=0.0799999982 zp=1, arena+0 (6 bytes) 's'
+     * out [1,6] ONNX order, s=0.100000001 zp=0, arena+8 (6 bytes) 'y_in0'
      */
     status = mcu_requantize_s8(&tiny_qop_add_concat_l1_params, (arena + 0), (arena + 8));
     if (status != MCU_OK) {
@@ -105,10 +123,10 @@ int tiny_qop_add_concat_run_multi(const int8_t *const inputs[], int8_t *const ou
     TINY_QOP_ADD_CONCAT_AFTER_LAYER(1, (arena + 8), 6);
 
     /*
-     * Layer 2: requantize 'concat_requantize1' (ONNX QLinearConcat)
-     * in  'a' [1, 6] ONNX order s=0.0500000007 zp=3 @input 0
-     * out 'y_in1' [1, 6] ONNX order s=0.100000001 zp=0 @arena+0
-     * kernel mcu_requantize_s8: ; MACs 0
+     * Layer 2: requantize, ONNX QLinearConcat 'concat_requantize1'
+     * kernel mcu_requantize_s8; 0 MACs
+     * in  [1,6] ONNX order, s=0.0500000007 zp=3, caller's input 0 'a'
+     * out [1,6] ONNX order, s=0.100000001 zp=0, arena+0 (6 bytes) 'y_in1'
      */
     status = mcu_requantize_s8(&tiny_qop_add_concat_l2_params, inputs[0], (arena + 0));
     if (status != MCU_OK) {
@@ -117,11 +135,11 @@ int tiny_qop_add_concat_run_multi(const int8_t *const inputs[], int8_t *const ou
     TINY_QOP_ADD_CONCAT_AFTER_LAYER(2, (arena + 0), 6);
 
     /*
-     * Layer 3: concat 'concat' (ONNX QLinearConcat)
-     * in  'y_in0' [1, 6] ONNX order s=0.100000001 zp=0 @arena+8
-     * in  'y_in1' [1, 6] ONNX order s=0.100000001 zp=0 @arena+0
-     * out 'y' [1, 12] ONNX order s=0.100000001 zp=0 @output 0
-     * kernel mcu_concat_s8: 2 inputs, outer 1, chunks [6, 6]; MACs 0
+     * Layer 3: concat, ONNX QLinearConcat 'concat'
+     * kernel mcu_concat_s8: 2 inputs, outer 1, chunks [6, 6]; 0 MACs
+     * in  [1,6] ONNX order, s=0.100000001 zp=0, arena+8 (6 bytes) 'y_in0'
+     * in  [1,6] ONNX order, s=0.100000001 zp=0, arena+0 (6 bytes) 'y_in1'
+     * out [1,12] ONNX order, s=0.100000001 zp=0, caller's output 0 'y'
      */
     const int8_t *const l3_inputs[2] = {(arena + 8), (arena + 0)};
     status = mcu_concat_s8(2, l3_inputs, tiny_qop_add_concat_l3_chunk, 1, outputs[0]);
