@@ -5,6 +5,7 @@ and verification all read; none of them recompute anything.
 """
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,11 +73,23 @@ def passes(io_nhwc: bool) -> list[Callable[[Graph], Graph]]:
     return [lambda g: assign_layouts(g, io_nhwc)]
 
 
-def prepare_all(g: Graph) -> tuple[Prepared, ...]:
+def isa_of(board) -> str:
+    """The instruction set the portable kernels plan their paths and scratch for: the board's
+    ("mve", "dsp" or "c"), or "any" without a board (a bundle for any core: the scratch of every
+    path)."""
+    if board is None:
+        return "any"
+    return "mve" if board.has_mve else ("dsp" if board.has_dsp else "c")
+
+
+def prepare_all(g: Graph, isa: str = "any") -> tuple[Prepared, ...]:
+    """Every node's Prepare; op modules whose kernel has per-target paths (a prepare taking `isa`)
+    size their scratch for `isa`."""
     out, problems = [], []
     for node in g.nodes:
         try:
-            out.append(REGISTRY[node.op].prepare(node, g))
+            prep = REGISTRY[node.op].prepare
+            out.append(prep(node, g, isa) if "isa" in inspect.signature(prep).parameters else prep(node, g))
         except NodeUnsupported as exc:
             problems.append((node.name, node.source or node.op, node.opset, str(exc)))
     if problems:
@@ -88,10 +101,11 @@ def compile_model(path: str | Path, name: str | None = None,
                   input_shapes: dict[str, tuple[int, ...]] | None = None,
                   io_nhwc: bool = False, alignment: int = 4, backend: str = "portable",
                   board=None, cmsis_path: Path | None = None, guard: bool = False,
-                  cmsis_choice: str = "fastest", cmsis_sizes_for: str | None = None) -> Compiled:
+                  cmsis_choice: str = "fastest", cmsis_sizes_for: str | None = None,
+                  isa: str | None = None) -> Compiled:
     options = (("name", name), ("input_shapes", input_shapes), ("io_nhwc", io_nhwc), ("alignment", alignment),
                ("backend", backend), ("board", board), ("cmsis_path", cmsis_path), ("guard", guard),
-               ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for))
+               ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for), ("isa", isa))
     m = frontend.load(path, input_shapes)
     name = check_name(name) if name is not None else c_name(Path(path).stem)
     g = lower(m)
@@ -99,7 +113,7 @@ def compile_model(path: str | Path, name: str | None = None,
     for p in passes(io_nhwc):
         g = p(g)
         g.verify()
-    prepared = prepare_all(g)
+    prepared = prepare_all(g, isa if isa is not None else isa_of(board))  # isa: override (host builds)
     portable: list[tuple[int, str, str]] = []
     version = None
     from emitter.backends import cmsis_nn

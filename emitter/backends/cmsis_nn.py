@@ -193,7 +193,7 @@ class Converter:
 
     def mcu_conv2d_s8(self, p: Prepared):
         c: Any = p.params
-        x, f, b, y = p.args
+        x, f, b, y = p.args[-4:]  # after the portable kernel's scratch context
         if self.var == "mve" and (problem := mve_1xn_problem(c)):
             self.refusal = problem
             return None
@@ -242,7 +242,7 @@ class Converter:
 
     def mcu_fully_connected_s8(self, p: Prepared):
         c: Any = p.params
-        x, w, b, y = p.args
+        x, w, b, y = p.args[-4:]  # after the portable kernel's scratch context
         fc = {"input_offset": c.q.input_offset, "filter_offset": 0, "output_offset": c.q.output_offset,
               "activation": {"min": c.q.act_min, "max": c.q.act_max}}
         if c.per_channel:
