@@ -201,6 +201,17 @@ def _arg(value: Any, keep: list[Any]) -> Any:
     return value  # already a ctypes object
 
 
+class Context(ctypes.Structure):
+    """mcu_context_t: the scratch of one kernel call."""
+    _fields_ = [("buf", ctypes.c_void_p), ("size", ctypes.c_int32)]
+
+
+def scratch_context(size: int) -> tuple[Context, np.ndarray]:
+    """A context of `size` bytes (8-byte aligned) and the array that owns them (keep it alive)."""
+    buf = np.zeros(max(size, 1) // 8 + 1, np.int64)
+    return Context(buf.ctypes.data if size > 0 else None, size), buf
+
+
 def call_raw(name: str, *args: Any, lib: ctypes.CDLL | None = None) -> int:
     """lib.<name>(*args) with the conversions of _arg; returns the mcu_status_t as an int.
     `lib` defaults to build_kernel_lib().
