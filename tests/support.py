@@ -60,7 +60,7 @@ def emit(c: Compiled, out: Path) -> Path:
 
 def build_library(bundles: list[Path], lib: Path) -> ctypes.CDLL:
     """One shared library from several bundles (distinct --name each) and the runtime kernels."""
-    kernels = sorted((data_dir("mcu_runtime") / "kernels").glob("*.c"))
+    kernels = sorted(data_dir("mcu_runtime").glob("kernels/*.c")) + sorted(data_dir("mcu_runtime").glob("support/*.c"))
     sources = [str(k) for k in kernels]
     for b in bundles:
         sources += [str(p) for p in sorted(b.glob("*.c")) if not p.name.endswith("_f32.c")]

@@ -121,13 +121,13 @@ def net_c(cases: list[tuple[str, Any, list[Any]]]) -> str:
                          f".stride_w = {p.stride_w}, .dilation_h = {p.dilation_h}, .dilation_w = {p.dilation_w}, "
                          f".pad_top = {p.pad_top}, .pad_left = {p.pad_left}, .q = {quant(p.q)}, "
                          f".multiplier = m{k}, .shift = s{k}}};\n")
-            fn, size = "mcu_conv2d_s8", p.output.n * p.output.h * p.output.w * p.output.c
+            size = p.output.n * p.output.h * p.output.w * p.output.c
         else:
             decls.append(f"static const mcu_fc_params_t p{k} = {{.batches = {p.batches}, "
                          f".in_features = {p.in_features}, .out_features = {p.out_features}, "
                          f".q = {quant(p.q)}, .per_channel = {p.per_channel}, .multiplier = m{k}, "
                          f".shift = s{k}}};\n")
-            fn, size = "mcu_fully_connected_s8", p.batches * p.out_features
+            size = p.batches * p.out_features
         calls.append(f"    if (run_{'conv' if kind == 'conv' else 'fc'}(&p{k}, x{k}, w{k}, b{k}, "
                      f"outputs[0] + {off}, outputs[1] + {5 * k}) != 0) {{\n        return {k + 1};\n    }}\n")
         off += size
