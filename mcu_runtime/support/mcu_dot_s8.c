@@ -68,16 +68,6 @@ MCU_DOT_NOINLINE int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t l
     return acc;
 }
 
-MCU_DOT_NOINLINE int32_t mcu_sum_s8(const int8_t *w, int32_t len)
-{
-    int32_t acc = 0;
-    for (int32_t left = len; left > 0; left -= 16) {
-        acc = vaddvaq_s8(acc, vldrbq_z_s8(w, vctp8q((uint32_t)left)));
-        w += 16;
-    }
-    return acc;
-}
-
 /* Two rows: sum x * w (VMLADAVA.S8) and sum w (VADDVA.S8), then + input_offset * sum w. Two rows
  * per pass keep the four scalar accumulators in the even registers VMLADAVA needs. */
 MCU_DOT_NOINLINE static void dot2_offset(const int8_t *x, const int8_t *w, int32_t len,
@@ -194,21 +184,6 @@ MCU_DOT_NOINLINE int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t l
         acc += (int32_t)x[i] * (int32_t)w[i];
     }
     return acc;
-}
-
-MCU_DOT_NOINLINE int32_t mcu_sum_s8(const int8_t *w, int32_t len)
-{
-    /* USADA8 adds four unsigned bytes; w ^ 0x80 is w + 128 as an unsigned byte. */
-    uint32_t acc = 0u;
-    for (int32_t n = len >> 2; n > 0; --n) {
-        acc = __usada8(read_s8x4(w) ^ 0x80808080u, 0u, acc);
-        w += 4;
-    }
-    int32_t sum = (int32_t)(acc - 128u * (uint32_t)(len & ~(int32_t)3));
-    for (int32_t i = 0; i < (len & 3); ++i) {
-        sum += (int32_t)w[i];
-    }
-    return sum;
 }
 
 MCU_DOT_NOINLINE void mcu_dot4_offset_s8(const int8_t *x, const int8_t *w, int32_t len,
@@ -379,15 +354,6 @@ MCU_DOT_NOINLINE int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t l
     int32_t acc = 0;
     for (int32_t i = -len; i != 0; ++i) {
         acc += (int32_t)x_end[i] * (int32_t)w_end[i];
-    }
-    return acc;
-}
-
-MCU_DOT_NOINLINE int32_t mcu_sum_s8(const int8_t *w, int32_t len)
-{
-    int32_t acc = 0;
-    for (int32_t i = 0; i < len; ++i) {
-        acc += (int32_t)w[i];
     }
     return acc;
 }
