@@ -126,8 +126,8 @@ def compile_model(path: str | Path, name: str | None = None,
         prepared, portable = cmsis_nn.convert_all(prepared, board, cmsis_path, cmsis_choice, cmsis_sizes_for)
     elif backend != "portable":
         raise UsageError(f"unknown backend '{backend}': use portable or cmsis-nn")
-    # scratch buffers need 16-byte alignment for the CMSIS-NN kernels
-    align = max(alignment, 16) if any(p.scratch for p in prepared) else alignment
+    # scratch buffers need 16-byte alignment for the CMSIS-NN kernels (mcugen's own need 4)
+    align = max(alignment, 16) if any(p.scratch and not p.kernel.startswith("mcu_") for p in prepared) else alignment
     return Compiled(name, m, g, prepared, plan(g, [p.scratch for p in prepared], align,
                                                   GUARD_BYTES if guard else 0), io_nhwc,
                     backend, tuple(sorted({kernel for _, kernel, _ in portable})),

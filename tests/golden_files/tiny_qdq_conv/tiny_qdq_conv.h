@@ -24,7 +24,7 @@ extern "C" {
 #define TINY_QDQ_CONV_ERR_GUARD 3   /* debug builds: a layer wrote outside its arena buffer */
 
 /* Bytes of the activation arena (intermediate tensors and kernel scratch). */
-#define TINY_QDQ_CONV_ARENA_SIZE 704
+#define TINY_QDQ_CONV_ARENA_SIZE 700
 /* Liveness lower bound of this schedule: the most bytes ever live at once. */
 #define TINY_QDQ_CONV_ARENA_LOWER_BOUND 699
 
