@@ -280,11 +280,31 @@ MCU_CONV_NOINLINE static void conv_rows_mve(const mcu_conv_block_t *c, const int
     }
 }
 
+/* The block's corrections corr[oc] = bias[oc] + input_offset * sum of w[oc] and requantization
+ * bases (out of line: its vector registers stay out of the frame the loop nest sits on). */
+MCU_CONV_NOINLINE static void block_constants(const mcu_conv_block_t *c, const int32_t *bias,
+                                              int32_t *corr, int32_t *base)
+{
+    /* local copies: an int32_t store may alias them, which would reload them per channel */
+    const int32_t k = c->filter_size;
+    const int8_t *const filter = c->filter;
+    const int32_t *const shift = c->params->shift;
+    const int32_t input_offset = c->params->q.input_offset;
+    const int32_t output_offset = c->params->q.output_offset;
+    const int32_t oc_base = c->oc_base;
+    const int32_t oc_end = c->oc_end;
+    for (int32_t oc = oc_base; oc < oc_end; ++oc) {
+        const int32_t w_sum = mcu_sum_s8(filter + oc * k, k);
+        corr[oc - oc_base] = mcu_conv_add_wrap(bias != NULL ? bias[oc] : 0,
+                                               (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
+        base[oc - oc_base] = requant2_base(shift[oc], output_offset);
+    }
+}
+
 void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, void *scratch)
 {
     const int32_t out_c = p->output.c;
-    const int32_t input_offset = p->q.input_offset;
     const int32_t filter_size = p->filter.h * p->filter.w * p->input.c;
     const int quad = filter_size <= MCU_CONV_MVE_K;
     const int32_t block = quad ? MCU_CONV_MVE_OC_BLOCK : MCU_CONV_OC_BLOCK;
@@ -302,13 +322,7 @@ void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const in
     c.base = base;
     for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += block) {
         c.oc_end = out_c - c.oc_base < block ? out_c : c.oc_base + block;
-        for (int32_t oc = c.oc_base; oc < c.oc_end; ++oc) {
-            const int32_t w_sum = mcu_sum_s8(filter + oc * filter_size, filter_size);
-            corr[oc - c.oc_base] =
-                mcu_conv_add_wrap(bias != NULL ? bias[oc] : 0,
-                                  (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
-            base[oc - c.oc_base] = requant2_base(p->shift[oc], p->q.output_offset);
-        }
+        block_constants(&c, bias, corr, base);
         if (quad) {
             conv_block_mve(&c, input, output, xq, patch);
         } else {
