@@ -5,6 +5,7 @@ and verification all read; none of them recompute anything.
 """
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,11 +75,23 @@ def passes(io_nhwc: bool) -> list[Callable[[Graph], Graph]]:
     return [fuse_activations, lambda g: assign_layouts(g, io_nhwc)]
 
 
-def prepare_all(g: Graph) -> tuple[Prepared, ...]:
+def isa_of(board) -> str:
+    """The instruction set the portable kernels plan their paths and scratch for: the board's
+    ("mve", "dsp" or "c"), or "any" without a board (a bundle for any core: the scratch of every
+    path)."""
+    if board is None:
+        return "any"
+    return "mve" if board.has_mve else ("dsp" if board.has_dsp else "c")
+
+
+def prepare_all(g: Graph, isa: str = "any") -> tuple[Prepared, ...]:
+    """Every node's Prepare; op modules whose kernel has per-target paths (a prepare taking `isa`)
+    size their scratch for `isa`."""
     out, problems = [], []
     for node in g.nodes:
         try:
-            out.append(REGISTRY[node.op].prepare(node, g))
+            prep = REGISTRY[node.op].prepare
+            out.append(prep(node, g, isa) if "isa" in inspect.signature(prep).parameters else prep(node, g))
         except NodeUnsupported as exc:
             problems.append((node.name, node.source or node.op, node.opset, str(exc)))
     if problems:
@@ -90,10 +103,11 @@ def compile_model(path: str | Path, name: str | None = None,
                   input_shapes: dict[str, tuple[int, ...]] | None = None,
                   io_nhwc: bool = False, alignment: int = 4, backend: str = "portable",
                   board=None, cmsis_path: Path | None = None, guard: bool = False,
-                  cmsis_choice: str = "fastest", cmsis_sizes_for: str | None = None) -> Compiled:
+                  cmsis_choice: str = "fastest", cmsis_sizes_for: str | None = None,
+                  isa: str | None = None) -> Compiled:
     options = (("name", name), ("input_shapes", input_shapes), ("io_nhwc", io_nhwc), ("alignment", alignment),
                ("backend", backend), ("board", board), ("cmsis_path", cmsis_path), ("guard", guard),
-               ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for))
+               ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for), ("isa", isa))
     m = frontend.load(path, input_shapes)
     name = check_name(name) if name is not None else c_name(Path(path).stem)
     g = lower(m)
@@ -101,7 +115,7 @@ def compile_model(path: str | Path, name: str | None = None,
     for p in passes(io_nhwc):
         g = p(g)
         g.verify()
-    prepared = prepare_all(g)
+    prepared = prepare_all(g, isa if isa is not None else isa_of(board))  # isa: override (host builds)
     portable: list[tuple[int, str, str]] = []
     version = None
     from emitter.backends import cmsis_nn
@@ -114,8 +128,8 @@ def compile_model(path: str | Path, name: str | None = None,
         prepared, portable = cmsis_nn.convert_all(prepared, board, cmsis_path, cmsis_choice, cmsis_sizes_for)
     elif backend != "portable":
         raise UsageError(f"unknown backend '{backend}': use portable or cmsis-nn")
-    # scratch buffers need 16-byte alignment for the CMSIS-NN kernels
-    align = max(alignment, 16) if any(p.scratch for p in prepared) else alignment
+    # scratch buffers need 16-byte alignment for the CMSIS-NN kernels (mcugen's own need 4)
+    align = max(alignment, 16) if any(p.scratch and not p.kernel.startswith("mcu_") for p in prepared) else alignment
     return Compiled(name, m, g, prepared, plan(g, [p.scratch for p in prepared], align,
                                                   GUARD_BYTES if guard else 0), io_nhwc,
                     backend, tuple(sorted({kernel for _, kernel, _ in portable})),

@@ -43,16 +43,16 @@ def runtime_files(kernels: list[str]) -> list[str]:
     """The mcu_runtime/ files (relative to mcu_runtime/) a bundle calling `kernels` ships.
 
     A kernel is `kernels/<kernel>.c` (its dispatcher, or the whole kernel) plus its path files
-    `kernels/<kernel>_<path>.c` (`_generic`, `_dsp`, `_mve`; each wholly inside its `#if`); its
-    `_ref.c` reference is for the tests only. `support/` (code shared by several kernels) and the
-    public headers always ship."""
+    `kernels/<kernel>_<path>.c` (`_generic`, `_dsp`, `_mve`; each wholly inside its `#if`) and
+    its private header `kernels/<kernel>_internal.h`; its `_ref.c` reference is for the tests
+    only. `support/` (code shared by several kernels) and the public headers always ship."""
     rt = data_dir("mcu_runtime")
     out = [f"include/{h}" for h in RUNTIME_HEADERS]
     out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]"))
     for kern in kernels:
         out.append(f"kernels/{kern}.c")
-        out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.c")
-                      if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve"))
+        out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.[ch]")
+                      if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve", "internal"))
     return out
 
 
@@ -195,8 +195,9 @@ class BundleBuilder:
     def call(self, k: int, node_name: str, kernel: str, args: tuple[CArg, ...],
              structs: list[tuple[str, str, str]], local_decls: list[str],
              params_ident: str | None = None) -> str:
-        """`kernel([&params, ]args...)` as C text; appends the structs and locals its arguments need."""
-        texts = [f"&{params_ident}"] if params_ident else []
+        """`kernel([&ctx, ][&params, ]args...)` as C text (a portable kernel's scratch context comes
+        before its params); appends the structs and locals its arguments need."""
+        texts: list[str] = []
         for a in args:
             if isinstance(a, StructArg):
                 ident = f"{self.prefix}_l{k}_{a.suffix}"
@@ -215,6 +216,9 @@ class BundleBuilder:
                 local_decls.append(f"const int8_t *const {ident}[{len(a.names)}] = "
                                    f"{{{', '.join(self.ptr(n) for n in a.names)}}};")
                 texts.append(ident)
+        if params_ident:
+            has_ctx = bool(args) and isinstance(args[0], StructArg) and args[0].ctype == "mcu_context_t"
+            texts.insert(1 if has_ctx else 0, f"&{params_ident}")
         return f"{kernel}({', '.join(texts)})"
 
     def ref(self, k: int, node_name: str, path: str, v: np.ndarray | CRef) -> str:

@@ -123,27 +123,28 @@ def diff_stats(a: list[list[np.ndarray]], b: list[list[np.ndarray]]) -> tuple[in
 
 
 def host_twin(c: Compiled) -> Compiled | None:
-    """The cmsis-nn bundle as the host runs it, when that differs from the board's bundle.
+    """The bundle as the host runs it, when that differs from the board's bundle.
 
-    The host build compiles CMSIS-NN for the host, so its kernels take their plain C paths, whose
-    scratch needs differ from the board's DSP/MVE paths (a one-channel conv on cortex-m55: 56
-    bytes there, 160 in plain C). The twin is the same compilation (same kernels, same choice per
-    layer) with the scratch sized for the C path; None for portable bundles and pure-C cores."""
-    from emitter.backends.cmsis_nn import variant
+    The host build compiles the kernels (mcugen's, and CMSIS-NN's) for the host, so they take
+    their plain C paths, whose scratch needs differ from the board's DSP/MVE paths (a one-channel
+    conv on cortex-m55: 56 bytes there in CMSIS-NN, 160 in plain C). The twin is the same
+    compilation (same kernels, same choice per layer) with the scratch planned for the C paths;
+    None where the bundle already is (no board: planned for every path; pure-C cores)."""
+    from emitter.compiler import isa_of
 
     opts = dict(c.options)
     board = opts.get("board")
-    if c.backend != "cmsis-nn" or board is None or variant(board) == "c":
+    if board is None or opts.get("isa") == "c" or isa_of(board) == "c":
         return None
     from emitter.compiler import compile_model
 
-    return compile_model(c.model.path, **(opts | {"name": c.name, "cmsis_sizes_for": "c"}))
+    return compile_model(c.model.path, **(opts | {"name": c.name, "isa": "c", "cmsis_sizes_for": "c"}))
 
 
 def run_host(c: Compiled, bundle: Path, samples: Samples, work: Path,
              cflags: tuple[str, ...] = ()) -> Samples:
-    """Build the bundle with the host gcc (-Werror) and run it on `samples`. A cmsis-nn bundle for
-    a DSP/MVE core runs as its host_twin(), rendered under work/host_bundle."""
+    """Build the bundle with the host gcc (-Werror) and run it on `samples`. A bundle for a DSP/MVE
+    core runs as its host_twin(), rendered under work/host_bundle."""
     twin = host_twin(c)
     if twin is not None:
         from emitter.bundle import write_bundle

@@ -382,7 +382,7 @@ def test_init_checks_scratch_once(undersized, tmp_path, monkeypatch, host_cmsis_
     assert "get_buffer_size" not in run_body  # no per-call check on the hot path
     (tmp_path / "main.c").write_text(INIT_MAIN)
     (tmp_path / "hook.h").write_text(INIT_HOOK)
-    sources = [str(p) for p in sorted(bundle.glob("*.c")) + sorted(bundle.glob("mcu_runtime/kernels/*.c"))]
+    sources = [str(p) for p in sorted(bundle.glob("*.c")) + sorted(bundle.glob("mcu_runtime/*/*.c"))]
     exe = tmp_path / "init_test"
     res = subprocess.run(["gcc", "-O1", *STRICT, "-include", str(tmp_path / "hook.h"), f"-I{bundle}",
                           f"-I{bundle / 'mcu_runtime' / 'include'}", f"-I{cmsis_path() / 'Include'}",

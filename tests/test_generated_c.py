@@ -28,7 +28,7 @@ from emitter.compiler import Compiled, compile_model
 from emitter.render import render_bundle
 from emitter.resources import data_dir
 from emitter.summary import summary
-from tests.support import SHARED_MODELS, STRICT
+from tests.harness.bundles import SHARED_MODELS, STRICT
 
 GOLDEN = Path(__file__).resolve().parent / "golden_files"
 CMSIS = os.environ.get("CMSIS_NN_PATH")

@@ -36,13 +36,15 @@ BAD_CONV = """
 #include <stddef.h>
 #include "mcu_nn.h"
 
-mcu_status_t mcu_conv2d_s8_real(const mcu_conv_params_t *params, const int8_t *input,
-                                const int8_t *filter, const int32_t *bias, int8_t *output);
+mcu_status_t mcu_conv2d_s8_real(const mcu_context_t *ctx, const mcu_conv_params_t *params,
+                                const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                int8_t *output);
 
-mcu_status_t mcu_conv2d_s8(const mcu_conv_params_t *params, const int8_t *input,
-                           const int8_t *filter, const int32_t *bias, int8_t *output)
+mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *params,
+                           const int8_t *input, const int8_t *filter, const int32_t *bias,
+                           int8_t *output)
 {
-    const mcu_status_t status = mcu_conv2d_s8_real(params, input, filter, bias, output);
+    const mcu_status_t status = mcu_conv2d_s8_real(ctx, params, input, filter, bias, output);
     const size_t bytes = (size_t)params->output.n * (size_t)params->output.h *
                          (size_t)params->output.w * (size_t)params->output.c;
     int8_t *const victim = OFFSET < 0 ? output - 1 : output + bytes;
@@ -95,7 +97,7 @@ def build_with_bad_conv(bundle: Path, offset: int, lib: Path) -> ctypes.CDLL:
     """The bundle, its kernels, and BAD_CONV linked in place of mcu_conv2d_s8 (renamed _real)."""
     include = bundle / "mcu_runtime" / "include"
     objs = []
-    for src in sorted(bundle.glob("*.c")) + sorted((bundle / "mcu_runtime" / "kernels").glob("*.c")):
+    for src in sorted(bundle.glob("*.c")) + sorted((bundle / "mcu_runtime").glob("*/*.c")):
         if src.name.endswith("_f32.c"):
             continue
         obj = lib.parent / f"{src.stem}.o"

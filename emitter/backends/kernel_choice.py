@@ -1,11 +1,12 @@
 """Where mcugen's own kernel beats CMSIS-NN v7.0.0, per layer: the cmsis-nn backend keeps it there.
 
-Each rule is the condition under which the portable kernel takes its fast path on that target
-(the same tests as the C: mcu_runtime/kernels/mcu_conv2d_s8.c dsp_positions / the MVE `fast`
-block, mcu_depthwise_conv2d_s8.c dsp_eligible / mve_eligible, requant2_ok in mcu_kernel_util.h),
-narrowed to the shapes where it was measured faster, instruction for instruction in QEMU, than
-CMSIS-NN v7.0.0 built at -Ofast (the bundle at -O2): `python benchmarks/cmsis_nn.py`, per-layer
-tables in docs/cmsis_nn.md. Cores without DSP or MVE keep CMSIS-NN (its plain C was not beaten).
+Each rule is the condition under which the portable kernel takes its fast path on that target,
+asked of the kernel's twin (emitter/kernels/mcu_conv2d_s8.py path(), which equals the C
+dispatcher's mcu_conv2d_s8_path(); its constants are read from the C) or, for depthwise, the same
+tests as mcu_depthwise_conv2d_s8.c dsp_eligible / mve_eligible, narrowed to the shapes where it was
+measured faster, instruction for instruction in QEMU, than CMSIS-NN v7.0.0 built at -Ofast (the
+bundle at -O2): `python benchmarks/cmsis_nn.py`, per-layer tables in docs/cmsis_nn.md. Cores
+without DSP or MVE keep CMSIS-NN (its plain C was not beaten).
 """
 from __future__ import annotations
 
@@ -13,21 +14,19 @@ from typing import Any
 
 import numpy as np
 
+from emitter.kernels import mcu_conv2d_s8 as conv_twin
 from emitter.ops.base import ConstArg, Prepared
 
-DSP_CONV_MAX_K = 576  # 2 * MCU_CONV_DSP_WORDS
-DSP_CONV_PATCH = 144  # MCU_CONV_DSP_PATCH: larger windows are read run by run (C_in % 4 == 0)
-MVE_CONV_MAX_K = 256  # MCU_CONV_MVE_K
+# Measured narrowings (benchmarks/cmsis_nn.py, docs/cmsis_nn.md), not C constants:
 DSP_CONV_1X1_MIN_OUT = 8  # CMSIS-NN's 1x1 fast kernel beat ours at 16 -> 4 channels (0.75x); 16 -> 8 won
-DW_MAX_TAPS = 25  # DW_DSP_MAX_TAPS, DW_MVE_TAPS
-MVE_FC_MIN_INPUTS = 128  # measured: 1.19-1.82x fewer instructions at 128..4000 inputs, a tie at 64
+MVE_FC_MIN_INPUTS = 128  # 1.19-1.82x fewer instructions at 128..4000 inputs, a tie at 64
+# Depthwise (helper "dw" derives this from its C): DW_DSP_MAX_TAPS, DW_MVE_TAPS.
+DW_MAX_TAPS = 25
 
 
 def requant_fast(c: Any, bias: np.ndarray | None) -> bool:
     """requant2_ok() for every output channel: shift in [-20, -1], multiplier >= 0, |bias| < 2^29."""
-    m, s = np.asarray(c.multiplier, np.int64), np.asarray(c.shift, np.int64)
-    b = np.zeros(1, np.int64) if bias is None else np.asarray(bias, np.int64)
-    return bool(np.all((s >= -20) & (s <= -1) & (m >= 0)) and np.all(np.abs(b) < 1 << 29))
+    return conv_twin.requant2_ok(c, bias)
 
 
 def cmsis_1x1_fast(c: Any) -> bool:
@@ -37,7 +36,8 @@ def cmsis_1x1_fast(c: Any) -> bool:
 
 
 def bias_of(p: Prepared) -> np.ndarray | None:
-    b = p.args[2] if len(p.args) > 2 else None
+    """The bias of a portable conv/depthwise/FC call."""
+    b = p.operands.get("bias")
     return b.data if isinstance(b, ConstArg) else None
 
 
@@ -55,12 +55,12 @@ def ours_is_faster(p: Prepared, var: str) -> str | None:
                     f"{c.output.c} channels)")
     elif p.kernel == "mcu_conv2d_s8":
         k = c.filter.h * c.filter.w * c.input.c
-        if not requant_fast(c, bias_of(p)):
-            return None
-        if (var == "dsp" and k <= DSP_CONV_MAX_K and (k <= DSP_CONV_PATCH or c.input.c % 4 == 0)
+        path = conv_twin.path(c, bias_of(p), var)
+        if (var == "dsp" and path == "dsp"
                 and not (cmsis_1x1_fast(c) and c.output.c < DSP_CONV_1X1_MIN_OUT)):
             return f"DSP convolution fast path (window of {k} taps)"
-        if var == "mve" and c.input.c == 1 and k <= MVE_CONV_MAX_K:
+        # measured: only one-input-channel windows of the four-position MVE loop (K <= MVE_K)
+        if var == "mve" and path == "mve" and c.input.c == 1 and k <= conv_twin.MVE_K:
             return f"MVE convolution fast path (one input channel, window of {k} taps)"
     elif p.kernel == "mcu_fully_connected_s8":
         if var == "mve" and c.in_features >= MVE_FC_MIN_INPUTS:

@@ -10,8 +10,12 @@ Shared struct twins (Dims, QuantIO, Bcast, PoolParams) and golden helpers live i
 from __future__ import annotations
 
 import importlib
+import re
+from functools import cache
 from pathlib import Path
 from types import ModuleType
+
+from emitter.resources import data_dir
 
 # Every twin in this package: one per C kernel (tests/test_kernel_structs.py checks the two sets agree).
 KERNELS = tuple(sorted(p.stem for p in Path(__file__).parent.glob("mcu_*.py")))
@@ -22,3 +26,14 @@ def twin(kernel: str) -> ModuleType | None:
     if kernel not in KERNELS:
         return None
     return importlib.import_module(f"emitter.kernels.{kernel}")
+
+
+ISAS = ("c", "dsp", "mve")  # MCU_ISA_C, MCU_ISA_DSP, MCU_ISA_MVE in mcu_nn.h
+
+
+@cache
+def c_defines(rel: str) -> dict[str, int]:
+    """The integer `#define NAME value` lines of mcu_runtime/<rel>: tuning constants have their one
+    definition in the C, and the twins read them from there."""
+    text = (data_dir("mcu_runtime") / rel).read_text()
+    return {m[1]: int(m[2]) for m in re.finditer(r"^#define\s+(\w+)\s+\(?(-?\d+)\)?\s*$", text, re.M)}

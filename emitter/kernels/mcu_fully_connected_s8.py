@@ -84,3 +84,14 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
                                   {"buf": arr(ConstArg("kernel_sums", sums.astype(np.int32)), "(void *)"),
                                    "size": 4 * c.out_features})
     return conv.call(p, fn, values)
+
+
+# -- the C dispatcher's path choice and scratch size (mcu_fully_connected_s8_path / _get_buffer_size) --
+def path(p: FCParams, bias: np.ndarray | None, isa: str) -> str:
+    """The one algorithm, its dot products in the instructions of `isa`."""
+    return {"mve": "mve", "dsp": "dsp"}.get(isa, "generic")
+
+
+def buffer_size(p: FCParams, bias: np.ndarray | None, isa: str) -> int:
+    """No scratch on any instruction set."""
+    return 0

@@ -7,19 +7,33 @@ Requantization per output channel: M[c] = s_in * s_w[c] / s_out (double), TFLite
 from __future__ import annotations
 
 import math
-from typing import Callable, cast
+from typing import Any, Callable, cast
 
 import numpy as np
 
 from emitter import quant
-from emitter.errors import QuantError
+from emitter.errors import NodeUnsupported, QuantError
 from emitter.ir import Graph, Layout, Node
+from emitter.kernels import ISAS
+from emitter.kernels import mcu_conv2d_s8 as conv_twin
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
 from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
-from emitter.ops.base import Attrs, ConstArg, LayoutPlan, NullArg, Prepared, TensorArg, per_tensor
-from emitter.errors import NodeUnsupported
-from emitter.ops.base import LowerCtx, QIn, QNode
+from emitter.ops.base import (
+    Attrs,
+    CArg,
+    ConstArg,
+    CRef,
+    LayoutPlan,
+    LowerCtx,
+    NullArg,
+    Prepared,
+    QIn,
+    QNode,
+    StructArg,
+    TensorArg,
+    per_tensor,
+)
 
 ONNX_OPS = ("Conv",)
 IR_OPS = ("conv",)
@@ -135,7 +149,15 @@ def dims4(shape: tuple[int, ...]) -> Dims:
     return Dims(shape[0], shape[2], shape[3], shape[1])
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def scratch_ctx(buffer_size: Callable[[Any, Any, str], int], p: Any, bias: np.ndarray | None,
+                isa: str) -> tuple[StructArg, int]:
+    """A portable kernel's scratch context (contract C) and its size: buffer_size() on `isa`, the
+    largest over every instruction set for "any" (a bundle for any core)."""
+    n = max(buffer_size(p, bias, i) for i in (ISAS if isa == "any" else (isa,)))
+    return StructArg("mcu_context_t", "ctx", {"buf": CRef("scratch" if n else "null"), "size": n}), n
+
+
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     x, w, y = g.t(node.inputs[0]), g.t(node.inputs[1]), g.t(node.outputs[0])
     b = g.t(node.inputs[2]) if node.inputs[2] else None
     xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
@@ -172,7 +194,12 @@ def prepare(node: Node, g: Graph) -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return fn(p, env[x.name].reshape(in_shape), filt, bias).ravel()
 
-    return Prepared(kernel, p, {"input": TensorArg(x.name), "filter": ConstArg("filter", filt), "bias": bias_arg,
-                                "output": TensorArg(y.name)}, golden, macs=macs * idims.n,
+    operands: dict[str, CArg] = {"input": TensorArg(x.name), "filter": ConstArg("filter", filt), "bias": bias_arg,
+                                 "output": TensorArg(y.name)}
+    scratch = 0
+    if not depthwise:
+        ctx, scratch = scratch_ctx(conv_twin.buffer_size, p, bias, isa)
+        operands = {"ctx": ctx, **operands}
+    return Prepared(kernel, p, operands, golden, macs=macs * idims.n, scratch=scratch,
                     summary=f"{kh}x{kw} s{sh}x{sw} d{dh}x{dw} pad t{pt} l{pl}"
                             f"{' depthwise x' + str(c_out // idims.c) if depthwise else ''}")

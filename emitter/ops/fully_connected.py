@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from emitter import quant
+from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Layout, Node, QuantParams
+from emitter.kernels import mcu_fully_connected_s8 as fc_twin
 from emitter.kernels.common import QuantIO
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 from emitter.layout import index_map
-from emitter.ops.base import Attrs, ConstArg, LayoutPlan, NullArg, Prepared, TensorArg, per_tensor
-from emitter.ops.conv import bias_int32, check_accumulation, symmetric_weights
-from emitter.errors import NodeUnsupported
-from emitter.ops.base import LowerCtx, QNode
+from emitter.ops.base import Attrs, ConstArg, LayoutPlan, LowerCtx, NullArg, Prepared, QNode, TensorArg, per_tensor
+from emitter.ops.conv import bias_int32, check_accumulation, scratch_ctx, symmetric_weights
 
 ONNX_OPS = ("MatMul", "Gemm")
 IR_OPS = ("fc",)
@@ -63,7 +63,7 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
     return LayoutPlan((need, None, None), Layout.identity(y.shape))
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     x, w, y = g.t(node.inputs[0]), g.t(node.inputs[1]), g.t(node.outputs[0])
     b = g.t(node.inputs[2]) if node.inputs[2] else None
     xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
@@ -81,8 +81,10 @@ def prepare(node: Node, g: Graph) -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_fully_connected_s8(p, env[x.name].reshape(batches, k), weights, bias).ravel()
 
+    ctx, scratch = scratch_ctx(fc_twin.buffer_size, p, bias, isa)
     return Prepared("mcu_fully_connected_s8", p,
-                    {"input": TensorArg(x.name), "weights": ConstArg("weights", weights),
+                    {"ctx": ctx, "input": TensorArg(x.name), "weights": ConstArg("weights", weights),
                      "bias": ConstArg("bias", bias) if bias is not None else NullArg(),
                      "output": TensorArg(y.name)},
-                    golden, macs=batches * k * n_out, summary=f"{k} -> {n_out}, batches {batches}")
+                    golden, macs=batches * k * n_out, scratch=scratch,
+                    summary=f"{k} -> {n_out}, batches {batches}")

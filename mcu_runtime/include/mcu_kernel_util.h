@@ -1,7 +1,8 @@
 /*
  * mcu_kernel_util.h - helpers shared by the convolution and fully connected kernels:
- * parameter checks, the valid-tap range of a padded window, a fast exact requantization
- * (scalar, and four lanes on MVE), and the DSP extension's byte loads and unpacks.
+ * parameter and scratch checks, the valid-tap range of a padded window, a fast exact
+ * requantization (scalar, and four lanes on MVE), and the DSP extension's byte loads and unpacks
+ * (inline assembly in optimized builds, each beside its C fallback).
  * Internal to mcu_runtime (not part of the public API in mcu_nn.h).
  */
 #ifndef MCU_KERNEL_UTIL_H
@@ -22,6 +23,13 @@ static inline int quant_io_valid(const mcu_quant_io_t *q)
     return q->input_offset >= -MCU_INT8_MAX && q->input_offset <= -MCU_INT8_MIN &&
            q->output_offset >= MCU_INT8_MIN && q->output_offset <= MCU_INT8_MAX &&
            q->act_min >= MCU_INT8_MIN && q->act_max <= MCU_INT8_MAX && q->act_min <= q->act_max;
+}
+
+/* ctx holds `size` bytes of usable (4-byte aligned) scratch; always true for size 0. */
+static inline int scratch_ok(const mcu_context_t *ctx, int32_t size)
+{
+    return size <= 0 || (ctx != NULL && ctx->buf != NULL && ctx->size >= size &&
+                         ((uintptr_t)ctx->buf & 3u) == 0);
 }
 
 /* Every shift must keep mcu_requantize's shifts in range: shift in [-31, 30]. */
@@ -144,6 +152,7 @@ static inline int32x4_t requant4(int32x4_t acc, int32x4_t mult, int32x4_t base,
 #endif
 
 #if defined(__ARM_FEATURE_DSP) && !defined(__ARM_BIG_ENDIAN)
+#include <arm_acle.h>
 #include <string.h>
 
 /* Four int8 from any address: memcpy is defined for every alignment and compiles to one LDR
@@ -154,6 +163,8 @@ static inline uint32_t read_s8x4(const int8_t *p)
     memcpy(&v, p, sizeof v);
     return v;
 }
+
+#if defined(__OPTIMIZE__) && defined(__GNUC__)
 
 /* Bytes 1 and 3 of v sign-extended to two int16 lanes: SXTB16 with its free rotation. */
 static inline int32_t sxtb16_ror8(uint32_t v)
@@ -186,6 +197,32 @@ static inline int32_t ssat8(int32_t v)
     __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(v));
     return r;
 }
+
+#else /* unoptimized builds: the same in C */
+
+static inline int32_t sxtb16_ror8(uint32_t v)
+{
+    return __sxtb16((int32_t)((v >> 8) | (v << 24)));
+}
+
+static inline int32_t sxtab16_ror8(int32_t a, uint32_t v)
+{
+    return __sxtab16(a, (int32_t)((v >> 8) | (v << 24)));
+}
+
+static inline int32_t smmlar(int32_t a, int32_t b, int32_t c)
+{
+    /* the 64-bit sum modulo 2^64, as the instruction computes it */
+    const uint64_t sum = ((uint64_t)(uint32_t)c << 32) + (uint64_t)((int64_t)a * b) + 0x80000000u;
+    return (int32_t)(uint32_t)(sum >> 32);
+}
+
+static inline int32_t ssat8(int32_t v)
+{
+    return mcu_clamp_s32(v, MCU_INT8_MIN, MCU_INT8_MAX);
+}
+
+#endif
 
 /* The requantized acc2 = 2 * acc, plus the output offset, saturated to int8 (not clamped to the
  * activation range). */

@@ -17,7 +17,7 @@ SHARED_MODELS = REPO.parent / "shared" / "models"
 MODEL_NAMES = ("mlperf_kws_dscnn", "mlperf_ic_resnet8", "mlperf_ad_fc_autoencoder",
                "tflm_hello_world", "tflm_micro_speech")
 STRICT = ("-std=c99", "-Wall", "-Wextra", "-Wshadow", "-Wconversion", "-Wstrict-prototypes",
-          "-Wmissing-prototypes", "-Werror")
+          "-Wmissing-prototypes", "-Wvla", "-Werror")
 CM7_FLAGS = "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16"
 
 
@@ -60,7 +60,7 @@ def emit(c: Compiled, out: Path) -> Path:
 
 def build_library(bundles: list[Path], lib: Path) -> ctypes.CDLL:
     """One shared library from several bundles (distinct --name each) and the runtime kernels."""
-    kernels = sorted((data_dir("mcu_runtime") / "kernels").glob("*.c"))
+    kernels = sorted(data_dir("mcu_runtime").glob("kernels/*.c")) + sorted(data_dir("mcu_runtime").glob("support/*.c"))
     sources = [str(k) for k in kernels]
     for b in bundles:
         sources += [str(p) for p in sorted(b.glob("*.c")) if not p.name.endswith("_f32.c")]

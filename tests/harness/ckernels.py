@@ -31,13 +31,14 @@ from emitter.target import build_firmware, missing_tools, run_qemu
 ROOT = Path(__file__).resolve().parents[2]
 INCLUDE = ROOT / "mcu_runtime" / "include"
 KERNELS = ROOT / "mcu_runtime" / "kernels"
+SUPPORT = ROOT / "mcu_runtime" / "support"
 
 MCU_OK = 0
 MCU_ERR_ARG = 1
 MCU_ERR_SCRATCH = 2
 
 CFLAGS = ("-std=c99", "-O1", "-fPIC", "-shared", "-Wall", "-Wextra", "-Wshadow", "-Wconversion",
-          "-Wstrict-prototypes", "-Wmissing-prototypes", "-Werror",
+          "-Wstrict-prototypes", "-Wmissing-prototypes", "-Wvla", "-Werror",
           "-fsanitize=undefined", "-fno-sanitize-recover=undefined")
 
 
@@ -59,8 +60,9 @@ def build_lib(sources: tuple[str, ...], name: str,
 
 
 def build_kernel_lib() -> ctypes.CDLL:
-    """Every mcu_runtime/kernels/*.c in one shared library (cached per session)."""
-    sources = tuple(sorted(glob.glob(str(KERNELS / "*.c"))))
+    """Every mcu_runtime/kernels/*.c (path files and _ref.c references included) and
+    mcu_runtime/support/*.c in one shared library (cached per session)."""
+    sources = tuple(sorted(glob.glob(str(KERNELS / "*.c")) + glob.glob(str(SUPPORT / "*.c"))))
     if not sources:
         raise RuntimeError(f"no kernel sources in {KERNELS}")
     return build_lib(sources, "mcu_kernels")
@@ -199,6 +201,17 @@ def _arg(value: Any, keep: list[Any]) -> Any:
     return value  # already a ctypes object
 
 
+class Context(ctypes.Structure):
+    """mcu_context_t: the scratch of one kernel call."""
+    _fields_ = [("buf", ctypes.c_void_p), ("size", ctypes.c_int32)]
+
+
+def scratch_context(size: int) -> tuple[Context, np.ndarray]:
+    """A context of `size` bytes (8-byte aligned) and the array that owns them (keep it alive)."""
+    buf = np.zeros(max(size, 1) // 8 + 1, np.int64)
+    return Context(buf.ctypes.data if size > 0 else None, size), buf
+
+
 def call_raw(name: str, *args: Any, lib: ctypes.CDLL | None = None) -> int:
     """lib.<name>(*args) with the conversions of _arg; returns the mcu_status_t as an int.
     `lib` defaults to build_kernel_lib().
@@ -238,7 +251,7 @@ def call_kernel(name: str, params: Any, inputs: list[np.ndarray | None], out_sha
 # Cortex-M: cross-compiling one kernel, running a hand-written bundle in QEMU
 
 ARM_STRICT = ("-std=c99", "-Wall", "-Wextra", "-Wshadow", "-Wconversion", "-Wstrict-prototypes",
-              "-Wmissing-prototypes", "-Werror")
+              "-Wmissing-prototypes", "-Wvla", "-Werror")
 ARM_CPUS = {
     "cortex-m0plus": ("-mcpu=cortex-m0plus", "-mthumb", "-mfloat-abi=soft"),
     "cortex-m7": ("-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard", "-mfpu=fpv5-d16"),
@@ -263,24 +276,31 @@ def cross_compile_kernel(name: str, cpu: str, out_dir: Path, opt: str = "-O2") -
 
 
 def run_bundle_on_qemu(core: str, kernels: list[str], net_c: str, in_sizes: list[int],
-                       out_sizes: list[int], data: bytes, tmp: Path) -> bytes:
+                       out_sizes: list[int], data: bytes, tmp: Path, opt: str = "-O2") -> bytes:
     """Build a hand-written bundle for board `core` and run it on `data` in QEMU; returns
     output.bin.
 
     The bundle is `net_c` (which must define `int net_run_multi(const int8_t *const *inputs,
-    int8_t *const *outputs)`) plus the public headers and mcu_runtime/kernels/<k>.c for each of
-    `kernels`; the harness (mcu_runtime/harness/harness_main.c) streams samples of `in_sizes`
+    int8_t *const *outputs)`) plus the public headers, mcu_runtime/support/ and, for each of
+    `kernels`, mcu_runtime/kernels/<k>.c with its path files and private header, built at `opt`;
+    the harness (mcu_runtime/harness/harness_main.c) streams samples of `in_sizes`
     bytes from data through it. pytest.skip with the reason when a tool is missing."""
     missing = missing_tools()
     if missing:
         pytest.skip("missing tools: " + "; ".join(missing))
     bundle, glue, run = tmp / "net", tmp / "glue", tmp / "run"
-    for d in (bundle / "mcu_runtime" / "include", bundle / "mcu_runtime" / "kernels", glue, run):
+    for d in (bundle / "mcu_runtime" / "include", bundle / "mcu_runtime" / "kernels",
+              bundle / "mcu_runtime" / "support", glue, run):
         d.mkdir(parents=True, exist_ok=True)
     for h in INCLUDE.glob("*.h"):
         shutil.copy(h, bundle / "mcu_runtime" / "include" / h.name)
+    for s in SUPPORT.glob("*.[ch]"):
+        shutil.copy(s, bundle / "mcu_runtime" / "support" / s.name)
     for k in kernels:
-        shutil.copy(KERNELS / f"{k}.c", bundle / "mcu_runtime" / "kernels" / f"{k}.c")
+        for f in [KERNELS / f"{k}.c", *(KERNELS / f"{k}_{part}" for part in (
+                "generic.c", "dsp.c", "mve.c", "internal.h"))]:
+            if f.is_file():
+                shutil.copy(f, bundle / "mcu_runtime" / "kernels" / f.name)
     (bundle / "net.c").write_text(net_c)
     (glue / "model_glue.h").write_text(
         "#include <stdint.h>\n"
@@ -294,7 +314,7 @@ def run_bundle_on_qemu(core: str, kernels: list[str], net_c: str, in_sizes: list
         "static int glue_run(const int8_t *const *inputs, int8_t *const *outputs)\n"
         "{\n    return net_run_multi(inputs, outputs);\n}\n")
     board = load_board(core)
-    firmware = build_firmware(bundle, glue, board, tmp / "build", werror=True)
+    firmware = build_firmware(bundle, glue, board, tmp / "build", opt, werror=True)
     (run / "input.bin").write_bytes(data)
     run_qemu(firmware.elf, board, run, count_instructions=False)
     return (run / "output.bin").read_bytes()

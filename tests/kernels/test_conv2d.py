@@ -1,6 +1,8 @@
-"""mcu_conv2d_s8: host C kernel == numpy golden (emitter/kernels/mcu_conv2d_s8.py), bit for bit."""
+"""mcu_conv2d_s8: host C kernel == its C reference (mcu_conv2d_s8_ref.c) == numpy golden
+(emitter/kernels/mcu_conv2d_s8.py), bit for bit; scratch exactly mcu_conv2d_s8_get_buffer_size()."""
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import time
 from typing import Any, NamedTuple
@@ -11,13 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emitter.kernels.common import Dims, QuantIO
-from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
+from emitter.kernels.mcu_conv2d_s8 import ConvParams, buffer_size, mcu_conv2d_s8
 from tests.harness.ckernels import (
     MCU_ERR_ARG,
+    MCU_ERR_SCRATCH,
+    MCU_OK,
     call_kernel,
     call_raw,
     conv_out_size,
     realistic_multipliers,
+    scratch_context,
     wide_multipliers,
 )
 
@@ -86,11 +91,29 @@ def build(case: Case, rng: np.random.Generator) -> tuple[ConvParams, list[Any]]:
     return p, [x, w, b]
 
 
+def run_c(p: ConvParams, inputs: list[Any], scratch: int | None = None) -> tuple[int, np.ndarray]:
+    """mcu_conv2d_s8 on the host (isa "c") with `scratch` bytes (default: what it needs)."""
+    need = buffer_size(p, inputs[2], "c")
+    ctx, keep = scratch_context(need if scratch is None else scratch)
+    o = p.output
+    out = np.full((o.n, o.h, o.w, o.c), 0x5A, dtype=np.int8)
+    status = call_raw("mcu_conv2d_s8", ctypes.byref(ctx), p, *inputs, out)
+    del keep
+    return status, out
+
+
 def check(p: ConvParams, inputs: list[Any]) -> np.ndarray:
     expected = mcu_conv2d_s8(p, *inputs)
     o = p.output
-    got = call_kernel("mcu_conv2d_s8", p, inputs, (o.n, o.h, o.w, o.c))
+    status, got = run_c(p, inputs)
+    assert status == MCU_OK
     np.testing.assert_array_equal(got, expected)
+    ref = call_kernel("mcu_conv2d_s8_ref", p, inputs, (o.n, o.h, o.w, o.c))
+    np.testing.assert_array_equal(ref, expected)
+    need = buffer_size(p, inputs[2], "c")
+    if need > 0:  # one byte less is refused, the output untouched
+        status, got = run_c(p, inputs, need - 1)
+        assert status == MCU_ERR_SCRATCH and (got == 0x5A).all()
     return expected
 
 
@@ -168,10 +191,13 @@ INVALID = {
 def test_invalid_params(name: str) -> None:
     p, (x, w, b) = build(Case(), np.random.default_rng(0))
     out = np.full((p.output.n, p.output.h, p.output.w, p.output.c), 0x5A, dtype=np.int8)
-    args: dict[str, Any] = {"params": p, "input": x, "filter": w, "bias": b, "output": out}
+    ctx, keep = scratch_context(buffer_size(p, b, "c"))
+    args: dict[str, Any] = {"ctx": ctypes.byref(ctx), "params": p, "input": x, "filter": w, "bias": b,
+                            "output": out}
     if name in INVALID:
         args["params"] = INVALID[name](p)
     else:
         args[name.removeprefix("null_")] = None
     assert call_raw("mcu_conv2d_s8", *args.values()) == MCU_ERR_ARG
     assert (out == 0x5A).all(), "output written despite invalid params"
+    del keep

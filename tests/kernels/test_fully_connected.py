@@ -1,6 +1,8 @@
-"""mcu_fully_connected_s8: host C kernel == numpy golden (emitter/kernels/mcu_fully_connected_s8.py)."""
+"""mcu_fully_connected_s8: host C kernel == its C reference (mcu_fully_connected_s8_ref.c) == numpy
+golden (emitter/kernels/mcu_fully_connected_s8.py), bit for bit."""
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 from typing import Any, NamedTuple
 
@@ -13,9 +15,11 @@ from emitter.kernels.common import QuantIO
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 from tests.harness.ckernels import (
     MCU_ERR_ARG,
+    MCU_OK,
     call_kernel,
     call_raw,
     realistic_multipliers,
+    scratch_context,
     wide_multipliers,
 )
 
@@ -68,8 +72,12 @@ def build(case: Case, rng: np.random.Generator) -> tuple[FCParams, list[Any]]:
 
 def check(p: FCParams, inputs: list[Any]) -> None:
     expected = mcu_fully_connected_s8(p, *inputs)
-    got = call_kernel("mcu_fully_connected_s8", p, inputs, (p.batches, p.out_features))
+    ctx, _keep = scratch_context(0)  # no scratch on any isa
+    got = np.full((p.batches, p.out_features), 0x5A, dtype=np.int8)
+    assert call_raw("mcu_fully_connected_s8", ctypes.byref(ctx), p, *inputs, got) == MCU_OK
     np.testing.assert_array_equal(got, expected)
+    ref = call_kernel("mcu_fully_connected_s8_ref", p, inputs, (p.batches, p.out_features))
+    np.testing.assert_array_equal(ref, expected)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -135,7 +143,9 @@ INVALID = {
 def test_invalid_params(name: str) -> None:
     p, (x, w, b) = build(Case(batches=2), np.random.default_rng(0))
     out = np.full((p.batches, p.out_features), 0x5A, dtype=np.int8)
-    args: dict[str, Any] = {"params": p, "input": x, "weights": w, "bias": b, "output": out}
+    ctx, _keep = scratch_context(0)
+    args: dict[str, Any] = {"ctx": ctypes.byref(ctx), "params": p, "input": x, "weights": w, "bias": b,
+                            "output": out}
     if name in INVALID:
         args["params"] = INVALID[name](p)
     else:

@@ -32,9 +32,9 @@ extern "C" {
 #define TINY_QDQ_CONV_ERR_GUARD 3
 
 /* Bytes of the activation arena (intermediate tensors and kernel scratch). */
-#define TINY_QDQ_CONV_ARENA_SIZE 448
+#define TINY_QDQ_CONV_ARENA_SIZE 700
 /* Liveness lower bound of this schedule: the most bytes ever live at once. */
-#define TINY_QDQ_CONV_ARENA_LOWER_BOUND 448
+#define TINY_QDQ_CONV_ARENA_LOWER_BOUND 699
 
 #define TINY_QDQ_CONV_NUM_INPUTS 1
 #define TINY_QDQ_CONV_NUM_OUTPUTS 1

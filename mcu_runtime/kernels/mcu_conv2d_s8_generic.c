@@ -1,0 +1,272 @@
+/*
+ * mcu_conv2d_s8_generic.c - the generic path of mcu_conv2d_s8 (every target; see
+ * mcu_conv2d_s8.c for the dispatch and the scratch it is given).
+ *
+ * - The input offset leaves the inner loops: sum (x + off) * w = sum x * w + off * sum w. For a
+ *   block of up to MCU_CONV_OC_BLOCK output channels, corr[oc] = bias[oc] + off * (sum of all the
+ *   channel's weights) is computed once; the loops then only multiply raw int8 values.
+ * - Per output position the valid tap ranges [ky_begin, ky_end) x [kx_begin, kx_end) are computed
+ *   once. The window is read as one contiguous vector of KH * KW * C_in bytes (the patch):
+ *   straight from the input when it is one run there (1x1 and 1xN filters inside the input: a
+ *   plain matrix product), else gathered into scratch, with the input zero point (-off) in the
+ *   padding taps, so that they add -off * w and corr's off * w cancels them. Filters larger than
+ *   MCU_CONV_PATCH_BYTES are read run by run from the input (a run is a filter row of adjacent
+ *   taps, (kx, ic) contiguous in NHWC and OHWI); at a border the weights of the missing taps are
+ *   summed and off times that sum is taken back out.
+ * - Four output channels are computed together (mcu_dot4_s8), so every input byte is loaded once
+ *   for four MACs.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "../support/mcu_dot_s8.h"
+#include "mcu_conv2d_s8_internal.h"
+#include "mcu_kernel_util.h"
+#include "mcu_math.h"
+#include "mcu_nn.h"
+
+/* Gathers the window in (ky, kx, ic) order: valid taps copy the input, padding taps get the input
+ * zero point (-input_offset). */
+MCU_CONV_NOINLINE void mcu_conv2d_s8_gather(const mcu_conv_block_t *c, const mcu_conv_window_t *win,
+                                            int8_t *patch)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t in_c = p->input.c;
+    const int32_t k_w = p->filter.w;
+    const int8_t pad = (int8_t)(-p->q.input_offset);
+    const size_t tap = (size_t)in_c;
+    const int32_t w_row = k_w * in_c;
+    for (int32_t ky = 0; ky < p->filter.h; ++ky) {
+        int8_t *const dst = patch + ky * w_row;
+        if (ky < win->ky_begin || ky >= win->ky_end) {
+            memset(dst, pad, (size_t)w_row);
+            continue;
+        }
+        const int8_t *const src = win->in_batch + (win->y0 + ky * p->dilation_h) * c->in_row;
+        if (win->kx_begin > 0) {
+            memset(dst, pad, tap * (size_t)win->kx_begin);
+        }
+        if (p->dilation_w == 1) {
+            memcpy(dst + win->kx_begin * in_c, src + (win->x0 + win->kx_begin) * in_c,
+                   tap * (size_t)(win->kx_end - win->kx_begin));
+        } else {
+            for (int32_t kx = win->kx_begin; kx < win->kx_end; ++kx) {
+                memcpy(dst + kx * in_c, src + (win->x0 + kx * p->dilation_w) * in_c, tap);
+            }
+        }
+        if (win->kx_end < k_w) {
+            memset(dst + win->kx_end * in_c, pad, tap * (size_t)(k_w - win->kx_end));
+        }
+    }
+}
+
+/* store4: out_px[oc + r] = output_stage(acc[r] + corr[r], multiplier[oc + r], shift[oc + r]),
+ * r = 0..3 */
+#if MCU_ISA_NATIVE == MCU_ISA_MVE
+#include <arm_mve.h>
+
+/* Four output channels: correction added, requantized (output_stage4), stored. */
+static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
+                   const mcu_conv_params_t *params, int8_t *out_px)
+{
+    const int32x4_t v = vaddq_s32(vldrwq_s32(acc), vldrwq_s32(corr));
+    vstrbq_s32(out_px + oc, output_stage4(v, vldrwq_s32(params->multiplier + oc),
+                                          vldrwq_s32(params->shift + oc), &params->q));
+}
+
+#else
+
+static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
+                   const mcu_conv_params_t *params, int8_t *out_px)
+{
+    /* local copies: an int8_t store may alias anything, which would reload them per output */
+    const mcu_quant_io_t q = params->q;
+    const int32_t *const multiplier = params->multiplier + oc;
+    const int32_t *const shift = params->shift + oc;
+    int8_t *const out = out_px + oc;
+    for (int32_t r = 0; r < 4; ++r) {
+        out[r] = output_stage(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r], shift[r], &q);
+    }
+}
+
+#endif
+
+/* Every channel of the block at one output position from its patch (filter_size contiguous
+ * bytes whose padding taps hold the input zero point): acc = sum patch * w + corr. */
+static void pixel_from_patch(const mcu_conv_block_t *c, const int8_t *patch, int8_t *out_px)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t k = c->filter_size;
+    int32_t oc = c->oc_base;
+    for (; oc + 4 <= c->oc_end; oc += 4) {
+        int32_t acc[4] = {0, 0, 0, 0};
+        mcu_dot4_s8(patch, c->filter + oc * k, k, k, acc);
+        store4(acc, c->corr + (oc - c->oc_base), oc, p, out_px);
+    }
+    for (; oc < c->oc_end; ++oc) {
+        const int32_t acc = mcu_conv_add_wrap(mcu_dot1_s8(patch, c->filter + oc * k, k),
+                                              c->corr[oc - c->oc_base]);
+        out_px[oc] = output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q);
+    }
+}
+
+/* Sum of the weights of filter `w` at the taps outside the window's valid ranges (the taps a
+ * border position skips). */
+static int32_t missing_weights(const mcu_conv_block_t *c, const mcu_conv_window_t *win,
+                               const int8_t *w)
+{
+    const int32_t in_c = c->params->input.c;
+    const int32_t k_h = c->params->filter.h;
+    const int32_t k_w = c->params->filter.w;
+    const int32_t w_row = k_w * in_c;
+    int32_t sum = 0;
+    if (win->ky_begin > 0) {
+        sum += mcu_sum_s8(w, win->ky_begin * w_row);
+    }
+    if (win->ky_end < k_h) {
+        sum += mcu_sum_s8(w + win->ky_end * w_row, (k_h - win->ky_end) * w_row);
+    }
+    for (int32_t ky = win->ky_begin; ky < win->ky_end; ++ky) {
+        if (win->kx_begin > 0) {
+            sum += mcu_sum_s8(w + ky * w_row, win->kx_begin * in_c);
+        }
+        if (win->kx_end < k_w) {
+            sum += mcu_sum_s8(w + ky * w_row + win->kx_end * in_c, (k_w - win->kx_end) * in_c);
+        }
+    }
+    return sum;
+}
+
+/* Every channel of the block at one output position, for filters too large for the patch: one
+ * dot product per run of valid taps (ky, kx, 0..C_in-1), all the kx of one ky being one run
+ * when dilation_w == 1. The padding taps are missing from these sums, so at a border
+ * input_offset * (their weights' sum) is taken back out of corr. */
+MCU_CONV_NOINLINE static void pixel_from_runs(const mcu_conv_block_t *c,
+                                              const mcu_conv_window_t *win, int8_t *out_px)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t in_c = p->input.c;
+    const int32_t k = c->filter_size;
+    const int32_t cols = win->kx_end - win->kx_begin;
+    const int32_t rows = cols > 0 ? win->ky_end - win->ky_begin : 0;
+    const int full = rows == p->filter.h && cols == p->filter.w;
+    const int32_t runs_per_row = p->dilation_w == 1 ? 1 : cols;
+    const int32_t run_len = p->dilation_w == 1 ? cols * in_c : in_c;
+    const int32_t x_run_step = p->dilation_w * in_c;
+    const int32_t x_row_step = p->dilation_h * c->in_row;
+    const int32_t w_row_step = p->filter.w * in_c;
+    const int8_t *x_first = win->in_batch; /* only read when rows > 0 */
+    if (rows > 0) {
+        x_first = win->in_batch + (win->y0 + win->ky_begin * p->dilation_h) * c->in_row +
+                  (win->x0 + win->kx_begin * p->dilation_w) * in_c;
+    }
+    const int8_t *const w_first = c->filter + win->ky_begin * w_row_step + win->kx_begin * in_c;
+
+    for (int32_t oc = c->oc_base; oc < c->oc_end; oc += 4) {
+        const int32_t group = c->oc_end - oc < 4 ? c->oc_end - oc : 4;
+        int32_t acc[4] = {0, 0, 0, 0};
+        for (int32_t j = 0; j < rows; ++j) {
+            for (int32_t r = 0; r < runs_per_row; ++r) {
+                const int8_t *const x = x_first + j * x_row_step + r * x_run_step;
+                const int8_t *const w = w_first + oc * k + j * w_row_step + r * in_c;
+                if (group == 4) {
+                    mcu_dot4_s8(x, w, k, run_len, acc);
+                } else {
+                    for (int32_t g = 0; g < group; ++g) {
+                        acc[g] = mcu_conv_add_wrap(acc[g], mcu_dot1_s8(x, w + g * k, run_len));
+                    }
+                }
+            }
+        }
+        int32_t corr[4];
+        for (int32_t g = 0; g < group; ++g) {
+            const uint32_t missing =
+                full ? 0u : (uint32_t)missing_weights(c, win, c->filter + (oc + g) * k);
+            corr[g] = mcu_conv_add_wrap(c->corr[oc + g - c->oc_base],
+                                        (int32_t)(0u - (uint32_t)p->q.input_offset * missing));
+        }
+        if (group == 4) {
+            store4(acc, corr, oc, p, out_px);
+        } else {
+            for (int32_t g = 0; g < group; ++g) {
+                out_px[oc + g] = output_stage(mcu_conv_add_wrap(acc[g], corr[g]),
+                                              p->multiplier[oc + g], p->shift[oc + g], &p->q);
+            }
+        }
+    }
+}
+
+/* One block of output channels (c->corr filled) at every batch and output position. */
+MCU_CONV_NOINLINE static void conv_block(const mcu_conv_block_t *c, const int8_t *input,
+                                         int8_t *output, int8_t *patch_buf)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t in_h = p->input.h;
+    const int32_t in_w = p->input.w;
+    const int32_t in_c = p->input.c;
+    const int32_t k_h = p->filter.h;
+    const int32_t k_w = p->filter.w;
+    const int32_t out_h = p->output.h;
+    const int32_t out_w = p->output.w;
+    const int32_t out_c = p->output.c;
+    /* A window inside the input is one run of it when its taps are adjacent in one row. */
+    const int contiguous = k_h == 1 && (k_w == 1 || p->dilation_w == 1);
+    for (int32_t b = 0; b < p->input.n; ++b) {
+        mcu_conv_window_t win;
+        win.in_batch = input + b * in_h * c->in_row;
+        for (int32_t out_y = 0; out_y < out_h; ++out_y) {
+            win.y0 = out_y * p->stride_h - p->pad_top;
+            valid_taps(win.y0, p->dilation_h, k_h, in_h, &win.ky_begin, &win.ky_end);
+            for (int32_t out_x = 0; out_x < out_w; ++out_x) {
+                win.x0 = out_x * p->stride_w - p->pad_left;
+                valid_taps(win.x0, p->dilation_w, k_w, in_w, &win.kx_begin, &win.kx_end);
+                int8_t *const out_px = output + ((b * out_h + out_y) * out_w + out_x) * out_c;
+                /* acc[oc] = sum_{ky,kx,ic} (in[b,iy,ix,ic] + input_offset) * w[oc,ky,kx,ic]
+                 *           + bias[oc]
+                 *         = sum_{ky,kx,ic} in[b,iy,ix,ic] * w[oc,ky,kx,ic] + corr[oc]
+                 * with iy = y0 + ky * dilation_h, ix = x0 + kx * dilation_w, the taps outside the
+                 * input counting as in = -input_offset (adding nothing). */
+                const int full = win.ky_begin == 0 && win.ky_end == k_h && win.kx_begin == 0 &&
+                                 win.kx_end == k_w;
+                if (full && contiguous) {
+                    pixel_from_patch(c, win.in_batch + win.y0 * c->in_row + win.x0 * in_c, out_px);
+                } else if (c->filter_size <= MCU_CONV_PATCH_BYTES) {
+                    mcu_conv2d_s8_gather(c, &win, patch_buf);
+                    pixel_from_patch(c, patch_buf, out_px);
+                } else {
+                    pixel_from_runs(c, &win, out_px);
+                }
+            }
+        }
+    }
+}
+
+/* scratch: corrections (4 * min(C_out, MCU_CONV_OC_BLOCK) bytes), then the patch */
+void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
+                           const int32_t *bias, int8_t *output, void *scratch)
+{
+    const int32_t out_c = p->output.c;
+    const int32_t input_offset = p->q.input_offset;
+    const int32_t filter_size = p->filter.h * p->filter.w * p->input.c;
+    int32_t *const corr = (int32_t *)scratch;
+    mcu_conv_block_t c;
+    c.params = p;
+    c.filter = filter;
+    c.filter_size = filter_size;
+    c.in_row = p->input.w * p->input.c;
+    c.corr = corr;
+    c.base = NULL;
+    int8_t *const patch_buf =
+        (int8_t *)(corr + (out_c < MCU_CONV_OC_BLOCK ? out_c : MCU_CONV_OC_BLOCK));
+    for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += MCU_CONV_OC_BLOCK) {
+        c.oc_end = out_c - c.oc_base < MCU_CONV_OC_BLOCK ? out_c : c.oc_base + MCU_CONV_OC_BLOCK;
+        /* corr[oc] = bias[oc] + input_offset * sum_{ky,kx,ic} w[oc,ky,kx,ic] */
+        for (int32_t oc = c.oc_base; oc < c.oc_end; ++oc) {
+            const int32_t w_sum = mcu_sum_s8(filter + oc * filter_size, filter_size);
+            corr[oc - c.oc_base] =
+                mcu_conv_add_wrap(bias != NULL ? bias[oc] : 0,
+                                  (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
+        }
+        conv_block(&c, input, output, patch_buf);
+    }
+}

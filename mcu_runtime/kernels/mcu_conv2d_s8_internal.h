@@ -1,0 +1,96 @@
+/*
+ * mcu_conv2d_s8_internal.h - what the dispatcher mcu_conv2d_s8.c and its path files
+ * (mcu_conv2d_s8_generic.c, _dsp.c, _mve.c) share: tuning constants, the per-call state, the
+ * window of one output position, and the path entry points. Internal to mcu_runtime.
+ *
+ * The tuning constants are the one definition: emitter/kernels/mcu_conv2d_s8.py reads them from
+ * this file to size the scratch exactly as mcu_conv2d_s8_get_buffer_size() does.
+ */
+#ifndef MCU_CONV2D_S8_INTERNAL_H
+#define MCU_CONV2D_S8_INTERNAL_H
+
+#include <stdint.h>
+
+#include "mcu_nn.h"
+
+/* Generic path: filters of at most this many bytes (KH * KW * C_in) have the windows that are not
+ * one run of the input gathered into scratch (576: a 3x3 filter over 64 channels); larger ones
+ * are read run by run, slower at the borders. */
+#define MCU_CONV_PATCH_BYTES 576
+/* Generic path: output channels whose offset corrections are kept at a time (int32 each). */
+#define MCU_CONV_OC_BLOCK 32
+/* DSP path: the interleaved window buffer in words (P = 4 positions per pass up to K = 144,
+ * P = 2 up to 288, P = 1 up to 576) and the largest window gathered byte by byte (C_in % 4 != 0;
+ * larger windows need C_in % 4 == 0 and are read tap by tap). */
+#define MCU_CONV_DSP_WORDS 288
+#define MCU_CONV_DSP_PATCH 144
+/* MVE path: windows of at most this many bytes are computed four positions at a time
+ * (interleaved in 4 * K bytes of scratch), in blocks of MCU_CONV_MVE_OC_BLOCK output channels
+ * (2 words of scratch each); larger ones (up to MCU_CONV_PATCH_BYTES) one position at a time. */
+#define MCU_CONV_MVE_K 256
+#define MCU_CONV_MVE_OC_BLOCK 64
+/* Largest window whose requantization may take the fast, exact requant2/requant4 arithmetic
+ * (|acc| < 2^29 + 16384 * 255 * 128 < 2^30 with requant2_ok() constants). */
+#define MCU_CONV_FAST_MAX_K 16384
+
+#if defined(__GNUC__)
+#define MCU_CONV_NOINLINE __attribute__((noinline))
+#define MCU_CONV_INLINE static inline __attribute__((always_inline))
+#else
+#define MCU_CONV_NOINLINE
+#define MCU_CONV_INLINE static inline
+#endif
+
+/* What every output position of one call (and one block of output channels) shares. */
+typedef struct {
+    const mcu_conv_params_t *params;
+    const int8_t *filter;
+    int32_t filter_size; /* KH * KW * C_in: bytes of one output channel's filter */
+    int32_t in_row;      /* W_in * C_in: bytes of one input row */
+    int32_t oc_base;     /* the block of output channels [oc_base, oc_end) */
+    int32_t oc_end;
+    const int32_t *corr; /* corr[oc - oc_base] = bias[oc] + input_offset * sum of w[oc] */
+    const int32_t *base; /* MVE path: requant2_base(shift[oc], ...) at [oc - oc_base] */
+} mcu_conv_block_t;
+
+/* The window of one output position: top-left input tap (y0, x0) of batch `in_batch`, and the
+ * taps inside the input, ky in [ky_begin, ky_end), kx in [kx_begin, kx_end). */
+typedef struct {
+    const int8_t *in_batch;
+    int32_t y0;
+    int32_t x0;
+    int32_t ky_begin;
+    int32_t ky_end;
+    int32_t kx_begin;
+    int32_t kx_end;
+} mcu_conv_window_t;
+
+/* a + b with int32 wrap-around (no undefined behaviour): sums of terms that the reference adds
+ * in another order. */
+static inline int32_t mcu_conv_add_wrap(int32_t a, int32_t b)
+{
+    return (int32_t)((uint32_t)a + (uint32_t)b);
+}
+
+/* Plain C (every target, the host included): the dispatcher's choice. */
+int32_t mcu_conv2d_s8_dsp_positions(const mcu_conv_params_t *p, const int32_t *bias);
+int mcu_conv2d_s8_gathers(const mcu_conv_params_t *p);
+
+/* mcu_conv2d_s8_generic.c: the generic path, and the window gather the other paths share. */
+void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
+                           const int32_t *bias, int8_t *output, void *scratch);
+void mcu_conv2d_s8_gather(const mcu_conv_block_t *c, const mcu_conv_window_t *win, int8_t *patch);
+
+#if MCU_ISA_NATIVE == MCU_ISA_DSP
+/* mcu_conv2d_s8_dsp.c; per_pass = mcu_conv2d_s8_dsp_positions() > 0 */
+void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch);
+#endif
+
+#if MCU_ISA_NATIVE == MCU_ISA_MVE
+/* mcu_conv2d_s8_mve.c */
+void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, int8_t *output, void *scratch);
+#endif
+
+#endif /* MCU_CONV2D_S8_INTERNAL_H */

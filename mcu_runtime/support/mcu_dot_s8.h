@@ -1,0 +1,80 @@
+/*
+ * mcu_dot_s8.h - int8 dot products shared by the convolution, depthwise and fully connected
+ * kernels, each in the compile target's instructions (mcu_dot_s8.c): pure C99 (every target, the
+ * host included), Arm DSP (__ARM_FEATURE_DSP: SXTB16 + SMLAD, two 16x16 MACs per instruction) or
+ * Arm MVE (__ARM_FEATURE_MVE: VMLADAVA.S8, 16 8x8 MACs per instruction).
+ *
+ * Every variant adds exactly the reference's integer terms, in another order: for 1 <= len < 2^17
+ * no partial sum of products of int8 values (each at most 2^14 in magnitude) leaves int32.
+ * Internal to mcu_runtime (not part of the public API in mcu_nn.h).
+ */
+#ifndef MCU_DOT_S8_H
+#define MCU_DOT_S8_H
+
+#include <stdint.h>
+
+/* acc[r] += sum_i x[i] * w[r * w_stride + i], r = 0..3 (four filters w_stride bytes apart) */
+void mcu_dot4_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len, int32_t acc[4]);
+
+/* sum_i x[i] * w[i] */
+int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t len);
+
+/* sum_i w[i]: static inline (below), as kernels call it once per output channel */
+static inline int32_t mcu_sum_s8(const int8_t *w, int32_t len);
+
+/* acc[r] = sum_i (x[i] + input_offset) * w[r * len + i], r = 0..3 (four consecutive rows),
+ * input_offset in [-127, 128] */
+void mcu_dot4_offset_s8(const int8_t *x, const int8_t *w, int32_t len, int32_t input_offset,
+                        int32_t acc[4]);
+
+/* sum_i (x[i] + input_offset) * w[i] */
+int32_t mcu_dot1_offset_s8(const int8_t *x, const int8_t *w, int32_t len, int32_t input_offset);
+
+#include "mcu_kernel_util.h"
+#include "mcu_nn.h"
+
+#if MCU_ISA_NATIVE == MCU_ISA_MVE
+#include <arm_mve.h>
+
+static inline int32_t mcu_sum_s8(const int8_t *w, int32_t len)
+{
+    int32_t acc = 0;
+    for (int32_t left = len; left > 0; left -= 16) {
+        acc = vaddvaq_s8(acc, vldrbq_z_s8(w, vctp8q((uint32_t)left)));
+        w += 16;
+    }
+    return acc;
+}
+
+#elif MCU_ISA_NATIVE == MCU_ISA_DSP
+#include <arm_acle.h>
+
+static inline int32_t mcu_sum_s8(const int8_t *w, int32_t len)
+{
+    /* USADA8 adds four unsigned bytes; w ^ 0x80 is w + 128 as an unsigned byte. */
+    uint32_t acc = 0u;
+    for (int32_t n = len >> 2; n > 0; --n) {
+        acc = __usada8(read_s8x4(w) ^ 0x80808080u, 0u, acc);
+        w += 4;
+    }
+    int32_t sum = (int32_t)(acc - 128u * (uint32_t)(len & ~(int32_t)3));
+    for (int32_t i = 0; i < (len & 3); ++i) {
+        sum += (int32_t)w[i];
+    }
+    return sum;
+}
+
+#else
+
+static inline int32_t mcu_sum_s8(const int8_t *w, int32_t len)
+{
+    int32_t acc = 0;
+    for (int32_t i = 0; i < len; ++i) {
+        acc += (int32_t)w[i];
+    }
+    return acc;
+}
+
+#endif
+
+#endif /* MCU_DOT_S8_H */
