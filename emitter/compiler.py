@@ -72,11 +72,14 @@ def passes(io_nhwc: bool) -> list[Callable[[Graph], Graph]]:
     return [lambda g: assign_layouts(g, io_nhwc)]
 
 
-def prepare_all(g: Graph) -> tuple[Prepared, ...]:
+def prepare_all(g: Graph, isa: str = "c") -> tuple[Prepared, ...]:
+    """Every node's Prepare. isa ("c", "dsp", "mve"): the board's instruction set, for the op
+    modules whose kernels' scratch depends on it (ISA_SCRATCH = True: prepare(node, g, isa))."""
     out, problems = [], []
     for node in g.nodes:
+        mod = REGISTRY[node.op]
         try:
-            out.append(REGISTRY[node.op].prepare(node, g))
+            out.append(mod.prepare(node, g, isa) if getattr(mod, "ISA_SCRATCH", False) else mod.prepare(node, g))
         except NodeUnsupported as exc:
             problems.append((node.name, node.source or node.op, node.opset, str(exc)))
     if problems:
@@ -99,11 +102,11 @@ def compile_model(path: str | Path, name: str | None = None,
     for p in passes(io_nhwc):
         g = p(g)
         g.verify()
-    prepared = prepare_all(g)
-    portable: list[tuple[int, str, str]] = []
-    version = None
     from emitter.backends import cmsis_nn
 
+    prepared = prepare_all(g, "c" if board is None else cmsis_nn.variant(board))
+    portable: list[tuple[int, str, str]] = []
+    version = None
     if backend == "cmsis-nn":
         if board is None or cmsis_path is None:
             raise UsageError("the cmsis-nn backend needs a board and CMSIS_NN_PATH")

@@ -44,16 +44,16 @@ def runtime_files(kernels: list[str]) -> list[str]:
     """The mcu_runtime/ files (relative to mcu_runtime/) a bundle calling `kernels` ships.
 
     A kernel is `kernels/<kernel>.c` (its dispatcher, or the whole kernel) plus its path files
-    `kernels/<kernel>_<path>.c` (`_generic`, `_dsp`, `_mve`; each wholly inside its `#if`); its
-    `_ref.c` reference is for the tests only. `support/` (code shared by several kernels) and the
+    `kernels/<kernel>_<path>.c` (`_generic`, `_dsp`, `_mve`; each wholly inside its `#if`) and their
+    private header `kernels/<kernel>_internal.h`; its `_ref.c` reference is for the tests only. `support/` (code shared by several kernels) and the
     public headers always ship."""
     rt = data_dir("mcu_runtime")
     out = [f"include/{h}" for h in RUNTIME_HEADERS]
     out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]"))
     for kern in kernels:
         out.append(f"kernels/{kern}.c")
-        out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.c")
-                      if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve"))
+        out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.[ch]")
+                      if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve", "internal"))
     return out
 
 
@@ -194,8 +194,9 @@ class BundleBuilder:
     def call(self, k: int, node_name: str, kernel: str, args: tuple[CArg, ...],
              structs: list[tuple[str, str, str]], local_decls: list[str],
              params_ident: str | None = None) -> str:
-        """`kernel([&params, ]args...)` as C text; appends the structs and locals its arguments need."""
-        texts = [f"&{params_ident}"] if params_ident else []
+        """`kernel([&ctx, ][&params, ]args...)` as C text (a leading mcu_context_t before the params);
+        appends the structs and locals its arguments need."""
+        texts: list[str] = []
         for a in args:
             if isinstance(a, StructArg):
                 ident = f"{self.prefix}_l{k}_{a.suffix}"
@@ -214,6 +215,9 @@ class BundleBuilder:
                 local_decls.append(f"const int8_t *const {ident}[{len(a.names)}] = "
                                    f"{{{', '.join(self.ptr(n) for n in a.names)}}};")
                 texts.append(ident)
+        if params_ident:
+            ctx_first = bool(args) and isinstance(args[0], StructArg) and args[0].ctype == "mcu_context_t"
+            texts.insert(1 if ctx_first else 0, f"&{params_ident}")
         return f"{kernel}({', '.join(texts)})"
 
     def struct_init(self, k: int, node_name: str, fields: dict[str, Any], indent: int) -> str:

@@ -218,7 +218,7 @@ class Converter:
 
     def mcu_depthwise_conv2d_s8(self, p: Prepared):
         c: Any = p.params
-        x, f, b, y = p.args
+        x, f, b, y = p.args[1:]  # (after the mcu_context_t)
         assert isinstance(f, ConstArg)
         pad = 4 if self.var == "mve" else 0
         bias = b if isinstance(b, ConstArg) else ConstArg("bias", np.zeros(c.output.c, np.int32))

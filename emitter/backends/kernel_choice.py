@@ -2,7 +2,8 @@
 
 Each rule is the condition under which the portable kernel takes its fast path on that target
 (the same tests as the C: mcu_runtime/kernels/mcu_conv2d_s8.c dsp_positions / the MVE `fast`
-block, mcu_depthwise_conv2d_s8.c dsp_eligible / mve_eligible, requant2_ok in mcu_kernel_util.h),
+block, requant2_ok in mcu_kernel_util.h; for depthwise, its twin's path(): the C dispatcher's
+mcu_depthwise_conv2d_s8_path()),
 narrowed to the shapes where it was measured faster, instruction for instruction in QEMU, than
 CMSIS-NN v7.0.0 built at -Ofast (the bundle at -O2): `python benchmarks/cmsis_nn.py`, per-layer
 tables in docs/cmsis_nn.md. Cores without DSP or MVE keep CMSIS-NN (its plain C was not beaten).
@@ -13,13 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from emitter.kernels import mcu_depthwise_conv2d_s8 as dw
 from emitter.ops.base import ConstArg, Prepared
 
 DSP_CONV_MAX_K = 576  # 2 * MCU_CONV_DSP_WORDS
 DSP_CONV_PATCH = 144  # MCU_CONV_DSP_PATCH: larger windows are read run by run (C_in % 4 == 0)
 MVE_CONV_MAX_K = 256  # MCU_CONV_MVE_K
 DSP_CONV_1X1_MIN_OUT = 8  # CMSIS-NN's 1x1 fast kernel beat ours at 16 -> 4 channels (0.75x); 16 -> 8 won
-DW_MAX_TAPS = 25  # DW_DSP_MAX_TAPS, DW_MVE_TAPS
 MVE_FC_MIN_INPUTS = 128  # measured: 1.19-1.82x fewer instructions at 128..4000 inputs, a tie at 64
 
 
@@ -37,8 +38,7 @@ def cmsis_1x1_fast(c: Any) -> bool:
 
 
 def bias_of(p: Prepared) -> np.ndarray | None:
-    b = p.args[2] if len(p.args) > 2 else None
-    return b.data if isinstance(b, ConstArg) else None
+    return next((a.data for a in p.args if isinstance(a, ConstArg) and a.suffix == "bias"), None)
 
 
 def ours_is_faster(p: Prepared, var: str) -> str | None:
@@ -48,9 +48,7 @@ def ours_is_faster(p: Prepared, var: str) -> str | None:
     if var == "c" or c is None:
         return None
     if p.kernel == "mcu_depthwise_conv2d_s8":
-        taps = c.filter.h * c.filter.w
-        if (c.depth_multiplier == 1 and taps <= DW_MAX_TAPS and (var == "mve" or c.output.c >= 4)
-                and requant_fast(c, bias_of(p))):
+        if dw.path(c, bias_of(p), var) == var:
             return (f"{var.upper()} depthwise fast path ({c.filter.h}x{c.filter.w}, "
                     f"{c.output.c} channels)")
     elif p.kernel == "mcu_conv2d_s8":

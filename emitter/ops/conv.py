@@ -17,11 +17,14 @@ from emitter.golden.conv2d import mcu_conv2d_s8
 from emitter.golden.depthwise_conv2d import mcu_depthwise_conv2d_s8
 from emitter.ir import Graph, Layout, Node
 from emitter.kernel_params import ConvParams, DepthwiseConvParams, Dims, QuantIO
-from emitter.ops.base import Attrs, ConstArg, LayoutPlan, NullArg, Prepared, TensorArg, per_tensor
+from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
+from emitter.ops.base import (Attrs, CArg, ConstArg, CRef, LayoutPlan, NullArg, Prepared, StructArg, TensorArg,
+                              per_tensor)
 from emitter.passes.lower import LowerCtx, NodeUnsupported, QIn, QNode
 
 ONNX_OPS = ("Conv",)
 IR_OPS = ("conv",)
+ISA_SCRATCH = True  # prepare(node, g, isa): a depthwise call's scratch depends on the board's ISA
 DEFAULTS = {"auto_pad": b"NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
             "pads": None, "strides": None}
 
@@ -134,7 +137,8 @@ def dims4(shape: tuple[int, ...]) -> Dims:
     return Dims(shape[0], shape[2], shape[3], shape[1])
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "c") -> Prepared:
+    """isa ("c", "dsp", "mve"): the board's, which sizes a depthwise call's scratch."""
     x, w, y = g.t(node.inputs[0]), g.t(node.inputs[1]), g.t(node.outputs[0])
     b = g.t(node.inputs[2]) if node.inputs[2] else None
     xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
@@ -154,12 +158,17 @@ def prepare(node: Node, g: Graph) -> Prepared:
     depthwise = node.attrs["group"] != 1
     fn: Callable[..., np.ndarray]
     p: ConvParams | DepthwiseConvParams
+    lead: tuple[CArg, ...] = ()  # the scratch context, first (depthwise)
+    scratch = 0
     if depthwise:
         filt = np.ascontiguousarray(wdata.transpose(1, 2, 3, 0))  # [1, KH, KW, C_out]
         p = DepthwiseConvParams(idims, Dims(1, kh, kw, c_out), odims, c_out // idims.c,
                                 sh, sw, dh, dw, pt, pl, qio, mult, shift)
         kernel, fn = "mcu_depthwise_conv2d_s8", cast(Callable[..., np.ndarray], mcu_depthwise_conv2d_s8)
         macs = odims.h * odims.w * c_out * kh * kw
+        scratch = dw_twin.buffer_size(p, bias, isa)
+        lead = (StructArg("mcu_context_t", "ctx", {"buf": CRef("scratch" if scratch else "null"),
+                                                   "size": scratch}),)
     else:
         filt = np.ascontiguousarray(wdata.transpose(0, 2, 3, 1))  # OHWI
         p = ConvParams(idims, Dims(c_out, kh, kw, idims.c), odims, sh, sw, dh, dw, pt, pl, qio,
@@ -171,7 +180,7 @@ def prepare(node: Node, g: Graph) -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return fn(p, env[x.name].reshape(in_shape), filt, bias).ravel()
 
-    return Prepared(kernel, p, (TensorArg(x.name), ConstArg("filter", filt), bias_arg,
-                                TensorArg(y.name)), golden, macs=macs * idims.n,
+    return Prepared(kernel, p, (*lead, TensorArg(x.name), ConstArg("filter", filt), bias_arg,
+                                TensorArg(y.name)), golden, macs=macs * idims.n, scratch=scratch,
                     summary=f"{kh}x{kw} s{sh}x{sw} d{dh}x{dw} pad t{pt} l{pl}"
                             f"{' depthwise x' + str(c_out // idims.c) if depthwise else ''}")

@@ -25,6 +25,38 @@ typedef enum {
     MCU_ERR_GUARD = 3    /**< debug builds: a guard byte around an arena buffer was overwritten */
 } mcu_status_t;
 
+/**
+ * Scratch memory of one kernel call (as CMSIS-NN's cmsis_nn_context): `size` bytes at `buf`, at
+ * least 4-byte aligned, from the planned arena. A kernel that needs scratch takes it as its first
+ * argument, asks `mcu_<kernel>_get_buffer_size()` how much, and returns MCU_ERR_SCRATCH when
+ * `size` is smaller (buf may be NULL when it needs none).
+ */
+typedef struct {
+    void *buf;
+    int32_t size;
+} mcu_context_t;
+
+/* Instruction sets a kernel has a code path for. The `_get_buffer_size()` and `_path()` queries
+ * take one of them, so that a host tool can ask for any target; a kernel runs on MCU_ISA_NATIVE,
+ * the one of the compile target (MVE on Armv8.1-M with MVE, DSP on Armv7E-M/Armv8-M Mainline with
+ * the DSP extension, else plain C). */
+#define MCU_ISA_C 0
+#define MCU_ISA_DSP 1
+#define MCU_ISA_MVE 2
+#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(__ARM_BIG_ENDIAN)
+#define MCU_ISA_NATIVE MCU_ISA_MVE
+#elif defined(__ARM_FEATURE_DSP) && !defined(__ARM_BIG_ENDIAN)
+#define MCU_ISA_NATIVE MCU_ISA_DSP
+#else
+#define MCU_ISA_NATIVE MCU_ISA_C
+#endif
+
+/* Code paths a `_path()` query returns: the portable algorithm (its dot products in the target's
+ * instructions), or the DSP / MVE path of the kernel. */
+#define MCU_PATH_GENERIC 0
+#define MCU_PATH_DSP 1
+#define MCU_PATH_MVE 2
+
 /** Dimensions of a 4-D tensor. Feature maps are [N, H, W, C]; conv filters [C_out, KH, KW, C_in]. */
 typedef struct {
     int32_t n;
@@ -86,10 +118,31 @@ typedef struct {
     const int32_t *shift;      /**< per output channel */
 } mcu_depthwise_conv_params_t;
 
-/** @brief int8 depthwise convolution, NHWC, filter [1, KH, KW, C_out], bias may be NULL. */
-mcu_status_t mcu_depthwise_conv2d_s8(const mcu_depthwise_conv_params_t *params,
+/**
+ * @brief int8 depthwise convolution, NHWC input/output, filter [1, KH, KW, C_out], int32 bias
+ * [C_out] (may be NULL).
+ * out[y,x,oc] = clamp(requant(sum_{ky,kx} (in[iy,ix,oc / depth_multiplier] + input_offset)
+ *               * w[0,ky,kx,oc] + bias[oc], multiplier[oc], shift[oc]) + output_offset,
+ *               act_min, act_max); taps outside the input contribute nothing.
+ * ctx: scratch of mcu_depthwise_conv2d_s8_get_buffer_size(params, bias, MCU_ISA_NATIVE) bytes
+ * (may be NULL when that is 0), else MCU_ERR_SCRATCH. Invalid params: MCU_ERR_ARG.
+ */
+mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
+                                     const mcu_depthwise_conv_params_t *params,
                                      const int8_t *input, const int8_t *filter,
                                      const int32_t *bias, int8_t *output);
+
+/**
+ * @brief The code path (MCU_PATH_*) mcu_depthwise_conv2d_s8 takes for these (valid) parameters on
+ * `isa` (MCU_ISA_*): MCU_PATH_MVE / MCU_PATH_DSP for that ISA's fast path (depth_multiplier 1, a
+ * filter of at most 25 taps, requantization in requant2's range), else MCU_PATH_GENERIC.
+ */
+int32_t mcu_depthwise_conv2d_s8_path(const mcu_depthwise_conv_params_t *params,
+                                     const int32_t *bias, int32_t isa);
+
+/** @brief Scratch bytes mcu_depthwise_conv2d_s8 needs for these parameters on `isa` (MCU_ISA_*). */
+int32_t mcu_depthwise_conv2d_s8_get_buffer_size(const mcu_depthwise_conv_params_t *params,
+                                                const int32_t *bias, int32_t isa);
 
 /* ------------------------------------------------------------------------------------------- */
 /* Fully connected                                                                             */
