@@ -107,8 +107,7 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
     int32_t first_oc = 0; /* the channels before it are done */
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
     if (path == MCU_PATH_MVE) {
-        mcu_dw_mve((mcu_dw_mve_scratch_t *)scratch, params, input, filter, bias, output);
-        return MCU_OK;
+        return mcu_dw_mve((mcu_dw_mve_scratch_t *)scratch, params, input, filter, bias, output);
     }
 #elif MCU_ISA_NATIVE == MCU_ISA_DSP
     if (path == MCU_PATH_DSP) {
@@ -119,6 +118,5 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
         }
     }
 #endif
-    mcu_dw_generic(params, input, filter, bias, output, first_oc);
-    return MCU_OK;
+    return mcu_dw_generic(params, input, filter, bias, output, first_oc);
 }

@@ -235,6 +235,7 @@ void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t
     mcu_dw_pass_t s;
     s.p = p;
     s.g = g;
+    s.seg = scratch->seg;
     s.offset2 = pack16(p->q.input_offset, p->q.input_offset);
     s.in_row = in_w * p->input.c;
     s.x_col = p->dilation_w * p->input.c;

@@ -109,8 +109,9 @@ static int32_t channel_blocks(const mcu_dw_taps_t *t, const mcu_depthwise_conv_p
 
 #endif
 
-void mcu_dw_generic(const mcu_depthwise_conv_params_t *params, const int8_t *input,
-                    const int8_t *filter, const int32_t *bias, int8_t *output, int32_t first_oc)
+mcu_status_t mcu_dw_generic(const mcu_depthwise_conv_params_t *params, const int8_t *input,
+                            const int8_t *filter, const int32_t *bias, int8_t *output,
+                            int32_t first_oc)
 {
     const int32_t batches = params->input.n;
     const int32_t in_h = params->input.h;
@@ -171,4 +172,5 @@ void mcu_dw_generic(const mcu_depthwise_conv_params_t *params, const int8_t *inp
             }
         }
     }
+    return MCU_OK;
 }

@@ -30,8 +30,8 @@
 #define DW_MVE_MAX_TAPS 25
 
 /* Scratch bytes of the fast paths (sizeof mcu_dw_dsp_scratch_t, mcu_dw_mve_scratch_t). */
-#define MCU_DW_DSP_SCRATCH_BYTES 496
-#define MCU_DW_MVE_SCRATCH_BYTES 560
+#define MCU_DW_DSP_SCRATCH_BYTES 576
+#define MCU_DW_MVE_SCRATCH_BYTES 656
 
 /* The valid taps of one output position (generic path): `rows` x `cols` taps, tap (j, i) of
  * channel 0 at x + j * x_row + i * x_col in the input and w + j * w_row + i * w_col in the
@@ -70,12 +70,6 @@ typedef struct {
                                     * (2 w[c + 1], 2 w[c + 3]) */
 } mcu_dw_group4_t;
 
-/* The DSP path's scratch: the current four channels, prepared once per group of four. */
-typedef struct {
-    mcu_dw_group4_t g;    /* single rows */
-    mcu_dw_lanes2_t l[2]; /* 3x3 row pairs: channels c, c + 2 and c + 1, c + 3 */
-} mcu_dw_dsp_scratch_t;
-
 /* A run of output columns of the 3x3 row-pair path: `count` positions from output column
  * out_x, the first window's input column in_x (shifted inward at a border, see
  * mcu_dw_plan_segments), weights wcol[col] (2 = unshifted). */
@@ -87,6 +81,14 @@ typedef struct {
 } mcu_dw_segment_t;
 
 #define DW_MAX_SEGMENTS 5
+
+/* The DSP path's scratch: the current four channels, prepared once per group of four, and the
+ * output columns of the 3x3 row pairs. */
+typedef struct {
+    mcu_dw_group4_t g;                     /* single rows */
+    mcu_dw_lanes2_t l[2];                  /* row pairs: channels c, c + 2 and c + 1, c + 3 */
+    mcu_dw_segment_t seg[DW_MAX_SEGMENTS]; /* row pairs: the runs of output columns */
+} mcu_dw_dsp_scratch_t;
 
 /* What every output position of one DSP pass shares. */
 typedef struct {
@@ -100,13 +102,16 @@ typedef struct {
     int32_t x_begin;          /* output columns [x_begin, x_end) have every kx inside the input */
     int32_t x_end;
     int full; /* act_min == -128 and act_max == 127 */
-    mcu_dw_segment_t seg[DW_MAX_SEGMENTS]; /* the output columns of the 3x3 row-pair path */
+    mcu_dw_segment_t *seg; /* the output columns of the 3x3 row-pair path (in the scratch) */
     int32_t segments;
 } mcu_dw_pass_t;
 
 /* ---- MVE fast path (see _mve.c) ---- */
 
-/* Eight channels c .. c + 7, prepared once per group. */
+#define DW_MVE_BORDERS 8
+
+/* Eight channels c .. c + 7, prepared once per group, and the shifted border windows of 3x3
+ * filters (pad3 in _mve.c). */
 typedef struct {
     int16_t w[DW_MVE_MAX_TAPS][8]; /* [ky * KW + kx][channel]; 3x3 filters padded to 5x5 with
                                     * zeros: [(ky + 1) * 5 + kx + 1] */
@@ -117,17 +122,21 @@ typedef struct {
     int32_t mult[2][4];
     int32_t base[2][4];
     int32_t shift[2][4];
+    int32_t border_out[DW_MVE_BORDERS]; /* pad3: the output columns outside [x_begin, x_end), */
+    int32_t border_in[DW_MVE_BORDERS];  /* their shifted window's first input column, */
+    int32_t border_w[DW_MVE_BORDERS];   /* and its weight column shift (-1 or 1) */
 } mcu_dw_mve_scratch_t;
 
 /* ---- the paths ---- */
 
 /* _generic.c: output channels first_oc .. C_out - 1 of every position (first_oc is 0, or the
- * channels the DSP path left: C_out % 4 of them). */
-void mcu_dw_generic(const mcu_depthwise_conv_params_t *p, const int8_t *input,
-                    const int8_t *filter, const int32_t *bias, int8_t *output, int32_t first_oc);
+ * channels the DSP path left: C_out % 4 of them). Returns MCU_OK (the dispatcher's tail call). */
+mcu_status_t mcu_dw_generic(const mcu_depthwise_conv_params_t *p, const int8_t *input,
+                            const int8_t *filter, const int32_t *bias, int8_t *output,
+                            int32_t first_oc);
 
 /* _dsp.c: channels 0 .. 4 * floor(C / 4) - 1 of every output (mcu_depthwise_conv2d_s8_path()
- * == MCU_ISA_DSP). */
+ * == MCU_PATH_DSP). */
 void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
                 const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
 
@@ -145,9 +154,10 @@ void mcu_dw_pair_sweep_odd(const mcu_dw_pass_t *s, const int8_t *x, int8_t *out,
 /* Which input rows of a row pair are read: all four, or not the top/bottom one (padding). */
 enum { DW_ROWS_ALL, DW_ROWS_NO_TOP, DW_ROWS_NO_BOTTOM };
 
-/* _mve.c: every output (mcu_depthwise_conv2d_s8_path() == MCU_ISA_MVE). */
-void mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
-                const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+/* _mve.c: every output (mcu_depthwise_conv2d_s8_path() == MCU_PATH_MVE). Returns MCU_OK. */
+mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
+                        const int8_t *input, const int8_t *filter, const int32_t *bias,
+                        int8_t *output);
 
 /* _mve.c, for the generic loops on MVE targets (depth_multiplier == 1): every channel of one
  * output position, eight at a time; returns C_out (the channels done). */

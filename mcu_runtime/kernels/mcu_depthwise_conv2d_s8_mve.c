@@ -19,8 +19,6 @@
 
 #include "mcu_depthwise_conv2d_s8_internal.h"
 
-#define DW_MVE_BORDERS 8
-
 /* Channels c .. c + 7 (those below C; the others get zero weights and constants). */
 static void mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
                         const int8_t *filter, const int32_t *bias, int32_t c)
@@ -102,10 +100,7 @@ typedef struct {
     int32_t w_row;     /* taps per weight row: 5 (3x3, padded), else KW */
     int32_t w_origin;  /* index of tap (0, 0) in mcu_dw_mve_scratch_t.w: 6 (3x3 padded), else 0 */
     int pad3;          /* 3x3 with border windows shifted inward (see mve_row) */
-    int32_t borders;   /* pad3: the output columns outside [x_begin, x_end), */
-    int32_t border_out[DW_MVE_BORDERS]; /* their output column, */
-    int32_t border_in[DW_MVE_BORDERS];  /* their shifted window's first input column, */
-    int32_t border_w[DW_MVE_BORDERS];   /* and its weight column shift (-1 or 1) */
+    int32_t borders;   /* pad3: the output columns outside [x_begin, x_end) (g->border_*) */
 } mve_ctx_t;
 
 /* One output position: `rows` x `cols` taps from x (input) and w (weights, row stride
@@ -234,9 +229,10 @@ static inline __attribute__((always_inline)) void mve_row(const mve_ctx_t *m, co
                partial);
     }
     if (m->pad3) { /* the border columns, their windows shifted inward */
+        const mcu_dw_mve_scratch_t *const g = m->g;
         for (int32_t i = 0; i < m->borders; ++i) {
-            mve_px(m, x_rows + m->border_in[i] * in_c, w_rows + 8 * m->border_w[i], 3, 3, 0,
-                   out + m->border_out[i] * out_c, partial);
+            mve_px(m, x_rows + g->border_in[i] * in_c, w_rows + 8 * g->border_w[i], 3, 3, 0,
+                   out + g->border_out[i] * out_c, partial);
         }
     }
 }
@@ -296,9 +292,10 @@ static int mve_shifts_ok(int32_t pad, int32_t stride, int32_t dilation, int32_t 
     return 1;
 }
 
-/* The whole convolution through the MVE path (mcu_depthwise_conv2d_s8_path() == MCU_ISA_MVE). */
-void mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
-                const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
+/* The whole convolution through the MVE path (mcu_depthwise_conv2d_s8_path() == MCU_PATH_MVE). */
+mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
+                        const int8_t *input, const int8_t *filter, const int32_t *bias,
+                        int8_t *output)
 {
     const int32_t in_w = p->input.w;
     const int32_t out_c = p->output.c;
@@ -347,9 +344,9 @@ void mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t
         int32_t kx_begin, kx_end;
         valid_taps(in_x, p->dilation_w, 3, in_w, &kx_begin, &kx_end);
         const int32_t shift = kx_begin > 0 ? kx_begin : kx_end - 3;
-        m.border_out[m.borders] = out_x;
-        m.border_in[m.borders] = in_x + shift * p->dilation_w;
-        m.border_w[m.borders] = shift;
+        g->border_out[m.borders] = out_x;
+        g->border_in[m.borders] = in_x + shift * p->dilation_w;
+        g->border_w[m.borders] = shift;
         ++m.borders;
     }
     for (int32_t c = 0; c < out_c; c += 8) {
@@ -363,6 +360,7 @@ void mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t
             }
         }
     }
+    return MCU_OK;
 }
 
 /* Channels c .. c + 7 (those below `channels`; lanes past it are predicated off): per channel
