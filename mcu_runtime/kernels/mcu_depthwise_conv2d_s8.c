@@ -12,7 +12,7 @@
  * (every output channel's sum has exactly the reference's integer terms; only the order differs):
  * - _mve.c (Helium): depth_multiplier == 1, at most DW_MVE_MAX_TAPS taps and requantization in
  *   requant2's fast range for every channel; eight channels at a time over the whole output.
- * - _dsp.c (DSP extension, with ../support/mcu_dw_pair3x3_dsp.c): the same conditions with
+ * - _dsp.c (DSP extension): the same conditions with
  *   DW_DSP_MAX_TAPS and at least four channels; four channels at a time over the whole output,
  *   3x3 filters in output row pairs; the C_out % 4 tail channels run the generic loops.
  * - _generic.c: everything else, on every target: per output position the valid tap ranges,

@@ -1,7 +1,7 @@
 /*
  * mcu_depthwise_conv2d_s8_internal.h - private to the files of mcu_depthwise_conv2d_s8: the
- * dispatcher (mcu_depthwise_conv2d_s8.c), its paths (_generic.c, _dsp.c with
- * ../support/mcu_dw_pair3x3_dsp.c, _mve.c) and the reference (_ref.c, tests only).
+ * dispatcher (mcu_depthwise_conv2d_s8.c), its paths (_generic.c, _dsp.c, _mve.c) and the
+ * reference (_ref.c, tests only).
  *
  * The tuning constants and scratch sizes below are the one definition: the emitter reads them
  * from this file (emitter/kernels/mcu_depthwise_conv2d_s8.py) to predict the path and the scratch
@@ -72,7 +72,7 @@ typedef struct {
 
 /* A run of output columns of the 3x3 row-pair path: `count` positions from output column
  * out_x, the first window's input column in_x (shifted inward at a border, see
- * mcu_dw_plan_segments), weights wcol[col] (2 = unshifted). */
+ * plan_segments in _dsp.c), weights wcol[col] (2 = unshifted). */
 typedef struct {
     int32_t out_x;
     int32_t in_x;
@@ -143,13 +143,6 @@ void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t
 /* _dsp.c, for the generic loops on DSP targets: acc[k] = sum over the taps of
  * (x[c + k] + input_offset) * w[c + k], k = 0..3. */
 void mcu_dw_taps4_dsp(const mcu_dw_taps_t *t, int32_t c, int32_t input_offset, int32_t acc[4]);
-
-/* ../support/mcu_dw_pair3x3_dsp.c: the 3x3 row pairs of the DSP path. plan_segments fills
- * s->seg (0: the input is too narrow for shifted windows, or too many runs); pair_sweep runs
- * output rows y, y + 1 of one pass (s->l; odd: channels c + 1, c + 3) over s->seg. */
-int mcu_dw_plan_segments(mcu_dw_pass_t *s);
-void mcu_dw_pair_sweep_even(const mcu_dw_pass_t *s, const int8_t *x, int8_t *out, int rows);
-void mcu_dw_pair_sweep_odd(const mcu_dw_pass_t *s, const int8_t *x, int8_t *out, int rows);
 
 /* Which input rows of a row pair are read: all four, or not the top/bottom one (padding). */
 enum { DW_ROWS_ALL, DW_ROWS_NO_TOP, DW_ROWS_NO_BOTTOM };
