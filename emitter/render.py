@@ -45,8 +45,8 @@ def runtime_files(kernels: list[str]) -> list[str]:
 
     A kernel is `kernels/<kernel>.c` (its dispatcher, or the whole kernel) plus its path files
     `kernels/<kernel>_<path>.c` (`_generic`, `_dsp`, `_mve`; each wholly inside its `#if`) and their
-    private header `kernels/<kernel>_internal.h`; its `_ref.c` reference is for the tests only. `support/` (code shared by several kernels) and the
-    public headers always ship."""
+    private header `kernels/<kernel>_internal.h`; its `_ref.c` reference is for the tests only.
+    `support/` (code shared by several kernels) and the public headers always ship."""
     rt = data_dir("mcu_runtime")
     out = [f"include/{h}" for h in RUNTIME_HEADERS]
     out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]"))
