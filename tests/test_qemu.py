@@ -12,6 +12,7 @@ The CLI's budget checks are tested in tests/test_cli.py.
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -72,7 +73,8 @@ class ModelRuns:
         if (name, core) not in self.firmware:
             m, board = self.model(name), load_board(core)
             bundle = m["work"] / core / "bundle"
-            write_bundle(render_bundle(m["c"], " ".join(board.cflags), board.name), bundle)
+            c = compile_model(shared_model(name), name="net", board=board)  # scratch for its paths
+            write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle)
             self.firmware[name, core] = build_firmware(bundle, m["glue"], board, m["work"] / core / "fw")
         return self.firmware[name, core]
 
@@ -169,8 +171,12 @@ def merged_runs(op_cases, tmp_path_factory):
     cache: dict[str, MergedRun] = {}
 
     def get(core: str) -> MergedRun:
-        if core not in cache:
-            cache[core] = run_merged(cases, load_board(core), tmp_path_factory.mktemp(f"merged_{core}"))
+        if core not in cache:  # each case compiled for the core: its kernels' scratch fits its paths
+            board = load_board(core)
+            for_core = [replace(m, compiled=compile_model(m.compiled.model.path,
+                                                          **(dict(m.compiled.options) | {"board": board})))
+                        for m in cases]
+            cache[core] = run_merged(for_core, board, tmp_path_factory.mktemp(f"merged_{core}"))
         return cache[core]
     return get
 

@@ -2,8 +2,8 @@
 
 Each rule is the condition under which the portable kernel takes its fast path on that target,
 asked of the kernel's twin (emitter/kernels/mcu_conv2d_s8.py path(), which equals the C
-dispatcher's mcu_conv2d_s8_path(); its constants are read from the C) or, for depthwise, the same
-tests as mcu_depthwise_conv2d_s8.c dsp_eligible / mve_eligible, narrowed to the shapes where it was
+dispatcher's mcu_conv2d_s8_path(); its constants are read from the C; likewise
+emitter/kernels/mcu_depthwise_conv2d_s8.py path() for depthwise), narrowed to the shapes where it was
 measured faster, instruction for instruction in QEMU, than CMSIS-NN v7.0.0 built at -Ofast (the
 bundle at -O2): `python benchmarks/cmsis_nn.py`, per-layer tables in docs/cmsis_nn.md. Cores
 without DSP or MVE keep CMSIS-NN (its plain C was not beaten).
@@ -15,13 +15,12 @@ from typing import Any
 import numpy as np
 
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
+from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 from emitter.ops.base import ConstArg, Prepared
 
 # Measured narrowings (benchmarks/cmsis_nn.py, docs/cmsis_nn.md), not C constants:
 DSP_CONV_1X1_MIN_OUT = 8  # CMSIS-NN's 1x1 fast kernel beat ours at 16 -> 4 channels (0.75x); 16 -> 8 won
 MVE_FC_MIN_INPUTS = 128  # 1.19-1.82x fewer instructions at 128..4000 inputs, a tie at 64
-# Depthwise (helper "dw" derives this from its C): DW_DSP_MAX_TAPS, DW_MVE_TAPS.
-DW_MAX_TAPS = 25
 
 
 def requant_fast(c: Any, bias: np.ndarray | None) -> bool:
@@ -48,9 +47,7 @@ def ours_is_faster(p: Prepared, var: str) -> str | None:
     if var == "c" or c is None:
         return None
     if p.kernel == "mcu_depthwise_conv2d_s8":
-        taps = c.filter.h * c.filter.w
-        if (c.depth_multiplier == 1 and taps <= DW_MAX_TAPS and (var == "mve" or c.output.c >= 4)
-                and requant_fast(c, bias_of(p))):
+        if dw_twin.path(c, bias_of(p), var) == var:
             return (f"{var.upper()} depthwise fast path ({c.filter.h}x{c.filter.w}, "
                     f"{c.output.c} channels)")
     elif p.kernel == "mcu_conv2d_s8":

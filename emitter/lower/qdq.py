@@ -14,8 +14,8 @@ it; passes/fuse.py folds it into the op. A clamp spanning all of int8 is no clam
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import onnx

@@ -7,8 +7,8 @@ QNode and the LowerCtx (emitter/ops/base.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 import numpy as np
 import onnx

@@ -16,6 +16,7 @@ from emitter.errors import NodeUnsupported, QuantError
 from emitter.ir import Graph, Layout, Node
 from emitter.kernels import ISAS
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
+from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
 from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
@@ -37,6 +38,7 @@ from emitter.ops.base import (
 
 ONNX_OPS = ("Conv",)
 IR_OPS = ("conv",)
+ISA_SCRATCH = True  # prepare(node, g, isa): a depthwise call's scratch depends on the board's ISA
 DEFAULTS = {"auto_pad": b"NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
             "pads": None, "strides": None}
 
@@ -194,12 +196,9 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return fn(p, env[x.name].reshape(in_shape), filt, bias).ravel()
 
-    operands: dict[str, CArg] = {"input": TensorArg(x.name), "filter": ConstArg("filter", filt), "bias": bias_arg,
-                                 "output": TensorArg(y.name)}
-    scratch = 0
-    if not depthwise:
-        ctx, scratch = scratch_ctx(conv_twin.buffer_size, p, bias, isa)
-        operands = {"ctx": ctx, **operands}
+    ctx, scratch = scratch_ctx(dw_twin.buffer_size if depthwise else conv_twin.buffer_size, p, bias, isa)
+    operands: dict[str, CArg] = {"ctx": ctx, "input": TensorArg(x.name), "filter": ConstArg("filter", filt),
+                                 "bias": bias_arg, "output": TensorArg(y.name)}
     return Prepared(kernel, p, operands, golden, macs=macs * idims.n, scratch=scratch,
                     summary=f"{kh}x{kw} s{sh}x{sw} d{dh}x{dw} pad t{pt} l{pl}"
                             f"{' depthwise x' + str(c_out // idims.c) if depthwise else ''}")

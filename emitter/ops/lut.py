@@ -14,11 +14,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from emitter.kernels.mcu_lut_s8 import mcu_lut_s8
-from emitter.ir import Graph, Node
-from emitter.ops.base import ConstArg, IntArg, LayoutPlan, Prepared, TensorArg, same_layout_plan
 from emitter.errors import NodeUnsupported
-from emitter.ops.base import LowerCtx, QNode
+from emitter.ir import Graph, Node
+from emitter.kernels.mcu_lut_s8 import mcu_lut_s8
+from emitter.ops.base import ConstArg, IntArg, LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, same_layout_plan
 from emitter.quant import round_half_away
 
 Fn = Callable[[float], float]

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.errors import QuantError
+from emitter.errors import NodeUnsupported, QuantError
 from emitter.ir import Graph, Node
 from emitter.kernels.common import Bcast
 from emitter.kernels.mcu_minmax_s8 import MinMaxParams, mcu_minmax_s8
 from emitter.ops import broadcast
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor
-from emitter.errors import NodeUnsupported
-from emitter.ops.base import LowerCtx, QNode
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
 from emitter.quant import quantize_multiplier
 
 ONNX_OPS = ("Min", "Max")

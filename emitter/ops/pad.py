@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Layout, Node
 from emitter.kernels.common import pad_rank
 from emitter.kernels.mcu_pad_s8 import PadParams, mcu_pad_s8
 from emitter.layout import is_simple, physical_shape
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg
-from emitter.errors import NodeUnsupported
-from emitter.ops.base import LowerCtx, QNode
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
 from emitter.quant import round_half_away
 
 ONNX_OPS = ("Pad",)

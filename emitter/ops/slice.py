@@ -9,14 +9,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from emitter.errors import ShapeError
+from emitter.errors import NodeUnsupported, ShapeError
 from emitter.ir import Graph, Layout, Node, QuantParams
 from emitter.kernels.common import pad_rank
 from emitter.kernels.mcu_slice_s8 import SliceParams, mcu_slice_s8
 from emitter.layout import is_simple, physical_shape
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg
-from emitter.errors import NodeUnsupported
-from emitter.ops.base import LowerCtx, QNode
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
 
 ONNX_OPS = ("Slice", "Split")
 IR_OPS = ("slice",)

@@ -14,9 +14,9 @@ the clamp's output; the tensor between them disappears. A clamp nothing can take
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Callable
 
 import numpy as np
 

@@ -128,10 +128,31 @@ typedef struct {
     const int32_t *shift;      /**< per output channel */
 } mcu_depthwise_conv_params_t;
 
-/** @brief int8 depthwise convolution, NHWC, filter [1, KH, KW, C_out], bias may be NULL. */
-mcu_status_t mcu_depthwise_conv2d_s8(const mcu_depthwise_conv_params_t *params,
+/**
+ * @brief int8 depthwise convolution, NHWC input/output, filter [1, KH, KW, C_out], int32 bias
+ * [C_out] (may be NULL).
+ * out[y,x,oc] = clamp(requant(sum_{ky,kx} (in[iy,ix,oc / depth_multiplier] + input_offset)
+ *               * w[0,ky,kx,oc] + bias[oc], multiplier[oc], shift[oc]) + output_offset,
+ *               act_min, act_max); taps outside the input contribute nothing.
+ * ctx: scratch of mcu_depthwise_conv2d_s8_get_buffer_size(params, bias, MCU_ISA_NATIVE) bytes
+ * (may be NULL when that is 0), else MCU_ERR_SCRATCH. Invalid params: MCU_ERR_ARG.
+ */
+mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
+                                     const mcu_depthwise_conv_params_t *params,
                                      const int8_t *input, const int8_t *filter,
                                      const int32_t *bias, int8_t *output);
+
+/**
+ * @brief The code path (MCU_PATH_*) mcu_depthwise_conv2d_s8 takes for these (valid) parameters on
+ * `isa` (MCU_ISA_*): MCU_PATH_MVE / MCU_PATH_DSP for that ISA's fast path (depth_multiplier 1, a
+ * filter of at most 25 taps, requantization in requant2's range), else MCU_PATH_GENERIC.
+ */
+int32_t mcu_depthwise_conv2d_s8_path(const mcu_depthwise_conv_params_t *params,
+                                     const int32_t *bias, int32_t isa);
+
+/** @brief Scratch bytes mcu_depthwise_conv2d_s8 needs for these parameters on `isa` (MCU_ISA_*). */
+int32_t mcu_depthwise_conv2d_s8_get_buffer_size(const mcu_depthwise_conv_params_t *params,
+                                                const int32_t *bias, int32_t isa);
 
 /* ------------------------------------------------------------------------------------------- */
 /* Fully connected                                                                             */

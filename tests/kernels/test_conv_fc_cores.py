@@ -18,11 +18,11 @@ import pytest
 
 from emitter.boards import load_board
 from emitter.compiler import isa_of
-from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
-from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
-from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
 from emitter.kernels import mcu_fully_connected_s8 as fc_twin
+from emitter.kernels.common import Dims, QuantIO
+from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
+from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 from tests.harness.ckernels import conv_out_size, realistic_multipliers, run_bundle_on_qemu, wide_multipliers
 
 CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")

@@ -9,12 +9,12 @@ import re
 import numpy as np
 import pytest
 
-from emitter.kernels.common import Dims, QuantIO
-from emitter.kernels.mcu_conv2d_s8 import ConvParams
-from emitter.kernels.mcu_fully_connected_s8 import FCParams
 from emitter.kernels import ISAS, c_defines
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
 from emitter.kernels import mcu_fully_connected_s8 as fc_twin
+from emitter.kernels.common import Dims, QuantIO
+from emitter.kernels.mcu_conv2d_s8 import ConvParams
+from emitter.kernels.mcu_fully_connected_s8 import FCParams
 from tests.harness.ckernels import ROOT, call_raw, conv_out_size, realistic_multipliers, wide_multipliers
 
 ISA = {"c": 0, "dsp": 1, "mve": 2}  # MCU_ISA_* in mcu_nn.h

@@ -1,4 +1,7 @@
-"""mcu_depthwise_conv2d_s8: host C kernel == numpy golden (emitter/kernels/mcu_depthwise_conv2d_s8.py)."""
+"""mcu_depthwise_conv2d_s8: host C kernel == its C reference (_ref.c) == numpy golden
+(emitter/kernels/mcu_depthwise_conv2d_s8.py). The host runs the generic path (the DSP/MVE paths and every
+C fallback run in QEMU: test_depthwise_conv2d_qemu.py); the path and scratch queries are tested in
+test_depthwise_conv2d_dispatch.py."""
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +16,7 @@ from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
 from tests.harness.ckernels import (
     MCU_ERR_ARG,
-    call_kernel,
+    MCU_OK,
     call_raw,
     conv_out_size,
     realistic_multipliers,
@@ -87,11 +90,20 @@ def build(case: Case, rng: np.random.Generator) -> tuple[DepthwiseConvParams, li
     return p, [x, w, b]
 
 
-def check(p: DepthwiseConvParams, inputs: list[Any]) -> None:
-    expected = mcu_depthwise_conv2d_s8(p, *inputs)
+def run_c(name: str, p: DepthwiseConvParams, inputs: list[Any], *ctx: Any) -> np.ndarray:
+    """C `name`([ctx, ]&p, *inputs, out); asserts MCU_OK. The output starts as 0x5A bytes."""
     o = p.output
-    got = call_kernel("mcu_depthwise_conv2d_s8", p, inputs, (o.n, o.h, o.w, o.c))
-    np.testing.assert_array_equal(got, expected)
+    out = np.full((o.n, o.h, o.w, o.c), 0x5A, dtype=np.int8)
+    status = call_raw(name, *ctx, p, *inputs, out)
+    assert status == MCU_OK, f"{name} returned {status}"
+    return out
+
+
+def check(p: DepthwiseConvParams, inputs: list[Any]) -> None:
+    """kernel (no scratch on the host: ctx NULL) == reference == golden"""
+    expected = mcu_depthwise_conv2d_s8(p, *inputs)
+    np.testing.assert_array_equal(run_c("mcu_depthwise_conv2d_s8", p, inputs, None), expected)
+    np.testing.assert_array_equal(run_c("mcu_depthwise_conv2d_s8_ref", p, inputs), expected)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -172,7 +184,7 @@ INVALID = {
 def test_invalid_params(name: str) -> None:
     p, (x, w, b) = build(Case(depth_multiplier=2), np.random.default_rng(0))
     out = np.full((p.output.n, p.output.h, p.output.w, p.output.c), 0x5A, dtype=np.int8)
-    args: dict[str, Any] = {"params": p, "input": x, "filter": w, "bias": b, "output": out}
+    args: dict[str, Any] = {"ctx": None, "params": p, "input": x, "filter": w, "bias": b, "output": out}
     if name in INVALID:
         args["params"] = INVALID[name](p)
     else:

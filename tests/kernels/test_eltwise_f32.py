@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from emitter.cfmt import c_struct
 from emitter.kernels.common import Bcast
 from emitter.kernels.mcu_eltwise_f32_s8 import (
-    EltwiseF32Params,
     F32_ADD,
     F32_DIV,
     F32_MUL,
+    EltwiseF32Params,
     mcu_eltwise_f32_s8,
 )
 from emitter.ops.float_island import OPS, eltwise_f32_params

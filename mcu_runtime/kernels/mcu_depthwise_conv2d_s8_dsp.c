@@ -1,0 +1,521 @@
+/*
+ * mcu_depthwise_conv2d_s8_dsp.c - the DSP path of mcu_depthwise_conv2d_s8 (__ARM_FEATURE_DSP:
+ * Cortex-M4, M7, M33, ...): depth_multiplier == 1, the channels in blocks of four, one block at a
+ * time over the whole output, each block in two passes of two channels: c, c + 2 (the even bytes
+ * of a 4-byte load) and c + 1, c + 3 (the odd bytes). A block's weights and requantization
+ * constants are prepared once per call into the scratch (mcu_dw_dsp_scratch_t).
+ *
+ * Multiply-accumulate: a 4-byte load brings four channels of one input pixel; SXTAB16 adds the
+ * input offset to the pass's two channels as int16 lanes, SMLABB/SMLATT multiply each lane by the
+ * matching int16 lane of the prepared weights. 3x3 filters with vertical stride and dilation 1
+ * compute output rows in pairs: each input row loaded and unpacked serves both, four
+ * accumulators in all (pair3x3: inline assembly, as gcc does not keep it in registers, beside
+ * its C fallback for unoptimized builds). A window that sticks out of the input on the left or
+ * right is shifted inward and meets zero weights instead (mcu_dw_lanes2_t.wcol has two zero
+ * columns on each side, plan_segments); one that sticks out at the top or bottom by one row
+ * skips that row (DW_ROWS_NO_TOP/NO_BOTTOM); an odd last row is redone as the bottom of an
+ * overlapping pair. Other rows and filters run row_sweep: one output row, all four channels of
+ * each load (valid taps only).
+ *
+ * Requantization in four instructions (requant2 in mcu_kernel_util.h): the weights are stored
+ * doubled, so the accumulators hold 2 * acc exactly. Conditions (mcu_depthwise_conv2d_s8_path;
+ * else the generic loops run): requant2_ok() for every channel, KH * KW <= DW_DSP_MAX_TAPS (then
+ * |acc| < 2^29 + 25 * 255 * 128 < 2^30).
+ *
+ * Also here: mcu_dw_taps4_dsp, the four-channel block of the generic loops on DSP targets.
+ */
+#include "mcu_nn.h"
+
+#if MCU_ISA_NATIVE == MCU_ISA_DSP
+
+#include <arm_acle.h>
+#include <stdint.h>
+
+#include "mcu_depthwise_conv2d_s8_internal.h"
+
+/* acc[k] = sum over the taps of (x[c + k] + input_offset) * w[c + k], k = 0..3: lanes of
+ * (x + input_offset) in [-255, 255] and of w as int16, SMLABB/SMLATT one lane each. */
+void mcu_dw_taps4_dsp(const mcu_dw_taps_t *t, int32_t c, int32_t input_offset, int32_t acc[4])
+{
+    const int32_t offset2 = (int32_t)(((uint32_t)input_offset & 0xFFFFu) |
+                                      ((uint32_t)input_offset << 16));
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    const int32_t x_col = t->x_col;
+    const int32_t w_col = t->w_col;
+    const int32_t cols = t->cols;
+    const int8_t *x_row = t->x + c;
+    const int8_t *w_row = t->w + c;
+    for (int32_t j = t->rows; j > 0; --j, x_row += t->x_row, w_row += t->w_row) {
+        const int8_t *xp = x_row;
+        const int8_t *wp = w_row;
+        for (int32_t i = cols; i > 0; --i) {
+            const uint32_t xv = read_s8x4(xp);
+            const uint32_t wv = read_s8x4(wp);
+            const int32_t x02 = __sxtab16(offset2, (int32_t)xv);
+            const int32_t x13 = sxtab16_ror8(offset2, xv);
+            const int32_t w02 = __sxtb16((int32_t)wv);
+            const int32_t w13 = sxtb16_ror8(wv);
+            a0 = __smlabb(x02, w02, a0);
+            a2 = __smlatt(x02, w02, a2);
+            a1 = __smlabb(x13, w13, a1);
+            a3 = __smlatt(x13, w13, a3);
+            xp += x_col;
+            wp += w_col;
+        }
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+/* The pass's two channels of the input pixel at x, plus the input offset, as int16 lanes. */
+DW_INLINE int32_t load2(const int8_t *x, int32_t offset2, int odd)
+{
+    const uint32_t v = read_s8x4(x);
+    return odd ? sxtab16_ror8(offset2, v) : __sxtab16(offset2, (int32_t)v);
+}
+
+/* acc[0..1] += input pixel v times the weight pair w (lane 0, lane 1) */
+DW_INLINE void mac(int32_t *a0, int32_t *a1, int32_t v, int32_t w)
+{
+    *a0 = __smlabb(v, w, *a0);
+    *a1 = __smlatt(v, w, *a1);
+}
+
+/*
+ * A 3x3 window pair, in assembly (gcc does not keep this in 12 registers): output rows top and
+ * bottom (one input row lower), two lanes each; input rows 0..3 at x + r * in_row, tap columns
+ * k = 0..2 at x + k * x_col, weights w[3 k + ky]. Input row r adds to the top output with tap
+ * row r (r <= 2) and to the bottom one with tap row r - 1 (r >= 1):
+ *   t[l] += sum_{k, r=0..2} x[r][k] * w[k][r],  b[l] += sum_{k, r=1..3} x[r][k] * w[k][r - 1]
+ * for both lanes l (SMLABB: lane 0, SMLATT: lane 1). Variants: DW_ROWS_ALL; DW_ROWS_NO_TOP
+ * (input row 0 is padding: not read, x points at row 1); DW_ROWS_NO_BOTTOM (row 3 is padding).
+ * Per column: the weights (LDRD + LDR), the rows (LDR, SXTAB16 with the input offset), 12 MACs.
+ * It reads memory (the input, the weights): the "memory" clobber keeps gcc from moving or
+ * dropping the stores that fill them.
+ */
+#define DW_LOAD(ROT, ADDR)                                                                     \
+    "ldr     %[v], " ADDR "\n\t"                                                               \
+    "sxtab16 %[v], %[off], %[v]" ROT "\n\t"
+#define DW_MAC(ACC0, ACC1, W)                                                                  \
+    "smlabb  %[" ACC0 "], %[v], %[" W "], %[" ACC0 "]\n\t"                                     \
+    "smlatt  %[" ACC1 "], %[v], %[" W "], %[" ACC1 "]\n\t"
+/* rows 0..3 of one column; wa, wb = tap rows 0, 1; then wa = tap row 2, wb = the row 3 address */
+#define DW_COL_ALL(ROT, OFS)                                                                   \
+    "ldrd    %[wa], %[wb], [%[w], #" OFS "]\n\t"                                               \
+    DW_LOAD(ROT, "[%[p]]") DW_MAC("t0", "t1", "wa")                                            \
+    DW_LOAD(ROT, "[%[p], %[row]]") DW_MAC("t0", "t1", "wb") DW_MAC("b0", "b1", "wa")           \
+    "ldr     %[wa], [%[w], #" OFS "+8]\n\t"                                                    \
+    DW_LOAD(ROT, "[%[p], %[row], lsl #1]") DW_MAC("t0", "t1", "wa") DW_MAC("b0", "b1", "wb")   \
+    "add     %[wb], %[p], %[row], lsl #1\n\t"                                                  \
+    DW_LOAD(ROT, "[%[wb], %[row]]") DW_MAC("b0", "b1", "wa")                                   \
+    "add     %[p], %[p], %[col]\n\t"
+/* rows 1..3 of one column (p at row 1) */
+#define DW_COL_NO_TOP(ROT, OFS)                                                                \
+    "ldrd    %[wa], %[wb], [%[w], #" OFS "]\n\t"                                               \
+    DW_LOAD(ROT, "[%[p]]") DW_MAC("t0", "t1", "wb") DW_MAC("b0", "b1", "wa")                   \
+    "ldr     %[wa], [%[w], #" OFS "+8]\n\t"                                                    \
+    DW_LOAD(ROT, "[%[p], %[row]]") DW_MAC("t0", "t1", "wa") DW_MAC("b0", "b1", "wb")           \
+    DW_LOAD(ROT, "[%[p], %[row], lsl #1]") DW_MAC("b0", "b1", "wa")                            \
+    "add     %[p], %[p], %[col]\n\t"
+/* rows 0..2 of one column */
+#define DW_COL_NO_BOTTOM(ROT, OFS)                                                             \
+    "ldrd    %[wa], %[wb], [%[w], #" OFS "]\n\t"                                               \
+    DW_LOAD(ROT, "[%[p]]") DW_MAC("t0", "t1", "wa")                                            \
+    DW_LOAD(ROT, "[%[p], %[row]]") DW_MAC("t0", "t1", "wb") DW_MAC("b0", "b1", "wa")           \
+    "ldr     %[wa], [%[w], #" OFS "+8]\n\t"                                                    \
+    DW_LOAD(ROT, "[%[p], %[row], lsl #1]") DW_MAC("t0", "t1", "wa") DW_MAC("b0", "b1", "wb")   \
+    "add     %[p], %[p], %[col]\n\t"
+#define DW_PAIR3X3(COL, ROT)                                                                   \
+    __asm__(COL(ROT, "0") COL(ROT, "12") COL(ROT, "24")                                        \
+            : [t0] "+r"(t0), [t1] "+r"(t1), [b0] "+r"(b0), [b1] "+r"(b1), [p] "+r"(p),        \
+              [v] "=&r"(v), [wa] "=&r"(wa), [wb] "=&r"(wb)                                     \
+            : [row] "r"(in_row), [col] "r"(x_col), [w] "r"(w), [off] "r"(offset2)             \
+            : "memory")
+
+#if defined(__OPTIMIZE__) && defined(__GNUC__)
+
+DW_INLINE void pair3x3(int32_t acc[4], const int8_t *x, int32_t in_row, int32_t x_col,
+                       const int32_t *w, int32_t offset2, int rows, int odd)
+{
+    int32_t t0 = acc[0], t1 = acc[1], b0 = acc[2], b1 = acc[3];
+    const int8_t *p = x;
+    int32_t v, wa, wb;
+    if (odd) {
+        if (rows == DW_ROWS_ALL) {
+            DW_PAIR3X3(DW_COL_ALL, ", ror #8");
+        } else if (rows == DW_ROWS_NO_TOP) {
+            DW_PAIR3X3(DW_COL_NO_TOP, ", ror #8");
+        } else {
+            DW_PAIR3X3(DW_COL_NO_BOTTOM, ", ror #8");
+        }
+    } else {
+        if (rows == DW_ROWS_ALL) {
+            DW_PAIR3X3(DW_COL_ALL, "");
+        } else if (rows == DW_ROWS_NO_TOP) {
+            DW_PAIR3X3(DW_COL_NO_TOP, "");
+        } else {
+            DW_PAIR3X3(DW_COL_NO_BOTTOM, "");
+        }
+    }
+    acc[0] = t0;
+    acc[1] = t1;
+    acc[2] = b0;
+    acc[3] = b1;
+}
+
+#else /* unoptimized builds cannot give the assembly its 12 registers: the same in C */
+
+DW_INLINE void pair3x3(int32_t acc[4], const int8_t *x, int32_t in_row, int32_t x_col,
+                       const int32_t *w, int32_t offset2, int rows, int odd)
+{
+    int32_t t0 = acc[0], t1 = acc[1], b0 = acc[2], b1 = acc[3];
+    const int32_t r_begin = rows == DW_ROWS_NO_TOP ? 1 : 0;
+    const int32_t r_end = rows == DW_ROWS_NO_BOTTOM ? 3 : 4;
+    for (int32_t k = 0; k < 3; ++k, w += 3) {
+        for (int32_t r = r_begin; r < r_end; ++r) { /* x: row r_begin */
+            const int32_t v = load2(x + (r - r_begin) * in_row + k * x_col, offset2, odd);
+            if (r < 3) {
+                mac(&t0, &t1, v, w[r]);
+            }
+            if (r > 0) {
+                mac(&b0, &b1, v, w[r - 1]);
+            }
+        }
+    }
+    acc[0] = t0;
+    acc[1] = t1;
+    acc[2] = b0;
+    acc[3] = b1;
+}
+
+#endif
+
+/* One position of a row pair: bias, the 3x3 window pair at x with weights w, requantized into
+ * out[0], out[2] (top row) and out[out_row], out[out_row + 2] (bottom row). */
+DW_INLINE void pair3x3_px(const mcu_dw_pass_t *s, const int8_t *x, const int32_t *w, int8_t *out,
+                          int rows, int odd)
+{
+    const mcu_dw_lanes2_t *const l = s->l;
+    int32_t acc[4];
+    acc[0] = acc[2] = l->bias2[0];
+    acc[1] = acc[3] = l->bias2[1];
+    pair3x3(acc, x, s->in_row, s->x_col, w, s->offset2, rows, odd);
+    /* (locals: an int8_t store may alias anything, through l they would be read again after
+     * every store) */
+    const int32_t m0 = l->mult[0], m1 = l->mult[1], base0 = l->base[0], base1 = l->base[1];
+    const int32_t r0 = l->right[0], r1 = l->right[1];
+    int32_t v0 = requant2(acc[0], m0, base0, r0);
+    int32_t v1 = requant2(acc[1], m1, base1, r1);
+    int32_t v2 = requant2(acc[2], m0, base0, r0);
+    int32_t v3 = requant2(acc[3], m1, base1, r1);
+    if (!s->full) {
+        const int32_t lo = s->p->q.act_min;
+        const int32_t hi = s->p->q.act_max;
+        v0 = mcu_clamp_s32(v0, lo, hi);
+        v1 = mcu_clamp_s32(v1, lo, hi);
+        v2 = mcu_clamp_s32(v2, lo, hi);
+        v3 = mcu_clamp_s32(v3, lo, hi);
+    }
+    const int32_t out_row = s->out_row;
+    out[0] = (int8_t)v0;
+    out[2] = (int8_t)v1;
+    out[out_row] = (int8_t)v2;
+    out[out_row + 2] = (int8_t)v3;
+}
+
+/* One pass over output rows y, y + 1 of a 3x3 filter (stride_h == dilation_h == 1): input rows
+ * from x_rows (channel c; the first one read when rows == DW_ROWS_NO_TOP); out: row y at the
+ * pass's channel. Column by column segment (mcu_dw_pass_t.seg). */
+DW_INLINE void pair3x3_sweep(const mcu_dw_pass_t *s, const int8_t *x_rows, int8_t *out,
+                             int rows, int odd)
+{
+    const int32_t in_c = s->p->input.c;
+    const int32_t out_c = s->p->output.c;
+    const int32_t x_step = s->p->stride_w * in_c;
+    const mcu_dw_segment_t *const end = s->seg + s->segments;
+    for (const mcu_dw_segment_t *g = s->seg; g < end; ++g) {
+        const int8_t *x = x_rows + g->in_x * in_c;
+        const int32_t *const w = s->l->wcol[g->col];
+        int8_t *o = out + g->out_x * out_c;
+        for (int32_t n = g->count; n > 0; --n, x += x_step, o += out_c) {
+            pair3x3_px(s, x, w, o, rows, odd);
+        }
+    }
+}
+
+/* mcu_dw_pass_t.seg: the output columns in runs of equal weight shift. A window sticking out
+ * on the left or right (kx in [kx_begin, kx_end) inside the input) is shifted inward by `shift` tap
+ * columns, its weights by as many columns into wcol's zero columns: tap column k then meets
+ * weight column k + shift, zero outside 0..2. Returns 0 when the input is too narrow for that
+ * (no valid tap, or the shifted window leaves the input) or there are too many runs. */
+static int plan_segments(mcu_dw_pass_t *s)
+{
+    const mcu_depthwise_conv_params_t *const p = s->p;
+    s->segments = 0;
+    for (int32_t out_x = 0; out_x < p->output.w; ++out_x) {
+        int32_t in_x = out_x * p->stride_w - p->pad_left;
+        int32_t kx_begin, kx_end;
+        valid_taps(in_x, p->dilation_w, 3, p->input.w, &kx_begin, &kx_end);
+        if (kx_end <= kx_begin || (kx_begin > 0 && kx_end < 3)) {
+            return 0;
+        }
+        const int32_t shift = kx_begin > 0 ? kx_begin : kx_end - 3;
+        in_x += shift * p->dilation_w;
+        if (in_x < 0 || in_x + 2 * p->dilation_w >= p->input.w) {
+            return 0;
+        }
+        mcu_dw_segment_t *const last = s->segments > 0 ? &s->seg[s->segments - 1] : NULL;
+        if (last != NULL && last->col == 2 + shift && shift == 0) {
+            ++last->count; /* unshifted windows: consecutive, stride_w apart */
+            continue;
+        }
+        if (s->segments == DW_MAX_SEGMENTS) {
+            return 0;
+        }
+        mcu_dw_segment_t *const g = &s->seg[s->segments++];
+        g->out_x = out_x;
+        g->in_x = in_x;
+        g->col = 2 + shift;
+        g->count = 1;
+    }
+    return 1;
+}
+
+/* The sweeps with the pass fixed at compile time; kept out of line so that the lanes they read
+ * are written before they run. */
+DW_NOINLINE static void pair_even(const mcu_dw_pass_t *s, const int8_t *x, int8_t *out, int rows)
+{
+    pair3x3_sweep(s, x, out, rows, 0);
+}
+
+DW_NOINLINE static void pair_odd(const mcu_dw_pass_t *s, const int8_t *x, int8_t *out, int rows)
+{
+    pair3x3_sweep(s, x, out, rows, 1);
+}
+
+/* acc (mcu_dw_group4_t order) += the four channels of the input pixel at x times the weights w */
+DW_INLINE void mac4(int32_t *a0, int32_t *a1, int32_t *a2, int32_t *a3, const int8_t *x,
+                    const int32_t w[2], int32_t offset2)
+{
+    const uint32_t v = read_s8x4(x);
+    const int32_t even = __sxtab16(offset2, (int32_t)v);
+    const int32_t odd = sxtab16_ror8(offset2, v);
+    *a0 = __smlabb(even, w[0], *a0);
+    *a1 = __smlatt(even, w[0], *a1);
+    *a2 = __smlabb(odd, w[1], *a2);
+    *a3 = __smlatt(odd, w[1], *a3);
+}
+
+/* One output position, four channels: taps (j, i), j < rows, i < cols (cols == k_w known at
+ * compile time when it is 3), at x + j * x_row + i * x_col (input) and w[j * k_w + i]
+ * (weights); then requantized into out[0..3]. */
+DW_INLINE void row4_px(const mcu_dw_pass_t *s, const int8_t *x, const int32_t (*w)[2],
+                       int32_t rows, int32_t cols, int8_t *out)
+{
+    const mcu_dw_group4_t *const g = s->g;
+    const int32_t x_row = s->p->dilation_h * s->in_row;
+    const int32_t x_col = s->x_col;
+    const int32_t k_w = s->p->filter.w;
+    const int32_t offset2 = s->offset2;
+    int32_t a0 = g->bias2[0], a1 = g->bias2[1], a2 = g->bias2[2], a3 = g->bias2[3];
+    for (int32_t j = rows; j > 0; --j, x += x_row, w += k_w) {
+        if (cols == 3) {
+            mac4(&a0, &a1, &a2, &a3, x, w[0], offset2);
+            mac4(&a0, &a1, &a2, &a3, x + x_col, w[1], offset2);
+            mac4(&a0, &a1, &a2, &a3, x + 2 * x_col, w[2], offset2);
+            continue;
+        }
+        const int8_t *xp = x;
+        for (int32_t i = 0; i < cols; ++i, xp += x_col) {
+            mac4(&a0, &a1, &a2, &a3, xp, w[i], offset2);
+        }
+    }
+    a0 = requant2(a0, g->mult[0], g->base[0], g->right[0]);
+    a1 = requant2(a1, g->mult[1], g->base[1], g->right[1]);
+    a2 = requant2(a2, g->mult[2], g->base[2], g->right[2]);
+    a3 = requant2(a3, g->mult[3], g->base[3], g->right[3]);
+    if (!s->full) {
+        const int32_t lo = s->p->q.act_min;
+        const int32_t hi = s->p->q.act_max;
+        a0 = mcu_clamp_s32(a0, lo, hi);
+        a1 = mcu_clamp_s32(a1, lo, hi);
+        a2 = mcu_clamp_s32(a2, lo, hi);
+        a3 = mcu_clamp_s32(a3, lo, hi);
+    }
+    out[0] = (int8_t)a0;
+    out[2] = (int8_t)a1;
+    out[1] = (int8_t)a2;
+    out[3] = (int8_t)a3;
+}
+
+/* A position whose window sticks out on the left or right: its valid taps only. */
+DW_NOINLINE static void row4_border(const mcu_dw_pass_t *s, const int8_t *x_rows,
+                                    const int32_t (*w_rows)[2], int32_t rows, int32_t out_x,
+                                    int8_t *out)
+{
+    const mcu_depthwise_conv_params_t *const p = s->p;
+    const int32_t in_x = out_x * p->stride_w - p->pad_left;
+    int32_t kx_begin, kx_end;
+    valid_taps(in_x, p->dilation_w, p->filter.w, p->input.w, &kx_begin, &kx_end);
+    const int32_t cols = rows > 0 ? kx_end - kx_begin : 0;
+    const int8_t *const x = cols > 0 ? x_rows + (in_x + kx_begin * p->dilation_w) * p->input.c
+                                     : x_rows;
+    row4_px(s, x, w_rows + kx_begin, cols > 0 ? rows : 0, cols, out + out_x * p->output.c);
+}
+
+/* One output row y, four channels (s->g), any filter: the valid taps of each position. in: the
+ * batch's input at channel c; out: row y at channel c. */
+DW_NOINLINE static void row_sweep(const mcu_dw_pass_t *s, const int8_t *in, int8_t *out,
+                                  int32_t out_y)
+{
+    const mcu_depthwise_conv_params_t *const p = s->p;
+    const int32_t k_w = p->filter.w;
+    const int32_t in_y = out_y * p->stride_h - p->pad_top;
+    int32_t ky_begin, ky_end;
+    valid_taps(in_y, p->dilation_h, p->filter.h, p->input.h, &ky_begin, &ky_end);
+    const int32_t rows = ky_end - ky_begin;
+    /* (only offset by the valid rows when there is one) */
+    const int8_t *const x_rows = rows > 0 ? in + (in_y + ky_begin * p->dilation_h) * s->in_row
+                                          : in;
+    const int32_t(*const w_rows)[2] = s->g->w + ky_begin * k_w;
+    for (int32_t out_x = 0; out_x < s->x_begin; ++out_x) {
+        row4_border(s, x_rows, w_rows, rows, out_x, out);
+    }
+    const int32_t x_step = p->stride_w * p->input.c;
+    const int32_t out_c = p->output.c;
+    const int8_t *x = x_rows + (s->x_begin * p->stride_w - p->pad_left) * p->input.c;
+    int8_t *o = out + s->x_begin * out_c;
+    const int32_t n = s->x_end - s->x_begin;
+    if (rows == 0) {
+        for (int32_t i = 0; i < n; ++i, o += out_c) {
+            row4_px(s, x_rows, w_rows, 0, 0, o);
+        }
+    } else if (k_w == 3) {
+        for (int32_t i = 0; i < n; ++i, x += x_step, o += out_c) {
+            row4_px(s, x, w_rows, rows, 3, o);
+        }
+    } else {
+        for (int32_t i = 0; i < n; ++i, x += x_step, o += out_c) {
+            row4_px(s, x, w_rows, rows, k_w, o);
+        }
+    }
+    for (int32_t out_x = s->x_end; out_x < p->output.w; ++out_x) {
+        row4_border(s, x_rows, w_rows, rows, out_x, out);
+    }
+}
+
+static int32_t pack16(int32_t lo, int32_t hi)
+{
+    return (int32_t)(((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16));
+}
+
+/* The four channels from c: g (single rows) and, for 3x3 filters, l[0] (channels c, c + 2) and
+ * l[1] (c + 1, c + 3) (row pairs). */
+static void prepare_group(mcu_dw_group4_t *g, mcu_dw_lanes2_t l[2],
+                          const mcu_depthwise_conv_params_t *p, const int8_t *filter,
+                          const int32_t *bias, int32_t c)
+{
+    const int32_t taps = p->filter.h * p->filter.w;
+    for (int32_t t = 0; t < taps; ++t) {
+        const int8_t *const f = filter + t * p->output.c + c;
+        g->w[t][0] = pack16(2 * f[0], 2 * f[2]);
+        g->w[t][1] = pack16(2 * f[1], 2 * f[3]);
+    }
+    for (int32_t k = 0; k < 4; ++k) {
+        const int32_t ch = c + (k >> 1) + 2 * (k & 1);
+        g->bias2[k] = bias != NULL ? 2 * bias[ch] : 0;
+        g->mult[k] = p->multiplier[ch];
+        g->right[k] = -p->shift[ch];
+        g->base[k] = requant2_base(p->shift[ch], p->q.output_offset);
+    }
+    if (p->filter.h != 3 || p->filter.w != 3) {
+        return;
+    }
+    for (int32_t odd = 0; odd < 2; ++odd) {
+        mcu_dw_lanes2_t *const lp = &l[odd];
+        for (int32_t kx = -2; kx < 5; ++kx) {
+            for (int32_t ky = 0; ky < 3; ++ky) {
+                lp->wcol[2 + kx][ky] = kx >= 0 && kx < 3 ? g->w[ky * 3 + kx][odd] : 0;
+            }
+        }
+        for (int32_t lane = 0; lane < 2; ++lane) {
+            const int32_t k = 2 * odd + lane;
+            lp->bias2[lane] = g->bias2[k];
+            lp->mult[lane] = g->mult[k];
+            lp->base[lane] = g->base[k];
+            lp->right[lane] = g->right[k];
+        }
+    }
+}
+
+/* Channels 0 .. 4 * floor(C / 4) - 1 of every output. */
+void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
+                const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
+{
+    const int32_t in_h = p->input.h;
+    const int32_t in_w = p->input.w;
+    const int32_t out_h = p->output.h;
+    const int32_t out_w = p->output.w;
+    const int32_t out_c = p->output.c;
+    const int32_t in_batch = in_h * in_w * p->input.c;
+    const int32_t out_batch = out_h * out_w * out_c;
+    mcu_dw_lanes2_t *const l = scratch->l;
+    mcu_dw_group4_t *const g = &scratch->g;
+    mcu_dw_pass_t s;
+    s.p = p;
+    s.g = g;
+    s.seg = scratch->seg;
+    s.offset2 = pack16(p->q.input_offset, p->q.input_offset);
+    s.in_row = in_w * p->input.c;
+    s.x_col = p->dilation_w * p->input.c;
+    s.out_row = out_w * out_c;
+    s.full = p->q.act_min == MCU_INT8_MIN && p->q.act_max == MCU_INT8_MAX;
+    /* output columns whose window lies inside the input horizontally: in_x >= 0 and
+     * in_x + (KW - 1) * dilation_w < W_in, with in_x = out_x * stride_w - pad_left */
+    const int32_t span = (p->filter.w - 1) * p->dilation_w;
+    const int32_t last = in_w - 1 - span + p->pad_left;
+    s.x_begin = (p->pad_left + p->stride_w - 1) / p->stride_w;
+    s.x_end = last < 0 ? 0 : last / p->stride_w + 1;
+    if (s.x_end > out_w) {
+        s.x_end = out_w;
+    }
+    if (s.x_begin > out_w) { /* (a left padding wider than the output) */
+        s.x_begin = out_w;
+    }
+    if (s.x_end < s.x_begin) {
+        s.x_end = s.x_begin;
+    }
+    const int pairs = p->filter.h == 3 && p->filter.w == 3 && p->stride_h == 1 &&
+                      p->dilation_h == 1 && plan_segments(&s);
+    for (int32_t c = 0; c + 4 <= out_c; c += 4) {
+        prepare_group(g, l, p, filter, bias, c);
+        for (int32_t b = 0; b < p->input.n; ++b) {
+            const int8_t *const in = input + b * in_batch + c; /* 4-byte loads */
+            int8_t *const out = output + b * out_batch + c;
+            for (int32_t y = 0; y < out_h;) {
+                /* rows y, y + 1 (y = out_h - 2 for the last of an odd count, redoing row y):
+                 * input rows in_y .. in_y + 3, stride 1 */
+                const int32_t top = y + 1 < out_h ? y : y - 1;
+                const int32_t in_y = top - p->pad_top;
+                const int rows = in_y < 0 ? DW_ROWS_NO_TOP
+                                          : (in_y + 3 >= in_h ? DW_ROWS_NO_BOTTOM : DW_ROWS_ALL);
+                if (pairs && top >= 0 && in_y >= -1 && in_y + 3 <= in_h &&
+                    (in_h >= 3 || rows == DW_ROWS_ALL)) {
+                    const int8_t *const x_rows = in + (in_y + (in_y < 0)) * s.in_row;
+                    s.l = &l[0];
+                    pair_even(&s, x_rows, out + top * s.out_row, rows);
+                    s.l = &l[1];
+                    pair_odd(&s, x_rows, out + top * s.out_row + 1, rows);
+                    y = top + 2;
+                } else {
+                    row_sweep(&s, in, out + y * s.out_row, y);
+                    y += 1;
+                }
+            }
+        }
+    }
+}
+
+#endif

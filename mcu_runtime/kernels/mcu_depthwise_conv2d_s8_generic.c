@@ -1,0 +1,176 @@
+/*
+ * mcu_depthwise_conv2d_s8_generic.c - the generic path of mcu_depthwise_conv2d_s8, on every target
+ * (the host included): any filter, stride, dilation, padding, depth multiplier and
+ * requantization.
+ *
+ * Per output position the valid tap ranges [ky_begin, ky_end) x [kx_begin, kx_end) are computed
+ * once; the tap loops hold no bounds checks and no index arithmetic beyond two pointer steps.
+ * With depth_multiplier == 1 the channels are processed in blocks, channel-contiguous in NHWC
+ * input and filter alike: four per block in plain C; on DSP targets four from one 4-byte load of
+ * input and one of filter per tap (mcu_dw_taps4_dsp, _dsp.c); on MVE targets eight as int16
+ * lanes (mcu_dw_channel_blocks_mve, _mve.c). depth_multiplier > 1 (and the C_out % 4 tail
+ * channels) run one output channel at a time over the same hoisted tap ranges.
+ */
+#include <stdint.h>
+
+#include "mcu_depthwise_conv2d_s8_internal.h"
+
+/* sum over the taps of (x[c] + input_offset) * w[c] for one channel pair (x channel, w channel) */
+static int32_t taps1(const mcu_dw_taps_t *t, int32_t x_chan, int32_t w_chan, int32_t input_offset)
+{
+    int32_t acc = 0;
+    const int32_t x_col = t->x_col;
+    const int32_t w_col = t->w_col;
+    const int32_t cols = t->cols;
+    const int8_t *x_row = t->x + x_chan;
+    const int8_t *w_row = t->w + w_chan;
+    for (int32_t j = t->rows; j > 0; --j, x_row += t->x_row, w_row += t->w_row) {
+        const int8_t *xp = x_row;
+        const int8_t *wp = w_row;
+        for (int32_t i = cols; i > 0; --i) {
+            acc += ((int32_t)*xp + input_offset) * (int32_t)*wp;
+            xp += x_col;
+            wp += w_col;
+        }
+    }
+    return acc;
+}
+
+#if MCU_ISA_NATIVE == MCU_ISA_MVE
+
+#define channel_blocks mcu_dw_channel_blocks_mve /* eight channels per block (_mve.c) */
+
+#else
+
+#if MCU_ISA_NATIVE == MCU_ISA_DSP
+
+#define taps4 mcu_dw_taps4_dsp /* four channels per 4-byte load, SMLABB/SMLATT (_dsp.c) */
+
+#else
+
+/* acc[k] = sum over the taps of (x[c + k] + input_offset) * w[c + k], k = 0..3 */
+static void taps4(const mcu_dw_taps_t *t, int32_t c, int32_t input_offset, int32_t acc[4])
+{
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    const int32_t x_col = t->x_col;
+    const int32_t w_col = t->w_col;
+    const int32_t cols = t->cols;
+    const int8_t *x_row = t->x + c;
+    const int8_t *w_row = t->w + c;
+    for (int32_t j = t->rows; j > 0; --j, x_row += t->x_row, w_row += t->w_row) {
+        const int8_t *xp = x_row;
+        const int8_t *wp = w_row;
+        for (int32_t i = cols; i > 0; --i) {
+            a0 += ((int32_t)xp[0] + input_offset) * (int32_t)wp[0];
+            a1 += ((int32_t)xp[1] + input_offset) * (int32_t)wp[1];
+            a2 += ((int32_t)xp[2] + input_offset) * (int32_t)wp[2];
+            a3 += ((int32_t)xp[3] + input_offset) * (int32_t)wp[3];
+            xp += x_col;
+            wp += w_col;
+        }
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+#endif
+
+/* Channels c .. c + 3: taps4 + bias, requantized. */
+static void channels4(const mcu_dw_taps_t *t, int32_t c, const mcu_depthwise_conv_params_t *params,
+                      const int32_t *bias, int8_t *out_px)
+{
+    /* local copies: an int8_t store may alias anything, which would reload them per output */
+    const mcu_quant_io_t q = params->q;
+    const int32_t *const multiplier = params->multiplier + c;
+    const int32_t *const shift = params->shift + c;
+    int8_t *const out = out_px + c;
+    int32_t acc[4];
+    taps4(t, c, q.input_offset, acc);
+    for (int32_t k = 0; k < 4; ++k) {
+        const int32_t sum = acc[k] + (bias != NULL ? bias[c + k] : 0);
+        out[k] = output_stage(sum, multiplier[k], shift[k], &q);
+    }
+}
+
+/* depth_multiplier == 1: the channels in blocks of four. Returns the first channel left to the
+ * caller (C_out % 4 of them). */
+static int32_t channel_blocks(const mcu_dw_taps_t *t, const mcu_depthwise_conv_params_t *params,
+                              const int32_t *bias, int8_t *out_px)
+{
+    const int32_t channels = params->output.c;
+    int32_t c = 0;
+    for (; c + 4 <= channels; c += 4) {
+        channels4(t, c, params, bias, out_px);
+    }
+    return c;
+}
+
+#endif
+
+mcu_status_t mcu_dw_generic(const mcu_depthwise_conv_params_t *params, const int8_t *input,
+                            const int8_t *filter, const int32_t *bias, int8_t *output,
+                            int32_t first_oc)
+{
+    const int32_t batches = params->input.n;
+    const int32_t in_h = params->input.h;
+    const int32_t in_w = params->input.w;
+    const int32_t in_c = params->input.c;
+    const int32_t k_h = params->filter.h;
+    const int32_t k_w = params->filter.w;
+    const int32_t out_h = params->output.h;
+    const int32_t out_w = params->output.w;
+    const int32_t out_c = params->output.c;
+    const int32_t depth_multiplier = params->depth_multiplier;
+    const int32_t stride_h = params->stride_h;
+    const int32_t stride_w = params->stride_w;
+    const int32_t dilation_h = params->dilation_h;
+    const int32_t dilation_w = params->dilation_w;
+    const int32_t input_offset = params->q.input_offset;
+    const int32_t in_row = in_w * in_c; /* bytes of one input row */
+    for (int32_t b = 0; b < batches; ++b) {
+        const int8_t *const in_batch = input + b * in_h * in_row;
+        for (int32_t out_y = 0; out_y < out_h; ++out_y) {
+            const int32_t in_y_origin = out_y * stride_h - params->pad_top;
+            int32_t ky_begin, ky_end;
+            valid_taps(in_y_origin, dilation_h, k_h, in_h, &ky_begin, &ky_end);
+            for (int32_t out_x = 0; out_x < out_w; ++out_x) {
+                const int32_t in_x_origin = out_x * stride_w - params->pad_left;
+                int32_t kx_begin, kx_end;
+                valid_taps(in_x_origin, dilation_w, k_w, in_w, &kx_begin, &kx_end);
+                int8_t *const out_px = output + ((b * out_h + out_y) * out_w + out_x) * out_c;
+
+                /* acc[oc] = sum_{ky,kx} (in[b,iy,ix,ic] + input_offset) * w[0,ky,kx,oc] + bias[oc]
+                 * with ic = oc / depth_multiplier, iy = in_y_origin + ky * dilation_h,
+                 * ix = in_x_origin + kx * dilation_w, over the taps inside the input only:
+                 * ky in [ky_begin, ky_end), kx in [kx_begin, kx_end). */
+                mcu_dw_taps_t t;
+                t.rows = kx_end > kx_begin ? ky_end - ky_begin : 0;
+                t.cols = kx_end - kx_begin;
+                t.x_row = dilation_h * in_row;
+                t.x_col = dilation_w * in_c;
+                t.w_row = k_w * out_c;
+                t.w_col = out_c;
+                t.x = in_batch; /* only read when rows > 0 */
+                if (t.rows > 0) {
+                    t.x = in_batch + (in_y_origin + ky_begin * dilation_h) * in_row +
+                          (in_x_origin + kx_begin * dilation_w) * in_c;
+                }
+                t.w = filter + (ky_begin * k_w + kx_begin) * out_c;
+
+                int32_t oc = first_oc;
+                if (oc == 0 && depth_multiplier == 1) {
+                    oc = channel_blocks(&t, params, bias, out_px);
+                }
+                for (; oc < out_c; ++oc) {
+                    const int32_t acc = taps1(&t, oc / depth_multiplier, oc, input_offset) +
+                                        (bias != NULL ? bias[oc] : 0);
+                    out_px[oc] = output_stage(acc, params->multiplier[oc], params->shift[oc],
+                                              &params->q);
+                }
+            }
+        }
+    }
+    return MCU_OK;
+}

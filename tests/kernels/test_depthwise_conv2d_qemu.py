@@ -1,0 +1,219 @@
+"""mcu_depthwise_conv2d_s8 in QEMU on every core, at -O2 and at -O0: every path and every C
+fallback bit-exact with the golden model.
+
+One firmware per (core, optimization level) runs a table of cases chosen to reach each path of
+the dispatcher and each branch inside them: the DSP path's 3x3 row pairs (all rows, padding on top
+or bottom, odd heights, windows shifted inward at the borders; its inline assembly at -O2 and its
+C fallback at -O0), its single-row sweep (other filters, strides, dilations), its C_out % 4 tail;
+the MVE path's padded 3x3 windows, shifted borders (and too many of them), partial groups and
+clamping; the generic loops with their DSP/MVE channel blocks (out-of-range requantization), with
+depth multipliers > 1 and fewer than four channels; plus random geometries. Per case the firmware
+also reports the path the target takes (must equal the Python twin's path() for the core's ISA)
+and checks that one byte less scratch than mcu_depthwise_conv2d_s8_get_buffer_size() gives
+MCU_ERR_SCRATCH with the output untouched. The stack the cases used is reported by the harness.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from emitter.boards import load_board
+from emitter.kernels import mcu_depthwise_conv2d_s8 as twin
+from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
+from emitter.render import runtime_files
+from emitter.resources import data_dir
+from emitter.target import build_firmware, missing_tools, run_qemu
+from tests.kernels.test_depthwise_conv2d import Case, build
+
+KERNEL = "mcu_depthwise_conv2d_s8"
+CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
+PATH_NAMES = ("generic", "dsp", "mve")  # MCU_PATH_GENERIC, MCU_PATH_DSP, MCU_PATH_MVE
+MCU_ERR_SCRATCH = 2
+pytestmark = pytest.mark.qemu
+
+P1 = (1, 1, 1, 1)
+CASES = {
+    "3x3_pairs": Case(h=6, w=7, c_in=8, pads=P1),
+    "3x3_odd_rows_c12_no_bias": Case(h=5, w=5, c_in=12, pads=P1, bias=False),
+    "3x3_pad_bottom_only": Case(h=7, w=6, c_in=4, pads=(0, 2, 1, 1)),
+    "3x3_in_h2": Case(h=2, w=5, c_in=8, pads=P1),
+    "3x3_pad2_left": Case(h=6, w=6, c_in=4, pads=(1, 1, 2, 2)),
+    "3x3_stride2": Case(h=9, w=9, c_in=4, stride=(2, 2), pads=P1),
+    "3x3_stride_1x2": Case(h=7, w=9, c_in=8, stride=(1, 2), pads=P1),
+    "3x3_dilation2": Case(h=8, w=8, c_in=4, dilation=(2, 2), pads=(2, 2, 2, 2)),
+    "3x3_dilation5_10_borders": Case(h=11, w=11, c_in=8, dilation=(5, 5), pads=(5, 5, 5, 5)),
+    "3x3_narrow_act": Case(h=5, w=6, c_in=8, pads=P1, act=(-20, 40), zp_out=-3),
+    "3x3_batch2": Case(n=2, h=5, w=4, c_in=4, pads=(0, 0, 1, 0)),
+    "3x3_c3": Case(h=5, w=5, c_in=3, pads=P1),
+    "5x5_c6_tail": Case(h=7, w=6, c_in=6, kh=5, kw=5, pads=(2, 2, 2, 2)),
+    "1x1_c16": Case(h=4, w=4, c_in=16, kh=1, kw=1),
+    "10x4_taps40_generic": Case(h=12, w=9, c_in=4, kh=10, kw=4, pads=(4, 5, 1, 2)),
+    "wide_shifts_c8": Case(h=5, w=5, c_in=8, pads=P1, wide_shifts=True),
+    "dm2": Case(h=5, w=5, c_in=3, depth_multiplier=2, pads=P1),
+    "dm8_c1": Case(h=4, w=4, c_in=1, depth_multiplier=8, pads=P1),
+    "zp_extremes": Case(h=5, w=5, c_in=8, pads=P1, zp_in=-128, zp_out=127),
+}
+
+
+def random_cases(count: int, seed: int) -> dict[str, Case]:
+    rng = np.random.default_rng(seed)
+    out = {}
+    for k in range(count):
+        kh, kw = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+        out[f"random{k}"] = Case(
+            n=1, h=int(rng.integers(1, 9)), w=int(rng.integers(1, 9)),
+            c_in=int(rng.choice([1, 3, 4, 5, 8, 9, 16])), depth_multiplier=int(rng.choice([1, 1, 1, 2])),
+            kh=kh, kw=kw, stride=(int(rng.integers(1, 3)), int(rng.integers(1, 3))),
+            dilation=(int(rng.integers(1, 3)), int(rng.integers(1, 3))),
+            pads=tuple(int(v) for v in rng.integers(0, 3, 4)),  # type: ignore[arg-type]
+            zp_in=int(rng.integers(-128, 128)), zp_out=int(rng.integers(-128, 128)),
+            bias=bool(rng.integers(0, 2)))
+    return out
+
+
+ALL_CASES = CASES | random_cases(16, 2024)
+
+
+def c_array(ctype: str, name: str, values: Any) -> str:
+    vals = np.asarray(values).ravel()
+    body = ", ".join(str(int(v)) for v in vals) if vals.size else "0"
+    return f"static const {ctype} {name}[{max(vals.size, 1)}] = {{{body}}};\n"
+
+
+def c_params(name: str, p: DepthwiseConvParams) -> str:
+    def dims(d: Any) -> str:
+        return f"{{.n = {d.n}, .h = {d.h}, .w = {d.w}, .c = {d.c}}}"
+    q = p.q
+    return (f"static const mcu_depthwise_conv_params_t {name} = {{\n"
+            f"    .input = {dims(p.input)}, .filter = {dims(p.filter)}, .output = {dims(p.output)},\n"
+            f"    .depth_multiplier = {p.depth_multiplier}, .stride_h = {p.stride_h}, "
+            f".stride_w = {p.stride_w}, .dilation_h = {p.dilation_h}, .dilation_w = {p.dilation_w},\n"
+            f"    .pad_top = {p.pad_top}, .pad_left = {p.pad_left},\n"
+            f"    .q = {{.input_offset = {q.input_offset}, .output_offset = {q.output_offset}, "
+            f".act_min = {q.act_min}, .act_max = {q.act_max}}},\n"
+            f"    .multiplier = {name}_mult, .shift = {name}_shift}};\n")
+
+
+def net_c(built: list[tuple[str, DepthwiseConvParams, list[Any]]]) -> tuple[str, int]:
+    """The test net: per case [status, path, status with one byte too little scratch] then the
+    output. Returns (C text, output bytes)."""
+    decls, calls, off = [], [], 0
+    for k, (_, p, (x, w, b)) in enumerate(built):
+        n = f"c{k}"
+        decls += [c_array("int8_t", f"{n}_in", x), c_array("int8_t", f"{n}_w", w),
+                  c_array("int32_t", f"{n}_mult", p.multiplier), c_array("int32_t", f"{n}_shift", p.shift)]
+        if b is not None:
+            decls.append(c_array("int32_t", f"{n}_b", b))
+        decls.append(c_params(n, p))
+        bias = f"{n}_b" if b is not None else "NULL"
+        calls.append(f"    run_case(&{n}, {n}_in, {n}_w, {bias}, out + {off});\n")
+        off += 3 + p.output.n * p.output.h * p.output.w * p.output.c
+    text = f"""#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "mcu_nn.h"
+
+int net_run_multi(const int8_t *const *inputs, int8_t *const *outputs);
+
+/* scratch, as the arena would give it: aligned, with room for every path */
+static int32_t scratch[256];
+
+{"".join(decls)}
+static void run_case(const mcu_depthwise_conv_params_t *p, const int8_t *x, const int8_t *w,
+                     const int32_t *b, int8_t *out)
+{{
+    const int32_t need = mcu_depthwise_conv2d_s8_get_buffer_size(p, b, MCU_ISA_NATIVE);
+    const int32_t bytes = p->output.n * p->output.h * p->output.w * p->output.c;
+    out[1] = (int8_t)mcu_depthwise_conv2d_s8_path(p, b, MCU_ISA_NATIVE);
+    out[2] = 0;
+    if (need > 0) {{ /* one byte short: refused, the output untouched */
+        const mcu_context_t small = {{scratch, need - 1}};
+        memset(out + 3, 0x5A, (size_t)bytes);
+        out[2] = (int8_t)mcu_depthwise_conv2d_s8(&small, p, x, w, b, out + 3);
+        for (int32_t i = 0; i < bytes; ++i) {{
+            if (out[3 + i] != 0x5A) {{
+                out[2] = -1;
+            }}
+        }}
+    }}
+    const mcu_context_t ctx = {{scratch, (int32_t)sizeof scratch}};
+    out[0] = (int8_t)mcu_depthwise_conv2d_s8(need > 0 ? &ctx : NULL, p, x, w, b, out + 3);
+}}
+
+int net_run_multi(const int8_t *const *inputs, int8_t *const *outputs)
+{{
+    int8_t *const out = outputs[0];
+    (void)inputs;
+{"".join(calls)}    return 0;
+}}
+"""
+    return text, off
+
+
+def glue_h(out_bytes: int) -> str:
+    return ("#include <stdint.h>\n"
+            "int net_run_multi(const int8_t *const *inputs, int8_t *const *outputs);\n"
+            "#define GLUE_NUM_INPUTS 1\n#define GLUE_NUM_OUTPUTS 1\n"
+            f"#define GLUE_INPUT_BYTES 1\n#define GLUE_OUTPUT_BYTES {out_bytes}\n"
+            "static const unsigned long glue_input_sizes[1] = {1};\n"
+            f"static const unsigned long glue_output_sizes[1] = {{{out_bytes}}};\n"
+            "static int glue_run(const int8_t *const *inputs, int8_t *const *outputs)\n"
+            "{\n    return net_run_multi(inputs, outputs);\n}\n")
+
+
+@pytest.fixture(scope="module")
+def built() -> list[tuple[str, DepthwiseConvParams, list[Any]]]:
+    return [(name, *build(case, np.random.default_rng(sum(map(ord, name)))))
+            for name, case in ALL_CASES.items()]
+
+
+def test_cases_reach_every_path(built) -> None:
+    """The table is worth running: on each ISA every path is taken by some case."""
+    for isa, want in (("dsp", {"dsp", "generic"}), ("mve", {"mve", "generic"})):
+        assert {twin.path(p, b, isa) for _, p, (_, _, b) in built} == want
+
+
+@pytest.mark.parametrize("opt", ["-O2", "-O0"])
+@pytest.mark.parametrize("core", CORES)
+def test_every_path_bit_exact_in_qemu(core: str, opt: str, built, tmp_path: Path) -> None:
+    missing = missing_tools()
+    if missing:
+        pytest.skip("missing tools: " + "; ".join(missing))
+    board = load_board(core)
+    isa = "mve" if board.has_mve else ("dsp" if board.has_dsp else "c")
+    bundle, glue, run = tmp_path / "bundle", tmp_path / "glue", tmp_path / "run"
+    rt = data_dir("mcu_runtime")
+    for rel in runtime_files([KERNEL]):
+        (bundle / "mcu_runtime" / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(rt / rel, bundle / "mcu_runtime" / rel)
+    text, out_bytes = net_c(built)
+    (bundle / "net.c").write_text(text)
+    glue.mkdir()
+    (glue / "model_glue.h").write_text(glue_h(out_bytes))
+    run.mkdir()
+    (run / "input.bin").write_bytes(b"\0")
+    firmware = build_firmware(bundle, glue, board, tmp_path / "build", opt, werror=True,
+                              cflags=("-Wvla",))
+    result = run_qemu(firmware.elf, board, run, count_instructions=False)
+    got = np.frombuffer((run / "output.bin").read_bytes(), dtype=np.int8)
+    off = 0
+    for name, p, inputs in built:
+        o = p.output
+        size = o.n * o.h * o.w * o.c
+        status, path, short = (int(v) for v in got[off:off + 3])
+        want_path = twin.path(p, inputs[2], isa)
+        where = f"{name} on {core} {opt}"
+        assert status == 0, f"{where}: status {status}"
+        assert PATH_NAMES[path] == want_path, f"{where}: path {PATH_NAMES[path]}, twin says {want_path}"
+        assert short == (MCU_ERR_SCRATCH if twin.buffer_size(p, inputs[2], isa) else 0), \
+            f"{where}: one byte short of scratch gave {short}"
+        np.testing.assert_array_equal(got[off + 3:off + 3 + size].reshape(o.n, o.h, o.w, o.c),
+                                      mcu_depthwise_conv2d_s8(p, *inputs), err_msg=where)
+        off += 3 + size
+    assert off == got.size
+    print(f"{core} {opt}: stack {result.stack_bytes} bytes")
