@@ -30,7 +30,7 @@ def named(text: str, name: str) -> list[str]:
 def dims(shape: tuple[int, ...] | list[int], names: tuple[str, ...] = ()) -> str:
     """`[1,25,5,64]`, or with names `[C_out=64, KH=3, ...]` when there is one per axis."""
     if names and len(names) == len(shape):
-        return "[" + ", ".join(str(d) if n.isdigit() else f"{n}={d}" for n, d in zip(names, shape)) + "]"
+        return "[" + ", ".join(str(d) if n.isdigit() else f"{n}={d}" for n, d in zip(names, shape, strict=False)) + "]"
     return "[" + ",".join(str(int(d)) for d in shape) + "]"
 
 

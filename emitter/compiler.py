@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from emitter import frontend
 from emitter.backends.cmsis_version import CmsisVersion
+from emitter.boards import Board
 from emitter.errors import NodeUnsupported, UnsupportedError, UsageError
 from emitter.ir import Graph
 from emitter.lower import lower
@@ -75,7 +77,7 @@ def passes(io_nhwc: bool) -> list[Callable[[Graph], Graph]]:
     return [fuse_activations, lambda g: assign_layouts(g, io_nhwc)]
 
 
-def isa_of(board) -> str:
+def isa_of(board: Board | None) -> str:
     """The instruction set the portable kernels plan their paths and scratch for: the board's
     ("mve", "dsp" or "c"), or "any" without a board (a bundle for any core: the scratch of every
     path)."""
@@ -102,7 +104,7 @@ def prepare_all(g: Graph, isa: str = "any") -> tuple[Prepared, ...]:
 def compile_model(path: str | Path, name: str | None = None,
                   input_shapes: dict[str, tuple[int, ...]] | None = None,
                   io_nhwc: bool = False, alignment: int = 4, backend: str = "portable",
-                  board=None, cmsis_path: Path | None = None, guard: bool = False,
+                  board: Board | None = None, cmsis_path: Path | None = None, guard: bool = False,
                   cmsis_choice: str = "fastest", cmsis_sizes_for: str | None = None,
                   isa: str | None = None) -> Compiled:
     options = (("name", name), ("input_shapes", input_shapes), ("io_nhwc", io_nhwc), ("alignment", alignment),
@@ -143,12 +145,12 @@ def golden_tensors(c: Compiled, inputs: list[np.ndarray]) -> dict[str, np.ndarra
     if len(inputs) != len(g.inputs):
         raise UsageError(f"the model has {len(g.inputs)} inputs, {len(inputs)} given")
     env: dict[str, np.ndarray] = {}
-    for name, x in zip(g.inputs, inputs):
+    for name, x in zip(g.inputs, inputs, strict=False):
         x = np.asarray(x)
         if x.size != g.t(name).size:
             raise UsageError(f"input '{name}' needs {g.t(name).size} values, got {x.size}")
         env[name] = x.astype(np.int8).ravel()
-    for node, p in zip(g.nodes, c.prepared):
+    for node, p in zip(g.nodes, c.prepared, strict=False):
         env[node.outputs[0]] = np.asarray(p.golden(env)).astype(np.int8).ravel()
     return env
 

@@ -15,6 +15,9 @@ import jinja2
 import numpy as np
 
 from emitter import __version__
+from emitter.backends.cmsis_api import RETURNS_VOID, precheck
+from emitter.backends.cmsis_version import supported as cmsis_supported
+from emitter.cdoc import array_role, named, tensor_text
 from emitter.cfmt import (
     C_TYPES,
     c_array,
@@ -27,12 +30,9 @@ from emitter.cfmt import (
     upper_ident,
     wrap_comments,
 )
-from emitter.cdoc import array_role, named, tensor_text
 from emitter.compiler import Compiled
 from emitter.errors import UsageError
-from emitter.backends.cmsis_api import RETURNS_VOID, precheck
-from emitter.backends.cmsis_version import supported as cmsis_supported
-from emitter.ops.base import CArg, ConstArg, CRef, IntArg, NullArg, StructArg, TensorArg, TensorListArg
+from emitter.ops.base import CArg, ConstArg, CRef, IntArg, NullArg, Prepared, StructArg, TensorArg, TensorListArg
 from emitter.planner import scratch_of
 from emitter.resources import data_dir
 
@@ -119,7 +119,7 @@ class Layer:
     precheck: str | None = None  # C condition, checked in <prefix>_init(): more scratch than planned
 
 
-def ctx_size(p) -> int:
+def ctx_size(p: Prepared) -> int:
     """The size field of a CMSIS-NN call's context (0 for calls without one)."""
     ctx = p.operands.get("ctx")
     return int(ctx.fields["size"]) if isinstance(ctx, StructArg) and ctx.ctype == "cmsis_nn_context" else 0

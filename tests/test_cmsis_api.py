@@ -17,7 +17,7 @@ SIZER = Path(__file__).resolve().parent.parent / "mcu_runtime" / "tools" / "cmsi
 
 
 def conv_operands() -> dict:
-    dims = [StructArg("cmsis_nn_dims", f"{n}_dims", dict(zip("nhwc", v)))
+    dims = [StructArg("cmsis_nn_dims", f"{n}_dims", dict(zip("nhwc", v, strict=False)))
             for n, v in (("input", (1, 8, 9, 3)), ("filter", (4, 3, 2, 3)), ("output", (1, 6, 8, 4)))]
     params = {"input_offset": 5, "output_offset": -1, "stride": {"w": 2, "h": 1}, "padding": {"w": 0, "h": 1},
               "dilation": {"w": 1, "h": 3}, "activation": {"min": -128, "max": 127}}
@@ -26,7 +26,7 @@ def conv_operands() -> dict:
             "quant_params": StructArg("cmsis_nn_per_channel_quant_params", "quant",
                                       {"multiplier": CRef("null"), "shift": CRef("null")}),
             "input_dims": dims[0], "input_data": TensorArg("x"), "filter_dims": dims[1], "filter_data": TensorArg("w"),
-            "bias_dims": StructArg("cmsis_nn_dims", "bias_dims", dict(zip("nhwc", (1, 1, 1, 4)))),
+            "bias_dims": StructArg("cmsis_nn_dims", "bias_dims", dict(zip("nhwc", (1, 1, 1, 4), strict=False))),
             "bias_data": TensorArg("b"),
             "output_dims": dims[2], "output_data": TensorArg("y")}
 

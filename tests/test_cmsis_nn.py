@@ -564,7 +564,7 @@ def test_op_case_cmsis_bit_exact_in_qemu(label, core, op_models, cmsis_runs):
         assert lab not in run.result.failures, run.result.failures[lab]
     portable, cmsis = (run.result.outputs[run.index[lab]] for lab in (label, f"{label}@cmsis"))
     assert portable is not None and cmsis is not None
-    for j, (q, p, g) in enumerate(zip(cmsis, portable, m.golden)):
+    for j, (q, p, g) in enumerate(zip(cmsis, portable, m.golden, strict=False)):
         for what, want in (("the golden model", g), ("the portable backend", p)):
             why = differs(q, want)
             assert why is None, f"{label} cmsis-nn on {core}: output {j} differs from {what}: {why}"
@@ -639,7 +639,7 @@ def test_mve_pitfall_cases_bit_exact_on_m55(label, op_models, cmsis_runs):
     run = cmsis_runs("cortex-m55")
     got = run.result.outputs[run.index[f"{label}@cmsis"]]
     assert got is not None, run.result.failures.get(f"{label}@cmsis")
-    for q, g in zip(got, m.golden):
+    for q, g in zip(got, m.golden, strict=False):
         assert differs(q, g) is None, f"{label} on cortex-m55: {differs(q, g)}"
 
 

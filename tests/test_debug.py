@@ -43,7 +43,8 @@ def corrupt(src: Path, dst: Path, layer: int) -> tuple[int, int]:
     shutil.copytree(src, dst)
     weights = dst / "net_weights.c"
     text = weights.read_text()
-    pattern = re.compile(rf"(const int8_t net_l{layer}_filter\[\d+\] NET_WEIGHTS_ATTRIBUTES NET_ALIGNED = {{\s*)(-?\d+)")
+    pattern = re.compile(rf"(const int8_t net_l{layer}_filter\[\d+\] NET_WEIGHTS_ATTRIBUTES NET_ALIGNED"
+                         rf" = {{\s*)(-?\d+)")
     match = pattern.search(text)
     assert match is not None, f"no filter array for layer {layer}"
     old = int(match.group(2))

@@ -72,7 +72,7 @@ def mismatches(structs: dict[str, list[tuple[str, str]]], classes: dict[str, typ
         if [n for n, _ in py] != [n for n, _ in c]:
             out.append(f"{ctype}: C fields {[n for n, _ in c]} != {cls.__name__} fields {[n for n, _ in py]}")
             continue
-        for (name, hint), (_, decl) in zip(py, c):
+        for (name, hint), (_, decl) in zip(py, c, strict=False):
             if not compatible(hint, decl):
                 out.append(f"{ctype}.{name}: C type `{decl}` does not hold a Python {hint!r}")
             elif dataclasses.is_dataclass(hint) and getattr(hint, "CTYPE", None) not in classes:

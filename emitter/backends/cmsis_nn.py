@@ -27,6 +27,7 @@ from pathlib import Path
 from emitter.backends.cmsis_api import API, ScratchRequest, operands, sizer_query
 from emitter.backends.cmsis_version import CmsisVersion, detect
 from emitter.backends.kernel_choice import ours_is_faster
+from emitter.boards import Board
 from emitter.errors import ToolchainError
 from emitter.kernels import twin
 from emitter.ops.base import Call, CArg, CRef, Prepared, StructArg
@@ -52,7 +53,7 @@ def sources(path: Path) -> list[Path]:
     return [p for p in sorted((path / "Source").glob("*/*.c")) if not FLOAT_SOURCE.search(p.name)]
 
 
-def variant(board) -> str:
+def variant(board: Board) -> str:
     return "mve" if board.has_mve else ("dsp" if board.has_dsp else "c")
 
 
@@ -88,7 +89,7 @@ def ask_sizes(path: Path, queries: list[str]) -> list[int]:
 class Converter:
     """Dispatches a portable call to its twin's to_cmsis() and builds the CMSIS-NN call."""
 
-    def __init__(self, path: Path, board, sizes_for: str | None = None):
+    def __init__(self, path: Path, board: Board, sizes_for: str | None = None) -> None:
         self.path, self.var = path, variant(board)
         self.sizes_for = sizes_for or self.var  # the code path whose scratch sizes the queries ask
         self.refusal: str | None = None  # why the last convert() kept the portable kernel, if known
@@ -125,7 +126,7 @@ def with_scratch(p: Prepared, size: int) -> Prepared:
     return replace(p, operands={**p.operands, "ctx": StructArg("cmsis_nn_context", "ctx", fields)}, scratch=size)
 
 
-def convert_all(prepared: tuple[Prepared, ...], board, path: Path, choice: str = "fastest",
+def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice: str = "fastest",
                 sizes_for: str | None = None) -> tuple[tuple[Prepared, ...], list[tuple[int, str, str]]]:
     """Every call CMSIS-NN can take, with its scratch size.
 
@@ -147,7 +148,7 @@ def convert_all(prepared: tuple[Prepared, ...], board, path: Path, choice: str =
                 why[k] = conv.refusal
     sizes = iter(ask_sizes(path, [r.query for _, r in staged if r is not None]))
     out, portable = [], []
-    for k, (orig, (p, r)) in enumerate(zip(prepared, staged)):
+    for k, (orig, (p, r)) in enumerate(zip(prepared, staged, strict=False)):
         if r is not None:
             p = with_scratch(p, next(sizes))
         if p.kernel == orig.kernel and p.kernel:

@@ -112,7 +112,8 @@ def api_changes(include: Path) -> list[str]:
     for name in API_FUNCTIONS:
         found = [parameter_types(s.strip()) for s in statements if re.search(rf"(^|[ *]){name}\(", s)]
         if canonical(prototype(name)) not in found:
-            changes.append(f"{name}: expected `{prototype(name)}`, found " + (f"`{found[0]}`" if found else "no declaration"))
+            seen = f"`{found[0]}`" if found else "no declaration"
+            changes.append(f"{name}: expected `{prototype(name)}`, found {seen}")
     for name, want in API_TYPES.items():
         m = re.search(r"typedef (?:struct|enum)(?: \w+)?\{([^}]*)\}" + name + ";", texts["arm_nn_types.h"])
         if m is None or m.group(1) != canonical(want):

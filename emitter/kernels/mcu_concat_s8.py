@@ -26,7 +26,7 @@ def mcu_concat_s8(inputs: list[np.ndarray], chunk: list[int], outer: int) -> np.
     if not inputs or len(inputs) != len(chunk) or outer < 1 or min(chunk) < 1:
         raise ValueError(f"concat: {len(inputs)} inputs, chunks {list(chunk)}, outer {outer}")
     rows = []
-    for k, (x, c) in enumerate(zip(inputs, chunk)):
+    for k, (x, c) in enumerate(zip(inputs, chunk, strict=False)):
         if x.size != outer * c:
             raise ValueError(f"concat input {k}: expected {outer} x {c} elements, found {x.size}")
         rows.append(np.asarray(x).reshape(outer, c))
@@ -68,8 +68,9 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
     axis, inner, sizes, above = plan
     fn = f"arm_concatenation_s8_{axis}"
     calls = []
-    for name, size, offset in zip(names.names, sizes, accumulate([0, *sizes[:-1]])):
-        xyzw = dict(zip(("input_x", "input_y", "input_z", "input_w"), map(IntArg, (*inner, size, *above))))
+    for name, size, offset in zip(names.names, sizes, accumulate([0, *sizes[:-1]]), strict=False):
+        xyzw = dict(zip(("input_x", "input_y", "input_z", "input_w"), map(IntArg, (*inner, size, *above)),
+                        strict=True))
         total = {f"output_{axis}": IntArg(sum(sizes))} if axis != "w" else {}  # the output's size along the axis
         calls.append({"input": TensorArg(name), **xyzw, "output": y, **total, f"offset_{axis}": IntArg(offset)})
     then = tuple(Call(fn, tuple(operands(fn, c).values())) for c in calls[1:])

@@ -39,14 +39,15 @@ def mcu_pad_s8(p: PadParams, x: np.ndarray) -> np.ndarray:
         raise ValueError(f"pad: shape {shape} must be >= 1, pads {before} / {after} >= 0")
     if x.shape != shape:
         raise ValueError(f"pad input: expected shape {shape}, found {x.shape}")
-    return np.pad(x.astype(np.int8), list(zip(before, after)), mode="constant",
+    return np.pad(x.astype(np.int8), list(zip(before, after, strict=False)), mode="constant",
                   constant_values=p.pad_value)
 
 
-def pad_axes(shape: tuple[int, ...], before: tuple[int, ...], after: tuple[int, ...]) -> list[tuple[int, int, int]] | None:
+def pad_axes(shape: tuple[int, ...], before: tuple[int, ...],
+             after: tuple[int, ...]) -> list[tuple[int, int, int]] | None:
     """(size, before, after) per axis as at most 4 axes, or None: unit axes without padding are
     dropped, and while more than 4 remain, an unpadded axis folds into its outer neighbour."""
-    axes = [t for t in zip(shape, before, after) if t != (1, 0, 0)] or [(1, 0, 0)]
+    axes = [t for t in zip(shape, before, after, strict=False) if t != (1, 0, 0)] or [(1, 0, 0)]
     k = len(axes) - 1
     while len(axes) > 4 and k > 0:
         s, b, a = axes[k]
@@ -63,7 +64,7 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
     axes = pad_axes(c.in_shape[:c.rank], c.pad_before[:c.rank], c.pad_after[:c.rank])
     if axes is None:
         return None
-    size, before, after = zip(*axes)
+    size, before, after = zip(*axes, strict=False)
     return conv.call(p, "arm_pad_s8", {
         "input": p.operands["input"], "output": p.operands["output"], "pad_value": IntArg(c.pad_value),
         "input_size": StructArg("cmsis_nn_dims", "input_size", dims4(size)),

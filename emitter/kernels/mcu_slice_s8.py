@@ -48,5 +48,5 @@ def mcu_slice_s8(p: SliceParams, x: np.ndarray) -> np.ndarray:
     shape, begin, step, out = _check(p)
     if x.shape != shape:
         raise ValueError(f"slice input: expected shape {shape}, found {x.shape}")
-    index = [b + s * np.arange(n) for b, s, n in zip(begin, step, out)]
+    index = [b + s * np.arange(n) for b, s, n in zip(begin, step, out, strict=False)]
     return np.ascontiguousarray(x[np.ix_(*index)]).astype(np.int8)

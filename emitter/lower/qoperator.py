@@ -152,7 +152,7 @@ def float_op_shape(op_type: str, shapes: list[tuple[int, ...]], attrs: dict[str,
     try:
         node = helper.make_node(op_type, names, ["y"], **keep)
         graph = helper.make_graph([node], "shape", [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s))
-                                                    for n, s in zip(names, shapes)],
+                                                    for n, s in zip(names, shapes, strict=False)],
                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(opset, 13))])
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)

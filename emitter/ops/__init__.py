@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 OP_MODULES = ("conv", "fully_connected", "add", "mul", "minmax", "pool", "requantize", "lut", "softmax",
               "concat", "pad", "slice", "resize", "transpose", "reshape", "float_island")

@@ -11,8 +11,7 @@ from emitter.ir import Graph, Node
 from emitter.kernels.common import Bcast
 from emitter.kernels.mcu_add_s8 import AddParams, mcu_add_s8
 from emitter.ops import broadcast
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg, per_tensor
-from emitter.ops.base import LowerCtx, QNode
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
 from emitter.quant import quantize_multiplier
 
 ONNX_OPS = ("Add", "Sub")

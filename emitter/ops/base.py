@@ -8,9 +8,10 @@ An op module (emitter/ops/<op>.py) holds all knowledge of one IR op:
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import onnx

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.kernels.mcu_concat_s8 import mcu_concat_s8
-from emitter.ir import Graph, Layout, Node
-from emitter.layout import is_simple, physical_shape
-from emitter.ops.base import IntArg, LayoutPlan, Prepared, TensorArg, TensorListArg, ConstArg
 from emitter.errors import NodeUnsupported
-from emitter.ops.base import LowerCtx, QNode
+from emitter.ir import Graph, Layout, Node
+from emitter.kernels.mcu_concat_s8 import mcu_concat_s8
+from emitter.layout import is_simple, physical_shape
+from emitter.ops.base import ConstArg, IntArg, LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, TensorListArg
 
 ONNX_OPS = ("Concat",)
 IR_OPS = ("concat",)
@@ -36,7 +35,8 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         names.append(name)
     for n in names:
         shape = ctx.tensors[n].shape
-        if len(shape) != rank or any(d != o for k, (d, o) in enumerate(zip(shape, q.out_shape)) if k != axis):
+        if len(shape) != rank or any(d != o for k, (d, o) in enumerate(zip(shape, q.out_shape, strict=False))
+                                     if k != axis):
             raise NodeUnsupported(f"input '{n}' {list(shape)} does not concatenate into {list(q.out_shape)} "
                                   f"along axis {axis}")
     if sum(ctx.tensors[n].shape[axis] for n in names) != q.out_shape[axis]:

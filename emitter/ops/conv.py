@@ -7,7 +7,8 @@ Requantization per output channel: M[c] = s_in * s_w[c] / s_out (double), TFLite
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, cast
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -81,9 +82,10 @@ def check_accumulation(taps: int) -> None:
                               f"accumulator (at most {MAX_ACCUMULATION}); split the layer")
 
 
-def same_pads(in_sizes, kernel, strides, dilations, mode: str) -> list[int]:
+def same_pads(in_sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
+              mode: str) -> list[int]:
     begins, ends = [], []
-    for n, k, s, d in zip(in_sizes, kernel, strides, dilations):
+    for n, k, s, d in zip(in_sizes, kernel, strides, dilations, strict=False):
         out = math.ceil(n / s)
         total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
         small, big = total // 2, total - total // 2

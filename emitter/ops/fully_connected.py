@@ -31,7 +31,9 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         if a["transA"] or a["alpha"] != 1.0 or a["beta"] != 1.0:
             raise NodeUnsupported("only transA=0, alpha=1, beta=1 Gemm is supported")
         trans_b = bool(a["transB"])
-        b = q.bias if q.bias is not None else (q.inputs[2] if len(q.inputs) > 2 and q.inputs[2].data is not None else None)
+        b = q.bias
+        if b is None and len(q.inputs) > 2 and q.inputs[2].data is not None:
+            b = q.inputs[2]
     else:
         if q.attrs:
             raise NodeUnsupported(f"unknown attributes {sorted(q.attrs)}")

@@ -10,7 +10,8 @@ function of one int8 input is exactly one table, so these ops need no float at r
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -116,7 +116,8 @@ def prepare(node: Node, g: Graph) -> Prepared:
         def golden_rq(env: dict[str, np.ndarray]) -> np.ndarray:
             return mcu_avgpool_requant_s8(rp, env[x.name].reshape(in_shape)).ravel()
 
-        return Prepared("mcu_avgpool_requant_s8", rp, {"input": TensorArg(x.name), "output": TensorArg(y.name)}, golden_rq,
+        return Prepared("mcu_avgpool_requant_s8", rp, {"input": TensorArg(x.name), "output": TensorArg(y.name)},
+                        golden_rq,
                         macs=y.size * kh * kw, summary=f"mean {kh}x{kw} s{sh}x{sw} pad t{pt} l{pl}, requantized")
 
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:

@@ -17,15 +17,14 @@ import math
 
 import numpy as np
 
+from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
 from emitter.kernels.common import Dims
 from emitter.kernels.mcu_resize_bilinear_s8 import ONE, ResizeBilinearParams, mcu_resize_bilinear_s8
 from emitter.kernels.mcu_resize_nearest_s8 import ResizeNearestParams, mcu_resize_nearest_s8
-from emitter.ops.base import LayoutPlan, Prepared, TensorArg
+from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
 from emitter.ops.conv import dims4, feature_layout
 from emitter.ops.reshape import lower_view
-from emitter.errors import NodeUnsupported
-from emitter.ops.base import LowerCtx, QNode
 
 ONNX_OPS = ("Resize", "Upsample")
 IR_OPS = ("resize",)
@@ -38,7 +37,7 @@ LINEAR_COORD_MODES = ("half_pixel", "asymmetric", "align_corners", "pytorch_half
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
-def text(v) -> str:
+def text(v: object) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 

@@ -98,7 +98,7 @@ def slice_params(in_shape: Sequence[int], starts: Sequence[int], ends: Sequence[
         raise ValueError("slice: starts, ends, axes and steps must have the same length")
     begin, step, out = [0] * rank, [1] * rank, list(shape)
     seen = set()
-    for start, end, axis, st in zip(starts, ends, axes, steps):
+    for start, end, axis, st in zip(starts, ends, axes, steps, strict=False):
         axis = axis + rank if axis < 0 else axis
         if not 0 <= axis < rank or axis in seen:
             raise ValueError(f"slice: axis {axis} repeated or outside a rank-{rank} tensor")

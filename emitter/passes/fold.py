@@ -46,7 +46,7 @@ def fold_constants(m: OnnxModel, inits: dict[str, np.ndarray]) -> set[str]:
                 values = None  # not foldable here: lowered (or reported) like any other node
         if values is None:
             continue
-        for name, value in zip([o for o in node.output if o], values):
+        for name, value in zip([o for o in node.output if o], values, strict=False):
             inits[name] = value
             m.shapes.setdefault(name, tuple(value.shape))  # type: ignore[misc]
             m.dtypes.setdefault(name, value.dtype)  # type: ignore[misc]

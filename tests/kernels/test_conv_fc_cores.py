@@ -197,9 +197,9 @@ def test_every_path_bit_exact_on_every_core(core: str, opt: str, cases, tmp_path
                              [want.size, 5 * len(cases)], b"\0", tmp_path, opt)
     got = np.frombuffer(raw[:want.size], np.int8)
     names = [*CONVS, *FCS]
-    for k, (g, start) in enumerate(zip(golden, np.cumsum([0] + [g.size for g in golden]))):
+    for k, (g, start) in enumerate(zip(golden, np.cumsum([0] + [g.size for g in golden]), strict=False)):
         assert np.array_equal(got[start:start + g.size], g), f"{names[k]} differs from the golden on {core} {opt}"
     meta = raw[want.size:]
     got_meta = [(meta[5 * k], int.from_bytes(meta[5 * k + 1:5 * k + 5], "little", signed=True))
                 for k in range(len(cases))]
-    assert got_meta == metas, dict(zip(names, zip(got_meta, metas)))
+    assert got_meta == metas, dict(zip(names, zip(got_meta, metas, strict=False), strict=False))

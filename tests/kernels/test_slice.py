@@ -126,7 +126,7 @@ def test_split(axis: int, sizes: list[int]) -> None:
     x = np.random.default_rng(axis % 4).integers(-128, 128, shape, dtype=np.int8)
     parts = [check(p, x) for p in split_params(shape, axis, sizes)]
     expected = np.split(x, np.cumsum(sizes)[:-1], axis=axis)
-    for got, want in zip(parts, expected):
+    for got, want in zip(parts, expected, strict=False):
         np.testing.assert_array_equal(got, want)
 
 

@@ -86,6 +86,6 @@ def test_op_modules_do_not_import_lowering() -> None:
 
 def test_every_module_imports_in_a_fresh_interpreter() -> None:
     names = sorted(modules())
-    code = "import importlib\nfor n in %r:\n    importlib.import_module(n)\n" % names
+    code = f"import importlib\nfor n in {names!r}:\n    importlib.import_module(n)\n"
     run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]

@@ -13,7 +13,8 @@ from tests.passes.graphs import dq, init, load, model, q, scale_zp
 
 def test_unary_function_without_q_spans_its_256_values(tmp_path: Path) -> None:
     # DQ -> Sigmoid, no Q after: a LUT into the scale that spans sigmoid's outputs [0, 1)
-    nodes = [q("x", "x_s", "x_z", "xq"), dq("xq", "x_s", "x_z", "xf"), H.make_node("Sigmoid", ["xf"], ["y"], name="sig")]
+    nodes = [q("x", "x_s", "x_z", "xq"), dq("xq", "x_s", "x_z", "xf"),
+             H.make_node("Sigmoid", ["xf"], ["y"], name="sig")]
     g = lower(load(model(nodes, scale_zp("x", 0.05, 0), [("x", "float", [1, 8])], [("y", "float", [1, 8])]),
                    tmp_path))
     (lut,) = g.nodes
