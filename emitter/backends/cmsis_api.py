@@ -17,13 +17,24 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from emitter.ops.base import CArg, ConstArg, CRef, StructArg
+from emitter.ops.base import Call, CArg, ConstArg, CRef, Prepared, StructArg
 
 VARIANTS = ("", "_dsp", "_mve")  # size functions exist per code path: c, dsp, mve
+
+
+class Converter(Protocol):
+    """What a twin's to_cmsis(conv, p) uses of the backend (emitter/backends/cmsis_nn.Converter):
+    the board's code path, where to say why a call stays portable, and how to build a CMSIS-NN call.
+    A protocol, so that the twins depend on this table and not on the backend that imports them."""
+    var: str  # "c", "dsp" or "mve"
+    refusal: str | None
+
+    def call(self, p: Prepared, fn: str, values: dict[str, CArg], then: tuple[Call, ...] = (),
+             summary: str | None = None) -> tuple[Prepared, ScratchRequest | None]: ...
 
 
 @dataclass(frozen=True)

@@ -11,17 +11,14 @@ CMSIS-NN: arm_elementwise_add_s8, without broadcast or subtraction.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import ScratchRequest
+from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import Bcast, broadcast_operand, check_range
 from emitter.ops.base import IntArg, Prepared
 from emitter.quant import requantize
-
-if TYPE_CHECKING:
-    from emitter.backends.cmsis_nn import Converter
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,11 @@ CMSIS-NN: arm_avgpool_s8 (scratch sized by CMSIS-NN).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from emitter.backends.cmsis_api import ScratchRequest, dims, tile
+from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, tile
 from emitter.kernels.common import PoolParams, check_pool, check_shape, dims_shape, windows
 from emitter.ops.base import Prepared, StructArg
-
-if TYPE_CHECKING:
-    from emitter.backends.cmsis_nn import Converter
 
 
 def mcu_avgpool_s8(p: PoolParams, x: np.ndarray) -> np.ndarray:

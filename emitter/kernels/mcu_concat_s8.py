@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import math
 from itertools import accumulate
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from emitter.backends.cmsis_api import U16, ScratchRequest, operands
+from emitter.backends.cmsis_api import U16, Converter, ScratchRequest, operands
 from emitter.ops.base import Call, ConstArg, IntArg, Prepared, TensorArg, TensorListArg
-
-if TYPE_CHECKING:
-    from emitter.backends.cmsis_nn import Converter
 
 
 def mcu_concat_s8(inputs: list[np.ndarray], chunk: list[int], outer: int) -> np.ndarray:

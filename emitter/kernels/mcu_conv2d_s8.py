@@ -11,18 +11,15 @@ CMSIS-NN: arm_convolve_wrapper_s8 (scratch sized by CMSIS-NN itself).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import ScratchRequest, arr, dims, padded, tile
+from emitter.backends.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
 from emitter.backends.cmsis_quirks import mve_1xn_problem
 from emitter.kernels import c_defines
 from emitter.kernels.common import Dims, QuantIO, check_shape, dims_shape, output_stage, patches
 from emitter.ops.base import ConstArg, Prepared, StructArg
-
-if TYPE_CHECKING:
-    from emitter.backends.cmsis_nn import Converter
 
 
 @dataclass(frozen=True, eq=False)

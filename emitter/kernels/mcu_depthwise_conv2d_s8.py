@@ -12,19 +12,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import ScratchRequest, dims, padded, tile
+from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.kernels import c_defines
 from emitter.kernels.common import Dims, QuantIO, check_shape, dims_shape, output_stage, patches
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
 from emitter.ops.base import ConstArg, Prepared, StructArg
 from emitter.resources import data_dir
-
-if TYPE_CHECKING:
-    from emitter.backends.cmsis_nn import Converter
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,17 +9,14 @@ kernel sums bias[n] + input_offset * sum_k w[n,k], computed at build time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import ScratchRequest, arr
+from emitter.backends.cmsis_api import Converter, ScratchRequest, arr
 from emitter.kernels.common import QuantIO, check_shape, output_stage
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
 from emitter.ops.base import CArg, ConstArg, NullArg, Prepared, StructArg
-
-if TYPE_CHECKING:
-    from emitter.backends.cmsis_nn import Converter
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,17 +7,12 @@ CMSIS-NN: arm_max_pool_s8.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from emitter.backends.cmsis_api import ScratchRequest
+from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import PoolParams, check_pool, check_shape, dims_shape, windows
 from emitter.kernels.mcu_avgpool_s8 import pool_call
 from emitter.ops.base import Prepared
-
-if TYPE_CHECKING:
-    from emitter.backends.cmsis_nn import Converter
 
 
 def mcu_maxpool_s8(p: PoolParams, x: np.ndarray) -> np.ndarray:

@@ -6,16 +6,13 @@ CMSIS-NN: arm_pad_s8, rank <= 4 after squeezing (pad_axes).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import ScratchRequest, dims4
+from emitter.backends.cmsis_api import Converter, ScratchRequest, dims4
 from emitter.kernels.common import MAX_RANK, check_range
 from emitter.ops.base import IntArg, Prepared, StructArg
-
-if TYPE_CHECKING:
-    from emitter.backends.cmsis_nn import Converter
 
 
 @dataclass(frozen=True)

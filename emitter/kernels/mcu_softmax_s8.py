@@ -15,11 +15,11 @@ The params are TFLite Micro's Prepare (ops/softmax.py). CMSIS-NN: arm_softmax_s8
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import ScratchRequest
+from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import check_range
 from emitter.ops.base import IntArg, Prepared
 from emitter.quant import (
@@ -30,9 +30,6 @@ from emitter.quant import (
     srdhm,
     wrap_int32,
 )
-
-if TYPE_CHECKING:
-    from emitter.backends.cmsis_nn import Converter
 
 
 @dataclass(frozen=True)

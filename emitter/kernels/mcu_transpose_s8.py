@@ -6,17 +6,14 @@ CMSIS-NN: arm_transpose_s8, rank <= 4 after squeezing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import U16, ScratchRequest, arr, dims4
+from emitter.backends.cmsis_api import U16, Converter, ScratchRequest, arr, dims4
 from emitter.kernels.common import MAX_RANK, check_range
 from emitter.layout import squeeze_transpose
 from emitter.ops.base import ConstArg, Prepared, StructArg
-
-if TYPE_CHECKING:
-    from emitter.backends.cmsis_nn import Converter
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,10 @@
  * Every kernel follows the TFLite int8 quantization spec bit-exactly (see mcu_math.h for the
  * requantization primitives and sign conventions). Activations are int8, layout NHWC for 4-D
  * feature maps. No kernel allocates, prints or uses floating point. Each kernel lives in its own
- * file mcu_runtime/kernels/<function>.c. The Python mirror of every struct is in
- * emitter/kernel_params.py (same field names, same order) and must be kept in step.
+ * file mcu_runtime/kernels/<function>.c (a kernel with several paths: <function>.c dispatches to
+ * <function>_generic.c, _dsp.c, _mve.c). The Python mirror of every struct is the params dataclass
+ * in the kernel's twin, emitter/kernels/<function>.py (same field names, same order; checked by
+ * tests/test_kernel_structs.py).
  */
 #ifndef MCU_NN_H
 #define MCU_NN_H
@@ -382,7 +384,7 @@ typedef struct {
 /**
  * @brief int8 nearest-neighbour resize, NHWC: out[n,y,x,c] = in[n, y_index[y], x_index[x], c].
  * Every ONNX coordinate_transformation_mode / nearest_mode is folded into the index tables
- * (emitter/golden/resize.py nearest_indices). An index out of range is MCU_ERR_ARG. Not in place.
+ * (emitter/ops/resize.py nearest_indices). An index out of range is MCU_ERR_ARG. Not in place.
  * No scratch.
  */
 mcu_status_t mcu_resize_nearest_s8(const mcu_resize_params_t *params, const int8_t *input,
@@ -402,7 +404,7 @@ typedef struct {
 
 /**
  * @brief int8 bilinear resize, NHWC, TFLite ResizeBilinearInteger arithmetic on raw int8 values
- * with per-row/column tables (emitter/golden/resize.py bilinear_tables):
+ * with per-row/column tables (emitter/ops/resize.py bilinear_tables):
  *   fy = y_frac[y], fx = x_frac[x], a = in[n, y_lo[y], x_lo[x], c], b = in[n, y_lo[y], x_hi[x], c],
  *   d = in[n, y_hi[y], x_lo[x], c], e = in[n, y_hi[y], x_hi[x], c],
  *   acc = a*(1024-fy)*(1024-fx) + b*(1024-fy)*fx + d*fy*(1024-fx) + e*fy*fx     (|acc| <= 2^27)
@@ -449,8 +451,8 @@ mcu_status_t mcu_minmax_s8(const mcu_minmax_params_t *params, const int8_t *inpu
 /*
  * Ops that onnxruntime leaves in float between DequantizeLinear and QuantizeLinear (Div of two
  * activations, LayerNormalization) run as int8-in / float-compute / int8-out kernels: the only
- * kernels that use floating point. Their numpy goldens (emitter/golden/eltwise_f32.py,
- * layernorm_f32.py) are bit-exact because the kernels use only correctly rounded IEEE-754 binary32
+ * kernels that use floating point. Their numpy goldens (emitter/kernels/mcu_eltwise_f32_s8.py,
+ * mcu_layernorm_f32_s8.py) are bit-exact because the kernels use only correctly rounded IEEE-754 binary32
  * operations (+ - * / and sqrtf) in the fixed order documented on each prototype.
  * Assumptions: FLT_EVAL_METHOD == 0 (no excess precision: true for SSE2 hosts, Cortex-M FPUs and
  * soft-float), round-to-nearest-even, no flush-to-zero (the Cortex-M FPSCR reset default), and NO

@@ -10,7 +10,7 @@
  *   q = NaN ? 0 : round_half_away(clamp(v, -256, 256))
  *   out = clamp(q + output_zero_point, act_min, act_max)
  * Only correctly rounded float32 operations, each in its own statement, in this order: bit-exact
- * with emitter/golden/eltwise_f32.py provided the compiler does not contract a * b + c into an FMA:
+ * with emitter/kernels/mcu_eltwise_f32_s8.py provided the compiler does not contract a * b + c into an FMA:
  * gcc -std=c99 (-ffp-contract=off), never -ffp-contract=fast (gcc's -std=gnu* default) or
  * -ffast-math. See mcu_nn.h.
  */

@@ -14,7 +14,7 @@
  *   out_i = clamp(q + output_zero_point, act_min, act_max)
  * x_i and d_i are recomputed in each pass (no scratch); every pass reads q_i before the last one
  * writes out_i at the same index, so input == output is fine. Only correctly rounded float32
- * operations (+ - * / sqrtf): bit-exact with emitter/golden/layernorm_f32.py provided the compiler
+ * operations (+ - * / sqrtf): bit-exact with emitter/kernels/mcu_layernorm_f32_s8.py provided the compiler
  * does not contract a * b + c into an FMA: gcc -std=c99 (-ffp-contract=off), never
  * -ffp-contract=fast (gcc's -std=gnu* default) or -ffast-math. See mcu_nn.h.
  */
