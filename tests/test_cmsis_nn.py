@@ -537,7 +537,9 @@ def cmsis_runs(op_models, tmp_path_factory):
                 except Exception as exc:  # reported by that case's test
                     compiled[label] = exc
                     continue
-                merged += [MergedCase(label, m.portable, m.sample), MergedCase(f"{label}@cmsis", c, m.sample)]
+                portable = compile_model(m.portable.model.path,  # for the core: scratch fits its paths
+                                         **(dict(m.portable.options) | {"board": load_board(core)}))
+                merged += [MergedCase(label, portable, m.sample), MergedCase(f"{label}@cmsis", c, m.sample)]
             result = run_merged(merged, load_board(core), tmp_path_factory.mktemp(f"cmsis_{core}"),
                                 cmsis_nn=CMSIS, werror=True)
             cache[core] = CoreRun(compiled, result, {mc.label: i for i, mc in enumerate(merged)})
