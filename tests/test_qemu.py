@@ -20,7 +20,7 @@ import pytest
 
 from emitter.boards import load_board
 from emitter.bundle import write_bundle
-from emitter.compiler import compile_model, golden_run
+from emitter.compiler import Compiled, compile_model, golden_run
 from emitter.harness import pack, unpack
 from emitter.render import render_bundle
 from emitter.target.firmware import Firmware, build_firmware
@@ -55,6 +55,7 @@ class ModelRuns:
         self.root = root
         self.models: dict[str, dict] = {}
         self.firmware: dict[tuple[str, str], Firmware] = {}
+        self.compiled: dict[tuple[str, str], Compiled] = {}  # per (model, core): planned for the core
 
     def model(self, name: str) -> dict:
         if name not in self.models:
@@ -74,6 +75,7 @@ class ModelRuns:
             m, board = self.model(name), load_board(core)
             bundle = m["work"] / core / "bundle"
             c = compile_model(shared_model(name), name="net", board=board)  # scratch for its paths
+            self.compiled[name, core] = c
             write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle)
             self.firmware[name, core] = build_firmware(bundle, m["glue"], board, m["work"] / core / "fw")
         return self.firmware[name, core]
@@ -141,8 +143,7 @@ def test_model_firmware_sizes_match_size_tool(name, core, model_runs):
     assert fw.rodata == b_text + b_data - sysv[".text"] - sysv[".data"]
     assert fw.ram == fw.data + fw.bss
     assert 0 < fw.model_flash <= fw.flash and 0 < fw.model_ram <= fw.ram
-    c = model_runs.model(name)["c"]
-    assert fw.model_bss >= c.plan.arena_size  # the arena is the bundle's .bss
+    assert fw.model_bss >= model_runs.compiled[name, core].plan.arena_size  # the arena is the bundle's .bss
 
 
 # ---- b. op cases, one merged firmware per core -----------------------------------------------
