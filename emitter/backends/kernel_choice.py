@@ -23,11 +23,6 @@ DSP_CONV_1X1_MIN_OUT = 8  # CMSIS-NN's 1x1 fast kernel beat ours at 16 -> 4 chan
 MVE_FC_MIN_INPUTS = 128  # 1.19-1.82x fewer instructions at 128..4000 inputs, a tie at 64
 
 
-def requant_fast(c: Any, bias: np.ndarray | None) -> bool:
-    """requant2_ok() for every output channel: shift in [-20, -1], multiplier >= 0, |bias| < 2^29."""
-    return conv_twin.requant2_ok(c, bias)
-
-
 def cmsis_1x1_fast(c: Any) -> bool:
     """The convolution arm_convolve_wrapper_s8 hands to arm_convolve_1x1_s8_fast."""
     return (c.filter.h == c.filter.w == 1 and c.stride_h == c.stride_w == 1 and c.pad_top == c.pad_left == 0

@@ -18,7 +18,7 @@ import numpy as np
 from emitter.backends.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
 from emitter.backends.cmsis_quirks import mve_1xn_problem
 from emitter.kernels import c_defines
-from emitter.kernels.common import Dims, QuantIO, check_shape, dims_shape, output_stage, patches
+from emitter.kernels.common import Dims, QuantIO, check_shape, dims_shape, output_stage, patches, requant2_ok
 from emitter.ops.base import ConstArg, Prepared, StructArg
 
 
@@ -98,14 +98,6 @@ DSP_PATCH = _C["MCU_CONV_DSP_PATCH"]
 MVE_K = _C["MCU_CONV_MVE_K"]
 MVE_OC_BLOCK = _C["MCU_CONV_MVE_OC_BLOCK"]
 FAST_MAX_K = _C["MCU_CONV_FAST_MAX_K"]
-
-
-def requant2_ok(p: Any, bias: np.ndarray | None) -> bool:
-    """requant2_ok() (mcu_kernel_util.h) for every output channel: shift in [-20, -1],
-    multiplier >= 0, |bias| < 2^29."""
-    m, s = np.asarray(p.multiplier, np.int64), np.asarray(p.shift, np.int64)
-    b = np.zeros(1, np.int64) if bias is None else np.asarray(bias, np.int64)
-    return bool(np.all((s >= -20) & (s <= -1) & (m >= 0)) and np.all(np.abs(b) < 1 << 29))
 
 
 def dsp_positions(p: Any, bias: np.ndarray | None) -> int:

@@ -9,19 +9,16 @@ CMSIS-NN: arm_depthwise_conv_wrapper_s8.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from functools import cache
 from typing import ClassVar
 
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.kernels import c_defines
-from emitter.kernels.common import Dims, QuantIO, check_shape, dims_shape, output_stage, patches
+from emitter.kernels.common import Dims, QuantIO, check_shape, dims_shape, output_stage, patches, requant2_ok
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
 from emitter.ops.base import ConstArg, Prepared, StructArg
-from emitter.resources import data_dir
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,32 +88,6 @@ DW_MVE_MAX_TAPS = _C["DW_MVE_MAX_TAPS"]
 DSP_SCRATCH_BYTES = _C["MCU_DW_DSP_SCRATCH_BYTES"]
 MVE_SCRATCH_BYTES = _C["MCU_DW_MVE_SCRATCH_BYTES"]
 
-# requant2_ok()'s body, whitespace collapsed; its numbers are captured
-_REQUANT2_OK = re.compile(
-    r"static inline int requant2_ok\(int32_t multiplier, int32_t shift, int32_t bias\) \{ "
-    r"return shift >= (-\d+) && shift <= (-\d+) && multiplier >= 0 && "
-    r"bias > -\(1 << (\d+)\) && bias < \(1 << (\d+)\); \}")
-
-
-@cache
-def requant2_range() -> tuple[int, int, int]:
-    """(lowest shift, highest shift, bias bits) of requant2_ok() in mcu_kernel_util.h: shift in
-    [lowest, highest], multiplier >= 0, |bias| < 2^bits."""
-    text = " ".join((data_dir("mcu_runtime") / "include" / "mcu_kernel_util.h").read_text().split())
-    m = _REQUANT2_OK.search(text)
-    if m is None or m[3] != m[4]:
-        raise RuntimeError("requant2_ok() in mcu_runtime/include/mcu_kernel_util.h no longer has "
-                           "the form emitter/kernels/mcu_depthwise_conv2d_s8.py reads: update both")
-    return int(m[1]), int(m[2]), int(m[3])
-
-
-def requant_fast(p: DepthwiseConvParams, bias: np.ndarray | None) -> bool:
-    """requant2_ok() for every output channel (the kernel's requant_fast())."""
-    lo, hi, bits = requant2_range()
-    m, s = np.asarray(p.multiplier, np.int64), np.asarray(p.shift, np.int64)
-    b = np.zeros(1, np.int64) if bias is None else np.asarray(bias, np.int64)
-    return bool(np.all((s >= lo) & (s <= hi) & (m >= 0)) and np.all(np.abs(b) < 1 << bits))
-
 
 def path(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> str:
     """The path the C dispatcher takes on `isa` ("c", "dsp", "mve"): "mve" / "dsp" (the fast
@@ -124,7 +95,7 @@ def path(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> str:
     on DSP at least four channels) or "generic"."""
     max_taps = DW_MVE_MAX_TAPS if isa == "mve" else DW_DSP_MAX_TAPS
     if (isa not in ("dsp", "mve") or p.depth_multiplier != 1 or (isa == "dsp" and p.output.c < 4)
-            or p.filter.h * p.filter.w > max_taps or not requant_fast(p, bias)):
+            or p.filter.h * p.filter.w > max_taps or not requant2_ok(p, bias)):
         return "generic"
     return isa
 
