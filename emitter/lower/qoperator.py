@@ -21,6 +21,7 @@ from emitter.ir import QuantParams
 from emitter.lower.qparams import onnx_attrs, to_int8
 from emitter.lower.state import LowerState
 from emitter.ops.base import QIn
+from emitter.passes.fold import record_inferred
 
 # QOperator input positions: (activation inputs as (data, scale, zp)), (output scale, zp), const inputs
 QOP_SIGNATURES: dict[str, dict[str, Any]] = {
@@ -128,17 +129,7 @@ def complete_qop_shapes(m: OnnxModel, rounds: int = 8) -> None:
         model = onnx.ModelProto()
         model.CopyFrom(m.model)
         model.graph.value_info.extend(added)
-        try:
-            model = onnx.shape_inference.infer_shapes(model, data_prop=True)
-        except Exception:
-            return
-        for vi in list(model.graph.value_info) + list(model.graph.output):
-            tt = vi.type.tensor_type
-            dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
-            if tt.HasField("shape") and all(d is not None and d >= 0 for d in dims):
-                m.shapes.setdefault(vi.name, tuple(int(d or 0) for d in dims))  # type: ignore[misc]
-            if tt.elem_type:
-                m.dtypes.setdefault(vi.name, onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
+        record_inferred(m, model, dtypes=True)
 
 
 def float_op_shape(op_type: str, shapes: list[tuple[int, ...]], attrs: dict[str, Any],

@@ -71,6 +71,13 @@ def infer_with_constants(m: OnnxModel, inits: dict[str, np.ndarray], folded: set
     for name, value in inits.items():
         if name not in known and name not in produced:
             model.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+    record_inferred(m, model)
+
+
+def record_inferred(m: OnnxModel, model: onnx.ModelProto, dtypes: bool = False) -> None:
+    """Run onnx shape inference (with data propagation) on `model` and record every static shape it
+    finds, and with `dtypes` every element type, that `m` does not know yet. A model onnx cannot
+    infer leaves `m` as it was."""
     try:
         model = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except Exception:
@@ -80,6 +87,8 @@ def infer_with_constants(m: OnnxModel, inits: dict[str, np.ndarray], folded: set
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
         if tt.HasField("shape") and all(d is not None and d >= 0 for d in dims):
             m.shapes.setdefault(vi.name, tuple(int(d or 0) for d in dims))  # type: ignore[misc]
+        if dtypes and tt.elem_type:
+            m.dtypes.setdefault(vi.name, onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
 
 
 def constant_value(node: onnx.NodeProto) -> np.ndarray | None:
