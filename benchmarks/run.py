@@ -43,8 +43,8 @@ from emitter.harness import pack, unpack, write_glue  # noqa: E402
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS  # noqa: E402
 
 CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
-# MLPerf Tiny benchmark -> shared model (VWW is not among the shared models)
-MLPERF = {"kws": "mlperf_kws_dscnn", "vww": None, "ic": "mlperf_ic_resnet8",
+# MLPerf Tiny benchmark -> shared model
+MLPERF = {"kws": "mlperf_kws_dscnn", "vww": "mlperf_vww_mobilenetv1", "ic": "mlperf_ic_resnet8",
           "ad": "mlperf_ad_fc_autoencoder"}
 
 
@@ -59,7 +59,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--cores", default=",".join(CORES),
                    help=f"comma-separated generic cores (default: {','.join(CORES)})")
     p.add_argument("--models", default=",".join(MODEL_NAMES),
-                   help="comma-separated model names under --models-dir (default: all five shared "
+                   help="comma-separated model names under --models-dir (default: all six shared "
                         "models)")
     p.add_argument("--models-dir", type=Path, default=SHARED_MODELS,
                    help="folder holding NAME/NAME.onnx, NAME_info.json, NAME_ref.npz "
@@ -273,8 +273,7 @@ def write_docs(out: Path, meta: dict, rows: list[dict], peers: dict) -> None:
         "",
         "Peers' figures are the buffers their generated code declares for the same reference models "
         "(`../shared/models/peer_figures.json`, from the MLPerf Tiny results repositories; whether "
-        "they include the network input/output or kernel scratch was not checked). VWW is not among "
-        "the shared models, so mcugen has no figure for it. *mcugen arena + graph input/output* is "
+        "they include the network input/output or kernel scratch was not checked). *mcugen arena + graph input/output* is "
         "the activation RAM when the caller keeps separate input and output buffers; TFLM (and "
         "possibly the peers) place those in the arena, where they can share bytes with "
         "intermediate tensors (AD: input and output are 640 B each but never live at the same time, "

@@ -15,7 +15,7 @@ from emitter.resources import data_dir
 REPO = Path(__file__).resolve().parents[2]
 SHARED_MODELS = REPO.parent / "shared" / "models"
 MODEL_NAMES = ("mlperf_kws_dscnn", "mlperf_ic_resnet8", "mlperf_ad_fc_autoencoder",
-               "tflm_hello_world", "tflm_micro_speech")
+               "tflm_hello_world", "tflm_micro_speech", "mlperf_vww_mobilenetv1")
 STRICT = ("-std=c99", "-Wall", "-Wextra", "-Wshadow", "-Wconversion", "-Wstrict-prototypes",
           "-Wmissing-prototypes", "-Wvla", "-Werror")
 CM7_FLAGS = "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16"
