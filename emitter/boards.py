@@ -57,6 +57,11 @@ class Board:
     data_length: int
 
     @property
+    def isa(self) -> str:
+        """The code path the kernels (mcugen's and CMSIS-NN's) take on this core: "mve", "dsp" or "c"."""
+        return "mve" if self.has_mve else ("dsp" if self.has_dsp else "c")
+
+    @property
     def is_generic(self) -> bool:
         """True for a generic core (cortex-m4), False for a named board (nucleo-l4r5zi)."""
         return self.name == self.core

@@ -81,9 +81,7 @@ def isa_of(board: Board | None) -> str:
     """The instruction set the portable kernels plan their paths and scratch for: the board's
     ("mve", "dsp" or "c"), or "any" without a board (a bundle for any core: the scratch of every
     path)."""
-    if board is None:
-        return "any"
-    return "mve" if board.has_mve else ("dsp" if board.has_dsp else "c")
+    return "any" if board is None else board.isa
 
 
 def prepare_all(g: Graph, isa: str = "any") -> tuple[Prepared, ...]:

@@ -53,10 +53,6 @@ def sources(path: Path) -> list[Path]:
     return [p for p in sorted((path / "Source").glob("*/*.c")) if not FLOAT_SOURCE.search(p.name)]
 
 
-def variant(board: Board) -> str:
-    return "mve" if board.has_mve else ("dsp" if board.has_dsp else "c")
-
-
 @lru_cache(maxsize=4)
 def sizer(path: Path) -> Path:
     """Build (once, cached by path and header hash) the host scratch-size tool."""
@@ -90,7 +86,7 @@ class Converter:
     """Dispatches a portable call to its twin's to_cmsis() and builds the CMSIS-NN call."""
 
     def __init__(self, path: Path, board: Board, sizes_for: str | None = None) -> None:
-        self.path, self.var = path, variant(board)
+        self.path, self.var = path, board.isa
         self.sizes_for = sizes_for or self.var  # the code path whose scratch sizes the queries ask
         self.refusal: str | None = None  # why the last convert() kept the portable kernel, if known
 
