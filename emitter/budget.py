@@ -24,8 +24,10 @@ def biggest_weights(c: Compiled, n: int = 3) -> list[tuple[str, int]]:
 
 
 def ram_needed(c: Compiled) -> int:
-    g = c.graph
-    return c.plan.arena_size + sum(g.t(n).nbytes for n in g.inputs + g.outputs)
+    """Activation RAM: the arena + the caller's input/output buffers (inputs in the arena count once)."""
+    from emitter.memplan import activation_ram
+
+    return activation_ram(c.graph, c.plan)
 
 
 def check(c: Compiled, weight_bytes: int, ram: int, flash: int, ram_src: str, flash_src: str) -> None:

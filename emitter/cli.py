@@ -142,7 +142,15 @@ def _bundle_options(p: argparse.ArgumentParser) -> None:
                    help="cmsis-nn backend: call CMSIS-NN for every layer it supports, also where "
                         "mcugen's kernel was measured faster on this core (kept by default; the "
                         "summary lists those layers and why)")
-    p.add_argument("--ram-budget", help="fail if the arena exceeds this (e.g. 256K)")
+    p.add_argument("--ram-budget", help="activation RAM (arena + the caller's input/output buffers) the "
+                                        "plan must fit, e.g. 40K; default: the board's RAM minus --ram-reserve")
+    p.add_argument("--ram-reserve", default="0",
+                   help="RAM of the board the rest of the firmware keeps (e.g. 64K), when no --ram-budget")
+    p.add_argument("--memory", default="auto", choices=["auto", "layer", "overlap", "stream"],
+                   help="memory plan: auto (the fastest that fits the RAM budget; without a board "
+                        "budget the smallest within 5%% estimated overhead), layer (whole layers, the "
+                        "liveness bound), overlap (outputs over dying inputs, row by row), stream "
+                        "(chains of layers row by row through small rings)")
     p.add_argument("--flash-budget", help="fail if the weights exceed this (e.g. 1M)")
     p.add_argument("--force", action="store_true", help="replace an -o folder that is not an mcugen bundle")
     p.add_argument("--quiet", action="store_true", help="print no per-layer table")
@@ -211,6 +219,16 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def ram_budget(args: argparse.Namespace, board: Board) -> tuple[int, str]:
+    """The activation RAM the memory plan must fit, and where that figure comes from."""
+    if args.ram_budget:
+        return parse_size(args.ram_budget), "--ram-budget"
+    reserve = parse_size(args.ram_reserve)
+    if reserve:
+        return board.ram_bytes - reserve, f"board {board.name} RAM minus --ram-reserve"
+    return board.ram_bytes, f"board {board.name} RAM"
+
+
 def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, weight_bytes: int) -> None:
     ram = parse_size(args.ram_budget) if args.ram_budget else None
     flash = parse_size(args.flash_budget) if args.flash_budget else None
@@ -234,10 +252,12 @@ def cmd_emit(args: argparse.Namespace) -> int:
     board = load_board(args.board)
     backend, cmsis, why = choose_backend(args.backend, board)
     t0 = time.perf_counter()
+    ram, ram_src = ram_budget(args, board)
     compiled = compile_model(args.model, args.name, parse_input_shapes(args.input_shape),
                              io_nhwc=args.io_layout == "nhwc", guard=args.guard, backend=backend,
                              board=board, cmsis_path=cmsis,
-                             cmsis_choice="cmsis" if args.cmsis_everywhere else "fastest")
+                             cmsis_choice="cmsis" if args.cmsis_everywhere else "fastest",
+                             memory=args.memory, ram_budget=ram, budget_src=ram_src)
     files = render_bundle(compiled, " ".join(board.cflags), board.name)
     import json
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from emitter import frontend
+from emitter import frontend, memplan
 from emitter.backends.cmsis_version import CmsisVersion
 from emitter.boards import Board
 from emitter.errors import NodeUnsupported, UnsupportedError, UsageError
@@ -45,6 +45,7 @@ class Compiled:
     portable_layers: tuple[tuple[int, str, str], ...] = ()  # cmsis-nn backend: (layer, kernel, why)
     cmsis_version: CmsisVersion | None = None  # of the CMSIS-NN at cmsis_path
     options: tuple[tuple[str, Any], ...] = ()  # compile_model's arguments after the path
+    memory: memplan.Choice | None = None  # the plan candidates and why this plan (None: whole layers asked)
 
     @property
     def input_shapes(self) -> list[tuple[int, ...]]:
@@ -104,10 +105,15 @@ def compile_model(path: str | Path, name: str | None = None,
                   io_nhwc: bool = False, alignment: int = 4, backend: str = "portable",
                   board: Board | None = None, cmsis_path: Path | None = None, guard: bool = False,
                   cmsis_choice: str = "fastest", cmsis_sizes_for: str | None = None,
-                  isa: str | None = None) -> Compiled:
+                  isa: str | None = None, memory: str = "layer", ram_budget: int | None = None,
+                  budget_src: str = "--ram-budget") -> Compiled:
+    """memory: "layer" (whole layers, the liveness bound), "overlap", "stream" (the smallest plan
+    of that kind) or "auto" (emitter/memplan.choose: by `ram_budget`, else the smallest within 5 %
+    estimated overhead). Guard builds always plan whole layers."""
     options = (("name", name), ("input_shapes", input_shapes), ("io_nhwc", io_nhwc), ("alignment", alignment),
                ("backend", backend), ("board", board), ("cmsis_path", cmsis_path), ("guard", guard),
-               ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for), ("isa", isa))
+               ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for), ("isa", isa),
+               ("memory", memory), ("ram_budget", ram_budget), ("budget_src", budget_src))
     m = frontend.load(path, input_shapes)
     name = check_name(name) if name is not None else c_name(Path(path).stem)
     g = lower(m)
@@ -130,10 +136,30 @@ def compile_model(path: str | Path, name: str | None = None,
         raise UsageError(f"unknown backend '{backend}': use portable or cmsis-nn")
     # scratch buffers need 16-byte alignment for the CMSIS-NN kernels (mcugen's own need 4)
     align = max(alignment, 16) if any(p.scratch and not p.kernel.startswith("mcu_") for p in prepared) else alignment
-    return Compiled(name, m, g, prepared, plan(g, [p.scratch for p in prepared], align,
-                                                  GUARD_BYTES if guard else 0), io_nhwc,
+    scratch = [p.scratch for p in prepared]
+    choice = None
+    if guard or memory == "layer":
+        chosen = plan(g, scratch, align, GUARD_BYTES if guard else 0)
+    else:
+        choice = memory_plan(g, prepared, scratch, align, isa if isa is not None else isa_of(board), memory,
+                             ram_budget, budget_src)
+        chosen = choice.chosen.plan
+    return Compiled(name, m, g, prepared, chosen, io_nhwc,
                     backend, tuple(sorted({kernel for _, kernel, _ in portable})),
-                    cmsis_path if backend == "cmsis-nn" else None, tuple(portable), version, options)
+                    cmsis_path if backend == "cmsis-nn" else None, tuple(portable), version, options, choice)
+
+
+def memory_plan(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: int, isa: str, memory: str,
+                ram_budget: int | None, budget_src: str) -> memplan.Choice:
+    cands = memplan.candidates(g, prepared, scratch, align, isa)
+    base = memplan.model_cost(prepared, isa)
+    if memory == "auto":
+        return memplan.choose(g, cands, base, ram_budget, budget_src)
+    if memory not in ("layer", "overlap", "stream"):
+        raise UsageError(f"--memory {memory}: use layer, overlap, stream or auto")
+    kind = [c for c in cands if c.kind == memory] or [c for c in cands if c.kind == "overlap"]  # nothing to stream
+    pick = min(kind, key=lambda c: (memplan.activation_ram(g, c.plan), c.overhead))
+    return memplan.Choice(pick, tuple(cands), base, f"--memory {memory}")
 
 
 def golden_tensors(c: Compiled, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:

@@ -18,9 +18,10 @@ Algorithm (the greedy planner of TFLite Micro, tried in several orders, with exp
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from emitter.ir import Graph
+from emitter.stream import Schedule
 
 GUARD_BYTES = 16  # per side of every arena buffer in guard (debug) builds; a multiple of 16
 SEARCH_MAX_BUFFERS = 16  # the exact search runs on small plans only (budget: see search())
@@ -41,8 +42,11 @@ class Plan:
     lower_bound: int
     alignment: int
     root: dict[str, str]  # tensor -> root tensor whose bytes it shares
-    location: dict[str, tuple[str, int]]  # root -> ("arena", offset) | ("input", k) | ("output", k)
+    location: dict[str, tuple[str, int]]  # root -> ("arena" | "ring", offset) | ("input" | "output", k)
     guard: int = 0  # guard bytes before and after every buffer (debug builds), else 0
+    schedule: Schedule = Schedule("layer")
+    modes: dict[int, str] = field(default_factory=dict)  # segment's first step -> "rows" | "down" | "up" | "whole"
+    scratch_alias: dict[str, str] = field(default_factory=dict)  # node -> node whose scratch it uses
 
     @property
     def gap(self) -> int:
@@ -73,11 +77,15 @@ def roots(g: Graph) -> dict[str, str]:
     return root
 
 
-def lifetimes(g: Graph, scratch: list[int]) -> tuple[list[Buffer], dict[str, str], dict[str, tuple[str, int]]]:
+def lifetimes(g: Graph, scratch: list[int],
+              host_inputs: bool = False) -> tuple[list[Buffer], dict[str, str], dict[str, tuple[str, int]]]:
+    """Buffers with their live steps. With host_inputs the graph inputs are arena buffers too,
+    live from step 0 (the caller writes them there, or run() copies them in)."""
     root = roots(g)
     location: dict[str, tuple[str, int]] = {}
     for k, name in enumerate(g.inputs):
-        location[root[name]] = ("input", k)
+        if not host_inputs:
+            location[root[name]] = ("input", k)
     for k, name in enumerate(g.outputs):
         r = root[name]
         if r in location:
@@ -86,8 +94,8 @@ def lifetimes(g: Graph, scratch: list[int]) -> tuple[list[Buffer], dict[str, str
                                      ("the output is (a view of) a graph input or another output; "
                                       "mcugen needs each output computed into its own buffer"))])
         location[r] = ("output", k)
-    first: dict[str, int] = {}
-    last: dict[str, int] = {}
+    first: dict[str, int] = {root[n]: 0 for n in g.inputs} if host_inputs else {}
+    last: dict[str, int] = dict(first)
     for step, node in enumerate(g.nodes):
         for i in node.inputs:
             if i and i in root:
@@ -111,21 +119,46 @@ ORDERS: tuple[tuple[str, Callable[[Span, int], tuple[int, ...]]], ...] = (
 )
 
 
+Pairs = dict[tuple[int, int], tuple[int, int | None]]
+"""(a, b) -> (down, up): span b, written while span a is read for the last time, may overlap a
+when offset(b) - offset(a) <= down, or >= up when up is not None (emitter/stream.py derives them
+from the kernels' band rules); any other overlap of live spans is forbidden."""
+
+
+def forbidden(i: int, j: int, off_j: int, spans: Sequence[Span], padded: Sequence[int],
+              pairs: Pairs) -> tuple[int, int]:
+    """The open interval of offsets of span i that conflict with span j placed at off_j (both live
+    at once): (off_j - size_i, off_j + size_j), narrowed by an overlap pair of the two."""
+    lo, hi = off_j - padded[i], off_j + padded[j]
+    if (j, i) in pairs:  # i writes over j
+        down, up = pairs[j, i]
+        lo = max(lo, off_j + down)
+        if up is not None:
+            hi = min(hi, off_j + up)
+    elif (i, j) in pairs:  # j writes over i
+        down, up = pairs[i, j]
+        hi = min(hi, off_j - down)
+        if up is not None:
+            lo = max(lo, off_j - up)
+    return lo, hi
+
+
 def place_in_order(spans: Sequence[Span], order: Sequence[int], alignment: int = 4,
-                   guard: int = 0) -> tuple[list[int], int]:
+                   guard: int = 0, pairs: Pairs | None = None) -> tuple[list[int], int]:
     """Greedy first fit of spans[order[0]], spans[order[1]], ...: each at the lowest aligned offset
-    where it overlaps no placed span whose lifetime intersects its own. Returns the offset of
-    every span (in input order; the guard bytes lie before it) and the arena size."""
+    where it conflicts with no placed span whose lifetime intersects its own (conflict: overlap,
+    except as `pairs` allow). Returns the offset of every span (in input order; the guard bytes
+    lie before it) and the arena size."""
     padded = [size + 2 * guard for size, _, _ in spans]
     offsets = [0] * len(spans)
     placed: list[int] = []
     for i in order:
         _, first, last = spans[i]
-        live = sorted((offsets[j], offsets[j] + padded[j]) for j in placed
-                      if spans[j][1] <= last and first <= spans[j][2])
+        bad = sorted(forbidden(i, j, offsets[j], spans, padded, pairs or {}) for j in placed
+                     if spans[j][1] <= last and first <= spans[j][2])
         off = 0
-        for lo, hi in live:  # sorted by start: the first gap wide enough wins
-            if off + padded[i] <= lo:
+        for lo, hi in bad:  # sorted by start: the first offset outside every interval wins
+            if off <= lo:
                 break
             off = max(off, align_up(hi, alignment))
         offsets[i] = off
@@ -178,19 +211,22 @@ def search(spans: Sequence[Span], alignment: int, guard: int, bound: int,
     return [o + guard for o in found], arena
 
 
-def place(spans: Sequence[Span], alignment: int = 4, guard: int = 0) -> tuple[list[int], int]:
+def place(spans: Sequence[Span], alignment: int = 4, guard: int = 0,
+          pairs: Pairs | None = None) -> tuple[list[int], int]:
     """The smallest arena over ORDERS (ties: the earlier order), then, if that is above the lower
-    bound, a bounded exact search for a smaller one. Pure and deterministic: the same spans give
-    the same offsets. Guard bytes, when asked, pad each side of every span."""
+    bound and no overlap pairs are given, a bounded exact search for a smaller one. Pure and
+    deterministic: the same spans give the same offsets. Guard bytes, when asked, pad each side
+    of every span."""
     best: tuple[list[int], int] | None = None
     for _, key in ORDERS:
         order = sorted(range(len(spans)), key=lambda i: key(spans[i], i))
-        trial = place_in_order(spans, order, alignment, guard)
+        trial = place_in_order(spans, order, alignment, guard, pairs)
         if best is None or trial[1] < best[1]:
             best = trial
     if best is None:
         return [], 0
-    better = search(spans, alignment, guard, best[1]) if len(spans) <= SEARCH_MAX_BUFFERS else None
+    small = len(spans) <= SEARCH_MAX_BUFFERS and not pairs
+    better = search(spans, alignment, guard, best[1]) if small else None
     return better if better is not None else best
 
 
@@ -200,22 +236,105 @@ def lower_bound(spans: Sequence[Span], steps: int) -> int:
                default=0)
 
 
-def plan(g: Graph, scratch: list[int] | None = None, alignment: int = 4, guard: int = 0) -> Plan:
-    bufs, root, location = lifetimes(g, scratch or [0] * len(g.nodes))
+def plan(g: Graph, scratch: list[int] | None = None, alignment: int = 4, guard: int = 0,
+         schedule: Schedule | None = None) -> Plan:
+    schedule = schedule or Schedule("layer")
+    bufs, root, location = lifetimes(g, scratch or [0] * len(g.nodes), schedule.host_inputs)
+    alias: dict[str, str] = {}
+    if schedule.segments or schedule.exact:
+        bufs, alias = scheduled(g, bufs, root, schedule)
     bufs.sort(key=lambda b: b.name)  # ties between equal spans go to the name, not dict order
     spans = [(b.size, b.first, b.last) for b in bufs]
-    offsets, arena = place(spans, alignment, guard)
+    pairs = overlap_pairs(g, bufs, root, schedule) if not guard else {}
+    offsets, arena = place(spans, alignment, guard, pairs)
     placed = [Buffer(b.name, b.size, b.first, b.last, off) for b, off in zip(bufs, offsets, strict=True)]
+    at = {b.name: b.offset for b in placed}
     placed.sort(key=lambda b: (b.offset, b.first, b.name))
     for b in placed:
-        if not b.name.endswith("#scratch"):
+        if "#" not in b.name:
             location[b.name] = ("arena", b.offset)
-    return Plan(tuple(placed), arena, lower_bound(spans, len(g.nodes)), alignment, root, location, guard)
+        elif b.name.endswith("#ring"):  # a streamed layer's output: only its last rows, in a ring
+            location[b.name[:-len("#ring")]] = ("ring", b.offset)
+    return Plan(tuple(placed), arena, lower_bound(spans, len(g.nodes)), alignment, root, location, guard,
+                schedule, modes(schedule, root, at, guard), alias)
+
+
+def scheduled(g: Graph, bufs: list[Buffer], root: dict[str, str],
+              schedule: Schedule) -> tuple[list[Buffer], dict[str, str]]:
+    """Lifetimes under a schedule: a segment's inner outputs become rings, its whole inputs live
+    to its end, its output from its start, and its layers share one scratch buffer."""
+    by_name = {b.name: b for b in bufs}
+    alias: dict[str, str] = {}
+    for seg in schedule.segments:
+        inner = {root[s.output] for s in seg.stages[:-1]}
+        for name in inner:
+            by_name.pop(name, None)
+        for s, cap in zip(seg.stages, seg.caps, strict=False):
+            by_name[f"{s.output}#ring"] = Buffer(f"{s.output}#ring", cap * s.out_row_bytes, seg.first, seg.last)
+        for name in seg.whole_inputs():
+            b = by_name.get(root[name])
+            if b is not None:
+                by_name[b.name] = Buffer(b.name, b.size, min(b.first, seg.first), max(b.last, seg.last))
+        out = by_name.get(root[seg.stages[-1].output])
+        if out is not None:
+            by_name[out.name] = Buffer(out.name, out.size, seg.first, max(out.last, seg.last))
+        head = g.nodes[seg.first].name
+        for s in seg.stages:
+            by_name.pop(f"{g.nodes[s.step].name}#scratch", None)
+            alias[g.nodes[s.step].name] = head
+        if seg.scratch:
+            by_name[f"{head}#scratch"] = Buffer(f"{head}#scratch", seg.scratch, seg.first, seg.last)
+    return list(by_name.values()), alias
+
+
+def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: Schedule) -> Pairs:
+    """The overlaps the schedule allows, as pairs of buffer indices: a segment's output over a
+    whole input it reads for the last time; an exact in-place layer's output over such an operand."""
+    index = {b.name: k for k, b in enumerate(bufs)}
+    pairs: Pairs = {}
+
+    def allow(src: str, out: str, down: int, up: int | None, end: int) -> None:
+        a, b = index.get(root[src]), index.get(root[out])
+        if a is not None and b is not None and a != b and bufs[a].last == end and bufs[a].first <= bufs[b].first:
+            pairs[a, b] = (down, up)
+
+    for seg in schedule.segments:
+        out = seg.stages[-1].output
+        for name in seg.whole_inputs():
+            if name in seg.sim.down:
+                allow(name, out, seg.sim.down[name], seg.up.get(name), seg.last)
+    for step in schedule.exact:
+        node = g.nodes[step]
+        for name in node.inputs:
+            if name and not g.t(name).is_const and g.t(name).nbytes == g.t(node.outputs[0]).nbytes:
+                allow(name, node.outputs[0], 0, None, step)
+    return pairs
+
+
+def modes(schedule: Schedule, root: dict[str, str], at: dict[str, int], guard: int) -> dict[int, str]:
+    """How each segment runs, given where its buffers landed: "rows" (several layers, row by
+    row), "down" / "up" (one layer by rows, top down / bottom up, its output over its input) or
+    "whole" (one plain call)."""
+    out: dict[int, str] = {}
+    for seg in schedule.segments:
+        if len(seg.stages) > 1:
+            out[seg.first] = "rows"
+            continue
+        s = seg.stages[0]
+        src, dst = at.get(root[s.inputs[0]]), at.get(root[s.output])
+        mode = "whole"
+        if src is not None and dst is not None and not guard:
+            size_in, size_out = s.in_rows * s.in_row_bytes[0], s.out_rows * s.out_row_bytes
+            if dst < src + size_in and src < dst + size_out:  # they overlap: the pair allowed it
+                mode = "down" if dst - src <= seg.sim.down.get(s.inputs[0], -(1 << 40)) else "up"
+        out[seg.first] = mode
+    return out
 
 
 def scratch_of(p: Plan, node_name: str) -> int | None:
+    owner = p.scratch_alias.get(node_name, node_name)
     for b in p.buffers:
-        if b.name == f"{node_name}#scratch":
+        if b.name == f"{owner}#scratch":
             return b.offset
     return None
 

@@ -14,7 +14,7 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from emitter import __version__
+from emitter import __version__, render_stream
 from emitter.backends.cmsis_api import RETURNS_VOID, precheck
 from emitter.backends.cmsis_version import supported as cmsis_supported
 from emitter.cdoc import array_role, named, tensor_text
@@ -35,20 +35,23 @@ from emitter.errors import UsageError
 from emitter.ops.base import CArg, ConstArg, CRef, IntArg, NullArg, Prepared, StructArg, TensorArg, TensorListArg
 from emitter.planner import scratch_of
 from emitter.resources import data_dir
+from emitter.stream import Segment, Stage
 
 RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_kernel_util.h")
 
 
-def runtime_files(kernels: list[str]) -> list[str]:
+def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
     """The mcu_runtime/ files (relative to mcu_runtime/) a bundle calling `kernels` ships.
 
     A kernel is `kernels/<kernel>.c` (its dispatcher, or the whole kernel) plus its path files
     `kernels/<kernel>_<path>.c` (`_generic`, `_dsp`, `_mve`; each wholly inside its `#if`) and
     its private header `kernels/<kernel>_internal.h`; its `_ref.c` reference is for the tests
-    only. `support/` (code shared by several kernels) and the public headers always ship."""
+    only. `support/` (code shared by several kernels) and the public headers always ship, but
+    support/mcu_band.* (row bands and rings) only when some layer runs by rows (`bands`)."""
     rt = data_dir("mcu_runtime")
     out = [f"include/{h}" for h in RUNTIME_HEADERS]
-    out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]"))
+    out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]")
+                  if bands or not p.stem == "mcu_band")
     for kern in kernels:
         out.append(f"kernels/{kern}.c")
         out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.[ch]")
@@ -117,6 +120,8 @@ class Layer:
     weight_bytes: int
     structs: tuple[tuple[str, str, str], ...] = ()  # CMSIS-NN: (C type, identifier, initializer)
     precheck: str | None = None  # C condition, checked in <prefix>_init(): more scratch than planned
+    inside: bool = False  # runs inside the row loop of a later layer's block
+    block: tuple[str, ...] = ()  # the row loop of a segment ending here (emitter/render_stream.py)
 
 
 def ctx_size(p: Prepared) -> int:
@@ -131,6 +136,8 @@ class BundleBuilder:
         self.g = c.graph
         self.prefix = c.name
         self.arrays: list[ConstArray] = []
+        self.stage_calls: dict[int, tuple[str, str]] = {}  # segment step -> (params ident, call with band params)
+        self.segment_comments: list[str] = []
 
     def ptr(self, name: str) -> str:
         kind, where = self.c.plan.location[self.c.plan.root[name]]
@@ -143,7 +150,8 @@ class BundleBuilder:
         where its bytes are, then its name."""
         kind, where = self.c.plan.location[self.c.plan.root[name]]
         t = self.g.t(name)
-        place = f"arena+{where} ({t.nbytes} bytes)" if kind == "arena" else f"caller's {kind} {where}"
+        place = (f"arena+{where} ({t.nbytes} bytes)" if kind == "arena" else
+                 f"rows in the ring at arena+{where}" if kind == "ring" else f"caller's {kind} {where}")
         return named(f"{role} {tensor_text(t)}, {place}", name)
 
     def title(self, k: int) -> list[str]:
@@ -171,6 +179,9 @@ class BundleBuilder:
             params_init = c_struct(p.params, functools.partial(self.ref, k, node.name))
         local_decls: list[str] = []
         structs: list[tuple[str, str, str]] = []
+        seg = self.segment_at(k)
+        if seg is not None:
+            return self.stage_layer(k, seg, params_type, params_ident, params_init, structs, before)
         calls = [LayerCall(self.call(k, node.name, p.kernel, p.args, structs, local_decls, params_ident),
                            call_kind(p.kernel))]
         calls += [LayerCall(self.call(k, node.name, c.kernel, c.args, structs, local_decls), call_kind(c.kernel))
@@ -192,9 +203,62 @@ class BundleBuilder:
                      tuple(structs),
                      precheck(p.kernel, p.operands, lambda a: f"{self.prefix}_l{k}_{a.suffix}", ctx_size(p)))
 
+    def segment_at(self, k: int) -> Segment | None:
+        """The row-band segment layer k runs in, when it does not run as one plain call."""
+        seg = self.c.plan.schedule.segment_at(k)
+        return seg if seg is not None and self.c.plan.modes.get(seg.first, "whole") != "whole" else None
+
+    def stage_layer(self, k: int, seg: Segment, params_type: str | None, params_ident: str | None,
+                    params_init: str | None, structs: list[tuple[str, str, str]], before: int) -> Layer:
+        """Layer k of a segment: its constants and structs as usual; its call, with band
+        parameters and row pointers, goes into the loop the segment's last layer carries."""
+        node, p = self.g.nodes[k], self.c.prepared[k]
+        assert params_ident is not None
+        stage = next(s for s in seg.stages if s.step == k)
+
+        def call(s: Stage, ptrs: dict[str, str], band: str) -> str:
+            return self.call(k, node.name, p.kernel, p.args, structs, [], band, ptrs)
+
+        mode = self.c.plan.modes[seg.first]
+        comment = [*self.title(k), f"kernel {p.kernel}: {c_comment(p.summary)}; {p.macs} MACs"]
+        for i in node.inputs:
+            if i and not self.g.t(i).is_const:
+                comment += self.describe("in ", i)
+        comment += self.describe("out", node.outputs[0])
+        block: tuple[str, ...] = ()
+        if len(seg.stages) == 1:
+            block = tuple(render_stream.single(seg, mode, params_ident, self.ptr, call))
+            comment.append(f"runs row by row, {'top down' if mode == 'down' else 'bottom up'}: its output "
+                           "overlaps its input, each row written where no later row reads")
+        else:
+            pos = seg.stages.index(stage)
+            self.stage_calls[k] = (params_ident, call(stage, render_stream.stage_ptrs(seg, pos, self.ptr),
+                                                      f"band{pos}"))
+            if k == seg.last:
+                names = [self.stage_calls[s.step][0] for s in seg.stages]
+                calls = [self.stage_calls[s.step][1] for s in seg.stages]
+                block = tuple(render_stream.segment(seg, names, self.ring_offset, calls))
+                rings = ", ".join(f"layer {s.step} {cap} x {s.out_row_bytes} B at arena+{self.ring_offset(s.output)}"
+                                  for s, cap in zip(seg.stages, seg.caps, strict=False))
+                comment = [f"Layers {seg.first}-{seg.last} streamed row by row of layer {k}'s "
+                           f"{stage.out_rows} output rows; rings: {rings}", *self.segment_comments, *comment]
+                self.segment_comments = []
+            else:
+                self.segment_comments += comment
+        scratch = scratch_of(self.c.plan, node.name)
+        return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
+                     params_init, (), (), tuple(comment), self.ptr(node.outputs[0]) if block else "NULL",
+                     self.g.t(node.outputs[0]).shape, self.g.t(node.outputs[0]).nbytes,
+                     self.c.plan.offset_of(node.outputs[0]) if block else scratch,
+                     p.macs, sum(a.nbytes for a in self.arrays) - before, tuple(structs), None,
+                     inside=not block, block=block)
+
+    def ring_offset(self, tensor: str) -> int:
+        return next(b.offset for b in self.c.plan.buffers if b.name == f"{tensor}#ring")
+
     def call(self, k: int, node_name: str, kernel: str, args: tuple[CArg, ...],
              structs: list[tuple[str, str, str]], local_decls: list[str],
-             params_ident: str | None = None) -> str:
+             params_ident: str | None = None, ptrs: dict[str, str] | None = None) -> str:
         """`kernel([&ctx, ][&params, ]args...)` as C text (a portable kernel's scratch context comes
         before its params); appends the structs and locals its arguments need."""
         texts: list[str] = []
@@ -204,7 +268,7 @@ class BundleBuilder:
                 structs.append((a.ctype, ident, c_struct(a.fields, functools.partial(self.ref, k, node_name))))
                 texts.append(f"&{ident}")
             elif isinstance(a, TensorArg):
-                texts.append(self.ptr(a.name))
+                texts.append((ptrs or {}).get(a.name) or self.ptr(a.name))
             elif isinstance(a, ConstArg):
                 texts.append(self.const(k, a.suffix, a.data))
             elif isinstance(a, IntArg):
@@ -251,13 +315,17 @@ class BundleBuilder:
     def context(self) -> dict[str, Any]:
         layers = [lay for lay in (self.layer(k) for k in range(len(self.g.nodes))) if lay is not None]
         kernels = sorted({lay.kernel for lay in layers if lay.kernel.startswith("mcu_")})
-        sources = [f"mcu_runtime/{f}" for f in runtime_files(kernels) if f.endswith(".c")]
+        bands = any(lay.block for lay in layers)
+        sources = [f"mcu_runtime/{f}" for f in runtime_files(kernels, bands) if f.endswith(".c")]
         m = self.c.model
         inputs, outputs = self.io(self.g.inputs, "INPUT"), self.io(self.g.outputs, "OUTPUT")
         return {
             "version": __version__, "prefix": self.prefix, "PREFIX": upper_ident(self.prefix),
             "model_file": c_comment(m.path.name), "sha256": m.sha256, "opset": m.opset,
             "layers": layers, "arrays": self.arrays, "kernels": kernels, "runtime_sources": sources,
+            "bands": bands, "plan_kind": self.c.plan.schedule.kind,
+            "hosted_inputs": [{"index": k, "offset": self.c.plan.offset_of(n), "size": self.g.t(n).nbytes}
+                              for k, n in enumerate(self.g.inputs) if self.c.plan.offset_of(n) is not None],
             "inputs": inputs, "outputs": outputs,
             "single_io": len(inputs) == 1 and len(outputs) == 1,
             "arena_size": self.c.plan.arena_size, "lower_bound": self.c.plan.lower_bound,
@@ -338,6 +406,6 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str) -> dict[str, b
     out = {k: (wrap_comments(v) if k.endswith((".c", ".h")) else v).encode() for k, v in files.items()}
     out["report.json"] = (json.dumps(report(c, ctx), indent=1, sort_keys=True) + "\n").encode()
     rt = data_dir("mcu_runtime")
-    for rel in runtime_files(ctx["kernels"]):
+    for rel in runtime_files(ctx["kernels"], ctx["bands"]):
         out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()
     return out

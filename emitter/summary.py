@@ -15,6 +15,28 @@ def float_layers(c: Compiled) -> int:
     return sum(1 for p in c.prepared if p.kernel in FLOAT_KERNELS)
 
 
+def memory_lines(c: Compiled) -> list[str]:
+    """The memory plan: its kind, what it beat and what it costs."""
+    from emitter.memplan import activation_ram
+
+    g, plan, choice = c.graph, c.plan, c.memory
+    layer = plan if choice is None else choice.candidates[0].plan
+    bound = layer.lower_bound + sum(g.t(n).nbytes for n in g.inputs + g.outputs)
+    if choice is None or plan.schedule.kind == "layer":
+        return [f"plan:  whole layers (liveness lower bound {fmt_bytes(plan.lower_bound)}, gap {fmt_bytes(plan.gap)})"
+                + ("" if choice is None else f"; {choice.why}")]
+    rows = sum(1 for m in plan.modes.values() if m in ("down", "up"))
+    streams = [s for s in plan.schedule.segments if plan.modes.get(s.first) == "rows"]
+    text = [f"plan:  {plan.schedule.kind}, {choice.why}: activation RAM {fmt_bytes(activation_ram(g, plan))} bytes "
+            f"vs {fmt_bytes(bound)} for whole layers at their liveness lower bound; estimated overhead "
+            f"{choice.ratio(choice.chosen):.1%} of the instructions",
+            f"       {rows} layers write over their input row by row, {len(streams)} streamed chains"
+            + "".join(f"; layers {s.first}-{s.last}" for s in streams)]
+    if plan.schedule.host_inputs:
+        text.append("       the input lives in the arena: write it at <NAME>_INPUT0_BUFFER to save its copy")
+    return text
+
+
 def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_fpu: bool = True) -> str:
     g, plan = c.graph, c.plan
     rows = [("#", "layer", "op", "kernel", "output", "MACs", "offset", "bytes")]
@@ -34,15 +56,18 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
     lines = ["  ".join(cell.rjust(w) if i in (0, 5, 6, 7) else cell.ljust(w)
                        for i, (cell, w) in enumerate(zip(r, widths, strict=True))).rstrip() for r in rows]
     lines.insert(1, "-" * len(lines[0]))
-    io = sum(g.t(n).nbytes for n in g.inputs + g.outputs)
+    from emitter.memplan import activation_ram, io_bytes
+
+    io = io_bytes(g, plan)
     kernels = sum(1 for p in c.prepared if p.kernel)
     lines += [
         "",
         f"model {c.model.path.name}: {kernels} kernel calls, {len(c.prepared) - kernels} free views, "
         f"{fmt_bytes(macs)} MACs per inference; board {board}; {backend_note}",
         f"flash: weights and parameters {fmt_bytes(weight_bytes)} bytes",
-        f"RAM:   arena {fmt_bytes(plan.arena_size)} bytes (liveness lower bound {fmt_bytes(plan.lower_bound)}, "
-        f"gap {fmt_bytes(plan.gap)}) + caller's input/output buffers {fmt_bytes(io)} bytes",
+        f"RAM:   arena {fmt_bytes(plan.arena_size)} bytes + caller's input/output buffers {fmt_bytes(io)} bytes "
+        f"= activation RAM {fmt_bytes(activation_ram(g, plan))} bytes",
+        *memory_lines(c),
         f"float: {float_layers(c)} of {kernels} layers run in float32 (float islands)"
         + ("" if has_fpu or not float_layers(c) else
            f"; WARNING: {board} has no FPU, they use soft-float (slow, still bit-exact)"),

@@ -9,7 +9,7 @@ float32 literal.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any, ClassVar
 
@@ -180,3 +180,30 @@ def requant2_ok(p: Any, bias: np.ndarray | None) -> bool:
     m, s = np.asarray(p.multiplier, np.int64), np.asarray(p.shift, np.int64)
     b = np.zeros(1, np.int64) if bias is None else np.asarray(bias, np.int64)
     return bool(np.all((s >= lo) & (s <= hi) & (m >= 0)) and np.all(np.abs(b) < 1 << bits))
+
+
+# ---------------------------------------------------------------------------------------------
+# row bands (mcu_runtime/support/mcu_band.c): the rows a band of a window kernel reads
+
+def window_rows(o0: int, o1: int, stride: int, dilation: int, filter_h: int, pad_top: int,
+                in_h: int) -> tuple[int, int, int]:
+    """Output rows [o0, o1) of a window over `in_h` input rows read input rows [lo, hi); returns
+    (lo, hi, the band's pad_top), as mcu_window_rows() does."""
+    first = o0 * stride - pad_top
+    past = (o1 - 1) * stride - pad_top + (filter_h - 1) * dilation + 1
+    lo = min(max(first, 0), in_h)
+    hi = max(min(past, in_h), lo)
+    return lo, hi, lo - first
+
+
+def check_band(o0: int, o1: int, out_h: int, lo: int, hi: int) -> None:
+    if not (0 <= o0 < o1 <= out_h and lo < hi):
+        raise ValueError(f"band [{o0}, {o1}) of {out_h} output rows (input rows [{lo}, {hi})) is empty "
+                         "or out of range")
+
+
+def pool_band(p: PoolParams, o0: int, o1: int) -> tuple[PoolParams, int, int]:
+    """mcu_pool_band(): the pool parameters of output rows [o0, o1), and their input rows [lo, hi)."""
+    lo, hi, pad = window_rows(o0, o1, p.stride_h, 1, p.filter_h, p.pad_top, p.input.h)
+    check_band(o0, o1, p.output.h, lo, hi)
+    return replace(p, input=replace(p.input, h=hi - lo), output=replace(p.output, h=o1 - o0), pad_top=pad), lo, hi

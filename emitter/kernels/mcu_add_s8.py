@@ -10,7 +10,7 @@ CMSIS-NN: arm_elementwise_add_s8, without broadcast or subtraction.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -77,3 +77,17 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
         "out_mult": IntArg(c.output_multiplier), "out_shift": IntArg(c.output_shift),
         "out_activation_min": IntArg(c.act_min), "out_activation_max": IntArg(c.act_max),
         "block_size": IntArg(c.size)})
+
+
+BAND_C = "mcu_add_s8_band"  # mcu_runtime/support/mcu_band.c
+EXACT_IN_PLACE = True  # element i is read before element i is written: the output may lie exactly on an input
+
+
+def band_rows(p: AddParams, row_size: int, o0: int, o1: int) -> tuple[AddParams, int, int]:
+    """Rows [o0, o1) of `row_size` elements each of an add of two whole same-size operands (both
+    operands read the same rows)."""
+    rows = p.size // row_size if row_size > 0 and p.size % row_size == 0 else 0
+    if not (0 <= o0 < o1 <= rows and p.in1 == p.in2 == Bcast(1, p.size)):
+        raise ValueError(f"add band [{o0}, {o1}) of {rows} rows: needs whole same-size operands")
+    size = (o1 - o0) * row_size
+    return replace(p, size=size, in1=Bcast(1, size), in2=Bcast(1, size)), o0, o1

@@ -8,12 +8,12 @@ valid tap is an error, as in mcu_avgpool_s8. CMSIS-NN has no such kernel.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
 
-from emitter.kernels.common import PoolParams, check_pool, check_range, check_shape, dims_shape, windows
+from emitter.kernels.common import PoolParams, check_pool, check_range, check_shape, dims_shape, pool_band, windows
 from emitter.quant import requantize
 
 # 255 * 2^23 < 2^31: the largest valid window whose int32 sum cannot overflow (C: same limit).
@@ -56,3 +56,13 @@ def mcu_avgpool_requant_s8(p: AvgPoolRequantParams, x: np.ndarray) -> np.ndarray
         acc[:, oy, ox, :] = xi[:, y0:y1, x0:x1, :].sum(axis=(1, 2))
     raw = requantize(acc, p.multiplier, p.shift) + p.output_offset
     return np.clip(raw, pool.act_min, pool.act_max).astype(np.int8)
+
+
+BAND_C = "mcu_avgpool_requant_s8_band"  # mcu_runtime/support/mcu_band.c
+
+
+def band(p: AvgPoolRequantParams, o0: int, o1: int) -> tuple[AvgPoolRequantParams, int, int]:
+    """The parameters of output rows [o0, o1) and their input rows [lo, hi); overlap rule as
+    mcu_conv2d_s8.band."""
+    pool, lo, hi = pool_band(p.pool, o0, o1)
+    return replace(p, pool=pool), lo, hi

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, tile
-from emitter.kernels.common import PoolParams, check_pool, check_shape, dims_shape, windows
+from emitter.kernels.common import PoolParams, check_pool, check_shape, dims_shape, pool_band, windows
 from emitter.ops.base import Prepared, StructArg
 
 
@@ -48,3 +48,7 @@ def pool_call(conv: Converter, p: Prepared, fn: str) -> tuple[Prepared, ScratchR
 
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
     return pool_call(conv, p, "arm_avgpool_s8")
+
+
+BAND_C = "mcu_pool_band"  # mcu_runtime/support/mcu_band.c; overlap rule as mcu_conv2d_s8.band
+band = pool_band

@@ -9,14 +9,24 @@ CMSIS-NN: arm_depthwise_conv_wrapper_s8.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.kernels import c_defines
-from emitter.kernels.common import Dims, QuantIO, check_shape, dims_shape, output_stage, patches, requant2_ok
+from emitter.kernels.common import (
+    Dims,
+    QuantIO,
+    check_band,
+    check_shape,
+    dims_shape,
+    output_stage,
+    patches,
+    requant2_ok,
+    window_rows,
+)
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
 from emitter.ops.base import ConstArg, Prepared, StructArg
 
@@ -104,3 +114,15 @@ def buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> in
     """Scratch bytes of the call on `isa`: the fast path's prepared group, none on the generic
     path."""
     return {"dsp": DSP_SCRATCH_BYTES, "mve": MVE_SCRATCH_BYTES}.get(path(p, bias, isa), 0)
+
+
+BAND_C = "mcu_depthwise_conv2d_s8_band"  # mcu_runtime/support/mcu_band.c
+
+
+def band(p: DepthwiseConvParams, o0: int, o1: int) -> tuple[DepthwiseConvParams, int, int]:
+    """mcu_depthwise_conv2d_s8_band(): the parameters of output rows [o0, o1) and the input rows [lo, hi) they read.
+    Overlap rule (the planner's only source): a band reads input rows [lo, hi) while it writes its
+    output rows, so no output byte of a band may lie on input rows >= lo."""
+    lo, hi, pad = window_rows(o0, o1, p.stride_h, p.dilation_h, p.filter.h, p.pad_top, p.input.h)
+    check_band(o0, o1, p.output.h, lo, hi)
+    return replace(p, input=replace(p.input, h=hi - lo), output=replace(p.output, h=o1 - o0), pad_top=pad), lo, hi

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest
-from emitter.kernels.common import PoolParams, check_pool, check_shape, dims_shape, windows
+from emitter.kernels.common import PoolParams, check_pool, check_shape, dims_shape, pool_band, windows
 from emitter.kernels.mcu_avgpool_s8 import pool_call
 from emitter.ops.base import Prepared
 
@@ -29,3 +29,7 @@ def mcu_maxpool_s8(p: PoolParams, x: np.ndarray) -> np.ndarray:
 
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
     return pool_call(conv, p, "arm_max_pool_s8")
+
+
+BAND_C = "mcu_pool_band"  # mcu_runtime/support/mcu_band.c; overlap rule as mcu_conv2d_s8.band
+band = pool_band

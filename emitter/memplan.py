@@ -1,0 +1,226 @@
+"""Plans chosen by the RAM budget: layer-by-layer, in place / overlapped, or streamed segments.
+
+Candidates, from cheapest to smallest:
+  layer    today's plan: whole layers, graph inputs in the caller's buffers (liveness lower bound);
+  overlap  graph inputs in the arena, every layer that can run by row bands may write its output
+           over the input it reads for the last time (top down or bottom up), element-wise
+           layers exactly over a dying operand;
+  stream   as overlap, plus runs of layers streamed row by row through rings, the runs chosen by
+           a dynamic programme that minimises the estimated peak for a given overhead.
+Every candidate is planned for real (emitter/planner.py); the estimate only proposes. The
+instruction overhead of a candidate is estimated from its kernel calls and ring moves
+(CALL_INSTRUCTIONS, MOVE_INSTRUCTIONS_PER_BYTE; benchmarks/memory.py measures the real figures
+in QEMU). `choose()` takes the cheapest plan that fits the budget, or without a budget the
+smallest whose overhead is at most DEFAULT_OVERHEAD.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from emitter.ir import Graph
+from emitter.ops.base import Prepared
+from emitter.planner import Plan, plan
+from emitter.stream import EXACT_KERNELS, Schedule, Segment, Stage, make_segment, stage_of
+
+CALL_INSTRUCTIONS = 120  # a band call: band params, pointers, the kernel's own set-up
+MOVE_INSTRUCTIONS_PER_BYTE = 0.4  # memmove of ring rows (word copies)
+INSTRUCTIONS_PER_MAC = {"mve": 0.35, "dsp": 0.9, "c": 2.5, "any": 0.9}
+DEFAULT_OVERHEAD = 0.05
+MAX_SEGMENT = 12  # layers per streamed segment
+
+
+@dataclass(frozen=True, eq=False)
+class Candidate:
+    plan: Plan
+    overhead: int  # estimated extra instructions over the layer plan
+
+    @property
+    def kind(self) -> str:
+        return self.plan.schedule.kind
+
+
+def io_bytes(g: Graph, p: Plan) -> int:
+    """Graph inputs and outputs outside the arena."""
+    return sum(g.t(n).nbytes for n in (*g.inputs, *g.outputs) if p.location[p.root[n]][0] != "arena")
+
+
+def activation_ram(g: Graph, p: Plan) -> int:
+    """The figure budgets count: arena + the caller's input/output buffers."""
+    return p.arena_size + io_bytes(g, p)
+
+
+def runs(g: Graph, prepared: tuple[Prepared, ...]) -> list[list[int]]:
+    """Maximal runs of consecutive steps that can stream into each other: each a band layer whose
+    main input is the previous step's output, read by no one else and not a graph output."""
+    readers: dict[str, list[int]] = {}
+    for k, node in enumerate(g.nodes):
+        for name in node.inputs:
+            if name:
+                readers.setdefault(name, []).append(k)
+    out: list[list[int]] = []
+    cur: list[int] = []
+    for k, p in enumerate(prepared):
+        if stage_of(g, k, p) is None:
+            if cur:
+                out.append(cur)
+            cur = []
+            continue
+        prev = g.nodes[cur[-1]].outputs[0] if cur else None
+        links = (prev is not None and prev in g.nodes[k].inputs and readers.get(prev) == [k]
+                 and prev not in g.outputs and stage_of(g, k, p, prev) is not None)
+        if cur and not links:
+            out.append(cur)
+            cur = []
+        cur.append(k)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def stages(g: Graph, prepared: tuple[Prepared, ...], steps: list[int]) -> list[Stage]:
+    out: list[Stage] = []
+    for k in steps:
+        s = stage_of(g, k, prepared[k], out[-1].output if out else None)
+        assert s is not None
+        out.append(s)
+    return out
+
+
+def estimate(seg: Segment) -> int:
+    """Bytes a segment needs at its peak, roughly: its whole input and output as the overlap
+    limits place them, its rings, its scratch and its side operands."""
+    first, last = seg.stages[0], seg.stages[-1]
+    size_in, size_out = first.in_rows * first.in_row_bytes[0], last.out_rows * last.out_row_bytes
+    down = seg.sim.down.get(first.inputs[0])
+    union = size_in + size_out
+    if down is not None:
+        union = min(union, max(size_in - down, size_out) if down <= 0 else max(size_in, down + size_out))
+    up = seg.up.get(first.inputs[0])
+    if up is not None:
+        union = min(union, max(size_in, up + size_out) - min(0, up))
+    sides = sum(s.in_rows * s.in_row_bytes[k] for s in seg.stages for k in range(1, len(s.inputs))
+                if s.inputs[k] != first.inputs[0])
+    return union + seg.ring_bytes() + seg.scratch + sides
+
+
+def overhead(seg: Segment) -> int:
+    if len(seg.stages) == 1:
+        return seg.sim.calls * CALL_INSTRUCTIONS
+    return int(seg.sim.calls * CALL_INSTRUCTIONS + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE)
+
+
+def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | None,
+             tight: bool = False) -> list[Segment]:
+    """Segments over every run: the fewest overhead whose estimated peaks stay within `limit`
+    (None: the smallest estimated peak, then the fewest overhead)."""
+    chosen: list[Segment] = []
+    for run in runs(g, prepared):
+        n = len(run)
+        segs: dict[tuple[int, int], Segment] = {}
+        for i in range(n):
+            for j in range(i, min(n, i + MAX_SEGMENT)):
+                seg = make_segment(stages(g, prepared, run[i:j + 1]), prepared, isa,
+                                   (lambda rows: 0) if tight else (lambda rows: rows))
+                if seg is not None:
+                    segs[i, j] = seg
+        # best[j] = (peak, overhead, segments) of run[:j]
+        best: list[tuple[int, int, list[Segment]] | None] = [(0, 0, [])] + [None] * n
+        for j in range(1, n + 1):
+            for i in range(j):
+                prev, seg = best[i], segs.get((i, j - 1))
+                if prev is None or seg is None:
+                    continue
+                peak, cost = max(prev[0], estimate(seg)), prev[1] + overhead(seg)
+                if limit is not None and peak > limit:
+                    continue
+                key = (cost, peak) if limit is not None else (peak, cost)
+                old = best[j]
+                if old is None or key < ((old[1], old[0]) if limit is not None else (old[0], old[1])):
+                    best[j] = (peak, cost, [*prev[2], seg])
+        final = best[n]
+        if final is None:  # no way under the limit: the smallest
+            return streamed(g, prepared, isa, None, tight) if limit is not None else []
+        chosen += final[2]
+    return chosen
+
+
+def singles(g: Graph, prepared: tuple[Prepared, ...], isa: str) -> list[Segment]:
+    out = []
+    for run in runs(g, prepared):
+        for k in run:
+            seg = make_segment(stages(g, prepared, [k]), prepared, isa)
+            if seg is not None:
+                out.append(seg)
+    return out
+
+
+def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignment: int,
+               isa: str) -> list[Candidate]:
+    """Every plan worth offering, cheapest first."""
+    exact = tuple(k for k, p in enumerate(prepared) if p.kernel in EXACT_KERNELS and not p.then)
+    out = [Candidate(plan(g, scratch, alignment), 0)]
+    one = singles(g, prepared, isa)
+    out.append(Candidate(plan(g, scratch, alignment, 0, Schedule("overlap", tuple(one), exact, True)), 0))
+    seen = set()
+    for frac, tight in ((1.0, False), (0.75, False), (0.5, False), (None, False), (None, True)):
+        limit = None if frac is None else int(out[1].plan.arena_size * frac)
+        segs = streamed(g, prepared, isa, limit, tight)
+        key = tuple((s.first, s.last, s.caps) for s in segs)
+        if key in seen or all(len(s.stages) == 1 for s in segs):
+            continue
+        seen.add(key)
+        covered = {k for s in segs for k in range(s.first, s.last + 1)}
+        segs += [s for s in one if s.first not in covered]
+        segs.sort(key=lambda s: s.first)
+        p = plan(g, scratch, alignment, 0, Schedule("stream", tuple(segs), exact, True))
+        cost = sum(overhead(s) for s in segs if p.modes.get(s.first) != "whole")
+        out.append(Candidate(p, cost))
+    out[1] = Candidate(out[1].plan, sum(overhead(s) for s in one if out[1].plan.modes.get(s.first) != "whole"))
+    return out
+
+
+def model_cost(prepared: tuple[Prepared, ...], isa: str) -> int:
+    """Estimated instructions of the layer plan (the base of the overhead ratio)."""
+    return int(sum(p.macs for p in prepared) * INSTRUCTIONS_PER_MAC.get(isa, 0.9)) + 200 * len(prepared)
+
+
+@dataclass(frozen=True)
+class Choice:
+    chosen: Candidate
+    candidates: tuple[Candidate, ...]
+    base: int  # estimated instructions of the layer plan
+    why: str
+
+    def ratio(self, c: Candidate) -> float:
+        return c.overhead / self.base if self.base else 0.0
+
+
+def choose(g: Graph, cands: list[Candidate], base: int, budget: int | None, budget_src: str) -> Choice:
+    """The cheapest candidate within the budget; without one, the smallest within DEFAULT_OVERHEAD.
+    A budget below every candidate raises BudgetError naming the smallest plan."""
+    from emitter.errors import BudgetError
+
+    by_ram = sorted(cands, key=lambda c: (activation_ram(g, c.plan), c.overhead))
+    if budget is None:
+        ok = [c for c in by_ram if c.overhead <= DEFAULT_OVERHEAD * base]
+        pick = ok[0] if ok else cands[0]
+        return Choice(pick, tuple(cands), base, f"the smallest plan within {DEFAULT_OVERHEAD:.0%} estimated overhead")
+    fits = [c for c in cands if activation_ram(g, c.plan) <= budget]
+    if not fits:
+        small = by_ram[0]
+        raise BudgetError(f"RAM: the smallest plan ({small.kind}) needs {activation_ram(g, small.plan):,} bytes of "
+                          f"activation RAM (arena + input/output buffers) but the budget ({budget_src}) is "
+                          f"{budget:,} bytes; its peak is at {peak_layer(g, small.plan)}")
+    pick = min(fits, key=lambda c: (c.overhead, activation_ram(g, c.plan)))
+    return Choice(pick, tuple(cands), base, f"the fastest plan within {budget_src} ({budget:,} bytes)")
+
+
+def peak_layer(g: Graph, p: Plan) -> str:
+    """The first layer at which the arena's highest byte is in use (the layer that sets it)."""
+    def top(step: int) -> int:
+        return max((b.offset + b.size for b in p.buffers if b.first <= step <= b.last), default=0)
+
+    if not p.buffers:
+        return "no layer (the arena is empty)"
+    step = max(range(len(g.nodes)), key=lambda s: (top(s), -s))
+    return f"layer {step} ({g.nodes[step].op} '{g.nodes[step].name}')"

@@ -1,0 +1,110 @@
+/*
+ * mcu_band.c - row bands of the window kernels and the rows ring of streamed layers (see
+ * mcu_band.h).
+ */
+#include "mcu_band.h"
+
+#include <string.h>
+
+int32_t mcu_window_rows(int32_t o0, int32_t o1, int32_t stride, int32_t dilation,
+                        int32_t filter_h, int32_t pad_top, int32_t in_h, int32_t rows[2])
+{
+    const int32_t first = o0 * stride - pad_top;                             /* may be < 0 */
+    const int32_t past = (o1 - 1) * stride - pad_top + (filter_h - 1) * dilation + 1;
+    int32_t lo = first < 0 ? 0 : first;
+    int32_t hi = past > in_h ? in_h : past;
+    if (lo > in_h) {
+        lo = in_h;
+    }
+    if (hi < lo) {
+        hi = lo;
+    }
+    rows[0] = lo;
+    rows[1] = hi;
+    return lo - first;
+}
+
+/* 0 <= o0 < o1 <= out_h, and the band reads at least one input row */
+static int band_ok(int32_t o0, int32_t o1, int32_t out_h, const int32_t rows[2])
+{
+    return 0 <= o0 && o0 < o1 && o1 <= out_h && rows[0] < rows[1];
+}
+
+mcu_status_t mcu_conv2d_s8_band(const mcu_conv_params_t *params, int32_t o0, int32_t o1,
+                                mcu_conv_params_t *band, int32_t rows[2])
+{
+    *band = *params;
+    band->pad_top = mcu_window_rows(o0, o1, params->stride_h, params->dilation_h,
+                                    params->filter.h, params->pad_top, params->input.h, rows);
+    band->input.h = rows[1] - rows[0];
+    band->output.h = o1 - o0;
+    return band_ok(o0, o1, params->output.h, rows) ? MCU_OK : MCU_ERR_ARG;
+}
+
+mcu_status_t mcu_depthwise_conv2d_s8_band(const mcu_depthwise_conv_params_t *params, int32_t o0,
+                                          int32_t o1, mcu_depthwise_conv_params_t *band,
+                                          int32_t rows[2])
+{
+    *band = *params;
+    band->pad_top = mcu_window_rows(o0, o1, params->stride_h, params->dilation_h,
+                                    params->filter.h, params->pad_top, params->input.h, rows);
+    band->input.h = rows[1] - rows[0];
+    band->output.h = o1 - o0;
+    return band_ok(o0, o1, params->output.h, rows) ? MCU_OK : MCU_ERR_ARG;
+}
+
+mcu_status_t mcu_pool_band(const mcu_pool_params_t *params, int32_t o0, int32_t o1,
+                           mcu_pool_params_t *band, int32_t rows[2])
+{
+    *band = *params;
+    band->pad_top = mcu_window_rows(o0, o1, params->stride_h, 1, params->filter_h,
+                                    params->pad_top, params->input.h, rows);
+    band->input.h = rows[1] - rows[0];
+    band->output.h = o1 - o0;
+    return band_ok(o0, o1, params->output.h, rows) ? MCU_OK : MCU_ERR_ARG;
+}
+
+mcu_status_t mcu_avgpool_requant_s8_band(const mcu_avgpool_requant_params_t *params, int32_t o0,
+                                         int32_t o1, mcu_avgpool_requant_params_t *band,
+                                         int32_t rows[2])
+{
+    *band = *params;
+    return mcu_pool_band(&params->pool, o0, o1, &band->pool, rows);
+}
+
+mcu_status_t mcu_add_s8_band(const mcu_add_params_t *params, int32_t row_size, int32_t o0,
+                             int32_t o1, mcu_add_params_t *band, int32_t rows[2])
+{
+    *band = *params;
+    rows[0] = o0;
+    rows[1] = o1;
+    band->size = (o1 - o0) * row_size;
+    band->in1.period = band->size;
+    band->in2.period = band->size;
+    if (row_size < 1 || params->size % row_size != 0 || o0 < 0 || o0 >= o1 ||
+        o1 > params->size / row_size || params->in1.inner != 1 || params->in2.inner != 1 ||
+        params->in1.period != params->size || params->in2.period != params->size) {
+        return MCU_ERR_ARG;
+    }
+    return MCU_OK;
+}
+
+int8_t *mcu_ring_push(mcu_ring_t *ring, int32_t keep)
+{
+    if (ring->count == ring->cap) {
+        const int32_t drop = keep - ring->base;
+        if (drop <= 0) {
+            return NULL;
+        }
+        if (drop < ring->count) {
+            memmove(ring->buf, ring->buf + drop * ring->row_bytes,
+                    (size_t)(ring->count - drop) * (size_t)ring->row_bytes);
+            ring->count -= drop;
+            ring->base = keep;
+        } else { /* nothing held is needed: the ring restarts at the row pushed now */
+            ring->base += ring->count;
+            ring->count = 0;
+        }
+    }
+    return ring->buf + ring->count++ * ring->row_bytes;
+}

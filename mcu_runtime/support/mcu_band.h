@@ -1,0 +1,63 @@
+/*
+ * mcu_band.h - row bands and row rings: what streamed and overlapped layers need (mcu_band.c).
+ *
+ * A band is output rows [o0, o1) of a layer. `mcu_<kernel>_band()` turns a layer's parameters
+ * into the parameters of that band: the kernel then reads input rows [rows[0], rows[1]) from a
+ * pointer to input row rows[0] and writes the band's rows from a pointer to output row o0.
+ * Taps above the band's first input row are the layer's own top padding; taps below its last
+ * are the bottom padding, as in the whole layer, so a band computes exactly the layer's rows.
+ * mcugen's Python twins (emitter/kernels/mcu_<kernel>.py, band()) state the same rule; a test
+ * compares the two over random geometries.
+ *
+ * A ring holds the last rows a streamed layer produced for the next one: rows [base, base +
+ * count) of a tensor, contiguous, at most `cap` of them, so every window of the consumer is one
+ * pointer. Pushing into a full ring first drops the rows below `keep` (the consumer's lowest row
+ * still to be read) by moving the others down.
+ * Internal to mcu_runtime (the generated code calls it; not part of the public API in mcu_nn.h).
+ */
+#ifndef MCU_BAND_H
+#define MCU_BAND_H
+
+#include <stdint.h>
+
+#include "mcu_nn.h"
+
+typedef struct {
+    int8_t *buf;       /* cap * row_bytes bytes in the arena */
+    int32_t row_bytes; /* bytes of one row */
+    int32_t cap;       /* rows it can hold */
+    int32_t base;      /* tensor row of buf[0] */
+    int32_t count;     /* rows held */
+} mcu_ring_t;
+
+/* Output rows [o0, o1) of a window (filter_h taps `dilation` apart, `stride`, `pad_top`) over
+ * `in_h` input rows read rows [rows[0], rows[1]); returns the band's pad_top. */
+int32_t mcu_window_rows(int32_t o0, int32_t o1, int32_t stride, int32_t dilation,
+                        int32_t filter_h, int32_t pad_top, int32_t in_h, int32_t rows[2]);
+
+mcu_status_t mcu_conv2d_s8_band(const mcu_conv_params_t *params, int32_t o0, int32_t o1,
+                                mcu_conv_params_t *band, int32_t rows[2]);
+mcu_status_t mcu_depthwise_conv2d_s8_band(const mcu_depthwise_conv_params_t *params, int32_t o0,
+                                          int32_t o1, mcu_depthwise_conv_params_t *band,
+                                          int32_t rows[2]);
+/* mcu_maxpool_s8, mcu_avgpool_s8 */
+mcu_status_t mcu_pool_band(const mcu_pool_params_t *params, int32_t o0, int32_t o1,
+                           mcu_pool_params_t *band, int32_t rows[2]);
+mcu_status_t mcu_avgpool_requant_s8_band(const mcu_avgpool_requant_params_t *params, int32_t o0,
+                                         int32_t o1, mcu_avgpool_requant_params_t *band,
+                                         int32_t rows[2]);
+/* Element-wise add of two whole same-size operands viewed as rows of `row_size` elements. */
+mcu_status_t mcu_add_s8_band(const mcu_add_params_t *params, int32_t row_size, int32_t o0,
+                             int32_t o1, mcu_add_params_t *band, int32_t rows[2]);
+
+/* Room for tensor row ring->base + ring->count; returns where to write it, or NULL when the
+ * ring is full and no row below `keep` can be dropped (a planning error). */
+int8_t *mcu_ring_push(mcu_ring_t *ring, int32_t keep);
+
+/* Tensor row `row` (held by the ring). */
+static inline const int8_t *mcu_ring_row(const mcu_ring_t *ring, int32_t row)
+{
+    return ring->buf + (row - ring->base) * ring->row_bytes;
+}
+
+#endif /* MCU_BAND_H */
