@@ -146,11 +146,12 @@ def _bundle_options(p: argparse.ArgumentParser) -> None:
                                         "plan must fit, e.g. 40K; default: the board's RAM minus --ram-reserve")
     p.add_argument("--ram-reserve", default="0",
                    help="RAM of the board the rest of the firmware keeps (e.g. 64K), when no --ram-budget")
-    p.add_argument("--memory", default="auto", choices=["auto", "layer", "overlap", "stream"],
-                   help="memory plan: auto (the fastest that fits the RAM budget; without a board "
-                        "budget the smallest within 5%% estimated overhead), layer (whole layers, the "
-                        "liveness bound), overlap (outputs over dying inputs, row by row), stream "
-                        "(chains of layers row by row through small rings)")
+    p.add_argument("--memory", default="auto", choices=["auto", "layer", "inplace", "overlap", "stream"],
+                   help="memory plan: auto (the fastest that fits the RAM budget), layer (whole layers, "
+                        "the liveness bound), inplace (+ input in the arena, element-wise layers over a "
+                        "dying operand: free), overlap (+ outputs over dying inputs, row by row), stream "
+                        "(+ chains of layers row by row through small rings); the summary prints each "
+                        "plan's RAM and overhead")
     p.add_argument("--flash-budget", help="fail if the weights exceed this (e.g. 1M)")
     p.add_argument("--force", action="store_true", help="replace an -o folder that is not an mcugen bundle")
     p.add_argument("--quiet", action="store_true", help="print no per-layer table")

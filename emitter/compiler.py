@@ -155,8 +155,8 @@ def memory_plan(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], al
     base = memplan.model_cost(prepared, isa)
     if memory == "auto":
         return memplan.choose(g, cands, base, ram_budget, budget_src)
-    if memory not in ("layer", "overlap", "stream"):
-        raise UsageError(f"--memory {memory}: use layer, overlap, stream or auto")
+    if memory not in ("layer", "inplace", "overlap", "stream"):
+        raise UsageError(f"--memory {memory}: use auto, layer, inplace, overlap or stream")
     kind = [c for c in cands if c.kind == memory] or [c for c in cands if c.kind == "overlap"]  # nothing to stream
     pick = min(kind, key=lambda c: (memplan.activation_ram(g, c.plan), c.overhead))
     return memplan.Choice(pick, tuple(cands), base, f"--memory {memory}")

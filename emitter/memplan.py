@@ -2,6 +2,8 @@
 
 Candidates, from cheapest to smallest:
   layer    today's plan: whole layers, graph inputs in the caller's buffers (liveness lower bound);
+  inplace  whole layers, graph inputs in the arena, element-wise layers (add, LUT, requantize)
+           writing exactly over an operand they read for the last time: no overhead;
   overlap  graph inputs in the arena, every layer that can run by row bands may write its output
            over the input it reads for the last time (top down or bottom up), element-wise
            layers exactly over a dying operand;
@@ -15,6 +17,7 @@ smallest whose overhead is at most DEFAULT_OVERHEAD.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from emitter.ir import Graph
@@ -22,7 +25,10 @@ from emitter.ops.base import Prepared
 from emitter.planner import Plan, plan
 from emitter.stream import EXACT_KERNELS, Schedule, Segment, Stage, make_segment, stage_of
 
-CALL_INSTRUCTIONS = 120  # a band call: band params, pointers, the kernel's own set-up
+CALL_INSTRUCTIONS = 150  # a band call: band params, pointers, argument checks
+WEIGHT_INSTRUCTIONS_PER_CALL = 5.0  # per filter element: what a kernel call repeats per call (weight
+#   passes over fewer positions, per-channel set-up); measured in QEMU on cortex-m7: 3.3 (VWW, 24-48
+#   pixels a row) to 7 (KWS, 5 pixels a row) -- benchmarks/memory.py reports the real overheads
 MOVE_INSTRUCTIONS_PER_BYTE = 0.4  # memmove of ring rows (word copies)
 INSTRUCTIONS_PER_MAC = {"mve": 0.35, "dsp": 0.9, "c": 2.5, "any": 0.9}
 DEFAULT_OVERHEAD = 0.05
@@ -103,14 +109,30 @@ def estimate(seg: Segment) -> int:
     return union + seg.ring_bytes() + seg.scratch + sides
 
 
+def filter_elements(s: Stage) -> int:
+    f = getattr(s.params, "filter", None)
+    return f.n * f.h * f.w * f.c if f is not None else 0
+
+
 def overhead(seg: Segment) -> int:
-    if len(seg.stages) == 1:
-        return seg.sim.calls * CALL_INSTRUCTIONS
-    return int(seg.sim.calls * CALL_INSTRUCTIONS + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE)
+    """Estimated extra instructions of running the segment by rows instead of whole layers."""
+    calls = sum((s.out_rows - 1) * (CALL_INSTRUCTIONS + WEIGHT_INSTRUCTIONS_PER_CALL * filter_elements(s))
+                for s in seg.stages)
+    return int(calls + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE)
+
+
+def others(g: Graph, layer: Plan) -> Callable[[Segment], int]:
+    """The bytes of whole-layer tensors live during a segment that are none of its own (e.g. a
+    skip connection): they add to its peak."""
+    def live(seg: Segment) -> int:
+        own = {layer.root.get(n, n) for s in seg.stages for n in (*s.inputs, s.output)}
+        return max(sum(b.size for b in layer.buffers if b.first <= step <= b.last and b.name not in own
+                       and not b.name.endswith("#scratch")) for step in range(seg.first, seg.last + 1))
+    return live
 
 
 def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | None,
-             tight: bool = False) -> list[Segment]:
+             tight: bool = False, other: Callable[[Segment], int] = lambda seg: 0) -> list[Segment]:
     """Segments over every run: the fewest overhead whose estimated peaks stay within `limit`
     (None: the smallest estimated peak, then the fewest overhead)."""
     chosen: list[Segment] = []
@@ -130,7 +152,7 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
                 prev, seg = best[i], segs.get((i, j - 1))
                 if prev is None or seg is None:
                     continue
-                peak, cost = max(prev[0], estimate(seg)), prev[1] + overhead(seg)
+                peak, cost = max(prev[0], estimate(seg) + other(seg)), prev[1] + overhead(seg)
                 if limit is not None and peak > limit:
                     continue
                 key = (cost, peak) if limit is not None else (peak, cost)
@@ -139,7 +161,7 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
                     best[j] = (peak, cost, [*prev[2], seg])
         final = best[n]
         if final is None:  # no way under the limit: the smallest
-            return streamed(g, prepared, isa, None, tight) if limit is not None else []
+            return streamed(g, prepared, isa, None, tight, other) if limit is not None else []
         chosen += final[2]
     return chosen
 
@@ -159,12 +181,13 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
     """Every plan worth offering, cheapest first."""
     exact = tuple(k for k, p in enumerate(prepared) if p.kernel in EXACT_KERNELS and not p.then)
     out = [Candidate(plan(g, scratch, alignment), 0)]
+    out.append(Candidate(plan(g, scratch, alignment, 0, Schedule("inplace", (), exact, True)), 0))
     one = singles(g, prepared, isa)
     out.append(Candidate(plan(g, scratch, alignment, 0, Schedule("overlap", tuple(one), exact, True)), 0))
     seen = set()
     for frac, tight in ((1.0, False), (0.75, False), (0.5, False), (None, False), (None, True)):
-        limit = None if frac is None else int(out[1].plan.arena_size * frac)
-        segs = streamed(g, prepared, isa, limit, tight)
+        limit = None if frac is None else int(out[2].plan.arena_size * frac)
+        segs = streamed(g, prepared, isa, limit, tight, others(g, out[0].plan))
         key = tuple((s.first, s.last, s.caps) for s in segs)
         if key in seen or all(len(s.stages) == 1 for s in segs):
             continue
@@ -175,7 +198,7 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
         p = plan(g, scratch, alignment, 0, Schedule("stream", tuple(segs), exact, True))
         cost = sum(overhead(s) for s in segs if p.modes.get(s.first) != "whole")
         out.append(Candidate(p, cost))
-    out[1] = Candidate(out[1].plan, sum(overhead(s) for s in one if out[1].plan.modes.get(s.first) != "whole"))
+    out[2] = Candidate(out[2].plan, sum(overhead(s) for s in one if out[2].plan.modes.get(s.first) != "whole"))
     return out
 
 

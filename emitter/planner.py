@@ -116,6 +116,8 @@ ORDERS: tuple[tuple[str, Callable[[Span, int], tuple[int, ...]]], ...] = (
     ("longest lifetime", lambda b, i: (b[1] - b[2], -b[0], i)),
     ("size x lifetime", lambda b, i: (-b[0] * (b[2] - b[1] + 1), b[1], i)),
     ("last use", lambda b, i: (-b[2], -b[0], i)),
+    ("latest write", lambda b, i: (-b[1], -b[0], i)),  # overlapped plans: an output below its input
+    ("latest write, shortest", lambda b, i: (-b[1], b[2] - b[1], -b[0], i)),
 )
 
 
