@@ -1,0 +1,78 @@
+"""Random quantized chains and branches of spatial layers (conv, depthwise, pooling, residual add)
+for the memory-plan property tests: float ONNX built with onnx.helper, quantized by onnxruntime."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from tests.models.ops import quantize
+
+IR_VERSION = 8
+
+
+def random_chain(seed: int, out: Path) -> Path:
+    """A model of 3-8 layers over an NCHW input with odd sizes, strides, paddings, channel
+    multipliers and residual adds; quantized QDQ int8, per channel."""
+    rng = np.random.default_rng(seed)
+    c, h, w = int(rng.integers(1, 9)), int(rng.integers(5, 19)), int(rng.integers(3, 12))
+    nodes, inits = [], []
+    cur, shape = "x", (1, c, h, w)
+
+    def const(name: str, value: np.ndarray) -> str:
+        inits.append(numpy_helper.from_array(value.astype(np.float32), name))
+        return name
+
+    skip: tuple[str, tuple[int, int, int, int]] | None = None
+    for k in range(int(rng.integers(3, 9))):
+        _, c, h, w = shape
+        kind = rng.choice(["conv", "dw", "pool", "add", "conv"])
+        name = f"n{k}"
+        if kind == "add" and skip is not None and skip[1] == shape:
+            nodes.append(helper.make_node("Add", [cur, skip[0]], [name], name=name))
+            cur, skip = name, None
+            continue
+        kh = int(rng.choice([1, 3, 5])) if h >= 5 else 1
+        kw = int(rng.choice([1, 3])) if w >= 3 else 1
+        s = int(rng.choice([1, 1, 2])) if h >= 6 else 1
+        pt, pb = int(rng.integers(0, kh)), int(rng.integers(0, kh))
+        pl, pr = int(rng.integers(0, kw)), int(rng.integers(0, kw))
+        oh, ow = (h + pt + pb - kh) // s + 1, (w + pl + pr - kw) // s + 1
+        if oh < 1 or ow < 1:
+            continue
+        if kind == "pool":
+            op = str(rng.choice(["MaxPool", "AveragePool"]))
+            attrs = {"kernel_shape": [kh, kw], "strides": [s, s], "pads": [pt, pl, pb, pr]}
+            if op == "AveragePool":
+                attrs["count_include_pad"] = int(rng.integers(0, 2))
+            nodes.append(helper.make_node(op, [cur], [name], name=name, **attrs))
+            shape = (1, c, oh, ow)
+        else:
+            mult = int(rng.choice([1, 2])) if kind == "dw" else 1
+            co = c * mult if kind == "dw" else int(rng.integers(1, 17))
+            group = c if kind == "dw" else 1
+            wt = rng.normal(0, 0.5, (co, c // group, kh, kw))
+            b = rng.normal(0, 0.1, co)
+            conv = helper.make_node("Conv", [cur, const(f"{name}_w", wt), const(f"{name}_b", b)], [f"{name}_c"],
+                                    name=name, kernel_shape=[kh, kw], strides=[s, s], pads=[pt, pl, pb, pr],
+                                    group=group)
+            nodes += [conv, helper.make_node("Relu", [f"{name}_c"], [name], name=f"{name}_relu")]
+            shape = (1, co, oh, ow)
+        if skip is None and rng.random() < 0.5:
+            skip = (name, shape)
+        cur = name
+    graph = helper.make_graph(nodes, f"chain{seed}", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                   [1, *shape_in(seed)])],
+                              [helper.make_tensor_value_info(cur, TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="mcugen-tests")
+    model.ir_version = IR_VERSION
+    model = onnx.shape_inference.infer_shapes(model)
+    calib = [{"x": rng.normal(0, 1, (1, *shape_in(seed))).astype(np.float32)} for _ in range(8)]
+    return quantize(model, calib, out_path=out / f"chain{seed}.onnx")
+
+
+def shape_in(seed: int) -> tuple[int, int, int]:
+    rng = np.random.default_rng(seed)
+    return int(rng.integers(1, 9)), int(rng.integers(5, 19)), int(rng.integers(3, 12))
