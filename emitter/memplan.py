@@ -181,7 +181,8 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
     """Every plan worth offering, cheapest first."""
     exact = tuple(k for k, p in enumerate(prepared) if p.kernel in EXACT_KERNELS and not p.then)
     out = [Candidate(plan(g, scratch, alignment), 0)]
-    out.append(Candidate(plan(g, scratch, alignment, 0, Schedule("inplace", (), exact, True)), 0))
+    copy = int(sum(g.t(n).nbytes for n in g.inputs) * MOVE_INSTRUCTIONS_PER_BYTE)  # run() copies the input in
+    out.append(Candidate(plan(g, scratch, alignment, 0, Schedule("inplace", (), exact, True)), copy))
     one = singles(g, prepared, isa)
     out.append(Candidate(plan(g, scratch, alignment, 0, Schedule("overlap", tuple(one), exact, True)), 0))
     seen = set()
@@ -196,9 +197,9 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
         segs += [s for s in one if s.first not in covered]
         segs.sort(key=lambda s: s.first)
         p = plan(g, scratch, alignment, 0, Schedule("stream", tuple(segs), exact, True))
-        cost = sum(overhead(s) for s in segs if p.modes.get(s.first) != "whole")
+        cost = copy + sum(overhead(s) for s in segs if p.modes.get(s.first) != "whole")
         out.append(Candidate(p, cost))
-    out[2] = Candidate(out[2].plan, sum(overhead(s) for s in one if out[2].plan.modes.get(s.first) != "whole"))
+    out[2] = Candidate(out[2].plan, copy + sum(overhead(s) for s in one if out[2].plan.modes.get(s.first) != "whole"))
     return out
 
 

@@ -1,0 +1,107 @@
+"""The smallest memory plan of every shared model (../shared/models), bit-exact with TFLM's
+reference outputs on the host and in QEMU (cortex-m4, cortex-m55; VWW also cortex-m7), with the
+portable kernels and, when CMSIS_NN_PATH is set, the cmsis-nn backend; and the acceptance
+figures of the memory issue, as activation RAM (arena + the caller's input/output buffers)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from emitter.boards import load_board
+from emitter.bundle import write_bundle
+from emitter.compiler import compile_model
+from emitter.errors import BudgetError
+from emitter.harness import pack, unpack
+from emitter.memplan import activation_ram
+from emitter.render import render_bundle
+from emitter.target.firmware import build_firmware
+from emitter.target.qemu import run_qemu
+from emitter.target.toolchain import missing_tools
+from emitter.verify import run_host
+from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, emit, shared_model
+
+MISSING = missing_tools()
+needs_models = pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared/models is not present")
+needs_qemu = pytest.mark.skipif(bool(MISSING), reason="needs missing tools: " + "; ".join(MISSING))
+CMSIS = os.environ.get("CMSIS_NN_PATH")
+
+# activation RAM the smallest plan must reach (the memory issue's table; TFLM's arena is larger)
+REQUIRED = {"mlperf_vww_mobilenetv1": 36_000, "mlperf_kws_dscnn": 9_500, "mlperf_ic_resnet8": 34_000,
+            "tflm_micro_speech": 5_000, "mlperf_ad_fc_autoencoder": 1_536, "tflm_hello_world": 34}
+CASES = [(n, "cortex-m4") for n in MODEL_NAMES] + [(n, "cortex-m55") for n in MODEL_NAMES] + [
+    ("mlperf_vww_mobilenetv1", "cortex-m7")]
+
+
+def reference(name: str) -> tuple[list[list[np.ndarray]], np.ndarray]:
+    ref = np.load(SHARED_MODELS / name / f"{name}_ref.npz")
+    c = compile_model(shared_model(name), name="net")
+    return [[x.astype(np.int8).reshape(c.input_shapes[0])] for x in ref["inputs"]], ref["tflm_outputs"]
+
+
+@needs_models
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_smallest_plan_meets_its_figure(name: str) -> None:
+    c = compile_model(shared_model(name), name="net", board=load_board("cortex-m4"), memory="stream")
+    assert activation_ram(c.graph, c.plan) <= REQUIRED[name], (name, activation_ram(c.graph, c.plan))
+
+
+@needs_models
+@needs_qemu
+@pytest.mark.parametrize(("name", "core"), CASES)
+def test_smallest_plan_bit_exact_with_tflm(name: str, core: str, tmp_path: Path) -> None:
+    board = load_board(core)
+    samples, tflm = reference(name)
+    c = compile_model(shared_model(name), name="net", board=board, memory="stream")
+    host_c = compile_model(shared_model(name), name="net", memory="stream", isa="c")
+    host = run_host(host_c, emit(host_c, tmp_path / "host_bundle"), samples, tmp_path / "host")
+    bundle = tmp_path / "bundle"
+    write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle)
+    fw = build_firmware(bundle, tmp_path / "host" / "glue", board, tmp_path / "fw")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "input.bin").write_bytes(pack(samples))
+    run_qemu(fw.elf, fw.board, tmp_path / "run")
+    got = unpack(c, (tmp_path / "run" / "output.bin").read_bytes(), len(samples))
+    for k, want in enumerate(tflm):
+        assert np.array_equal(np.asarray(host[k][0]).ravel(), want.ravel().astype(np.int8)), (name, "host", k)
+        assert np.array_equal(np.asarray(got[k][0]).ravel(), want.ravel().astype(np.int8)), (name, core, k)
+
+
+@needs_models
+@needs_qemu
+@pytest.mark.skipif(not CMSIS, reason="CMSIS_NN_PATH is not set (the cmsis-nn backend needs the user's CMSIS-NN)")
+def test_vww_budget_plan_with_cmsis_nn(tmp_path: Path) -> None:
+    board = load_board("cortex-m4")
+    samples, tflm = reference("mlperf_vww_mobilenetv1")
+    c = compile_model(shared_model("mlperf_vww_mobilenetv1"), name="net", board=board, backend="cmsis-nn",
+                      cmsis_path=Path(str(CMSIS)), memory="auto", ram_budget=48 * 1024)
+    assert activation_ram(c.graph, c.plan) <= 48 * 1024
+    host_c = compile_model(shared_model("mlperf_vww_mobilenetv1"), name="net", memory="layer", isa="c")
+    run_host(host_c, emit(host_c, tmp_path / "host_bundle"), samples, tmp_path / "host")
+    bundle = tmp_path / "bundle"
+    write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle)
+    fw = build_firmware(bundle, tmp_path / "host" / "glue", board, tmp_path / "fw", cmsis_nn=CMSIS)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "input.bin").write_bytes(pack(samples))
+    run_qemu(fw.elf, fw.board, tmp_path / "run")
+    got = unpack(c, (tmp_path / "run" / "output.bin").read_bytes(), len(samples))
+    for k, want in enumerate(tflm):
+        assert np.array_equal(np.asarray(got[k][0]).ravel(), want.ravel().astype(np.int8)), k
+    assert any(m != "whole" for m in c.plan.modes.values())  # the portable layers run by rows
+
+
+@needs_models
+def test_budgets_choose_and_refuse() -> None:
+    """A 64 KB part and a 40K budget get a plan that fits; a budget below the smallest plan fails
+    naming the smallest figure and the layer that sets it."""
+    path = shared_model("mlperf_vww_mobilenetv1")
+    small = compile_model(path, board=load_board("nrf52832-dk"), memory="auto", ram_budget=64 * 1024)
+    assert activation_ram(small.graph, small.plan) <= 64 * 1024 and small.plan.schedule.kind != "layer"
+    forty = compile_model(path, board=load_board("cortex-m4"), memory="auto", ram_budget=40 * 1024)
+    assert activation_ram(forty.graph, forty.plan) <= 40 * 1024
+    roomy = compile_model(path, board=load_board("cortex-m7"), memory="auto", ram_budget=512 * 1024)
+    assert roomy.plan.schedule.kind in ("layer", "inplace")  # the fastest plan when it fits
+    with pytest.raises(BudgetError, match=r"smallest plan \(stream\) needs [\d,]+ bytes.*layer \d+"):
+        compile_model(path, board=load_board("cortex-m4"), memory="auto", ram_budget=20 * 1024)
