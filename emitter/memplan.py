@@ -234,7 +234,9 @@ def choose(g: Graph, cands: list[Candidate], base: int, budget: int | None, budg
         small = by_ram[0]
         raise BudgetError(f"RAM: the smallest plan ({small.kind}) needs {activation_ram(g, small.plan):,} bytes of "
                           f"activation RAM (arena + input/output buffers) but the budget ({budget_src}) is "
-                          f"{budget:,} bytes; its peak is at {peak_layer(g, small.plan)}")
+                          f"{budget:,} bytes. Peak at {peak_layer(g, small.plan)}, which sets it. Shrink that "
+                          "layer's activations (fewer channels, a stride earlier, a smaller input) or choose a "
+                          "board with more RAM. Nothing was written.")
     pick = min(fits, key=lambda c: (c.overhead, activation_ram(g, c.plan)))
     return Choice(pick, tuple(cands), base, f"the fastest plan within {budget_src} ({budget:,} bytes)")
 
@@ -247,4 +249,4 @@ def peak_layer(g: Graph, p: Plan) -> str:
     if not p.buffers:
         return "no layer (the arena is empty)"
     step = max(range(len(g.nodes)), key=lambda s: (top(s), -s))
-    return f"layer {step} ({g.nodes[step].op} '{g.nodes[step].name}')"
+    return f"layer {step} '{g.nodes[step].name}' ({g.nodes[step].op})"

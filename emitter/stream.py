@@ -248,7 +248,7 @@ class Segment:
         return sum(c * s.out_row_bytes for c, s in zip(self.caps, self.stages, strict=False))
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class Schedule:
     """How the planner may run the layers: which run as segments, which element-wise layers may
     write over a dying operand, and whether graph inputs live in the arena."""

@@ -4,7 +4,6 @@ place in the arena. Plans never beat physics: each is at least the largest singl
 from __future__ import annotations
 
 import ctypes
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -103,5 +103,5 @@ def test_budgets_choose_and_refuse() -> None:
     assert activation_ram(forty.graph, forty.plan) <= 40 * 1024
     roomy = compile_model(path, board=load_board("cortex-m7"), memory="auto", ram_budget=512 * 1024)
     assert roomy.plan.schedule.kind in ("layer", "inplace")  # the fastest plan when it fits
-    with pytest.raises(BudgetError, match=r"smallest plan \(stream\) needs [\d,]+ bytes.*layer \d+"):
+    with pytest.raises(BudgetError, match=r"smallest plan \(stream\) needs [\d,]+ bytes.*Peak at layer \d+"):
         compile_model(path, board=load_board("cortex-m4"), memory="auto", ram_budget=20 * 1024)
