@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from emitter.ir import Graph
 from emitter.ops.base import Prepared
@@ -250,3 +251,39 @@ def peak_layer(g: Graph, p: Plan) -> str:
         return "no layer (the arena is empty)"
     step = max(range(len(g.nodes)), key=lambda s: (top(s), -s))
     return f"layer {step} '{g.nodes[step].name}' ({g.nodes[step].op})"
+
+
+def report(g: Graph, p: Plan, choice: Choice | None) -> dict[str, Any]:
+    """report.json's "memory_plan": the plan per layer (its output buffer, offset, bytes and live
+    range; how it runs: whole, by rows down/up, or streamed in a segment with its ring), the
+    candidates and why this one."""
+    buffers = {b.name: b for b in p.buffers}
+    layers = []
+    for k, node in enumerate(g.nodes):
+        seg = p.schedule.segment_at(k)
+        mode = p.modes.get(seg.first, "whole") if seg is not None else "whole"
+        out = p.root[node.outputs[0]]
+        b = buffers.get(out) or buffers.get(f"{out}#ring")
+        row: dict[str, Any] = {"index": k, "name": node.name, "mode": mode, "band_rows": 1 if mode != "whole" else None,
+                               "recompute": 1.0,  # streamed rows are computed once: no halo recomputation
+                               "buffer": None if b is None else {"name": b.name, "offset": b.offset, "bytes": b.size,
+                                                                 "first": b.first, "last": b.last}}
+        if seg is not None and mode == "rows":
+            row["segment"] = [seg.first, seg.last]
+            pos = [s.step for s in seg.stages].index(k)
+            if pos < len(seg.caps):
+                row["ring_rows"] = seg.caps[pos]
+        layers.append(row)
+    layer = p if choice is None else choice.candidates[0].plan
+    return {
+        "kind": p.schedule.kind, "why": "whole layers asked" if choice is None else choice.why,
+        "activation_ram_bytes": activation_ram(g, p), "arena_bytes": p.arena_size,
+        "whole_layer_activation_ram_bytes": activation_ram(g, layer),
+        "liveness_lower_bound_bytes": layer.lower_bound,
+        "estimated_overhead": 0.0 if choice is None else round(choice.ratio(choice.chosen), 4),
+        "inputs_in_arena": p.schedule.host_inputs,
+        "candidates": [] if choice is None else [
+            {"kind": c.kind, "activation_ram_bytes": activation_ram(g, c.plan),
+             "estimated_overhead": round(choice.ratio(c), 4)} for c in choice.candidates],
+        "layers": layers,
+    }

@@ -14,7 +14,7 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from emitter import __version__, render_stream
+from emitter import __version__, memplan, render_stream
 from emitter.backends.cmsis_api import RETURNS_VOID, precheck
 from emitter.backends.cmsis_version import supported as cmsis_supported
 from emitter.cdoc import array_role, named, tensor_text
@@ -377,6 +377,7 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
                     "kernel": lay.kernel, "output_shape": list(lay.out_shape), "macs": lay.macs,
                     "arena_offset": lay.out_offset, "output_bytes": lay.out_bytes,
                     "weight_bytes": lay.weight_bytes} for lay in ctx["layers"]],
+        "memory_plan": memplan.report(c.graph, c.plan, c.memory),
     } | ({"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
         {"portable_layers": [{"index": k, "kernel": kernel, "why": why} for k, kernel, why in c.portable_layers]}
         if c.backend == "cmsis-nn" else {})
