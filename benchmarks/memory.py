@@ -47,10 +47,9 @@ def measure(name: str, core: str, kind: str, work: Path) -> dict:
     ref = np.load(folder / f"{name}_ref.npz")
     board = load_board(core)
     c = compile_model(folder / f"{name}.onnx", name="net", board=board, memory=kind)
-    assert c.memory is not None
     row = {"model": name, "core": core, "kind": kind, "chosen": c.plan.schedule.kind,
            "activation_ram_bytes": activation_ram(c.graph, c.plan), "arena_bytes": c.plan.arena_size,
-           "estimated_overhead": round(c.memory.ratio(c.memory.chosen), 4)}
+           "estimated_overhead": 0.0 if c.memory is None else round(c.memory.ratio(c.memory.chosen), 4)}
     here = work / name / core / kind
     write_bundle(render_bundle(c, " ".join(board.cflags), board.name), here / "bundle", force=True)
     write_glue(c, here / "glue")

@@ -27,11 +27,12 @@ from emitter.planner import Plan, plan
 from emitter.stream import EXACT_KERNELS, Schedule, Segment, Stage, make_segment, stage_of
 
 CALL_INSTRUCTIONS = 150  # a band call: band params, pointers, argument checks
-WEIGHT_INSTRUCTIONS_PER_CALL = 5.0  # per filter element: what a kernel call repeats per call (weight
-#   passes over fewer positions, per-channel set-up); measured in QEMU on cortex-m7: 3.3 (VWW, 24-48
-#   pixels a row) to 7 (KWS, 5 pixels a row) -- benchmarks/memory.py reports the real overheads
+WEIGHT_PASS_INSTRUCTIONS = 30.0  # per filter element and call, divided by the positions of a row: a
+#   row call reads every weight once per pass over too few positions, so its cost falls with the
+#   row's width. Fitted on cortex-m7 QEMU counts (benchmarks/memory.py, docs/memory.md): 7 per
+#   element and call at 5 positions (KWS), 0.6 at 32 (IC)
 MOVE_INSTRUCTIONS_PER_BYTE = 0.4  # memmove of ring rows (word copies)
-INSTRUCTIONS_PER_MAC = {"mve": 0.35, "dsp": 0.9, "c": 2.5, "any": 0.9}
+INSTRUCTIONS_PER_MAC = {"mve": 0.9, "dsp": 1.9, "c": 5.0, "any": 1.9}  # QEMU counts of the shared models
 DEFAULT_OVERHEAD = 0.05
 MAX_SEGMENT = 12  # layers per streamed segment
 
@@ -115,9 +116,16 @@ def filter_elements(s: Stage) -> int:
     return f.n * f.h * f.w * f.c if f is not None else 0
 
 
+def row_width(s: Stage) -> int:
+    """Output positions of one row call."""
+    pp = getattr(s.params, "pool", s.params)
+    out = getattr(pp, "output", None)
+    return max(1, out.w if out is not None else 1)
+
+
 def overhead(seg: Segment) -> int:
     """Estimated extra instructions of running the segment by rows instead of whole layers."""
-    calls = sum((s.out_rows - 1) * (CALL_INSTRUCTIONS + WEIGHT_INSTRUCTIONS_PER_CALL * filter_elements(s))
+    calls = sum((s.out_rows - 1) * (CALL_INSTRUCTIONS + WEIGHT_PASS_INSTRUCTIONS * filter_elements(s) / row_width(s))
                 for s in seg.stages)
     return int(calls + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE)
 
@@ -206,7 +214,7 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
 
 def model_cost(prepared: tuple[Prepared, ...], isa: str) -> int:
     """Estimated instructions of the layer plan (the base of the overhead ratio)."""
-    return int(sum(p.macs for p in prepared) * INSTRUCTIONS_PER_MAC.get(isa, 0.9)) + 200 * len(prepared)
+    return int(sum(p.macs for p in prepared) * INSTRUCTIONS_PER_MAC.get(isa, 1.9)) + 200 * len(prepared)
 
 
 @dataclass(frozen=True)
