@@ -142,8 +142,10 @@ def _bundle_options(p: argparse.ArgumentParser) -> None:
                    help="cmsis-nn backend: call CMSIS-NN for every layer it supports, also where "
                         "mcugen's kernel was measured faster on this core (kept by default; the "
                         "summary lists those layers and why)")
-    p.add_argument("--ram-budget", help="fail if the arena exceeds this (e.g. 256K)")
-    p.add_argument("--flash-budget", help="fail if the weights exceed this (e.g. 1M)")
+    p.add_argument("--ram-budget", help="fail if RAM = arena + the caller's input/output buffers exceeds "
+                   "this (e.g. 256K; default: the board's RAM)")
+    p.add_argument("--flash-budget", help="fail if flash = weights and parameters + code (mcu_runtime kernels "
+                   "and the schedule, estimated per core) exceeds this (e.g. 1M; default: the board's flash)")
     p.add_argument("--force", action="store_true", help="replace an -o folder that is not an mcugen bundle")
     p.add_argument("--quiet", action="store_true", help="print no per-layer table")
     p.add_argument("--guard", action="store_true",
@@ -211,7 +213,8 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     return run(args)
 
 
-def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, weight_bytes: int) -> None:
+def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, weight_bytes: int,
+                  code_bytes: int = 0) -> None:
     ram = parse_size(args.ram_budget) if args.ram_budget else None
     flash = parse_size(args.flash_budget) if args.flash_budget else None
     from emitter.budget import check
@@ -219,7 +222,7 @@ def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, we
     check(compiled, weight_bytes, ram if ram is not None else board.ram_bytes,
           flash if flash is not None else board.flash_bytes,
           "--ram-budget" if ram is not None else f"board {board.name}",
-          "--flash-budget" if flash is not None else f"board {board.name}")
+          "--flash-budget" if flash is not None else f"board {board.name}", code_bytes)
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
@@ -241,13 +244,16 @@ def cmd_emit(args: argparse.Namespace) -> int:
     files = render_bundle(compiled, " ".join(board.cflags), board.name)
     import json
 
+    from emitter.codesize import code_bytes
+
     weight_bytes = json.loads(files["report.json"])["weight_bytes"]
-    check_budgets(args, board, compiled, weight_bytes)
+    code = code_bytes(files, sum(1 for p in compiled.prepared if p.kernel), board.core)[0]
+    check_budgets(args, board, compiled, weight_bytes, code)
     out_dir = Path(args.output) if args.output else Path(Path(args.model).stem)
     write_bundle(files, out_dir, force=args.force)
     elapsed = time.perf_counter() - t0
     if not args.quiet:
-        print(summary(compiled, weight_bytes, board.name, why, board.has_fpu))
+        print(summary(compiled, weight_bytes, board.name, why, board.has_fpu, code))
     print(f"wrote {out_dir}/ ({len(files)} files) in {elapsed:.2f} s")
     if args.verify:
         from emitter.verify import run_verify

@@ -15,7 +15,8 @@ def float_layers(c: Compiled) -> int:
     return sum(1 for p in c.prepared if p.kernel in FLOAT_KERNELS)
 
 
-def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_fpu: bool = True) -> str:
+def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_fpu: bool = True,
+            code_bytes: int | None = None) -> str:
     g, plan = c.graph, c.plan
     rows = [("#", "layer", "op", "kernel", "output", "MACs", "offset", "bytes")]
     macs = 0
@@ -40,7 +41,9 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
         "",
         f"model {c.model.path.name}: {kernels} kernel calls, {len(c.prepared) - kernels} free views, "
         f"{fmt_bytes(macs)} MACs per inference; board {board}; {backend_note}",
-        f"flash: weights and parameters {fmt_bytes(weight_bytes)} bytes",
+        f"flash: weights and parameters {fmt_bytes(weight_bytes)} bytes"
+        + ("" if code_bytes is None else f" + code about {fmt_bytes(code_bytes)} bytes (mcu_runtime kernels "
+           "and the schedule" + (", not CMSIS-NN's" if c.backend == "cmsis-nn" else "") + ")"),
         f"RAM:   arena {fmt_bytes(plan.arena_size)} bytes (liveness lower bound {fmt_bytes(plan.lower_bound)}, "
         f"gap {fmt_bytes(plan.gap)}) + caller's input/output buffers {fmt_bytes(io)} bytes",
         f"float: {float_layers(c)} of {kernels} layers run in float32 (float islands)"
