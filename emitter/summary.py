@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from emitter.compiler import Compiled
 from emitter.layout import physical_shape
+from emitter.names import short_name
 
 
 def fmt_bytes(n: int) -> str:
@@ -23,11 +24,10 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
     for k, (node, p) in enumerate(zip(g.nodes, c.prepared, strict=True)):
         out = g.t(node.outputs[0])
         kind, where = plan.location[plan.root[out.name]]
-        offset = str(where) if kind == "arena" else kind
+        offset = f"{where:,}" if kind == "arena" else kind
         if not p.kernel:
-            offset = f"view of {plan.root[out.name][:16]}" if kind == "arena" else offset
-        name = node.name if len(node.name) <= 28 else "..." + node.name[-25:]
-        rows.append((str(k), name, node.op, p.kernel or "(view)",
+            offset = f"view of {short_name(plan.root[out.name], 16)}" if kind == "arena" else offset
+        rows.append((str(k), short_name(node.name), node.op, p.kernel or "(view)",
                      "x".join(map(str, physical_shape(out.layout))) if out.layout else "?",
                      fmt_bytes(p.macs), offset, fmt_bytes(out.nbytes)))
         macs += p.macs

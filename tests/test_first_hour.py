@@ -32,3 +32,51 @@ def test_float_model_error_names_the_quantize_command_that_works(tmp_path: Path,
     then = next(line.split("then: ")[1] for line in err.splitlines() if line.startswith("then: "))
     assert then == "mcugen digits_int8.onnx --board=<your board>"
     assert main(["digits_int8.onnx", "--board=cortex-m4", "-o", "out", "--quiet"]) == 0
+
+
+# ---- item 7: one way to shorten layer names; offsets with separators; full names in report.json ----
+
+def test_short_name_keeps_head_and_tail_at_one_width() -> None:
+    from emitter.names import NAME_WIDTH, short_name
+
+    assert short_name("conv1") == "conv1"
+    long = "sequential/dense_1/MatMul;sequential/dense_1/Relu;sequential/dense_1/BiasAdd_prequant"
+    s = short_name(long)
+    assert len(s) == NAME_WIDTH and s.startswith("sequentia") and s.endswith("dense_1/BiasAdd_prequant"[-20:])
+    assert "..." in s and short_name(long, 16) == long[:4] + "..." + long[-9:]
+
+
+def test_summary_profile_and_debug_show_the_same_layer_names(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """hello_fc's names are 60-70 characters: the summary, the profile table and `mcugen debug`
+    (host run) print each layer under the same shortened name; report.json holds the full names."""
+    import json
+
+    from emitter.compiler import compile_model
+    from emitter.names import short_name
+    from emitter.profile import LayerCost, Profile
+    from tests.models.tiny import HELLO
+
+    c = compile_model(HELLO, name="hello_fc")
+    full = [n.name for n in c.graph.nodes]
+    assert max(map(len, full)) > 60
+    shown = [short_name(n) for n in full]
+    assert main([str(HELLO), "-o", str(tmp_path / "b")]) == 0
+    summary_rows = capsys.readouterr().out.splitlines()[2:2 + len(full)]
+    assert [row.split("  ")[1].strip() for row in summary_rows] == shown
+    profile = Profile("cortex-m4", tuple(LayerCost(k, n, "fc", "mcu_fully_connected_s8", 16, 100)
+                                         for k, n in enumerate(full)), 400, 100).table()
+    assert [row[5:5 + len(s)] for row, s in zip(profile.splitlines()[1:], shown, strict=False)] == shown
+    assert main(["debug", str(HELLO), "--no-qemu", "--work", str(tmp_path / "w"), "--samples", "2"]) == 0
+    debug_rows = [line for line in capsys.readouterr().out.splitlines() if line[:1].isdigit()]
+    assert [row.split("  ")[1].strip() for row in debug_rows] == shown
+    report = json.loads((tmp_path / "b" / "report.json").read_text())
+    assert [lay["name"] for lay in report["layers"]] == full
+
+
+def test_summary_offsets_have_thousands_separators(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main([str(EXAMPLES / "digits_cnn_int8.onnx"), "-o", str(tmp_path / "d")]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    offsets = [row.split()[-2] for row in rows[2:8] if "view of" not in row]
+    assert "1,088" in offsets and all("," in o for o in offsets if o.isdigit() is False and o[0].isdigit())
+    assert not any(o.isdigit() and int(o) >= 1000 for o in offsets)
