@@ -250,11 +250,12 @@ def cmd_emit(args: argparse.Namespace) -> int:
     code = code_bytes(files, sum(1 for p in compiled.prepared if p.kernel), board.core)[0]
     check_budgets(args, board, compiled, weight_bytes, code)
     out_dir = Path(args.output) if args.output else Path(Path(args.model).stem)
-    write_bundle(files, out_dir, force=args.force)
+    kept = write_bundle(files, out_dir, force=args.force)
     elapsed = time.perf_counter() - t0
     if not args.quiet:
         print(summary(compiled, weight_bytes, board.name, why, board.has_fpu, code))
-    print(f"wrote {out_dir}/ ({len(files)} files) in {elapsed:.2f} s")
+    print(f"wrote {out_dir}/ ({len(files)} files) in {elapsed:.2f} s"
+          + (f"; kept what mcugen did not write there: {', '.join(kept)}" if kept else ""))
     if args.verify:
         from emitter.verify import run_verify
 

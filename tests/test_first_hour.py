@@ -80,3 +80,32 @@ def test_summary_offsets_have_thousands_separators(capsys: pytest.CaptureFixture
     offsets = [row.split()[-2] for row in rows[2:8] if "view of" not in row]
     assert "1,088" in offsets and all("," in o for o in offsets if o.isdigit() is False and o[0].isdigit())
     assert not any(o.isdigit() and int(o) >= 1000 for o in offsets)
+
+
+# ---- item 8: regenerating into a bundle folder keeps what the user put there ----
+
+def test_regenerating_keeps_the_users_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+
+    from tests.models.tiny import HELLO
+
+    out = tmp_path / "b"
+    assert main([str(HELLO), "-o", str(out), "--quiet"]) == 0
+    subprocess.run(["make", "-C", str(out), "-j2"], capture_output=True, check=True)
+    (out / "notes.txt").write_text("mine")
+    built = sorted(p.relative_to(out).as_posix() for p in (out / "build").rglob("*.o"))
+    assert built and (out / "libhello_fc.a").is_file()
+    capsys.readouterr()
+    assert main([str(HELLO), "-o", str(out), "--quiet", "--name", "sine"]) == 0
+    assert "kept what mcugen did not write there: build, libhello_fc.a, notes.txt" in capsys.readouterr().out
+    assert (out / "notes.txt").read_text() == "mine" and (out / "libhello_fc.a").is_file()
+    assert sorted(p.relative_to(out).as_posix() for p in (out / "build").rglob("*.o")) == built
+    assert (out / "sine.c").is_file() and not (out / "hello_fc.c").exists()  # mcugen's old files go
+    # a file of the user's at a path the new bundle writes: refused, named, nothing changed ...
+    (out / "other.h").write_text("mine too")
+    assert main([str(HELLO), "-o", str(out), "--quiet", "--name", "other"]) == 2
+    assert "holds other.h, not written by mcugen" in capsys.readouterr().err
+    assert (out / "other.h").read_text() == "mine too" and (out / "sine.c").is_file()
+    # ... unless --force
+    assert main([str(HELLO), "-o", str(out), "--quiet", "--name", "other", "--force"]) == 0
+    assert "OTHER_INPUT_SIZE" in (out / "other.h").read_text() and (out / "notes.txt").is_file()
