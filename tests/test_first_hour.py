@@ -109,3 +109,69 @@ def test_regenerating_keeps_the_users_files(tmp_path: Path, capsys: pytest.Captu
     # ... unless --force
     assert main([str(HELLO), "-o", str(out), "--quiet", "--name", "other", "--force"]) == 0
     assert "OTHER_INPUT_SIZE" in (out / "other.h").read_text() and (out / "notes.txt").is_file()
+
+
+# ---- item 9: no litter, the demo's command, where the reference outputs come from ----
+
+def test_kernel_library_builds_leave_nothing_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    from tests.harness.ckernels import CFLAGS, build_lib
+
+    src = tmp_path / "src" / "twice.c"
+    src.parent.mkdir()
+    src.write_text("int twice(int x);\nint twice(int x) { return 2 * x; }\n")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    lib = build_lib((str(src),), "twice", CFLAGS)
+    assert lib.twice(21) == 42  # still callable after its folder is gone
+    assert list(scratch.iterdir()) == []
+
+
+# ---- item 2 (and 9): the README's demo output is the demo's printout ----
+
+@pytest.mark.qemu
+def test_readme_demo_block_is_what_the_demo_prints() -> None:
+    """Runs the demo (about 5 s) as scripts/readme_demo.py does and compares README.md's block;
+    the instruction count and firmware sizes only where the compiler and QEMU are the ones the
+    block names. The first line is the command the demo runs."""
+    import shlex
+    import sys
+
+    from emitter.target import missing_tools
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip("missing tools: " + "; ".join(missing))
+    sys.path.insert(0, str(REPO / "scripts"))
+    import readme_demo
+
+    got = readme_demo.demo_output()
+    readme = (REPO / "README.md").read_text()
+    want = readme_demo.quoted(readme)
+    if f"({readme_demo.versions()};" not in readme:
+        got, want = ([line for line in lines if not line.strip().startswith(readme_demo.TOOL_LINES)]
+                     for lines in (got, want))
+    assert got == want, "README.md's demo block is stale: python scripts/readme_demo.py"
+    argv = shlex.split(got[0])
+    assert argv[:2] == ["$", "mcugen"] and argv[2] == "examples/digits_cnn_int8.onnx"
+    assert {"--verify", "--inputs", "examples/digits_heldout.npz"} <= set(argv)
+
+
+def test_verify_says_where_the_reference_outputs_come_from(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from emitter.compiler import compile_model, golden_run
+    from tests.models.tiny import HELLO
+
+    c = compile_model(HELLO, name="net")
+    xs = np.arange(-128, 128, 32, dtype=np.int8).reshape(-1, 1, 1)
+    refs = np.stack([golden_run(c, [x])[0] for x in xs])
+    np.savez(tmp_path / "ref.npz", inputs=xs, tflm_outputs=refs)
+    assert main(["verify", str(HELLO), "--no-qemu", "--inputs", str(tmp_path / "ref.npz"), "-o", str(tmp_path / "b"),
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "golden vs TFLM outputs             bit-exact" in out and "host gcc vs TFLM outputs" in out
+    assert ("TFLM outputs: array 'tflm_outputs' of ref.npz: TensorFlow Lite Micro's interpreter on the same "
+            "inputs") in out
+    assert "reference outputs" not in out
