@@ -30,7 +30,10 @@ def ram_needed(c: Compiled) -> int:
     return activation_ram(c.graph, c.plan)
 
 
-def check(c: Compiled, weight_bytes: int, ram: int, flash: int, ram_src: str, flash_src: str) -> None:
+def check(c: Compiled, weight_bytes: int, ram: int, flash: int, ram_src: str, flash_src: str,
+          code_bytes: int = 0) -> None:
+    """RAM = arena + the caller's input/output buffers; flash = weights and parameters + code
+    (`code_bytes`: emitter.codesize's estimate of the kernels and the schedule)."""
     problems = []
     need = ram_needed(c)
     if need > ram:
@@ -42,10 +45,11 @@ def check(c: Compiled, weight_bytes: int, ram: int, flash: int, ram_src: str, fl
             f"{need - c.plan.arena_size:,}) but the budget ({ram_src}) is {ram:,} bytes. Peak at layer "
             f"{step} '{node.name}' ({node.op}), live there: {tensors}. Shrink those activations "
             "(fewer channels, a stride earlier, smaller input) or choose a board with more RAM")
-    if weight_bytes > flash:
+    if weight_bytes + code_bytes > flash:
         big = ", ".join(f"'{name}' {size:,} B" for name, size in biggest_weights(c))
         problems.append(
-            f"flash: weights need {weight_bytes:,} bytes but the budget ({flash_src}) is {flash:,} "
-            f"bytes. Largest: {big}. Prune or shrink those layers, or choose a board with more flash")
+            f"flash: needs {weight_bytes + code_bytes:,} bytes (weights and parameters {weight_bytes:,} + "
+            f"kernel and schedule code about {code_bytes:,}) but the budget ({flash_src}) is {flash:,} "
+            f"bytes. Largest weights: {big}. Prune or shrink those layers, or choose a board with more flash")
     if problems:
         raise BudgetError("the model does not fit:\n  " + "\n  ".join(problems) + "\nNothing was written.")

@@ -8,6 +8,12 @@
      renamed aside to `.NAME.old-*`, the temporary folder renamed to -o, and the old one removed.
   4. Any failure (including Ctrl-C) removes the temporary folder and puts the old -o back, so -o
      holds either the complete old bundle or the complete new one.
+  5. Regenerating into an existing bundle keeps what mcugen did not write there (a `build/`, a
+     `lib<name>.a`, notes): they are copied into the new bundle and listed (write_bundle's
+     result). mcugen's own files are the previous bundle's NAME*.c/.h (NAME from its report.json),
+     the fixed files (Makefile, CMakeLists.txt, README.md, report.*) and everything under
+     mcu_runtime/. A kept file that the new bundle would overwrite is refused, naming it, unless
+     force.
 """
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from pathlib import Path
 from emitter.errors import OutputError
 
 MARKER = "report.json"
+FIXED = ("Makefile", "CMakeLists.txt", "README.md", "report.json", "report.html")
 
 
 def is_bundle(folder: Path) -> bool:
@@ -28,6 +35,28 @@ def is_bundle(folder: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and "mcugen_version" in data
+
+
+def user_entries(folder: Path) -> list[str]:
+    """The top-level entries of the bundle `folder` that mcugen did not write (sorted; see 5.)."""
+    name = str(json.loads((folder / MARKER).read_text()).get("name", ""))
+    ours = {*FIXED, "mcu_runtime", *(f"{name}{tail}" for tail in (".c", ".h", "_weights.c", "_weights.h", "_f32.c"))}
+    return sorted(p.name for p in folder.iterdir() if p.name not in ours)
+
+
+def _keep(old: Path, names: list[str], new: Path, files: dict[str, bytes], force: bool) -> None:
+    clash = sorted(n for n in names if n in files or any(f.startswith(n + "/") for f in files))
+    if clash and not force:
+        raise OutputError(f"'{old}' holds {', '.join(clash)}, not written by mcugen, and the new bundle "
+                          "writes that path; move it away or pass --force to replace it")
+    for n in names:
+        if n in clash:
+            continue
+        src = old / n
+        if src.is_dir() and not src.is_symlink():
+            shutil.copytree(src, new / n, symlinks=True)
+        else:
+            shutil.copy2(src, new / n, follow_symlinks=False)
 
 
 def _check_target(out_dir: Path, force: bool) -> None:
@@ -47,14 +76,16 @@ def _check_target(out_dir: Path, force: bool) -> None:
                           "or pass --force to replace it")
 
 
-def write_bundle(files: dict[str, bytes], out_dir: Path, force: bool = False) -> None:
-    """Write every file under out_dir: first into a temporary sibling folder, then one rename."""
+def write_bundle(files: dict[str, bytes], out_dir: Path, force: bool = False) -> list[str]:
+    """Write every file under out_dir: first into a temporary sibling folder, then one rename.
+    Returns the entries of a previous bundle there that mcugen did not write, kept (see 5.)."""
     out_dir = Path(out_dir)
     for rel in files:
         p = Path(rel)
         if not rel or p.is_absolute() or ".." in p.parts or p.parts[:1] == (".",):
             raise OutputError(f"refusing to write '{rel}' outside the output folder")
     _check_target(out_dir, force)
+    kept = user_entries(out_dir) if out_dir.is_dir() and is_bundle(out_dir) else []
     parent = out_dir.absolute().parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -70,6 +101,7 @@ def write_bundle(files: dict[str, bytes], out_dir: Path, force: bool = False) ->
             dest = tmp / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
+        _keep(out_dir, kept, tmp, files, force)
         if out_dir.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.old-", dir=parent))
             os.rename(out_dir, old / out_dir.name)
@@ -85,3 +117,4 @@ def write_bundle(files: dict[str, bytes], out_dir: Path, force: bool = False) ->
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+    return kept

@@ -152,7 +152,8 @@ def _bundle_options(p: argparse.ArgumentParser) -> None:
                         "dying operand: free), overlap (+ outputs over dying inputs, row by row), stream "
                         "(+ chains of layers row by row through small rings); the summary prints each "
                         "plan's RAM and overhead")
-    p.add_argument("--flash-budget", help="fail if the weights exceed this (e.g. 1M)")
+    p.add_argument("--flash-budget", help="fail if flash = weights and parameters + code (mcu_runtime kernels "
+                   "and the schedule, estimated per core) exceeds this (e.g. 1M; default: the board's flash)")
     p.add_argument("--force", action="store_true", help="replace an -o folder that is not an mcugen bundle")
     p.add_argument("--quiet", action="store_true", help="print no per-layer table")
     p.add_argument("--guard", action="store_true",
@@ -230,15 +231,14 @@ def ram_budget(args: argparse.Namespace, board: Board) -> tuple[int, str]:
     return board.ram_bytes, f"board {board.name} RAM"
 
 
-def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, weight_bytes: int) -> None:
-    ram = parse_size(args.ram_budget) if args.ram_budget else None
+def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, weight_bytes: int,
+                  code_bytes: int = 0) -> None:
+    ram, ram_src = ram_budget(args, board)
     flash = parse_size(args.flash_budget) if args.flash_budget else None
     from emitter.budget import check
 
-    check(compiled, weight_bytes, ram if ram is not None else board.ram_bytes,
-          flash if flash is not None else board.flash_bytes,
-          "--ram-budget" if ram is not None else f"board {board.name}",
-          "--flash-budget" if flash is not None else f"board {board.name}")
+    check(compiled, weight_bytes, ram, flash if flash is not None else board.flash_bytes, ram_src,
+          "--flash-budget" if flash is not None else f"board {board.name}", code_bytes)
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
@@ -262,14 +262,18 @@ def cmd_emit(args: argparse.Namespace) -> int:
     files = render_bundle(compiled, " ".join(board.cflags), board.name)
     import json
 
+    from emitter.codesize import code_bytes
+
     weight_bytes = json.loads(files["report.json"])["weight_bytes"]
-    check_budgets(args, board, compiled, weight_bytes)
+    code = code_bytes(files, sum(1 for p in compiled.prepared if p.kernel), board.core)[0]
+    check_budgets(args, board, compiled, weight_bytes, code)
     out_dir = Path(args.output) if args.output else Path(Path(args.model).stem)
-    write_bundle(files, out_dir, force=args.force)
+    kept = write_bundle(files, out_dir, force=args.force)
     elapsed = time.perf_counter() - t0
     if not args.quiet:
-        print(summary(compiled, weight_bytes, board.name, why, board.has_fpu))
-    print(f"wrote {out_dir}/ ({len(files)} files) in {elapsed:.2f} s")
+        print(summary(compiled, weight_bytes, board.name, why, board.has_fpu, code))
+    print(f"wrote {out_dir}/ ({len(files)} files) in {elapsed:.2f} s"
+          + (f"; kept what mcugen did not write there: {', '.join(kept)}" if kept else ""))
     if args.verify:
         from emitter.verify import run_verify
 

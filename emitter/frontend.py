@@ -28,6 +28,7 @@ from google.protobuf.message import Message  # type: ignore[import-untyped]
 from onnx import numpy_helper
 
 from emitter.errors import ModelError, QuantError, ShapeError
+from emitter.float_model import check_not_float
 
 MIN_OPSET, MAX_OPSET = 10, 21
 MAX_ELEMENTS = 1 << 28  # no MCU tensor comes near this; larger means a corrupt or hostile file
@@ -350,6 +351,7 @@ def load(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = Non
         raise ModelError(f"sparse initializer '{model.graph.sparse_initializer[0].values.name}' is not "
                          "supported; store the weights densely (onnx.numpy_helper.from_array)")
     _check_structure(model.graph)
+    check_not_float(model, path)
     _check_quantized_constants(model.graph)
     _set_input_shapes(model, input_shapes)
 

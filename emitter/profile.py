@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from emitter.compiler import Compiled
+from emitter.names import NAME_WIDTH, short_name
 
 if TYPE_CHECKING:
     from emitter.boards import Board
@@ -41,11 +42,11 @@ class Profile:
     total: int  # median instructions per inference of the profile build
     tail: int  # after the last layer's hook (return to the caller)
 
-    def table(self, name_width: int = 36) -> str:
+    def table(self, name_width: int = NAME_WIDTH) -> str:
         rows = [f"{'#':>3}  {'layer':<{name_width}} {'kernel':<36} {'MACs':>11} {'instructions':>13} {'share':>6} "
                 f"{'instr/MAC':>9}"]
         for lay in self.layers:
-            name = lay.name if len(lay.name) <= name_width else "..." + lay.name[-(name_width - 3):]
+            name = short_name(lay.name, name_width)
             per_mac = f"{lay.instructions / lay.macs:.2f}" if lay.macs else ""
             rows.append(f"{lay.index:>3}  {name:<{name_width}} {lay.kernel:<36} {lay.macs:>11,} "
                         f"{lay.instructions:>13,} {100.0 * lay.instructions / max(self.total, 1):>5.1f}% {per_mac:>9}")

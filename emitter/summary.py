@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from emitter.compiler import Compiled
 from emitter.layout import physical_shape
+from emitter.names import short_name
 
 
 def fmt_bytes(n: int) -> str:
@@ -37,18 +38,18 @@ def memory_lines(c: Compiled) -> list[str]:
     return text
 
 
-def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_fpu: bool = True) -> str:
+def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_fpu: bool = True,
+            code_bytes: int | None = None) -> str:
     g, plan = c.graph, c.plan
     rows = [("#", "layer", "op", "kernel", "output", "MACs", "offset", "bytes")]
     macs = 0
     for k, (node, p) in enumerate(zip(g.nodes, c.prepared, strict=True)):
         out = g.t(node.outputs[0])
         kind, where = plan.location[plan.root[out.name]]
-        offset = str(where) if kind == "arena" else kind
+        offset = f"{where:,}" if kind == "arena" else kind
         if not p.kernel:
-            offset = f"view of {plan.root[out.name][:16]}" if kind == "arena" else offset
-        name = node.name if len(node.name) <= 28 else "..." + node.name[-25:]
-        rows.append((str(k), name, node.op, p.kernel or "(view)",
+            offset = f"view of {short_name(plan.root[out.name], 16)}" if kind == "arena" else offset
+        rows.append((str(k), short_name(node.name), node.op, p.kernel or "(view)",
                      "x".join(map(str, physical_shape(out.layout))) if out.layout else "?",
                      fmt_bytes(p.macs), offset, fmt_bytes(out.nbytes)))
         macs += p.macs
@@ -64,7 +65,9 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
         "",
         f"model {c.model.path.name}: {kernels} kernel calls, {len(c.prepared) - kernels} free views, "
         f"{fmt_bytes(macs)} MACs per inference; board {board}; {backend_note}",
-        f"flash: weights and parameters {fmt_bytes(weight_bytes)} bytes",
+        f"flash: weights and parameters {fmt_bytes(weight_bytes)} bytes"
+        + ("" if code_bytes is None else f" + code about {fmt_bytes(code_bytes)} bytes (mcu_runtime kernels "
+           "and the schedule" + (", not CMSIS-NN's" if c.backend == "cmsis-nn" else "") + ")"),
         f"RAM:   arena {fmt_bytes(plan.arena_size)} bytes + caller's input/output buffers {fmt_bytes(io)} bytes "
         f"= activation RAM {fmt_bytes(activation_ram(g, plan))} bytes",
         *memory_lines(c),

@@ -62,12 +62,26 @@ def load_inputs(c: Compiled, npz: str | Path | None, samples: int, seed: int = 0
     return [[a[k] for a in per_input] for k in range(n)]
 
 
+REFERENCE_KEYS = {"tflm_outputs": ("TFLM outputs", "TensorFlow Lite Micro's interpreter on the same inputs"),
+                  "expected": ("expected outputs", "as given with the inputs")}
+
+
+def reference_source(npz: str | Path) -> tuple[str, str] | None:
+    """(short label, where they came from) of the reference outputs shipped in `npz`, if any."""
+    data = np.load(npz)
+    key = next((k for k in REFERENCE_KEYS if k in data.files), None)
+    if key is None:
+        return None
+    label, origin = REFERENCE_KEYS[key]
+    return label, f"array '{key}' of {Path(npz).name}: {origin}"
+
+
 def reference_outputs(c: Compiled, npz: str | Path | None, count: int) -> list[list[np.ndarray]] | None:
     """Expected int8 outputs shipped with the inputs ('tflm_outputs' or 'expected'), if any."""
     if npz is None or len(c.graph.outputs) != 1:
         return None
     data = np.load(npz)
-    key = next((k for k in ("tflm_outputs", "expected") if k in data.files), None)
+    key = next((k for k in REFERENCE_KEYS if k in data.files), None)
     if key is None:
         return None
     shape = c.output_shapes[0]
@@ -195,9 +209,11 @@ def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str
         rep.outputs.update(golden=gold, host=host)
         rep.check("host gcc vs golden", host, gold)
         expected = reference_outputs(c, inputs, len(samples))
-        if expected is not None:
-            rep.check("golden vs reference outputs", gold, expected)
-            rep.check("host gcc vs reference outputs", host, expected)
+        source = reference_source(inputs) if expected is not None and inputs is not None else None
+        if expected is not None and source is not None:
+            rep.check(f"golden vs {source[0]}", gold, expected)
+            rep.check(f"host gcc vs {source[0]}", host, expected)
+            rep.note(f"{source[0]}: {source[1]}")
         if qemu:
             fw, run = run_in_qemu(bundle, w / "glue", board, w, samples, cmsis_nn=c.cmsis_path)
             target = unpack(c, (run.workdir / "output.bin").read_bytes(), len(samples))

@@ -2,21 +2,33 @@
 
     python examples/run_demo.py [--board cortex-m7] [--out out/digits]
 
-1. mcugen emits a C bundle for examples/digits_cnn_int8.onnx (made by make_digits_model.py);
-2. verification builds it with gcc and with arm-none-eabi-gcc, runs it on the held-out digits on
-   the host and in QEMU, and checks both bit for bit against mcugen's golden model;
-3. top-1 accuracy on the held-out digits: float model, onnxruntime int8, generated C (host, QEMU).
-Exits non-zero if any check fails.
+1. the command it prints: `mcugen examples/digits_cnn_int8.onnx --board=... -o ... --name digits
+   --verify --inputs examples/digits_heldout.npz --quiet` (in this process): mcugen emits a C bundle
+   for the model (made by make_digits_model.py), builds it with gcc and with arm-none-eabi-gcc,
+   runs it on the held-out digits on the host and in QEMU, and checks both bit for bit against
+   mcugen's golden model;
+2. top-1 accuracy on the held-out digits: float model, onnxruntime int8, generated C (host, QEMU),
+   the last two from that verification's outputs.
+Exits non-zero if any check fails. README.md quotes this printout (scripts/readme_demo.py).
 """
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).absolute().parent  # not resolved: shown() prints paths as the user typed them
+
+
+def shown(path: Path) -> str:
+    """`path` as typed from the current folder (relative when below it)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def accuracy(logits: list[np.ndarray], labels: np.ndarray) -> float:
@@ -32,23 +44,27 @@ def main() -> int:
 
     import onnxruntime as ort
 
+    import emitter.verify
     from emitter.cli import main as mcugen
 
-    model = HERE / "digits_cnn_int8.onnx"
-    data = np.load(HERE / "digits_heldout.npz")
+    model, heldout = HERE / "digits_cnn_int8.onnx", HERE / "digits_heldout.npz"
+    data = np.load(heldout)
     images, labels = data["images"].astype(np.float32), data["labels"]
-    print(f"$ mcugen {model.name} --board={args.board} -o {args.out} --verify --inputs digits_heldout.npz")
-    status = mcugen([str(model), f"--board={args.board}", "-o", args.out, "--name", "digits", "--quiet"])
-    if status != 0:
-        return status
+    reports: list[emitter.verify.VerifyReport] = []
+    run_verify = emitter.verify.run_verify
 
-    from emitter.boards import load_board
-    from emitter.compiler import compile_model
-    from emitter.verify import run_verify
+    def keep(*a: object, **k: object) -> emitter.verify.VerifyReport:
+        reports.append(run_verify(*a, **k))  # type: ignore[arg-type]
+        return reports[-1]
 
-    c = compile_model(model, name="digits")
-    rep = run_verify(c, Path(args.out), load_board(args.board), model, str(HERE / "digits_heldout.npz"), 0)
-    print(rep.text())
+    emitter.verify.run_verify = keep  # the command's own verification; its outputs give the accuracies
+    argv = [shown(model), f"--board={args.board}", "-o", args.out, "--name", "digits",
+            "--verify", "--inputs", shown(heldout), "--quiet"]
+    print("$ mcugen " + shlex.join(argv), flush=True)
+    status = mcugen(argv)
+    if not reports:
+        return status or 1
+    rep = reports[0]
 
     def ort_logits(path: Path) -> list[np.ndarray]:
         sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-PKGS="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc make"
+PKGS="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc make cmake"
 missing=""
 for p in $PKGS; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

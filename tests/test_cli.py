@@ -27,8 +27,8 @@ def tree_digest(folder: Path) -> dict[str, str]:
 def test_card_form_default_output_folder(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert main([str(HELLO), "--board=cortex-m7"]) == 0
-    out = tmp_path / "tflm_hello_world"
-    assert (out / "tflm_hello_world.h").is_file() and (out / "Makefile").is_file()
+    out = tmp_path / "hello_fc"
+    assert (out / "hello_fc.h").is_file() and (out / "Makefile").is_file()
     assert (out / "CMakeLists.txt").is_file() and (out / "report.json").is_file()
     text = capsys.readouterr().out
     assert "arena" in text and "fc" in text
@@ -86,9 +86,9 @@ def test_symbolic_dim_names_input_and_option(tmp_path, capsys):
     onnx.save(m, tmp_path / "dyn.onnx")
     assert main([str(tmp_path / "dyn.onnx"), "-o", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert "serving_default_dense_input:0" in err and "--input-shape" in err
+    assert "serving_hello_input:0" in err and "--input-shape" in err
     assert main([str(tmp_path / "dyn.onnx"), "-o", str(tmp_path / "o"), "--quiet",
-                 "--input-shape", "serving_default_dense_input:0=1,1"]) == 0
+                 "--input-shape", "serving_hello_input:0=1,1"]) == 0
 
 
 def test_unknown_board(capsys, tmp_path):

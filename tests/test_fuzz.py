@@ -3,8 +3,8 @@
 Every case runs compile_model -> render_bundle -> write_bundle into a fresh folder and must end in
 success (a complete bundle, exactly the rendered files) or a McugenError (nothing written, no
 temporary folder left) -- never another exception, a crash, a hang (per-case deadline) or a
-partial bundle. Seeds: the shared tflm_hello_world model and the tiny models of
-tests/models/tiny.py.
+partial bundle. Seeds: the tiny models of tests/models/tiny.py
+(hello_fc among them), and the shared tflm_hello_world model where ../shared/models is present.
 
 Case counts per run (default 2,500 byte-level + 2,500 structural, about 25 s; derandomized so CI runs the same
 cases every time): scale with MCUGEN_FUZZ_EXAMPLES=<per test>, explore fresh cases with
@@ -36,14 +36,17 @@ from emitter.bundle import write_bundle
 from emitter.compiler import compile_model
 from emitter.errors import McugenError
 from emitter.render import render_bundle
-from tests.models.tiny import HELLO, TINY_MODELS
+from tests.harness.bundles import SHARED_MODELS, shared_model
+from tests.models.tiny import TINY_MODELS, hello_fc
 
 EXAMPLES = int(os.environ.get("MCUGEN_FUZZ_EXAMPLES", "2500"))
 DERANDOMIZE = os.environ.get("MCUGEN_FUZZ_RANDOM", "") != "1"
 DEADLINE_S = 10  # per case; the slowest legitimate case takes well under a second
 
-SEEDS: dict[str, onnx.ModelProto] = {"tflm_hello_world": onnx.load(HELLO)}
+SEEDS: dict[str, onnx.ModelProto] = {"hello_fc": hello_fc()}
 SEEDS.update({name: build() for name, build in TINY_MODELS.items()})
+if SHARED_MODELS.is_dir():
+    SEEDS["tflm_hello_world"] = onnx.load(shared_model("tflm_hello_world"))
 SEED_BYTES = {name: m.SerializeToString() for name, m in SEEDS.items()}
 
 

@@ -1,7 +1,9 @@
 """Golden files of the generated code, and determinism (issue #5, item 5).
 
-For three tiny models -- the shared tflm_hello_world, a QDQ conv+relu+avgpool and a QOperator
-add/concat (both built in tests/models/tiny.py and committed as .onnx next to their goldens) --
+For four tiny models -- hello_fc (the project's own 1-16-16-1 sine model in tf2onnx's layout), a
+QDQ conv+relu+avgpool and a QOperator add/concat (all three built in tests/models/tiny.py and
+committed as .onnx next to their goldens) and the shared tflm_hello_world (skipped, with the
+reason, where ../shared/models is absent, as on a fresh clone) --
 every generated file of the bundle (NAME.h, NAME.c, NAME_weights.c/.h, NAME_f32.c, Makefile,
 CMakeLists.txt, README.md, report.json) must equal its committed copy under
 tests/golden_files/<model>/, and the bundle must list the same runtime files (mcu_runtime/ is
@@ -30,19 +32,22 @@ import pytest
 
 from emitter.compiler import compile_model
 from emitter.render import render_bundle
-from tests.harness.bundles import CM7_FLAGS, REPO
-from tests.models.tiny import HELLO, tiny_qdq_conv, tiny_qop_add_concat
+from tests.harness.bundles import CM7_FLAGS, REPO, SHARED_MODELS, shared_model
+from tests.models.tiny import hello_fc, tiny_qdq_conv, tiny_qop_add_concat
 
 GOLDEN = Path(__file__).resolve().parent / "golden_files"
 UPDATE = os.environ.get("MCUGEN_UPDATE_GOLDEN", "") == "1"
-BUILDERS = {"tiny_qdq_conv": tiny_qdq_conv, "tiny_qop_add_concat": tiny_qop_add_concat}
-MODELS = ("tflm_hello_world", *BUILDERS)
+BUILDERS = {"hello_fc": hello_fc, "tiny_qdq_conv": tiny_qdq_conv, "tiny_qop_add_concat": tiny_qop_add_concat}
+NO_SHARED = "../shared/models is not present (a fresh clone): the shared tflm_hello_world is skipped"
+MODELS = (*BUILDERS, pytest.param("tflm_hello_world", marks=pytest.mark.skipif(
+    not SHARED_MODELS.is_dir(), reason=NO_SHARED)))
+NAMES = (*BUILDERS, "tflm_hello_world")
 RUNTIME_LIST = "runtime_files.txt"  # the mcu_runtime/ paths the bundle holds, one a line
 
 
 def model_path(name: str) -> Path:
     if name == "tflm_hello_world":
-        return HELLO
+        return shared_model(name)
     path = GOLDEN / name / f"{name}.onnx"
     if UPDATE:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,7 +114,7 @@ for k in sorted(files):
 def test_bundles_identical_across_processes_and_hash_seeds(tmp_path: Path) -> None:
     """Set and dict iteration must never leak into the output: two fresh processes with different
     string-hash seeds generate the same bytes."""
-    models = [HELLO]
+    models: list[Path] = []
     for name, build in BUILDERS.items():
         models.append(tmp_path / f"{name}.onnx")
         onnx.save(build(), models[-1])
@@ -135,5 +140,5 @@ def test_golden_models_are_what_the_builders_make() -> None:
 
 if UPDATE:  # keep the folder tidy: no stale model folders
     for stale in (GOLDEN.glob("*") if GOLDEN.is_dir() else []):
-        if stale.is_dir() and stale.name not in MODELS:
+        if stale.is_dir() and stale.name not in NAMES:
             shutil.rmtree(stale)

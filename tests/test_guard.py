@@ -72,7 +72,7 @@ def random_inputs(c: Compiled, seed: int) -> list[np.ndarray]:
 def test_guard_builds_run_bit_exact(tiny_paths: dict[str, Path], tmp_path: Path) -> None:
     models = {"hello": HELLO, **tiny_paths}
     if SHARED_MODELS.is_dir():
-        models.update({name: shared_model(name) for name in MODEL_NAMES if name != "tflm_hello_world"})
+        models.update({name: shared_model(name) for name in MODEL_NAMES})
     compiled, bundles = [], []
     for k, path in enumerate(models.values()):
         c = compile_model(path, name=f"g{k}", guard=True)

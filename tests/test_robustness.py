@@ -1,9 +1,9 @@
 """Hostile and malformed models (issue #5, item 1): every one ends in one McugenError subclass, exit
 code 2, a message naming the node or tensor and saying what to do, and nothing written.
 
-The hostile models are small valid ones bent with onnx.helper: the shared tflm_hello_world model
-and the tiny models of tests/models/tiny.py (also the seeds of tests/test_fuzz.py and the inputs of
-tests/test_golden_files.py).
+The hostile models are small valid ones bent with onnx.helper: hello_fc (the project's own
+1-16-16-1 sine model in tf2onnx's layout) and the other tiny models of tests/models/tiny.py (also
+the seeds of tests/test_fuzz.py and the inputs of tests/test_golden_files.py).
 """
 from __future__ import annotations
 
@@ -628,7 +628,7 @@ def _q_scale_not_constant() -> onnx.ModelProto:
 
 def _clip_per_channel_min() -> onnx.ModelProto:
     m = onnx.load(HELLO)  # bias Add -> Clip(x, min=the 16-value bias) -> ValueError in activation_range
-    next(n for n in m.graph.node if n.name == "Add__8").op_type = "Clip"
+    next(n for n in m.graph.node if n.name == "hello/dense_0/Add").op_type = "Clip"
     return m
 
 

@@ -7,10 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from emitter.debug.layers import DebugLayer
-
-
-def short(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 3] + "..."
+from emitter.names import NAME_WIDTH, short_name
 
 
 @dataclass(frozen=True)
@@ -61,7 +58,7 @@ class DebugReport:
     def ok(self) -> bool:
         return self.first_divergent is None
 
-    def table(self, name_width: int = 40) -> str:
+    def table(self, name_width: int = NAME_WIDTH) -> str:
         head = ["#", "layer", "op", "kernel", "host vs golden"]
         if self.qemu:
             head.append(f"QEMU {self.board} vs golden")
@@ -69,7 +66,7 @@ class DebugReport:
         body = []
         for r in self.rows:
             lay = r.layer
-            name = short(lay.name, name_width)
+            name = short_name(lay.name, name_width)
             cells = [str(lay.index), name, lay.op, lay.kernel, r.host.cell()]
             if self.qemu:
                 cells.append(r.qemu.cell() if r.qemu is not None else "-")

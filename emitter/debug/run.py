@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 from emitter.compiler import Compiled, golden_tensors
 from emitter.debug.layers import debug_layers, run_host_layers, run_qemu_layers, write_layer_glue
 from emitter.debug.ort import ort_layers
-from emitter.debug.report import DebugReport, LayerRow, diff, short
+from emitter.debug.report import DebugReport, LayerRow, diff
 from emitter.errors import ModelError, OutputError, UsageError
 from emitter.harness import Samples
+from emitter.names import short_name
 
 if TYPE_CHECKING:
     from emitter.boards import Board
@@ -55,7 +56,7 @@ def run_debug(c: Compiled, bundle: Path, board: Board, samples: Samples, qemu: b
     if ort_vals is not None:
         rep.notes.append("golden vs onnxruntime (float requantization; reported, not an error): "
                          + (f"first layer off by more than one quantum: #{worst.layer.index} "
-                            f"'{short(worst.layer.name, 60)}'" if worst is not None
+                            f"'{short_name(worst.layer.name)}'" if worst is not None
                             else "every compared layer within one quantum"))
     return rep
 

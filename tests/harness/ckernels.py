@@ -5,7 +5,8 @@ through ctypes with the Python parameter dataclasses of emitter/kernels/.
     out = call_kernel("mcu_conv2d_s8", params, [x, w, bias], out_shape)   # asserts MCU_OK
     status = call_raw("mcu_lut_s8", 256, table, x, out)                   # plain arguments
 
-The library is built once per process (per pytest session) in a temporary directory.
+The library is built once per process (per pytest session) in a temporary directory, removed as
+soon as the library is loaded (the loaded library stays mapped): nothing is left in /tmp.
 """
 from __future__ import annotations
 
@@ -50,13 +51,13 @@ def build_lib(sources: tuple[str, ...], name: str,
     cc = os.environ.get("CC", "gcc")
     if shutil.which(cc) is None:
         raise RuntimeError(f"C compiler {cc!r} not found")
-    out_dir = Path(tempfile.mkdtemp(prefix="mcugen-ckernels-"))
-    lib_path = out_dir / f"lib{name}.so"
-    cmd = [cc, *flags, f"-I{INCLUDE}", "-o", str(lib_path), *sources, "-lm"]  # sqrtf
-    res = subprocess.run(cmd, check=False, capture_output=True, text=True)
-    if res.returncode != 0:
-        raise RuntimeError(f"C build failed ({' '.join(cmd)}):\n{res.stderr}")
-    return ctypes.CDLL(str(lib_path))
+    with tempfile.TemporaryDirectory(prefix="mcugen-ckernels-") as tmp:
+        lib_path = Path(tmp) / f"lib{name}.so"
+        cmd = [cc, *flags, f"-I{INCLUDE}", "-o", str(lib_path), *sources, "-lm"]  # sqrtf
+        res = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        if res.returncode != 0:
+            raise RuntimeError(f"C build failed ({' '.join(cmd)}):\n{res.stderr}")
+        return ctypes.CDLL(str(lib_path))  # mapped: the file may go
 
 
 def build_kernel_lib() -> ctypes.CDLL:

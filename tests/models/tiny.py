@@ -1,6 +1,10 @@
 """Small hand-built ONNX models (onnx.helper) shared by the tests: the seeds of tests/test_fuzz.py,
 the inputs of tests/test_golden_files.py (committed as .onnx beside their goldens), the hostile-model
-bases of tests/test_robustness.py, and mixed models with unsupported nodes for tests/test_cli.py."""
+bases of tests/test_robustness.py, and mixed models with unsupported nodes for tests/test_cli.py.
+
+HELLO is the project's own small real model (hello_fc: x -> sin(x), 1 -> 16 -> 16 -> 1 fully
+connected, int8 in the QDQ form tf2onnx writes), committed beside its goldens so that the tests
+which need "a small real model" run on a fresh clone without ../shared/models."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,9 +15,8 @@ from onnx import TensorProto as TP
 from onnx import helper as H
 from onnx import numpy_helper as NH
 
-from tests.harness.bundles import shared_model
-
-HELLO = shared_model("tflm_hello_world")
+GOLDEN = Path(__file__).resolve().parents[1] / "golden_files"
+HELLO = GOLDEN / "hello_fc" / "hello_fc.onnx"  # = hello_fc(), checked by tests/test_golden_files.py
 
 
 # ---- tiny models ---------------------------------------------------------------------------------
@@ -98,6 +101,75 @@ def tiny_qdq_misc() -> onnx.ModelProto:
     graph = H.make_graph(nodes, "tiny_qdq_misc", [H.make_tensor_value_info("x", TP.FLOAT, [1, 2, 4, 4])],
                          [H.make_tensor_value_info("y", TP.INT8, [1, 16])], inits)
     return _model(graph)
+
+
+def hello_fc() -> onnx.ModelProto:
+    """x (int8 [1,1], the angle in [0, 2*pi]) -> 3 fully connected layers (ReLU, ReLU, none) ->
+    int8 y [1,1] ~ sin(x), laid out as tf2onnx exports a TFLite int8 model: every weight and bias
+    a DequantizeLinear of an int8 / int32 initializer, MatMul + bias Add (+ Relu) between Q/DQ
+    pairs, tensor names with ':' and ';'. Hidden layers: ReLU hinges at 16 knots, randomly mixed;
+    the last layer a least-squares fit of sin(x), so the outputs mean something (max error about
+    0.07 after int8 quantization); per-tensor scales."""
+    rng = np.random.default_rng(15)
+    x = np.linspace(0, 2 * np.pi, 256).reshape(-1, 1)
+    w1, b1 = np.ones((1, 16)), -np.linspace(0, 2 * np.pi, 17)[:-1]  # ReLU hinges at 16 knots
+    h1 = np.maximum(x @ w1 + b1, 0)
+    w2, b2 = np.eye(16) + rng.normal(0, 0.05, (16, 16)), rng.uniform(-0.1, 0.1, 16)  # mixed hinges
+    h2 = np.maximum(h1 @ w2 + b2, 0)
+    a = np.hstack([h2, np.ones((len(x), 1))])
+    fit = np.linalg.solve(a.T @ a + 0.01 * np.eye(17), a.T @ np.sin(x))  # ridge: small int8-friendly weights
+    w3, b3 = fit[:-1], float(fit[-1, 0])
+    y = h2 @ w3 + b3
+
+    def act(t: np.ndarray, relu: bool) -> tuple[float, int]:  # int8 scale / zero point of a range
+        lo, hi = (0.0, float(t.max())) if relu else (min(float(t.min()), 0.0), max(float(t.max()), 0.0))
+        s = (hi - lo) / 255
+        return s, int(np.clip(round(-128 - lo / s), -128, 127))
+
+    scales = [act(x, True), act(h1, True), act(h2, True), act(y, False)]
+    inits = [NH.from_array(np.array(0, np.int32), "zero_point:b"),
+             NH.from_array(np.array(0, np.int8), "zero_point:w")]
+    for k, (s, zp) in enumerate(scales):
+        inits += [NH.from_array(np.array(s, np.float32), f"scale:a{k}"),
+                  NH.from_array(np.array(zp, np.int8), f"zero_point:a{k}")]
+    x_name = "serving_hello_input:0"
+    nodes = [H.make_node("DequantizeLinear", [x_name, "scale:a0", "zero_point:a0"], [x_name + "_dequant"],
+                         name=x_name + "_dequant")]
+    prev = x_name + "_dequant"
+    for k, (w, b) in enumerate(((w1, b1), (w2, b2), (w3, np.array([b3])))):
+        layer = f"hello/dense_{k}"
+        relu = k < 2
+        w_s = float(np.abs(w).max()) / 127
+        w_q = np.clip(np.round(w / w_s), -127, 127).astype(np.int8)
+        b_s = np.float32(w_s) * np.float32(scales[k][0])
+        b_q = np.round(b / b_s).astype(np.int32)
+        inits += [NH.from_array(w_q, f"{layer}/MatMul"), NH.from_array(np.array(w_s, np.float32), f"scale:{layer}/w"),
+                  NH.from_array(b_q, f"{layer}/BiasAdd/ReadVariableOp"),
+                  NH.from_array(np.array(b_s, np.float32), f"scale:{layer}/b")]
+        fused = f"{layer}/MatMul;{layer}/Relu;{layer}/BiasAdd" if relu else "Identity:0"
+        out_s, out_zp = f"scale:a{k + 1}", f"zero_point:a{k + 1}"
+        nodes += [
+            H.make_node("DequantizeLinear", [f"{layer}/MatMul", f"scale:{layer}/w", "zero_point:w"],
+                        [f"{layer}/MatMul_dequant"], name=f"{layer}/MatMul_dequant"),
+            H.make_node("DequantizeLinear", [f"{layer}/BiasAdd/ReadVariableOp", f"scale:{layer}/b", "zero_point:b"],
+                        [f"{layer}/BiasAdd_dequant"], name=f"{layer}/BiasAdd_dequant"),
+            H.make_node("MatMul", [prev, f"{layer}/MatMul_dequant"], [fused + "_prequant"], name=fused + "_prequant"),
+            H.make_node("Add", [fused + "_prequant", f"{layer}/BiasAdd_dequant"], [f"{layer}/Add:0"],
+                        name=f"{layer}/Add")]
+        pre = f"{layer}/Add:0"
+        if relu:
+            nodes.append(H.make_node("Relu", [pre], [f"{layer}/Relu:0"], name=f"{layer}/Relu"))
+            pre = f"{layer}/Relu:0"
+        nodes.append(H.make_node("QuantizeLinear", [pre, out_s, out_zp], [fused], name=fused + "_quantize"))
+        if relu:
+            nodes.append(H.make_node("DequantizeLinear", [fused, out_s, out_zp], [fused + "_dequant"],
+                                     name=fused + "_dequant"))
+            prev = fused + "_dequant"
+    graph = H.make_graph(nodes, "hello_fc", [H.make_tensor_value_info(x_name, TP.INT8, [1, 1])],
+                         [H.make_tensor_value_info("Identity:0", TP.INT8, [1, 1])], inits)
+    m = _model(graph, ("ai.onnx.ml", 2))
+    m.ir_version = 7
+    return m
 
 
 TINY_MODELS = {"tiny_qdq_conv": tiny_qdq_conv, "tiny_qop_add_concat": tiny_qop_add_concat,

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""README.md's "Expected demo output" block is the demo's printout, from a run:
+
+    python scripts/readme_demo.py            # run the demo, rewrite the block
+    python scripts/readme_demo.py --check    # run the demo, exit 1 if the block differs
+
+The demo (examples/run_demo.py, what scripts/demo.sh runs) runs with --out out/digits in a
+temporary folder; the block is its stdout without the `wrote ...` line (it holds the time taken).
+The line above the block names the compiler and QEMU it was measured with: with other versions
+only the instruction count and firmware sizes may differ, so tests/test_first_hour.py compares
+those two lines only where the versions match."""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+INTRO = "Expected demo output ("
+TOOL_LINES = ("instructions per inference", "firmware:")  # depend on the compiler and QEMU
+
+
+def versions() -> str:
+    gcc = subprocess.run(["arm-none-eabi-gcc", "-dumpversion"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    qemu = subprocess.run(["qemu-system-arm", "--version"], capture_output=True, text=True,
+                          check=True).stdout.split()[3]
+    return f"arm-none-eabi-gcc {gcc}, QEMU {qemu}"
+
+
+def demo_output() -> list[str]:
+    """The demo's stdout lines (run from a temporary folder holding a link to examples/)."""
+    with tempfile.TemporaryDirectory(prefix="mcugen-demo-") as tmp:
+        (Path(tmp) / "examples").symlink_to(ROOT / "examples")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+        res = subprocess.run([sys.executable, "examples/run_demo.py", "--out", "out/digits"],
+                             cwd=tmp, env=env, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise SystemExit(f"the demo failed ({res.returncode}):\n{res.stdout}{res.stderr}")
+    return [line for line in res.stdout.splitlines() if not line.startswith("wrote ")]
+
+
+def block(readme: str) -> tuple[int, int, int]:
+    """(intro, start, end) line indexes: the intro sentence, and the quoted block after it."""
+    lines = readme.splitlines()
+    intro = next(k for k, line in enumerate(lines) if line.startswith(INTRO))
+    start = next(k for k in range(intro, len(lines)) if not lines[k].strip()) + 1
+    end = start
+    while end < len(lines) and (lines[end].startswith("    ") or not lines[end].strip()):
+        end += 1
+    while not lines[end - 1].strip():
+        end -= 1
+    return intro, start, end
+
+
+def quoted(readme: str) -> list[str]:
+    _, start, end = block(readme)
+    return [line[4:] for line in readme.splitlines()[start:end]]
+
+
+def intro_lines(tools: str) -> list[str]:
+    return [f"{INTRO}{tools}; written by `python scripts/readme_demo.py`",
+            "from a run, without the `wrote` line and its timing):"]
+
+
+def rewrite(readme: str, out: list[str], tools: str) -> str:
+    lines = readme.splitlines()
+    intro, start, end = block(readme)
+    body = [("    " + line).rstrip() for line in out]
+    return "\n".join(lines[:intro] + intro_lines(tools) + [""] + body + lines[end:]) + "\n"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--check", action="store_true", help="compare instead of rewriting")
+    args = p.parse_args()
+    text = README.read_text()
+    new = rewrite(text, demo_output(), versions())
+    if args.check:
+        if new != text:
+            print("README.md's demo block differs from the demo's printout: python scripts/readme_demo.py",
+                  file=sys.stderr)
+            return 1
+        return 0
+    README.write_text(new)
+    print(f"rewrote the demo block of {README}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

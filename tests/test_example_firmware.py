@@ -1,0 +1,66 @@
+"""examples/firmware (README "Adding mcugen to your firmware", issue #15 item 11), built by running
+the README's own lines: the digits bundle for cortex-m4, then the project with the host compiler
+(run: both held-out digits classified as the README shows) and with arm-none-eabi-gcc through
+examples/firmware/cortex-m4.cmake (the ELF's attributes say FPv4 hard-float; no warning anywhere)."""
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from emitter.target import missing_tools
+from tests.harness.bundles import REPO
+
+pytestmark = pytest.mark.skipif(bool(missing_tools(("cmake", "gcc", "arm-none-eabi-gcc"))),
+                                reason="cmake, gcc or arm-none-eabi-gcc missing")
+EXAMPLE = REPO / "examples" / "firmware"
+
+
+def readme_steps() -> list[tuple[list[str], str]]:
+    """The commands of README.md's "Adding mcugen to your firmware" block, each with the output
+    the README shows under it (its `# ` lines)."""
+    text = (REPO / "README.md").read_text()
+    lines = text[text.index("## Adding mcugen to your firmware"):].splitlines()
+    first = next(k for k, line in enumerate(lines) if line.startswith("    "))
+    steps: list[tuple[list[str], str]] = []
+    for line in lines[first:]:
+        if not line.startswith("    "):
+            break
+        if line.startswith("    # "):
+            cmd, out = steps[-1]
+            steps[-1] = (cmd, out + line[6:] + "\n")
+        else:
+            steps.append((shlex.split(line), ""))
+    return steps
+
+
+def test_readme_steps_build_the_example_on_the_host_and_for_cortex_m4(tmp_path: Path) -> None:
+    (tmp_path / "examples").symlink_to(REPO / "examples")  # the repository root, as the README says
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    steps = readme_steps()
+    assert [cmd[0] for cmd, _ in steps] == ["mcugen", "cmake", "cmake", "out/fw-host/digits_app", "cmake", "cmake"]
+    for cmd, shown in steps:
+        cmd = [arg.replace("$PWD", str(tmp_path)) for arg in cmd]  # as the shell expands it
+        argv = [sys.executable, "-m", "emitter.cli", *cmd[1:]] if cmd[0] == "mcugen" else cmd
+        res = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+        assert res.returncode == 0, " ".join(cmd) + "\n" + res.stdout[-3000:] + res.stderr[-3000:]
+        assert "CMake Warning" not in res.stderr and "warning:" not in res.stdout + res.stderr
+        if shown:
+            assert res.stdout == shown
+    attrs = subprocess.run(["arm-none-eabi-readelf", "-A", "out/fw-m4/digits_app.elf"], cwd=tmp_path,
+                           capture_output=True, text=True, check=True).stdout
+    assert "Tag_FP_arch: VFPv4-D16" in attrs and "Tag_ABI_VFP_args: VFP registers" in attrs
+    symbols = subprocess.run(["arm-none-eabi-nm", "--defined-only", "out/fw-m4/digits_app.elf"], cwd=tmp_path,
+                             capture_output=True, text=True, check=True).stdout
+    assert " T digits_run_f32" in symbols and " T mcu_conv2d_s8" in symbols
+
+
+def test_example_firmware_says_how_to_make_a_bundle(tmp_path: Path) -> None:
+    res = subprocess.run(["cmake", "-S", str(EXAMPLE), "-B", str(tmp_path / "b"), f"-DDIGITS_BUNDLE={tmp_path}"],
+                         capture_output=True, text=True, check=False)
+    assert res.returncode != 0 and "mcugen examples/digits_cnn_int8.onnx --board=cortex-m4" in " ".join(
+        res.stderr.split())
