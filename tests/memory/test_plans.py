@@ -4,6 +4,7 @@ place in the arena. Plans never beat physics: each is at least the largest singl
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,3 +89,28 @@ def test_some_chains_stream_and_overlap(chains: tuple[dict[tuple[int, str], Comp
     compiled, _ = chains
     modes = {m for c in compiled.values() for m in c.plan.modes.values()}
     assert {"rows", "down", "up"} <= modes, modes
+
+
+def test_streamed_bundles_are_deterministic_and_cross_compile_warning_free(
+        chains: tuple[dict[tuple[int, str], Compiled], ctypes.CDLL], tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from emitter.render import render_bundle
+    from tests.harness.bundles import STRICT
+
+    compiled, _ = chains
+    c = next(c for (seed, kind), c in compiled.items() if kind == "stream" and "rows" in c.plan.modes.values())
+    again = compile_model(c.model.path, name=c.name, memory="stream", isa="c")
+    first, second = render_bundle(c, "", "host"), render_bundle(again, "", "host")
+    assert first == second
+    if shutil.which("arm-none-eabi-gcc") is None:
+        pytest.skip("arm-none-eabi-gcc is not installed")
+    for rel, data in first.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes(data)
+    sources = [tmp_path / f"{c.name}.c", tmp_path / "mcu_runtime" / "support" / "mcu_band.c"]
+    cmd = ["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-O2", *STRICT, f"-I{tmp_path}",
+           f"-I{tmp_path / 'mcu_runtime' / 'include'}", "-c", *map(str, sources)]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert res.returncode == 0, res.stderr
