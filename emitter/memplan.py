@@ -94,16 +94,16 @@ def stages(g: Graph, prepared: tuple[Prepared, ...], steps: list[int]) -> list[S
     return out
 
 
-def estimate(seg: Segment) -> int:
+def estimate(seg: Segment, trust_overlap: bool = True) -> int:
     """Bytes a segment needs at its peak, roughly: its whole input and output as the overlap
     limits place them, its rings, its scratch and its side operands."""
     first, last = seg.stages[0], seg.stages[-1]
     size_in, size_out = first.in_rows * first.in_row_bytes[0], last.out_rows * last.out_row_bytes
-    down = seg.sim.down.get(first.inputs[0])
+    down = seg.sim.down.get(first.inputs[0]) if trust_overlap or len(seg.stages) > 1 else None
     union = size_in + size_out
     if down is not None:
         union = min(union, max(size_in - down, size_out) if down <= 0 else max(size_in, down + size_out))
-    up = seg.up.get(first.inputs[0])
+    up = seg.up.get(first.inputs[0]) if trust_overlap else None
     if up is not None:
         union = min(union, max(size_in, up + size_out) - min(0, up))
     sides = sum(s.in_rows * s.in_row_bytes[k] for s in seg.stages for k in range(1, len(s.inputs))
@@ -141,7 +141,10 @@ def others(g: Graph, layer: Plan) -> Callable[[Segment], int]:
 
 
 def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | None,
-             tight: bool = False, other: Callable[[Segment], int] = lambda seg: 0) -> list[Segment]:
+             tight: bool = False, other: Callable[[Segment], int] = lambda seg: 0,
+             trust_overlap: bool = True) -> list[Segment]:
+    """(trust_overlap=False: a single layer is estimated without its overlap, which the placement
+    may not realise: longer segments then win.)"""
     """Segments over every run: the fewest overhead whose estimated peaks stay within `limit`
     (None: the smallest estimated peak, then the fewest overhead)."""
     chosen: list[Segment] = []
@@ -161,7 +164,7 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
                 prev, seg = best[i], segs.get((i, j - 1))
                 if prev is None or seg is None:
                     continue
-                peak, cost = max(prev[0], estimate(seg) + other(seg)), prev[1] + overhead(seg)
+                peak, cost = max(prev[0], estimate(seg, trust_overlap) + other(seg)), prev[1] + overhead(seg)
                 if limit is not None and peak > limit:
                     continue
                 key = (cost, peak) if limit is not None else (peak, cost)
@@ -170,7 +173,7 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
                     best[j] = (peak, cost, [*prev[2], seg])
         final = best[n]
         if final is None:  # no way under the limit: the smallest
-            return streamed(g, prepared, isa, None, tight, other) if limit is not None else []
+            return streamed(g, prepared, isa, None, tight, other, trust_overlap) if limit is not None else []
         chosen += final[2]
     return chosen
 
@@ -195,9 +198,10 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
     one = singles(g, prepared, isa)
     out.append(Candidate(plan(g, scratch, alignment, 0, Schedule("overlap", tuple(one), exact, True)), 0))
     seen = set()
-    for frac, tight in ((1.0, False), (0.75, False), (0.5, False), (None, False), (None, True)):
+    for frac, tight, trust in ((1.0, False, True), (0.75, False, True), (0.5, False, True), (None, False, True),
+                               (None, True, True), (None, True, False)):
         limit = None if frac is None else int(out[2].plan.arena_size * frac)
-        segs = streamed(g, prepared, isa, limit, tight, others(g, out[0].plan))
+        segs = streamed(g, prepared, isa, limit, tight, others(g, out[0].plan), trust)
         key = tuple((s.first, s.last, s.caps) for s in segs)
         if key in seen or all(len(s.stages) == 1 for s in segs):
             continue
