@@ -34,6 +34,8 @@ from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.ops.base import CArg, ConstArg, CRef, IntArg, NullArg, Prepared, StructArg, TensorArg, TensorListArg
 from emitter.planner import scratch_of
+from emitter.report_html import report_html
+from emitter.reportdata import code_estimate, memory
 from emitter.resources import data_dir
 
 RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_kernel_util.h")
@@ -309,7 +311,8 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
                     "kernel": lay.kernel, "output_shape": list(lay.out_shape), "macs": lay.macs,
                     "arena_offset": lay.out_offset, "output_bytes": lay.out_bytes,
                     "weight_bytes": lay.weight_bytes} for lay in ctx["layers"]],
-    } | ({"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
+        "memory": memory(c.plan, len(c.graph.nodes)), "board": ctx["board"], "cpu_flags": ctx["cpu_flags"],
+    } | code_estimate(ctx["cpu_flags"], ctx["kernels"]) | ({"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
         {"portable_layers": [{"index": k, "kernel": kernel, "why": why} for k, kernel, why in c.portable_layers]}
         if c.backend == "cmsis-nn" else {})
 
@@ -337,6 +340,7 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str) -> dict[str, b
         files[f"{p}_f32.c"] = env.get_template("model_f32.c.j2").render(ctx)
     out = {k: (wrap_comments(v) if k.endswith((".c", ".h")) else v).encode() for k, v in files.items()}
     out["report.json"] = (json.dumps(report(c, ctx), indent=1, sort_keys=True) + "\n").encode()
+    out["report.html"] = report_html(json.loads(out["report.json"])).encode()
     rt = data_dir("mcu_runtime")
     for rel in runtime_files(ctx["kernels"]):
         out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()

@@ -3,7 +3,7 @@
 For three tiny models -- the shared tflm_hello_world, a QDQ conv+relu+avgpool and a QOperator
 add/concat (both built in tests/models/tiny.py and committed as .onnx next to their goldens) --
 every generated file of the bundle (NAME.h, NAME.c, NAME_weights.c/.h, NAME_f32.c, Makefile,
-CMakeLists.txt, README.md, report.json) must equal its committed copy under
+CMakeLists.txt, README.md, report.json, report.html) must equal its committed copy under
 tests/golden_files/<model>/, and the bundle must list the same runtime files (mcu_runtime/ is
 copied from the repository, so only its file names are compared).
 
