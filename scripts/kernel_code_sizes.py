@@ -57,13 +57,16 @@ def toolchain() -> str:
     return subprocess.run([CC, "--version"], check=True, capture_output=True, text=True).stdout.splitlines()[0]
 
 
-def table() -> dict:
-    """The whole table, one entry per distinct cflags string (keyed by it, as the bundle states it)."""
+def table(only: set[str] | None = None) -> dict:
+    """The whole table, one entry per distinct cflags string (keyed by it, as the bundle states it);
+    `only`: just these cflags strings (the test re-measures a few)."""
     rt = ROOT / "mcu_runtime"
     shared = set(runtime_files([]))
     entries: dict[str, dict] = {}
     for board in list_boards():
         key = " ".join(board.cflags)
+        if only is not None and key not in only:
+            continue
         if key in entries:
             entries[key]["boards"].append(board.name)
             continue
