@@ -49,6 +49,11 @@ def num(n: int) -> str:
     return f"{n:,}"
 
 
+def short(name: str, width: int = 40) -> str:
+    """A long layer name cut from the left, as mcugen's summary does (the full name is its tooltip)."""
+    return name if len(name) <= width else "..." + name[3 - width:]
+
+
 def kind_class(kind: str) -> str:
     return "kind-" + re.sub(r"[^a-z0-9]+", "-", kind.lower())
 
@@ -141,7 +146,7 @@ def backend_of(data: dict[str, Any], lay: dict[str, Any]) -> tuple[str, str]:
     """(backend, reason) of one layer's kernel."""
     why = {p["index"]: p["why"] for p in data.get("portable_layers", [])}
     if data["backend"] != "cmsis-nn":
-        return "portable", "backend portable"
+        return "portable", ""
     if lay["index"] in why:
         return "portable", why[lay["index"]]
     if lay["kernel"].startswith("mcu_"):
@@ -181,7 +186,8 @@ def report_html(data: dict[str, Any]) -> str:
     rows = []
     for lay in data["layers"]:
         backend, reason = backend_of(data, lay)
-        rows.append({"index": lay["index"], "name": lay["name"], "op": lay["op"], "kernel": lay["kernel"],
+        rows.append({"index": lay["index"], "name": lay["name"], "short": short(lay["name"]), "op": lay["op"],
+                     "kernel": lay["kernel"],
                      "backend": backend, "reason": reason, "shape": "x".join(map(str, lay["output_shape"])),
                      "macs": num(lay["macs"]), "weights": num(lay["weight_bytes"]),
                      "offset": "caller's buffer" if lay["arena_offset"] is None else num(lay["arena_offset"]),
