@@ -151,7 +151,7 @@ def backend_of(data: dict[str, Any], lay: dict[str, Any]) -> tuple[str, str]:
         return "portable", why[lay["index"]]
     if lay["kernel"].startswith("mcu_"):
         return "portable", "CMSIS-NN has no kernel for it"
-    return "CMSIS-NN", "direct call into CMSIS-NN"
+    return "CMSIS-NN", ""
 
 
 def verification(board: str, fig: dict[str, Any]) -> dict[str, Any]:
