@@ -9,6 +9,7 @@ the verification figures, the code-size table) need no browser.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -244,3 +245,21 @@ def test_kernel_code_size_table_is_current():
             was = old["support"] if k == "support" else old["kernels"][k]
             assert abs(v - was) <= max(64, was // 10), \
                 f"{flags}: {k} is now {v} bytes, the table says {was}: run python scripts/kernel_code_sizes.py"
+
+
+@pytest.mark.skipif(not os.environ.get("CMSIS_NN_PATH"), reason="CMSIS_NN_PATH is not set (the user's CMSIS-NN)")
+def test_cmsis_nn_layers_say_which_backend_and_why(tmp_path, tiny):
+    """A cmsis-nn bundle: each layer's row names its backend; a portable layer gives the summary's reason."""
+    out = tmp_path / "b"
+    assert main([str(tiny), "--board=cortex-m4", "--backend=cmsis-nn", "-o", str(out), "--quiet"]) == 0
+    data = json.loads((out / "report.json").read_text())
+    html = (out / "report.html").read_text()
+    why = {p["index"]: p["why"] for p in data["portable_layers"]}
+    assert why and len(why) < len(data["layers"])  # both kinds of row are checked
+    for lay in data["layers"]:
+        row = html.split(f'<tr data-index="{lay["index"]}">', 1)[1].split("</tr>", 1)[0]
+        if lay["index"] in why:
+            assert f'portable <span class="why">({why[lay["index"]]})</span>' in row
+        elif not lay["kernel"].startswith("mcu_"):
+            assert '<td class="backend">CMSIS-NN</td>' in row
+    assert "CMSIS-NN functions called" in html
