@@ -49,7 +49,7 @@ def num(n: int) -> str:
     return f"{n:,}"
 
 
-def short(name: str, width: int = 40) -> str:
+def short(name: str, width: int = 32) -> str:
     """A long layer name cut from the left, as mcugen's summary does (the full name is its tooltip)."""
     return name if len(name) <= width else "..." + name[3 - width:]
 
