@@ -307,12 +307,16 @@ def profile_report(compiled: Compiled, out_dir: Path, board: Board, args: argpar
 
 
 def record_figures(report_path: Path, board: str, figures: dict) -> None:
-    """Add the measured figures of a verification run to the bundle's report.json."""
+    """Add the measured figures of a verification run to the bundle's report.json, and show them
+    in its report.html."""
     import json
 
     data = json.loads(report_path.read_text())
     data.setdefault("measured", {})[board] = figures
     report_path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    from emitter.report_html import report_html
+
+    report_path.with_name("report.html").write_text(report_html(json.loads(report_path.read_text())))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,6 +34,8 @@ from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.ops.base import CArg, ConstArg, CRef, IntArg, NullArg, Prepared, StructArg, TensorArg, TensorListArg
 from emitter.planner import scratch_of
+from emitter.report_html import report_html
+from emitter.reportdata import code_estimate, memory
 from emitter.resources import data_dir
 from emitter.stream import Segment, Stage
 
@@ -378,7 +380,9 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
                     "arena_offset": lay.out_offset, "output_bytes": lay.out_bytes,
                     "weight_bytes": lay.weight_bytes} for lay in ctx["layers"]],
         "memory_plan": memplan.report(c.graph, c.plan, c.memory),
-    } | ({"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
+        "memory": memory(c.plan, len(c.graph.nodes), c.graph.inputs), "board": ctx["board"],
+        "cpu_flags": ctx["cpu_flags"],
+    } | code_estimate(ctx["board"], ctx["kernels"]) | ({"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
         {"portable_layers": [{"index": k, "kernel": kernel, "why": why} for k, kernel, why in c.portable_layers]}
         if c.backend == "cmsis-nn" else {})
 
@@ -406,6 +410,7 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str) -> dict[str, b
         files[f"{p}_f32.c"] = env.get_template("model_f32.c.j2").render(ctx)
     out = {k: (wrap_comments(v) if k.endswith((".c", ".h")) else v).encode() for k, v in files.items()}
     out["report.json"] = (json.dumps(report(c, ctx), indent=1, sort_keys=True) + "\n").encode()
+    out["report.html"] = report_html(json.loads(out["report.json"])).encode()
     rt = data_dir("mcu_runtime")
     for rel in runtime_files(ctx["kernels"], ctx["bands"]):
         out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()

@@ -188,6 +188,8 @@ class VerifyReport:
         good = d == 0
         self.ok &= good
         self.lines.append(f"{what:<34} {'bit-exact' if good else 'MISMATCH'}: {d}/{n} elements differ, max |diff| {mx}")
+        self.figures.setdefault("checks", []).append({"what": what, "ok": good, "differ": d, "elements": n,
+                                                      "max_diff": mx})
 
     def note(self, line: str) -> None:
         self.lines.append(line)

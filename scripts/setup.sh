@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs everything mcugen needs on a fresh Debian/Ubuntu machine: the Arm cross toolchain,
-# newlib, QEMU, host build tools, and mcugen itself (editable) with its test dependencies.
+# newlib, QEMU, host build tools, chromium (headless: the report.html tests), and mcugen itself
+# (editable) with its test dependencies.
 # Run as root, or as a user with sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-PKGS="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc make cmake"
+PKGS="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc make cmake chromium"
 missing=""
 for p in $PKGS; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

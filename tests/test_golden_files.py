@@ -5,7 +5,7 @@ QDQ conv+relu+avgpool and a QOperator add/concat (all three built in tests/model
 committed as .onnx next to their goldens) and the shared tflm_hello_world (skipped, with the
 reason, where ../shared/models is absent, as on a fresh clone) --
 every generated file of the bundle (NAME.h, NAME.c, NAME_weights.c/.h, NAME_f32.c, Makefile,
-CMakeLists.txt, README.md, report.json) must equal its committed copy under
+CMakeLists.txt, README.md, report.json, report.html) must equal its committed copy under
 tests/golden_files/<model>/, and the bundle must list the same runtime files (mcu_runtime/ is
 copied from the repository, so only its file names are compared).
 

@@ -30,7 +30,7 @@ from emitter.target.firmware import Firmware, build_firmware
 from emitter.target.qemu import QemuRun, run_qemu
 
 # Per-bundle files without the C prefix; not needed to build, and they would collide.
-UNPREFIXED = frozenset({"Makefile", "CMakeLists.txt", "README.md", "report.json"})
+UNPREFIXED = frozenset({"Makefile", "CMakeLists.txt", "README.md", "report.json", "report.html"})
 
 
 @dataclass(frozen=True, eq=False)

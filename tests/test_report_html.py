@@ -1,0 +1,255 @@
+"""report.html (issue 15, item 10): the bundle's report.json drawn as one self-contained page.
+
+In a real headless browser (Debian's `chromium`; scripts/setup.sh installs it, so CI runs these): the
+page loads with no console message, and the DOM it builds has one memory-plan rectangle per planned
+buffer at the planner's offset, bytes and live range -- drawn at that offset --, the peak layer and
+the lower bound. Without chromium those tests skip and say so; the rest (report.json's "memory",
+the verification figures, the code-size table) need no browser.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import onnx
+import pytest
+
+from emitter.boards import load_board
+from emitter.cli import main
+from emitter.compiler import compile_model
+from emitter.planner import Plan
+from tests.harness.bundles import shared_model
+from tests.models.tiny import tiny_qdq_conv
+
+BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
+needs_browser = pytest.mark.skipif(BROWSER is None, reason="no `chromium` on PATH (scripts/setup.sh installs it)")
+KWS = shared_model("mlperf_kws_dscnn")
+
+
+def browser(page: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Headless chromium on the file `page` (a fresh profile), its console messages logged to stderr."""
+    assert BROWSER is not None
+    with tempfile.TemporaryDirectory(prefix="mcugen-chromium-") as profile:
+        return subprocess.run([BROWSER, "--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr",
+                               "--v=0", f"--user-data-dir={profile}", *args, page.as_uri()],
+                              capture_output=True, text=True, timeout=120, check=True)
+
+
+def console_messages(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+class Elements(HTMLParser):
+    """Every element of the dumped DOM with its attributes, and the text of its <title> child."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[tuple[str, dict[str, str]]] = []
+        self._title: dict[str, str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "title" and self.found:
+            self._title = self.found[-1][1]
+        self.found.append((tag, {k: v or "" for k, v in attrs}))
+
+    def handle_data(self, data: str) -> None:
+        if self._title is not None:
+            self._title["<title>"] = self._title.get("<title>", "") + data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "title":
+            self._title = None
+
+    def by_id(self, ident: str) -> dict[str, str]:
+        hits = [a for _, a in self.found if a.get("id") == ident]
+        assert len(hits) == 1, f"{len(hits)} elements with id {ident}"
+        return hits[0]
+
+
+def dom(page: Path) -> Elements:
+    res = browser(page, "--dump-dom")
+    assert console_messages(res.stderr) == [], "console messages while loading the page"
+    parsed = Elements()
+    parsed.feed(res.stdout)
+    return parsed
+
+
+def live_peak(plan: Plan, steps: int) -> tuple[int, int]:
+    """(first step with the most live bytes, those bytes), from the plan itself."""
+    live = [sum(b.size for b in plan.buffers if b.first <= s <= b.last) for s in range(steps)]
+    return live.index(max(live)), max(live)
+
+
+def emit(model: Path, out: Path, *extra: str) -> Path:
+    assert main([str(model), "--board=cortex-m7", "--backend=portable", "-o", str(out), "--quiet", *extra]) == 0
+    return out / "report.html"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("model") / "tiny_qdq_conv.onnx"
+    onnx.save(tiny_qdq_conv(), path)
+    return path
+
+
+def models(tiny: Path) -> list[Path]:
+    return [tiny, KWS] if KWS.is_file() else [tiny]
+
+
+@needs_browser
+def test_console_errors_are_seen(tmp_path):
+    """The check below can fail: a page that logs an error or throws one is caught. (A file that fails
+    to load is not logged: report.html is checked to load none, see below.)"""
+    page = tmp_path / "bad.html"
+    page.write_text('<html><body><script>console.error("boom"); undefinedFn()</script></body></html>')
+    msgs = console_messages(browser(page, "--dump-dom").stderr)
+    assert any("boom" in m for m in msgs) and any("undefinedFn is not defined" in m for m in msgs), msgs
+
+
+@needs_browser
+@pytest.mark.parametrize("which", ["tiny_qdq_conv", "mlperf_kws_dscnn"])
+def test_memory_plan_is_drawn_at_the_planner_offsets(tmp_path, tiny, which):
+    model = tiny if which == "tiny_qdq_conv" else KWS
+    if not model.is_file():
+        pytest.skip(f"shared model {model} is absent")
+    page = emit(model, tmp_path / "b")
+    c = compile_model(model, board=load_board("cortex-m7"), backend="portable")
+    steps = len(c.graph.nodes)
+    html = page.read_text()
+    for external in ("<script", "<link", "<img", "<iframe", "<object", "@import", "url(", "src=", "href=",
+                     "https://"):
+        assert external not in html, f"report.html is not self-contained: {external}"
+    assert html.replace('xmlns="http://www.w3.org/2000/svg"', "").count("http://") == 0
+    d = dom(page)
+    rects = [a for tag, a in d.found if tag == "rect" and "data-offset" in a]
+    want = sorted((b.name, b.offset, b.size, b.first, b.last) for b in c.plan.buffers)
+    got = sorted((a["data-name"], int(a["data-offset"]), int(a["data-bytes"]), int(a["data-first"]),
+                  int(a["data-last"])) for a in rects)
+    assert got == want and len(rects) == len(c.plan.buffers) > 0
+    # each rectangle is drawn where its data says: bottom edge at its offset, left edge at `first`
+    plot = d.by_id("memory-plan")
+    arena_y, bottom = float(d.by_id("arena")["y1"]), float(d.by_id("x-axis")["y1"])
+    scale = (bottom - arena_y) / c.plan.arena_size
+    x0, step_w = float(d.by_id("x-axis")["x1"]), (float(d.by_id("x-axis")["x2"])
+                                                        - float(d.by_id("x-axis")["x1"])) / steps
+    for a in rects:
+        assert abs(float(a["y"]) + float(a["height"]) - (bottom - int(a["data-offset"]) * scale)) < 0.02 or \
+            float(a["height"]) == 0.5, a
+        assert abs(float(a["x"]) - (x0 + int(a["data-first"]) * step_w)) < 0.02, a
+        assert a["data-name"] in a["<title>"] and f"{int(a['data-bytes']):,} bytes" in a["<title>"]
+    assert plot["viewbox"] == f"0 0 {plot['width']} {plot['height']}"
+    step, live = live_peak(c.plan, steps)
+    peak = d.by_id("peak")
+    assert int(peak["data-step"]) == step and f"{live:,} bytes live" in peak["<title>"]
+    assert live == c.plan.lower_bound  # the peak is where the lower bound comes from
+    assert abs(float(d.by_id("lower-bound")["y1"]) - (bottom - c.plan.lower_bound * scale)) < 0.02
+    assert f"arena {c.plan.arena_size:,} B" in html
+    rows = [a for tag, a in d.found if tag == "tr" and "data-index" in a]
+    assert len(rows) == sum(1 for p in c.prepared if p.kernel)
+
+
+@needs_browser
+def test_screenshot(tmp_path, tiny):
+    """The page renders to a picture of the width asked for (as docs/report_kws.png was made)."""
+    page = emit(tiny, tmp_path / "b")
+    shot = tmp_path / "shot.png"
+    res = browser(page, "--hide-scrollbars", "--window-size=1100,900", f"--screenshot={shot}")
+    assert console_messages(res.stderr) == []
+    head = shot.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", head[16:24]) == (1100, 900)
+
+
+def test_report_json_memory_is_the_plan(tmp_path, tiny):
+    page = emit(tiny, tmp_path / "b")
+    mem = json.loads(page.with_name("report.json").read_text())["memory"]
+    c = compile_model(tiny, board=load_board("cortex-m7"), backend="portable")
+    assert mem == {"arena_bytes": c.plan.arena_size, "liveness_lower_bound_bytes": c.plan.lower_bound,
+                   "steps": len(c.graph.nodes),
+                   "buffers": [{"name": b.name, "offset": b.offset, "bytes": b.size, "first": b.first,
+                                "last": b.last, "kind": "scratch" if b.name.endswith("#scratch") else "tensor"}
+                               for b in c.plan.buffers]}
+    assert {"tensor", "scratch"} == {b["kind"] for b in mem["buffers"]}
+
+
+def test_other_buffer_kinds_are_drawn(tmp_path, tiny):
+    """A planner may add kinds and keys (e.g. a ring buffer): drawn all the same, in their colour."""
+    from emitter.report_html import report_html
+
+    page = emit(tiny, tmp_path / "b")
+    data = json.loads(page.with_name("report.json").read_text())
+    data["memory"]["buffers"][0] |= {"kind": "ring", "band_rows": 3}
+    data["memory"]["buffers"][1] |= {"kind": "new kind"}
+    html = report_html(data)
+    assert html.count("data-offset=") == len(data["memory"]["buffers"])
+    assert 'class="buf kind-ring"' in html and "band_rows 3" in html and 'class="buf kind-new-kind"' in html
+
+
+def test_verification_is_shown_after_verify(tmp_path, tiny):
+    """--verify adds its results to report.json, and report.html shows them."""
+    page = emit(tiny, tmp_path / "b", "--verify", "--no-qemu", "--samples", "2")
+    html = page.read_text()
+    assert "Not verified yet" not in html and 'id="verify-cortex-m7"' in html
+    assert "host gcc vs golden</td><td class=\"ok\">bit-exact: 0/" in html
+    fig = json.loads(page.with_name("report.json").read_text())["measured"]["cortex-m7"]
+    assert fig["checks"][0] == {"what": "host gcc vs golden", "ok": True, "differ": 0,
+                                "elements": fig["checks"][0]["elements"], "max_diff": 0}
+
+
+@pytest.mark.qemu
+def test_profile_shows_instructions_per_layer(tmp_path, tiny):
+    from emitter.target import missing_tools
+
+    missing = missing_tools()
+    if missing:
+        pytest.skip("missing tools: " + "; ".join(missing))
+    out = tmp_path / "b"
+    assert main([str(tiny), "--board=cortex-m4", "--backend=portable", "-o", str(out), "--quiet", "--verify",
+                 "--profile", "--samples", "1"]) == 0
+    layers = json.loads((out / "report.json").read_text())["measured"]["cortex-m4"]["layers"]
+    html = (out / "report.html").read_text()
+    assert "<th>instructions (cortex-m4)</th>" in html and "QEMU cortex-m4 vs golden" in html
+    for lay in layers:
+        assert f'<td class="n instr">{lay["instructions"]:,}</td>' in html
+
+
+def test_bundle_is_deterministic_with_the_report(tmp_path, tiny):
+    a, b = emit(tiny, tmp_path / "a"), emit(tiny, tmp_path / "b")
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_code_estimate_reads_the_one_code_size_table(tiny):
+    """The report's code per kernel is the flash budget's table (emitter/codesize.py): the sum of
+    each kernel's shipped files on the board's core (tests/test_code_sizes.py keeps it current)."""
+    from emitter.codesize import table
+    from emitter.reportdata import code_estimate
+
+    est = code_estimate("stm32f746g-disco", ["mcu_conv2d_s8"])["code_estimate"]
+    files = table()["cores"]["cortex-m7"]["files"]
+    want = sum(v for f, v in files.items() if f.startswith("kernels/mcu_conv2d_s8") and not f.endswith("_ref.c"))
+    assert est["kernels"] == {"mcu_conv2d_s8": want} and want > 0
+    assert est["support"] == sum(v for f, v in files.items() if f.startswith("support/"))
+    assert code_estimate("host", ["mcu_conv2d_s8"]) == {}
+
+
+@pytest.mark.skipif(not os.environ.get("CMSIS_NN_PATH"), reason="CMSIS_NN_PATH is not set (the user's CMSIS-NN)")
+def test_cmsis_nn_layers_say_which_backend_and_why(tmp_path, tiny):
+    """A cmsis-nn bundle: each layer's row names its backend; a portable layer gives the summary's reason."""
+    out = tmp_path / "b"
+    assert main([str(tiny), "--board=cortex-m4", "--backend=cmsis-nn", "-o", str(out), "--quiet"]) == 0
+    data = json.loads((out / "report.json").read_text())
+    html = (out / "report.html").read_text()
+    why = {p["index"]: p["why"] for p in data["portable_layers"]}
+    assert why and len(why) < len(data["layers"])  # both kinds of row are checked
+    for lay in data["layers"]:
+        row = html.split(f'<tr data-index="{lay["index"]}">', 1)[1].split("</tr>", 1)[0]
+        if lay["index"] in why:
+            assert f'portable <span class="why">({why[lay["index"]]})</span>' in row
+        elif not lay["kernel"].startswith("mcu_"):
+            assert '<td class="backend">CMSIS-NN</td>' in row
+    assert "CMSIS-NN functions called" in html
