@@ -142,8 +142,8 @@ def _bundle_options(p: argparse.ArgumentParser) -> None:
                    help="cmsis-nn backend: call CMSIS-NN for every layer it supports, also where "
                         "mcugen's kernel was measured faster on this core (kept by default; the "
                         "summary lists those layers and why)")
-    p.add_argument("--ram-budget", help="activation RAM (arena + the caller's input/output buffers) the "
-                                        "plan must fit, e.g. 40K; default: the board's RAM minus --ram-reserve")
+    p.add_argument("--ram-budget", help="the memory plan must fit RAM = arena + the caller's input/output buffers "
+                                        "within this, e.g. 40K; default: the board's RAM minus --ram-reserve")
     p.add_argument("--ram-reserve", default="0",
                    help="RAM of the board the rest of the firmware keeps (e.g. 64K), when no --ram-budget")
     p.add_argument("--memory", default="auto", choices=["auto", "layer", "inplace", "overlap", "stream"],
