@@ -63,7 +63,8 @@ def profile_layers(c: Compiled, bundle: Path, board: Board, samples: list[list[n
     from emitter.harness import run_in_qemu, write_glue
     from emitter.render import BundleBuilder
 
-    layers = BundleBuilder(c).context()["layers"]
+    # a streamed segment's layers run inside one loop: its hook (and cost) is its last layer's
+    layers = [lay for lay in BundleBuilder(c).context()["layers"] if not lay.inside]
     write_glue(c, work / "glue", layer_profile=True)
     _, run = run_in_qemu(bundle, work / "glue", board, work, samples, PROFILE_CFLAGS, cmsis_nn=c.cmsis_path,
                          cmsis_opt=cmsis_opt, run_name="run")
@@ -73,8 +74,14 @@ def profile_layers(c: Compiled, bundle: Path, board: Board, samples: list[list[n
                           f"{len(layers)} layers")
     totals = np.array(run.instructions, dtype=np.int64)
     per_layer = np.median(laps, axis=0)
-    costs = tuple(LayerCost(lay.index, lay.name, lay.op, lay.kernel, lay.macs, int(round(v)))
-                  for lay, v in zip(layers, per_layer, strict=True))
+    costs = []
+    for lay, v in zip(layers, per_layer, strict=True):
+        seg = c.plan.schedule.segment_at(lay.index)
+        if seg is not None and c.plan.modes.get(seg.first) == "rows":  # the whole segment's cost
+            costs.append(LayerCost(lay.index, lay.name, lay.op, f"layers {seg.first}-{seg.last} streamed",
+                                   sum(c.prepared[s.step].macs for s in seg.stages), int(round(v))))
+        else:
+            costs.append(LayerCost(lay.index, lay.name, lay.op, lay.kernel, lay.macs, int(round(v))))
     total = int(round(float(np.median(totals))))
     tail = int(round(float(np.median(totals - laps.sum(axis=1)))))
-    return Profile(board.name, costs, total, tail)
+    return Profile(board.name, tuple(costs), total, tail)
