@@ -105,3 +105,30 @@ def test_budgets_choose_and_refuse() -> None:
     assert roomy.plan.schedule.kind in ("layer", "inplace")  # the fastest plan when it fits
     with pytest.raises(BudgetError, match=r"smallest plan \(stream\) needs [\d,]+ bytes.*Peak at layer \d+"):
         compile_model(path, board=load_board("cortex-m4"), memory="auto", ram_budget=20 * 1024)
+
+
+@needs_models
+@needs_qemu
+def test_vww_on_a_64k_part_emits_verifies_and_reports(tmp_path: Path) -> None:
+    """The CLI on a 64 KB-RAM board with 24K kept for the firmware: the fastest plan that fits 40K
+    is chosen, verified in QEMU (bit-exact) and profiled (a streamed segment is one row of the
+    profile), and report.json states it per layer. (Without the reserve the free in-place plan,
+    55,362 B, fits and wins.)"""
+    import json
+
+    from emitter.cli import main
+
+    out = tmp_path / "vww"
+    model = shared_model("mlperf_vww_mobilenetv1")
+    assert main([str(model), "--board", "nrf52832-dk", "--ram-reserve", "24K", "-o", str(out), "--verify",
+                 "--profile", "--samples", "1", "--quiet"]) == 0
+    data = json.loads((out / "report.json").read_text())
+    plan = data["memory_plan"]
+    assert plan["kind"] in ("overlap", "stream") and plan["activation_ram_bytes"] <= 40 * 1024
+    assert {row["mode"] for row in plan["layers"]} & {"rows", "down", "up"}
+    assert all(b["offset"] + b["bytes"] <= data["memory"]["arena_bytes"] for b in data["memory"]["buffers"])
+    measured = data["measured"]["nrf52832-dk"]
+    assert any("streamed" in lay["kernel"] for lay in measured["layers"]) or "rows" not in {
+        row["mode"] for row in plan["layers"]}
+    html = (out / "report.html").read_text()
+    assert html.count('data-kind="ring"') == sum(1 for b in data["memory"]["buffers"] if b["kind"] == "ring")
