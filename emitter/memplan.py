@@ -75,7 +75,8 @@ def runs(g: Graph, prepared: tuple[Prepared, ...]) -> list[list[int]]:
             continue
         prev = g.nodes[cur[-1]].outputs[0] if cur else None
         links = (prev is not None and prev in g.nodes[k].inputs and readers.get(prev) == [k]
-                 and prev not in g.outputs and stage_of(g, k, p, prev) is not None)
+                 and prev not in g.outputs and rows_agree(stage_of(g, cur[-1], prepared[cur[-1]]),
+                                                          stage_of(g, k, p, prev)))
         if cur and not links:
             out.append(cur)
             cur = []
@@ -83,6 +84,12 @@ def runs(g: Graph, prepared: tuple[Prepared, ...]) -> list[list[int]]:
     if cur:
         out.append(cur)
     return out
+
+
+def rows_agree(producer: Stage | None, consumer: Stage | None) -> bool:
+    """The consumer reads the producer's output as the same rows (a ring holds whole rows)."""
+    return (producer is not None and consumer is not None and producer.out_rows == consumer.in_rows
+            and producer.out_row_bytes == consumer.in_row_bytes[0])
 
 
 def stages(g: Graph, prepared: tuple[Prepared, ...], steps: list[int]) -> list[Stage]:
