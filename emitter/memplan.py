@@ -147,40 +147,62 @@ def others(g: Graph, layer: Plan) -> Callable[[Segment], int]:
     return live
 
 
+SegmentCache = dict[tuple[tuple[int, ...], bool], Segment | None]
+
+
+def whole_estimate(g: Graph, prepared: tuple[Prepared, ...], step: int) -> int:
+    """A layer run whole: its activations (inputs and output) and its scratch."""
+    node = g.nodes[step]
+    acts = {n for n in (*node.inputs, *node.outputs) if n and not g.t(n).is_const}
+    return sum(g.t(n).nbytes for n in acts) + prepared[step].scratch
+
+
 def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | None,
              tight: bool = False, other: Callable[[Segment], int] = lambda seg: 0,
-             trust_overlap: bool = True) -> list[Segment]:
-    """(trust_overlap=False: a single layer is estimated without its overlap, which the placement
-    may not realise: longer segments then win.)"""
+             trust_overlap: bool = True, plain: bool = False, cache: SegmentCache | None = None) -> list[Segment]:
     """Segments over every run: the fewest overhead whose estimated peaks stay within `limit`
-    (None: the smallest estimated peak, then the fewest overhead)."""
+    (None: the smallest estimated peak, then the fewest overhead). tight: rings of the fewest
+    rows (more moves). trust_overlap=False: a single layer is estimated without its overlap, which
+    the placement may not realise, so longer segments win. plain: a layer may also stay whole (no
+    segment, no overhead), so layers whose rows save nothing cost nothing."""
+    cache = {} if cache is None else cache
     chosen: list[Segment] = []
     for run in runs(g, prepared):
         n = len(run)
         segs: dict[tuple[int, int], Segment] = {}
         for i in range(n):
             for j in range(i, min(n, i + MAX_SEGMENT)):
-                seg = make_segment(stages(g, prepared, run[i:j + 1]), prepared, isa,
-                                   (lambda rows: 0) if tight else (lambda rows: rows))
-                if seg is not None:
-                    segs[i, j] = seg
+                key = (tuple(run[i:j + 1]), tight)
+                if key not in cache:
+                    cache[key] = make_segment(stages(g, prepared, run[i:j + 1]), prepared, isa,
+                                              (lambda rows: 0) if tight else (lambda rows: rows))
+                if cache[key] is not None:
+                    segs[i, j] = cache[key]  # type: ignore[assignment]
         # best[j] = (peak, overhead, segments) of run[:j]
         best: list[tuple[int, int, list[Segment]] | None] = [(0, 0, [])] + [None] * n
         for j in range(1, n + 1):
             for i in range(j):
                 prev, seg = best[i], segs.get((i, j - 1))
-                if prev is None or seg is None:
+                if prev is None:
                     continue
-                peak, cost = max(prev[0], estimate(seg, trust_overlap) + other(seg)), prev[1] + overhead(seg)
-                if limit is not None and peak > limit:
-                    continue
-                key = (cost, peak) if limit is not None else (peak, cost)
-                old = best[j]
-                if old is None or key < ((old[1], old[0]) if limit is not None else (old[0], old[1])):
-                    best[j] = (peak, cost, [*prev[2], seg])
+                options: list[tuple[int, int, list[Segment]]] = []
+                if seg is not None:
+                    options.append((estimate(seg, trust_overlap) + other(seg), overhead(seg), [seg]))
+                if plain and i == j - 1:
+                    one = segs.get((i, i))
+                    options.append((whole_estimate(g, prepared, run[i]) + (other(one) if one else 0), 0, []))
+                for est, ovh, add in options:
+                    peak, cost = max(prev[0], est), prev[1] + ovh
+                    if limit is not None and peak > limit:
+                        continue
+                    key2 = (cost, peak) if limit is not None else (peak, cost)
+                    old = best[j]
+                    if old is None or key2 < ((old[1], old[0]) if limit is not None else (old[0], old[1])):
+                        best[j] = (peak, cost, [*prev[2], *add])
         final = best[n]
         if final is None:  # no way under the limit: the smallest
-            return streamed(g, prepared, isa, None, tight, other, trust_overlap) if limit is not None else []
+            return streamed(g, prepared, isa, None, tight, other, trust_overlap, plain, cache) \
+                if limit is not None else []
         chosen += final[2]
     return chosen
 
@@ -205,16 +227,22 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
     one = singles(g, prepared, isa)
     out.append(Candidate(plan(g, scratch, alignment, 0, Schedule("overlap", tuple(one), exact, True)), 0))
     seen = set()
-    for frac, tight, trust in ((1.0, False, True), (0.75, False, True), (0.5, False, True), (None, False, True),
-                               (None, True, True), (None, True, False)):
+    cache: SegmentCache = {}
+    other = others(g, out[0].plan)
+    for frac, tight, trust, plain in (
+            (1.0, False, True, False), (0.75, False, True, False), (0.5, False, True, False),
+            (None, False, True, False), (None, True, True, False), (None, True, False, False),
+            (1.0, False, True, True), (0.75, False, True, True), (0.5, False, True, True), (None, False, True, True),
+            (None, True, False, True)):
         limit = None if frac is None else int(out[2].plan.arena_size * frac)
-        segs = streamed(g, prepared, isa, limit, tight, others(g, out[0].plan), trust)
+        segs = streamed(g, prepared, isa, limit, tight, other, trust, plain, cache)
         key = tuple((s.first, s.last, s.caps) for s in segs)
-        if key in seen or all(len(s.stages) == 1 for s in segs):
+        if key in seen or (not plain and all(len(s.stages) == 1 for s in segs)) or not segs:
             continue
         seen.add(key)
-        covered = {k for s in segs for k in range(s.first, s.last + 1)}
-        segs += [s for s in one if s.first not in covered]
+        if not plain:  # every other layer that can overlap may
+            covered = {k for s in segs for k in range(s.first, s.last + 1)}
+            segs += [s for s in one if s.first not in covered]
         segs.sort(key=lambda s: s.first)
         p = plan(g, scratch, alignment, 0, Schedule("stream", tuple(segs), exact, True))
         cost = copy + sum(overhead(s) for s in segs if p.modes.get(s.first) != "whole")
