@@ -116,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.models.split(","):
             for core in args.cores.split(","):
                 for kind in KINDS:
-                    smallest = min((r["activation_ram_bytes"] for r in rows if r["model"] == name and r["core"] == core),
-                                   default=0)
+                    smallest = min((r["activation_ram_bytes"] for r in rows
+                                    if r["model"] == name and r["core"] == core), default=0)
                     rows.append(measure(name, core, kind, Path(tmp), smallest))
                     r = rows[-1]
                     print(f"{name} {core} {kind}: {r['activation_ram_bytes']:,} B, {r['instructions']:,.0f} instr, "

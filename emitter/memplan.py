@@ -26,7 +26,7 @@ from emitter.ops.base import Prepared
 from emitter.planner import Plan, plan
 from emitter.stream import EXACT_KERNELS, Schedule, Segment, Stage, make_segment, stage_of
 
-CALL_INSTRUCTIONS = 3000  # a row call: band params, argument checks, the kernel's per-call set-up (fitted on QEMU counts)
+CALL_INSTRUCTIONS = 3000  # a row call: band params, checks, the kernel's per-call set-up (fitted on QEMU counts)
 WEIGHT_PASS_INSTRUCTIONS = 30.0  # per filter element and call, divided by the positions of a row: a
 #   row call reads every weight once per pass over too few positions, so its cost falls with the
 #   row's width. Fitted on cortex-m7 QEMU counts (benchmarks/memory.py, docs/memory.md): 7 per
