@@ -6,6 +6,9 @@
     mcugen debug MODEL.onnx --board=B [--inputs x.npz]       (per-layer host/QEMU/golden/ORT table)
     mcugen quantize FP32.onnx --calibration data.npz -o INT8.onnx [--labels test.npz]
     mcugen boards                                             (list the boards)
+    mcugen features SPEC.toml AUDIO... -o feats.npz           (front-end features via cmsisdsp)
+    emit/verify ... --frontend SPEC.toml [--audio clips.npz] [--features-ref feats.npz]
+                                                              (feature front end, docs/frontend.md)
 
 Any McugenError ends with one clear message and the exit code of its class (errors.exit_status:
 2, verification mismatches 1), and nothing half-written is left behind; a traceback only with
@@ -29,7 +32,7 @@ if TYPE_CHECKING:
     from emitter.boards import Board
     from emitter.compiler import Compiled
 
-COMMANDS = ("emit", "verify", "debug", "quantize", "boards")
+COMMANDS = ("emit", "verify", "debug", "quantize", "boards", "features")
 
 
 def parse_size(text: str) -> int:
@@ -58,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="build and run the bundle (host gcc, and QEMU when the board has a machine) "
                            "and compare with the golden model and onnxruntime")
     _verify_options(emit, "with --verify: ")
+    _frontend_options(emit)
     emit.set_defaults(run=cmd_emit)
 
     verify = _command(sub, "verify", help="emit, build and run the bundle; compare it with the golden model",
@@ -67,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     _model_options(verify, "the INT8 ONNX model (QDQ or QOperator form)")
     _bundle_options(verify)
     _verify_options(verify, "")
+    _frontend_options(verify)
     verify.set_defaults(run=cmd_emit, verify=True)
 
     debug = _command(sub, "debug", help="compare every layer on host and QEMU with the golden model",
@@ -106,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     boards = _command(sub, "boards", help="list the boards", description="List the boards and their cores.")
     boards.set_defaults(run=cmd_boards, debug=False)
+    from emitter.features.cli import add_features_command
+
+    add_features_command(sub)
     return p
 
 
@@ -159,6 +167,12 @@ def _verify_options(p: argparse.ArgumentParser, when: str) -> None:
     p.add_argument("--profile", action="store_true",
                    help=f"{when}also count instructions per layer in QEMU (a second build with "
                         "a marker after every layer) and print where they go")
+
+
+def _frontend_options(p: argparse.ArgumentParser) -> None:
+    from emitter.features.cli import add_frontend_options
+
+    add_frontend_options(p, verify=True)
 
 
 def choose_backend(asked: str, board: Board) -> tuple[str, Path | None, str]:
@@ -238,7 +252,10 @@ def cmd_emit(args: argparse.Namespace) -> int:
                              io_nhwc=args.io_layout == "nhwc", guard=args.guard, backend=backend,
                              board=board, cmsis_path=cmsis,
                              cmsis_choice="cmsis" if args.cmsis_everywhere else "fastest")
-    files = render_bundle(compiled, " ".join(board.cflags), board.name)
+    from emitter.features.cli import bind_frontend
+
+    frontend = bind_frontend(args, compiled)
+    files = render_bundle(compiled, " ".join(board.cflags), board.name, frontend)
     import json
 
     weight_bytes = json.loads(files["report.json"])["weight_bytes"]
@@ -248,6 +265,10 @@ def cmd_emit(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - t0
     if not args.quiet:
         print(summary(compiled, weight_bytes, board.name, why, board.has_fpu))
+        if frontend is not None:
+            from emitter.features.cli import summary_line
+
+            print(summary_line(frontend))
     print(f"wrote {out_dir}/ ({len(files)} files) in {elapsed:.2f} s")
     if args.verify:
         from emitter.verify import run_verify
@@ -255,6 +276,10 @@ def cmd_emit(args: argparse.Namespace) -> int:
         report = run_verify(compiled, out_dir, board, Path(args.model), args.inputs, args.samples,
                             qemu=not args.no_qemu)
         print(report.text())
+        if frontend is not None and report.ok:
+            from emitter.features.cli import verify_frontend
+
+            report.figures["frontend"] = verify_frontend(args, frontend, compiled, out_dir, board)
         if args.profile and not args.no_qemu and report.ok:
             report.figures["layers"] = profile_report(compiled, out_dir, board, args)
         record_figures(out_dir / "report.json", board.name, report.figures)

@@ -126,6 +126,13 @@ def to_layout(spec: FrontendSpec, rows: np.ndarray) -> np.ndarray:
     return (rows if spec.layout == "frames_coeffs" else rows.T).ravel()
 
 
+def from_layout(spec: FrontendSpec, flat: np.ndarray, frames: int) -> np.ndarray:
+    """The model input's flat order -> int8 [frames, coeffs]."""
+    if spec.layout == "frames_coeffs":
+        return np.asarray(flat).reshape(frames, spec.coeffs)
+    return np.asarray(flat).reshape(spec.coeffs, frames).T
+
+
 def compute_features(spec: FrontendSpec, pcm: np.ndarray, frames: int, scale: float,
                      zero_point: int) -> np.ndarray:
     """The model input (int8, flat, in the spec's layout) for one window of PCM: what the

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from emitter.errors import VerifyError
-from emitter.features.reference import features_raw, quantize_raw, stream_features, to_layout
+from emitter.features.reference import features_raw, from_layout, quantize_raw, stream_features, to_layout
 from emitter.features.render import FrontEnd
 from emitter.features.tables import DTYPES
 
@@ -50,6 +50,7 @@ def glue_text(fe: FrontEnd, c: Compiled, mode: str) -> str:
 class Run:
     outputs: list[list[bytes]]  # per sample, per glue output
     instructions: tuple[int, ...]  # per sample (QEMU only)
+    sizes: dict[str, int] = field(default_factory=dict)  # QEMU: the bundle's + CMSIS-DSP's share of the image
 
 
 def run_mode(fe: FrontEnd, c: Compiled, bundle: Path, mode: str, pcm: list[np.ndarray], work: Path,
@@ -64,14 +65,16 @@ def run_mode(fe: FrontEnd, c: Compiled, bundle: Path, mode: str, pcm: list[np.nd
     (glue / "model_glue.h").write_text(glue_text(fe, c, mode))
     samples = [[np.ascontiguousarray(p, dtype=np.int16).view(np.int8)] for p in pcm]
     counts: tuple[int, ...] = ()
+    sizes: dict[str, int] = {}
     if board is None:
         run_dir, res = run_on_host(bundle, glue, where, samples, werror=True)
         if res.returncode != 0:
             raise VerifyError(f"front end ({mode}) on the host exited {res.returncode}: "
                               f"{(res.stdout + res.stderr).strip()[-500:]}")
     else:
-        _, qrun = run_in_qemu(bundle, glue, board, where, samples)
+        fw, qrun = run_in_qemu(bundle, glue, board, where, samples)
         run_dir, counts = qrun.workdir, qrun.instructions
+        sizes = {"flash": fw.model_flash, "ram": fw.model_ram, "stack": qrun.stack_bytes or 0}
     raw = (run_dir / OUTPUT_FILE).read_bytes()
     sizes = [int(s) for s in glue_text(fe, c, mode).split("glue_output_sizes[GLUE_NUM_OUTPUTS] = { ")[1]
              .split(" }")[0].split(", ")]
@@ -85,7 +88,7 @@ def run_mode(fe: FrontEnd, c: Compiled, bundle: Path, mode: str, pcm: list[np.nd
             row.append(raw[off:off + s])
             off += s
         outs.append(row)
-    return Run(outs, counts)
+    return Run(outs, counts, sizes)
 
 
 @dataclass
@@ -98,6 +101,8 @@ class Check:
     stream_mismatch: int = 0
     output_mismatch: int = 0  # network outputs that differ from the golden model
     instructions: dict[str, int] = field(default_factory=dict)  # median per mode (QEMU)
+    device_rows: list[np.ndarray] = field(default_factory=list)  # per clip, int8 [frames, coeffs]
+    sizes: dict[str, int] = field(default_factory=dict)  # `features` image (QEMU): flash, ram, stack
 
     @property
     def ok(self) -> bool:
@@ -140,9 +145,13 @@ def check(fe: FrontEnd, c: Compiled, bundle: Path, clips: list[np.ndarray], work
                     continue
                 got_in = np.frombuffer(outs[0], np.int8)
                 res.input_mismatch += int(np.count_nonzero(got_in != inputs[k]))
+                if mode == "features":
+                    res.device_rows.append(from_layout(spec, got_in, fe.frames))
                 if mode == "window":
                     gold = golden_run(c, [inputs[k].reshape(c.input_shapes[0])])[0]
                     res.output_mismatch += int(np.count_nonzero(np.frombuffer(outs[1], np.int8) != gold.ravel()))
         if run.instructions:
             res.instructions[mode] = int(np.median(run.instructions))
+        if mode == "features" and run.sizes:
+            res.sizes = run.sizes
     return res
