@@ -65,7 +65,7 @@ def run_mode(fe: FrontEnd, c: Compiled, bundle: Path, mode: str, pcm: list[np.nd
     (glue / "model_glue.h").write_text(glue_text(fe, c, mode))
     samples = [[np.ascontiguousarray(p, dtype=np.int16).view(np.int8)] for p in pcm]
     counts: tuple[int, ...] = ()
-    sizes: dict[str, int] = {}
+    image: dict[str, int] = {}
     if board is None:
         run_dir, res = run_on_host(bundle, glue, where, samples, werror=True)
         if res.returncode != 0:
@@ -74,7 +74,7 @@ def run_mode(fe: FrontEnd, c: Compiled, bundle: Path, mode: str, pcm: list[np.nd
     else:
         fw, qrun = run_in_qemu(bundle, glue, board, where, samples)
         run_dir, counts = qrun.workdir, qrun.instructions
-        sizes = {"flash": fw.model_flash, "ram": fw.model_ram, "stack": qrun.stack_bytes or 0}
+        image = {"flash": fw.model_flash, "ram": fw.model_ram, "stack": qrun.stack_bytes or 0}
     raw = (run_dir / OUTPUT_FILE).read_bytes()
     sizes = [int(s) for s in glue_text(fe, c, mode).split("glue_output_sizes[GLUE_NUM_OUTPUTS] = { ")[1]
              .split(" }")[0].split(", ")]
@@ -88,7 +88,7 @@ def run_mode(fe: FrontEnd, c: Compiled, bundle: Path, mode: str, pcm: list[np.nd
             row.append(raw[off:off + s])
             off += s
         outs.append(row)
-    return Run(outs, counts, sizes)
+    return Run(outs, counts, image)
 
 
 @dataclass
