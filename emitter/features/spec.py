@@ -20,12 +20,16 @@ file, the key, what it holds and what is allowed.
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from emitter.errors import UsageError
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef,import-not-found]
 
 KINDS = ("mfcc", "logmel")
 WINDOWS = ("hann", "hamming")
