@@ -265,10 +265,10 @@ def cmd_emit(args: argparse.Namespace) -> int:
     elapsed = time.perf_counter() - t0
     if not args.quiet:
         print(summary(compiled, weight_bytes, board.name, why, board.has_fpu))
-        if frontend is not None:
-            from emitter.features.cli import summary_line
+    if frontend is not None:
+        from emitter.features.cli import summary_line
 
-            print(summary_line(frontend))
+        print(summary_line(frontend))
     print(f"wrote {out_dir}/ ({len(files)} files) in {elapsed:.2f} s")
     if args.verify:
         from emitter.verify import run_verify

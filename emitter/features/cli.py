@@ -179,7 +179,7 @@ def verify_frontend(args: argparse.Namespace, fe: FrontEnd, c: Compiled, bundle:
     with --features-ref, the device's features against the user's. Returns the figures."""
     import tempfile
 
-    from emitter.features.run import check
+    from emitter.features.run import F32_TOLERANCE, check
 
     clips = default_clips(fe)
     if args.audio:
@@ -192,8 +192,11 @@ def verify_frontend(args: argparse.Namespace, fe: FrontEnd, c: Compiled, bundle:
         for target in targets:
             r = check(fe, c, bundle, clips, Path(tmp), target)
             ok &= r.ok
-            diff = f"max |diff| {r.raw_max_diff:.3g}" if fe.spec.arithmetic == "f32" else "bit-exact" \
-                if r.raw_mismatch == 0 else f"{r.raw_mismatch} differ"
+            if fe.spec.arithmetic == "f32":
+                diff = (f"max relative |diff| {r.raw_max_diff:.3g}, {r.raw_mismatch} of {r.values} beyond "
+                        f"{F32_TOLERANCE:g}; int8 inputs at most {r.input_max_diff} quantum off")
+            else:
+                diff = "bit-exact" if r.raw_mismatch == 0 else f"{r.raw_mismatch} differ"
             print(f"front end on {r.where}: {r.clips} clips; raw features vs cmsisdsp: {diff}; model input "
                   f"mismatches {r.input_mismatch}; stream mismatches {r.stream_mismatch}; network outputs vs "
                   f"golden mismatches {r.output_mismatch}")

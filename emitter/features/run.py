@@ -28,7 +28,11 @@ if TYPE_CHECKING:
     from emitter.compiler import Compiled
 
 MODES = ("window", "features", "raw", "push")
-F32_TOLERANCE = 1e-5  # max |device - cmsisdsp| of f32 features, relative to max(1, |value|)
+# f32: the device's float rounding (compiler, libm's logf) is not the host package's. Raw features
+# beyond F32_TOLERANCE (relative to max(1, |value|)) are counted and reported; what must hold is
+# the int8 model input: never more than 1 quantum off, and on at most F32_INPUT_SHARE of the values.
+F32_TOLERANCE = 1e-3
+F32_INPUT_SHARE = 0.02
 
 
 def glue_text(fe: FrontEnd, c: Compiled, mode: str) -> str:
@@ -106,11 +110,14 @@ class Check:
     sizes: dict[str, int] = field(default_factory=dict)  # `features` image (QEMU): flash, ram, stack
 
     f32: bool = False
+    values: int = 0  # int8 model-input values compared (whole windows)
 
     @property
     def ok(self) -> bool:
-        inputs = self.input_max_diff <= 1 if self.f32 else self.input_mismatch == 0 and self.stream_mismatch == 0
-        return inputs and self.raw_mismatch == 0 and self.output_mismatch == 0
+        if self.f32:
+            return (self.input_max_diff <= 1 and self.input_mismatch <= F32_INPUT_SHARE * self.values
+                    and self.output_mismatch == 0)
+        return self.input_mismatch == self.stream_mismatch == self.raw_mismatch == self.output_mismatch == 0
 
 
 def check(fe: FrontEnd, c: Compiled, bundle: Path, clips: list[np.ndarray], work: Path,
@@ -118,12 +125,12 @@ def check(fe: FrontEnd, c: Compiled, bundle: Path, clips: list[np.ndarray], work
     """Run `modes` on the clips (each one window of int16 PCM) and compare: raw features with
     cmsisdsp (bit for bit; f32 within F32_TOLERANCE), the model input with the reference
     quantization, the stream (the first clip's hops) with stream_features, the network's output
-    with the golden model run on the device's features. f32 features may differ from cmsisdsp's
-    within F32_TOLERANCE, and so an int8 feature by 1 quantum."""
+    with the golden model run on the device's features. f32: see F32_TOLERANCE."""
     from emitter.compiler import golden_run
 
     spec, q = fe.spec, fe.quant
-    res = Check(board.name if board else "host", len(clips), f32=spec.arithmetic == "f32")
+    res = Check(board.name if board else "host", len(clips), f32=spec.arithmetic == "f32",
+                values=len(clips) * fe.frames * fe.coeffs)
     refs = [features_raw(spec, p, fe.frames) for p in clips]
     inputs = [to_layout(spec, quantize_raw(spec, q, r)) for r in refs]
     for mode in modes:

@@ -57,14 +57,19 @@ def make_tables(spec: FrontendSpec) -> Tables:
     import cmsisdsp.mfcc as mf
 
     fmt, dtype = _cmsis_format(spec.arithmetic), DTYPES[spec.arithmetic]
+    narrow = False
     try:
         lengths, pos, coefs = mf.melFilterMatrix(fmt, spec.f_min, spec.f_max, spec.n_mels,
                                                  spec.sample_rate, spec.fft_length)
-    except (UnboundLocalError, NameError):  # a filter that covers no FFT bin
+        # a filter between two FFT bins covers none: cmsisdsp then repeats the previous one
+        narrow = bool(np.any(np.diff(np.asarray(pos)) <= 0) or np.any(np.asarray(coefs) == 0))
+    except (UnboundLocalError, NameError):  # the first filter covers no FFT bin
+        narrow = True
+    if narrow:
         raise UsageError(f"{spec.source}: {spec.n_mels} mel filters between {spec.f_min:g} and "
                          f"{spec.f_max:g} Hz are too narrow for fft_length {spec.fft_length} at "
                          f"{spec.sample_rate} Hz (a filter covers no FFT bin): use fewer mel filters, "
-                         "a wider band or a longer FFT") from None
+                         "a wider band or a longer FFT")
     if spec.kind == "mfcc":
         dct = np.asarray(mf.dctMatrix(fmt, spec.n_mfcc, spec.n_mels), dtype=dtype)
     else:
