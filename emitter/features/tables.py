@@ -11,13 +11,15 @@ log-mel energies times (1 - 2^-15) or (1 - 2^-31) in fixed point, exactly 1 in f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from emitter.errors import UsageError
 from emitter.features.spec import FrontendSpec
 
-DTYPES = {"q15": np.dtype(np.int16), "q31": np.dtype(np.int32), "f32": np.dtype(np.float32)}
+DTYPES: dict[str, np.dtype[Any]] = {"q15": np.dtype(np.int16), "q31": np.dtype(np.int32),
+                                   "f32": np.dtype(np.float32)}
 # Fraction bits of arm_mfcc_<arith>'s output: q15 gives q8.7, q31 gives q8.23 (CMSIS-DSP's docs).
 OUTPUT_FRACTION_BITS = {"q15": 7, "q31": 23}
 IDENTITY_ONE = {"q15": 0x7FFF, "q31": 0x7FFFFFFF, "f32": 1.0}
