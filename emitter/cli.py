@@ -31,6 +31,7 @@ from emitter.harness import LAYERS_FILE
 if TYPE_CHECKING:
     from emitter.boards import Board
     from emitter.compiler import Compiled
+    from emitter.features.render import FrontEnd
 
 COMMANDS = ("emit", "verify", "debug", "quantize", "boards", "features")
 
@@ -225,7 +226,8 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     return run(args)
 
 
-def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, weight_bytes: int) -> None:
+def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, weight_bytes: int,
+                  frontend: FrontEnd | None = None) -> None:
     ram = parse_size(args.ram_budget) if args.ram_budget else None
     flash = parse_size(args.flash_budget) if args.flash_budget else None
     from emitter.budget import check
@@ -234,6 +236,13 @@ def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, we
           flash if flash is not None else board.flash_bytes,
           "--ram-budget" if ram is not None else f"board {board.name}",
           "--flash-budget" if flash is not None else f"board {board.name}")
+    if frontend is not None:
+        from emitter.features.cli import check_budget
+
+        check_budget(frontend, compiled, weight_bytes, ram if ram is not None else board.ram_bytes,
+                     flash if flash is not None else board.flash_bytes,
+                     "--ram-budget" if ram is not None else f"board {board.name}",
+                     "--flash-budget" if flash is not None else f"board {board.name}")
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
@@ -259,7 +268,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
     import json
 
     weight_bytes = json.loads(files["report.json"])["weight_bytes"]
-    check_budgets(args, board, compiled, weight_bytes)
+    check_budgets(args, board, compiled, weight_bytes, frontend)
     out_dir = Path(args.output) if args.output else Path(Path(args.model).stem)
     write_bundle(files, out_dir, force=args.force)
     elapsed = time.perf_counter() - t0

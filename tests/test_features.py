@@ -199,3 +199,11 @@ def test_bundle_makefile_builds_front_end_with_strict_flags(tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     objs = {p.name for p in Path(tmp_path / "b" / "build" / "cmsis_dsp").rglob("*.o")}
     assert objs == {Path(s).with_suffix(".o").name for s in SOURCES["q15"]}
+
+
+def test_budget_counts_the_front_end(tmp_path, capsys):
+    out = tmp_path / "b"
+    assert main([str(KWS_MODEL), "--frontend", str(KWS_SPEC), "--ram-budget", "3300", "-o", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "the model and its front end do not fit" in err and "front-end state" in err
+    assert not out.exists()

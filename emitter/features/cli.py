@@ -152,6 +152,28 @@ def bind_frontend(args: argparse.Namespace, c: Compiled) -> FrontEnd | None:
     return fe
 
 
+def check_budget(fe: FrontEnd, c: Compiled, weight_bytes: int, ram: int, flash: int, ram_src: str,
+                 flash_src: str) -> None:
+    """The RAM and flash budgets with the front end: the arena grows to its scratch, its state and
+    tables come on top (CMSIS-DSP's code is not counted, as the kernels' code is not)."""
+    from emitter.budget import ram_needed
+    from emitter.errors import BudgetError
+
+    arena = max(c.plan.arena_size, fe.scratch_bytes)
+    need = ram_needed(c) - c.plan.arena_size + arena + fe.state_bytes
+    problems = []
+    if need > ram:
+        problems.append(f"RAM: with the front end the bundle needs {need:,} bytes (arena {arena:,}, of which "
+                        f"front-end scratch {fe.scratch_bytes:,}; front-end state {fe.state_bytes:,}) but the "
+                        f"budget ({ram_src}) is {ram:,} bytes: use a shorter fft_length or a bigger board")
+    if weight_bytes + fe.table_bytes > flash:
+        problems.append(f"flash: weights {weight_bytes:,} + front-end tables {fe.table_bytes:,} bytes exceed the "
+                        f"budget ({flash_src}) of {flash:,} bytes")
+    if problems:
+        raise BudgetError("the model and its front end do not fit:\n  " + "\n  ".join(problems)
+                          + "\nNothing was written.")
+
+
 def summary_line(fe: FrontEnd) -> str:
     s = fe.spec
     return (f"front end: {s.kind} {s.arithmetic}, {fe.frames} frames x {fe.coeffs} from "
