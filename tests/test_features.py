@@ -207,3 +207,44 @@ def test_budget_counts_the_front_end(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "the model and its front end do not fit" in err and "front-end state" in err
     assert not out.exists()
+
+
+CMAKE_MAIN = """#include <stdio.h>
+#include "kws.h"
+#include "kws_frontend.h"
+static int16_t pcm[KWS_FE_WINDOW_SAMPLES];
+static int8_t input[KWS_FE_FRAMES * KWS_FE_COEFFS];
+int main(void)
+{
+    if (fread(pcm, sizeof pcm, 1, stdin) != 1 || kws_features(pcm, input) != 0) {
+        return 1;
+    }
+    fwrite(input, sizeof input, 1, stdout);
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("cmake") is None or bool(HOST) or DSP is None, reason="needs cmake, gcc, CMSIS-DSP")
+def test_bundle_cmake_builds_front_end(tmp_path):
+    from emitter.bundle import write_bundle
+
+    c = compile_model(KWS_MODEL, name="kws")
+    fe = bind(kws_spec(), c)
+    write_bundle(render_bundle(c, "", "host", fe), tmp_path / "kws")
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.13)\nproject(app C)\n"
+                                        "add_subdirectory(../kws kws)\nadd_executable(app main.c)\n"
+                                        "target_link_libraries(app PRIVATE kws m)\n")
+    (app / "main.c").write_text(CMAKE_MAIN)
+    build = app / "build"
+    for cmd in (["cmake", "-S", str(app), "-B", str(build), f"-DCMSIS_DSP_PATH={DSP}"],
+                ["cmake", "--build", str(build)]):
+        res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        assert res.returncode == 0, res.stdout + res.stderr
+    pcm = _clips(fe.spec)[5]
+    res = subprocess.run([str(build / "app")], input=pcm.tobytes(), capture_output=True, check=False)
+    assert res.returncode == 0
+    q = fe.quant
+    assert np.array_equal(np.frombuffer(res.stdout, np.int8), compute_features(fe.spec, pcm, 49, q.scale, q.zero_point))
