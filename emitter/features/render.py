@@ -135,7 +135,8 @@ def context(fe: FrontEnd, prefix: str) -> dict[str, Any]:
     return {
         "what": c_comment(what), "source": c_comment(s.source), "dsp_version": VERSION, "arith": arith,
         "sample_rate": s.sample_rate, "frame_length": s.frame_length, "frame_step": s.frame_step,
-        "fft_length": s.fft_length, "frames": fe.frames, "coeffs": fe.coeffs, "n_mels": s.n_mels,
+        "fft_length": s.fft_length, "padded": s.frame_length < s.fft_length, "frames": fe.frames,
+        "coeffs": fe.coeffs, "n_mels": s.n_mels,
         "window": s.window, "window_samples": fe.window_samples, "input_size": fe.input_size,
         "layout": s.layout, "layout_text": "frame t, value c at t * COEFFS + c" if s.layout == "frames_coeffs"
         else "value c, frame t at c * FRAMES + t",
