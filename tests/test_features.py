@@ -17,7 +17,7 @@ from emitter.features import compute_features, parse_spec, stream_features
 from emitter.features.reference import features_raw, tables_of
 from emitter.features.render import bind
 from emitter.features.run import check
-from emitter.features.sources import SOURCES, cmsis_dsp_path
+from emitter.features.sources import SOURCES, cmsis_dsp_path, sources_for
 from emitter.render import render_bundle
 from emitter.target import missing_tools
 from tests.features_cases import KWS_MODEL, KWS_SPEC, all_clips, kws_spec, tiny_model

@@ -5,7 +5,8 @@
 
 AUDIO: 16-bit mono .wav files at the spec's sample rate, or .npz files holding `pcm` (int16,
 [clips, samples]) and optionally `labels`. feats.npz holds `features` (float32 [clips, frames,
-coeffs], the real values: raw / 2^7 for q15, raw / 2^23 for q31, as is for f32), `raw` (the
+coeffs], the real values: raw / 2^7 for q15, raw / 2^23 for q31 (spectrogram: 2^14, 2^30), as is
+for f32), `raw` (the
 arithmetic's integers), `labels` when the inputs had them, and with --model `inputs` (int8, the
 model input exactly as the device's <name>_features() writes it).
 """
@@ -97,11 +98,11 @@ def fit(clip: np.ndarray, samples: int) -> np.ndarray:
 
 
 def real_features(spec: FrontendSpec, raw: np.ndarray) -> np.ndarray:
-    from emitter.features.tables import OUTPUT_FRACTION_BITS
+    from emitter.features.tables import fraction_bits
 
     if spec.arithmetic == "f32":
         return raw.astype(np.float32)
-    return (raw.astype(np.float64) / 2.0 ** OUTPUT_FRACTION_BITS[spec.arithmetic]).astype(np.float32)
+    return (raw.astype(np.float64) / 2.0 ** fraction_bits(spec)).astype(np.float32)
 
 
 def cmd_features(args: argparse.Namespace) -> int:

@@ -2,8 +2,11 @@
 
 For each frame: frame_length samples from the PCM (int16), zero-padded to fft_length, converted
 to the arithmetic (q15 as is, q31 = pcm << 16, f32 = pcm / 32768), then arm_mfcc_<arith> with the
-tables of tables.py. The raw outputs (q8.7 int16, q8.23 int32 or float32) are then quantized to the
-model input's int8 scale and zero point:
+tables of tables.py (mfcc, logmel), or for a spectrogram arm_mult_<arith> (window), arm_rfft_<arith>
+(arm_rfft_fast_f32) and arm_cmplx_mag_<arith> over bins 0..fft_length/2 (f32: bins 1..N/2-1 from
+the packed output, |DC| and |Nyquist| from its first two values). The raw outputs (mfcc/logmel:
+q8.7 int16, q8.23 int32, float32; spectrogram: 2.14 int16, 2.30 int32, float32) are then quantized
+to the model input's int8 scale and zero point:
 
     fixed point: q = sat8(requantize(raw, M, shift) + zp), M * 2^(shift-31) = 2^-frac / scale
                  (quant.py's TFLite multiplier and CMSIS-NN double rounding, as mcu_requantize)
@@ -22,7 +25,7 @@ import numpy as np
 
 from emitter.errors import UsageError
 from emitter.features.spec import FrontendSpec
-from emitter.features.tables import DTYPES, OUTPUT_FRACTION_BITS, Tables, make_tables
+from emitter.features.tables import DTYPES, Tables, fraction_bits, make_tables
 from emitter.quant import quantize_multiplier, requantize
 
 
@@ -43,11 +46,11 @@ def feature_quant(spec: FrontendSpec, scale: float, zero_point: int) -> FeatureQ
         raise UsageError(f"the model input's scale {scale!r} must be > 0 to take features")
     if spec.arithmetic == "f32":
         return FeatureQuant(scale, zero_point, 0, 0, float(np.float32(1.0 / scale)))
-    frac = OUTPUT_FRACTION_BITS[spec.arithmetic]
+    frac = fraction_bits(spec)
     mult, shift = quantize_multiplier(2.0 ** -frac / scale)
     if spec.arithmetic == "q31" and shift > 0:
-        raise UsageError(f"{spec.source}: the model input's scale {scale:g} is finer than q31 MFCC's "
-                         f"resolution (2^-23): use arithmetic q15, or a model input scale >= 2^-23")
+        raise UsageError(f"{spec.source}: the model input's scale {scale:g} is finer than the q31 features' "
+                         f"resolution (2^-{frac}): use arithmetic q15, or a model input scale >= 2^-{frac}")
     return FeatureQuant(scale, zero_point, mult, shift, 0.0)
 
 
@@ -56,6 +59,17 @@ def _instance(spec: FrontendSpec) -> tuple[Any, Tables]:
     import cmsisdsp as dsp
 
     t = make_tables(spec)
+    a = spec.arithmetic
+    if spec.kind == "spectrogram":
+        if a == "f32":
+            inst = dsp.arm_rfft_fast_instance_f32()
+            status = dsp.arm_rfft_fast_init_f32(inst, spec.fft_length)
+        else:
+            inst = getattr(dsp, f"arm_rfft_instance_{a}")()
+            status = getattr(dsp, f"arm_rfft_init_{a}")(inst, spec.fft_length, 0, 1)
+        if status != 0:
+            raise UsageError(f"{spec.source}: CMSIS-DSP's real FFT refused fft_length {spec.fft_length}")
+        return inst, t
     inst = getattr(dsp, f"arm_mfcc_instance_{spec.arithmetic}")()
     status = getattr(dsp, f"arm_mfcc_init_{spec.arithmetic}")(
         inst, spec.fft_length, spec.n_mels, spec.coeffs, t.dct, t.filter_pos, t.filter_lengths,
@@ -87,8 +101,10 @@ def frame_features(spec: FrontendSpec, frame_pcm: np.ndarray) -> np.ndarray:
 
     if len(frame_pcm) != spec.frame_length:
         raise UsageError(f"a frame has {spec.frame_length} samples, got {len(frame_pcm)}")
-    inst, _ = _instance(spec)
+    inst, t = _instance(spec)
     dtype = DTYPES[spec.arithmetic]
+    if spec.kind == "spectrogram":
+        return _spectrum(spec, inst, t, frame_input(spec, frame_pcm)).astype(dtype)
     tmp = np.zeros(2 * spec.fft_length, dtype=np.float32 if spec.arithmetic == "f32" else np.int32)
     result = getattr(dsp, f"arm_mfcc_{spec.arithmetic}")(inst, frame_input(spec, frame_pcm), tmp)
     if spec.arithmetic == "f32":
@@ -97,6 +113,22 @@ def frame_features(spec: FrontendSpec, frame_pcm: np.ndarray) -> np.ndarray:
     if status != 0:
         raise UsageError(f"arm_mfcc_{spec.arithmetic} returned status {status}")
     return np.asarray(out, dtype=dtype)
+
+
+def _spectrum(spec: FrontendSpec, inst: Any, t: Tables, x: np.ndarray) -> np.ndarray:
+    """Window, real FFT and magnitude of bins 0..N/2, as the generated C calls them."""
+    import cmsisdsp as dsp
+
+    a, n = spec.arithmetic, spec.fft_length
+    w = getattr(dsp, f"arm_mult_{a}")(x, t.window)
+    if a == "f32":
+        packed = np.asarray(dsp.arm_rfft_fast_f32(inst, w, 0), dtype=np.float32)
+        mag = np.empty(n // 2 + 1, dtype=np.float32)
+        mag[1:n // 2] = dsp.arm_cmplx_mag_f32(packed[2:])
+        mag[0], mag[n // 2] = np.abs(packed[0]), np.abs(packed[1])
+        return mag
+    spectrum = getattr(dsp, f"arm_rfft_{a}")(inst, w)
+    return np.asarray(getattr(dsp, f"arm_cmplx_mag_{a}")(spectrum[:n + 2]))
 
 
 def features_raw(spec: FrontendSpec, pcm: np.ndarray, frames: int) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 from emitter.cfmt import C_TYPES, c_comment
 from emitter.errors import UsageError
 from emitter.features.reference import FeatureQuant, feature_quant, tables_of
-from emitter.features.sources import SOURCES, VERSION
+from emitter.features.sources import VERSION, sources_for
 from emitter.features.spec import FrontendSpec
 
 if TYPE_CHECKING:
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 ELEM = {"q15": ("q15_t", 2), "q31": ("q31_t", 4), "f32": ("float32_t", 4)}
 TMP = {"q15": "q31_t", "q31": "q31_t", "f32": "float32_t"}
 RAW_TEXT = {"q15": "int16 in q8.7 (value = raw / 2^7)", "q31": "int32 in q8.23 (value = raw / 2^23)",
-            "f32": "float"}
+            "f32": "float", "spectrogram q15": "int16 in 2.14 (value = raw / 2^14)",
+            "spectrogram q31": "int32 in 2.30 (value = raw / 2^30)", "spectrogram f32": "float"}
 CONVERT = {"q15": "(q15_t){src}", "q31": "(q31_t)(int32_t)((uint32_t)(int32_t){src} << 16)",
            "f32": "(float32_t){src} * 3.0517578125e-05f"}
 CONVERT_TEXT = {"q15": "q15 as is", "q31": "q31 = pcm << 16", "f32": "f32 = pcm / 32768"}
@@ -87,7 +88,7 @@ class FrontEnd:
                 "window_samples": self.window_samples, "frame_step": s.frame_step,
                 "scratch_bytes_in_arena": self.scratch_bytes, "state_bytes": self.state_bytes,
                 "table_bytes": self.table_bytes, "cmsis_dsp": VERSION,
-                "cmsis_dsp_sources": list(SOURCES[s.arithmetic])}
+                "cmsis_dsp_sources": list(sources_for(s.kind, s.arithmetic))}
 
 
 def bind(spec: FrontendSpec, c: Compiled) -> FrontEnd:
@@ -119,19 +120,21 @@ def context(fe: FrontEnd, prefix: str) -> dict[str, Any]:
     t = tables_of(s)
     arith = s.arithmetic
     what = (f"{s.kind}, {fe.coeffs} values per frame ({s.n_mels} mel bands {s.f_min:g}-{s.f_max:g} Hz), "
-            f"{arith}")
+            f"{arith}" if s.kind != "spectrogram" else
+            f"spectrogram, {fe.coeffs} magnitudes per frame (bins 0..{s.fft_length // 2}), {arith}")
     if arith == "f32":
         quant_text = f"q = sat8(round_half_away(raw * {q.inv_scale!r}) + {q.zero_point})"
     else:
         quant_text = f"q = sat8(mcu_requantize(raw, {q.multiplier}, {q.shift}) + {q.zero_point})"
     tables = [
         _table(prefix, "window", t.window, f"{s.window} window, {s.frame_length} samples, zero to {s.fft_length}"),
+    ] + ([] if s.kind == "spectrogram" else [
         _table(prefix, "filter_pos", t.filter_pos, f"first FFT bin of each of the {s.n_mels} mel filters"),
         _table(prefix, "filter_lengths", t.filter_lengths, "FFT bins per mel filter"),
         _table(prefix, "filter_coefs", t.filter_coefs, "mel filter weights, packed"),
         _table(prefix, "dct", t.dct, f"DCT-II {s.n_mfcc} x {s.n_mels}" if s.kind == "mfcc"
                else f"identity {s.n_mels} x {s.n_mels} (logmel: no DCT)"),
-    ]
+    ])
     return {
         "what": c_comment(what), "source": c_comment(s.source), "dsp_version": VERSION, "arith": arith,
         "sample_rate": s.sample_rate, "frame_length": s.frame_length, "frame_step": s.frame_step,
@@ -141,19 +144,25 @@ def context(fe: FrontEnd, prefix: str) -> dict[str, Any]:
         "layout": s.layout, "layout_text": "frame t, value c at t * COEFFS + c" if s.layout == "frames_coeffs"
         else "value c, frame t at c * FRAMES + t",
         "scale_text": f"{q.scale!r}", "zero_point": q.zero_point, "multiplier": q.multiplier, "shift": q.shift,
-        "inv_scale": q.inv_scale, "quant_text": c_comment(quant_text), "raw_text": RAW_TEXT[arith],
+        "inv_scale": q.inv_scale, "quant_text": c_comment(quant_text), "raw_text": RAW_TEXT[f"spectrogram {arith}" if s.kind == "spectrogram" else arith],
         "raw_ctype": ELEM[arith][0].replace("float32_t", "float").replace("q15_t", "int16_t")
         .replace("q31_t", "int32_t"),
         "elem_ctype": ELEM[arith][0], "tmp_ctype": TMP[arith], "convert_text": CONVERT_TEXT[arith],
         "convert_head": CONVERT[arith].format(src="head[i]"),
         "convert_tail": CONVERT[arith].format(src="tail[i - n_head]"),
         "dct_text": f"DCT to {s.n_mfcc} coefficients" if s.kind == "mfcc" else "identity (no DCT)",
+        "pipeline": (f"arm_mult_{arith} ({s.window} window), arm_rfft{'_fast' if arith == 'f32' else ''}_{arith}, "
+                     f"arm_cmplx_mag_{arith} of bins 0..{s.fft_length // 2}") if s.kind == "spectrogram" else
+        (f"arm_mfcc_{arith}: absmax normalisation, {s.window} window, real FFT, magnitude, {s.n_mels} mel "
+         "filters, log, " + (f"DCT to {s.n_mfcc} coefficients" if s.kind == "mfcc" else "identity (no DCT)")),
         "history": fe.history, "history_len": max(fe.history, 1),
         "history_src": fe.window_samples - fe.history, "history_keep": fe.history - s.frame_step,
         "hop_skip": s.frame_step - fe.history, "last_frame": fe.frames - 1,
         "shift_bytes": (fe.frames - 1) * fe.coeffs, "tables": tables, "table_bytes": t.nbytes,
         "scratch_bytes": fe.scratch_bytes, "state_bytes": fe.state_bytes, **fe.offsets(),
-        "sources": SOURCES[arith],
+        "sources": sources_for(s.kind, arith), "kind": s.kind,
+        "rfft_type": "arm_rfft_fast_instance_f32" if arith == "f32" else f"arm_rfft_instance_{arith}",
+        "bins": s.fft_length // 2 + 1, "inner_bins": s.fft_length // 2 - 1, "nyquist": s.fft_length // 2,
     }
 
 
@@ -166,5 +175,5 @@ def render_frontend(fe: FrontEnd, prefix: str, base_ctx: dict[str, Any]) -> dict
     return {
         f"{prefix}_frontend.h": env.get_template("frontend.h.j2").render(ctx),
         f"{prefix}_frontend.c": env.get_template("frontend.c.j2").render(ctx),
-        "cmsis_dsp_sources.txt": "".join(f"{src}\n" for src in SOURCES[fe.spec.arithmetic]),
+        "cmsis_dsp_sources.txt": "".join(f"{src}\n" for src in sources_for(fe.spec.kind, fe.spec.arithmetic)),
     }

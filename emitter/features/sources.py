@@ -14,8 +14,9 @@ CMSIS-DSP's hand-written Helium paths of the q15/q31 MFCC are not bit-exact with
 Cortex-M55, measured with 1.10.3: raw q15 features off by up to 9 LSB), so the C paths are built
 everywhere and the compiler may vectorize them.
 
-Which: the files arm_mfcc_init_<N>_<arith> and arm_mfcc_<arith> pull in (found by linking them
-against the whole library), plus the MVE tables for Helium builds.
+Which: the files arm_mfcc_init_<N>_<arith> and arm_mfcc_<arith> (a spectrogram: arm_mult,
+arm_rfft[_fast]_init_<N>, arm_rfft[_fast], arm_cmplx_mag) pull in, found by linking them against the
+whole library, plus the MVE tables and the complex FFT's fixed-size init for Helium builds.
 """
 from __future__ import annotations
 
@@ -64,6 +65,28 @@ SOURCES: dict[str, tuple[str, ...]] = {
         "TransformFunctions/arm_mfcc_init_f32.c", "TransformFunctions/arm_rfft_fast_f32.c",
         "TransformFunctions/arm_rfft_fast_init_f32.c"))),
 }
+
+
+def _spectrogram(t: str) -> tuple[str, ...]:
+    files = {f"ComplexMathFunctions/arm_cmplx_mag_{t}.c", f"BasicMathFunctions/arm_mult_{t}.c",
+             f"TransformFunctions/arm_cfft_{t}.c", f"TransformFunctions/arm_cfft_init_{t}.c"}
+    if t == "f32":
+        files |= {"TransformFunctions/arm_cfft_radix8_f32.c", "TransformFunctions/arm_rfft_fast_f32.c",
+                  "TransformFunctions/arm_rfft_fast_init_f32.c"}
+    else:
+        files |= {f"TransformFunctions/arm_cfft_radix4_{t}.c", f"TransformFunctions/arm_rfft_{t}.c",
+                  f"TransformFunctions/arm_rfft_init_{t}.c", f"BasicMathFunctions/arm_shift_{t}.c",
+                  "FastMathFunctions/arm_sqrt_q31.c", "TransformFunctions/arm_bitreversal.c"}
+    return _COMMON + tuple(sorted(files))
+
+
+# A spectrogram (arm_mult, arm_rfft[_fast], arm_cmplx_mag) needs fewer files than the MFCC.
+SPECTROGRAM_SOURCES: dict[str, tuple[str, ...]] = {t: _spectrogram(t) for t in ("q15", "q31", "f32")}
+
+
+def sources_for(kind: str, arithmetic: str) -> tuple[str, ...]:
+    """CMSIS-DSP files (relative to Source/) a front end of this kind and arithmetic compiles."""
+    return (SPECTROGRAM_SOURCES if kind == "spectrogram" else SOURCES)[arithmetic]
 
 
 def cache_dir() -> Path:

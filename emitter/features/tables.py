@@ -4,7 +4,8 @@ The very same integer (or float32) arrays go to the `cmsisdsp` reference (refere
 `static const` flash data, to the generated C (render.py), so host and device start from identical
 numbers. Mel filters and the DCT come from `cmsisdsp.mfcc` (CMSIS-DSP's own generator of the
 tables its MFCC expects); the window is numpy's formula, periodic, `frame_length` long and zero up
-to `fft_length` (the zero-padded tail of the FFT frame). logmel uses the MFCC pipeline with an
+to `fft_length` (the zero-padded tail of the FFT frame); a spectrogram has the window only. logmel
+uses the MFCC pipeline with an
 identity "DCT": 0x7FFF (q15), 0x7FFFFFFF (q31) or 1.0 (f32) on the diagonal, so its output is the
 log-mel energies times (1 - 2^-15) or (1 - 2^-31) in fixed point, exactly 1 in f32.
 """
@@ -20,8 +21,16 @@ from emitter.features.spec import FrontendSpec
 
 DTYPES: dict[str, np.dtype[Any]] = {"q15": np.dtype(np.int16), "q31": np.dtype(np.int32),
                                    "f32": np.dtype(np.float32)}
-# Fraction bits of arm_mfcc_<arith>'s output: q15 gives q8.7, q31 gives q8.23 (CMSIS-DSP's docs).
+# Fraction bits of the raw output: arm_mfcc_q15 gives q8.7, arm_mfcc_q31 q8.23; arm_cmplx_mag_q15
+# gives 2.14, arm_cmplx_mag_q31 2.30 (CMSIS-DSP's docs).
 OUTPUT_FRACTION_BITS = {"q15": 7, "q31": 23}
+SPECTROGRAM_FRACTION_BITS = {"q15": 14, "q31": 30}
+
+
+def fraction_bits(spec: FrontendSpec) -> int:
+    """value = raw / 2^fraction_bits for the fixed-point arithmetics."""
+    table = SPECTROGRAM_FRACTION_BITS if spec.kind == "spectrogram" else OUTPUT_FRACTION_BITS
+    return table[spec.arithmetic]
 IDENTITY_ONE = {"q15": 0x7FFF, "q31": 0x7FFFFFFF, "f32": 1.0}
 
 
@@ -59,6 +68,11 @@ def make_tables(spec: FrontendSpec) -> Tables:
     import cmsisdsp.mfcc as mf
 
     fmt, dtype = _cmsis_format(spec.arithmetic), DTYPES[spec.arithmetic]
+    window = np.asarray(dt.convert(window_values(spec), fmt), dtype=dtype)
+    if spec.kind == "spectrogram":  # window only
+        none = np.zeros(0, dtype=np.uint32)
+        return Tables(window=window, filter_pos=none, filter_lengths=none, filter_coefs=np.zeros(0, dtype),
+                      dct=np.zeros(0, dtype))
     narrow = False
     try:
         lengths, pos, coefs = mf.melFilterMatrix(fmt, spec.f_min, spec.f_max, spec.n_mels,
@@ -76,7 +90,6 @@ def make_tables(spec: FrontendSpec) -> Tables:
         dct = np.asarray(mf.dctMatrix(fmt, spec.n_mfcc, spec.n_mels), dtype=dtype)
     else:
         dct = (np.eye(spec.n_mels) * IDENTITY_ONE[spec.arithmetic]).astype(dtype).ravel()
-    window = np.asarray(dt.convert(window_values(spec), fmt), dtype=dtype)
     return Tables(window=window, filter_pos=np.asarray(pos, dtype=np.uint32),
                   filter_lengths=np.asarray(lengths, dtype=np.uint32),
                   filter_coefs=np.asarray(coefs, dtype=dtype), dct=dct)
