@@ -45,6 +45,7 @@ BASE = {"kind": "mfcc", "sample_rate": 16000, "frame_length": 400, "frame_step":
     ({"hop": 3}, "unknown key(s) hop"),
     ({"kind": "logmel"}, "'n_mfcc' is for kind 'mfcc'"),
     ({"n_mels": 120}, "too narrow for fft_length 512"),
+    ({"kind": "spectrogram"}, "n_mels, n_mfcc are for mfcc and logmel; a spectrogram gives fft_length / 2 + 1 = 257"),
 ])
 def test_spec_errors_name_the_key(change, message):
     with pytest.raises(UsageError) as err:
@@ -147,6 +148,38 @@ def test_logmel_coeffs_frames_layout_host(tmp_path):
     write_bundle(render_bundle(c, "", "host", fe), tmp_path / "b")
     r = check(fe, c, tmp_path / "b", pcm, tmp_path / "w")
     assert r.ok and r.input_mismatch == 0 and r.stream_mismatch == 0 and r.output_mismatch == 0, r
+
+
+SPECTROGRAM = {"kind": "spectrogram", "sample_rate": 8000, "frame_length": 200, "frame_step": 100,
+               "fft_length": 256, "layout": "coeffs_frames"}
+
+
+def spectrogram_case(tmp_path: Path, arith: str, board_name: str | None = None):
+    """(FrontEnd, Compiled, bundle, clips): a tiny model on 8 frames x 129 magnitudes."""
+    from emitter.boards import load_board
+    from emitter.bundle import write_bundle
+    from emitter.features.cli import real_features
+
+    spec = parse_spec(SPECTROGRAM | {"arithmetic": arith})
+    clips = all_clips(spec.window_samples(8), 8000)
+    real = np.stack([real_features(spec, features_raw(spec, c, 8)).T.ravel() for c in clips[30:50]])
+    c = compile_model(tiny_model(tmp_path / "sp.onnx", 8, 129, real), name="sp")
+    fe = bind(spec, c)
+    board = load_board(board_name) if board_name else None
+    write_bundle(render_bundle(c, " ".join(board.cflags) if board else "", board_name or "host", fe), tmp_path / "b")
+    return fe, c, tmp_path / "b", clips
+
+
+@needs_host
+@pytest.mark.parametrize("arith", ["q15", "q31", "f32"])
+def test_spectrogram_host_over_100_clips(arith, tmp_path):
+    fe, c, bundle, clips = spectrogram_case(tmp_path, arith)
+    assert fe.coeffs == 129 and len(clips) >= 100
+    assert bundle.joinpath("cmsis_dsp_sources.txt").read_text().split() == list(sources_for("spectrogram", arith))
+    r = check(fe, c, bundle, clips, tmp_path / "w")
+    assert r.ok, (r.raw_mismatch, r.raw_max_diff, r.input_max_diff, r.stream_mismatch, r.output_mismatch)
+    if arith != "f32":
+        assert r.raw_mismatch == r.input_mismatch == r.stream_mismatch == r.output_mismatch == 0
 
 
 @needs_host

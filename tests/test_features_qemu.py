@@ -58,3 +58,13 @@ def test_keyword_example_pcm_to_class_in_qemu(tmp_path):
     assert r["cortex-m4_accuracy"] == r["cortex-m7_accuracy"] == r["host_accuracy"]
     assert r["cortex-m4_accuracy"] >= 0.8 and r["float"] >= 0.8 and r["int8_ort"] >= 0.8
     assert np.isclose(r["cortex-m4_accuracy"], r["float"], atol=0.1)
+
+
+@pytest.mark.parametrize("core", ["cortex-m0plus", "cortex-m7"])
+@pytest.mark.parametrize("arith", ["q15", "q31"])
+def test_spectrogram_in_qemu_over_100_clips(core, arith, tmp_path):
+    from tests.test_features import spectrogram_case
+
+    fe, c, bundle, clips = spectrogram_case(tmp_path, arith, core)
+    r = check(fe, c, bundle, clips, tmp_path / "w", load_board(core), modes=("raw", "push"))
+    assert r.ok and r.raw_mismatch == 0 and r.stream_mismatch == 0, (r.raw_mismatch, r.stream_mismatch)

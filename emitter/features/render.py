@@ -144,7 +144,8 @@ def context(fe: FrontEnd, prefix: str) -> dict[str, Any]:
         "layout": s.layout, "layout_text": "frame t, value c at t * COEFFS + c" if s.layout == "frames_coeffs"
         else "value c, frame t at c * FRAMES + t",
         "scale_text": f"{q.scale!r}", "zero_point": q.zero_point, "multiplier": q.multiplier, "shift": q.shift,
-        "inv_scale": q.inv_scale, "quant_text": c_comment(quant_text), "raw_text": RAW_TEXT[f"spectrogram {arith}" if s.kind == "spectrogram" else arith],
+        "inv_scale": q.inv_scale, "quant_text": c_comment(quant_text),
+        "raw_text": RAW_TEXT[f"spectrogram {arith}" if s.kind == "spectrogram" else arith],
         "raw_ctype": ELEM[arith][0].replace("float32_t", "float").replace("q15_t", "int16_t")
         .replace("q31_t", "int32_t"),
         "elem_ctype": ELEM[arith][0], "tmp_ctype": TMP[arith], "convert_text": CONVERT_TEXT[arith],
