@@ -76,3 +76,27 @@ def tiny_model(path: Path, frames: int, coeffs: int, real: np.ndarray) -> Path:
     m.ir_version = 8
     onnx.checker.check_model(m)
     return quantize_for_mcugen(m, {"x": real.reshape(-1, 1, n).astype(np.float32)}, path)
+
+
+SPECTROGRAM = {"kind": "spectrogram", "sample_rate": 8000, "frame_length": 200, "frame_step": 100,
+               "fft_length": 256, "layout": "coeffs_frames"}
+
+
+def spectrogram_case(tmp_path: Path, arith: str, board_name: str | None = None) -> tuple:
+    """(FrontEnd, Compiled, bundle, clips): a tiny model on 8 frames x 129 magnitudes."""
+    from emitter.boards import load_board
+    from emitter.bundle import write_bundle
+    from emitter.compiler import compile_model
+    from emitter.features import features_raw, parse_spec
+    from emitter.features.cli import real_features
+    from emitter.features.render import bind
+    from emitter.render import render_bundle
+
+    spec = parse_spec(SPECTROGRAM | {"arithmetic": arith})
+    clips = all_clips(spec.window_samples(8), 8000)
+    real = np.stack([real_features(spec, features_raw(spec, c, 8)).T.ravel() for c in clips[30:50]])
+    c = compile_model(tiny_model(tmp_path / "sp.onnx", 8, 129, real), name="sp")
+    fe = bind(spec, c)
+    board = load_board(board_name) if board_name else None
+    write_bundle(render_bundle(c, " ".join(board.cflags) if board else "", board_name or "host", fe), tmp_path / "b")
+    return fe, c, tmp_path / "b", clips

@@ -20,7 +20,7 @@ from emitter.features.run import check
 from emitter.features.sources import SOURCES, cmsis_dsp_path, sources_for
 from emitter.render import render_bundle
 from emitter.target import missing_tools
-from tests.features_cases import KWS_MODEL, KWS_SPEC, all_clips, kws_spec, tiny_model
+from tests.features_cases import KWS_MODEL, KWS_SPEC, all_clips, kws_spec, spectrogram_case, tiny_model
 
 pytest.importorskip("cmsisdsp", reason="the front end's reference is the cmsisdsp package (scripts/setup.sh)")
 DSP = cmsis_dsp_path(required=False)
@@ -148,26 +148,6 @@ def test_logmel_coeffs_frames_layout_host(tmp_path):
     write_bundle(render_bundle(c, "", "host", fe), tmp_path / "b")
     r = check(fe, c, tmp_path / "b", pcm, tmp_path / "w")
     assert r.ok and r.input_mismatch == 0 and r.stream_mismatch == 0 and r.output_mismatch == 0, r
-
-
-SPECTROGRAM = {"kind": "spectrogram", "sample_rate": 8000, "frame_length": 200, "frame_step": 100,
-               "fft_length": 256, "layout": "coeffs_frames"}
-
-
-def spectrogram_case(tmp_path: Path, arith: str, board_name: str | None = None):
-    """(FrontEnd, Compiled, bundle, clips): a tiny model on 8 frames x 129 magnitudes."""
-    from emitter.boards import load_board
-    from emitter.bundle import write_bundle
-    from emitter.features.cli import real_features
-
-    spec = parse_spec(SPECTROGRAM | {"arithmetic": arith})
-    clips = all_clips(spec.window_samples(8), 8000)
-    real = np.stack([real_features(spec, features_raw(spec, c, 8)).T.ravel() for c in clips[30:50]])
-    c = compile_model(tiny_model(tmp_path / "sp.onnx", 8, 129, real), name="sp")
-    fe = bind(spec, c)
-    board = load_board(board_name) if board_name else None
-    write_bundle(render_bundle(c, " ".join(board.cflags) if board else "", board_name or "host", fe), tmp_path / "b")
-    return fe, c, tmp_path / "b", clips
 
 
 @needs_host

@@ -16,7 +16,7 @@ from emitter.features.run import check
 from emitter.features.sources import cmsis_dsp_path
 from emitter.render import render_bundle
 from emitter.target import missing_tools
-from tests.features_cases import EXAMPLE, KWS_MODEL, all_clips, kws_spec
+from tests.features_cases import EXAMPLE, KWS_MODEL, all_clips, kws_spec, spectrogram_case
 
 pytest.importorskip("cmsisdsp", reason="the front end's reference is the cmsisdsp package (scripts/setup.sh)")
 MISSING = missing_tools()
@@ -63,8 +63,6 @@ def test_keyword_example_pcm_to_class_in_qemu(tmp_path):
 @pytest.mark.parametrize("core", ["cortex-m0plus", "cortex-m7"])
 @pytest.mark.parametrize("arith", ["q15", "q31"])
 def test_spectrogram_in_qemu_over_100_clips(core, arith, tmp_path):
-    from tests.test_features import spectrogram_case
-
     fe, c, bundle, clips = spectrogram_case(tmp_path, arith, core)
     r = check(fe, c, bundle, clips, tmp_path / "w", load_board(core), modes=("raw", "push"))
     assert r.ok and r.raw_mismatch == 0 and r.stream_mismatch == 0, (r.raw_mismatch, r.stream_mismatch)
