@@ -261,3 +261,25 @@ def test_bundle_cmake_builds_front_end(tmp_path):
     assert res.returncode == 0
     q = fe.quant
     assert np.array_equal(np.frombuffer(res.stdout, np.int8), compute_features(fe.spec, pcm, 49, q.scale, q.zero_point))
+
+
+def test_cli_features_reads_wav_and_checks_its_format(tmp_path, capsys):
+    import wave
+
+    pcm = all_clips(6400, 8000)[40]
+
+    def write(path: Path, rate: int) -> Path:
+        with wave.open(str(path), "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(rate)
+            w.writeframes(pcm.astype("<i2").tobytes())
+        return path
+
+    out = tmp_path / "f.npz"
+    assert main(["features", str(KWS_SPEC), str(write(tmp_path / "a.wav", 8000)), "-o", str(out)]) == 0
+    data = np.load(out)
+    assert np.array_equal(data["raw"][0], features_raw(kws_spec(), pcm, 49))
+    assert main(["features", str(KWS_SPEC), str(write(tmp_path / "b.wav", 16000)), "-o", str(tmp_path / "g.npz")]) == 2
+    assert "b.wav' is 1 channel(s), 16-bit, 16000 Hz; the front end takes 16-bit mono at 8000 Hz" in \
+        capsys.readouterr().err

@@ -7,6 +7,7 @@ to the `cmsisdsp` Python package that prepares training data (docs/frontend.md).
     sources.py    where CMSIS-DSP's sources come from and which files a front end compiles
     render.py     the front end's C files and its figures for a bundle
     run.py        host / QEMU runs of a bundle's front end, compared with the reference
+    cli.py        `mcugen features`, and --frontend / --audio / --features-ref of emit and verify
 """
 from emitter.features.reference import compute_features, features_raw, stream_features
 from emitter.features.spec import FrontendSpec, load_spec, parse_spec
