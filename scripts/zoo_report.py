@@ -28,6 +28,7 @@ from emitter.compiler import golden_run
 from emitter.errors import QuantError, UnsupportedError
 from emitter.verify import diff_stats, ort_run
 from tests.harness.bundles import build_library, run_c
+from tests.models.zoo.catalog import CATALOG
 from tests.harness.zoo_runs import (
     Outcome,
     compile_variants,
@@ -35,7 +36,6 @@ from tests.harness.zoo_runs import (
     quant_ops,
     top1_agreement,
 )
-from tests.models.zoo.catalog import CATALOG
 from tests.models.zoo.variants import FULL, REJECTED, VARIANTS
 
 QEMU_SAMPLES = 2
