@@ -6,6 +6,9 @@
     mcugen debug MODEL.onnx --board=B [--inputs x.npz]       (per-layer host/QEMU/golden/ORT table)
     mcugen quantize FP32.onnx --calibration data.npz -o INT8.onnx [--labels test.npz]
     mcugen boards                                             (list the boards)
+    mcugen features SPEC.toml AUDIO... -o feats.npz           (front-end features via cmsisdsp)
+    emit/verify ... --frontend SPEC.toml [--audio clips.npz] [--features-ref feats.npz]
+                                                              (feature front end, docs/frontend.md)
 
 Any McugenError ends with one clear message and the exit code of its class (errors.exit_status:
 2, verification mismatches 1), and nothing half-written is left behind; a traceback only with
@@ -28,8 +31,9 @@ from emitter.harness import LAYERS_FILE
 if TYPE_CHECKING:
     from emitter.boards import Board
     from emitter.compiler import Compiled
+    from emitter.features.render import FrontEnd
 
-COMMANDS = ("emit", "verify", "debug", "quantize", "boards")
+COMMANDS = ("emit", "verify", "debug", "quantize", "boards", "features")
 
 
 def parse_size(text: str) -> int:
@@ -58,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="build and run the bundle (host gcc, and QEMU when the board has a machine) "
                            "and compare with the golden model and onnxruntime")
     _verify_options(emit, "with --verify: ")
+    _frontend_options(emit)
     emit.set_defaults(run=cmd_emit)
 
     verify = _command(sub, "verify", help="emit, build and run the bundle; compare it with the golden model",
@@ -67,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     _model_options(verify, "the INT8 ONNX model (QDQ or QOperator form)")
     _bundle_options(verify)
     _verify_options(verify, "")
+    _frontend_options(verify)
     verify.set_defaults(run=cmd_emit, verify=True)
 
     debug = _command(sub, "debug", help="compare every layer on host and QEMU with the golden model",
@@ -106,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     boards = _command(sub, "boards", help="list the boards", description="List the boards and their cores.")
     boards.set_defaults(run=cmd_boards, debug=False)
+    from emitter.features.cli import add_features_command
+
+    add_features_command(sub)
     return p
 
 
@@ -171,6 +180,12 @@ def _verify_options(p: argparse.ArgumentParser, when: str) -> None:
                         "a marker after every layer) and print where they go")
 
 
+def _frontend_options(p: argparse.ArgumentParser) -> None:
+    from emitter.features.cli import add_frontend_options
+
+    add_frontend_options(p, verify=True)
+
+
 def choose_backend(asked: str, board: Board) -> tuple[str, Path | None, str]:
     """(backend, CMSIS-NN path, a sentence saying which backend and why). auto: cmsis-nn on an Arm
     Cortex-M board when CMSIS_NN_PATH is set, else portable. A CMSIS-NN mcugen cannot use is a
@@ -232,13 +247,19 @@ def ram_budget(args: argparse.Namespace, board: Board) -> tuple[int, str]:
 
 
 def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, weight_bytes: int,
-                  code_bytes: int = 0) -> None:
+                  code_bytes: int = 0, frontend: FrontEnd | None = None) -> None:
     ram, ram_src = ram_budget(args, board)
     flash = parse_size(args.flash_budget) if args.flash_budget else None
+    flash_src = "--flash-budget" if flash is not None else f"board {board.name}"
     from emitter.budget import check
 
-    check(compiled, weight_bytes, ram, flash if flash is not None else board.flash_bytes, ram_src,
-          "--flash-budget" if flash is not None else f"board {board.name}", code_bytes)
+    check(compiled, weight_bytes, ram, flash if flash is not None else board.flash_bytes, ram_src, flash_src,
+          code_bytes)
+    if frontend is not None:
+        from emitter.features.cli import check_budget
+
+        check_budget(frontend, compiled, weight_bytes, ram, flash if flash is not None else board.flash_bytes,
+                     ram_src, flash_src)
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
@@ -254,24 +275,33 @@ def cmd_emit(args: argparse.Namespace) -> int:
     backend, cmsis, why = choose_backend(args.backend, board)
     t0 = time.perf_counter()
     ram, ram_src = ram_budget(args, board)
+    # a front end keeps feature rows in the model input between runs: the input stays the caller's
+    memory = "layer" if getattr(args, "frontend", None) else args.memory
     compiled = compile_model(args.model, args.name, parse_input_shapes(args.input_shape),
                              io_nhwc=args.io_layout == "nhwc", guard=args.guard, backend=backend,
                              board=board, cmsis_path=cmsis,
                              cmsis_choice="cmsis" if args.cmsis_everywhere else "fastest",
-                             memory=args.memory, ram_budget=ram, budget_src=ram_src)
-    files = render_bundle(compiled, " ".join(board.cflags), board.name)
+                             memory=memory, ram_budget=ram, budget_src=ram_src)
+    from emitter.features.cli import bind_frontend
+
+    frontend = bind_frontend(args, compiled)
+    files = render_bundle(compiled, " ".join(board.cflags), board.name, frontend)
     import json
 
     from emitter.codesize import code_bytes
 
     weight_bytes = json.loads(files["report.json"])["weight_bytes"]
     code = code_bytes(files, sum(1 for p in compiled.prepared if p.kernel), board.core)[0]
-    check_budgets(args, board, compiled, weight_bytes, code)
+    check_budgets(args, board, compiled, weight_bytes, code, frontend)
     out_dir = Path(args.output) if args.output else Path(Path(args.model).stem)
     kept = write_bundle(files, out_dir, force=args.force)
     elapsed = time.perf_counter() - t0
     if not args.quiet:
         print(summary(compiled, weight_bytes, board.name, why, board.has_fpu, code))
+    if frontend is not None:
+        from emitter.features.cli import summary_line
+
+        print(summary_line(frontend))
     print(f"wrote {out_dir}/ ({len(files)} files) in {elapsed:.2f} s"
           + (f"; kept what mcugen did not write there: {', '.join(kept)}" if kept else ""))
     if args.verify:
@@ -280,6 +310,10 @@ def cmd_emit(args: argparse.Namespace) -> int:
         report = run_verify(compiled, out_dir, board, Path(args.model), args.inputs, args.samples,
                             qemu=not args.no_qemu)
         print(report.text())
+        if frontend is not None and report.ok:
+            from emitter.features.cli import verify_frontend
+
+            report.figures["frontend"] = verify_frontend(args, frontend, compiled, out_dir, board)
         if args.profile and not args.no_qemu and report.ok:
             report.figures["layers"] = profile_report(compiled, out_dir, board, args)
         record_figures(out_dir / "report.json", board.name, report.figures)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 import numpy as np
@@ -32,12 +32,16 @@ from emitter.cfmt import (
 )
 from emitter.compiler import Compiled
 from emitter.errors import UsageError
+from emitter.features.sources import DEFINES as DSP_DEFINES
 from emitter.ops.base import CArg, ConstArg, CRef, IntArg, NullArg, Prepared, StructArg, TensorArg, TensorListArg
 from emitter.planner import scratch_of
 from emitter.report_html import report_html
 from emitter.reportdata import code_estimate, memory
 from emitter.resources import data_dir
 from emitter.stream import Segment, Stage
+
+if TYPE_CHECKING:
+    from emitter.features.render import FrontEnd
 
 RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_kernel_util.h")
 
@@ -387,14 +391,20 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
         if c.backend == "cmsis-nn" else {})
 
 
-def render_bundle(c: Compiled, board_flags: str, board_name: str) -> dict[str, bytes]:
-    """Every file of the bundle, relative path -> bytes (nothing is written here)."""
+def render_bundle(c: Compiled, board_flags: str, board_name: str,
+                  frontend: FrontEnd | None = None) -> dict[str, bytes]:
+    """Every file of the bundle, relative path -> bytes (nothing is written here). With a feature
+    front end (emitter/features/), its files too, and the arena sized for its scratch."""
     problem = prefix_problem(c.name)
     if problem is not None:
         raise UsageError(f"the C prefix '{c.name}' cannot be used: {problem}; choose another "
                          "with --name")
     ctx = BundleBuilder(c).context()
-    ctx.update(cpu_flags=board_flags, board=board_name)
+    ctx.update(cpu_flags=board_flags, board=board_name, frontend=None)
+    if frontend is not None:
+        ctx["arena_size"] = max(ctx["arena_size"], frontend.scratch_bytes)
+        ctx["frontend"] = frontend.figures() | {"defines": " ".join(f"-D{d}" for d in DSP_DEFINES),
+                                                     "define_names": " ".join(DSP_DEFINES)}
     env = environment()
     p = c.name
     files = {
@@ -408,8 +418,13 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str) -> dict[str, b
     }
     if ctx["single_io"]:
         files[f"{p}_f32.c"] = env.get_template("model_f32.c.j2").render(ctx)
+    if frontend is not None:
+        from emitter.features.render import render_frontend
+
+        files.update(render_frontend(frontend, p, ctx))
     out = {k: (wrap_comments(v) if k.endswith((".c", ".h")) else v).encode() for k, v in files.items()}
-    out["report.json"] = (json.dumps(report(c, ctx), indent=1, sort_keys=True) + "\n").encode()
+    rep = report(c, ctx) | ({"frontend": ctx["frontend"]} if frontend is not None else {})
+    out["report.json"] = (json.dumps(rep, indent=1, sort_keys=True) + "\n").encode()
     out["report.html"] = report_html(json.loads(out["report.json"])).encode()
     rt = data_dir("mcu_runtime")
     for rel in runtime_files(ctx["kernels"], ctx["bands"]):

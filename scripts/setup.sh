@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 PKGS="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc make cmake chromium"
+PKGS="$PKGS espeak-ng"  # the feature front end's example speaks its keywords (examples/keyword_audio)
 missing=""
 for p in $PKGS; do
     dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
@@ -24,3 +25,10 @@ echo "== pip install -e .[test]"
 # (a Debian system Python marks itself externally managed: then install next to it anyway)
 $PY -m pip install -q --disable-pip-version-check -e ".[test]" ||
     $PY -m pip install -q --disable-pip-version-check --break-system-packages -e ".[test]"
+
+# The feature front end (docs/frontend.md): the cmsisdsp package (built from its sdist where no wheel
+# fits), and CMSIS-DSP's C sources from the same release, extracted outside the repository.
+echo "== pip install cmsisdsp; CMSIS-DSP sources"
+$PY -m pip install -q --disable-pip-version-check "cmsisdsp==1.10.3" ||
+    $PY -m pip install -q --disable-pip-version-check --break-system-packages "cmsisdsp==1.10.3"
+$PY -m emitter.features.sources fetch

@@ -193,9 +193,10 @@ _OUTPUT = re.compile(r"^(\S+)(\s|$)")
 
 def _model_sizes(map_file: Path, build: Path, kinds: dict[str, str],
                  extra_roots: tuple[Path, ...] = ()) -> dict[str, int]:
-    """Bytes per kind contributed by the bundle's objects (build/obj/bundle/) and CMSIS-NN
-    (build/cmsis_nn/, or a prebuilt library in extra_roots)."""
-    model_roots = (build / "obj" / "bundle", build / "cmsis_nn", *extra_roots)
+    """Bytes per kind contributed by the bundle's objects (build/obj/bundle/), CMSIS-NN
+    (build/cmsis_nn/, or a prebuilt library in extra_roots) and a front end's CMSIS-DSP
+    (build/cmsis_dsp/)."""
+    model_roots = (build / "obj" / "bundle", build / "cmsis_nn", build / "cmsis_dsp", *extra_roots)
     sizes = dict.fromkeys(_KINDS, 0)
     text = map_file.read_text(errors="replace")
     start = text.find("Linker script and memory map")
