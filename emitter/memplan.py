@@ -143,7 +143,7 @@ def others(g: Graph, layer: Plan) -> Callable[[Segment], int]:
     def live(seg: Segment) -> int:
         own = {layer.root.get(n, n) for s in seg.stages for n in (*s.inputs, s.output)}
         return max(sum(b.size for b in layer.buffers if b.first <= step <= b.last and b.name not in own
-                       and not b.name.endswith("#scratch")) for step in range(seg.first, seg.last + 1))
+                       and b.kind == "tensor") for step in range(seg.first, seg.last + 1))
     return live
 
 
@@ -304,13 +304,13 @@ def report(g: Graph, p: Plan, choice: Choice | None) -> dict[str, Any]:
     """report.json's "memory_plan": the plan per layer (its output buffer, offset, bytes and live
     range; how it runs: whole, by rows down/up, or streamed in a segment with its ring), the
     candidates and why this one."""
-    buffers = {b.name: b for b in p.buffers}
+    buffers = {b.key: b for b in p.buffers}
     layers = []
     for k, node in enumerate(g.nodes):
         seg = p.schedule.segment_at(k)
         mode = p.modes.get(seg.first, "whole") if seg is not None else "whole"
         out = p.root[node.outputs[0]]
-        b = buffers.get(out) or buffers.get(f"{out}#ring")
+        b = buffers.get(("tensor", out)) or buffers.get(("ring", out))
         row: dict[str, Any] = {"index": k, "name": node.name, "mode": mode, "band_rows": 1 if mode != "whole" else None,
                                "recompute": 1.0,  # streamed rows are computed once: no halo recomputation
                                "buffer": None if b is None else {"name": b.name, "offset": b.offset, "bytes": b.size,

@@ -18,7 +18,7 @@ Algorithm (the greedy planner of TFLite Micro, tried in several orders, with exp
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from emitter.ir import Graph
 from emitter.stream import Schedule
@@ -28,11 +28,17 @@ SEARCH_MAX_BUFFERS = 16  # the exact search runs on small plans only (budget: se
 
 @dataclass(frozen=True)
 class Buffer:
-    name: str  # root tensor name, or "<node>#scratch"
+    name: str  # root tensor name, "<node>#scratch" or "<tensor>#ring" (for people: `kind`/`of` decide)
     size: int
     first: int  # step that writes it
     last: int  # last step that reads it (inclusive)
     offset: int = -1
+    kind: str = "tensor"  # "tensor" | "scratch" (a kernel's) | "ring" (a streamed layer's last rows)
+    of: str = ""  # scratch: the node it serves; ring: the tensor whose rows it holds
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.kind, self.of or self.name)
 
 
 @dataclass(frozen=True)
@@ -104,7 +110,8 @@ def lifetimes(g: Graph, scratch: list[int],
             first.setdefault(root[o], step)
             last.setdefault(root[o], step)
     bufs = [Buffer(r, g.t(r).nbytes, first[r], last[r]) for r in first if r not in location]
-    bufs += [Buffer(f"{g.nodes[s].name}#scratch", size, s, s) for s, size in enumerate(scratch) if size]
+    bufs += [Buffer(f"{g.nodes[s].name}#scratch", size, s, s, kind="scratch", of=g.nodes[s].name)
+             for s, size in enumerate(scratch) if size]
     return bufs, root, location
 
 
@@ -249,14 +256,14 @@ def plan(g: Graph, scratch: list[int] | None = None, alignment: int = 4, guard: 
     spans = [(b.size, b.first, b.last) for b in bufs]
     pairs = overlap_pairs(g, bufs, root, schedule) if not guard else {}
     offsets, arena = place(spans, alignment, guard, pairs)
-    placed = [Buffer(b.name, b.size, b.first, b.last, off) for b, off in zip(bufs, offsets, strict=True)]
-    at = {b.name: b.offset for b in placed}
+    placed = [replace(b, offset=off) for b, off in zip(bufs, offsets, strict=True)]
+    at = {b.name: b.offset for b in placed if b.kind == "tensor"}
     placed.sort(key=lambda b: (b.offset, b.first, b.name))
     for b in placed:
-        if "#" not in b.name:
+        if b.kind == "tensor":
             location[b.name] = ("arena", b.offset)
-        elif b.name.endswith("#ring"):  # a streamed layer's output: only its last rows, in a ring
-            location[b.name[:-len("#ring")]] = ("ring", b.offset)
+        elif b.kind == "ring":  # a streamed layer's output: only its last rows, in a ring
+            location[b.of] = ("ring", b.offset)
     return Plan(tuple(placed), arena, lower_bound(spans, len(g.nodes)), alignment, root, location, guard,
                 schedule, modes(schedule, root, at, guard), alias)
 
@@ -265,34 +272,36 @@ def scheduled(g: Graph, bufs: list[Buffer], root: dict[str, str],
               schedule: Schedule) -> tuple[list[Buffer], dict[str, str]]:
     """Lifetimes under a schedule: a segment's inner outputs become rings, its whole inputs live
     to its end, its output from its start, and its layers share one scratch buffer."""
-    by_name = {b.name: b for b in bufs}
+    by_key = {b.key: b for b in bufs}
     alias: dict[str, str] = {}
     for seg in schedule.segments:
         inner = {root[s.output] for s in seg.stages[:-1]}
         for name in inner:
-            by_name.pop(name, None)
+            by_key.pop(("tensor", name), None)
         for s, cap in zip(seg.stages, seg.caps, strict=False):
-            by_name[f"{s.output}#ring"] = Buffer(f"{s.output}#ring", cap * s.out_row_bytes, seg.first, seg.last)
+            by_key["ring", s.output] = Buffer(f"{s.output}#ring", cap * s.out_row_bytes, seg.first, seg.last,
+                                              kind="ring", of=s.output)
         for name in seg.whole_inputs():
-            b = by_name.get(root[name])
+            b = by_key.get(("tensor", root[name]))
             if b is not None:
-                by_name[b.name] = Buffer(b.name, b.size, min(b.first, seg.first), max(b.last, seg.last))
-        out = by_name.get(root[seg.stages[-1].output])
+                by_key[b.key] = replace(b, first=min(b.first, seg.first), last=max(b.last, seg.last))
+        out = by_key.get(("tensor", root[seg.stages[-1].output]))
         if out is not None:
-            by_name[out.name] = Buffer(out.name, out.size, seg.first, max(out.last, seg.last))
+            by_key[out.key] = replace(out, first=seg.first, last=max(out.last, seg.last))
         head = g.nodes[seg.first].name
         for s in seg.stages:
-            by_name.pop(f"{g.nodes[s.step].name}#scratch", None)
+            by_key.pop(("scratch", g.nodes[s.step].name), None)
             alias[g.nodes[s.step].name] = head
         if seg.scratch:
-            by_name[f"{head}#scratch"] = Buffer(f"{head}#scratch", seg.scratch, seg.first, seg.last)
-    return list(by_name.values()), alias
+            by_key["scratch", head] = Buffer(f"{head}#scratch", seg.scratch, seg.first, seg.last, kind="scratch",
+                                             of=head)
+    return list(by_key.values()), alias
 
 
 def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: Schedule) -> Pairs:
     """The overlaps the schedule allows, as pairs of buffer indices: a segment's output over a
     whole input it reads for the last time; an exact in-place layer's output over such an operand."""
-    index = {b.name: k for k, b in enumerate(bufs)}
+    index = {b.name: k for k, b in enumerate(bufs) if b.kind == "tensor"}
     pairs: Pairs = {}
 
     def allow(src: str, out: str, down: int, up: int | None, end: int) -> None:
@@ -336,7 +345,7 @@ def modes(schedule: Schedule, root: dict[str, str], at: dict[str, int], guard: i
 def scratch_of(p: Plan, node_name: str) -> int | None:
     owner = p.scratch_alias.get(node_name, node_name)
     for b in p.buffers:
-        if b.name == f"{owner}#scratch":
+        if b.kind == "scratch" and b.of == owner:
             return b.offset
     return None
 

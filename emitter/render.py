@@ -260,7 +260,7 @@ class BundleBuilder:
                      inside=not block, block=block)
 
     def ring_offset(self, tensor: str) -> int:
-        return next(b.offset for b in self.c.plan.buffers if b.name == f"{tensor}#ring")
+        return next(b.offset for b in self.c.plan.buffers if b.kind == "ring" and b.of == tensor)
 
     def call(self, k: int, node_name: str, kernel: str, args: tuple[CArg, ...],
              structs: list[tuple[str, str, str]], local_decls: list[str],

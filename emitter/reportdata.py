@@ -15,23 +15,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from emitter.planner import Plan
+from emitter.planner import Buffer, Plan
 
 
-def kind(name: str, inputs: tuple[str, ...]) -> str:
+def kind(b: Buffer, inputs: tuple[str, ...]) -> str:
     """scratch, ring (the rows a streamed layer keeps), input (a graph input in the arena) or tensor."""
-    if name.endswith("#scratch"):
-        return "scratch"
-    if name.endswith("#ring"):
-        return "ring"
-    return "input" if name in inputs else "tensor"
+    return "input" if b.kind == "tensor" and b.name in inputs else b.kind
 
 
 def memory(plan: Plan, steps: int, inputs: tuple[str, ...] = ()) -> dict[str, Any]:
     return {
         "arena_bytes": plan.arena_size, "liveness_lower_bound_bytes": plan.lower_bound, "steps": steps,
         "buffers": [{"name": b.name, "offset": b.offset, "bytes": b.size, "first": b.first, "last": b.last,
-                     "kind": kind(b.name, inputs)} for b in plan.buffers],
+                     "kind": kind(b, inputs)} for b in plan.buffers],
     }
 
 

@@ -113,19 +113,26 @@ def test_regenerating_keeps_the_users_files(tmp_path: Path, capsys: pytest.Captu
 
 # ---- item 9: no litter, the demo's command, where the reference outputs come from ----
 
-def test_kernel_library_builds_leave_nothing_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tempfile
-
-    from tests.harness.ckernels import CFLAGS, build_lib
+def test_kernel_library_builds_leave_nothing_in_tmp(tmp_path: Path) -> None:
+    """The kernel libraries live in one temp folder per session (tests read them back while it
+    runs) that is gone when the session ends."""
+    import os
+    import subprocess
+    import sys
 
     src = tmp_path / "src" / "twice.c"
     src.parent.mkdir()
     src.write_text("int twice(int x);\nint twice(int x) { return 2 * x; }\n")
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    lib = build_lib((str(src),), "twice", CFLAGS)
-    assert lib.twice(21) == 42  # still callable after its folder is gone
+    code = ("from tests.harness.ckernels import CFLAGS, build_lib\n"
+            f"lib = build_lib(({str(src)!r},), 'twice', CFLAGS)\n"
+            "assert lib.twice(21) == 42\n"
+            "import os, pathlib; assert pathlib.Path(lib._name).is_file()\n")
+    root = Path(__file__).resolve().parents[1]
+    res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=False,
+                         env={**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(root)})
+    assert res.returncode == 0, res.stderr
     assert list(scratch.iterdir()) == []
 
 

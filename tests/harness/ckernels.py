@@ -44,20 +44,31 @@ CFLAGS = ("-std=c99", "-O1", "-fPIC", "-shared", "-Wall", "-Wextra", "-Wshadow",
 
 
 @functools.cache
+def _lib_dir() -> Path:
+    """One temp folder per test session for the built libraries: they stay on disk while the
+    session runs (tests read them back, e.g. with objdump) and go when it ends."""
+    holder = tempfile.TemporaryDirectory(prefix="mcugen-ckernels-")
+    _HOLDERS.append(holder)  # removed at interpreter exit by its finalizer
+    return Path(holder.name)
+
+
+_HOLDERS: list[tempfile.TemporaryDirectory] = []  # type: ignore[type-arg]
+
+
+@functools.cache
 def build_lib(sources: tuple[str, ...], name: str,
               flags: tuple[str, ...] = CFLAGS) -> ctypes.CDLL:
     """Compile `sources` with `flags` (default CFLAGS; others must include -fPIC -shared) into
-    lib<name>.so in a fresh temp dir and load it."""
+    lib<name>.so in the session's temp folder and load it."""
     cc = os.environ.get("CC", "gcc")
     if shutil.which(cc) is None:
         raise RuntimeError(f"C compiler {cc!r} not found")
-    with tempfile.TemporaryDirectory(prefix="mcugen-ckernels-") as tmp:
-        lib_path = Path(tmp) / f"lib{name}.so"
-        cmd = [cc, *flags, f"-I{INCLUDE}", "-o", str(lib_path), *sources, "-lm"]  # sqrtf
-        res = subprocess.run(cmd, check=False, capture_output=True, text=True)
-        if res.returncode != 0:
-            raise RuntimeError(f"C build failed ({' '.join(cmd)}):\n{res.stderr}")
-        return ctypes.CDLL(str(lib_path))  # mapped: the file may go
+    lib_path = _lib_dir() / f"lib{name}.so"
+    cmd = [cc, *flags, f"-I{INCLUDE}", "-o", str(lib_path), *sources, "-lm"]  # sqrtf
+    res = subprocess.run(cmd, check=False, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"C build failed ({' '.join(cmd)}):\n{res.stderr}")
+    return ctypes.CDLL(str(lib_path))
 
 
 def build_kernel_lib() -> ctypes.CDLL:
