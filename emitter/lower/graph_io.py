@@ -4,6 +4,8 @@
     # float graph input x -> Q (its one reader)      -> Q's output, Boundary(float io)
     # int8/uint8 graph output y                      -> y, Boundary(int8 io)
     # graph output DQ(y)                             -> y, Boundary(float io)
+    # an output whose tensor is already a graph input or output (a graph of one Q or DQ node,
+    # one tensor given out twice)                    -> copy(y): every caller buffer its own tensor
 """
 from __future__ import annotations
 
@@ -18,6 +20,10 @@ INT8_TYPES = (np.dtype(np.int8), np.dtype(np.uint8))
 
 def graph_input(s: LowerState, name: str) -> None:
     dtype = s.m.dtypes.get(name)
+    if dtype is not None and dtype.kind in "iu" and dtype.itemsize == 2:
+        raise NodeUnsupported(f"graph input '{name}' is {dtype}: mcugen runs int8 (or uint8) "
+                              "activations only; quantize the model with 8-bit activations "
+                              "(`mcugen quantize`, or quantize_static with activation_type=QInt8)")
     if dtype in INT8_TYPES:
         if name not in s.quant_of:
             raise QuantError(f"graph input '{name}' is {dtype} but no node gives its scale/zero point")
@@ -41,14 +47,18 @@ def graph_input(s: LowerState, name: str) -> None:
 
 def graph_output(s: LowerState, name: str) -> None:
     if name in s.ir_name:
-        ir = s.ir_name[name]
-        s.outputs.append(ir)
-        s.boundaries[ir] = Boundary(False, s.onnx_dtype(name) == np.uint8, name)
+        ir, boundary = s.ir_name[name], Boundary(False, s.onnx_dtype(name) == np.uint8, name)
     elif name in s.dq_act:
-        ir = s.dq_act[name]
-        s.outputs.append(ir)
         src = s.producer[name].input[0]
-        s.boundaries[ir] = Boundary(True, s.onnx_dtype(src) == np.uint8, name)
+        ir, boundary = s.dq_act[name], Boundary(True, s.onnx_dtype(src) == np.uint8, name)
     else:
         raise NodeUnsupported("the graph output is neither an int8 tensor nor the "
                               "DequantizeLinear of one")
+    if ir in s.inputs or ir in s.outputs:  # its caller buffer is taken: the output gets a copy
+        t = s.ctx.tensors[ir]
+        assert t.quant is not None
+        copy = s.ctx.act(f"{name}__out", t.shape, t.quant)
+        s.ctx.emit(None, "copy", [ir], copy, {}, name=f"{name}__out")
+        ir = copy
+    s.outputs.append(ir)
+    s.boundaries[ir] = boundary

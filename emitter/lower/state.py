@@ -94,7 +94,9 @@ class LowerState:
             quant = QuantParams(quant.scale, quant.zero_point - 128, quant.axis)
         elif dtype is not None and dtype != np.int8:
             raise NodeUnsupported(f"activation '{onnx_name}' has type {dtype}; mcugen runs int8 "
-                                  "(or uint8) activations only")
+                                  "(or uint8) activations only: quantize the model with 8-bit "
+                                  "activations (`mcugen quantize`, or quantize_static with "
+                                  "activation_type=QInt8)")
         if quant.scale.size != 1:
             raise QuantError(f"activation '{onnx_name}' is quantized per-axis; activations must be "
                              "per-tensor (re-quantize with per-tensor activations)")

@@ -62,10 +62,14 @@ def lower(m: OnnxModel) -> Graph:
     inits = dict(m.initializers)
     s = LowerState(m, onnx_lowering(), inits, fold_constants(m, inits))
     collect_quant(s)
+    failed: set[str] = set()  # outputs of failed nodes: their consumers are not reported again
     for vi in s.g.input:
         if vi.name not in s.inits:
-            graph_io.graph_input(s, vi.name)
-    failed: set[str] = set()  # outputs of failed nodes: their consumers are not reported again
+            try:
+                graph_io.graph_input(s, vi.name)
+            except NodeUnsupported as exc:
+                s.problems.append((vi.name, "graph input", s.m.opset, str(exc)))
+                failed.add(vi.name)
     for node in s.g.node:
         if node.output[0] in s.done:
             continue

@@ -1,0 +1,179 @@
+"""Quantized ONNX as other tools write it (issue #13): small models built with onnx.helper in the
+forms that onnxruntime's quantizer, exporters and other projects' test suites produce.
+
+WILD_CASES: models mcugen must build and run exactly (host C == golden, golden within one quantum
+of onnxruntime). WILD_REFUSALS: models it must refuse with one clear error (exit 2) naming the
+cause. Each builder returns a ModelProto; everything is seeded, so a case is the same every run.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import TensorProto as TP
+from onnx import helper as H
+from onnx import numpy_helper as NH
+
+MS = ("com.microsoft", 1)
+
+
+def model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto],
+          inits: list[onnx.TensorProto], opset: int = 13, *domains: tuple[str, int]) -> onnx.ModelProto:
+    opsets = ([H.make_opsetid("", opset)] if opset else []) + [H.make_opsetid(d, v) for d, v in domains]
+    m = H.make_model(H.make_graph(nodes, "wild", inputs, outputs, inits), opset_imports=opsets,
+                     producer_name="mcugen-tests-wild")
+    m.ir_version = 8 if opset <= 19 else 10 if opset <= 22 else 11
+    return m
+
+
+def vi(name: str, elem: int, shape: list[int]) -> onnx.ValueInfoProto:
+    return H.make_tensor_value_info(name, elem, shape)
+
+
+def scalars(**values: float | int | np.ndarray) -> list[onnx.TensorProto]:
+    """Initializers from keyword values: floats as float32, ints as given by a numpy scalar."""
+    out = []
+    for name, v in values.items():
+        dtype = np.float32 if isinstance(v, float) else np.int8
+        arr = np.asarray(v) if isinstance(v, np.ndarray) else np.array(v, dtype)
+        out.append(NH.from_array(arr, name))
+    return out
+
+
+# ---- Gemm / QGemm bias shapes ----------------------------------------------------------------------
+
+M, K, N = 3, 8, 5
+
+
+def qgemm(c_shape: tuple[int, ...] | None, m: int = M, n: int = N, trans_b: int = 1,
+          c_values: tuple[int, int] = (-30000, 30000), seed: int = 1) -> onnx.ModelProto:
+    """com.microsoft QGemm int8 a [m, K] x const int8 B (per-tensor) + int32 C of c_shape -> int8 y."""
+    rng = np.random.default_rng(seed)
+    w = rng.integers(-127, 128, (n, K) if trans_b else (K, n)).astype(np.int8)
+    inits = scalars(a_s=0.02, a_z=np.array(3, np.int8), b_s=0.01, b_z=np.array(0, np.int8),
+                    y_s=0.05, y_z=np.array(-2, np.int8)) + [NH.from_array(w, "B")]
+    ins = ["a", "a_s", "a_z", "B", "b_s", "b_z", "", "y_s", "y_z"]
+    if c_shape is not None:
+        inits.append(NH.from_array(rng.integers(*c_values, c_shape).astype(np.int32), "C"))
+        ins[6] = "C"
+    node = H.make_node("QGemm", ins, ["y"], name="qgemm", domain="com.microsoft", transB=trans_b)
+    return model([node], [vi("a", TP.INT8, [m, K])], [vi("y", TP.INT8, [m, n])], inits, 13, MS)
+
+
+def qdq_gemm(c_shape: tuple[int, ...], float_c: bool = False, seed: int = 2) -> onnx.ModelProto:
+    """QDQ: float x [M, K] -> Q -> DQ -> Gemm(transB=1, DQ(int8 W per channel), C) -> Q -> DQ -> y.
+    C is DQ(int32, scale x_s * w_s, per tensor when w is per tensor) or a float initializer."""
+    rng = np.random.default_rng(seed)
+    w = rng.integers(-127, 128, (N, K)).astype(np.int8)
+    x_s, w_s = 0.03, 0.008
+    inits = scalars(x_s=x_s, x_z=np.array(-4, np.int8), w_s=w_s, w_z=np.array(0, np.int8),
+                    y_s=0.06, y_z=np.array(5, np.int8)) + [NH.from_array(w, "w_q")]
+    nodes = [H.make_node("QuantizeLinear", ["x", "x_s", "x_z"], ["xq"], name="q_x"),
+             H.make_node("DequantizeLinear", ["xq", "x_s", "x_z"], ["xf"], name="dq_x"),
+             H.make_node("DequantizeLinear", ["w_q", "w_s", "w_z"], ["wf"], name="dq_w")]
+    if float_c:
+        inits.append(NH.from_array(rng.uniform(-2, 2, c_shape).astype(np.float32), "cf"))
+    else:
+        inits += [NH.from_array(rng.integers(-6000, 6000, c_shape).astype(np.int32), "c_q"),
+                  NH.from_array(np.array(x_s * w_s, np.float32), "c_s"),
+                  NH.from_array(np.array(0, np.int32), "c_z")]
+        nodes.append(H.make_node("DequantizeLinear", ["c_q", "c_s", "c_z"], ["cf"], name="dq_c"))
+    nodes += [H.make_node("Gemm", ["xf", "wf", "cf"], ["g"], name="gemm", transB=1),
+              H.make_node("QuantizeLinear", ["g", "y_s", "y_z"], ["gq"], name="q_y"),
+              H.make_node("DequantizeLinear", ["gq", "y_s", "y_z"], ["y"], name="dq_y")]
+    return model(nodes, [vi("x", TP.FLOAT, [M, K])], [vi("y", TP.FLOAT, [M, N])], inits)
+
+
+def qdq_matmul_add(bias_shape: tuple[int, ...], seed: int = 3) -> onnx.ModelProto:
+    """QDQ: int8 x [M, K] -> DQ -> MatMul(DQ W [K, N]) -> Add(DQ(int32 bias of bias_shape)) -> Q."""
+    rng = np.random.default_rng(seed)
+    x_s, w_s = 0.05, np.linspace(0.004, 0.01, N).astype(np.float32)
+    inits = scalars(x_s=x_s, x_z=np.array(7, np.int8), y_s=0.07, y_z=np.array(-3, np.int8)) + [
+        NH.from_array(rng.integers(-127, 128, (K, N)).astype(np.int8), "w_q"),
+        NH.from_array(w_s, "w_s"), NH.from_array(np.zeros(N, np.int8), "w_z"),
+        NH.from_array(rng.integers(-3000, 3000, bias_shape).astype(np.int32), "b_q"),
+        NH.from_array(np.array(x_s * 0.007, np.float32), "b_s")]
+    nodes = [H.make_node("DequantizeLinear", ["x", "x_s", "x_z"], ["xf"], name="dq_x"),
+             H.make_node("DequantizeLinear", ["w_q", "w_s", "w_z"], ["wf"], name="dq_w", axis=1),
+             H.make_node("DequantizeLinear", ["b_q", "b_s"], ["bf"], name="dq_b"),
+             H.make_node("MatMul", ["xf", "wf"], ["mm"], name="matmul"),
+             H.make_node("Add", ["mm", "bf"], ["s"], name="add_bias"),
+             H.make_node("QuantizeLinear", ["s", "y_s", "y_z"], ["y"], name="q_y")]
+    return model(nodes, [vi("x", TP.INT8, [M, K])], [vi("y", TP.INT8, [M, N])], inits)
+
+
+# ---- a graph of one QuantizeLinear / DequantizeLinear ------------------------------------------------
+
+def only_quantize(out_type: int = TP.INT8) -> onnx.ModelProto:
+    zp = np.array(3 if out_type == TP.INT8 else 131, np.int8 if out_type == TP.INT8 else np.uint8)
+    node = H.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], name="quantize")
+    return model([node], [vi("x", TP.FLOAT, [1, 2, 3])], [vi("y", out_type, [1, 2, 3])],
+                 scalars(s=0.03, z=zp))
+
+
+def only_dequantize(in_type: int = TP.INT8) -> onnx.ModelProto:
+    zp = np.array(-9 if in_type == TP.INT8 else 100, np.int8 if in_type == TP.INT8 else np.uint8)
+    node = H.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], name="dequantize")
+    return model([node], [vi("x", in_type, [2, 7])], [vi("y", TP.FLOAT, [2, 7])], scalars(s=0.11, z=zp))
+
+
+def int8_in_and_out() -> onnx.ModelProto:
+    """int8 x given out twice: as y1 directly and, dequantized, as y2."""
+    node = H.make_node("DequantizeLinear", ["x", "s", "z"], ["y2"], name="dequantize")
+    return model([node], [vi("x", TP.INT8, [4])], [vi("x", TP.INT8, [4]), vi("y2", TP.FLOAT, [4])],
+                 scalars(s=0.5, z=np.array(1, np.int8)))
+
+
+@dataclass(frozen=True)
+class Refusal:
+    build: Callable[[], onnx.ModelProto]
+    fragments: tuple[str, ...]  # what the one-line error must say
+
+
+def int16_input_q() -> onnx.ModelProto:
+    """float x -> QuantizeLinear(int16) -> DQ -> Relu -> Q(int8): 16-bit activations at the input."""
+    inits = scalars(s=0.001, z=np.array(0, np.int16), s8=0.01, z8=np.array(0, np.int8))
+    nodes = [H.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q16"),
+             H.make_node("DequantizeLinear", ["xq", "s", "z"], ["xf"], name="dq16"),
+             H.make_node("Relu", ["xf"], ["r"], name="relu"),
+             H.make_node("QuantizeLinear", ["r", "s8", "z8"], ["y"], name="q8")]
+    return model(nodes, [vi("x", TP.FLOAT, [1, 8])], [vi("y", TP.INT8, [1, 8])], inits, 21)
+
+
+def int16_input_direct() -> onnx.ModelProto:
+    """int16 graph input x -> DQ -> Relu -> Q(int8)."""
+    inits = scalars(s=0.001, z=np.array(0, np.int16), s8=0.01, z8=np.array(0, np.int8))
+    nodes = [H.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"], name="dq16"),
+             H.make_node("Relu", ["xf"], ["r"], name="relu"),
+             H.make_node("QuantizeLinear", ["r", "s8", "z8"], ["y"], name="q8")]
+    return model(nodes, [vi("x", TP.INT16, [1, 8])], [vi("y", TP.INT8, [1, 8])], inits, 21)
+
+
+WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
+    **{f"qgemm_c{'x'.join(map(str, s)) or 'scalar'}": (lambda s=s: qgemm(s))
+       for s in [(), (1,), (N,), (1, N), (M, 1), (M, N), (1, 1)]},
+    "qgemm_c4x1_square": lambda: qgemm((4, 1), m=4, n=4),
+    "qgemm_no_c": lambda: qgemm(None),
+    "qgemm_transb0_c3x1": lambda: qgemm((M, 1), trans_b=0),
+    **{f"qdq_gemm_c{'x'.join(map(str, s)) or 'scalar'}": (lambda s=s: qdq_gemm(s))
+       for s in [(), (N,), (1, N), (M, 1), (M, N)]},
+    "qdq_gemm_float_c3x1": lambda: qdq_gemm((M, 1), float_c=True),
+    "qdq_matmul_add_b3x5": lambda: qdq_matmul_add((M, N)),
+    "qdq_matmul_add_b3x1": lambda: qdq_matmul_add((M, 1)),
+    "qdq_matmul_add_b5": lambda: qdq_matmul_add((N,)),
+    "only_quantize": only_quantize,
+    "only_quantize_u8": lambda: only_quantize(TP.UINT8),
+    "only_dequantize": only_dequantize,
+    "only_dequantize_u8": lambda: only_dequantize(TP.UINT8),
+    "int8_in_and_out": int8_in_and_out,
+}
+
+WILD_REFUSALS: dict[str, Refusal] = {
+    "int16_input_quantize": Refusal(int16_input_q, ("node 'x' (graph input", "'xq' has type int16",
+                                                    "8-bit activations")),
+    "int16_input": Refusal(int16_input_direct, ("graph input 'x' is int16", "8-bit activations")),
+    "qgemm_c_bad_shape": Refusal(lambda: qgemm((N + 1,)), ("bias 'C'", "[6]", "does not broadcast")),
+    "qgemm_c_rank3": Refusal(lambda: qgemm((2, M, N)), ("bias 'C'", "[2, 3, 5]")),
+}
