@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from emitter.errors import NodeUnsupported
+from emitter.errors import NodeUnsupported, QuantError
 from emitter.frontend import OnnxModel
 from emitter.ir import QuantParams
 from emitter.lower.qparams import onnx_attrs, to_int8
@@ -81,6 +81,11 @@ def lower_qop(s: LowerState, node: onnx.NodeProto) -> None:
             quant = s.qparams(node, node.input[sc], zp_name, axis, name)
             if node.op_type == "QGemm" and onnx_attrs(node).get("transB", 0) and quant.axis == 1:
                 quant = QuantParams(quant.scale, quant.zero_point, 0)
+            if quant.scale.size > 1 and (quant.axis is None or quant.axis >= data.ndim
+                                         or data.shape[quant.axis] != quant.scale.size):
+                raise QuantError(f"constant '{name}' (node '{node.name or node.op_type}') of shape "
+                                 f"{list(data.shape)} has {quant.scale.size} scales, which match no "
+                                 "per-channel axis of it; give one scale, or one per output channel")
             data, quant = to_int8(data, quant)
             inputs.append(QIn(None, data, quant, tuple(data.shape)))
         else:

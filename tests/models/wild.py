@@ -126,6 +126,21 @@ def int8_in_and_out() -> onnx.ModelProto:
                  scalars(s=0.5, z=np.array(1, np.int8)))
 
 
+def dq_without_zero_point() -> onnx.ModelProto:
+    """int8 x -> DQ(scale only: zero point 0) -> Relu -> Q(int8) -> y."""
+    nodes = [H.make_node("DequantizeLinear", ["x", "s"], ["xf"], name="dq"),
+             H.make_node("Relu", ["xf"], ["r"], name="relu"),
+             H.make_node("QuantizeLinear", ["r", "s", "z"], ["y"], name="q")]
+    return model(nodes, [vi("x", TP.INT8, [6])], [vi("y", TP.INT8, [6])], scalars(s=0.1, z=np.array(0, np.int8)))
+
+
+def qgemm_uint8_input_int8_zero_point() -> onnx.ModelProto:
+    """A com.microsoft QGemm (no ONNX type check) whose uint8 input has an int8 zero point."""
+    m = qgemm((N,))
+    m.graph.input[0].type.tensor_type.elem_type = TP.UINT8
+    return m
+
+
 @dataclass(frozen=True)
 class Refusal:
     build: Callable[[], onnx.ModelProto]
@@ -168,6 +183,7 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "only_dequantize": only_dequantize,
     "only_dequantize_u8": lambda: only_dequantize(TP.UINT8),
     "int8_in_and_out": int8_in_and_out,
+    "dq_without_zero_point": dq_without_zero_point,
 }
 
 WILD_REFUSALS: dict[str, Refusal] = {
@@ -176,4 +192,6 @@ WILD_REFUSALS: dict[str, Refusal] = {
     "int16_input": Refusal(int16_input_direct, ("graph input 'x' is int16", "8-bit activations")),
     "qgemm_c_bad_shape": Refusal(lambda: qgemm((N + 1,)), ("bias 'C'", "[6]", "does not broadcast")),
     "qgemm_c_rank3": Refusal(lambda: qgemm((2, M, N)), ("bias 'C'", "[2, 3, 5]")),
+    "zero_point_of_another_type": Refusal(qgemm_uint8_input_int8_zero_point,
+                                          ("tensor 'a' is uint8", "zero point", "int8")),
 }
