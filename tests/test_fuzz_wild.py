@@ -160,6 +160,19 @@ def _uses_u8_activations(c: Compiled) -> bool:
     return any(b.from_uint8 for b in c.graph.boundaries.values())
 
 
+def tolerance(c: Compiled) -> int:
+    """Quanta the golden model may differ from onnxruntime: one per rounding, so one for a single
+    quantized op; an intermediate tensor's one quantum becomes s_mid / s_out quanta at the output
+    (the seeds' second layers, pooling, do not amplify)."""
+    g = c.graph
+    ends = set(g.inputs) | set(g.outputs)
+    mids = [t.quant.s for name, t in g.tensors.items() if name not in ends and not t.is_const and t.quant is not None]
+    if not mids:
+        return 1
+    out = min(g.t(o).quant.s for o in g.outputs if g.t(o).quant is not None)
+    return 1 + int(np.ceil(max(mids) / out))
+
+
 def check_case(label: str, raw: bytes, folder: Path, builds: dict[str, Compiled],
                stats: Counter[str], k: int) -> None:
     path = folder / f"case{k}.onnx"
@@ -174,7 +187,7 @@ def check_case(label: str, raw: bytes, folder: Path, builds: dict[str, Compiled]
         if os.environ.get("FUZZ_WILD_DEBUG"):
             print("REFUSED", label, "|", str(exc).replace("\n", " ")[:160])
         return
-    samples = load_inputs(c, None, 2, seed=k)
+    samples = load_inputs(c, None, 2, seed=int(hashlib.sha256(raw).hexdigest()[:8], 16))
     gold = [golden_run(c, s) for s in samples]
     try:
         ort = ort_run(c, path, samples)
@@ -187,9 +200,11 @@ def check_case(label: str, raw: bytes, folder: Path, builds: dict[str, Compiled]
     if mx > 1 and _uses_u8_activations(c) and ort_u8s8_saturates():
         stats["built (onnxruntime's U8S8 saturation: no reference)"] += 1
         return
-    assert mx <= 1, (f"{label}: built, but the golden model is {mx} quanta off onnxruntime "
-                     f"({d}/{n} elements): a silently wrong answer")
-    stats["built, within one quantum of onnxruntime"] += 1
+    allowed = tolerance(c)
+    assert mx <= allowed, (f"{label}: built, but the golden model is {mx} quanta off onnxruntime "
+                           f"({d}/{n} elements, {allowed} allowed): a silently wrong answer")
+    stats["built, within one quantum of onnxruntime" if mx <= 1 else
+          "built, within one quantum of onnxruntime per layer"] += 1
     digest = hashlib.sha256(raw).hexdigest()
     if len(builds) < HOST_CHECKED and digest not in builds:
         builds[digest] = c

@@ -13,6 +13,7 @@ import numpy as np
 
 from emitter.errors import NodeUnsupported, QuantError
 from emitter.ir import Boundary
+from emitter.lower.qparams import narrow_type_problem
 from emitter.lower.state import LowerState
 
 INT8_TYPES = (np.dtype(np.int8), np.dtype(np.uint8))
@@ -20,6 +21,9 @@ INT8_TYPES = (np.dtype(np.int8), np.dtype(np.uint8))
 
 def graph_input(s: LowerState, name: str) -> None:
     dtype = s.m.dtypes.get(name)
+    narrow = narrow_type_problem(dtype, f"graph input '{name}'") if dtype is not None else None
+    if narrow is not None:
+        raise NodeUnsupported(narrow)
     if dtype is not None and dtype.kind in "iu" and dtype.itemsize == 2:
         raise NodeUnsupported(f"graph input '{name}' is {dtype}: mcugen runs int8 (or uint8) "
                               "activations only; quantize the model with 8-bit activations "

@@ -56,8 +56,24 @@ def lower_node(s: LowerState, node: onnx.NodeProto) -> None:
         qdq.lower_qdq(s, node)
 
 
+# dynamic quantization: integer ops with int32 outputs, scales computed at run time
+DYNAMIC_OPS = ("ConvInteger", "MatMulInteger", "DynamicQuantizeLinear", "DynamicQuantizeMatMul",
+               "MatMulIntegerToFloat", "DynamicQuantizeLSTM")
+
+
+def refuse_dynamic(m: OnnxModel) -> None:
+    """A dynamically quantized model is refused as such (its other refusals would mislead)."""
+    found = [(n.name or n.output[0], n.op_type, m.opset,
+              "dynamic quantization (int32 outputs, scales computed at run time) is not supported: "
+              "quantize the float model statically with `mcugen quantize` (or onnxruntime "
+              "quantize_static)") for n in m.graph.node if n.op_type in DYNAMIC_OPS]
+    if found:
+        raise UnsupportedError(found)
+
+
 def lower(m: OnnxModel) -> Graph:
     """The quantized IR of an ONNX model in QDQ or QOperator form (or a mix)."""
+    refuse_dynamic(m)
     qoperator.complete_qop_shapes(m)
     inits = dict(m.initializers)
     s = LowerState(m, onnx_lowering(), inits, fold_constants(m, inits))

@@ -82,6 +82,20 @@ def check_accumulation(taps: int) -> None:
                               f"accumulator (at most {MAX_ACCUMULATION}); split the layer")
 
 
+def check_bias_headroom(bias: np.ndarray | None, taps: int) -> None:
+    """bias + the largest sum of `taps` products ((x - zp) in [-255, 255], w in [-128, 127]) must
+    fit the int32 accumulator, or the kernel (and CMSIS-NN's) would wrap around."""
+    if bias is None or not bias.size:
+        return
+    room = quant.INT32_MAX - taps * 255 * 128
+    big = int(np.abs(bias.astype(np.int64)).max())
+    if big > room:
+        raise NodeUnsupported(f"bias values reach {big} (in units of input scale x weight scale), "
+                              f"leaving no room for the {taps} products of an output in the int32 "
+                              f"accumulator (at most {room}); the bias is inconsistent with the input "
+                              "and weight scales: re-quantize the model")
+
+
 def same_pads(in_sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
               mode: str) -> list[int]:
     begins, ends = [], []
@@ -130,6 +144,7 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         raise NodeUnsupported(f"invalid strides {strides}, dilations {dilations} or pads {pads}")
     assert x.quant is not None and w.quant is not None
     bias = bias_int32(b, x.quant.s, w.quant.scale, c_out)
+    check_bias_headroom(bias, int(np.prod(w.shape[1:])))
     w_name = ctx.const(f"{q.name}_weights", w.data, w.quant)
     b_name = ctx.const(f"{q.name}_bias", bias) if bias is not None else ""
     ctx.emit(q, "conv", [x.name, w_name, b_name], q.output, {

@@ -23,7 +23,7 @@ from emitter.kernels.common import QuantIO
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 from emitter.layout import index_map
 from emitter.ops.base import Attrs, ConstArg, LayoutPlan, LowerCtx, NullArg, Prepared, QIn, QNode, TensorArg, per_tensor
-from emitter.ops.conv import check_accumulation, scratch_ctx, symmetric_weights
+from emitter.ops.conv import check_accumulation, check_bias_headroom, scratch_ctx, symmetric_weights
 
 ONNX_OPS = ("MatMul", "Gemm")
 IR_OPS = ("fc",)
@@ -61,6 +61,7 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     if w.quant.scale.size > 1 and axis != (0 if trans_b else 1):
         raise NodeUnsupported(f"per-axis weight scales along axis {axis} are not per output feature")
     bias = bias_rows(b, q, x.quant.s, np.broadcast_to(w.quant.scale, (n_out,)))
+    check_bias_headroom(bias, k)
     wq = QuantParams(w.quant.scale, w.quant.zero_point, 0 if w.quant.scale.size > 1 else None)
     w_name = ctx.const(f"{q.name}_weights", np.ascontiguousarray(weights), wq)
     attrs = {"act_min": q.act_min, "act_max": q.act_max}

@@ -141,6 +141,100 @@ def qgemm_uint8_input_int8_zero_point() -> onnx.ModelProto:
     return m
 
 
+# ---- opsets 22-25, Q/DQ attributes, com.microsoft-only models ----------------------------------
+
+def at_opset(m: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+    """The same model importing the default domain at `opset` (IR version to match)."""
+    out = onnx.ModelProto()
+    out.CopyFrom(m)
+    for o in out.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            o.version = opset
+    out.ir_version = 8 if opset <= 19 else 10 if opset <= 22 else 11
+    return out
+
+
+def with_attrs(m: onnx.ModelProto, op_type: str, **attrs: object) -> onnx.ModelProto:
+    """Every op_type node of m with these attributes set."""
+    for node in m.graph.node:
+        if node.op_type == op_type:
+            node.attribute.extend(H.make_attribute(k, v) for k, v in attrs.items())
+    return m
+
+
+def qdq_conv_relu_pool(opset: int) -> onnx.ModelProto:
+    """tests/models/tiny.py's QDQ Conv -> Relu -> AveragePool, written at `opset`."""
+    from tests.models.tiny import tiny_qdq_conv
+
+    return at_opset(tiny_qdq_conv(), opset)
+
+
+def qlinear_pool(channels_last: int) -> onnx.ModelProto:
+    """com.microsoft QLinearAveragePool / QLinearGlobalAveragePool with channels_last set, and no
+    default-domain opset import at all (as onnxruntime's QOperator tests write them)."""
+    inits = scalars(x_s=0.05, x_z=np.array(-3, np.int8), p_s=0.04, p_z=np.array(2, np.int8),
+                    g_s=0.03, g_z=np.array(-1, np.int8))
+    nodes = [H.make_node("QLinearAveragePool", ["x", "x_s", "x_z", "p_s", "p_z"], ["p"], name="pool",
+                         domain="com.microsoft", kernel_shape=[2, 2], strides=[2, 2], channels_last=channels_last),
+             H.make_node("QLinearGlobalAveragePool", ["p", "p_s", "p_z", "g_s", "g_z"], ["y"], name="gap",
+                         domain="com.microsoft", channels_last=channels_last)]
+    return model(nodes, [vi("x", TP.INT8, [1, 3, 6, 6])], [vi("y", TP.INT8, [1, 3, 1, 1])], inits, 0, MS)
+
+
+def dq_block_weights() -> onnx.ModelProto:
+    """QDQ MatMul whose weight DequantizeLinear uses block quantization (block_size=4)."""
+    m = qdq_matmul_add((N,))
+    for node in m.graph.node:
+        if node.name == "dq_w":
+            del node.attribute[:]
+            node.attribute.extend([H.make_attribute("axis", 0), H.make_attribute("block_size", 4)])
+    inits = {t.name: t for t in m.graph.initializer}
+    inits["w_s"].CopyFrom(NH.from_array(np.full((K // 4, N), 0.007, np.float32), "w_s"))
+    inits["w_z"].CopyFrom(NH.from_array(np.zeros((K // 4, N), np.int8), "w_z"))
+    return at_opset(m, 21)
+
+
+def int4_weights() -> onnx.ModelProto:
+    """QDQ MatMul with int4 weights (opset 21), as onnxruntime's MatMul 4-bit quantizer writes."""
+    m = at_opset(qdq_matmul_add((N,)), 21)
+    inits = {t.name: t for t in m.graph.initializer}
+    w = np.random.default_rng(9).integers(-8, 8, (K, N))
+    inits["w_q"].CopyFrom(H.make_tensor("w_q", TP.INT4, [K, N], w.ravel().tolist()))
+    inits["w_z"].CopyFrom(H.make_tensor("w_z", TP.INT4, [N], [0] * N))
+    return m
+
+
+def conv_integer() -> onnx.ModelProto:
+    """onnxruntime quantize_dynamic's form: DynamicQuantizeLinear -> ConvInteger -> Cast -> Mul."""
+    rng = np.random.default_rng(11)
+    inits = [NH.from_array(rng.integers(-127, 128, (2, 3, 3, 3)).astype(np.int8), "w"),
+             NH.from_array(np.array(0, np.int8), "w_z"), NH.from_array(np.array(0.01, np.float32), "w_s")]
+    nodes = [H.make_node("DynamicQuantizeLinear", ["x"], ["xq", "x_s", "x_z"], name="dql"),
+             H.make_node("ConvInteger", ["xq", "w", "x_z", "w_z"], ["acc"], name="conv_integer"),
+             H.make_node("Cast", ["acc"], ["accf"], to=TP.FLOAT, name="cast"),
+             H.make_node("Mul", ["x_s", "w_s"], ["s"], name="scale"),
+             H.make_node("Mul", ["accf", "s"], ["y"], name="rescale")]
+    return model(nodes, [vi("x", TP.FLOAT, [1, 3, 5, 5])], [vi("y", TP.FLOAT, [1, 2, 3, 3])], inits)
+
+
+def matmul_integer() -> onnx.ModelProto:
+    """MatMulInteger on a uint8 graph input: int32 out."""
+    rng = np.random.default_rng(12)
+    inits = [NH.from_array(rng.integers(0, 256, (K, N)).astype(np.uint8), "w"),
+             NH.from_array(np.array(3, np.uint8), "a_z"), NH.from_array(np.array(128, np.uint8), "w_z")]
+    node = H.make_node("MatMulInteger", ["a", "w", "a_z", "w_z"], ["y"], name="mmi")
+    return model([node], [vi("a", TP.UINT8, [M, K])], [vi("y", TP.INT32, [M, N])], inits)
+
+
+def qdq_gemm_bias_overflowing() -> onnx.ModelProto:
+    """QDQ Gemm whose int32 bias has a scale 10^6 times x_s * w_s: requantized into the
+    accumulator's units it leaves no room for the products (the kernel would wrap around)."""
+    m = qdq_gemm((N,))
+    c_s = next(t for t in m.graph.initializer if t.name == "c_s")
+    c_s.CopyFrom(NH.from_array(np.array(0.03 * 0.008 * 1e6, np.float32), "c_s"))
+    return m
+
+
 @dataclass(frozen=True)
 class Refusal:
     build: Callable[[], onnx.ModelProto]
@@ -184,6 +278,14 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "only_dequantize_u8": lambda: only_dequantize(TP.UINT8),
     "int8_in_and_out": int8_in_and_out,
     "dq_without_zero_point": dq_without_zero_point,
+    **{f"qdq_conv_opset{v}": (lambda v=v: qdq_conv_relu_pool(v)) for v in (21, 22, 23, 24, 25)},
+    "qdq_gemm_opset25": lambda: at_opset(qdq_gemm((N,)), 25),
+    "qdq_matmul_add_opset24": lambda: at_opset(qdq_matmul_add((M, 1)), 24),
+    "only_quantize_opset23_attrs": lambda: with_attrs(at_opset(only_quantize(), 23), "QuantizeLinear",
+                                                      saturate=1, output_dtype=TP.INT8, precision=TP.FLOAT),
+    "only_dequantize_opset23_attrs": lambda: with_attrs(at_opset(only_dequantize(), 23), "DequantizeLinear",
+                                                        output_dtype=TP.FLOAT, block_size=0),
+    "qlinear_pool_ms_only_channels_last0": lambda: qlinear_pool(0),
 }
 
 WILD_REFUSALS: dict[str, Refusal] = {
@@ -194,4 +296,21 @@ WILD_REFUSALS: dict[str, Refusal] = {
     "qgemm_c_rank3": Refusal(lambda: qgemm((2, M, N)), ("bias 'C'", "[2, 3, 5]")),
     "zero_point_of_another_type": Refusal(qgemm_uint8_input_int8_zero_point,
                                           ("tensor 'a' is uint8", "zero point", "int8")),
+    "opset_26": Refusal(lambda: at_opset(only_quantize(), 26), ("model opset 26", "10-25", "version_converter")),
+    "block_quantized_weights": Refusal(dq_block_weights, ("node 'dq_w' (DequantizeLinear", "block_size=4")),
+    "quantize_to_int16_output_dtype": Refusal(
+        lambda: with_attrs(at_opset(qdq_gemm((N,)), 21), "QuantizeLinear", output_dtype=TP.INT16),
+        ("node 'q_x' (QuantizeLinear", "output_dtype=INT16")),
+    "dequantize_to_float16": Refusal(
+        lambda: with_attrs(at_opset(qdq_gemm((N,)), 23), "DequantizeLinear", output_dtype=TP.FLOAT16),
+        ("(DequantizeLinear, opset 23)", "output_dtype=FLOAT16")),
+    "quantize_precision_float16": Refusal(
+        lambda: with_attrs(at_opset(qdq_gemm((N,)), 23), "QuantizeLinear", precision=TP.FLOAT16),
+        ("precision=FLOAT16",)),
+    "int4_weights": Refusal(int4_weights, ("'w_q'", "int4", "4-bit quantization is not supported")),
+    "conv_integer": Refusal(conv_integer, ("(ConvInteger", "dynamic quantization", "mcugen quantize")),
+    "matmul_integer": Refusal(matmul_integer, ("(MatMulInteger", "dynamic quantization", "mcugen quantize")),
+    "bias_overflowing_the_accumulator": Refusal(qdq_gemm_bias_overflowing,
+                                                ("node 'gemm' (Gemm", "bias values reach", "int32 accumulator")),
+    "qlinear_pool_channels_last1": Refusal(lambda: qlinear_pool(1), ("channels_last=1", "channels_last=0")),
 }
