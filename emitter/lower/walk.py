@@ -3,6 +3,7 @@
     # folded at build time (passes/fold.py)          -> nothing: its value is an initializer
     # DequantizeLinear / QuantizeLinear              -> qdq.lower_dq / qdq.lower_lone_q
     # QLinear* (QOperator)                           -> qoperator.lower_qop
+    # Reshape/Unsqueeze/... of a DQ(constant)        -> qdq.fold_const_view
     # data movement on an int8 tensor                -> float_chains.lower_int8
     # anything else                                  -> qdq.lower_qdq (the QDQ pattern rules)
 
@@ -50,6 +51,8 @@ def lower_node(s: LowerState, node: onnx.NodeProto) -> None:
         qdq.lower_lone_q(s, node)
     elif op in qoperator.QOP_SIGNATURES:
         qoperator.lower_qop(s, node)
+    elif qdq.is_const_view(s, node):
+        qdq.fold_const_view(s, node)
     elif float_chains.runs_on_int8(s, node):
         float_chains.lower_int8(s, node)
     else:

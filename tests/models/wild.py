@@ -235,6 +235,75 @@ def qdq_gemm_bias_overflowing() -> onnx.ModelProto:
     return m
 
 
+# ---- constant DequantizeLinear -> Unsqueeze/Reshape chains; Transpose before the first Q ------------
+
+def dq_unsqueeze_mul(per_channel: bool = True) -> onnx.ModelProto:
+    """QDQ x [1, C, 4, 4] * DQ(int8 c [C], per channel or per tensor) -> Unsqueeze(axes 1, 2) -> Mul
+    (a per-channel scale as PyTorch exporters write it)."""
+    c = 4
+    rng = np.random.default_rng(13)
+    c_s = np.linspace(0.01, 0.02, c).astype(np.float32) if per_channel else np.array(0.015, np.float32)
+    inits = scalars(x_s=0.04, x_z=np.array(2, np.int8), y_s=0.05, y_z=np.array(-6, np.int8)) + [
+        NH.from_array(rng.integers(-127, 128, c).astype(np.int8), "c_q"), NH.from_array(c_s, "c_s"),
+        NH.from_array(np.zeros(c_s.shape, np.int8), "c_z"), NH.from_array(np.array([1, 2], np.int64), "axes")]
+    nodes = [H.make_node("QuantizeLinear", ["x", "x_s", "x_z"], ["xq"], name="q_x"),
+             H.make_node("DequantizeLinear", ["xq", "x_s", "x_z"], ["xf"], name="dq_x"),
+             H.make_node("DequantizeLinear", ["c_q", "c_s", "c_z"], ["cf"], name="dq_c", axis=0),
+             H.make_node("Unsqueeze", ["cf", "axes"], ["cu"], name="unsqueeze_c"),
+             H.make_node("Mul", ["xf", "cu"], ["m"], name="mul"),
+             H.make_node("QuantizeLinear", ["m", "y_s", "y_z"], ["yq"], name="q_y"),
+             H.make_node("DequantizeLinear", ["yq", "y_s", "y_z"], ["y"], name="dq_y")]
+    return model(nodes, [vi("x", TP.FLOAT, [1, c, 4, 4])], [vi("y", TP.FLOAT, [1, c, 4, 4])], inits)
+
+
+def dq_reshape_matmul() -> onnx.ModelProto:
+    """QDQ MatMul whose weight is DQ(int8 [K*N] per tensor) -> Reshape [K, N] (tf2onnx's form)."""
+    m = qdq_matmul_add((N,))
+    inits = {t.name: t for t in m.graph.initializer}
+    w = NH.to_array(inits["w_q"])
+    inits["w_q"].CopyFrom(NH.from_array(w.ravel(), "w_q"))
+    inits["w_s"].CopyFrom(NH.from_array(np.array(0.007, np.float32), "w_s"))
+    inits["w_z"].CopyFrom(NH.from_array(np.array(0, np.int8), "w_z"))
+    m.graph.initializer.append(NH.from_array(np.array([K, N], np.int64), "w_shape"))
+    nodes = list(m.graph.node)
+    for node in nodes:
+        if node.name == "dq_w":
+            del node.attribute[:]
+            node.output[0] = "wflat"
+    k = next(i for i, n in enumerate(nodes) if n.name == "dq_w")
+    nodes.insert(k + 1, H.make_node("Reshape", ["wflat", "w_shape"], ["wf"], name="reshape_w"))
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return m
+
+
+def dq_transpose_matmul() -> onnx.ModelProto:
+    """QDQ MatMul whose weight is DQ(int8 W [N, K], per output channel: axis 0) -> Transpose:
+    the per-channel axis moves to 1, as MatMul wants it."""
+    m = qdq_matmul_add((N,))
+    inits = {t.name: t for t in m.graph.initializer}
+    inits["w_q"].CopyFrom(NH.from_array(np.ascontiguousarray(NH.to_array(inits["w_q"]).T), "w_q"))
+    nodes = list(m.graph.node)
+    k = next(i for i, n in enumerate(nodes) if n.name == "dq_w")
+    nodes[k] = H.make_node("DequantizeLinear", ["w_q", "w_s", "w_z"], ["wt"], name="dq_w", axis=0)
+    nodes.insert(k + 1, H.make_node("Transpose", ["wt"], ["wf"], name="transpose_w", perm=[1, 0]))
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return m
+
+
+def transpose_then_quantize() -> onnx.ModelProto:
+    """float NHWC x -> Transpose to NCHW -> QuantizeLinear -> DQ -> Conv (QDQ) -> Q -> DQ -> y:
+    a channels-last float input, as TF-converted models take it."""
+    from tests.models.tiny import tiny_qdq_conv
+
+    m = tiny_qdq_conv()
+    g = m.graph
+    g.input[0].CopyFrom(vi("x_nhwc", TP.FLOAT, [1, 8, 8, 3]))
+    g.node.insert(0, H.make_node("Transpose", ["x_nhwc"], ["x"], name="to_nchw", perm=[0, 3, 1, 2]))
+    return m
+
+
 @dataclass(frozen=True)
 class Refusal:
     build: Callable[[], onnx.ModelProto]
@@ -286,6 +355,10 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "only_dequantize_opset23_attrs": lambda: with_attrs(at_opset(only_dequantize(), 23), "DequantizeLinear",
                                                         output_dtype=TP.FLOAT, block_size=0),
     "qlinear_pool_ms_only_channels_last0": lambda: qlinear_pool(0),
+    "dq_unsqueeze_mul": lambda: dq_unsqueeze_mul(False),
+    "dq_transpose_matmul_per_channel": dq_transpose_matmul,
+    "dq_reshape_matmul": dq_reshape_matmul,
+    "transpose_then_quantize": transpose_then_quantize,
 }
 
 WILD_REFUSALS: dict[str, Refusal] = {
@@ -312,5 +385,6 @@ WILD_REFUSALS: dict[str, Refusal] = {
     "matmul_integer": Refusal(matmul_integer, ("(MatMulInteger", "dynamic quantization", "mcugen quantize")),
     "bias_overflowing_the_accumulator": Refusal(qdq_gemm_bias_overflowing,
                                                 ("node 'gemm' (Gemm", "bias values reach", "int32 accumulator")),
+    "dq_unsqueeze_mul_per_channel": Refusal(dq_unsqueeze_mul, ("node 'mul' (Mul", "per-axis quantization")),
     "qlinear_pool_channels_last1": Refusal(lambda: qlinear_pool(1), ("channels_last=1", "channels_last=0")),
 }
