@@ -22,8 +22,9 @@ from emitter.kernels import mcu_fully_connected_s8 as fc_twin
 from emitter.kernels.common import QuantIO
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 from emitter.layout import index_map
+from emitter.ops import asym_weights
 from emitter.ops.base import Attrs, ConstArg, LayoutPlan, LowerCtx, NullArg, Prepared, QIn, QNode, TensorArg, per_tensor
-from emitter.ops.conv import check_accumulation, check_bias_headroom, scratch_ctx, symmetric_weights
+from emitter.ops.conv import check_accumulation, check_bias_headroom, scratch_ctx
 
 ONNX_OPS = ("MatMul", "Gemm")
 IR_OPS = ("fc",)
@@ -50,29 +51,34 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         trans_b, b = False, q.bias
     if x.name is None or w.data is None or w.data.dtype != np.int8 or w.data.ndim != 2:
         raise NodeUnsupported("needs an int8 activation times a constant 2-D int8 weight matrix")
-    symmetric_weights(w, q.name)
     assert w.quant is not None and x.quant is not None
     weights = w.data.T if not trans_b else w.data  # -> [N, K]
     n_out, k = weights.shape
     if x.shape[-1] != k:
         raise NodeUnsupported(f"input has {x.shape[-1]} features, weights expect {k}")
-    check_accumulation(k)
     axis = w.quant.axis
     if w.quant.scale.size > 1 and axis != (0 if trans_b else 1):
         raise NodeUnsupported(f"per-axis weight scales along axis {axis} are not per output feature")
     bias = bias_rows(b, q, x.quant.s, np.broadcast_to(w.quant.scale, (n_out,)))
+    x_name, wquant = x.name, w.quant
+    if asym_weights.is_asymmetric(w):  # the weight zero point folded: fc over [x, x] (asym_weights.py)
+        weights = asym_weights.fold_zero_point(weights, w.quant.zero_point, 0, 1)
+        wquant = asym_weights.symmetric_quant(w.quant)
+        x_name = asym_weights.stacked_input(ctx, q, x, weights.shape[1] // k, len(x.shape) - 1)
+        k = weights.shape[1]
+    check_accumulation(k)
     check_bias_headroom(bias, k)
-    wq = QuantParams(w.quant.scale, w.quant.zero_point, 0 if w.quant.scale.size > 1 else None)
+    wq = QuantParams(wquant.scale, wquant.zero_point, 0 if wquant.scale.size > 1 else None)
     w_name = ctx.const(f"{q.name}_weights", np.ascontiguousarray(weights), wq)
     attrs = {"act_min": q.act_min, "act_max": q.act_max}
     if bias is None or bias.shape[0] == 1:
         b_name = ctx.const(f"{q.name}_bias", bias[0]) if bias is not None else ""
-        ctx.emit(q, "fc", [x.name, w_name, b_name], q.output, attrs)
+        ctx.emit(q, "fc", [x_name, w_name, b_name], q.output, attrs)
         return
     rows = []  # a bias that differs per output row: one fc per row, each with its own bias row
     for m in range(bias.shape[0]):
         xm = ctx.act(f"{q.output}_x{m}", (1, k), x.quant)
-        ctx.emit(q, "slice", [x.name], xm, {"starts": (m,), "ends": (m + 1,), "axes": (0,), "steps": (1,)},
+        ctx.emit(q, "slice", [x_name], xm, {"starts": (m,), "ends": (m + 1,), "axes": (0,), "steps": (1,)},
                  name=f"{q.name}_row{m}_slice")
         ym = ctx.act(f"{q.output}_y{m}", (1, n_out), q.out_quant)
         ctx.emit(q, "fc", [xm, w_name, ctx.const(f"{q.name}_bias{m}", bias[m])], ym, attrs,

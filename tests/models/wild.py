@@ -304,6 +304,44 @@ def transpose_then_quantize() -> onnx.ModelProto:
     return m
 
 
+# ---- asymmetric (uint8, zero point != 0) weights ---------------------------------------------------
+
+def ort_quantized(case_id: str, fmt: str, activation_type: str = "uint8", weight_type: str = "uint8",
+                  per_channel: bool = True) -> onnx.ModelProto:
+    """An op case of tests/models/ops.py quantized by onnxruntime quantize_static with these types."""
+    import tempfile
+    from pathlib import Path
+
+    from tests.models.ops import CASES, quantize
+
+    case = next(c for cases in CASES.values() for c in cases if c.id == case_id)
+    with tempfile.TemporaryDirectory(prefix="mcugen-wild-") as tmp:
+        out = quantize(case.float_model(fmt), case.calib_feeds(), fmt=fmt, per_channel=per_channel,
+                       activation_type=activation_type, weight_type=weight_type,
+                       out_path=Path(tmp) / "q.onnx", extra_options=case.quant_options)
+        return onnx.load(out)
+
+
+def qlinear_matmul_u8_weights_255() -> onnx.ModelProto:
+    """QLinearMatMul, uint8 weights with zero point 0 and values up to 255 (w - zw = 255 needs three
+    int8 parts), uint8 activations."""
+    rng = np.random.default_rng(14)
+    w = rng.integers(0, 256, (K, N)).astype(np.uint8)
+    w[0, :] = 255
+    inits = scalars(a_s=0.02, a_z=np.array(120, np.uint8), w_s=0.004, w_z=np.array(0, np.uint8),
+                    y_s=0.3, y_z=np.array(10, np.uint8)) + [NH.from_array(w, "w")]
+    node = H.make_node("QLinearMatMul", ["a", "a_s", "a_z", "w", "w_s", "w_z", "y_s", "y_z"], ["y"], name="qmm")
+    return model([node], [vi("a", TP.UINT8, [M, K])], [vi("y", TP.UINT8, [M, N])], inits)
+
+
+def u8_depthwise_asymmetric() -> onnx.ModelProto:
+    """onnxruntime's u8u8 QDQ depthwise conv with its weight zero points moved off 128."""
+    m = ort_quantized("dwconv3x3_m1", "qdq")
+    zp = next(t for t in m.graph.initializer if t.name == "W_zero_point")
+    zp.CopyFrom(NH.from_array(np.full(NH.to_array(zp).shape, 100, np.uint8), "W_zero_point"))
+    return m
+
+
 @dataclass(frozen=True)
 class Refusal:
     build: Callable[[], onnx.ModelProto]
@@ -359,6 +397,14 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "dq_transpose_matmul_per_channel": dq_transpose_matmul,
     "dq_reshape_matmul": dq_reshape_matmul,
     "transpose_then_quantize": transpose_then_quantize,
+    "u8u8_conv_qdq_per_channel": lambda: ort_quantized("conv3x3_p1", "qdq"),
+    "u8u8_conv_qop_per_tensor": lambda: ort_quantized("conv3x3_s2", "qop", per_channel=False),
+    "u8u8_gemm_qop": lambda: ort_quantized("gemm_transb1", "qop"),
+    "u8u8_gemm_transb0_qdq": lambda: ort_quantized("gemm_transb0", "qdq", per_channel=False),
+    "u8u8_matmul_add_qdq": lambda: ort_quantized("matmul_add_bias", "qdq"),
+    "u8u8_conv1x1_qdq": lambda: ort_quantized("conv1x1", "qdq"),
+    "u8_weights_255_qlinear_matmul": qlinear_matmul_u8_weights_255,
+    "u8u8_depthwise_symmetric": lambda: ort_quantized("dwconv3x3_m1", "qdq"),
 }
 
 WILD_REFUSALS: dict[str, Refusal] = {
@@ -386,5 +432,7 @@ WILD_REFUSALS: dict[str, Refusal] = {
     "bias_overflowing_the_accumulator": Refusal(qdq_gemm_bias_overflowing,
                                                 ("node 'gemm' (Gemm", "bias values reach", "int32 accumulator")),
     "dq_unsqueeze_mul_per_channel": Refusal(dq_unsqueeze_mul, ("node 'mul' (Mul", "per-axis quantization")),
+    "u8_depthwise_asymmetric": Refusal(u8_depthwise_asymmetric,
+                              ("weights have non-zero zero points", "asymmetric")),
     "qlinear_pool_channels_last1": Refusal(lambda: qlinear_pool(1), ("channels_last=1", "channels_last=0")),
 }
