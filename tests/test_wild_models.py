@@ -1,13 +1,15 @@
 """Quantized ONNX from the wild (issue #13), tests/models/wild.py: every case builds and runs
 exactly (host C == golden bit for bit, golden within one quantum of onnxruntime on random int8
-samples), in QEMU too (cortex-m4, cortex-m55: all cases in one firmware per core); every refusal is
-one McugenError, exit status 2, naming its cause, nothing written."""
+samples), in QEMU too (cortex-m4, cortex-m55, and cortex-m55 with CMSIS-NN when CMSIS_NN_PATH is set:
+all cases in one firmware per run); every refusal is one McugenError, exit status 2, naming its
+cause, nothing written."""
 from __future__ import annotations
 
 import numpy as np
 import onnx
 import pytest
 
+from emitter.backends.cmsis_nn import cmsis_path
 from emitter.boards import load_board
 from emitter.compiler import compile_model, golden_run
 from emitter.errors import McugenError
@@ -20,6 +22,7 @@ from tests.test_robustness import expect_error
 
 SAMPLES = 4
 QEMU_CORES = ("cortex-m4", "cortex-m55")
+CMSIS = cmsis_path()
 
 
 @pytest.fixture(scope="module")
@@ -57,23 +60,26 @@ def test_wild_refusal(name, tmp_path, capsys):
 @pytest.fixture(scope="module")
 def wild_qemu(wild, tmp_path_factory):
     compiled = wild[0]
-    cache: dict[str, MergedRun] = {}
+    cache: dict[tuple[str, str], MergedRun] = {}
 
-    def get(core: str) -> MergedRun:
-        if core not in cache:
+    def get(core: str, backend: str) -> MergedRun:
+        if (core, backend) not in cache:
             board = load_board(core)
-            cases = [MergedCase(name, compile_model(path, **(dict(c.options) | {"board": board})), samples[0])
+            extra = {"board": board} | ({"backend": backend, "cmsis_path": CMSIS} if backend == "cmsis-nn" else {})
+            cases = [MergedCase(name, compile_model(path, **(dict(c.options) | extra)), samples[0])
                      for name, (path, c, samples) in compiled.items()]
-            cache[core] = run_merged(cases, board, tmp_path_factory.mktemp(f"wild_{core}"))
-        return cache[core]
+            cache[core, backend] = run_merged(cases, board, tmp_path_factory.mktemp(f"wild_{core}_{backend}"),
+                                              cmsis_nn=CMSIS if backend == "cmsis-nn" else None)
+        return cache[core, backend]
     return get
 
 
 @pytest.mark.qemu
 @pytest.mark.skipif(bool(missing_tools()), reason="the QEMU tier needs missing tools")
-@pytest.mark.parametrize("core", QEMU_CORES)
-def test_wild_cases_in_qemu(core, wild, wild_qemu):
-    result = wild_qemu(core)
+@pytest.mark.parametrize("core,backend", [(core, "portable") for core in QEMU_CORES] + [
+    pytest.param("cortex-m55", "cmsis-nn", marks=pytest.mark.skipif(CMSIS is None, reason="CMSIS_NN_PATH is not set"))])
+def test_wild_cases_in_qemu(core, backend, wild, wild_qemu):
+    result = wild_qemu(core, backend)
     assert result.run.exit_code == 0, (result.crashed_in, result.failures)
     for k, (name, (_, c, samples)) in enumerate(wild[0].items()):
         got = result.outputs[k]
