@@ -49,6 +49,9 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         if q.attrs:
             raise NodeUnsupported(f"unknown attributes {sorted(q.attrs)}")
         trans_b, b = False, q.bias
+    if w.data is not None and w.data.ndim > 2:
+        raise NodeUnsupported(f"the constant weight has shape {list(w.data.shape)}: a batched MatMul (one "
+                              "weight matrix per batch) is not supported; only a 2-D [K, N] weight is")
     if x.name is None or w.data is None or w.data.dtype != np.int8 or w.data.ndim != 2:
         raise NodeUnsupported("needs an int8 activation times a constant 2-D int8 weight matrix")
     assert w.quant is not None and x.quant is not None

@@ -21,6 +21,7 @@ from onnx import numpy_helper as NH
 MODULES = ("qlinearconv", "qlinearmatmul", "quantizelinear", "dequantizelinear", "convinteger",
            "matmulinteger")
 NEWER_TYPES = {  # element type -> the first opset of QuantizeLinear/DequantizeLinear that has it
+    onnx.TensorProto.FLOAT16: 21,  # as scales of QLinearMatMul
     onnx.TensorProto.INT16: 21, onnx.TensorProto.UINT16: 21, onnx.TensorProto.INT4: 21,
     onnx.TensorProto.UINT4: 21, onnx.TensorProto.FLOAT8E4M3FN: 19, onnx.TensorProto.FLOAT8E5M2: 19,
     onnx.TensorProto.FLOAT4E2M1: 23, onnx.TensorProto.INT2: 25, onnx.TensorProto.UINT2: 25}

@@ -16,6 +16,8 @@ from onnx import TensorProto as TP
 from onnx import helper as H
 from onnx import numpy_helper as NH
 
+from tests.models.onnx_backend import backend_models
+
 MS = ("com.microsoft", 1)
 
 
@@ -434,5 +436,8 @@ WILD_REFUSALS: dict[str, Refusal] = {
     "dq_unsqueeze_mul_per_channel": Refusal(dq_unsqueeze_mul, ("node 'mul' (Mul", "per-axis quantization")),
     "u8_depthwise_asymmetric": Refusal(u8_depthwise_asymmetric,
                               ("weights have non-zero zero points", "asymmetric")),
+    "batched_matmul_3d_weight": Refusal(
+        lambda: onnx.load_model_from_string(backend_models()["test_qlinearmatmul_3D_int8_float32"]),
+        ("(QLinearMatMul", "[2, 4, 3]", "batched MatMul")),
     "qlinear_pool_channels_last1": Refusal(lambda: qlinear_pool(1), ("channels_last=1", "channels_last=0")),
 }
