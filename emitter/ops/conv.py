@@ -142,6 +142,11 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     if min(strides + dilations + kernel) < 1 or min(pads) < 0:
         raise NodeUnsupported(f"invalid strides {strides}, dilations {dilations} or pads {pads}")
     assert x.quant is not None and w.quant is not None
+    if b is not None and b.data is not None and b.data.ndim != 1:
+        pos = 8 if q.onnx.op_type == "QLinearConv" else 2
+        name = q.onnx.input[pos] if len(q.onnx.input) > pos else "B"
+        raise NodeUnsupported(f"bias '{name}' has shape {list(b.data.shape)}; a convolution takes a "
+                              f"1-D bias [{c_out}]: re-export the model")
     x_name, wdata, wquant = x.name, w.data, w.quant
     if asym_weights.is_asymmetric(w):  # the weight zero point folded: conv over [x, x] (asym_weights.py)
         if group != 1:
