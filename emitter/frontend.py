@@ -344,11 +344,11 @@ def load(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = Non
             _load_external(t, path.parent)
 
     opset = opsets.default_opset(model)
+    opsets.check_nodes(model, opset)
     if len(model.graph.sparse_initializer):
         raise ModelError(f"sparse initializer '{model.graph.sparse_initializer[0].values.name}' is not "
                          "supported; store the weights densely (onnx.numpy_helper.from_array)")
     _check_structure(model.graph)
-    opsets.check_nodes(model, opset)
     _check_quantized_constants(model.graph)
     _set_input_shapes(model, input_shapes)
 

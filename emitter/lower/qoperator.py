@@ -102,6 +102,10 @@ def lower_qop(s: LowerState, node: onnx.NodeProto) -> None:
         b = s.inits.get(node.input[sig["bias"]])
         if b is None:
             raise NodeUnsupported("bias is not a constant")
+        if b.dtype != np.int32:
+            raise QuantError(f"bias '{node.input[sig['bias']]}' of node '{node.name or node.op_type}' is "
+                             f"{b.dtype}; {node.op_type} takes an int32 bias (scale: input scale x weight "
+                             "scale): re-export the model")
         bias = QIn(None, b.astype(np.int32), None, tuple(b.shape))
     out = node.output[0]
     hint = None if out in s.m.shapes else float_op_shape(
