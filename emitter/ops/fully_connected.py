@@ -10,10 +10,16 @@ output [.., M, N]; its int32 values go into the accumulator, as the kernel adds 
     # C of shape [M, 1], [M, N] (rows differ), x [M, K]                    ->  per row m:
     #     slice(x, row m) -> fc(bias row m) ; concat(rows, axis 0)   (exact: bias before requantize)
     # anything else                                                        ->  refused, naming C
+
+A MatMul by a constant [B, K, N] (one weight matrix per batch) is one fc per batch over slices of
+x [B, M, K], concatenated.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import onnx
 
 from emitter import quant
 from emitter.errors import NodeUnsupported
@@ -49,9 +55,11 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         if q.attrs:
             raise NodeUnsupported(f"unknown attributes {sorted(q.attrs)}")
         trans_b, b = False, q.bias
+    if w.data is not None and w.data.ndim == 3 and q.op_type == "MatMul":
+        return lower_batched(ctx, q)
     if w.data is not None and w.data.ndim > 2:
-        raise NodeUnsupported(f"the constant weight has shape {list(w.data.shape)}: a batched MatMul (one "
-                              "weight matrix per batch) is not supported; only a 2-D [K, N] weight is")
+        raise NodeUnsupported(f"the constant weight has shape {list(w.data.shape)}: a batched MatMul "
+                              "needs an input [B, M, K] and a weight [B, K, N]")
     if x.name is None or w.data is None or w.data.dtype != np.int8 or w.data.ndim != 2:
         raise NodeUnsupported("needs an int8 activation times a constant 2-D int8 weight matrix")
     assert w.quant is not None and x.quant is not None
@@ -88,6 +96,35 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
                  name=f"{q.name}_row{m}")
         rows.append(ym)
     ctx.emit(q, "concat", rows, q.output, {"axis": 0})
+
+
+def lower_batched(ctx: LowerCtx, q: QNode) -> None:
+    """MatMul of x [B, M, K] by a constant [B, K, N] (one weight matrix per batch):
+    per batch b, slice(x, b) -> fc(weights[b]) ; concat(batches, axis 0)."""
+    x, w = q.inputs[0], q.inputs[1]
+    assert w.data is not None and w.quant is not None
+    n_batch = w.data.shape[0]
+    if x.name is None or x.quant is None or len(x.shape) != 3 or x.shape[0] != n_batch:
+        raise NodeUnsupported(f"the constant weight has shape {list(w.data.shape)}: a batched MatMul "
+                              f"needs an input [{n_batch}, M, K], got {list(x.shape)}")
+    axis = w.quant.axis if w.quant.scale.size > 1 else None
+    if axis == 0:
+        raise NodeUnsupported("per-axis weight scales along the batch axis are not supported")
+    wq = QuantParams(w.quant.scale, w.quant.zero_point, None if axis is None else axis - 1)
+    outs = []
+    for bi in range(n_batch):
+        xb = ctx.act(f"{q.output}_x{bi}", (1,) + tuple(x.shape[1:]), x.quant)
+        ctx.emit(q, "slice", [x.name], xb, {"starts": (bi,), "ends": (bi + 1,), "axes": (0,), "steps": (1,)},
+                 name=f"{q.name}_batch{bi}_slice")
+        yb = ctx.act(f"{q.output}_y{bi}", (1,) + tuple(q.out_shape[1:]), q.out_quant)
+        node = onnx.NodeProto()
+        node.CopyFrom(q.onnx)
+        node.name = f"{q.name}_batch{bi}"
+        lower(ctx, replace(q, onnx=node, inputs=[QIn(xb, None, x.quant, (1,) + tuple(x.shape[1:])),
+                                                 QIn(None, w.data[bi], wq, tuple(w.data.shape[1:]))],
+                           output=yb, out_shape=(1,) + tuple(q.out_shape[1:])))
+        outs.append(yb)
+    ctx.emit(q, "concat", outs, q.output, {"axis": 0})
 
 
 def bias_name(q: QNode) -> str:

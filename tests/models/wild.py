@@ -407,6 +407,8 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "u8u8_conv1x1_qdq": lambda: ort_quantized("conv1x1", "qdq"),
     "u8_weights_255_qlinear_matmul": qlinear_matmul_u8_weights_255,
     "u8u8_depthwise_symmetric": lambda: ort_quantized("dwconv3x3_m1", "qdq"),
+    **{f"onnx_{name[5:]}": (lambda raw=raw: onnx.load_model_from_string(raw))  # batched, asymmetric
+       for name, raw in backend_models().items() if name.startswith("test_qlinearmatmul_3D")},
 }
 
 WILD_REFUSALS: dict[str, Refusal] = {
@@ -436,8 +438,5 @@ WILD_REFUSALS: dict[str, Refusal] = {
     "dq_unsqueeze_mul_per_channel": Refusal(dq_unsqueeze_mul, ("node 'mul' (Mul", "per-axis quantization")),
     "u8_depthwise_asymmetric": Refusal(u8_depthwise_asymmetric,
                               ("weights have non-zero zero points", "asymmetric")),
-    "batched_matmul_3d_weight": Refusal(
-        lambda: onnx.load_model_from_string(backend_models()["test_qlinearmatmul_3D_int8_float32"]),
-        ("(QLinearMatMul", "[2, 4, 3]", "batched MatMul")),
     "qlinear_pool_channels_last1": Refusal(lambda: qlinear_pool(1), ("channels_last=1", "channels_last=0")),
 }
