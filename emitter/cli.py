@@ -318,8 +318,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
             report.figures["layers"] = profile_report(compiled, out_dir, board, args)
         record_figures(out_dir / "report.json", board.name, report.figures)
         if not report.ok:
-            raise VerifyError("verification failed: the generated C does not match the golden "
-                              "model bit for bit (see above)")
+            raise VerifyError(report.culprit())
     return 0
 
 

@@ -8,7 +8,8 @@ before onnx's own checker, in this order:
   1. protobuf parse; every string field valid UTF-8; a graph at all
   2. tensor sizes from their declared dims (Python ints: no overflow), before any data is read
   3. external data: only regular files inside the model's folder, offsets and lengths in bounds
-  4. opset range; graph structure: single assignment, no dangling inputs, no cycles, ordered
+  4. opset range (emitter/opsets.py); graph structure: single assignment, no dangling inputs,
+     no cycles, ordered; every node readable at its opset, Q/DQ attributes that keep their meaning
   5. quantized constants stored in their zero point's type; integer data in its type's range
   6. onnx.checker + strict shape inference (any failure of theirs becomes a ModelError)
   7. static, non-empty, MCU-sized shapes for every tensor
@@ -27,10 +28,10 @@ import onnx
 from google.protobuf.message import Message  # type: ignore[import-untyped]
 from onnx import numpy_helper
 
+from emitter import opsets
 from emitter.errors import ModelError, QuantError, ShapeError
 from emitter.float_model import check_not_float
 
-MIN_OPSET, MAX_OPSET = 10, 21
 MAX_ELEMENTS = 1 << 28  # no MCU tensor comes near this; larger means a corrupt or hostile file
 NARROW_INTS: dict[int, tuple[str, int, int]] = {  # ONNX keeps these in int32_data: their range
     onnx.TensorProto.INT8: ("int8", -128, 127), onnx.TensorProto.UINT8: ("uint8", 0, 255),
@@ -343,10 +344,8 @@ def load(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = Non
         if t.data_location == onnx.TensorProto.EXTERNAL:
             _load_external(t, path.parent)
 
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    if not MIN_OPSET <= opset <= MAX_OPSET:
-        raise ModelError(f"model opset {opset} is outside the supported range "
-                         f"{MIN_OPSET}-{MAX_OPSET}; convert it with onnx.version_converter")
+    opset = opsets.default_opset(model)
+    opsets.check_nodes(model, opset)
     if len(model.graph.sparse_initializer):
         raise ModelError(f"sparse initializer '{model.graph.sparse_initializer[0].values.name}' is not "
                          "supported; store the weights densely (onnx.numpy_helper.from_array)")

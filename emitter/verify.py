@@ -183,13 +183,31 @@ class VerifyReport:
     figures: dict = field(default_factory=dict)
     outputs: dict[str, list[list[np.ndarray]]] = field(default_factory=dict)
 
+    failed: list[str] = field(default_factory=list)  # the checks that found a difference
+
     def check(self, what: str, got: list[list[np.ndarray]], want: list[list[np.ndarray]]) -> None:
         d, n, mx = diff_stats(got, want)
         good = d == 0
         self.ok &= good
+        if not good:
+            self.failed.append(what)
         self.lines.append(f"{what:<34} {'bit-exact' if good else 'MISMATCH'}: {d}/{n} elements differ, max |diff| {mx}")
         self.figures.setdefault("checks", []).append({"what": what, "ok": good, "differ": d, "elements": n,
                                                       "max_diff": mx})
+
+    def culprit(self) -> str:
+        """What a failed verification blames: the generated C when it differs from the golden model
+        (or the host from QEMU); else the golden model's numerics, when only the reference differs."""
+        code = [w for w in self.failed if w.endswith((" vs golden", " vs host"))]
+        if code or not self.failed:
+            return ("verification failed: the generated C does not match the golden model bit for "
+                    f"bit ({'; '.join(code)}; see above)")
+        return ("verification failed: the generated C equals mcugen's golden model bit for bit, but "
+                "the golden model differs from the reference outputs shipped in --inputs: a numerics "
+                "difference between mcugen's contract (TFLite int8: fixed-point multipliers, double "
+                "rounding) and whatever produced the reference (onnxruntime requantizes in float, "
+                "rounding half to even), not a code-generation bug. Compare per layer with `mcugen "
+                "debug` to see where the two numerics part")
 
     def note(self, line: str) -> None:
         self.lines.append(line)

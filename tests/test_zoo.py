@@ -4,7 +4,8 @@ quantize_static in the settings users pick (tests/models/zoo/variants.py).
 For every variant compile_model succeeds or raises UnsupportedError (XFAIL records which, strict,
 so a newly supported op shows up as XPASS); every success runs as host C (one shared library for
 all) bit-exact with the golden model, and golden vs onnxruntime is reported. Asymmetric uint8
-weights are refused with a QuantError saying how to re-quantize. The qemu tests put every passing
+weights run exactly (their zero point folded), except in depthwise convolutions: refused with a
+QuantError saying how to re-quantize. The qemu tests put every passing
 variant into one firmware per core (two where the M55's 512 KiB ITCM is too small) and check it bit
 for bit against the golden.
 """
@@ -22,7 +23,7 @@ from emitter.verify import diff_stats, ort_run
 from tests.harness.bundles import build_library, ort_u8s8_saturates, run_c
 from tests.harness.zoo_images import chunks
 from tests.harness.zoo_runs import compile_variants, int8_samples, top1_agreement
-from tests.models.zoo.variants import REJECTED, VARIANTS
+from tests.models.zoo.variants import ASYMMETRIC, REJECTED, VARIANTS
 
 N_SAMPLES = 8  # host: seeded inputs per variant
 # golden vs onnxruntime: reported, and checked only against gross errors. A whole model differs by
@@ -118,6 +119,24 @@ def test_zoo_asymmetric_uint8_weights_rejected(variant, tmp_path):
     assert "asymmetric" in msg and "symmetric int8 weights" in msg
     assert "quantize_static(..., weight_type=QuantType.QInt8" in msg
     assert "node '" in msg
+
+
+def test_zoo_asymmetric_uint8_weights_run_exactly(tmp_path):
+    """onnxruntime's u8u8 per-tensor models of an FC network: the weight zero point folded
+    (emitter/ops/asym_weights.py), host C bit-exact with the golden, onnxruntime within bounds."""
+    outcomes = compile_variants(ASYMMETRIC, tmp_path)
+    lib = build_library([o.bundle for o in outcomes.values() if o.ok], tmp_path / "libasym.so")
+    for o in outcomes.values():
+        if o.error is not None:
+            raise o.error
+        c = o.compiled
+        assert any(n.name.endswith("_weight_zero_point") for n in c.graph.nodes), "no zero point folded"
+        samples = int8_samples(c, o.variant, N_SAMPLES)
+        gold = [golden_run(c, s) for s in samples]
+        d, n, mx = diff_stats([run_c(lib, c, s) for s in samples], gold)
+        assert d == 0, f"{o.variant.id}: host C differs from the golden model in {d}/{n} elements"
+        d, n, mx = diff_stats(gold, ort_run(c, o.path, samples))
+        assert mx <= ORT_SANITY_MAX_DIFF, f"{o.variant.id}: golden vs onnxruntime max |diff| {mx}"
 
 
 @pytest.mark.qemu

@@ -2,22 +2,38 @@
 
     # int8/uint8 graph input x                     -> x (uint8: zero point - 128), Boundary(int8 io)
     # float graph input x -> Q (its one reader)      -> Q's output, Boundary(float io)
+    # float graph input x -> Transpose|Reshape|... -> Q  -> x quantized by Q, the move on int8
     # int8/uint8 graph output y                      -> y, Boundary(int8 io)
     # graph output DQ(y)                             -> y, Boundary(float io)
+    # an output whose tensor is already a graph input or output (a graph of one Q or DQ node,
+    # one tensor given out twice)                    -> copy(y): every caller buffer its own tensor
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import onnx
 
 from emitter.errors import NodeUnsupported, QuantError
 from emitter.ir import Boundary
+from emitter.lower.qparams import narrow_type_problem
 from emitter.lower.state import LowerState
+from emitter.ops.base import QIn
 
 INT8_TYPES = (np.dtype(np.int8), np.dtype(np.uint8))
+MOVES = ("Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
 
 
 def graph_input(s: LowerState, name: str) -> None:
     dtype = s.m.dtypes.get(name)
+    narrow = narrow_type_problem(dtype, f"graph input '{name}'") if dtype is not None else None
+    if narrow is not None:
+        raise NodeUnsupported(narrow)
+    if dtype is not None and dtype.kind in "iu" and dtype.itemsize == 2:
+        raise NodeUnsupported(f"graph input '{name}' is {dtype}: mcugen runs int8 (or uint8) "
+                              "activations only; quantize the model with 8-bit activations "
+                              "(`mcugen quantize`, or quantize_static with activation_type=QInt8)")
     if dtype in INT8_TYPES:
         if name not in s.quant_of:
             raise QuantError(f"graph input '{name}' is {dtype} but no node gives its scale/zero point")
@@ -26,6 +42,10 @@ def graph_input(s: LowerState, name: str) -> None:
         s.boundaries[ir] = Boundary(False, dtype == np.uint8, name)
         return
     users = s.consumers.get(name, [])
+    if len(users) == 1 and users[0].op_type in MOVES and users[0].input[0] == name:
+        after = s.single_consumer(users[0].output[0])
+        if after is not None and after.op_type == "QuantizeLinear":
+            return moved_then_quantized(s, name, users[0], after)
     if len(users) == 1 and users[0].op_type == "QuantizeLinear":
         q = users[0]
         ir = s.int8_tensor(q.output[0], s.out_quant(q.output[0]))
@@ -39,16 +59,37 @@ def graph_input(s: LowerState, name: str) -> None:
                        "a fully quantized model (onnxruntime quantize_static)"))
 
 
+def moved_then_quantized(s: LowerState, name: str, move: onnx.NodeProto, q: onnx.NodeProto) -> None:
+    """float x -> Transpose/Reshape/... -> Q: the caller quantizes x with Q's scale and zero point
+    (quantizing commutes with moving data), and the move runs on int8."""
+    out = s.int8_tensor(q.output[0], s.out_quant(q.output[0]))
+    quant = s.ctx.tensors[out].quant
+    shape = s.m.shapes.get(name)
+    if quant is None or not shape:
+        raise NodeUnsupported(f"the shape of graph input '{name}' is unknown")
+    ir = s.ctx.act(name, shape, quant)
+    s.inputs.append(ir)
+    s.boundaries[ir] = Boundary(True, s.m.dtypes.get(q.output[0]) == np.uint8, name)
+    qn = s.make_qnode(move, move.op_type, [QIn(ir, None, quant, shape)] + [s.qin(i) for i in move.input[1:]],
+                      q.output[0], quant, -math.inf, math.inf, None, f"{move.op_type}+QuantizeLinear")
+    s.lower_qnode(move.op_type, qn)
+    s.done.update((move.output[0], q.output[0]))
+
+
 def graph_output(s: LowerState, name: str) -> None:
     if name in s.ir_name:
-        ir = s.ir_name[name]
-        s.outputs.append(ir)
-        s.boundaries[ir] = Boundary(False, s.onnx_dtype(name) == np.uint8, name)
+        ir, boundary = s.ir_name[name], Boundary(False, s.onnx_dtype(name) == np.uint8, name)
     elif name in s.dq_act:
-        ir = s.dq_act[name]
-        s.outputs.append(ir)
         src = s.producer[name].input[0]
-        s.boundaries[ir] = Boundary(True, s.onnx_dtype(src) == np.uint8, name)
+        ir, boundary = s.dq_act[name], Boundary(True, s.onnx_dtype(src) == np.uint8, name)
     else:
         raise NodeUnsupported("the graph output is neither an int8 tensor nor the "
                               "DequantizeLinear of one")
+    if ir in s.inputs or ir in s.outputs:  # its caller buffer is taken: the output gets a copy
+        t = s.ctx.tensors[ir]
+        assert t.quant is not None
+        copy = s.ctx.act(f"{name}__out", t.shape, t.quant)
+        s.ctx.emit(None, "copy", [ir], copy, {}, name=f"{name}__out")
+        ir = copy
+    s.outputs.append(ir)
+    s.boundaries[ir] = boundary

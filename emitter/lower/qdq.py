@@ -5,6 +5,8 @@ DQ and Q themselves:
     # DQ(initializer)       -> a constant QIn: its integer data and QuantParams (qparams.py)
     # DQ(x), x int8         -> x: the float tensor stands for the int8 activation
     # DQ(x) -> Q            -> requantize(x) into Q's scale and zero point
+    # DQ(initializer) -> Reshape|Flatten|Squeeze|Unsqueeze|Identity|Transpose ...
+    #                       -> a constant QIn of the moved integers (per-axis: the axis follows)
 
 Every other node is matched against RULES, in order; the first rule whose match function accepts
 it lowers it. "clamp" is the range of the Relu/Clip chain, quantized to the output's int8 codes: the
@@ -48,6 +50,51 @@ def lower_dq(s: LowerState, node: onnx.NodeProto) -> None:
             raise NodeUnsupported(f"dequantizes '{src}', which is not an int8 activation "
                                   "mcugen produced (is an upstream node unsupported?)")
         s.dq_act[out] = s.ir_name[src]
+
+
+CONST_VIEWS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose")
+
+
+def is_const_view(s: LowerState, node: onnx.NodeProto) -> bool:
+    return node.op_type in CONST_VIEWS and bool(node.input) and node.input[0] in s.dq_const
+
+
+def _run(s: LowerState, node: onnx.NodeProto, first: np.ndarray) -> np.ndarray:
+    """The node on `first` (its other inputs: initializers), with onnx's reference evaluator."""
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    rest = [i for i in node.input[1:] if i]
+    if any(i not in s.inits for i in rest):
+        raise NodeUnsupported(f"reshapes the constant '{node.input[0]}' by a shape that is not constant")
+    feeds = [numpy_helper.from_array(first, node.input[0])]
+    feeds += [numpy_helper.from_array(np.asarray(s.inits[i]), i) for i in rest]
+    g = helper.make_graph([node], "view", [], [helper.make_tensor_value_info(node.output[0], 0, None)], feeds)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", s.m.opset)])
+    outputs = list(ReferenceEvaluator(model).run(None, {}))
+    return np.asarray(outputs[0])
+
+
+def fold_const_view(s: LowerState, node: onnx.NodeProto) -> None:
+    """DQ(constant) -> view op: the view applied to the integers at build time; a per-axis
+    quantization follows its axis (found by moving the axis' index along), or is refused."""
+    qi = s.dq_const[node.input[0]]
+    assert qi.data is not None and qi.quant is not None
+    data = _run(s, node, qi.data)
+    quant = qi.quant
+    if quant.axis is not None and quant.scale.size > 1:
+        size = quant.scale.size
+        index = np.broadcast_to(np.arange(size).reshape([-1 if d == quant.axis else 1 for d in range(qi.data.ndim)]),
+                                qi.data.shape)
+        moved = _run(s, node, np.ascontiguousarray(index, dtype=np.int64))
+        axis = next((k for k in range(moved.ndim) if moved.shape[k] == size and np.array_equal(
+            moved, np.broadcast_to(np.arange(size).reshape([-1 if d == k else 1 for d in range(moved.ndim)]),
+                                   moved.shape))), None)
+        if axis is None:
+            raise NodeUnsupported(f"moves the per-channel quantized constant '{node.input[0]}' across "
+                                  "its channel axis; quantize it per tensor")
+        quant = QuantParams(quant.scale, quant.zero_point, axis)
+    s.dq_const[node.output[0]] = QIn(None, data, quant, tuple(data.shape))
 
 
 def lower_lone_q(s: LowerState, node: onnx.NodeProto) -> None:

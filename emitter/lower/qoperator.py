@@ -10,12 +10,13 @@ Each becomes the same QNode as the QDQ form of the float op it computes:
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import onnx
 
-from emitter.errors import NodeUnsupported
+from emitter.errors import NodeUnsupported, QuantError
 from emitter.frontend import OnnxModel
 from emitter.ir import QuantParams
 from emitter.lower.qparams import onnx_attrs, to_int8
@@ -78,9 +79,18 @@ def lower_qop(s: LowerState, node: onnx.NodeProto) -> None:
             data = s.inits[name]
             axis = 0 if node.op_type == "QLinearConv" else (1 if data.ndim == 2 else None)
             zp_name = node.input[z] if len(node.input) > z else None
+            if zp_name and zp_name in s.inits and s.inits[zp_name].dtype != data.dtype:
+                raise QuantError(f"constant '{name}' (node '{node.name or node.op_type}') is {data.dtype} "
+                                 f"but its zero point '{zp_name}' is {s.inits[zp_name].dtype}; store "
+                                 "both in one type: re-export the model")
             quant = s.qparams(node, node.input[sc], zp_name, axis, name)
             if node.op_type == "QGemm" and onnx_attrs(node).get("transB", 0) and quant.axis == 1:
                 quant = QuantParams(quant.scale, quant.zero_point, 0)
+            if quant.scale.size > 1 and (quant.axis is None or quant.axis >= data.ndim
+                                         or data.shape[quant.axis] != quant.scale.size):
+                raise QuantError(f"constant '{name}' (node '{node.name or node.op_type}') of shape "
+                                 f"{list(data.shape)} has {quant.scale.size} scales, which match no "
+                                 "per-channel axis of it; give one scale, or one per output channel")
             data, quant = to_int8(data, quant)
             inputs.append(QIn(None, data, quant, tuple(data.shape)))
         else:
@@ -92,14 +102,21 @@ def lower_qop(s: LowerState, node: onnx.NodeProto) -> None:
         b = s.inits.get(node.input[sig["bias"]])
         if b is None:
             raise NodeUnsupported("bias is not a constant")
+        if b.dtype != np.int32:
+            raise QuantError(f"bias '{node.input[sig['bias']]}' of node '{node.name or node.op_type}' is "
+                             f"{b.dtype}; {node.op_type} takes an int32 bias (scale: input scale x weight "
+                             "scale): re-export the model")
         bias = QIn(None, b.astype(np.int32), None, tuple(b.shape))
     out = node.output[0]
     hint = None if out in s.m.shapes else float_op_shape(
         sig["op"], [qi.shape for qi in inputs], onnx_attrs(node), s.m.opset)
+    channels_last = onnx_attrs(node).get("channels_last", 0)
+    if channels_last:  # com.microsoft pooling: 0 (the default) is NCHW, as the float op
+        raise NodeUnsupported(f"channels_last={channels_last} (NHWC data) is not supported; export "
+                              "the model with channels_last=0 (NCHW, the default)")
     q = s.make_qnode(node, sig["op"], inputs, out, s.out_quant(out), -math.inf, math.inf,
                      bias, node.op_type, hint)
-    if node.op_type == "QLinearGlobalAveragePool" and q.attrs.get("channels_last", 0):
-        raise NodeUnsupported("channels_last=1 is not supported")
+    q = replace(q, attrs={k: v for k, v in q.attrs.items() if k != "channels_last"})
     s.lower_qnode(sig["op"], q)
 
 

@@ -30,6 +30,18 @@ def to_int8(data: np.ndarray, quant: QuantParams) -> tuple[np.ndarray, QuantPara
     return data, quant
 
 
+def narrow_type_problem(dtype: np.dtype, what: str) -> str | None:
+    """The refusal for a quantized type mcugen does not run: sub-byte integers and 8-bit floats."""
+    name = str(dtype)
+    if name in ("int4", "uint4", "int2", "uint2"):
+        return (f"{what} is {name}: {name[-1]}-bit quantization is not supported; quantize to 8 "
+                "bits (int8 weights: quantize_static with weight_type=QuantType.QInt8)")
+    if name.startswith("float8") or name.startswith("float4"):
+        return (f"{what} is {name}: {name[:6]} quantization is not supported; mcugen runs int8 "
+                "(or uint8): quantize with QuantType.QInt8")
+    return None
+
+
 def read_qparams(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype], node: onnx.NodeProto,
                  scale_name: str, zp_name: str | None, axis: int | None, for_tensor: str) -> QuantParams:
     """The QuantParams `node` gives `for_tensor` from its scale and zero point inputs; the zero
@@ -48,6 +60,9 @@ def read_qparams(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype], no
                          "re-quantize the model")
     if zp_name and zp_name in inits:
         zp_arr = inits[zp_name]
+        narrow = narrow_type_problem(zp_arr.dtype, f"{where}: zero point '{zp_name}'")
+        if narrow is not None:
+            raise QuantError(narrow)
         if zp_arr.dtype.kind not in "iu":
             raise QuantError(f"{where}: zero point '{zp_name}' is {zp_arr.dtype}; zero points "
                              "must be integers: re-quantize the model")
@@ -82,6 +97,9 @@ def dequantized_const(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype
     src = node.input[0]
     zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
     data = inits[src]
+    narrow = narrow_type_problem(data.dtype, f"constant '{src}' (node '{node.name}')")
+    if narrow is not None:
+        raise QuantError(narrow)
     if data.size == 0:
         raise QuantError(f"constant '{src}' (node '{node.name}') is empty (shape "
                          f"{list(data.shape)}); re-export the model with its weights")

@@ -41,6 +41,7 @@ class LowerState:
         self.graph_outputs = {o.name for o in self.g.output}
         self.quant_of: dict[str, QuantParams] = {}  # ONNX int8 tensor -> its QuantParams
         self.zp_dtype: dict[str, np.dtype] = {}  # tensor -> dtype of the zero point naming it
+        self.zp_given: dict[str, np.dtype] = {}  # tensor -> dtype of its first explicit zero point
         self.dq_const: dict[str, QIn] = {}  # float name -> constant QIn
         self.dq_act: dict[str, str] = {}  # float name -> IR int8 tensor
         self.ir_name: dict[str, str] = {}  # ONNX int8 tensor -> IR int8 tensor
@@ -53,6 +54,8 @@ class LowerState:
 
     def qparams(self, node: onnx.NodeProto, scale_name: str, zp_name: str | None,
                 axis: int | None, for_tensor: str) -> QuantParams:
+        if zp_name and zp_name in self.inits:
+            self.zp_given.setdefault(for_tensor, self.inits[zp_name].dtype)
         return read_qparams(self.inits, self.zp_dtype, node, scale_name, zp_name, axis, for_tensor)
 
     def out_quant(self, name: str) -> QuantParams:
@@ -94,7 +97,9 @@ class LowerState:
             quant = QuantParams(quant.scale, quant.zero_point - 128, quant.axis)
         elif dtype is not None and dtype != np.int8:
             raise NodeUnsupported(f"activation '{onnx_name}' has type {dtype}; mcugen runs int8 "
-                                  "(or uint8) activations only")
+                                  "(or uint8) activations only: quantize the model with 8-bit "
+                                  "activations (`mcugen quantize`, or quantize_static with "
+                                  "activation_type=QInt8)")
         if quant.scale.size != 1:
             raise QuantError(f"activation '{onnx_name}' is quantized per-axis; activations must be "
                              "per-tensor (re-quantize with per-tensor activations)")
@@ -102,6 +107,10 @@ class LowerState:
             raise QuantError(f"activation '{onnx_name}' has zero point {quant.zp} (as int8), outside "
                              "[-128, 127]; its zero point does not fit its int8/uint8 type: "
                              "re-quantize the model")
+        zp_dtype = self.zp_given.get(onnx_name)
+        if not synthetic and dtype is not None and zp_dtype is not None and zp_dtype != dtype:
+            raise QuantError(f"tensor '{onnx_name}' is {dtype} but the zero point that quantizes it is "
+                             f"{zp_dtype}; ONNX needs both of one type: re-export the model")
         shape = self.m.shapes.get(onnx_name, shape_hint)
         if shape == ():
             shape = (1,)  # a scalar activation is stored as one element

@@ -3,6 +3,7 @@
     # folded at build time (passes/fold.py)          -> nothing: its value is an initializer
     # DequantizeLinear / QuantizeLinear              -> qdq.lower_dq / qdq.lower_lone_q
     # QLinear* (QOperator)                           -> qoperator.lower_qop
+    # Reshape/Unsqueeze/... of a DQ(constant)        -> qdq.fold_const_view
     # data movement on an int8 tensor                -> float_chains.lower_int8
     # anything else                                  -> qdq.lower_qdq (the QDQ pattern rules)
 
@@ -50,22 +51,44 @@ def lower_node(s: LowerState, node: onnx.NodeProto) -> None:
         qdq.lower_lone_q(s, node)
     elif op in qoperator.QOP_SIGNATURES:
         qoperator.lower_qop(s, node)
+    elif qdq.is_const_view(s, node):
+        qdq.fold_const_view(s, node)
     elif float_chains.runs_on_int8(s, node):
         float_chains.lower_int8(s, node)
     else:
         qdq.lower_qdq(s, node)
 
 
+# dynamic quantization: integer ops with int32 outputs, scales computed at run time
+DYNAMIC_OPS = ("ConvInteger", "MatMulInteger", "DynamicQuantizeLinear", "DynamicQuantizeMatMul",
+               "MatMulIntegerToFloat", "DynamicQuantizeLSTM")
+
+
+def refuse_dynamic(m: OnnxModel) -> None:
+    """A dynamically quantized model is refused as such (its other refusals would mislead)."""
+    found = [(n.name or n.output[0], n.op_type, m.opset,
+              "dynamic quantization (int32 outputs, scales computed at run time) is not supported: "
+              "quantize the float model statically with `mcugen quantize` (or onnxruntime "
+              "quantize_static)") for n in m.graph.node if n.op_type in DYNAMIC_OPS]
+    if found:
+        raise UnsupportedError(found)
+
+
 def lower(m: OnnxModel) -> Graph:
     """The quantized IR of an ONNX model in QDQ or QOperator form (or a mix)."""
+    refuse_dynamic(m)
     qoperator.complete_qop_shapes(m)
     inits = dict(m.initializers)
     s = LowerState(m, onnx_lowering(), inits, fold_constants(m, inits))
     collect_quant(s)
+    failed: set[str] = set()  # outputs of failed nodes: their consumers are not reported again
     for vi in s.g.input:
         if vi.name not in s.inits:
-            graph_io.graph_input(s, vi.name)
-    failed: set[str] = set()  # outputs of failed nodes: their consumers are not reported again
+            try:
+                graph_io.graph_input(s, vi.name)
+            except NodeUnsupported as exc:
+                s.problems.append((vi.name, "graph input", s.m.opset, str(exc)))
+                failed.add(vi.name)
     for node in s.g.node:
         if node.output[0] in s.done:
             continue

@@ -21,6 +21,7 @@ from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
 from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
+from emitter.ops import asym_weights
 from emitter.ops.base import (
     Attrs,
     CArg,
@@ -82,6 +83,20 @@ def check_accumulation(taps: int) -> None:
                               f"accumulator (at most {MAX_ACCUMULATION}); split the layer")
 
 
+def check_bias_headroom(bias: np.ndarray | None, taps: int) -> None:
+    """bias + the largest sum of `taps` products ((x - zp) in [-255, 255], w in [-128, 127]) must
+    fit the int32 accumulator, or the kernel (and CMSIS-NN's) would wrap around."""
+    if bias is None or not bias.size:
+        return
+    room = quant.INT32_MAX - taps * 255 * 128
+    big = int(np.abs(bias.astype(np.int64)).max())
+    if big > room:
+        raise NodeUnsupported(f"bias values reach {big} (in units of input scale x weight scale), "
+                              f"leaving no room for the {taps} products of an output in the int32 "
+                              f"accumulator (at most {room}); the bias is inconsistent with the input "
+                              "and weight scales: re-quantize the model")
+
+
 def same_pads(in_sizes: Sequence[int], kernel: Sequence[int], strides: Sequence[int], dilations: Sequence[int],
               mode: str) -> list[int]:
     begins, ends = [], []
@@ -104,7 +119,6 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         raise NodeUnsupported("weights must be a constant int8 tensor (DequantizeLinear of an initializer)")
     if x.name is None or len(x.shape) not in (3, 4):
         raise NodeUnsupported(f"input must be a 3-D or 4-D int8 activation, got shape {x.shape}")
-    symmetric_weights(w, q.name)
     nsp = len(x.shape) - 2
     kernel = list(a["kernel_shape"] or w.shape[2:])
     strides = list(a["strides"] or [1] * nsp)
@@ -122,17 +136,30 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     c_in, c_out, group = x.shape[1], w.shape[0], int(a["group"])
     if w.data.ndim != len(x.shape) or w.shape[1] * group != c_in or c_out % group:
         raise NodeUnsupported(f"weights {w.shape} do not fit an input with {c_in} channels and group={group}")
-    check_accumulation(int(np.prod(w.shape[1:])))
     if group != 1 and not (group == c_in and c_out % c_in == 0 and w.shape[1] == 1):
         raise NodeUnsupported(f"group={group} with C_in={c_in}, C_out={c_out} is neither a regular "
                               "nor a depthwise convolution (grouped convolution is not supported)")
     if min(strides + dilations + kernel) < 1 or min(pads) < 0:
         raise NodeUnsupported(f"invalid strides {strides}, dilations {dilations} or pads {pads}")
     assert x.quant is not None and w.quant is not None
+    if b is not None and b.data is not None and b.data.ndim != 1:
+        pos = 8 if q.onnx.op_type == "QLinearConv" else 2
+        name = q.onnx.input[pos] if len(q.onnx.input) > pos else "B"
+        raise NodeUnsupported(f"bias '{name}' has shape {list(b.data.shape)}; a convolution takes a "
+                              f"1-D bias [{c_out}]: re-export the model")
+    x_name, wdata, wquant = x.name, w.data, w.quant
+    if asym_weights.is_asymmetric(w):  # the weight zero point folded: conv over [x, x] (asym_weights.py)
+        if group != 1:
+            symmetric_weights(w, q.name)  # depthwise: its channels cannot be stacked
+        wdata = asym_weights.fold_zero_point(w.data, w.quant.zero_point, 0, 1)
+        wquant = asym_weights.symmetric_quant(w.quant)
+        x_name = asym_weights.stacked_input(ctx, q, x, wdata.shape[1] // c_in, 1)
+    check_accumulation(int(np.prod(wdata.shape[1:])))
     bias = bias_int32(b, x.quant.s, w.quant.scale, c_out)
-    w_name = ctx.const(f"{q.name}_weights", w.data, w.quant)
+    check_bias_headroom(bias, int(np.prod(wdata.shape[1:])))
+    w_name = ctx.const(f"{q.name}_weights", wdata, wquant)
     b_name = ctx.const(f"{q.name}_bias", bias) if bias is not None else ""
-    ctx.emit(q, "conv", [x.name, w_name, b_name], q.output, {
+    ctx.emit(q, "conv", [x_name, w_name, b_name], q.output, {
         "kernel": tuple(kernel), "strides": tuple(strides), "dilations": tuple(dilations),
         "pads": tuple(pads), "group": group, "act_min": q.act_min, "act_max": q.act_max})
 

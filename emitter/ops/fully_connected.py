@@ -2,10 +2,24 @@
 
 Weights are stored [N, K]. When the input's bytes are not in logical order (a Flatten of an NHWC
 feature map), the weight columns are permuted at build time instead of moving the data.
+
+A bias (Gemm's C, QGemm's C, the Add after a MatMul) may have any shape that broadcasts to the
+output [.., M, N]; its int32 values go into the accumulator, as the kernel adds a bias:
+
+    # C of shape [], [1], [N], [1, N] (the same row for every output row)  ->  fc(bias [N])
+    # C of shape [M, 1], [M, N] (rows differ), x [M, K]                    ->  per row m:
+    #     slice(x, row m) -> fc(bias row m) ; concat(rows, axis 0)   (exact: bias before requantize)
+    # anything else                                                        ->  refused, naming C
+
+A MatMul by a constant [B, K, N] (one weight matrix per batch) is one fc per batch over slices of
+x [B, M, K], concatenated.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
+import onnx
 
 from emitter import quant
 from emitter.errors import NodeUnsupported
@@ -14,8 +28,9 @@ from emitter.kernels import mcu_fully_connected_s8 as fc_twin
 from emitter.kernels.common import QuantIO
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 from emitter.layout import index_map
-from emitter.ops.base import Attrs, ConstArg, LayoutPlan, LowerCtx, NullArg, Prepared, QNode, TensorArg, per_tensor
-from emitter.ops.conv import bias_int32, check_accumulation, scratch_ctx, symmetric_weights
+from emitter.ops import asym_weights
+from emitter.ops.base import Attrs, ConstArg, LayoutPlan, LowerCtx, NullArg, Prepared, QIn, QNode, TensorArg, per_tensor
+from emitter.ops.conv import check_accumulation, check_bias_headroom, scratch_ctx
 
 ONNX_OPS = ("MatMul", "Gemm")
 IR_OPS = ("fc",)
@@ -34,28 +49,129 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         b = q.bias
         if b is None and len(q.inputs) > 2 and q.inputs[2].data is not None:
             b = q.inputs[2]
+        elif b is None and len(q.inputs) > 2 and q.inputs[2].name is not None:
+            raise NodeUnsupported(f"C '{bias_name(q)}' is an activation; only a constant C is supported")
     else:
         if q.attrs:
             raise NodeUnsupported(f"unknown attributes {sorted(q.attrs)}")
         trans_b, b = False, q.bias
+    if w.data is not None and w.data.ndim == 3 and q.op_type == "MatMul":
+        return lower_batched(ctx, q)
+    if w.data is not None and w.data.ndim > 2:
+        raise NodeUnsupported(f"the constant weight has shape {list(w.data.shape)}: a batched MatMul "
+                              "needs an input [B, M, K] and a weight [B, K, N]")
     if x.name is None or w.data is None or w.data.dtype != np.int8 or w.data.ndim != 2:
         raise NodeUnsupported("needs an int8 activation times a constant 2-D int8 weight matrix")
-    symmetric_weights(w, q.name)
     assert w.quant is not None and x.quant is not None
     weights = w.data.T if not trans_b else w.data  # -> [N, K]
     n_out, k = weights.shape
     if x.shape[-1] != k:
         raise NodeUnsupported(f"input has {x.shape[-1]} features, weights expect {k}")
-    check_accumulation(k)
     axis = w.quant.axis
     if w.quant.scale.size > 1 and axis != (0 if trans_b else 1):
         raise NodeUnsupported(f"per-axis weight scales along axis {axis} are not per output feature")
-    bias = bias_int32(b, x.quant.s, w.quant.scale, n_out)
-    wq = QuantParams(w.quant.scale, w.quant.zero_point, 0 if w.quant.scale.size > 1 else None)
+    bias = bias_rows(b, q, x.quant.s, np.broadcast_to(w.quant.scale, (n_out,)))
+    x_name, wquant = x.name, w.quant
+    if asym_weights.is_asymmetric(w):  # the weight zero point folded: fc over [x, x] (asym_weights.py)
+        weights = asym_weights.fold_zero_point(weights, w.quant.zero_point, 0, 1)
+        wquant = asym_weights.symmetric_quant(w.quant)
+        x_name = asym_weights.stacked_input(ctx, q, x, weights.shape[1] // k, len(x.shape) - 1)
+        k = weights.shape[1]
+    check_accumulation(k)
+    check_bias_headroom(bias, k)
+    wq = QuantParams(wquant.scale, wquant.zero_point, 0 if wquant.scale.size > 1 else None)
     w_name = ctx.const(f"{q.name}_weights", np.ascontiguousarray(weights), wq)
-    b_name = ctx.const(f"{q.name}_bias", bias) if bias is not None else ""
-    ctx.emit(q, "fc", [x.name, w_name, b_name], q.output,
-             {"act_min": q.act_min, "act_max": q.act_max})
+    attrs = {"act_min": q.act_min, "act_max": q.act_max}
+    if bias is None or bias.shape[0] == 1:
+        b_name = ctx.const(f"{q.name}_bias", bias[0]) if bias is not None else ""
+        ctx.emit(q, "fc", [x_name, w_name, b_name], q.output, attrs)
+        return
+    rows = []  # a bias that differs per output row: one fc per row, each with its own bias row
+    for m in range(bias.shape[0]):
+        xm = ctx.act(f"{q.output}_x{m}", (1, k), x.quant)
+        ctx.emit(q, "slice", [x_name], xm, {"starts": (m,), "ends": (m + 1,), "axes": (0,), "steps": (1,)},
+                 name=f"{q.name}_row{m}_slice")
+        ym = ctx.act(f"{q.output}_y{m}", (1, n_out), q.out_quant)
+        ctx.emit(q, "fc", [xm, w_name, ctx.const(f"{q.name}_bias{m}", bias[m])], ym, attrs,
+                 name=f"{q.name}_row{m}")
+        rows.append(ym)
+    ctx.emit(q, "concat", rows, q.output, {"axis": 0})
+
+
+def lower_batched(ctx: LowerCtx, q: QNode) -> None:
+    """MatMul of x [B, M, K] by a constant [B, K, N] (one weight matrix per batch):
+    per batch b, slice(x, b) -> fc(weights[b]) ; concat(batches, axis 0)."""
+    x, w = q.inputs[0], q.inputs[1]
+    assert w.data is not None and w.quant is not None
+    n_batch = w.data.shape[0]
+    if x.name is None or x.quant is None or len(x.shape) != 3 or x.shape[0] != n_batch:
+        raise NodeUnsupported(f"the constant weight has shape {list(w.data.shape)}: a batched MatMul "
+                              f"needs an input [{n_batch}, M, K], got {list(x.shape)}")
+    axis = w.quant.axis if w.quant.scale.size > 1 else None
+    if axis == 0:
+        raise NodeUnsupported("per-axis weight scales along the batch axis are not supported")
+    wq = QuantParams(w.quant.scale, w.quant.zero_point, None if axis is None else axis - 1)
+    outs = []
+    for bi in range(n_batch):
+        xb = ctx.act(f"{q.output}_x{bi}", (1,) + tuple(x.shape[1:]), x.quant)
+        ctx.emit(q, "slice", [x.name], xb, {"starts": (bi,), "ends": (bi + 1,), "axes": (0,), "steps": (1,)},
+                 name=f"{q.name}_batch{bi}_slice")
+        yb = ctx.act(f"{q.output}_y{bi}", (1,) + tuple(q.out_shape[1:]), q.out_quant)
+        node = onnx.NodeProto()
+        node.CopyFrom(q.onnx)
+        node.name = f"{q.name}_batch{bi}"
+        lower(ctx, replace(q, onnx=node, inputs=[QIn(xb, None, x.quant, (1,) + tuple(x.shape[1:])),
+                                                 QIn(None, w.data[bi], wq, tuple(w.data.shape[1:]))],
+                           output=yb, out_shape=(1,) + tuple(q.out_shape[1:])))
+        outs.append(yb)
+    ctx.emit(q, "concat", outs, q.output, {"axis": 0})
+
+
+def bias_name(q: QNode) -> str:
+    """The ONNX name of the bias tensor, for messages."""
+    pos = {"Gemm": 2, "QGemm": 6}.get(q.onnx.op_type)
+    return q.onnx.input[pos] if pos is not None and len(q.onnx.input) > pos else "(the Add's bias)"
+
+
+def bias_rows(b: QIn | None, q: QNode, in_scale: float, w_scale: np.ndarray) -> np.ndarray | None:
+    """The bias as int32 [rows, N]: one row when every output row adds the same bias, else one
+    per output row (x must then be [M, K]). int32 values quantized with scale in_scale * w_scale[n]
+    are taken as stored; any other bias is requantized exactly once, round half away from zero."""
+    if b is None or b.data is None:
+        return None
+    out, shape = q.out_shape, tuple(b.data.shape)
+    if len(shape) > len(out) or any(d not in (1, o) for d, o in zip(shape[::-1], out[::-1], strict=False)):
+        raise NodeUnsupported(f"bias '{bias_name(q)}' has shape {list(shape)}, which does not "
+                              f"broadcast to the output {list(out)}; give it shape [N], [1, N], "
+                              "[M, 1] or [M, N]")
+    data = b.data
+    scale = np.ones(shape) if b.quant is None else per_element(b.quant.scale, b.quant.axis, shape)
+    zp = np.zeros(shape) if b.quant is None else per_element(b.quant.zero_point, b.quant.axis, shape)
+    n_out = out[-1]
+    rows = 1 if all(d == 1 for d in shape[:-1]) else int(np.prod(out[:-1]))
+    if rows > 1 and len(out) != 2:
+        raise NodeUnsupported(f"bias '{bias_name(q)}' of shape {list(shape)} differs per row of a "
+                              f"{len(out)}-D output {list(out)}; per-row biases need a 2-D input")
+    target = (rows, n_out)
+
+    def full(a: np.ndarray) -> np.ndarray:  # a, of the bias's shape, over every output row
+        every = np.broadcast_to(a.reshape((1,) * (len(out) - len(shape)) + shape), out)
+        return every.reshape(-1, n_out)[:rows]
+
+    want = in_scale * w_scale[None, :]
+    if data.dtype == np.int32 and (b.quant is None or np.allclose(full(scale), np.broadcast_to(want, target),
+                                                                  rtol=1e-4)):
+        return np.ascontiguousarray(full(data.astype(np.int32)))  # the stored integers (TFLite)
+    real = (full(data.astype(np.float64)) - full(zp.astype(np.float64))) * full(scale.astype(np.float64))
+    ints = [quant.round_half_away(v) for v in (real / want).ravel()]
+    return np.array(ints, np.int64).clip(quant.INT32_MIN, quant.INT32_MAX).astype(np.int32).reshape(target)
+
+
+def per_element(values: np.ndarray, axis: int | None, shape: tuple[int, ...]) -> np.ndarray:
+    """Per-tensor or per-axis quantization parameters spread over a tensor of `shape`."""
+    if axis is None or values.size == 1:
+        return np.broadcast_to(values.ravel()[:1].reshape((1,) * len(shape)), shape)
+    return np.broadcast_to(values.reshape([-1 if d == axis else 1 for d in range(len(shape))]), shape)
 
 
 def layout(node: Node, g: Graph) -> LayoutPlan:

@@ -31,8 +31,13 @@ def window(q: QNode) -> tuple[list[int], list[int], list[int]]:
     x = q.inputs[0]
     nsp = len(x.shape) - 2
     if q.op_type == "GlobalAveragePool":
+        if q.attrs:
+            raise NodeUnsupported(f"unknown attributes {sorted(q.attrs)}")
         return list(x.shape[2:]), [1] * nsp, [0] * (2 * nsp)
     if q.op_type in ("ReduceMean", "ReduceMax"):
+        unknown = sorted(set(q.attrs) - {"axes", "keepdims", "noop_with_empty_axes"})
+        if unknown:
+            raise NodeUnsupported(f"unknown attributes {unknown}")
         axes = q.attrs.get("axes")
         if axes is None and len(q.inputs) > 1 and q.inputs[1].data is not None:
             axes = q.inputs[1].data.tolist()

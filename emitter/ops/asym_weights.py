@@ -1,0 +1,55 @@
+"""Asymmetric weights (a non-zero weight zero point: onnxruntime's u8u8 models, weight_type=QUInt8)
+run exactly on the symmetric int8 kernels: the zero point is folded into the integers at build time.
+
+    acc = sum_k (x[k] + input_offset) * (w[k] - zw)            w - zw in [-255, 255]: not int8, so
+        = sum_k (x[k] + input_offset) * (a[k] + b[k])          a + b = w - zw, a and b int8
+        = sum_{k < 2K} ([x, x][k] + input_offset) * [a, b][k]
+
+    # fc(x, w, zw != 0)    -> concat(x, x) along the features ; fc(weights [a | b], zero point 0)
+    # conv(x, w, zw != 0)  -> concat(x, x) along the channels ; conv(weights [a | b] over input channels)
+    # depthwise conv       -> refused (its channels cannot be stacked)
+
+The accumulator holds the very same integer as asymmetric arithmetic would, so the result is exact
+(bit for bit the golden, onnxruntime's integer kernels up to its requantization rounding) on every
+backend, CMSIS-NN included; the price is twice the multiply-accumulates and one copy of the input.
+Padding stays exact: a padded position holds the zero point, x + input_offset = 0 in both copies.
+The split a = floor(v / 2), b = floor((v + 1) / 2) fits int8 for v in [-256, 254]; v = 255 (weight
+255, zero point 0, as uint8) takes three copies, floor((v + i) / 3) for i = 0, 1, 2.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from emitter.ir import QuantParams
+from emitter.ops.base import LowerCtx, QIn, QNode
+
+
+def is_asymmetric(w: QIn) -> bool:
+    return w.quant is not None and bool(np.any(w.quant.zero_point != 0))
+
+
+def fold_zero_point(w: np.ndarray, zero_point: np.ndarray, out_axis: int, in_axis: int) -> np.ndarray:
+    """int8 weights w with zero points along out_axis (one, or one per output channel) -> the
+    stacked int8 parts of w - zw along in_axis, which sum to w - zw in the accumulator."""
+    shape = [-1 if d == out_axis else 1 for d in range(w.ndim)]
+    v = w.astype(np.int32) - np.broadcast_to(zero_point.astype(np.int32).reshape(shape) if zero_point.size > 1
+                                             else zero_point.astype(np.int32).ravel()[:1], w.shape)
+    copies = 2 if int(v.max()) <= 254 else 3
+    parts = [np.floor_divide(v + i, copies) for i in range(copies)]
+    assert all(-128 <= int(p.min()) and int(p.max()) <= 127 for p in parts)
+    return np.concatenate(parts, axis=in_axis).astype(np.int8)
+
+
+def symmetric_quant(quant: QuantParams) -> QuantParams:
+    """The weights' scales with zero point 0: the stacked parts hold w - zw."""
+    return QuantParams(quant.scale, np.zeros_like(quant.zero_point), quant.axis)
+
+
+def stacked_input(ctx: LowerCtx, q: QNode, x: QIn, copies: int, axis: int) -> str:
+    """concat(x, x[, x]) along `axis`: the input each stacked weight part reads."""
+    assert x.name is not None and x.quant is not None
+    shape = list(x.shape)
+    shape[axis] *= copies
+    out = ctx.act(f"{q.output}_stacked_input", tuple(shape), x.quant)
+    ctx.emit(q, "concat", [x.name] * copies, out, {"axis": axis}, name=f"{q.name}_weight_zero_point")
+    return out
