@@ -202,6 +202,13 @@ def check_band(o0: int, o1: int, out_h: int, lo: int, hi: int) -> None:
                          "or out of range")
 
 
+def window_band(p: Any, o0: int, o1: int) -> tuple[Any, int, int]:
+    """The band of a convolution's params (conv2d and depthwise share the geometry fields)."""
+    lo, hi, pad = window_rows(o0, o1, p.stride_h, p.dilation_h, p.filter.h, p.pad_top, p.input.h)
+    check_band(o0, o1, p.output.h, lo, hi)
+    return replace(p, input=replace(p.input, h=hi - lo), output=replace(p.output, h=o1 - o0), pad_top=pad), lo, hi
+
+
 def pool_band(p: PoolParams, o0: int, o1: int) -> tuple[PoolParams, int, int]:
     """mcu_pool_band(): the pool parameters of output rows [o0, o1), and their input rows [lo, hi)."""
     lo, hi, pad = window_rows(o0, o1, p.stride_h, 1, p.filter_h, p.pad_top, p.input.h)

@@ -10,7 +10,7 @@ CMSIS-NN: arm_convolve_wrapper_s8 (scratch sized by CMSIS-NN itself).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,13 +21,12 @@ from emitter.kernels import c_defines
 from emitter.kernels.common import (
     Dims,
     QuantIO,
-    check_band,
     check_shape,
     dims_shape,
     output_stage,
     patches,
     requant2_ok,
-    window_rows,
+    window_band,
 )
 from emitter.ops.base import ConstArg, Prepared, StructArg
 
@@ -165,6 +164,4 @@ def band(p: ConvParams, o0: int, o1: int) -> tuple[ConvParams, int, int]:
     """mcu_conv2d_s8_band(): the parameters of output rows [o0, o1) and the input rows [lo, hi) they read.
     Overlap rule (the planner's only source): a band reads input rows [lo, hi) while it writes its
     output rows, so no output byte of a band may lie on input rows >= lo."""
-    lo, hi, pad = window_rows(o0, o1, p.stride_h, p.dilation_h, p.filter.h, p.pad_top, p.input.h)
-    check_band(o0, o1, p.output.h, lo, hi)
-    return replace(p, input=replace(p.input, h=hi - lo), output=replace(p.output, h=o1 - o0), pad_top=pad), lo, hi
+    return window_band(p, o0, o1)  # type: ignore[no-any-return]
