@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from emitter.compiler import Compiled, compile_model, golden_run  # noqa: E402
 from emitter.debug.layers import debug_layers  # noqa: E402
 from emitter.debug.ort import ort_layers  # noqa: E402
+from emitter.errors import McugenError  # noqa: E402
 from emitter.verify import ort_run, quantize  # noqa: E402
 from tests.models.deep import build, feeds  # noqa: E402
 
@@ -94,20 +95,27 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="ort_numerics_"))
     for kind in args.models:
         qdq, qop = build(kind, "qdq", work), build(kind, "qop", work)
-        base = compile_model(qdq)
+        base = compile_model(qdq, numerics="tflite")
         samples = int8_inputs(base, args.samples, args.seed)
         ref = ort_run(base, qdq, samples)
         print(f"== {kind}: {qdq.name} ({len(base.graph.nodes)} IR nodes), {len(samples)} samples; "
               "logits in quanta vs onnxruntime's float QDQ reference")
         print(f"  {'onnxruntime QDQ, optimized':<32} {output_stats(ort_run(base, qdq, samples, optimize=True), ref)}")
-        c_qop = compile_model(qop)
-        print(f"  {'onnxruntime QOperator':<32} {output_stats(ort_run(c_qop, qop, samples), ref)}")
+        try:
+            compile_model(qop)
+            qop_ok = True
+        except McugenError as exc:  # reported, not hidden: the QDQ figures still stand
+            print(f"  (QOperator form not compiled: {str(exc).splitlines()[1].strip()})")
+            qop_ok = False
+        print(f"  {'onnxruntime QOperator':<32} {output_stats(ort_run(base, qop, samples), ref)}")
         for mode in args.modes:
-            c = compile_model(qdq, numerics=mode) if mode != "tflite" else base
+            c = compile_model(qdq, numerics=mode)
             gold = [golden_run(c, s) for s in samples]
-            print(f"  {'mcugen golden, ' + mode:<32} {output_stats(gold, ref)}")
-            gq = [golden_run(compile_model(qop, numerics=mode) if mode != "tflite" else c_qop, s) for s in samples]
-            print(f"  {'mcugen golden QOperator, ' + mode:<32} {output_stats(gq, ref)}")
+            print(f"  {'mcugen QDQ, ' + mode:<32} {output_stats(gold, ref)}")
+            if qop_ok:
+                c_qop = compile_model(qop, numerics=mode)
+                gq = [golden_run(c_qop, s) for s in samples]
+                print(f"  {'mcugen QOperator, ' + mode:<32} {output_stats(gq, ref)}")
             if args.layers:
                 refs = ort_layers(c, debug_layers(c), samples)
                 print("\n".join("    " + line for line in layer_table(c, samples, refs)))

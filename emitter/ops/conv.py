@@ -167,13 +167,13 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
     assert w.quant is not None and w.data is not None
     c_out = w.shape[0]
-    real = xq.s * np.broadcast_to(w.quant.scale, (c_out,)) / yq.s
-    mult, shift = quant.multipliers(real)
+    mult, shift, rounding = quant.layer_multipliers(g.numerics, xq.s,
+                                                    np.broadcast_to(w.quant.scale, (c_out,)), yq.s)
     kh, kw = node.attrs["kernel"]
     sh, sw = node.attrs["strides"]
     dh, dw = node.attrs["dilations"]
     pt, pl = node.attrs["pads"][0], node.attrs["pads"][1]
-    qio = QuantIO(-xq.zp, yq.zp, node.attrs["act_min"], node.attrs["act_max"])
+    qio = QuantIO(-xq.zp, yq.zp, node.attrs["act_min"], node.attrs["act_max"], rounding)
     idims, odims = dims4(x.shape), dims4(y.shape)
     wdata = w.data.reshape(c_out, w.shape[1], kh, kw)
     bias = b.data if b is not None else None

@@ -20,7 +20,8 @@ static inline int dims_valid(const mcu_dims_t *d)
 
 static inline int quant_io_valid(const mcu_quant_io_t *q)
 {
-    return q->input_offset >= -MCU_INT8_MAX && q->input_offset <= -MCU_INT8_MIN &&
+    return (q->rounding == MCU_ROUND_TFLITE || q->rounding == MCU_ROUND_NEAREST_EVEN) &&
+           q->input_offset >= -MCU_INT8_MAX && q->input_offset <= -MCU_INT8_MIN &&
            q->output_offset >= MCU_INT8_MIN && q->output_offset <= MCU_INT8_MAX &&
            q->act_min >= MCU_INT8_MIN && q->act_max <= MCU_INT8_MAX && q->act_min <= q->act_max;
 }
@@ -81,6 +82,10 @@ static inline int32_t high_mul(int32_t a, int32_t b)
 static inline int8_t output_stage(int32_t acc, int32_t multiplier, int32_t shift,
                                   const mcu_quant_io_t *q)
 {
+    if (q->rounding != MCU_ROUND_TFLITE) {
+        const int32_t v = mcu_requantize_mode(acc, multiplier, shift, q->rounding);
+        return (int8_t)mcu_clamp_s32(v + q->output_offset, q->act_min, q->act_max);
+    }
     const int32_t left = shift > 0 ? shift : 0;
     const int32_t right = shift > 0 ? 0 : -shift;
     const int32_t x = (int32_t)((uint32_t)acc << left);
@@ -129,6 +134,16 @@ static inline int32_t requant2_base(int32_t shift, int32_t output_offset)
 static inline int32x4_t output_stage4(int32x4_t acc, int32x4_t multiplier, int32x4_t shift,
                                       const mcu_quant_io_t *q)
 {
+    if (q->rounding != MCU_ROUND_TFLITE) { /* onnxruntime's rounding: output_stage per lane */
+        int32_t a[4], m[4], s[4], o[4];
+        vst1q_s32(a, acc);
+        vst1q_s32(m, multiplier);
+        vst1q_s32(s, shift);
+        for (int32_t r = 0; r < 4; ++r) {
+            o[r] = output_stage(a[r], m[r], s[r], q);
+        }
+        return vld1q_s32(o);
+    }
     const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
     const int32x4_t right = vminq_s32(shift, vdupq_n_s32(0)); /* -exponent */
     int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc, left), multiplier);

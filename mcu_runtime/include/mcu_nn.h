@@ -73,7 +73,14 @@ typedef struct {
     int32_t output_offset; /**< +output_zero_point, in [-128, 127] */
     int32_t act_min;       /**< lower clamp in the output's quantized domain, >= -128 */
     int32_t act_max;       /**< upper clamp in the output's quantized domain, <= 127, >= act_min */
+    int32_t rounding;      /**< MCU_ROUND_TFLITE (double rounding) or MCU_ROUND_NEAREST_EVEN */
 } mcu_quant_io_t;
+
+/** mcu_quant_io_t.rounding: TFLite's double rounding (mcu_requantize), or onnxruntime's one
+ * rounding of the exact product, half to even (mcu_requantize_rne; the multiplier holds the
+ * float32 scale exactly). The fast DSP/MVE requantization paths run only the former. */
+#define MCU_ROUND_TFLITE 0
+#define MCU_ROUND_NEAREST_EVEN 1
 
 /* ------------------------------------------------------------------------------------------- */
 /* Convolution                                                                                 */
