@@ -125,7 +125,7 @@ def test_onnxruntime_mode_tracks_onnxruntime(deep):
     """Max |diff| of the logits against the float QDQ reference no larger than onnxruntime's own
     integer kernels' (the QOperator form runs QLinearConv), argmax agreement on every sample;
     the TFLite mode drifts further on this model."""
-    path, samples, ref = deep["path"], deep["samples"], deep["ref"]
+    samples, ref = deep["samples"], deep["ref"]
     qop = build("mbv2", "qop", deep["work"])
     ort_int, _ = _drift(ort_run(deep["c"]["tflite"], qop, samples), ref)
     ours, agree = _drift([golden_run(deep["c"]["onnxruntime"], s) for s in samples], ref)

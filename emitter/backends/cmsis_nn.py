@@ -135,7 +135,10 @@ def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice
     why: dict[int, str] = {}
     for k, p in enumerate(prepared):
         faster = ours_is_faster(p, conv.var) if choice == "fastest" and p.kernel else None
-        if faster:
+        if getattr(getattr(getattr(p, "params", None), "q", None), "rounding", 0) != 0:
+            why[k] = "onnxruntime numerics: CMSIS-NN requantizes with TFLite's double rounding"
+            staged.append((p, None))
+        elif faster:
             why[k] = f"faster than CMSIS-NN here: {faster}"
             staged.append((p, None))
         else:

@@ -90,8 +90,11 @@ def cmd_debug(args: argparse.Namespace) -> int:
             raise UsageError(f"--bundle '{args.bundle}' uses the {existing.get('backend')} backend; mcugen debug "
                              "compares portable bundles layer by layer: debug the model without --bundle (it "
                              "emits a portable one), or use `mcugen verify --profile` for this bundle")
+    numerics = None if args.numerics == "auto" else args.numerics
+    if existing is not None and numerics is None:
+        numerics = existing.get("numerics")  # the bundle's contract
     compiled = compile_model(args.model, name, parse_input_shapes(args.input_shape),
-                             io_nhwc=args.io_layout == "nhwc")
+                             io_nhwc=args.io_layout == "nhwc", numerics=numerics)
     if existing is not None and existing.get("model_sha256") != compiled.model.sha256:
         raise ModelError(f"--bundle '{args.bundle}' was emitted from another model "
                          f"({existing.get('model')}), not from '{args.model}'")
