@@ -2,6 +2,7 @@
 (the figures of docs/numerics_onnxruntime.md).
 
     python scripts/ort_numerics.py [--models mbv2 resnet] [--samples 32] [--layers] [--work DIR]
+                                   [--cores cortex-m0plus cortex-m4 ...]
 
 Per model (tests/models/deep.py, quantized by onnxruntime in QDQ and QOperator form), on seeded
 N(0, 1) inputs, each numerics mode of mcugen's golden model and onnxruntime's integer paths are
@@ -83,6 +84,30 @@ def layer_table(c: Compiled, samples: Rows, refs: list[dict[str, np.ndarray]]) -
     return lines
 
 
+def instructions(path: Path, modes: list[str], cores: list[str], samples: Rows, work: Path) -> list[str]:
+    """Median executed instructions per inference in QEMU, per core and mode (portable backend,
+    the bundle planned for the core), and each mode's ratio to the first."""
+    from emitter.boards import load_board
+    from emitter.bundle import write_bundle
+    from emitter.harness import run_in_qemu, write_glue
+    from emitter.render import render_bundle
+
+    lines = []
+    for core in cores:
+        board = load_board(core)
+        counts = {}
+        for mode in modes:
+            c = compile_model(path, name="net", numerics=mode, board=board)
+            folder = work / f"{path.stem}_{core}_{mode}"
+            write_bundle(render_bundle(c, " ".join(board.cflags), board.name), folder / "bundle")
+            write_glue(c, folder / "glue")
+            _, run = run_in_qemu(folder / "bundle", folder / "glue", board, folder, samples[:3])
+            counts[mode] = int(np.median(run.instructions))
+        first = counts[modes[0]]
+        lines.append(f"  {core:<14} " + ", ".join(f"{m} {n:,} ({n / first:.3f})" for m, n in counts.items()))
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=["mbv2", "resnet"])
@@ -90,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--modes", nargs="+", default=["tflite", "onnxruntime"])
     ap.add_argument("--layers", action="store_true", help="per-layer tables")
+    ap.add_argument("--cores", nargs="*", default=[], help="QEMU instruction counts on these cores")
     ap.add_argument("--work", type=Path, default=None, help="where the quantized models go (default: a temp dir)")
     args = ap.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="ort_numerics_"))
@@ -119,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.layers:
                 refs = ort_layers(c, debug_layers(c), samples)
                 print("\n".join("    " + line for line in layer_table(c, samples, refs)))
+        if args.cores:
+            print(f"  instructions per inference (QEMU, median of 3 samples), ratio to {args.modes[0]}:")
+            print("\n".join(instructions(qdq, args.modes, args.cores, samples, work)))
     return 0
 
 
