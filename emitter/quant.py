@@ -103,6 +103,7 @@ def multipliers(reals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 ROUND_TFLITE = 0  # mcu_quant_io_t.rounding: TFLite double rounding (the default contract)
 ROUND_NEAREST_EVEN = 1  # one rounding of the exact product, ties to even (onnxruntime)
+ROUND_NEAREST_NO_TIE = 2  # the same, proven tie-free (fast_round_ok): the DSP/MVE paths run it
 
 
 def f32_scale(num: float | np.ndarray, *den: float | np.ndarray) -> np.ndarray:
@@ -171,3 +172,31 @@ def layer_multipliers(numerics: str, in_s: float, w_s: np.ndarray, out_s: float
         return m, s, ROUND_NEAREST_EVEN
     m, s = multipliers(in_s * w_s / out_s)
     return m, s, ROUND_TFLITE
+
+
+def fast_round_ok(multiplier: np.ndarray, shift: np.ndarray, acc_bound: np.ndarray) -> bool:
+    """ROUND_NEAREST_EVEN may run on the fast DSP/MVE requantization (requant2_lift in
+    mcu_kernel_util.h, which rounds half up) when, per channel with |acc| <= acc_bound:
+    |acc| < 2^29 - 2^23 (the lifted accumulator stays in [0, 2^30)), and no acc that matters is
+    a tie. acc M / 2^(31+r) is a tie only if acc M has exactly 30 + r trailing zero bits, i.e.
+    acc has 30 + r - v of them (2^v the lowest set bit of M), impossible when 2^(30 + r - v) >
+    |acc|; and a tie matters only inside the int8 range, |acc M / 2^(31+r)| <= 256, i.e. |acc| <=
+    2^(39+r) / M. Channels with shift >= 0 never take the fast path (requant2_ok)."""
+    for m, s, b in zip(np.asarray(multiplier, np.int64).ravel(), np.asarray(shift, np.int64).ravel(),
+                       np.broadcast_to(np.asarray(acc_bound, np.int64), np.shape(multiplier)).ravel(),
+                       strict=True):
+        if m <= 0 or s >= 0:
+            continue
+        v = (int(m) & -int(m)).bit_length() - 1
+        relevant = min(int(b), (1 << (39 - int(s))) // int(m))
+        if b >= (1 << 29) - (1 << 23) or 1 << (30 - int(s) - v) <= relevant:
+            return False
+    return True
+
+
+def acc_bound(weights: np.ndarray, bias: np.ndarray | None, channels: int) -> np.ndarray:
+    """Per output channel, the largest |accumulator| of int8 inputs with any zero point:
+    |bias| + 255 * sum |w| (weights grouped by output channel along their first axis)."""
+    w = np.abs(np.asarray(weights, np.int64)).reshape(channels, -1).sum(axis=1)
+    b = np.zeros(channels, np.int64) if bias is None else np.abs(np.asarray(bias, np.int64)).ravel()
+    return b + 255 * w

@@ -173,6 +173,9 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     sh, sw = node.attrs["strides"]
     dh, dw = node.attrs["dilations"]
     pt, pl = node.attrs["pads"][0], node.attrs["pads"][1]
+    if rounding == quant.ROUND_NEAREST_EVEN and quant.fast_round_ok(  # proven tie-free: fast paths
+            mult, shift, quant.acc_bound(w.data.reshape(c_out, -1), b.data if b is not None else None, c_out)):
+        rounding = quant.ROUND_NEAREST_NO_TIE
     qio = QuantIO(-xq.zp, yq.zp, node.attrs["act_min"], node.attrs["act_max"], rounding)
     idims, odims = dims4(x.shape), dims4(y.shape)
     wdata = w.data.reshape(c_out, w.shape[1], kh, kw)

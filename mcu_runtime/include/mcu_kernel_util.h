@@ -20,7 +20,7 @@ static inline int dims_valid(const mcu_dims_t *d)
 
 static inline int quant_io_valid(const mcu_quant_io_t *q)
 {
-    return (q->rounding == MCU_ROUND_TFLITE || q->rounding == MCU_ROUND_NEAREST_EVEN) &&
+    return q->rounding >= MCU_ROUND_TFLITE && q->rounding <= MCU_ROUND_NEAREST_NO_TIE &&
            q->input_offset >= -MCU_INT8_MAX && q->input_offset <= -MCU_INT8_MIN &&
            q->output_offset >= MCU_INT8_MIN && q->output_offset <= MCU_INT8_MAX &&
            q->act_min >= MCU_INT8_MIN && q->act_max <= MCU_INT8_MAX && q->act_min <= q->act_max;
@@ -123,6 +123,39 @@ static inline int requant2_ok(int32_t multiplier, int32_t shift, int32_t bias)
 static inline int32_t requant2_base(int32_t shift, int32_t output_offset)
 {
     return (int32_t)((1u << (-shift - 1)) + ((uint32_t)output_offset << -shift));
+}
+
+/*
+ * onnxruntime's rounding on the fast paths (rounding == MCU_ROUND_NEAREST_NO_TIE): requant2 and
+ * requant4 compute floor((2 a M + 2^31 + 2^32 (base - [a < 0])) / 2^(32+r)) for the accumulator
+ * a they get. Give them a = acc + lift, lift = 2^29 + 2^(30 - v) with 2^v the lowest set bit of
+ * M (v >= 7: M holds a float32 mantissa in its top 24 bits):
+ * - a lies in [0, 2^30) for |acc| < 2^29 - 2^23, so [a < 0] = 0 (and 2a fits int32);
+ * - 2 lift M = 2^(30+v) m + 2^31 m for M = m 2^v, m odd: 2^31 + 2^32 j with the integer
+ *   j = M / 4 + (m - 1) / 2 = (M >> 2) + (M >> (v + 1));
+ * - with base' = 2^(r-1) + output_offset 2^r - 1 - j (requant2_base_q) the numerator is
+ *   2 acc M + 2^(31+r) + output_offset 2^(32+r): acc M / 2^(31+r) rounded half up, plus the
+ *   output offset; half up is half to even as no reachable acc is a tie.
+ * emitter/quant.py fast_round_ok() checks both bounds per channel at build time.
+ */
+static inline int32_t requant2_lift(int32_t multiplier, const mcu_quant_io_t *q)
+{
+    if (q->rounding != MCU_ROUND_NEAREST_NO_TIE || multiplier <= 0) {
+        return 0;
+    }
+    const int32_t v = __builtin_ctz((uint32_t)multiplier); /* RBIT + CLZ */
+    return (int32_t)((1u << 29) + ((1u << 30) >> v));
+}
+
+/* requant2_base(), or base' above for MCU_ROUND_NEAREST_NO_TIE */
+static inline int32_t requant2_base_q(int32_t multiplier, int32_t shift, const mcu_quant_io_t *q)
+{
+    const int32_t base = requant2_base(shift, q->output_offset);
+    if (q->rounding != MCU_ROUND_NEAREST_NO_TIE || multiplier <= 0) {
+        return base;
+    }
+    const int32_t v = __builtin_ctz((uint32_t)multiplier);
+    return base - 1 - (multiplier >> 2) - (multiplier >> (v + 1));
 }
 
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(__ARM_BIG_ENDIAN)

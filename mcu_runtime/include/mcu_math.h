@@ -74,6 +74,14 @@ static inline int32_t mcu_requantize_rne(int32_t x, int32_t multiplier, int32_t 
         return 0;
     }
     const int64_t p = (int64_t)x * multiplier;
+    if (n >= 32) {
+        /* floor((p + 2^(n-1) - 1 + q0) / 2^n), q0 the parity of floor(p / 2^n): ties to even;
+         * the 64-bit shifts by constants only, no saturation needed (|result| < 2^30) */
+        const int32_t k = n - 32;
+        const int32_t hi = (int32_t)(p >> 32); /* arithmetic shift, see below */
+        const int64_t bias = (int64_t)((uint64_t)(1u << k) << 31) - 1 + ((hi >> k) & 1);
+        return (int32_t)((p + bias) >> 32) >> k;
+    }
     /* Arithmetic right shift of a negative value: see mcu_rounding_divide_by_pot. */
     const int64_t q = p >> n;
     const uint64_t rem = (uint64_t)p & (((uint64_t)1 << n) - 1u);

@@ -49,8 +49,8 @@ int32_t mcu_conv2d_s8_dsp_positions(const mcu_conv_params_t *p, const int32_t *b
     if (groups * 2 > MCU_CONV_DSP_WORDS || (k > MCU_CONV_DSP_PATCH && p->input.c % 4 != 0)) {
         return 0;
     }
-    if (p->q.rounding != MCU_ROUND_TFLITE) {
-        return 0; /* requant2 is TFLite's double rounding */
+    if (p->q.rounding == MCU_ROUND_NEAREST_EVEN) {
+        return 0; /* onnxruntime's rounding, not proven tie-free: generic loops */
     }
     for (int32_t oc = 0; oc < p->output.c; ++oc) {
         if (!requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0)) {
@@ -84,7 +84,7 @@ int mcu_conv2d_s8_gathers(const mcu_conv_params_t *p)
 static int requant_fast(const mcu_conv_params_t *p, const int32_t *bias)
 {
     if (p->filter.h * p->filter.w * p->input.c > MCU_CONV_FAST_MAX_K ||
-        p->q.rounding != MCU_ROUND_TFLITE) {
+        p->q.rounding == MCU_ROUND_NEAREST_EVEN) {
         return 0;
     }
     for (int32_t oc = 0; oc < p->output.c; ++oc) {

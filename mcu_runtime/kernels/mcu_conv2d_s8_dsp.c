@@ -223,10 +223,11 @@ static inline int8_t dsp_out(int32_t acc2, int32_t mult, int32_t base, int32_t s
 }
 
 /* Every output channel of P = per_pass (4 or 2, a constant where inlined) consecutive positions
- * whose windows are in xbuf; out: the first one's output pixel. */
+ * whose windows are in xbuf; out: the first one's output pixel. no_tie (a constant where
+ * inlined): rounding is MCU_ROUND_NEAREST_NO_TIE (requant2_lift). */
 MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *xbuf,
                                   const int8_t *filter, const int32_t *bias, int8_t *out,
-                                  int32_t per_pass)
+                                  int32_t per_pass, int no_tie)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t full_groups = k >> 2;
@@ -239,7 +240,10 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
     const int32_t *const xtail = xbuf + 2 * per_pass * full_groups;
     const int8_t *w = filter; /* advanced by the dot products */
     for (int32_t oc = 0; oc < out_c; ++oc) {
-        const int32_t b2 = bias != NULL ? 2 * bias[oc] : 0;
+        int32_t b2 = bias != NULL ? 2 * bias[oc] : 0;
+        if (no_tie) {
+            b2 += 2 * requant2_lift(multiplier[oc], &q);
+        }
         int32_t a[4] = {b2, b2, b2, b2};
         if (full_groups > 0) {
             if (per_pass == 4) {
@@ -262,7 +266,8 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
         }
         const int32_t mult = multiplier[oc];
         const int32_t sh = shift[oc];
-        const int32_t base = requant2_base(sh, q.output_offset);
+        const int32_t base =
+            no_tie ? requant2_base_q(mult, sh, &q) : requant2_base(sh, q.output_offset);
         a0 = requant2(a0, mult, base, -sh);
         a1 = requant2(a1, mult, base, -sh);
         if (per_pass == 4) {
@@ -301,7 +306,8 @@ static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
         const int32_t oc1 = oc + 1 < out_c ? oc + 1 : oc;
         const int8_t *const w = filter + oc * k;
         const int32_t step = (oc1 - oc) * k;
-        int32_t a[2] = {bias != NULL ? 2 * bias[oc] : 0, bias != NULL ? 2 * bias[oc1] : 0};
+        int32_t a[2] = {2 * ((bias != NULL ? bias[oc] : 0) + requant2_lift(p->multiplier[oc], &q)),
+                        2 * ((bias != NULL ? bias[oc1] : 0) + requant2_lift(p->multiplier[oc1], &q))};
         if (full_groups > 0) {
             dot_p1x2(a, xbuf, w, step, full_groups);
         }
@@ -313,10 +319,10 @@ static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
             }
         }
         const int8_t v1 = dsp_out(a[1], p->multiplier[oc1],
-                                  requant2_base(p->shift[oc1], q.output_offset), p->shift[oc1],
+                                  requant2_base_q(p->multiplier[oc1], p->shift[oc1], &q), p->shift[oc1],
                                   &q, full);
         const int8_t v0 = dsp_out(a[0], p->multiplier[oc],
-                                  requant2_base(p->shift[oc], q.output_offset), p->shift[oc], &q,
+                                  requant2_base_q(p->multiplier[oc], p->shift[oc], &q), p->shift[oc], &q,
                                   full);
         out[oc1] = v1;
         out[oc] = v0;
@@ -328,10 +334,15 @@ MCU_CONV_NOINLINE static void dsp_channels(const mcu_conv_params_t *p, const int
                                            const int8_t *filter, const int32_t *bias,
                                            int8_t *out, int32_t per_pass)
 {
-    if (per_pass == 4) {
-        dsp_channels_p(p, xbuf, filter, bias, out, 4);
+    const int no_tie = p->q.rounding == MCU_ROUND_NEAREST_NO_TIE;
+    if (per_pass == 4 && !no_tie) {
+        dsp_channels_p(p, xbuf, filter, bias, out, 4, 0);
+    } else if (per_pass == 4) {
+        dsp_channels_p(p, xbuf, filter, bias, out, 4, 1);
+    } else if (per_pass == 2 && !no_tie) {
+        dsp_channels_p(p, xbuf, filter, bias, out, 2, 0);
     } else if (per_pass == 2) {
-        dsp_channels_p(p, xbuf, filter, bias, out, 2);
+        dsp_channels_p(p, xbuf, filter, bias, out, 2, 1);
     } else {
         dsp_channels_p1(p, xbuf, filter, bias, out);
     }

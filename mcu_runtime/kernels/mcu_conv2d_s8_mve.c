@@ -289,15 +289,17 @@ MCU_CONV_NOINLINE static void block_constants(const mcu_conv_block_t *c, const i
     const int32_t k = c->filter_size;
     const int8_t *const filter = c->filter;
     const int32_t *const shift = c->params->shift;
-    const int32_t input_offset = c->params->q.input_offset;
-    const int32_t output_offset = c->params->q.output_offset;
+    const int32_t *const multiplier = c->params->multiplier;
+    const mcu_quant_io_t q = c->params->q;
+    const int32_t input_offset = q.input_offset;
     const int32_t oc_base = c->oc_base;
     const int32_t oc_end = c->oc_end;
     for (int32_t oc = oc_base; oc < oc_end; ++oc) {
         const int32_t w_sum = mcu_sum_s8(filter + oc * k, k);
-        corr[oc - oc_base] = mcu_conv_add_wrap(bias != NULL ? bias[oc] : 0,
-                                               (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
-        base[oc - oc_base] = requant2_base(shift[oc], output_offset);
+        const int32_t b = (bias != NULL ? bias[oc] : 0) + requant2_lift(multiplier[oc], &q);
+        corr[oc - oc_base] =
+            mcu_conv_add_wrap(b, (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
+        base[oc - oc_base] = requant2_base_q(multiplier[oc], shift[oc], &q);
     }
 }
 

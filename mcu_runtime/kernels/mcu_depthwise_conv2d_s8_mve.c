@@ -64,6 +64,15 @@ static void mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params
                                          vshlq_s32(vdupq_n_s32(p->q.output_offset), r));
         vst1q_s32(g->shift[odd], vnegq_s32(r));
         vst1q_s32(g->base[odd], base);
+        if (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) { /* requant2_lift: onnxruntime's rounding */
+            for (int32_t j = 0; j < 4 && ch + 2 * j < out_c; ++j) {
+                const int32_t m = p->multiplier[ch + 2 * j];
+                const int32_t lift = requant2_lift(m, &p->q);
+                g->bias[odd][j] += lift;
+                g->bias_full[odd][j] += lift;
+                g->base[odd][j] = requant2_base_q(m, p->shift[ch + 2 * j], &p->q);
+            }
+        }
     }
 }
 
