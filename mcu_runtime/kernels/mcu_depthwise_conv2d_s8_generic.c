@@ -88,9 +88,16 @@ static void channels4(const mcu_dw_taps_t *t, int32_t c, const mcu_depthwise_con
     int8_t *const out = out_px + c;
     int32_t acc[4];
     taps4(t, c, q.input_offset, acc);
-    for (int32_t k = 0; k < 4; ++k) {
-        const int32_t sum = acc[k] + (bias != NULL ? bias[c + k] : 0);
-        out[k] = output_stage(sum, multiplier[k], shift[k], &q);
+    if (q.rounding == MCU_ROUND_TFLITE) {
+        for (int32_t k = 0; k < 4; ++k) {
+            const int32_t sum = acc[k] + (bias != NULL ? bias[c + k] : 0);
+            out[k] = output_stage_tflite(sum, multiplier[k], shift[k], &q);
+        }
+    } else {
+        for (int32_t k = 0; k < 4; ++k) {
+            const int32_t sum = acc[k] + (bias != NULL ? bias[c + k] : 0);
+            out[k] = output_stage_rne(sum, multiplier[k], shift[k], &q);
+        }
     }
 }
 
