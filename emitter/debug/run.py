@@ -7,12 +7,13 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from emitter.compiler import Compiled, golden_tensors
+from emitter.compiler import Compiled, compile_model, golden_tensors
 from emitter.debug.layers import debug_layers, run_host_layers, run_qemu_layers, write_layer_glue
 from emitter.debug.ort import ort_layers
 from emitter.debug.report import DebugReport, LayerRow, diff, short
 from emitter.errors import ModelError, OutputError, UsageError
 from emitter.harness import Samples
+from emitter.quant import NUMERICS
 
 if TYPE_CHECKING:
     from emitter.boards import Board
@@ -23,7 +24,11 @@ def run_debug(c: Compiled, bundle: Path, board: Board, samples: Samples, qemu: b
     """Build, run and compare; the report holds one row per kernel call."""
     layers = debug_layers(c)
     gold = [golden_tensors(c, s) for s in samples]
-    rep = DebugReport(board.name, len(samples), c.name, qemu=qemu)
+    other = next(n for n in NUMERICS if n != c.graph.numerics)
+    rep = DebugReport(board.name, len(samples), c.name, qemu=qemu, numerics=(c.graph.numerics, other))
+    # the other rounding contract's golden, side by side against onnxruntime (same graph and names)
+    twin = compile_model(c.model.path, **(dict(c.options) | {"name": c.name, "numerics": other}))
+    gold_other = [golden_tensors(twin, s) for s in samples]
     with tempfile.TemporaryDirectory(prefix="mcugen-debug-") as tmp:
         w = Path(work) if work is not None else Path(tmp)
         glue = w / "glue"
@@ -50,10 +55,13 @@ def run_debug(c: Compiled, bundle: Path, board: Board, samples: Samples, qemu: b
             row.qemu = diff([(target.get((s, lay.index)), want[s]) for s in range(len(samples))])
         if ort_vals is not None and all(lay.tensor in v for v in ort_vals):
             row.ort = diff([(want[s], ort_vals[s][lay.tensor]) for s in range(len(samples))])
+            row.ort_other = diff([(gold_other[s][lay.tensor], ort_vals[s][lay.tensor])
+                                  for s in range(len(samples))])
         rep.rows.append(row)
     worst = next((r for r in rep.rows if r.ort is not None and r.ort.max_diff > 1), None)
     if ort_vals is not None:
-        rep.notes.append("golden vs onnxruntime (float requantization; reported, not an error): "
+        rep.notes.append(f"golden ({c.graph.numerics} numerics) vs onnxruntime (its float QDQ "
+                         "reference; reported, not an error): "
                          + (f"first layer off by more than one quantum: #{worst.layer.index} "
                             f"'{short(worst.layer.name, 60)}'" if worst is not None
                             else "every compared layer within one quantum"))
@@ -71,7 +79,6 @@ def cmd_debug(args: argparse.Namespace) -> int:
     """`mcugen debug` (options in emitter/cli.py): 0 every layer bit-exact, 1 a layer diverges."""
     from emitter.boards import load_board
     from emitter.bundle import write_bundle
-    from emitter.compiler import compile_model
     from emitter.frontend import parse_input_shapes
     from emitter.render import render_bundle
     from emitter.verify import load_inputs
