@@ -64,6 +64,7 @@ class PoolParams:
     pad_left: int
     act_min: int
     act_max: int
+    rounding: int = 0  # average pools: quant.ROUND_TFLITE or ROUND_NEAREST_EVEN; maxpool: unused
 
 
 def pad_rank(values: tuple[int, ...] | list[int]) -> tuple[int, ...]:
@@ -184,3 +185,24 @@ def requant2_ok(p: Any, bias: np.ndarray | None) -> bool:
     if p.q.rounding == ROUND_NEAREST_EVEN:  # onnxruntime's rounding not proven tie-free
         return False
     return bool(np.all((s >= lo) & (s <= hi) & (m >= 0)) and np.all(np.abs(b) < 1 << bits))
+
+
+def rounding_of(params: Any) -> int:
+    """The rounding mode a kernel's params carry (quant.ROUND_*), ROUND_TFLITE if none."""
+    for holder in (getattr(params, "q", None), params, getattr(params, "pool", None)):
+        r = getattr(holder, "rounding", None)
+        if isinstance(r, int):
+            return r
+    return ROUND_TFLITE
+
+
+def div_round(acc: np.ndarray, count: np.ndarray | int, rounding: int) -> np.ndarray:
+    """acc / count (count > 0): half away from zero (ROUND_TFLITE, C's truncating division of
+    acc +- count/2) or half to even."""
+    acc = np.asarray(acc, np.int64)
+    count = np.asarray(count, np.int64)
+    if rounding == ROUND_TFLITE:
+        half = count // 2
+        return np.where(acc > 0, (acc + half) // count, -((half - acc) // count))
+    q, r = acc // count, acc % count  # floor, remainder in [0, count)
+    return q + ((2 * r > count) | ((2 * r == count) & (q % 2 == 1)))

@@ -210,6 +210,7 @@ typedef struct {
     int32_t pad_left;
     int32_t act_min; /**< clamp in the quantized domain */
     int32_t act_max;
+    int32_t rounding; /**< average pools: MCU_ROUND_TFLITE or MCU_ROUND_NEAREST_EVEN */
 } mcu_pool_params_t;
 
 /** @brief Average of the valid (non-padding) taps of raw int8 values, rounded half away from zero. */

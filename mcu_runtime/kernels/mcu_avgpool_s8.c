@@ -21,6 +21,24 @@ static int32_t mcu_avgpool_min(int32_t a, int32_t b)
     return a < b ? a : b;
 }
 
+/* acc / count rounded half away from zero (C division truncates toward zero) */
+static int32_t mcu_avgpool_div_away(int32_t acc, int32_t count)
+{
+    return acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+}
+
+/* acc / count rounded half to even (onnxruntime numerics), count > 0 */
+static int32_t mcu_avgpool_div_even(int32_t acc, int32_t count)
+{
+    int32_t q = acc / count;
+    int32_t r = acc - q * count;
+    if (r < 0) { /* floor */
+        q -= 1;
+        r += count;
+    }
+    return q + ((2 * r > count || (2 * r == count && (q & 1) != 0)) ? 1 : 0);
+}
+
 mcu_status_t mcu_avgpool_s8(const mcu_pool_params_t *params, const int8_t *input, int8_t *output)
 {
     if (params == NULL || input == NULL || output == NULL) {
@@ -74,9 +92,9 @@ mcu_status_t mcu_avgpool_s8(const mcu_pool_params_t *params, const int8_t *input
                                             (size_t)ch];
                         }
                     }
-                    /* Round half away from zero (C division truncates toward zero). */
-                    const int32_t avg =
-                        acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+                    const int32_t avg = p->rounding == MCU_ROUND_TFLITE
+                                            ? mcu_avgpool_div_away(acc, count)
+                                            : mcu_avgpool_div_even(acc, count);
                     const int32_t out = mcu_clamp_s32(avg, p->act_min, p->act_max);
                     output[(((size_t)n * (size_t)p->output.h + (size_t)out_y) *
                                 (size_t)p->output.w +

@@ -81,6 +81,7 @@ static const mcu_pool_params_t tiny_qdq_conv_l2_params = {
     .pad_left = 0,
     .act_min = -128,
     .act_max = 127,
+    .rounding = 0,
 };
 
 /* Layer 3 (relayout): mcu_transpose_s8 parameters. */
