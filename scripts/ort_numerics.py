@@ -133,11 +133,14 @@ def main(argv: list[str] | None = None) -> int:
         except McugenError as exc:  # reported, not hidden: the QDQ figures still stand
             print(f"  (QOperator form not compiled: {str(exc).splitlines()[1].strip()})")
             qop_ok = False
-        print(f"  {'onnxruntime QOperator':<32} {output_stats(ort_run(base, qop, samples), ref)}")
+        ort_int = ort_run(base, qop, samples)
+        print(f"  {'onnxruntime QOperator':<32} {output_stats(ort_int, ref)}")
         for mode in args.modes:
             c = compile_model(qdq, numerics=mode)
             gold = [golden_run(c, s) for s in samples]
             print(f"  {'mcugen QDQ, ' + mode:<32} {output_stats(gold, ref)}")
+            same = sum(int((g[0] != o[0]).sum()) for g, o in zip(gold, ort_int, strict=True))
+            print(f"  {'':<32} vs onnxruntime QOperator's integer kernels: {same} logits differ")
             if qop_ok:
                 c_qop = compile_model(qop, numerics=mode)
                 gq = [golden_run(c_qop, s) for s in samples]
