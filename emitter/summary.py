@@ -59,8 +59,7 @@ def numerics_note(c: Compiled) -> str:
     """The rounding contract, and whether the user or the model chose it."""
     chosen = "--numerics" if dict(c.options).get("numerics") is not None else "chosen from the model"
     if c.graph.numerics == "onnxruntime":
-        return (f"numerics: onnxruntime ({chosen}): conv/depthwise/FC requantize as onnxruntime "
-                "(float32 scale, one rounding half to even) in integer arithmetic, portable kernels' "
-                "generic loops (CMSIS-NN and the DSP/MVE fast requantization round as TFLite); "
-                "other ops as TFLite")
+        return (f"numerics: onnxruntime ({chosen}): conv/depthwise/FC/requantize as onnxruntime "
+                "(float32 scale, one rounding half to even), average pools ties to even, in integer "
+                "arithmetic, portable kernels (CMSIS-NN rounds as TFLite); other ops as TFLite")
     return f"numerics: tflite ({chosen}): TFLite int8 arithmetic, double rounding"
