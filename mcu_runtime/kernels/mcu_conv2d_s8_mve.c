@@ -72,8 +72,9 @@ static void pixel_mve(const mcu_conv_block_t *c, const int8_t *patch, int8_t *ou
         vstrbq_s32(out_px + oc, v);
     }
     for (; oc < c->oc_end; ++oc) {
-        const int32_t acc = mcu_conv_add_wrap(mcu_dot1_s8(patch, c->filter + oc * k, k),
-                                              c->corr[oc - c->oc_base]);
+        /* corr holds requant2_lift for requant4; output_stage takes the plain sum */
+        const int32_t corr = c->corr[oc - c->oc_base] - requant2_lift(p->multiplier[oc], &p->q);
+        const int32_t acc = mcu_conv_add_wrap(mcu_dot1_s8(patch, c->filter + oc * k, k), corr);
         out_px[oc] = output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q);
     }
 }
