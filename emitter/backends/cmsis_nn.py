@@ -137,7 +137,7 @@ def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice
     for k, p in enumerate(prepared):
         faster = ours_is_faster(p, conv.var) if choice == "fastest" and p.kernel else None
         if p.kernel and rounding_of(p.params) != 0:
-            why[k] = "onnxruntime numerics: CMSIS-NN requantizes with TFLite's double rounding"
+            why[k] = "onnxruntime numerics: CMSIS-NN rounds as TFLite (double rounding, ties away from zero)"
             staged.append((p, None))
         elif faster:
             why[k] = f"faster than CMSIS-NN here: {faster}"
