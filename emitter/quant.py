@@ -181,11 +181,14 @@ def fast_round_ok(multiplier: np.ndarray, shift: np.ndarray, acc_bound: np.ndarr
     a tie. acc M / 2^(31+r) is a tie only if acc M has exactly 30 + r trailing zero bits, i.e.
     acc has 30 + r - v of them (2^v the lowest set bit of M), impossible when 2^(30 + r - v) >
     |acc|; and a tie matters only inside the int8 range, |acc M / 2^(31+r)| <= 256, i.e. |acc| <=
-    2^(39+r) / M. Channels with shift >= 0 never take the fast path (requant2_ok)."""
+    2^(39+r) / M. Channels with shift >= 0 never take the fast path (requant2_ok); every
+    multiplier must be > 0."""
     for m, s, b in zip(np.asarray(multiplier, np.int64).ravel(), np.asarray(shift, np.int64).ravel(),
                        np.broadcast_to(np.asarray(acc_bound, np.int64), np.shape(multiplier)).ravel(),
                        strict=True):
-        if m <= 0 or s >= 0:
+        if m <= 0:
+            return False  # (a zero scale: the generic loops; requant2_no_tie assumes M > 0)
+        if s >= 0:
             continue
         v = (int(m) & -int(m)).bit_length() - 1
         relevant = min(int(b), (1 << (39 - int(s))) // int(m))

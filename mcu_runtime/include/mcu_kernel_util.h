@@ -162,6 +162,16 @@ static inline int32_t requant2_lift(int32_t multiplier, const mcu_quant_io_t *q)
     return (int32_t)((1u << 29) + ((1u << 30) >> v));
 }
 
+/* requant2_lift() doubled and requant2_base_q() of one MCU_ROUND_NEAREST_NO_TIE channel with one
+ * CTZ and no tests (fast_round_ok() gives every channel of such a layer a multiplier > 0) */
+static inline int32_t requant2_no_tie(int32_t multiplier, int32_t shift, int32_t output_offset,
+                                      int32_t *lift2)
+{
+    const int32_t v = __builtin_ctz((uint32_t)multiplier);
+    *lift2 = (int32_t)((1u << 30) + ((1u << 31) >> v));
+    return requant2_base(shift, output_offset) - 1 - (multiplier >> 2) - (multiplier >> (v + 1));
+}
+
 /* requant2_base(), or base' above for MCU_ROUND_NEAREST_NO_TIE */
 static inline int32_t requant2_base_q(int32_t multiplier, int32_t shift, const mcu_quant_io_t *q)
 {

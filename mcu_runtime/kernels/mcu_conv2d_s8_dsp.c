@@ -241,8 +241,11 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
     const int8_t *w = filter; /* advanced by the dot products */
     for (int32_t oc = 0; oc < out_c; ++oc) {
         int32_t b2 = bias != NULL ? 2 * bias[oc] : 0;
+        int32_t base_no_tie = 0;
         if (no_tie) {
-            b2 += 2 * requant2_lift(multiplier[oc], &q);
+            int32_t lift2;
+            base_no_tie = requant2_no_tie(multiplier[oc], shift[oc], q.output_offset, &lift2);
+            b2 += lift2;
         }
         int32_t a[4] = {b2, b2, b2, b2};
         if (full_groups > 0) {
@@ -266,8 +269,7 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
         }
         const int32_t mult = multiplier[oc];
         const int32_t sh = shift[oc];
-        const int32_t base =
-            no_tie ? requant2_base_q(mult, sh, &q) : requant2_base(sh, q.output_offset);
+        const int32_t base = no_tie ? base_no_tie : requant2_base(sh, q.output_offset);
         a0 = requant2(a0, mult, base, -sh);
         a1 = requant2(a1, mult, base, -sh);
         if (per_pass == 4) {
