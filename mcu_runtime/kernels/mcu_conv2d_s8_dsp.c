@@ -302,14 +302,23 @@ static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
     const int32_t out_c = p->output.c;
     const mcu_quant_io_t q = p->q;
     const int full = q.act_min == MCU_INT8_MIN && q.act_max == MCU_INT8_MAX;
+    const int no_tie = q.rounding == MCU_ROUND_NEAREST_NO_TIE; /* requant2_no_tie */
     const int32_t *const xtail = xbuf + 2 * full_groups;
     for (int32_t oc = 0; oc < out_c; oc += 2) {
         /* (an odd last channel is computed twice) */
         const int32_t oc1 = oc + 1 < out_c ? oc + 1 : oc;
         const int8_t *const w = filter + oc * k;
         const int32_t step = (oc1 - oc) * k;
-        int32_t a[2] = {2 * ((bias != NULL ? bias[oc] : 0) + requant2_lift(p->multiplier[oc], &q)),
-                        2 * ((bias != NULL ? bias[oc1] : 0) + requant2_lift(p->multiplier[oc1], &q))};
+        int32_t a[2] = {bias != NULL ? 2 * bias[oc] : 0, bias != NULL ? 2 * bias[oc1] : 0};
+        int32_t base0 = requant2_base(p->shift[oc], q.output_offset);
+        int32_t base1 = requant2_base(p->shift[oc1], q.output_offset);
+        if (no_tie) {
+            int32_t lift2;
+            base0 = requant2_no_tie(p->multiplier[oc], p->shift[oc], q.output_offset, &lift2);
+            a[0] += lift2;
+            base1 = requant2_no_tie(p->multiplier[oc1], p->shift[oc1], q.output_offset, &lift2);
+            a[1] += lift2;
+        }
         if (full_groups > 0) {
             dot_p1x2(a, xbuf, w, step, full_groups);
         }
@@ -320,12 +329,8 @@ static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
                 a[c] = __smlad(xtail[1], wo, __smlad(xtail[0], we, a[c]));
             }
         }
-        const int8_t v1 = dsp_out(a[1], p->multiplier[oc1],
-                                  requant2_base_q(p->multiplier[oc1], p->shift[oc1], &q), p->shift[oc1],
-                                  &q, full);
-        const int8_t v0 = dsp_out(a[0], p->multiplier[oc],
-                                  requant2_base_q(p->multiplier[oc], p->shift[oc], &q), p->shift[oc], &q,
-                                  full);
+        const int8_t v1 = dsp_out(a[1], p->multiplier[oc1], base1, p->shift[oc1], &q, full);
+        const int8_t v0 = dsp_out(a[0], p->multiplier[oc], base0, p->shift[oc], &q, full);
         out[oc1] = v1;
         out[oc] = v0;
     }

@@ -297,10 +297,16 @@ MCU_CONV_NOINLINE static void block_constants(const mcu_conv_block_t *c, const i
     const int32_t oc_end = c->oc_end;
     for (int32_t oc = oc_base; oc < oc_end; ++oc) {
         const int32_t w_sum = mcu_sum_s8(filter + oc * k, k);
-        const int32_t b = (bias != NULL ? bias[oc] : 0) + requant2_lift(multiplier[oc], &q);
-        corr[oc - oc_base] =
-            mcu_conv_add_wrap(b, (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
-        base[oc - oc_base] = requant2_base_q(multiplier[oc], shift[oc], &q);
+        corr[oc - oc_base] = mcu_conv_add_wrap(bias != NULL ? bias[oc] : 0,
+                                               (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
+        base[oc - oc_base] = requant2_base(shift[oc], q.output_offset);
+    }
+    if (q.rounding == MCU_ROUND_NEAREST_NO_TIE) { /* onnxruntime's rounding: requant2_lift */
+        for (int32_t oc = oc_base; oc < oc_end; ++oc) {
+            int32_t lift2;
+            base[oc - oc_base] = requant2_no_tie(multiplier[oc], shift[oc], q.output_offset, &lift2);
+            corr[oc - oc_base] = mcu_conv_add_wrap(corr[oc - oc_base], lift2 / 2);
+        }
     }
 }
 
