@@ -223,7 +223,7 @@ def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str
                      f"inference stack {run.stack_bytes} bytes")
     ort_out = ort_run(c, model, samples)
     d, n, mx = diff_stats(gold, ort_out)
-    rep.note(f"golden vs onnxruntime (float requantization): {d}/{n} elements differ "
+    rep.note(f"golden ({c.graph.numerics} numerics) vs onnxruntime: {d}/{n} elements differ "
              f"({100.0 * d / max(n, 1):.2f}%), max |diff| {mx} (reported, not an error)")
     rep.figures.update(ort_differ=d, ort_elements=n, ort_max_diff=mx)
     return rep
