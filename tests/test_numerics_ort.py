@@ -4,6 +4,7 @@ golden (host gcc, and QEMU on M0+, M4, M7, M55 for a deep onnxruntime-quantized 
 of the mode from the model, and the drift figures of docs/numerics_onnxruntime.md."""
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -161,3 +162,20 @@ def test_onnxruntime_mode_bit_exact_in_qemu(deep, core):
     for k, s in enumerate(deep["samples"]):
         np.testing.assert_array_equal(got[k][0], golden_run(c, s)[0], err_msg=f"{core} sample {k}")
     assert min(run.instructions) > 0
+
+
+@pytest.mark.skipif(not os.environ.get("CMSIS_NN_PATH"), reason="CMSIS_NN_PATH is not set")
+def test_cmsis_nn_backend_keeps_onnxruntime_rounded_layers_portable(deep):
+    """CMSIS-NN rounds as TFLite: in onnxruntime numerics its conv/FC/pool calls stay portable, named
+    in the summary's list with that reason; in tflite numerics CMSIS-NN takes them."""
+    board, cmsis = load_board("cortex-m4"), Path(os.environ["CMSIS_NN_PATH"])
+    ort = compile_model(deep["path"], name="deep", backend="cmsis-nn", board=board, cmsis_path=cmsis,
+                        cmsis_choice="cmsis")
+    assert ort.graph.numerics == "onnxruntime"
+    kernels = {p.kernel for p in ort.prepared if p.kernel}
+    assert not any(k.startswith("arm_conv") or k.startswith("arm_depthwise") or k.startswith("arm_fully")
+                   for k in kernels), kernels
+    assert any("onnxruntime numerics" in why for _, _, why in ort.portable_layers)
+    tfl = compile_model(deep["path"], name="deep", backend="cmsis-nn", board=board, cmsis_path=cmsis,
+                        cmsis_choice="cmsis", numerics="tflite")
+    assert any(p.kernel.startswith("arm_convolve") for p in tfl.prepared)
