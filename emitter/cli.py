@@ -133,6 +133,9 @@ def _model_options(p: argparse.ArgumentParser, model_help: str, name_default: st
                    help="static shape for an input with symbolic dims (repeatable)")
     p.add_argument("--io-layout", choices=["onnx", "nhwc"], default="onnx",
                    help="layout of 4-D inputs/outputs at the C API (default: as the ONNX graph declares)")
+    p.add_argument("--numerics", choices=["auto", "tflite", "onnxruntime"], default="auto",
+                   help="rounding contract: TFLite's int8 arithmetic (bit-exact with TFLM) or onnxruntime's "
+                        "requantization (default auto: onnxruntime for onnxruntime's quantizer output)")
     _debug_option(p)
 
 
@@ -281,7 +284,8 @@ def cmd_emit(args: argparse.Namespace) -> int:
                              io_nhwc=args.io_layout == "nhwc", guard=args.guard, backend=backend,
                              board=board, cmsis_path=cmsis,
                              cmsis_choice="cmsis" if args.cmsis_everywhere else "fastest",
-                             memory=memory, ram_budget=ram, budget_src=ram_src)
+                             memory=memory, ram_budget=ram, budget_src=ram_src,
+                             numerics=None if args.numerics == "auto" else args.numerics)
     from emitter.features.cli import bind_frontend
 
     frontend = bind_frontend(args, compiled)

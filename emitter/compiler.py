@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from emitter.ops.base import Prepared
 from emitter.passes.fuse import fuse_activations
 from emitter.passes.layout import assign_layouts
 from emitter.planner import GUARD_BYTES, Plan, plan
+from emitter.quant import NUMERICS
 
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static struct switch
@@ -78,6 +79,18 @@ def passes(io_nhwc: bool) -> list[Callable[[Graph], Graph]]:
     return [fuse_activations, lambda g: assign_layouts(g, io_nhwc)]
 
 
+def numerics_of(m: frontend.OnnxModel) -> str:
+    """The rounding contract the model was quantized for: "onnxruntime" for onnxruntime's quantizer
+    output (producer_name "onnx.quantize", which onnxruntime.quantization writes, or its
+    "onnxruntime.quant" metadata), "tflite" for everything else (TFLite-converted graphs with int8
+    I/O, hand-built models)."""
+    proto = m.model
+    meta = {p.key: p.value for p in proto.metadata_props}
+    if proto.producer_name == "onnx.quantize" or "onnxruntime.quant" in meta.values():
+        return "onnxruntime"
+    return "tflite"
+
+
 def isa_of(board: Board | None) -> str:
     """The instruction set the portable kernels plan their paths and scratch for: the board's
     ("mve", "dsp" or "c"), or "any" without a board (a bundle for any core: the scratch of every
@@ -106,14 +119,15 @@ def compile_model(path: str | Path, name: str | None = None,
                   board: Board | None = None, cmsis_path: Path | None = None, guard: bool = False,
                   cmsis_choice: str = "fastest", cmsis_sizes_for: str | None = None,
                   isa: str | None = None, memory: str = "layer", ram_budget: int | None = None,
-                  budget_src: str = "--ram-budget") -> Compiled:
+                  budget_src: str = "--ram-budget", numerics: str | None = None) -> Compiled:
     """memory: "layer" (whole layers, the liveness bound), "overlap", "stream" (the smallest plan
     of that kind) or "auto" (emitter/memplan.choose: by `ram_budget`, else the smallest within 5 %
-    estimated overhead). Guard builds always plan whole layers."""
+    estimated overhead). Guard builds always plan whole layers. numerics: "tflite" or
+    "onnxruntime" (the rounding contract); None chooses from the model (numerics_of)."""
     options = (("name", name), ("input_shapes", input_shapes), ("io_nhwc", io_nhwc), ("alignment", alignment),
                ("backend", backend), ("board", board), ("cmsis_path", cmsis_path), ("guard", guard),
                ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for), ("isa", isa),
-               ("memory", memory), ("ram_budget", ram_budget), ("budget_src", budget_src))
+               ("memory", memory), ("ram_budget", ram_budget), ("budget_src", budget_src), ("numerics", numerics))
     m = frontend.load(path, input_shapes)
     name = check_name(name) if name is not None else c_name(Path(path).stem)
     g = lower(m)
@@ -121,6 +135,9 @@ def compile_model(path: str | Path, name: str | None = None,
     for p in passes(io_nhwc):
         g = p(g)
         g.verify()
+    if numerics is not None and numerics not in NUMERICS:
+        raise UsageError(f"unknown numerics '{numerics}': use {' or '.join(NUMERICS)}")
+    g = replace(g, numerics=numerics if numerics is not None else numerics_of(m))
     prepared = prepare_all(g, isa if isa is not None else isa_of(board))  # isa: override (host builds)
     portable: list[tuple[int, str, str]] = []
     version = None

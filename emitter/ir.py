@@ -110,6 +110,7 @@ class Graph:
     outputs: tuple[str, ...]
     boundaries: Mapping[str, Boundary] = field(default_factory=lambda: MappingProxyType({}))
     opset: int = 13
+    numerics: str = "tflite"  # the rounding contract, quant.NUMERICS (compile_model sets it)
 
     def t(self, name: str) -> Tensor:
         return self.tensors[name]

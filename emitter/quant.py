@@ -91,3 +91,115 @@ def multipliers(reals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mult = np.array([m for m, _ in pairs], dtype=np.int32)
     shift = np.array([s for _, s in pairs], dtype=np.int32)
     return mult, shift
+
+
+# ---- onnxruntime numerics (--numerics onnxruntime) ---------------------------------------------
+# onnxruntime's integer kernels (MLAS) requantize in float32: y = RNE(float(acc) * scale) + zp with
+# scale = float32(float32(s_in * s_w) / s_out), round half to even, saturate. A float32 scale is a
+# 24-bit mantissa times a power of two, so it is exactly a Q31 multiplier and a shift; one 64-bit
+# product and one round-half-to-even shift then give the rounding of the exact product: the same
+# integer as onnxruntime's float computation wherever float(acc) and float(acc) * scale are exact
+# or do not land on a tie (see docs/numerics_onnxruntime.md).
+
+ROUND_TFLITE = 0  # mcu_quant_io_t.rounding: TFLite double rounding (the default contract)
+ROUND_NEAREST_EVEN = 1  # one rounding of the exact product, ties to even (onnxruntime)
+ROUND_NEAREST_NO_TIE = 2  # the same, proven tie-free (fast_round_ok): the DSP/MVE paths run it
+
+
+def f32_scale(num: float | np.ndarray, *den: float | np.ndarray) -> np.ndarray:
+    """num / den... in float32 arithmetic, left to right, as onnxruntime computes its scales."""
+    out = np.asarray(num, np.float32)
+    for d in den:
+        out = (out / np.asarray(d, np.float32)).astype(np.float32)
+    return out
+
+
+def exact_multiplier(real: float) -> tuple[int, int]:
+    """A float32 value as multiplier * 2^(shift - 31), multiplier in [2^30, 2^31), exactly (a
+    float32 mantissa has 24 bits, so the Q31 multiplier ends in 7 zero bits)."""
+    f = float(np.float32(real))
+    if f != float(real):
+        raise ValueError(f"scale {real!r} is not a float32 value")
+    if not math.isfinite(f) or f < 0:
+        raise ValueError(f"multiplier {real!r} must be finite and >= 0")
+    if f == 0.0:
+        return 0, 0
+    q, shift = math.frexp(f)
+    m = int(q * (1 << 31))
+    assert m == q * (1 << 31)
+    if shift > 30:
+        raise ValueError(f"scale {f} >= 2^30 cannot be requantized")
+    return m, shift
+
+
+def exact_multipliers(reals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    pairs = [exact_multiplier(float(r)) for r in np.asarray(reals, np.float32).ravel()]
+    return (np.array([m for m, _ in pairs], dtype=np.int32), np.array([s for _, s in pairs], dtype=np.int32))
+
+
+def round_shift_even(p: np.ndarray, n: np.ndarray | int) -> np.ndarray:
+    """p / 2^n rounded half to even, p int64, n in [1, 63] (n >= 63: |p| < 2^62 gives 0)."""
+    p = np.asarray(p, np.int64)
+    n = np.asarray(n, np.int64)
+    big = n >= 63
+    n = np.where(big, 1, n)
+    q = p >> n
+    rem = p & ((np.int64(1) << n) - 1)
+    half = np.int64(1) << (n - 1)
+    out = q + ((rem > half) | ((rem == half) & ((q & 1) == 1)))
+    return np.where(big, 0, out)
+
+
+def requantize_rne(x: np.ndarray, multiplier: np.ndarray | int, shift: np.ndarray | int) -> np.ndarray:
+    """x * multiplier * 2^(shift - 31) rounded half to even (C twin: mcu_requantize_rne), x int32
+    values, multiplier in [0, 2^31), shift <= 30; saturated to int32."""
+    p = np.asarray(x, np.int64) * np.asarray(multiplier, np.int64)
+    return np.clip(round_shift_even(p, 31 - np.asarray(shift, np.int64)), INT32_MIN, INT32_MAX)
+
+
+NUMERICS = ("tflite", "onnxruntime")
+
+
+def layer_multipliers(numerics: str, in_s: float, w_s: np.ndarray, out_s: float
+                      ) -> tuple[np.ndarray, np.ndarray, int]:
+    """(multipliers, shifts, rounding) of a conv/FC output stage with effective scale
+    in_s * w_s / out_s: TFLite's (double-precision scale, quantize_multiplier, double rounding)
+    or onnxruntime's (float32 scale held exactly, one rounding half to even)."""
+    w_s = np.asarray(w_s, np.float64)
+    if numerics == "onnxruntime":
+        real = f32_scale((np.float32(in_s) * w_s.astype(np.float32)).astype(np.float32), out_s)
+        m, s = exact_multipliers(real)
+        return m, s, ROUND_NEAREST_EVEN
+    m, s = multipliers(in_s * w_s / out_s)
+    return m, s, ROUND_TFLITE
+
+
+def fast_round_ok(multiplier: np.ndarray, shift: np.ndarray, acc_bound: np.ndarray) -> bool:
+    """ROUND_NEAREST_EVEN may run on the fast DSP/MVE requantization (requant2_lift in
+    mcu_kernel_util.h, which rounds half up) when, per channel with |acc| <= acc_bound:
+    |acc| < 2^29 - 2^23 (the lifted accumulator stays in [0, 2^30)), and no acc that matters is
+    a tie. acc M / 2^(31+r) is a tie only if acc M has exactly 30 + r trailing zero bits, i.e.
+    acc has 30 + r - v of them (2^v the lowest set bit of M), impossible when 2^(30 + r - v) >
+    |acc|; and a tie matters only inside the int8 range, |acc M / 2^(31+r)| <= 256, i.e. |acc| <=
+    2^(39+r) / M. Channels with shift >= 0 never take the fast path (requant2_ok); every
+    multiplier must be > 0."""
+    for m, s, b in zip(np.asarray(multiplier, np.int64).ravel(), np.asarray(shift, np.int64).ravel(),
+                       np.broadcast_to(np.asarray(acc_bound, np.int64), np.shape(multiplier)).ravel(),
+                       strict=True):
+        if m <= 0:
+            return False  # (a zero scale: the generic loops; requant2_no_tie assumes M > 0)
+        if s >= 0:
+            continue
+        v = (int(m) & -int(m)).bit_length() - 1
+        relevant = min(int(b), (1 << (39 - int(s))) // int(m))
+        if b >= (1 << 29) - (1 << 23) or 1 << (30 - int(s) - v) <= relevant:
+            return False
+    return True
+
+
+def acc_bound(weights: np.ndarray, bias: np.ndarray | None, channels: int) -> np.ndarray:
+    """Per output channel, the largest |accumulator| of int8 inputs with any zero point:
+    |bias| + 255 * sum |w| (weights grouped by output channel along their first axis)."""
+    w = np.abs(np.asarray(weights, np.int64)).reshape(channels, -1).sum(axis=1)
+    b = np.zeros(channels, np.int64) if bias is None else np.abs(np.asarray(bias, np.int64)).ravel()
+    return b + 255 * w

@@ -345,6 +345,7 @@ class BundleBuilder:
             "scratch_checks": self.scratch_checks(layers),
             "cmsis_version": str(self.c.cmsis_version) if self.c.cmsis_version else "",
             "cmsis_supported": cmsis_supported(),
+            "numerics": self.g.numerics,
         }
 
     def scratch_checks(self, layers: list[Layer]) -> list[dict[str, Any]]:
@@ -372,6 +373,7 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
     return {
         "mcugen_version": __version__, "model": c.model.path.name, "model_sha256": c.model.sha256,
         "name": c.name, "backend": c.backend, "portable_fallbacks": list(c.fallbacks),
+        "numerics": c.graph.numerics,
         "cmsis_nn_version": None if c.cmsis_version is None else {
             "release": c.cmsis_version.release, "revision": c.cmsis_version.revision_text,
             "tested": c.cmsis_version.tested},

@@ -75,8 +75,19 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
         + ("" if has_fpu or not float_layers(c) else
            f"; WARNING: {board} has no FPU, they use soft-float (slow, still bit-exact)"),
     ]
+    lines.append(numerics_note(c))
     if c.backend == "cmsis-nn":
         lines.append(f"CMSIS-NN: {kernels - len(c.portable_layers)} of {kernels} layers call CMSIS-NN directly"
                      + ("; portable kernels:" if c.portable_layers else ""))
         lines += [f"  layer {k} {kernel}: {why}" for k, kernel, why in c.portable_layers]
     return "\n".join(lines)
+
+
+def numerics_note(c: Compiled) -> str:
+    """The rounding contract, and whether the user or the model chose it."""
+    chosen = "--numerics" if dict(c.options).get("numerics") is not None else "chosen from the model"
+    if c.graph.numerics == "onnxruntime":
+        return (f"numerics: onnxruntime ({chosen}): conv/depthwise/FC/requantize as onnxruntime "
+                "(float32 scale, one rounding half to even), average pools ties to even, in integer "
+                "arithmetic, portable kernels (CMSIS-NN rounds as TFLite); other ops as TFLite")
+    return f"numerics: tflite ({chosen}): TFLite int8 arithmetic, double rounding"

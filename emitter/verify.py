@@ -89,12 +89,18 @@ def reference_outputs(c: Compiled, npz: str | Path | None, count: int) -> list[l
     return [[arr[k].astype(np.int8)] for k in range(min(count, len(arr)))]
 
 
-def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]]) -> list[list[np.ndarray]]:
-    """onnxruntime (CPU, graph optimizations off) on the same samples, outputs as our int8."""
+def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]],
+            optimize: bool = False) -> list[list[np.ndarray]]:
+    """onnxruntime (CPU) on the same samples, outputs as our int8. Graph optimizations off by
+    default: QDQ runs as float ops between QuantizeLinear/DequantizeLinear (the float QDQ
+    reference); `optimize` turns them on (onnxruntime fuses QDQ groups into its integer QLinear
+    kernels where its CPU provider has them)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize
+                                   else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    so.log_severity_level = 3
     so.intra_op_num_threads = 1
     sess = ort.InferenceSession(str(model), so, providers=["CPUExecutionProvider"])
     g = c.graph
@@ -253,7 +259,7 @@ def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str
                      f"inference stack {run.stack_bytes} bytes")
     ort_out = ort_run(c, model, samples)
     d, n, mx = diff_stats(gold, ort_out)
-    rep.note(f"golden vs onnxruntime (float requantization): {d}/{n} elements differ "
+    rep.note(f"golden ({c.graph.numerics} numerics) vs onnxruntime: {d}/{n} elements differ "
              f"({100.0 * d / max(n, 1):.2f}%), max |diff| {mx} (reported, not an error)")
     rep.figures.update(ort_differ=d, ort_elements=n, ort_max_diff=mx)
     return rep

@@ -30,6 +30,7 @@ from emitter.backends.kernel_choice import ours_is_faster
 from emitter.boards import Board
 from emitter.errors import ToolchainError
 from emitter.kernels import twin
+from emitter.kernels.common import rounding_of
 from emitter.ops.base import Call, CArg, CRef, Prepared, StructArg
 from emitter.resources import data_dir
 
@@ -135,7 +136,10 @@ def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice
     why: dict[int, str] = {}
     for k, p in enumerate(prepared):
         faster = ours_is_faster(p, conv.var) if choice == "fastest" and p.kernel else None
-        if faster:
+        if p.kernel and rounding_of(p.params) != 0:
+            why[k] = "onnxruntime numerics: CMSIS-NN rounds as TFLite (double rounding, ties away from zero)"
+            staged.append((p, None))
+        elif faster:
             why[k] = f"faster than CMSIS-NN here: {faster}"
             staged.append((p, None))
         else:

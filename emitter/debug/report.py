@@ -36,6 +36,7 @@ class LayerRow:
     host: Diff
     qemu: Diff | None = None
     ort: Diff | None = None
+    ort_other: Diff | None = None  # the other numerics mode's golden vs onnxruntime
 
 
 @dataclass
@@ -46,6 +47,7 @@ class DebugReport:
     rows: list[LayerRow] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     qemu: bool = False
+    numerics: tuple[str, str] = ("tflite", "onnxruntime")  # (the bundle's mode, the other one)
 
     @property
     def first_divergent(self) -> LayerRow | None:
@@ -62,7 +64,10 @@ class DebugReport:
         head = ["#", "layer", "op", "kernel", "host vs golden"]
         if self.qemu:
             head.append(f"QEMU {self.board} vs golden")
-        head.append("golden vs onnxruntime")
+        head.append(f"golden vs onnxruntime ({self.numerics[0]}, this bundle)")
+        other = any(r.ort_other is not None for r in self.rows)
+        if other:
+            head.append(f"{self.numerics[1]} golden vs onnxruntime")
         body = []
         for r in self.rows:
             lay = r.layer
@@ -71,6 +76,8 @@ class DebugReport:
             if self.qemu:
                 cells.append(r.qemu.cell() if r.qemu is not None else "-")
             cells.append(r.ort.cell() if r.ort is not None else "-")
+            if other:
+                cells.append(r.ort_other.cell() if r.ort_other is not None else "-")
             body.append(cells)
         widths = [max(len(row[i]) for row in [head] + body) for i in range(len(head))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in [head] + body]

@@ -7,13 +7,14 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from emitter.compiler import Compiled, golden_tensors
+from emitter.compiler import Compiled, compile_model, golden_tensors
 from emitter.debug.layers import debug_layers, run_host_layers, run_qemu_layers, write_layer_glue
 from emitter.debug.ort import ort_layers
 from emitter.debug.report import DebugReport, LayerRow, diff
 from emitter.errors import ModelError, OutputError, UsageError
 from emitter.harness import Samples
 from emitter.names import short_name
+from emitter.quant import NUMERICS
 
 if TYPE_CHECKING:
     from emitter.boards import Board
@@ -24,7 +25,11 @@ def run_debug(c: Compiled, bundle: Path, board: Board, samples: Samples, qemu: b
     """Build, run and compare; the report holds one row per kernel call."""
     layers = debug_layers(c)
     gold = [golden_tensors(c, s) for s in samples]
-    rep = DebugReport(board.name, len(samples), c.name, qemu=qemu)
+    other = next(n for n in NUMERICS if n != c.graph.numerics)
+    rep = DebugReport(board.name, len(samples), c.name, qemu=qemu, numerics=(c.graph.numerics, other))
+    # the other rounding contract's golden, side by side against onnxruntime (same graph and names)
+    twin = compile_model(c.model.path, **(dict(c.options) | {"name": c.name, "numerics": other}))
+    gold_other = [golden_tensors(twin, s) for s in samples]
     with tempfile.TemporaryDirectory(prefix="mcugen-debug-") as tmp:
         w = Path(work) if work is not None else Path(tmp)
         glue = w / "glue"
@@ -51,10 +56,13 @@ def run_debug(c: Compiled, bundle: Path, board: Board, samples: Samples, qemu: b
             row.qemu = diff([(target.get((s, lay.index)), want[s]) for s in range(len(samples))])
         if ort_vals is not None and all(lay.tensor in v for v in ort_vals):
             row.ort = diff([(want[s], ort_vals[s][lay.tensor]) for s in range(len(samples))])
+            row.ort_other = diff([(gold_other[s][lay.tensor], ort_vals[s][lay.tensor])
+                                  for s in range(len(samples))])
         rep.rows.append(row)
     worst = next((r for r in rep.rows if r.ort is not None and r.ort.max_diff > 1), None)
     if ort_vals is not None:
-        rep.notes.append("golden vs onnxruntime (float requantization; reported, not an error): "
+        rep.notes.append(f"golden ({c.graph.numerics} numerics) vs onnxruntime (its float QDQ "
+                         "reference; reported, not an error): "
                          + (f"first layer off by more than one quantum: #{worst.layer.index} "
                             f"'{short_name(worst.layer.name)}'" if worst is not None
                             else "every compared layer within one quantum"))
@@ -72,7 +80,6 @@ def cmd_debug(args: argparse.Namespace) -> int:
     """`mcugen debug` (options in emitter/cli.py): 0 every layer bit-exact, 1 a layer diverges."""
     from emitter.boards import load_board
     from emitter.bundle import write_bundle
-    from emitter.compiler import compile_model
     from emitter.frontend import parse_input_shapes
     from emitter.render import render_bundle
     from emitter.verify import load_inputs
@@ -91,8 +98,11 @@ def cmd_debug(args: argparse.Namespace) -> int:
             raise UsageError(f"--bundle '{args.bundle}' uses the {existing.get('backend')} backend; mcugen debug "
                              "compares portable bundles layer by layer: debug the model without --bundle (it "
                              "emits a portable one), or use `mcugen verify --profile` for this bundle")
+    numerics = None if args.numerics == "auto" else args.numerics
+    if existing is not None and numerics is None:
+        numerics = existing.get("numerics")  # the bundle's contract
     compiled = compile_model(args.model, name, parse_input_shapes(args.input_shape),
-                             io_nhwc=args.io_layout == "nhwc")
+                             io_nhwc=args.io_layout == "nhwc", numerics=numerics)
     if existing is not None and existing.get("model_sha256") != compiled.model.sha256:
         raise ModelError(f"--bundle '{args.bundle}' was emitted from another model "
                          f"({existing.get('model')}), not from '{args.model}'")

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from emitter.quant import requantize, wrap_int32
+from emitter.quant import ROUND_NEAREST_EVEN, ROUND_TFLITE, requantize, requantize_rne, wrap_int32
 from emitter.resources import data_dir
 
 MAX_RANK = 6  # MCU_MAX_RANK
@@ -32,12 +32,14 @@ class Dims:
 
 @dataclass(frozen=True)
 class QuantIO:
-    """input_offset = -zp_in, output_offset = +zp_out, clamp in output domain."""
+    """input_offset = -zp_in, output_offset = +zp_out, clamp in output domain; rounding =
+    quant.ROUND_TFLITE (double rounding) or quant.ROUND_NEAREST_EVEN (onnxruntime numerics)."""
     CTYPE: ClassVar[str] = "mcu_quant_io_t"
     input_offset: int
     output_offset: int
     act_min: int
     act_max: int
+    rounding: int = 0
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class PoolParams:
     pad_left: int
     act_min: int
     act_max: int
+    rounding: int = 0  # average pools: quant.ROUND_TFLITE or ROUND_NEAREST_EVEN; maxpool: unused
 
 
 def pad_rank(values: tuple[int, ...] | list[int]) -> tuple[int, ...]:
@@ -123,8 +126,8 @@ def output_stage(acc: np.ndarray, bias: np.ndarray | None, q: QuantIO, multiplie
     """acc [..., C] int64 -> int8: + bias, requantize per channel, + output_offset, clamp."""
     if bias is not None:
         acc = acc + np.asarray(bias, dtype=np.int64)
-    acc = requantize(wrap_int32(acc), np.asarray(multiplier, dtype=np.int64),
-                     np.asarray(shift, dtype=np.int64))
+    rq = requantize if q.rounding == ROUND_TFLITE else requantize_rne
+    acc = rq(wrap_int32(acc), np.asarray(multiplier, dtype=np.int64), np.asarray(shift, dtype=np.int64))
     return np.clip(acc + q.output_offset, q.act_min, q.act_max).astype(np.int8)
 
 
@@ -179,7 +182,30 @@ def requant2_ok(p: Any, bias: np.ndarray | None) -> bool:
     lo, hi, bits = requant2_range()
     m, s = np.asarray(p.multiplier, np.int64), np.asarray(p.shift, np.int64)
     b = np.zeros(1, np.int64) if bias is None else np.asarray(bias, np.int64)
+    if p.q.rounding == ROUND_NEAREST_EVEN:  # onnxruntime's rounding not proven tie-free
+        return False
     return bool(np.all((s >= lo) & (s <= hi) & (m >= 0)) and np.all(np.abs(b) < 1 << bits))
+
+
+def rounding_of(params: Any) -> int:
+    """The rounding mode a kernel's params carry (quant.ROUND_*), ROUND_TFLITE if none."""
+    for holder in (getattr(params, "q", None), params, getattr(params, "pool", None)):
+        r = getattr(holder, "rounding", None)
+        if isinstance(r, int):
+            return r
+    return ROUND_TFLITE
+
+
+def div_round(acc: np.ndarray, count: np.ndarray | int, rounding: int) -> np.ndarray:
+    """acc / count (count > 0): half away from zero (ROUND_TFLITE, C's truncating division of
+    acc +- count/2) or half to even."""
+    acc = np.asarray(acc, np.int64)
+    count = np.asarray(count, np.int64)
+    if rounding == ROUND_TFLITE:
+        half = count // 2
+        return np.where(acc > 0, (acc + half) // count, -((half - acc) // count))
+    q, r = acc // count, acc % count  # floor, remainder in [0, count)
+    return q + ((2 * r > count) | ((2 * r == count) & (q % 2 == 1)))
 
 
 # ---------------------------------------------------------------------------------------------

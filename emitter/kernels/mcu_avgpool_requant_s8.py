@@ -3,7 +3,8 @@ TFLite MEAN scheme; ONNX AveragePool count_include_pad=1, GlobalAveragePool, Red
   acc = sum of (in + input_offset) over the valid taps (padding skipped = padding with the input
         zero point)
   out = clamp(requant(acc, multiplier, shift) + output_offset, pool.act_min, pool.act_max)
-multiplier/shift encode in_scale / (out_scale * filter_h * filter_w) (ops/pool.py). A window with no
+multiplier/shift encode in_scale / (out_scale * filter_h * filter_w) (ops/pool.py); requant is
+TFLite's (pool.rounding ROUND_TFLITE) or onnxruntime's (float32 scale, one rounding half to even). A window with no
 valid tap is an error, as in mcu_avgpool_s8. CMSIS-NN has no such kernel.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.kernels.common import PoolParams, check_pool, check_range, check_shape, dims_shape, pool_band, windows
-from emitter.quant import requantize
+from emitter.quant import ROUND_TFLITE, requantize, requantize_rne
 
 # 255 * 2^23 < 2^31: the largest valid window whose int32 sum cannot overflow (C: same limit).
 MAX_TAPS = 1 << 23
@@ -54,7 +55,8 @@ def mcu_avgpool_requant_s8(p: AvgPoolRequantParams, x: np.ndarray) -> np.ndarray
             raise ValueError(f"avgpool_requant window at output ({oy}, {ox}) lies entirely in "
                              "the padding")
         acc[:, oy, ox, :] = xi[:, y0:y1, x0:x1, :].sum(axis=(1, 2))
-    raw = requantize(acc, p.multiplier, p.shift) + p.output_offset
+    rq = requantize if pool.rounding == ROUND_TFLITE else requantize_rne
+    raw = np.clip(rq(acc, p.multiplier, p.shift), -256, 256) + p.output_offset
     return np.clip(raw, pool.act_min, pool.act_max).astype(np.int8)
 
 

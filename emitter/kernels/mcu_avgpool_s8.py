@@ -1,8 +1,9 @@
 """Twin of mcu_avgpool_s8: TFLite int8 AVERAGE_POOL_2D (reference_integer_ops::AveragePool).
 
 Input and output share scale and zero point:
-  out = clamp(round_half_away(sum of the raw int8 values over the valid taps / their count),
-              act_min, act_max)
+  out = clamp(round(sum of the raw int8 values over the valid taps / their count), act_min, act_max)
+with round half away from zero (pool.rounding ROUND_TFLITE) or half to even (ROUND_NEAREST_EVEN,
+onnxruntime numerics: its float average rounds ties to even).
 Padding taps are neither summed nor counted; a window with no valid tap is an error.
 
 CMSIS-NN: arm_avgpool_s8 (scratch sized by CMSIS-NN).
@@ -12,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, tile
-from emitter.kernels.common import PoolParams, check_pool, check_shape, dims_shape, pool_band, windows
+from emitter.kernels.common import PoolParams, check_pool, check_shape, dims_shape, div_round, pool_band, windows
 from emitter.ops.base import Prepared, StructArg
 
 
@@ -27,9 +28,7 @@ def mcu_avgpool_s8(p: PoolParams, x: np.ndarray) -> np.ndarray:
         if count == 0:
             raise ValueError(f"avgpool window at output ({oy}, {ox}) lies entirely in the padding")
         acc = xi[:, y0:y1, x0:x1, :].sum(axis=(1, 2))
-        # Round half away from zero: C's truncating division of acc +- count/2.
-        half = count // 2
-        out[:, oy, ox, :] = np.where(acc > 0, (acc + half) // count, -((half - acc) // count))
+        out[:, oy, ox, :] = div_round(acc, count, p.rounding)
     return np.clip(out, p.act_min, p.act_max).astype(np.int8)
 
 

@@ -29,6 +29,7 @@ from emitter.kernels.common import (
     window_band,
 )
 from emitter.ops.base import ConstArg, Prepared, StructArg
+from emitter.quant import ROUND_NEAREST_NO_TIE
 
 
 @dataclass(frozen=True, eq=False)
@@ -137,7 +138,8 @@ def _plan(p: Any, bias: np.ndarray | None, isa: str) -> tuple[str, int]:
     k = p.filter.h * p.filter.w * p.input.c
     g = gathers(p)
     if isa == "dsp" and (per_pass := dsp_positions(p, bias)) > 0:
-        return "dsp", 8 * per_pass * ((k + 3) >> 2) + (k if p.input.c % 4 != 0 and g else 0)
+        rq = 8 * p.output.c if p.q.rounding == ROUND_NEAREST_NO_TIE else 0  # lift and base' per channel
+        return "dsp", 8 * per_pass * ((k + 3) >> 2) + (k if p.input.c % 4 != 0 and g else 0) + rq
     if isa == "mve" and k <= PATCH_BYTES and k <= FAST_MAX_K and requant2_ok(p, bias):
         if k <= MVE_K:
             size = 8 * min(p.output.c, MVE_OC_BLOCK) + 4 * ((k + 15) & ~15)

@@ -11,7 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.kernels.common import QuantIO, check_range
-from emitter.quant import requantize
+from emitter.quant import ROUND_TFLITE, requantize, requantize_rne
 
 
 @dataclass(frozen=True)
@@ -33,5 +33,8 @@ def mcu_requantize_s8(p: RequantizeParams, x: np.ndarray) -> np.ndarray:
     check_range("shift", p.shift, -31, 30)
     check_range("act_min", p.q.act_min, -128, p.q.act_max)
     check_range("act_max", p.q.act_max, p.q.act_min, 127)
-    raw = requantize(x.astype(np.int64) + p.q.input_offset, p.multiplier, p.shift)
+    if p.q.rounding == ROUND_TFLITE:
+        raw = requantize(x.astype(np.int64) + p.q.input_offset, p.multiplier, p.shift)
+    else:  # onnxruntime numerics (C: mcu_requantize_mode keeps it in [-256, 256])
+        raw = np.clip(requantize_rne(x.astype(np.int64) + p.q.input_offset, p.multiplier, p.shift), -256, 256)
     return np.clip(raw + p.q.output_offset, p.q.act_min, p.q.act_max).astype(np.int8)

@@ -194,13 +194,16 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
     assert w.quant is not None and w.data is not None
     c_out = w.shape[0]
-    real = xq.s * np.broadcast_to(w.quant.scale, (c_out,)) / yq.s
-    mult, shift = quant.multipliers(real)
+    mult, shift, rounding = quant.layer_multipliers(g.numerics, xq.s,
+                                                    np.broadcast_to(w.quant.scale, (c_out,)), yq.s)
     kh, kw = node.attrs["kernel"]
     sh, sw = node.attrs["strides"]
     dh, dw = node.attrs["dilations"]
     pt, pl = node.attrs["pads"][0], node.attrs["pads"][1]
-    qio = QuantIO(-xq.zp, yq.zp, node.attrs["act_min"], node.attrs["act_max"])
+    if rounding == quant.ROUND_NEAREST_EVEN and quant.fast_round_ok(  # proven tie-free: fast paths
+            mult, shift, quant.acc_bound(w.data.reshape(c_out, -1), b.data if b is not None else None, c_out)):
+        rounding = quant.ROUND_NEAREST_NO_TIE
+    qio = QuantIO(-xq.zp, yq.zp, node.attrs["act_min"], node.attrs["act_max"], rounding)
     idims, odims = dims4(x.shape), dims4(y.shape)
     wdata = w.data.reshape(c_out, w.shape[1], kh, kw)
     bias = b.data if b is not None else None

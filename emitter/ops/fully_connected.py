@@ -191,9 +191,9 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     weights = w.data
     if batches == 1:  # physical position j holds logical feature idx[j]
         weights = np.ascontiguousarray(weights[:, index_map(x.layout)])
-    mult, shift = quant.multipliers(xq.s * w.quant.scale / yq.s)
-    p = FCParams(batches, k, n_out, QuantIO(-xq.zp, yq.zp, node.attrs["act_min"], node.attrs["act_max"]),
-                 int(mult.size > 1), mult, shift)
+    mult, shift, rounding = quant.layer_multipliers(g.numerics, xq.s, w.quant.scale, yq.s)
+    p = FCParams(batches, k, n_out, QuantIO(-xq.zp, yq.zp, node.attrs["act_min"], node.attrs["act_max"],
+                                            rounding), int(mult.size > 1), mult, shift)
     bias = b.data if b is not None else None
 
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:

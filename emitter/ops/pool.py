@@ -110,12 +110,18 @@ def prepare(node: Node, g: Graph) -> Prepared:
     sh, sw = node.attrs["strides"]
     pt, pl = node.attrs["pads"][0], node.attrs["pads"][1]
     idims, odims = dims4(x.shape), dims4(y.shape)
-    p = PoolParams(idims, odims, kh, kw, sh, sw, pt, pl, node.attrs["act_min"], node.attrs["act_max"])
+    ort = g.numerics == "onnxruntime" and node.op != "maxpool"
+    p = PoolParams(idims, odims, kh, kw, sh, sw, pt, pl, node.attrs["act_min"], node.attrs["act_max"],
+                   quant.ROUND_NEAREST_EVEN if ort else quant.ROUND_TFLITE)
     fn, kernel = (mcu_maxpool_s8, "mcu_maxpool_s8") if node.op == "maxpool" else (mcu_avgpool_s8, "mcu_avgpool_s8")
     in_shape = (idims.n, idims.h, idims.w, idims.c)
     if node.attrs.get("fixed_count"):
         xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
-        mult, shift = quant.quantize_multiplier(xq.s / (yq.s * kh * kw))
+        if ort:  # onnxruntime: x_scale / (y_scale * count) in float32, held exactly
+            mult, shift = quant.exact_multiplier(float(quant.f32_scale(
+                xq.s, quant.f32_scale(np.float32(yq.s) * np.float32(kh * kw)))))
+        else:
+            mult, shift = quant.quantize_multiplier(xq.s / (yq.s * kh * kw))
         rp = AvgPoolRequantParams(p, -xq.zp, yq.zp, mult, shift)
 
         def golden_rq(env: dict[str, np.ndarray]) -> np.ndarray:

@@ -33,9 +33,14 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
 def prepare(node: Node, g: Graph) -> Prepared:
     x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
     xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
-    mult, shift = quant.quantize_multiplier(xq.s / yq.s)
-    p = RequantizeParams(y.size, QuantIO(-xq.zp, yq.zp, node.attrs["act_min"], node.attrs["act_max"]),
-                         mult, shift)
+    if g.numerics == "onnxruntime":  # float32 s_in / s_out held exactly, one rounding half to even
+        mult, shift = quant.exact_multiplier(float(quant.f32_scale(xq.s, yq.s)))
+        rounding = quant.ROUND_NEAREST_EVEN
+    else:
+        mult, shift = quant.quantize_multiplier(xq.s / yq.s)
+        rounding = quant.ROUND_TFLITE
+    p = RequantizeParams(y.size, QuantIO(-xq.zp, yq.zp, node.attrs["act_min"], node.attrs["act_max"],
+                                         rounding), mult, shift)
 
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_requantize_s8(p, env[x.name])

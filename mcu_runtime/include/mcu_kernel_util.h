@@ -20,7 +20,8 @@ static inline int dims_valid(const mcu_dims_t *d)
 
 static inline int quant_io_valid(const mcu_quant_io_t *q)
 {
-    return q->input_offset >= -MCU_INT8_MAX && q->input_offset <= -MCU_INT8_MIN &&
+    return q->rounding >= MCU_ROUND_TFLITE && q->rounding <= MCU_ROUND_NEAREST_NO_TIE &&
+           q->input_offset >= -MCU_INT8_MAX && q->input_offset <= -MCU_INT8_MIN &&
            q->output_offset >= MCU_INT8_MIN && q->output_offset <= MCU_INT8_MAX &&
            q->act_min >= MCU_INT8_MIN && q->act_max <= MCU_INT8_MAX && q->act_min <= q->act_max;
 }
@@ -74,12 +75,12 @@ static inline int32_t high_mul(int32_t a, int32_t b)
 }
 
 /*
- * One output element: mcu_requantize(acc, multiplier, shift) + output_offset, clamped to
+ * One output element in TFLite rounding: mcu_requantize(acc, multiplier, shift) + output_offset, clamped to
  * [act_min, act_max]; bit for bit mcu_math.h's arithmetic in fewer instructions (high_mul above;
  * RoundingDivideByPOT keeps its remainder/threshold form, with a 32-bit mask).
  */
-static inline int8_t output_stage(int32_t acc, int32_t multiplier, int32_t shift,
-                                  const mcu_quant_io_t *q)
+static inline int8_t output_stage_tflite(int32_t acc, int32_t multiplier, int32_t shift,
+                                         const mcu_quant_io_t *q)
 {
     const int32_t left = shift > 0 ? shift : 0;
     const int32_t right = shift > 0 ? 0 : -shift;
@@ -91,6 +92,25 @@ static inline int8_t output_stage(int32_t acc, int32_t multiplier, int32_t shift
     const int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
     const int32_t out = (high >> right) + (remainder > threshold ? 1 : 0) + q->output_offset;
     return (int8_t)mcu_clamp_s32(out, q->act_min, q->act_max);
+}
+
+/* One output element in onnxruntime's rounding: mcu_requantize_rne(acc, multiplier, shift) +
+ * output_offset, clamped to [act_min, act_max]. */
+static inline int8_t output_stage_rne(int32_t acc, int32_t multiplier, int32_t shift,
+                                      const mcu_quant_io_t *q)
+{
+    const int32_t v = mcu_requantize_mode(acc, multiplier, shift, q->rounding);
+    return (int8_t)mcu_clamp_s32(v + q->output_offset, q->act_min, q->act_max);
+}
+
+/* One output element in q->rounding. Loops over many outputs test q->rounding once and call
+ * output_stage_tflite / output_stage_rne (a test per output costs the TFLite path ~3% on
+ * Armv6-M). */
+static inline int8_t output_stage(int32_t acc, int32_t multiplier, int32_t shift,
+                                  const mcu_quant_io_t *q)
+{
+    return q->rounding == MCU_ROUND_TFLITE ? output_stage_tflite(acc, multiplier, shift, q)
+                                           : output_stage_rne(acc, multiplier, shift, q);
 }
 
 /*
@@ -120,6 +140,49 @@ static inline int32_t requant2_base(int32_t shift, int32_t output_offset)
     return (int32_t)((1u << (-shift - 1)) + ((uint32_t)output_offset << -shift));
 }
 
+/*
+ * onnxruntime's rounding on the fast paths (rounding == MCU_ROUND_NEAREST_NO_TIE): requant2 and
+ * requant4 compute floor((2 a M + 2^31 + 2^32 (base - [a < 0])) / 2^(32+r)) for the accumulator
+ * a they get. Give them a = acc + lift, lift = 2^29 + 2^(30 - v) with 2^v the lowest set bit of
+ * M (v >= 7: M holds a float32 mantissa in its top 24 bits):
+ * - a lies in [0, 2^30) for |acc| < 2^29 - 2^23, so [a < 0] = 0 (and 2a fits int32);
+ * - 2 lift M = 2^(30+v) m + 2^31 m for M = m 2^v, m odd: 2^31 + 2^32 j with the integer
+ *   j = M / 4 + (m - 1) / 2 = (M >> 2) + (M >> (v + 1));
+ * - with base' = 2^(r-1) + output_offset 2^r - 1 - j (requant2_base_q) the numerator is
+ *   2 acc M + 2^(31+r) + output_offset 2^(32+r): acc M / 2^(31+r) rounded half up, plus the
+ *   output offset; half up is half to even as no reachable acc is a tie.
+ * emitter/quant.py fast_round_ok() checks both bounds per channel at build time.
+ */
+static inline int32_t requant2_lift(int32_t multiplier, const mcu_quant_io_t *q)
+{
+    if (q->rounding != MCU_ROUND_NEAREST_NO_TIE || multiplier <= 0) {
+        return 0;
+    }
+    const int32_t v = __builtin_ctz((uint32_t)multiplier); /* RBIT + CLZ */
+    return (int32_t)((1u << 29) + ((1u << 30) >> v));
+}
+
+/* requant2_lift() doubled and requant2_base_q() of one MCU_ROUND_NEAREST_NO_TIE channel with one
+ * CTZ and no tests (fast_round_ok() gives every channel of such a layer a multiplier > 0) */
+static inline int32_t requant2_no_tie(int32_t multiplier, int32_t shift, int32_t output_offset,
+                                      int32_t *lift2)
+{
+    const int32_t v = __builtin_ctz((uint32_t)multiplier);
+    *lift2 = (int32_t)((1u << 30) + ((1u << 31) >> v));
+    return requant2_base(shift, output_offset) - 1 - (multiplier >> 2) - (multiplier >> (v + 1));
+}
+
+/* requant2_base(), or base' above for MCU_ROUND_NEAREST_NO_TIE */
+static inline int32_t requant2_base_q(int32_t multiplier, int32_t shift, const mcu_quant_io_t *q)
+{
+    const int32_t base = requant2_base(shift, q->output_offset);
+    if (q->rounding != MCU_ROUND_NEAREST_NO_TIE || multiplier <= 0) {
+        return base;
+    }
+    const int32_t v = __builtin_ctz((uint32_t)multiplier);
+    return base - 1 - (multiplier >> 2) - (multiplier >> (v + 1));
+}
+
 #if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(__ARM_BIG_ENDIAN)
 #include <arm_mve.h>
 
@@ -129,6 +192,16 @@ static inline int32_t requant2_base(int32_t shift, int32_t output_offset)
 static inline int32x4_t output_stage4(int32x4_t acc, int32x4_t multiplier, int32x4_t shift,
                                       const mcu_quant_io_t *q)
 {
+    if (q->rounding != MCU_ROUND_TFLITE) { /* onnxruntime's rounding: output_stage per lane */
+        int32_t a[4], m[4], s[4], o[4];
+        vst1q_s32(a, acc);
+        vst1q_s32(m, multiplier);
+        vst1q_s32(s, shift);
+        for (int32_t r = 0; r < 4; ++r) {
+            o[r] = output_stage_rne(a[r], m[r], s[r], q);
+        }
+        return vld1q_s32(o);
+    }
     const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
     const int32x4_t right = vminq_s32(shift, vdupq_n_s32(0)); /* -exponent */
     int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc, left), multiplier);

@@ -62,4 +62,44 @@ static inline int32_t mcu_requantize(int32_t x, int32_t multiplier, int32_t shif
     return mcu_rounding_divide_by_pot(mcu_srdhm(shifted, multiplier), right_shift);
 }
 
+/**
+ * onnxruntime's requantization (--numerics onnxruntime): x * multiplier * 2^(shift - 31) with ONE
+ * rounding, half to even; multiplier in [0, 2^31) holds a float32 scale exactly, shift <= 30;
+ * saturated to int32. (x * multiplier needs 62 bits; a product below 2^62 shifted by 63 or more rounds to 0.)
+ */
+static inline int32_t mcu_requantize_rne(int32_t x, int32_t multiplier, int32_t shift)
+{
+    const int32_t n = 31 - shift;
+    if (n >= 63) {
+        return 0;
+    }
+    const int64_t p = (int64_t)x * multiplier;
+    if (n >= 32) {
+        /* floor((p + 2^(n-1) - 1 + q0) / 2^n), q0 the parity of floor(p / 2^n): ties to even;
+         * the 64-bit shifts by constants only, no saturation needed (|result| < 2^30) */
+        const int32_t k = n - 32;
+        const int32_t hi = (int32_t)(p >> 32); /* arithmetic shift, see below */
+        const int64_t bias = (int64_t)((uint64_t)(1u << k) << 31) - 1 + ((hi >> k) & 1);
+        return (int32_t)((p + bias) >> 32) >> k;
+    }
+    /* Arithmetic right shift of a negative value: see mcu_rounding_divide_by_pot. */
+    const int64_t q = p >> n;
+    const uint64_t rem = (uint64_t)p & (((uint64_t)1 << n) - 1u);
+    const uint64_t half = (uint64_t)1 << (n - 1);
+    const int64_t r = q + ((rem > half || (rem == half && (q & 1) != 0)) ? 1 : 0);
+    return r > INT32_MAX ? INT32_MAX : (r < INT32_MIN ? INT32_MIN : (int32_t)r);
+}
+
+/** The requantization of mcu_quant_io_t.rounding: 0 (MCU_ROUND_TFLITE) mcu_requantize, else
+ * mcu_requantize_rne kept in [-256, 256] (enough for any int8 result, and room for the offset). */
+static inline int32_t mcu_requantize_mode(int32_t x, int32_t multiplier, int32_t shift,
+                                          int32_t rounding)
+{
+    if (rounding == 0) {
+        return mcu_requantize(x, multiplier, shift);
+    }
+    const int32_t v = mcu_requantize_rne(x, multiplier, shift);
+    return v < -256 ? -256 : (v > 256 ? 256 : v);
+}
+
 #endif /* MCU_MATH_H */

@@ -73,7 +73,17 @@ typedef struct {
     int32_t output_offset; /**< +output_zero_point, in [-128, 127] */
     int32_t act_min;       /**< lower clamp in the output's quantized domain, >= -128 */
     int32_t act_max;       /**< upper clamp in the output's quantized domain, <= 127, >= act_min */
+    int32_t rounding;      /**< MCU_ROUND_TFLITE, MCU_ROUND_NEAREST_EVEN or _NO_TIE */
 } mcu_quant_io_t;
+
+/** mcu_quant_io_t.rounding: TFLite's double rounding (mcu_requantize), or onnxruntime's one
+ * rounding of the exact product, half to even (mcu_requantize_rne; the multiplier holds the
+ * float32 scale exactly). _NO_TIE is the latter where mcugen proved at build time that no
+ * accumulator the layer can reach is a tie and |acc| < 2^29 - 2^23: the fast DSP/MVE paths then
+ * run it too (requant2_lift in mcu_kernel_util.h); _NEAREST_EVEN runs the generic loops. */
+#define MCU_ROUND_TFLITE 0
+#define MCU_ROUND_NEAREST_EVEN 1
+#define MCU_ROUND_NEAREST_NO_TIE 2
 
 /* ------------------------------------------------------------------------------------------- */
 /* Convolution                                                                                 */
@@ -200,6 +210,7 @@ typedef struct {
     int32_t pad_left;
     int32_t act_min; /**< clamp in the quantized domain */
     int32_t act_max;
+    int32_t rounding; /**< average pools: MCU_ROUND_TFLITE or MCU_ROUND_NEAREST_EVEN */
 } mcu_pool_params_t;
 
 /** @brief Average of the valid (non-padding) taps of raw int8 values, rounded half away from zero. */

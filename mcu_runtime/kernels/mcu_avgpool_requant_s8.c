@@ -92,7 +92,8 @@ mcu_status_t mcu_avgpool_requant_s8(const mcu_avgpool_requant_params_t *params,
                      * pre-clamping it to [-256, 256] keeps the offset add from overflowing and
                      * changes no output (the offset is in [-128, 127], the clamp in int8). */
                     const int32_t scaled = mcu_clamp_s32(
-                        mcu_requantize(acc, params->multiplier, params->shift), -256, 256);
+                        mcu_requantize_mode(acc, params->multiplier, params->shift, p->rounding),
+                        -256, 256);
                     const int32_t raw_out = scaled + params->output_offset;
                     const int32_t out = mcu_clamp_s32(raw_out, p->act_min, p->act_max);
                     output[(((size_t)n * (size_t)p->output.h + (size_t)out_y) *

@@ -24,8 +24,9 @@
  * Scratch (mcu_conv2d_s8_get_buffer_size, exact for each path; none is taken from the stack):
  * - generic: 4 * min(C_out, MCU_CONV_OC_BLOCK) bytes of corrections, plus K bytes of patch when
  *   K <= MCU_CONV_PATCH_BYTES and some window is not one run of the input;
- * - DSP: 8 * P * ceil(K / 4) bytes of interleaved windows, plus K bytes of patch when C_in % 4 != 0
- *   and some window is not one run of the input;
+ * - DSP: 8 * P * ceil(K / 4) bytes of interleaved windows, plus 8 * C_out bytes of per-channel
+ *   requantization constants for MCU_ROUND_NEAREST_NO_TIE, plus K bytes of patch when
+ *   C_in % 4 != 0 and some window is not one run of the input;
  * - MVE: 8 * min(C_out, block) bytes of corrections and requantization bases (block =
  *   MCU_CONV_MVE_OC_BLOCK when K <= MCU_CONV_MVE_K, else MCU_CONV_OC_BLOCK), plus
  *   4 * roundup16(K) bytes of interleaved windows when K <= MCU_CONV_MVE_K, plus K bytes of
@@ -48,6 +49,9 @@ int32_t mcu_conv2d_s8_dsp_positions(const mcu_conv_params_t *p, const int32_t *b
     const int32_t groups = (k + 3) >> 2;
     if (groups * 2 > MCU_CONV_DSP_WORDS || (k > MCU_CONV_DSP_PATCH && p->input.c % 4 != 0)) {
         return 0;
+    }
+    if (p->q.rounding == MCU_ROUND_NEAREST_EVEN) {
+        return 0; /* onnxruntime's rounding, not proven tie-free: generic loops */
     }
     for (int32_t oc = 0; oc < p->output.c; ++oc) {
         if (!requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0)) {
@@ -80,7 +84,8 @@ int mcu_conv2d_s8_gathers(const mcu_conv_params_t *p)
 /* Every channel's constants allow requant2/requant4 (MVE path). */
 static int requant_fast(const mcu_conv_params_t *p, const int32_t *bias)
 {
-    if (p->filter.h * p->filter.w * p->input.c > MCU_CONV_FAST_MAX_K) {
+    if (p->filter.h * p->filter.w * p->input.c > MCU_CONV_FAST_MAX_K ||
+        p->q.rounding == MCU_ROUND_NEAREST_EVEN) {
         return 0;
     }
     for (int32_t oc = 0; oc < p->output.c; ++oc) {
@@ -107,7 +112,8 @@ static int32_t plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa
         *per_pass = mcu_conv2d_s8_dsp_positions(p, bias);
         if (*per_pass > 0) {
             const int32_t groups = (k + 3) >> 2;
-            *size = 8 * *per_pass * groups + (p->input.c % 4 != 0 && gathers ? k : 0);
+            *size = 8 * *per_pass * groups + (p->input.c % 4 != 0 && gathers ? k : 0) +
+                    (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE ? 8 * p->output.c : 0);
             return MCU_PATH_DSP;
         }
     }

@@ -223,10 +223,12 @@ static inline int8_t dsp_out(int32_t acc2, int32_t mult, int32_t base, int32_t s
 }
 
 /* Every output channel of P = per_pass (4 or 2, a constant where inlined) consecutive positions
- * whose windows are in xbuf; out: the first one's output pixel. */
+ * whose windows are in xbuf; out: the first one's output pixel. no_tie (a constant where
+ * inlined): rounding is MCU_ROUND_NEAREST_NO_TIE, rq[2 oc] and rq[2 oc + 1] channel oc's doubled
+ * requant2_lift and base' (requant2_no_tie, computed once per call). */
 MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *xbuf,
                                   const int8_t *filter, const int32_t *bias, int8_t *out,
-                                  int32_t per_pass)
+                                  int32_t per_pass, int no_tie, const int32_t *rq)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t full_groups = k >> 2;
@@ -239,7 +241,12 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
     const int32_t *const xtail = xbuf + 2 * per_pass * full_groups;
     const int8_t *w = filter; /* advanced by the dot products */
     for (int32_t oc = 0; oc < out_c; ++oc) {
-        const int32_t b2 = bias != NULL ? 2 * bias[oc] : 0;
+        int32_t b2 = bias != NULL ? 2 * bias[oc] : 0;
+        int32_t base_no_tie = 0;
+        if (no_tie) {
+            b2 += rq[2 * oc];
+            base_no_tie = rq[2 * oc + 1];
+        }
         int32_t a[4] = {b2, b2, b2, b2};
         if (full_groups > 0) {
             if (per_pass == 4) {
@@ -262,7 +269,7 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
         }
         const int32_t mult = multiplier[oc];
         const int32_t sh = shift[oc];
-        const int32_t base = requant2_base(sh, q.output_offset);
+        const int32_t base = no_tie ? base_no_tie : requant2_base(sh, q.output_offset);
         a0 = requant2(a0, mult, base, -sh);
         a1 = requant2(a1, mult, base, -sh);
         if (per_pass == 4) {
@@ -287,7 +294,8 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
 
 /* P = 1: every output channel of one position, two channels per pass */
 static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
-                            const int8_t *filter, const int32_t *bias, int8_t *out)
+                            const int8_t *filter, const int32_t *bias, int8_t *out,
+                            const int32_t *rq)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t full_groups = k >> 2;
@@ -295,6 +303,7 @@ static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
     const int32_t out_c = p->output.c;
     const mcu_quant_io_t q = p->q;
     const int full = q.act_min == MCU_INT8_MIN && q.act_max == MCU_INT8_MAX;
+    const int no_tie = q.rounding == MCU_ROUND_NEAREST_NO_TIE; /* rq holds its constants */
     const int32_t *const xtail = xbuf + 2 * full_groups;
     for (int32_t oc = 0; oc < out_c; oc += 2) {
         /* (an odd last channel is computed twice) */
@@ -302,6 +311,14 @@ static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
         const int8_t *const w = filter + oc * k;
         const int32_t step = (oc1 - oc) * k;
         int32_t a[2] = {bias != NULL ? 2 * bias[oc] : 0, bias != NULL ? 2 * bias[oc1] : 0};
+        int32_t base0 = requant2_base(p->shift[oc], q.output_offset);
+        int32_t base1 = requant2_base(p->shift[oc1], q.output_offset);
+        if (no_tie) {
+            a[0] += rq[2 * oc];
+            base0 = rq[2 * oc + 1];
+            a[1] += rq[2 * oc1];
+            base1 = rq[2 * oc1 + 1];
+        }
         if (full_groups > 0) {
             dot_p1x2(a, xbuf, w, step, full_groups);
         }
@@ -312,12 +329,8 @@ static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
                 a[c] = __smlad(xtail[1], wo, __smlad(xtail[0], we, a[c]));
             }
         }
-        const int8_t v1 = dsp_out(a[1], p->multiplier[oc1],
-                                  requant2_base(p->shift[oc1], q.output_offset), p->shift[oc1],
-                                  &q, full);
-        const int8_t v0 = dsp_out(a[0], p->multiplier[oc],
-                                  requant2_base(p->shift[oc], q.output_offset), p->shift[oc], &q,
-                                  full);
+        const int8_t v1 = dsp_out(a[1], p->multiplier[oc1], base1, p->shift[oc1], &q, full);
+        const int8_t v0 = dsp_out(a[0], p->multiplier[oc], base0, p->shift[oc], &q, full);
         out[oc1] = v1;
         out[oc] = v0;
     }
@@ -326,14 +339,19 @@ static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
 /* Every output channel of per_pass consecutive positions whose windows are in xbuf. */
 MCU_CONV_NOINLINE static void dsp_channels(const mcu_conv_params_t *p, const int32_t *xbuf,
                                            const int8_t *filter, const int32_t *bias,
-                                           int8_t *out, int32_t per_pass)
+                                           int8_t *out, int32_t per_pass, const int32_t *rq)
 {
-    if (per_pass == 4) {
-        dsp_channels_p(p, xbuf, filter, bias, out, 4);
+    const int no_tie = p->q.rounding == MCU_ROUND_NEAREST_NO_TIE;
+    if (per_pass == 4 && !no_tie) {
+        dsp_channels_p(p, xbuf, filter, bias, out, 4, 0, rq);
+    } else if (per_pass == 4) {
+        dsp_channels_p(p, xbuf, filter, bias, out, 4, 1, rq);
+    } else if (per_pass == 2 && !no_tie) {
+        dsp_channels_p(p, xbuf, filter, bias, out, 2, 0, rq);
     } else if (per_pass == 2) {
-        dsp_channels_p(p, xbuf, filter, bias, out, 2);
+        dsp_channels_p(p, xbuf, filter, bias, out, 2, 1, rq);
     } else {
-        dsp_channels_p1(p, xbuf, filter, bias, out);
+        dsp_channels_p1(p, xbuf, filter, bias, out, rq);
     }
 }
 
@@ -394,7 +412,16 @@ void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const in
 {
     const int32_t filter_size = p->filter.h * p->filter.w * p->input.c;
     int32_t *const xbuf = (int32_t *)scratch;
-    int8_t *const patch = (int8_t *)(xbuf + 2 * per_pass * ((filter_size + 3) >> 2));
+    /* onnxruntime's rounding: each channel's doubled lift and base', then the patch */
+    int32_t *const rq = xbuf + 2 * per_pass * ((filter_size + 3) >> 2);
+    const int no_tie = p->q.rounding == MCU_ROUND_NEAREST_NO_TIE;
+    int8_t *const patch = (int8_t *)(rq + (no_tie ? 2 * p->output.c : 0));
+    if (no_tie) {
+        for (int32_t oc = 0; oc < p->output.c; ++oc) {
+            rq[2 * oc + 1] = requant2_no_tie(p->multiplier[oc], p->shift[oc], p->q.output_offset,
+                                             &rq[2 * oc]);
+        }
+    }
     mcu_conv_block_t c;
     c.params = p;
     c.filter = filter;
@@ -408,7 +435,7 @@ void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const in
         for (int32_t i = 0; i < per_pass; ++i) {
             dsp_window(&c, input, n0 + i, xbuf, i, per_pass, patch);
         }
-        dsp_channels(p, xbuf, filter, bias, output + n0 * p->output.c, per_pass);
+        dsp_channels(p, xbuf, filter, bias, output + n0 * p->output.c, per_pass, rq);
     }
 }
 

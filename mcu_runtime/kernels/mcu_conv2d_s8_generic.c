@@ -84,8 +84,16 @@ static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
     const int32_t *const multiplier = params->multiplier + oc;
     const int32_t *const shift = params->shift + oc;
     int8_t *const out = out_px + oc;
-    for (int32_t r = 0; r < 4; ++r) {
-        out[r] = output_stage(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r], shift[r], &q);
+    if (q.rounding == MCU_ROUND_TFLITE) {
+        for (int32_t r = 0; r < 4; ++r) {
+            out[r] = output_stage_tflite(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r],
+                                         shift[r], &q);
+        }
+    } else {
+        for (int32_t r = 0; r < 4; ++r) {
+            out[r] = output_stage_rne(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r], shift[r],
+                                      &q);
+        }
     }
 }
 

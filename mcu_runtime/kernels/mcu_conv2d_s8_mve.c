@@ -72,8 +72,9 @@ static void pixel_mve(const mcu_conv_block_t *c, const int8_t *patch, int8_t *ou
         vstrbq_s32(out_px + oc, v);
     }
     for (; oc < c->oc_end; ++oc) {
-        const int32_t acc = mcu_conv_add_wrap(mcu_dot1_s8(patch, c->filter + oc * k, k),
-                                              c->corr[oc - c->oc_base]);
+        /* corr holds requant2_lift for requant4; output_stage takes the plain sum */
+        const int32_t corr = c->corr[oc - c->oc_base] - requant2_lift(p->multiplier[oc], &p->q);
+        const int32_t acc = mcu_conv_add_wrap(mcu_dot1_s8(patch, c->filter + oc * k, k), corr);
         out_px[oc] = output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q);
     }
 }
@@ -289,15 +290,23 @@ MCU_CONV_NOINLINE static void block_constants(const mcu_conv_block_t *c, const i
     const int32_t k = c->filter_size;
     const int8_t *const filter = c->filter;
     const int32_t *const shift = c->params->shift;
-    const int32_t input_offset = c->params->q.input_offset;
-    const int32_t output_offset = c->params->q.output_offset;
+    const int32_t *const multiplier = c->params->multiplier;
+    const mcu_quant_io_t q = c->params->q;
+    const int32_t input_offset = q.input_offset;
     const int32_t oc_base = c->oc_base;
     const int32_t oc_end = c->oc_end;
     for (int32_t oc = oc_base; oc < oc_end; ++oc) {
         const int32_t w_sum = mcu_sum_s8(filter + oc * k, k);
         corr[oc - oc_base] = mcu_conv_add_wrap(bias != NULL ? bias[oc] : 0,
                                                (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
-        base[oc - oc_base] = requant2_base(shift[oc], output_offset);
+        base[oc - oc_base] = requant2_base(shift[oc], q.output_offset);
+    }
+    if (q.rounding == MCU_ROUND_NEAREST_NO_TIE) { /* onnxruntime's rounding: requant2_lift */
+        for (int32_t oc = oc_base; oc < oc_end; ++oc) {
+            int32_t lift2;
+            base[oc - oc_base] = requant2_no_tie(multiplier[oc], shift[oc], q.output_offset, &lift2);
+            corr[oc - oc_base] = mcu_conv_add_wrap(corr[oc - oc_base], lift2 / 2);
+        }
     }
 }
 

@@ -41,7 +41,8 @@ mcu_status_t mcu_conv2d_s8_ref(const mcu_conv_params_t *params, const int8_t *in
                             }
                         }
                     }
-                    int32_t v = mcu_requantize(acc, params->multiplier[oc], params->shift[oc]);
+                    int32_t v = mcu_requantize_mode(acc, params->multiplier[oc], params->shift[oc],
+                                                    params->q.rounding);
                     v += params->q.output_offset;
                     output[((b * out.h + oy) * out.w + ox) * out.c + oc] =
                         (int8_t)mcu_clamp_s32(v, params->q.act_min, params->q.act_max);

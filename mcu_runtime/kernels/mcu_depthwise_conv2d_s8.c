@@ -30,9 +30,12 @@ _Static_assert(sizeof(mcu_dw_dsp_scratch_t) == MCU_DW_DSP_SCRATCH_BYTES,
 _Static_assert(sizeof(mcu_dw_mve_scratch_t) == MCU_DW_MVE_SCRATCH_BYTES,
                "MCU_DW_MVE_SCRATCH_BYTES is sizeof(mcu_dw_mve_scratch_t)");
 
-/* requant2_ok() (mcu_kernel_util.h) for every output channel. */
+/* No unproven onnxruntime rounding, and requant2_ok() (mcu_kernel_util.h) for every output channel. */
 static int requant_fast(const mcu_depthwise_conv_params_t *p, const int32_t *bias)
 {
+    if (p->q.rounding == MCU_ROUND_NEAREST_EVEN) {
+        return 0;
+    }
     for (int32_t c = 0; c < p->output.c; ++c) {
         if (!requant2_ok(p->multiplier[c], p->shift[c], bias != NULL ? bias[c] : 0)) {
             return 0;

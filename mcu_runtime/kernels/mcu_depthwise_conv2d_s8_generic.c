@@ -90,8 +90,26 @@ static void channels4(const mcu_dw_taps_t *t, int32_t c, const mcu_depthwise_con
     taps4(t, c, q.input_offset, acc);
     for (int32_t k = 0; k < 4; ++k) {
         const int32_t sum = acc[k] + (bias != NULL ? bias[c + k] : 0);
-        out[k] = output_stage(sum, multiplier[k], shift[k], &q);
+        out[k] = output_stage_tflite(sum, multiplier[k], shift[k], &q);
     }
+}
+
+/* channel_blocks() in onnxruntime's rounding, out of line: the TFLite loops keep their code */
+DW_NOINLINE static int32_t channel_blocks_rne(const mcu_dw_taps_t *t,
+                                              const mcu_depthwise_conv_params_t *params,
+                                              const int32_t *bias, int8_t *out_px)
+{
+    const mcu_quant_io_t q = params->q;
+    int32_t c = 0;
+    for (; c + 4 <= params->output.c; c += 4) {
+        int32_t acc[4];
+        taps4(t, c, q.input_offset, acc);
+        for (int32_t k = 0; k < 4; ++k) {
+            const int32_t sum = acc[k] + (bias != NULL ? bias[c + k] : 0);
+            out_px[c + k] = output_stage_rne(sum, params->multiplier[c + k], params->shift[c + k], &q);
+        }
+    }
+    return c;
 }
 
 /* depth_multiplier == 1: the channels in blocks of four. Returns the first channel left to the
@@ -99,6 +117,9 @@ static void channels4(const mcu_dw_taps_t *t, int32_t c, const mcu_depthwise_con
 static int32_t channel_blocks(const mcu_dw_taps_t *t, const mcu_depthwise_conv_params_t *params,
                               const int32_t *bias, int8_t *out_px)
 {
+    if (params->q.rounding != MCU_ROUND_TFLITE) {
+        return channel_blocks_rne(t, params, bias, out_px);
+    }
     const int32_t channels = params->output.c;
     int32_t c = 0;
     for (; c + 4 <= channels; c += 4) {

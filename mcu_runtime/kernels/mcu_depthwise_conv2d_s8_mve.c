@@ -67,6 +67,22 @@ static void mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params
     }
 }
 
+/* onnxruntime's rounding (MCU_ROUND_NEAREST_NO_TIE) for mve_prepare's channels c .. c + 7:
+ * requant2_lift added to the sums' starting values, base' (requant2_no_tie). */
+static void mve_prepare_no_tie(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
+                               int32_t c)
+{
+    for (int32_t k = 0; k < 8 && c + k < p->output.c; ++k) {
+        const int32_t odd = k & 1;
+        const int32_t j = k >> 1;
+        int32_t lift2;
+        g->base[odd][j] = requant2_no_tie(p->multiplier[c + k], p->shift[c + k],
+                                          p->q.output_offset, &lift2);
+        g->bias[odd][j] += lift2 / 2;
+        g->bias_full[odd][j] += lift2 / 2;
+    }
+}
+
 /* acc_e/acc_o += (x + offset) * w over one tap: x the eight inputs at xp (lanes past `pred`
  * not read when `partial`) */
 static inline __attribute__((always_inline)) void mve_tap(int32x4_t *acc_e, int32x4_t *acc_o,
@@ -351,6 +367,9 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
     }
     for (int32_t c = 0; c < out_c; c += 8) {
         mve_prepare(g, p, filter, bias, c);
+        if (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) {
+            mve_prepare_no_tie(g, p, c);
+        }
         m.pred = vctp16q((uint32_t)(out_c - c));
         for (int32_t b = 0; b < p->input.n; ++b) {
             if (c + 8 <= out_c) {

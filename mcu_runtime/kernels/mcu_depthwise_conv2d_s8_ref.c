@@ -37,7 +37,7 @@ mcu_status_t mcu_depthwise_conv2d_s8_ref(const mcu_depthwise_conv_params_t *para
                             acc += (in + p->q.input_offset) * w;
                         }
                     }
-                    int32_t out = mcu_requantize(acc, p->multiplier[oc], p->shift[oc]);
+                    int32_t out = mcu_requantize_mode(acc, p->multiplier[oc], p->shift[oc], p->q.rounding);
                     out += p->q.output_offset;
                     out = mcu_clamp_s32(out, p->q.act_min, p->q.act_max);
                     output[((b * p->output.h + y) * p->output.w + x) * p->output.c + oc] =

@@ -56,8 +56,10 @@ static void store4(const int32_t acc[4], const int32_t *bias, int32_t n,
     const int32_t *const multiplier = params->multiplier + step * n;
     const int32_t *const shift = params->shift + step * n;
     for (int32_t r = 0; r < 4; ++r) {
-        out[n + r] = output_stage(acc[r] + (bias != NULL ? bias[n + r] : 0), multiplier[step * r],
-                                  shift[step * r], &q);
+        const int32_t a = acc[r] + (bias != NULL ? bias[n + r] : 0);
+        out[n + r] = q.rounding == MCU_ROUND_TFLITE
+                         ? output_stage_tflite(a, multiplier[step * r], shift[step * r], &q)
+                         : output_stage_rne(a, multiplier[step * r], shift[step * r], &q);
     }
 }
 

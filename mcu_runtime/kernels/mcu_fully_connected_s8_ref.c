@@ -26,7 +26,8 @@ mcu_status_t mcu_fully_connected_s8_ref(const mcu_fc_params_t *params, const int
                 acc += x * (int32_t)weights[n * in_features + k];
             }
             const int32_t c = params->per_channel ? n : 0;
-            int32_t out = mcu_requantize(acc, params->multiplier[c], params->shift[c]);
+            int32_t out = mcu_requantize_mode(acc, params->multiplier[c], params->shift[c],
+                                              params->q.rounding);
             out += params->q.output_offset;
             output[b * out_features + n] =
                 (int8_t)mcu_clamp_s32(out, params->q.act_min, params->q.act_max);

@@ -25,7 +25,8 @@ mcu_status_t mcu_requantize_s8(const mcu_requantize_params_t *params, const int8
     for (int32_t i = 0; i < p->size; ++i) {
         const int32_t in_val = input[i] + p->q.input_offset;
         const int32_t raw_out =
-            mcu_requantize(in_val, p->multiplier, p->shift) + p->q.output_offset;
+            mcu_requantize_mode(in_val, p->multiplier, p->shift, p->q.rounding) +
+            p->q.output_offset;
         output[i] = (int8_t)mcu_clamp_s32(raw_out, p->q.act_min, p->q.act_max);
     }
     return MCU_OK;

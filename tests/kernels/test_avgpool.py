@@ -80,7 +80,8 @@ def exact_reference(p: PoolParams, x: np.ndarray) -> np.ndarray:
                     vals = [int(x[b, y, xx, ch]) for y in ys for xx in xs]
                     mean = Fraction(sum(vals), len(vals))
                     mag = int(abs(mean) + Fraction(1, 2))  # floor(|m| + 1/2)
-                    out[b, oy, ox, ch] = mag if mean >= 0 else -mag
+                    away = mag if mean >= 0 else -mag
+                    out[b, oy, ox, ch] = away if p.rounding == 0 else round(mean)  # ties to even
     return np.clip(out, p.act_min, p.act_max)
 
 
@@ -132,10 +133,22 @@ def cases(draw: st.DrawFn) -> Case:
 
 
 @settings(max_examples=150, deadline=None)
-@given(case=cases(), seed=st.integers(0, 2**32 - 1))
-def test_property_golden_equals_c(case: Case, seed: int) -> None:
+@given(case=cases(), seed=st.integers(0, 2**32 - 1), rounding=st.sampled_from([0, 1]))
+def test_property_golden_equals_c(case: Case, seed: int, rounding: int) -> None:
     p, x = build(case, np.random.default_rng(seed))
+    p = dataclasses.replace(p, rounding=rounding)  # 1: onnxruntime numerics, ties to even
     np.testing.assert_array_equal(check(p, x), exact_reference(p, x))
+
+
+def test_rounding_ties_to_even() -> None:
+    """onnxruntime numerics (rounding 1): 0.5 -> 0, -0.5 -> 0, 1.5 -> 2, -1.5 -> -2, 2.5 -> 2."""
+    p, _ = build(Case(h=2, w=2, c=5, kh=2, kw=1, stride=(2, 1)), np.random.default_rng(0))
+    p = dataclasses.replace(p, rounding=1)
+    x = np.array([[[[1, -1, 3, -3, 5], [0, 0, 0, 0, 0]],
+                   [[0, 0, 0, 0, 0], [0, 0, 0, 0, 0]]]], dtype=np.int8)
+    got = check(p, x)
+    np.testing.assert_array_equal(got[0, 0, 0], [0, 0, 2, -2, 2])
+    np.testing.assert_array_equal(got, exact_reference(p, x))
 
 
 INVALID = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emitter.cfmt import c_struct
-from emitter.kernels.common import Dims, PoolParams
+from emitter.kernels.common import Dims, PoolParams, windows
 from emitter.kernels.mcu_avgpool_requant_s8 import AvgPoolRequantParams, mcu_avgpool_requant_s8
 from emitter.quant import quantize_multiplier, requantize
 from tests.harness.ckernels import (
@@ -169,6 +170,25 @@ def test_property_any_multiplier(case: Case, seed: int, multiplier: int, shift: 
     p, x = build(case, np.random.default_rng(seed))
     p = dataclasses.replace(p, multiplier=multiplier, shift=shift)
     np.testing.assert_array_equal(check(p, x), independent_reference(p, x))
+
+
+@settings(max_examples=100, deadline=None)
+@given(case=cases(), seed=st.integers(0, 2**32 - 1),
+       multiplier=st.one_of(st.just(0), st.integers(1 << 23, (1 << 24) - 1).map(lambda m: m << 7)),
+       shift=st.integers(-31, 30))
+def test_property_onnxruntime_rounding(case: Case, seed: int, multiplier: int, shift: int) -> None:
+    """onnxruntime numerics (pool.rounding 1, a float32 mantissa as multiplier): C == golden ==
+    the exact mean sum * multiplier * 2^(shift - 31) rounded half to even, clamped."""
+    p, x = build(case, np.random.default_rng(seed))
+    p = dataclasses.replace(p, pool=dataclasses.replace(p.pool, rounding=1), multiplier=multiplier,
+                            shift=shift)
+    got = check(p, x)
+    q = p.pool
+    for oy, ox, y0, y1, x0, x1 in windows(q):
+        acc = x[:, y0:y1, x0:x1, :].astype(np.int64).sum(axis=(1, 2)) + p.input_offset * (y1 - y0) * (x1 - x0)
+        exact = [round(Fraction(int(a) * multiplier) * Fraction(2) ** (shift - 31)) for a in acc.ravel()]
+        want = np.clip(np.clip(exact, -256, 256) + p.output_offset, q.act_min, q.act_max)
+        np.testing.assert_array_equal(got[:, oy, ox, :].ravel(), want)
 
 
 @settings(max_examples=150, deadline=None)

@@ -7,9 +7,12 @@ tap and gathered; on MVE the four-position and the one-position loops; everywher
 (gathered patch, runs for large filters, unrealistic requantization). Each case also reports the
 path and scratch size the C chose for its own instruction set (MCU_ISA_NATIVE), which must equal
 the Python twin's for the core, and is run once with one scratch byte too few (MCU_ERR_SCRATCH).
+Every case runs again in onnxruntime numerics (exact float32 scales, rounding half to even: on the
+fast paths where proven tie-free, else the generic loops), and one case is forced generic.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -23,6 +26,7 @@ from emitter.kernels import mcu_fully_connected_s8 as fc_twin
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
+from emitter.quant import ROUND_NEAREST_EVEN, ROUND_NEAREST_NO_TIE, acc_bound, exact_multipliers, fast_round_ok
 from tests.harness.ckernels import conv_out_size, realistic_multipliers, run_bundle_on_qemu, wide_multipliers
 
 CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
@@ -105,7 +109,21 @@ def dims(d: Dims) -> str:
 
 def quant(q: QuantIO) -> str:
     return (f"{{.input_offset = {q.input_offset}, .output_offset = {q.output_offset}, "
-            f".act_min = {q.act_min}, .act_max = {q.act_max}}}")
+            f".act_min = {q.act_min}, .act_max = {q.act_max}, .rounding = {q.rounding}}}")
+
+
+def ort_variant(p: Any, w: np.ndarray, b: np.ndarray, force_generic: bool = False) -> Any:
+    """The same case in onnxruntime numerics: each channel's scale rounded to float32 and held
+    exactly, rounding MCU_ROUND_NEAREST_NO_TIE where fast_round_ok() proves it (the fast DSP/MVE
+    paths with requant2_lift), else (or when forced) MCU_ROUND_NEAREST_EVEN (generic loops)."""
+    real = np.asarray(p.multiplier, np.float64) * np.exp2(np.asarray(p.shift, np.float64) - 31)
+    mult, shift = exact_multipliers(real.astype(np.float32))
+    c_out = mult.size
+    rounding = ROUND_NEAREST_EVEN
+    bound = acc_bound(w.reshape(c_out, -1), b, c_out)
+    if isinstance(p, ConvParams) and not force_generic and fast_round_ok(mult, shift, bound):
+        rounding = ROUND_NEAREST_NO_TIE
+    return replace(p, q=replace(p.q, rounding=rounding), multiplier=mult, shift=shift)
 
 
 def net_c(cases: list[tuple[str, Any, list[Any]]]) -> str:
@@ -179,7 +197,10 @@ def cases() -> list[tuple[str, Any, list[Any]]]:
     rng = np.random.default_rng(10)
     out: list[tuple[str, Any, list[Any]]] = [("conv", *conv_case(s, rng)) for s in CONVS.values()]
     out += [("fc", *fc_case(s, rng)) for s in FCS.values()]
-    return out
+    ort = [(kind, ort_variant(p, inputs[1], inputs[2]), inputs) for kind, p, inputs in out]
+    assert sum(p.q.rounding == ROUND_NEAREST_NO_TIE for _, p, _ in ort) >= 8  # fast paths covered
+    kind, p, inputs = out[0]
+    return out + ort + [(kind, ort_variant(p, inputs[1], inputs[2], force_generic=True), inputs)]
 
 
 @pytest.mark.qemu
@@ -197,6 +218,7 @@ def test_every_path_bit_exact_on_every_core(core: str, opt: str, cases, tmp_path
                              [want.size, 5 * len(cases)], b"\0", tmp_path, opt)
     got = np.frombuffer(raw[:want.size], np.int8)
     names = [*CONVS, *FCS]
+    names += [f"{n} (onnxruntime numerics)" for n in names] + [f"{[*CONVS][0]} (onnxruntime, generic)"]
     for k, (g, start) in enumerate(zip(golden, np.cumsum([0] + [g.size for g in golden]), strict=False)):
         assert np.array_equal(got[start:start + g.size], g), f"{names[k]} differs from the golden on {core} {opt}"
     meta = raw[want.size:]

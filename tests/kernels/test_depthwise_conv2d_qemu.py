@@ -11,10 +11,13 @@ depth multipliers > 1 and fewer than four channels; plus random geometries. Per 
 also reports the path the target takes (must equal the Python twin's path() for the core's ISA)
 and checks that one byte less scratch than mcu_depthwise_conv2d_s8_get_buffer_size() gives
 MCU_ERR_SCRATCH with the output untouched. The stack the cases used is reported by the harness.
+Every case runs again in onnxruntime numerics (exact float32 scales, rounding half to even: on the
+fast paths where proven tie-free, else the generic loops).
 """
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,7 @@ import pytest
 from emitter.boards import load_board
 from emitter.kernels import mcu_depthwise_conv2d_s8 as twin
 from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
+from emitter.quant import ROUND_NEAREST_EVEN, ROUND_NEAREST_NO_TIE, acc_bound, exact_multipliers, fast_round_ok
 from emitter.render import runtime_files
 from emitter.resources import data_dir
 from emitter.target import build_firmware, missing_tools, run_qemu
@@ -94,7 +98,7 @@ def c_params(name: str, p: DepthwiseConvParams) -> str:
             f".stride_w = {p.stride_w}, .dilation_h = {p.dilation_h}, .dilation_w = {p.dilation_w},\n"
             f"    .pad_top = {p.pad_top}, .pad_left = {p.pad_left},\n"
             f"    .q = {{.input_offset = {q.input_offset}, .output_offset = {q.output_offset}, "
-            f".act_min = {q.act_min}, .act_max = {q.act_max}}},\n"
+            f".act_min = {q.act_min}, .act_max = {q.act_max}, .rounding = {q.rounding}}},\n"
             f"    .multiplier = {name}_mult, .shift = {name}_shift}};\n")
 
 
@@ -166,10 +170,26 @@ def glue_h(out_bytes: int) -> str:
             "{\n    return net_run_multi(inputs, outputs);\n}\n")
 
 
+def ort_variant(p: DepthwiseConvParams, w: np.ndarray, b: np.ndarray | None) -> DepthwiseConvParams:
+    """The case in onnxruntime numerics: scales rounded to float32 and held exactly, rounding
+    MCU_ROUND_NEAREST_NO_TIE (fast paths, requant2_lift) where fast_round_ok() proves it, else
+    MCU_ROUND_NEAREST_EVEN (generic loops)."""
+    real = np.asarray(p.multiplier, np.float64) * np.exp2(np.asarray(p.shift, np.float64) - 31)
+    mult, shift = exact_multipliers(real.astype(np.float32))
+    c_out = mult.size
+    ok = fast_round_ok(mult, shift, acc_bound(w.reshape(-1, c_out).T, b, c_out))
+    return replace(p, q=replace(p.q, rounding=ROUND_NEAREST_NO_TIE if ok else ROUND_NEAREST_EVEN),
+                   multiplier=mult, shift=shift)
+
+
 @pytest.fixture(scope="module")
 def built() -> list[tuple[str, DepthwiseConvParams, list[Any]]]:
-    return [(name, *build(case, np.random.default_rng(sum(map(ord, name)))))
-            for name, case in ALL_CASES.items()]
+    cases = [(name, *build(case, np.random.default_rng(sum(map(ord, name)))))
+             for name, case in ALL_CASES.items()]
+    ort = [(f"{name} (onnxruntime numerics)", ort_variant(p, inputs[1], inputs[2]), inputs)
+           for name, p, inputs in cases]
+    assert sum(p.q.rounding == ROUND_NEAREST_NO_TIE for _, p, _ in ort) >= len(ort) // 2
+    return cases + ort
 
 
 def test_cases_reach_every_path(built) -> None:

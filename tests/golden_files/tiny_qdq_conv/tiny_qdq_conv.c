@@ -64,7 +64,7 @@ static const mcu_conv_params_t tiny_qdq_conv_l1_params = {
     .dilation_w = 1,
     .pad_top = 1,
     .pad_left = 1,
-    .q = {.input_offset = 0, .output_offset = -128, .act_min = -128, .act_max = 127},
+    .q = {.input_offset = 0, .output_offset = -128, .act_min = -128, .act_max = 127, .rounding = 0},
     .multiplier = tiny_qdq_conv_l1_multiplier,
     .shift = tiny_qdq_conv_l1_shift,
 };
@@ -81,6 +81,7 @@ static const mcu_pool_params_t tiny_qdq_conv_l2_params = {
     .pad_left = 0,
     .act_min = -128,
     .act_max = 127,
+    .rounding = 0,
 };
 
 /* Layer 3 (relayout): mcu_transpose_s8 parameters. */

@@ -68,7 +68,7 @@ static const mcu_add_params_t tiny_qop_add_concat_l0_params = {
 /* Layer 1 (requantize): mcu_requantize_s8 parameters. */
 static const mcu_requantize_params_t tiny_qop_add_concat_l1_params = {
     .size = 6,
-    .q = {.input_offset = -1, .output_offset = 0, .act_min = -128, .act_max = 127},
+    .q = {.input_offset = -1, .output_offset = 0, .act_min = -128, .act_max = 127, .rounding = 0},
     .multiplier = 1717986854,
     .shift = 0,
 };
@@ -76,7 +76,7 @@ static const mcu_requantize_params_t tiny_qop_add_concat_l1_params = {
 /* Layer 2 (requantize): mcu_requantize_s8 parameters. */
 static const mcu_requantize_params_t tiny_qop_add_concat_l2_params = {
     .size = 6,
-    .q = {.input_offset = -3, .output_offset = 0, .act_min = -128, .act_max = 127},
+    .q = {.input_offset = -3, .output_offset = 0, .act_min = -128, .act_max = 127, .rounding = 0},
     .multiplier = 1073741824,
     .shift = 0,
 };
