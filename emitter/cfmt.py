@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import jinja2
 import numpy as np
 
 C_TYPES = {"int8": "int8_t", "int32": "int32_t", "uint8": "uint8_t", "int16": "int16_t",
@@ -236,3 +238,17 @@ def wrap_comments(text: str, width: int = COMMENT_WIDTH) -> str:
         out += [cont + p for p in pieces[1:]]
         out[-1] += tail
     return "\n".join(out)
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The one Jinja environment of the C templates, with this module's filters (built once:
+    compiling the templates is most of a render's time)."""
+    from emitter.resources import data_dir
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
+    env.filters.update(c_int=c_int, c_array=c_array, c_comment=c_comment, c_float=c_float,
+                       c_string=c_string)
+    return env

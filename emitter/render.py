@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import jinja2
 import numpy as np
 
 from emitter import __version__, memplan, render_stream
@@ -20,12 +19,10 @@ from emitter.backends.cmsis_version import supported as cmsis_supported
 from emitter.cdoc import array_role, named, tensor_text
 from emitter.cfmt import (
     C_TYPES,
-    c_array,
     c_comment,
-    c_float,
     c_int,
-    c_string,
     c_struct,
+    environment,
     prefix_problem,
     upper_ident,
     wrap_comments,
@@ -63,17 +60,6 @@ def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
         out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.[ch]")
                       if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve", "internal"))
     return out
-
-
-@functools.lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
-    """The one Jinja environment (built once: compiling the templates is most of a render's time)."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True, keep_trailing_newline=True, autoescape=False)
-    env.filters.update(c_int=c_int, c_array=c_array, c_comment=c_comment, c_float=c_float,
-                       c_string=c_string)
-    return env
 
 
 @dataclass(frozen=True)

@@ -169,7 +169,7 @@ def context(fe: FrontEnd, prefix: str) -> dict[str, Any]:
 
 def render_frontend(fe: FrontEnd, prefix: str, base_ctx: dict[str, Any]) -> dict[str, str]:
     """The front end's files of a bundle (relative path -> text)."""
-    from emitter.render import environment
+    from emitter.cfmt import environment
 
     ctx = base_ctx | {"fe": context(fe, prefix)}
     env = environment()

@@ -37,8 +37,7 @@ F32_INPUT_SHARE = 0.02
 
 def glue_text(fe: FrontEnd, c: Compiled, mode: str) -> str:
     from emitter import __version__
-    from emitter.cfmt import upper_ident
-    from emitter.render import environment
+    from emitter.cfmt import environment, upper_ident
 
     raw_bytes = fe.frames * fe.coeffs * DTYPES[fe.spec.arithmetic].itemsize
     out_size = int(np.prod(c.output_shapes[0]))
