@@ -27,7 +27,7 @@ from types import ModuleType
 from typing import Any
 
 from emitter.ir import Graph
-from emitter.ops.base import Prepared, TensorArg
+from emitter.ops.base import Prepared
 
 BAND_KERNELS = ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8", "mcu_maxpool_s8", "mcu_avgpool_s8",
                 "mcu_avgpool_requant_s8", "mcu_add_s8")
@@ -90,8 +90,7 @@ def stage_of(g: Graph, step: int, p: Prepared, main: str | None = None) -> Stage
     if p.kernel not in BAND_KERNELS or p.then or p.params is None:
         return None
     node = g.nodes[step]
-    acts = [TensorArg(n) for n in node.inputs if n and not g.t(n).is_const]
-    names = tuple(a.name for a in acts)
+    names = tuple(n for n in node.inputs if n and not g.t(n).is_const)
     if main is not None:
         if main not in names:
             return None
@@ -101,13 +100,11 @@ def stage_of(g: Graph, step: int, p: Prepared, main: str | None = None) -> Stage
         if len(names) != 2 or None in geo or len(set(geo)) != 1:
             return None
         h, row = geo[0]  # type: ignore[misc]
-        c = g.t(node.outputs[0]).shape[1] if len(g.t(node.outputs[0]).shape) == 4 else 0
         stage = Stage(step, p.kernel, p.params, names, node.outputs[0], h, (row, row), h, row, row)
         try:
             stage.band(0, 1)
         except ValueError:  # broadcasting operands: not by rows
             return None
-        del c
         return stage
     pp = getattr(p.params, "pool", p.params)  # avgpool_requant nests its geometry
     i, o = pp.input, pp.output
