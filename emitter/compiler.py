@@ -168,8 +168,13 @@ def compile_model(path: str | Path, name: str | None = None,
 
 def memory_plan(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: int, isa: str, memory: str,
                 ram_budget: int | None, budget_src: str) -> memplan.Choice:
-    cands = memplan.candidates(g, prepared, scratch, align, isa)
     base = memplan.model_cost(prepared, isa)
+    if memory == "auto" and ram_budget is not None:  # the fastest plan fits: nothing else to weigh
+        layer = memplan.Candidate(plan(g, scratch, align), 0)
+        if memplan.activation_ram(g, layer.plan) <= ram_budget:
+            return memplan.Choice(layer, (layer,), base,
+                                  f"the fastest plan, within {budget_src} ({ram_budget:,} bytes)")
+    cands = memplan.candidates(g, prepared, scratch, align, isa)
     if memory == "auto":
         return memplan.choose(g, cands, base, ram_budget, budget_src)
     if memory not in ("layer", "inplace", "overlap", "stream"):
