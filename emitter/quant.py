@@ -20,6 +20,14 @@ def round_half_away(x: float) -> int:
     return int(math.floor(abs(x) + 0.5)) * (1 if x >= 0 else -1)
 
 
+def round_int32(reals: np.ndarray) -> np.ndarray:
+    """round_half_away() of every value, saturated to int32 (a bias far beyond int32, e.g. over a
+    tiny scale, saturates here, and the accumulator headroom check then refuses it by name)."""
+    flat = [min(INT32_MAX, max(INT32_MIN, round_half_away(v))) if math.isfinite(v) else
+            (INT32_MAX if v > 0 else INT32_MIN) for v in np.asarray(reals, np.float64).ravel()]
+    return np.array(flat, np.int64).astype(np.int32).reshape(np.shape(reals))
+
+
 def quantize_multiplier(real: float) -> tuple[int, int]:
     """TFLite QuantizeMultiplier: real = multiplier * 2^(shift - 31), multiplier in [2^30, 2^31).
 

@@ -210,3 +210,15 @@ def test_per_channel_multipliers_equal_scalar(reals: list[float]) -> None:
     mult, shift = quant.multipliers(np.array(reals))
     assert mult.dtype == np.int32 and shift.dtype == np.int32
     assert [(int(m), int(s)) for m, s in zip(mult, shift, strict=True)] == [quant.quantize_multiplier(r) for r in reals]
+
+
+def test_round_int32_saturates_without_overflow() -> None:
+    """A bias over a tiny scale is far beyond int64: it saturates (the headroom check refuses it
+    by name later) instead of raising OverflowError."""
+    import numpy as np
+
+    from emitter.quant import INT32_MAX, INT32_MIN, round_int32
+
+    got = round_int32(np.array([2.5, -2.5, 1e30, -1e30, float("inf"), 0.49999]))
+    assert got.dtype == np.int32
+    assert got.tolist() == [3, -3, INT32_MAX, INT32_MIN, INT32_MAX, 0]

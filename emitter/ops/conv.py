@@ -69,8 +69,7 @@ def bias_int32(b: QIn | None, in_scale: float, w_scale: np.ndarray, c_out: int) 
         real = b.data.astype(np.float64).ravel()
         if b.quant is not None:
             real = (real - np.broadcast_to(b.quant.zero_point, (c_out,))) * np.broadcast_to(b.quant.scale, (c_out,))
-        data = np.array([quant.round_half_away(v) for v in real / (in_scale * w_scale)],
-                        dtype=np.int64).clip(quant.INT32_MIN, quant.INT32_MAX).astype(np.int32)
+        data = quant.round_int32(real / (in_scale * w_scale))
     return data
 
 

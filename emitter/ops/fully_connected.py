@@ -163,8 +163,7 @@ def bias_rows(b: QIn | None, q: QNode, in_scale: float, w_scale: np.ndarray) -> 
                                                                   rtol=1e-4)):
         return np.ascontiguousarray(full(data.astype(np.int32)))  # the stored integers (TFLite)
     real = (full(data.astype(np.float64)) - full(zp.astype(np.float64))) * full(scale.astype(np.float64))
-    ints = [quant.round_half_away(v) for v in (real / want).ravel()]
-    return np.array(ints, np.int64).clip(quant.INT32_MIN, quant.INT32_MAX).astype(np.int32).reshape(target)
+    return quant.round_int32((real / want).reshape(target))
 
 
 def per_element(values: np.ndarray, axis: int | None, shape: tuple[int, ...]) -> np.ndarray:
