@@ -24,7 +24,7 @@ from typing import Any
 from emitter.ir import Graph
 from emitter.ops.base import Prepared
 from emitter.planner import Plan, plan
-from emitter.stream import EXACT_KERNELS, Schedule, Segment, Stage, make_segment, stage_of
+from emitter.stream import Schedule, Segment, Stage, exact_in_place, make_segment, stage_of
 
 CALL_INSTRUCTIONS = 3000  # a row call: band params, checks, the kernel's per-call set-up (fitted on QEMU counts)
 WEIGHT_PASS_INSTRUCTIONS = 30.0  # per filter element and call, divided by the positions of a row: a
@@ -220,7 +220,7 @@ def singles(g: Graph, prepared: tuple[Prepared, ...], isa: str) -> list[Segment]
 def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignment: int,
                isa: str) -> list[Candidate]:
     """Every plan worth offering, cheapest first."""
-    exact = tuple(k for k, p in enumerate(prepared) if p.kernel in EXACT_KERNELS and not p.then)
+    exact = tuple(k for k, p in enumerate(prepared) if exact_in_place(p.kernel) and not p.then)
     out = [Candidate(plan(g, scratch, alignment), 0)]
     copy = int(sum(g.t(n).nbytes for n in g.inputs) * MOVE_INSTRUCTIONS_PER_BYTE)  # run() copies the input in
     out.append(Candidate(plan(g, scratch, alignment, 0, Schedule("inplace", (), exact, True)), copy))

@@ -31,7 +31,6 @@ from emitter.ops.base import Prepared
 
 BAND_KERNELS = ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8", "mcu_maxpool_s8", "mcu_avgpool_s8",
                 "mcu_avgpool_requant_s8", "mcu_add_s8")
-EXACT_KERNELS = ("mcu_add_s8", "mcu_lut_s8", "mcu_requantize_s8")  # "In place OK" in mcu_nn.h
 
 
 def twin(kernel: str) -> ModuleType:
@@ -39,7 +38,11 @@ def twin(kernel: str) -> ModuleType:
 
 
 def exact_in_place(kernel: str) -> bool:
-    return kernel in EXACT_KERNELS
+    """The kernel's twin says element i is read before element i is written (EXACT_IN_PLACE)."""
+    try:
+        return kernel.startswith("mcu_") and bool(getattr(twin(kernel), "EXACT_IN_PLACE", False))
+    except ModuleNotFoundError:  # a kernel without a Python twin states no rule
+        return False
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,7 +123,6 @@ class Sim:
     calls: int = 0
     moved: int = 0  # bytes memmove'd by the rings
     down: dict[str, int] = field(default_factory=dict)  # tensor -> most negative allowed offset delta
-    up: dict[str, int] = field(default_factory=dict)  # one-stage segments: smallest delta running upwards
     peak_rows: list[int] = field(default_factory=list)  # per ring: most rows held at once
 
 
@@ -251,7 +253,7 @@ class Schedule:
     write over a dying operand, and whether graph inputs live in the arena."""
     kind: str  # "layer" | "overlap" | "stream"
     segments: tuple[Segment, ...] = ()
-    exact: tuple[int, ...] = ()  # steps of EXACT_KERNELS that may write over a dying same-size operand
+    exact: tuple[int, ...] = ()  # steps of exact-in-place kernels that may write over a dying same-size operand
     host_inputs: bool = False
 
     def segment_at(self, step: int) -> Segment | None:

@@ -13,3 +13,6 @@ def mcu_lut_s8(table: np.ndarray, x: np.ndarray) -> np.ndarray:
     if table.shape != (256,) or table.dtype != np.int8:
         raise ValueError(f"lut table: expected int8 [256], found {table.dtype} {table.shape}")
     return table[x.astype(np.int64) + 128]
+
+
+EXACT_IN_PLACE = True  # element i is read before element i is written (mcu_nn.h: "In place OK")

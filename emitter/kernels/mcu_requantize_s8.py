@@ -38,3 +38,6 @@ def mcu_requantize_s8(p: RequantizeParams, x: np.ndarray) -> np.ndarray:
     else:  # onnxruntime numerics (C: mcu_requantize_mode keeps it in [-256, 256])
         raw = np.clip(requantize_rne(x.astype(np.int64) + p.q.input_offset, p.multiplier, p.shift), -256, 256)
     return np.clip(raw + p.q.output_offset, p.q.act_min, p.q.act_max).astype(np.int8)
+
+
+EXACT_IN_PLACE = True  # element i is read before element i is written (mcu_nn.h: "In place OK")
