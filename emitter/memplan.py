@@ -58,29 +58,37 @@ def activation_ram(g: Graph, p: Plan) -> int:
 
 
 def runs(g: Graph, prepared: tuple[Prepared, ...]) -> list[list[int]]:
-    """Maximal runs of consecutive steps that can stream into each other: each a band layer whose
-    main input is the previous step's output, read by no one else and not a graph output."""
+    """Maximal runs of steps that can stream into each other: each a band layer whose main input
+    is the previous one's output (or a view of it: views are skipped), read by no one else and not
+    a graph output. A sink (stream.sink_of) ends its run."""
+    from emitter.ops import VIEW_OPS
+    from emitter.planner import roots
+
+    root = roots(g)
     readers: dict[str, list[int]] = {}
     for k, node in enumerate(g.nodes):
         for name in node.inputs:
-            if name:
-                readers.setdefault(name, []).append(k)
+            if name and node.op not in VIEW_OPS:
+                readers.setdefault(root.get(name, name), []).append(k)
+    outputs = {root[n] for n in g.outputs}
     out: list[list[int]] = []
     cur: list[int] = []
     for k, p in enumerate(prepared):
-        if stage_of(g, k, p) is None:
-            if cur:
-                out.append(cur)
-            cur = []
+        if g.nodes[k].op in VIEW_OPS:
             continue
-        prev = g.nodes[cur[-1]].outputs[0] if cur else None
-        links = (prev is not None and prev in g.nodes[k].inputs and readers.get(prev) == [k]
-                 and prev not in g.outputs and rows_agree(stage_of(g, cur[-1], prepared[cur[-1]]),
-                                                          stage_of(g, k, p, prev)))
-        if cur and not links:
+        prev = root[g.nodes[cur[-1]].outputs[0]] if cur else None
+        if prev is not None and readers.get(prev) == [k] and prev not in outputs:
+            main = next((n for n in g.nodes[k].inputs if n and root.get(n) == prev), None)
+            stage = stage_of(g, k, p, main) if main is not None else None
+            if stage is not None and rows_agree(stage_of(g, cur[-1], prepared[cur[-1]]), stage):
+                cur.append(k)
+                if stage.sink:
+                    out.append(cur)
+                    cur = []
+                continue
+        if cur:
             out.append(cur)
-            cur = []
-        cur.append(k)
+        cur = [k] if stage_of(g, k, p) is not None else []
     if cur:
         out.append(cur)
     return out
@@ -92,11 +100,19 @@ def rows_agree(producer: Stage | None, consumer: Stage | None) -> bool:
             and producer.out_row_bytes == consumer.in_row_bytes[0])
 
 
-def stages(g: Graph, prepared: tuple[Prepared, ...], steps: list[int]) -> list[Stage]:
+def stages(g: Graph, prepared: tuple[Prepared, ...], steps: list[int]) -> list[Stage] | None:
+    """The steps as the stages of one segment (None: the first cannot start one, e.g. a sink)."""
+    from emitter.planner import roots
+
+    root = roots(g)
     out: list[Stage] = []
     for k in steps:
-        s = stage_of(g, k, prepared[k], out[-1].output if out else None)
-        assert s is not None
+        main = None
+        if out:
+            main = next(n for n in g.nodes[k].inputs if n and root.get(n) == root[out[-1].output])
+        s = stage_of(g, k, prepared[k], main)
+        if s is None:
+            return None
         out.append(s)
     return out
 
@@ -130,11 +146,13 @@ def row_width(s: Stage) -> int:
     return max(1, out.w if out is not None else 1)
 
 
-def overhead(seg: Segment) -> int:
-    """Estimated extra instructions of running the segment by rows instead of whole layers."""
+def overhead(seg: Segment, isa: str) -> int:
+    """Estimated extra instructions of running the segment by rows instead of whole layers (and
+    of its scratch-free calls on the slower generic path)."""
     calls = sum((s.out_rows - 1) * (CALL_INSTRUCTIONS + WEIGHT_PASS_INSTRUCTIONS * filter_elements(s) / row_width(s))
                 for s in seg.stages)
-    return int(calls + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE)
+    slow = seg.slow_macs * (INSTRUCTIONS_PER_MAC["c"] - INSTRUCTIONS_PER_MAC.get(isa, INSTRUCTIONS_PER_MAC["any"]))
+    return int(calls + slow + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE)
 
 
 def others(g: Graph, layer: Plan) -> Callable[[Segment], int]:
@@ -147,7 +165,7 @@ def others(g: Graph, layer: Plan) -> Callable[[Segment], int]:
     return live
 
 
-SegmentCache = dict[tuple[tuple[int, ...], bool], Segment | None]
+SegmentCache = dict[tuple[tuple[int, ...], bool, bool], Segment | None]
 
 
 def whole_estimate(g: Graph, prepared: tuple[Prepared, ...], step: int) -> int:
@@ -159,12 +177,14 @@ def whole_estimate(g: Graph, prepared: tuple[Prepared, ...], step: int) -> int:
 
 def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | None,
              tight: bool = False, other: Callable[[Segment], int] = lambda seg: 0,
-             trust_overlap: bool = True, plain: bool = False, cache: SegmentCache | None = None) -> list[Segment]:
+             trust_overlap: bool = True, plain: bool = False, cache: SegmentCache | None = None,
+             lean: bool = False) -> list[Segment]:
     """Segments over every run: the fewest overhead whose estimated peaks stay within `limit`
     (None: the smallest estimated peak, then the fewest overhead). tight: rings of the fewest
     rows (more moves). trust_overlap=False: a single layer is estimated without its overlap, which
     the placement may not realise, so longer segments win. plain: a layer may also stay whole (no
-    segment, no overhead), so layers whose rows save nothing cost nothing."""
+    segment, no overhead), so layers whose rows save nothing cost nothing. lean: layers whose twin has a
+    LEAN_C call it where that saves scratch."""
     cache = {} if cache is None else cache
     chosen: list[Segment] = []
     for run in runs(g, prepared):
@@ -172,10 +192,11 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
         segs: dict[tuple[int, int], Segment] = {}
         for i in range(n):
             for j in range(i, min(n, i + MAX_SEGMENT)):
-                key = (tuple(run[i:j + 1]), tight)
+                key = (tuple(run[i:j + 1]), tight, lean)
                 if key not in cache:
-                    cache[key] = make_segment(stages(g, prepared, run[i:j + 1]), prepared, isa,
-                                              (lambda rows: 0) if tight else (lambda rows: rows))
+                    st = stages(g, prepared, run[i:j + 1])
+                    cache[key] = None if st is None else make_segment(
+                        st, prepared, isa, (lambda rows: 0) if tight else (lambda rows: rows), lean)
                 if cache[key] is not None:
                     segs[i, j] = cache[key]  # type: ignore[assignment]
         # best[j] = (peak, overhead, segments) of run[:j]
@@ -187,7 +208,7 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
                     continue
                 options: list[tuple[int, int, list[Segment]]] = []
                 if seg is not None:
-                    options.append((estimate(seg, trust_overlap) + other(seg), overhead(seg), [seg]))
+                    options.append((estimate(seg, trust_overlap) + other(seg), overhead(seg, isa), [seg]))
                 if plain and i == j - 1:
                     one = segs.get((i, i))
                     options.append((whole_estimate(g, prepared, run[i]) + (other(one) if one else 0), 0, []))
@@ -201,17 +222,18 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
                         best[j] = (peak, cost, [*prev[2], *add])
         final = best[n]
         if final is None:  # no way under the limit: the smallest
-            return streamed(g, prepared, isa, None, tight, other, trust_overlap, plain, cache) \
+            return streamed(g, prepared, isa, None, tight, other, trust_overlap, plain, cache, lean) \
                 if limit is not None else []
         chosen += final[2]
     return chosen
 
 
-def singles(g: Graph, prepared: tuple[Prepared, ...], isa: str) -> list[Segment]:
+def singles(g: Graph, prepared: tuple[Prepared, ...], isa: str, lean: bool = False) -> list[Segment]:
     out = []
     for run in runs(g, prepared):
         for k in run:
-            seg = make_segment(stages(g, prepared, [k]), prepared, isa)
+            st = stages(g, prepared, [k])
+            seg = None if st is None else make_segment(st, prepared, isa, lean=lean)
             if seg is not None:
                 out.append(seg)
     return out
@@ -225,30 +247,37 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
     copy = int(sum(g.t(n).nbytes for n in g.inputs) * MOVE_INSTRUCTIONS_PER_BYTE)  # run() copies the input in
     out.append(Candidate(plan(g, scratch, alignment, 0, Schedule("inplace", (), exact, True)), copy))
     one = singles(g, prepared, isa)
-    out.append(Candidate(plan(g, scratch, alignment, 0, Schedule("overlap", tuple(one), exact, True)), 0))
+    out.append(candidate(g, scratch, alignment, Schedule("overlap", tuple(one), exact, True), copy, isa))
+    free = singles(g, prepared, isa, lean=True)  # the smallest: lean calls where they save scratch
     seen = set()
     cache: SegmentCache = {}
     other = others(g, out[0].plan)
-    for frac, tight, trust, plain in (
-            (1.0, False, True, False), (0.75, False, True, False), (0.5, False, True, False),
-            (None, False, True, False), (None, True, True, False), (None, True, False, False),
-            (1.0, False, True, True), (0.75, False, True, True), (0.5, False, True, True), (None, False, True, True),
-            (None, True, False, True)):
+    for frac, tight, trust, plain, lean in (
+            (1.0, False, True, False, False), (0.75, False, True, False, False), (0.5, False, True, False, False),
+            (None, False, True, False, False), (None, True, True, False, False), (None, True, False, False, False),
+            (1.0, False, True, True, False), (0.75, False, True, True, False), (0.5, False, True, True, False),
+            (None, False, True, True, False), (None, True, False, True, False),
+            (None, False, True, True, True), (None, True, False, True, True)):
         limit = None if frac is None else int(out[2].plan.arena_size * frac)
-        segs = streamed(g, prepared, isa, limit, tight, other, trust, plain, cache)
-        key = tuple((s.first, s.last, s.caps) for s in segs)
+        segs = streamed(g, prepared, isa, limit, tight, other, trust, plain, cache, lean)
+        key = tuple((s.first, s.last, s.caps, s.lean) for s in segs)
         if key in seen or (not plain and all(len(s.stages) == 1 for s in segs)) or not segs:
             continue
         seen.add(key)
         if not plain:  # every other layer that can overlap may
             covered = {k for s in segs for k in range(s.first, s.last + 1)}
-            segs += [s for s in one if s.first not in covered]
+            segs += [s for s in (free if lean else one) if s.first not in covered]
         segs.sort(key=lambda s: s.first)
-        p = plan(g, scratch, alignment, 0, Schedule("stream", tuple(segs), exact, True))
-        cost = copy + sum(overhead(s) for s in segs if p.modes.get(s.first) != "whole")
-        out.append(Candidate(p, cost))
-    out[2] = Candidate(out[2].plan, copy + sum(overhead(s) for s in one if out[2].plan.modes.get(s.first) != "whole"))
+        out.append(candidate(g, scratch, alignment, Schedule("stream", tuple(segs), exact, True), copy, isa))
+    if any(s.lean for s in free):
+        out.append(candidate(g, scratch, alignment, Schedule("overlap", tuple(free), exact, True), copy, isa))
     return out
+
+
+def candidate(g: Graph, scratch: list[int], alignment: int, schedule: Schedule, copy: int, isa: str) -> Candidate:
+    """The schedule planned for real, its overhead counted on the segments that run by rows."""
+    p = plan(g, scratch, alignment, 0, schedule)
+    return Candidate(p, copy + sum(overhead(s, isa) for s in schedule.segments if p.modes.get(s.first) != "whole"))
 
 
 def model_cost(prepared: tuple[Prepared, ...], isa: str) -> int:
@@ -317,7 +346,8 @@ def report(g: Graph, p: Plan, choice: Choice | None) -> dict[str, Any]:
                                                                  "first": b.first, "last": b.last}}
         if seg is not None and mode == "rows":
             row["segment"] = [seg.first, seg.last]
-            pos = [s.step for s in seg.stages].index(k)
+            steps = [s.step for s in seg.stages]
+            pos = steps.index(k) if k in steps else len(seg.caps)  # a view inside the segment holds no ring
             if pos < len(seg.caps):
                 row["ring_rows"] = seg.caps[pos]
         layers.append(row)

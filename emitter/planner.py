@@ -281,6 +281,9 @@ def scheduled(g: Graph, bufs: list[Buffer], root: dict[str, str],
         for s, cap in zip(seg.stages, seg.caps, strict=False):
             by_key["ring", s.output] = Buffer(f"{s.output}#ring", cap * s.out_row_bytes, seg.first, seg.last,
                                               kind="ring", of=s.output)
+        if seg.acc_bytes:  # a sink's int32 sums
+            acc = f"{seg.stages[-1].output}#acc"
+            by_key["ring", acc] = Buffer(acc, seg.acc_bytes, seg.first, seg.last, kind="ring", of=acc)
         for name in seg.whole_inputs():
             b = by_key.get(("tensor", root[name]))
             if b is not None:

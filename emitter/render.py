@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,12 +30,12 @@ from emitter.cfmt import (
 from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.features.sources import DEFINES as DSP_DEFINES
-from emitter.ops.base import CArg, ConstArg, CRef, IntArg, NullArg, Prepared, StructArg, TensorArg, TensorListArg
+from emitter.ops.base import CArg, ConstArg, CRef, IntArg, Prepared, StructArg, TensorArg, TensorListArg
 from emitter.planner import scratch_of
 from emitter.report_html import report_html
 from emitter.reportdata import code_estimate, memory
 from emitter.resources import data_dir
-from emitter.stream import Segment, Stage
+from emitter.stream import Segment, Stage, twin
 
 if TYPE_CHECKING:
     from emitter.features.render import FrontEnd
@@ -50,11 +50,12 @@ def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
     `kernels/<kernel>_<path>.c` (`_generic`, `_dsp`, `_mve`; each wholly inside its `#if`) and
     its private header `kernels/<kernel>_internal.h`; its `_ref.c` reference is for the tests
     only. `support/` (code shared by several kernels) and the public headers always ship, but
-    support/mcu_band.* (row bands and rings) only when some layer runs by rows (`bands`)."""
+    support/mcu_band.* (row bands and rings) and mcu_sink.* (accumulating segment ends) only when
+    some layer runs by rows (`bands`)."""
     rt = data_dir("mcu_runtime")
     out = [f"include/{h}" for h in RUNTIME_HEADERS]
     out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]")
-                  if bands or not p.stem == "mcu_band")
+                  if bands or p.stem not in ("mcu_band", "mcu_sink"))
     for kern in kernels:
         out.append(f"kernels/{kern}.c")
         out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.[ch]")
@@ -209,6 +210,10 @@ class BundleBuilder:
         stage = next(s for s in seg.stages if s.step == k)
 
         def call(s: Stage, ptrs: dict[str, str], band: str) -> str:
+            if k in seg.lean:  # the generic path, with the segment's (smaller) scratch
+                args = tuple(replace(a, fields={"buf": CRef("scratch" if seg.scratch else "null"), "size": seg.scratch})
+                             if isinstance(a, StructArg) and a.ctype == "mcu_context_t" else a for a in p.args)
+                return self.call(k, node.name, twin(p.kernel).LEAN_C, args, structs, [], band, ptrs)
             return self.call(k, node.name, p.kernel, p.args, structs, [], band, ptrs)
 
         mode = self.c.plan.modes[seg.first]
@@ -224,12 +229,20 @@ class BundleBuilder:
                            "overlaps its input, each row written where no later row reads")
         else:
             pos = seg.stages.index(stage)
-            self.stage_calls[k] = (params_ident, call(stage, render_stream.stage_ptrs(seg, pos, self.ptr),
-                                                      f"band{pos}"))
+            finish = None
+            if stage.sink:  # adds each input row; finishes after the loop
+                ops = {name: self.arg_text(k, node.name, a, structs, []) for name, a in p.operands.items()
+                       if name != "ctx"}
+                row, y = render_stream.sink_row(seg)
+                add, finish = twin(p.kernel).sink_c(p.params, params_ident, ops, row, y, stage.in_row_bytes[0], "acc")
+                self.stage_calls[k] = (params_ident, add)
+            else:
+                self.stage_calls[k] = (params_ident, call(stage, render_stream.stage_ptrs(seg, pos, self.ptr),
+                                                          f"band{pos}"))
             if k == seg.last:
                 names = [self.stage_calls[s.step][0] for s in seg.stages]
                 calls = [self.stage_calls[s.step][1] for s in seg.stages]
-                block = tuple(render_stream.segment(seg, names, self.ring_offset, calls))
+                block = tuple(render_stream.segment(seg, names, self.ring_offset, calls, finish))
                 rings = ", ".join(f"layer {s.step} {cap} x {s.out_row_bytes} B at arena+{self.ring_offset(s.output)}"
                                   for s, cap in zip(seg.stages, seg.caps, strict=False))
                 comment = [f"Layers {seg.first}-{seg.last} streamed row by row of layer {k}'s "
@@ -237,6 +250,8 @@ class BundleBuilder:
                 self.segment_comments = []
             else:
                 self.segment_comments += comment
+        if k in seg.lean:
+            comment.append(f"calls {twin(p.kernel).LEAN_C}: the generic path, for the least scratch")
         scratch = scratch_of(self.c.plan, node.name)
         return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
                      params_init, (), (), tuple(comment), self.ptr(node.outputs[0]) if block else "NULL",
@@ -253,29 +268,31 @@ class BundleBuilder:
              params_ident: str | None = None, ptrs: dict[str, str] | None = None) -> str:
         """`kernel([&ctx, ][&params, ]args...)` as C text (a portable kernel's scratch context comes
         before its params); appends the structs and locals its arguments need."""
-        texts: list[str] = []
-        for a in args:
-            if isinstance(a, StructArg):
-                ident = f"{self.prefix}_l{k}_{a.suffix}"
-                structs.append((a.ctype, ident, c_struct(a.fields, functools.partial(self.ref, k, node_name))))
-                texts.append(f"&{ident}")
-            elif isinstance(a, TensorArg):
-                texts.append((ptrs or {}).get(a.name) or self.ptr(a.name))
-            elif isinstance(a, ConstArg):
-                texts.append(self.const(k, a.suffix, a.data))
-            elif isinstance(a, IntArg):
-                texts.append(c_int(a.value))
-            elif isinstance(a, NullArg):
-                texts.append("NULL")
-            elif isinstance(a, TensorListArg):
-                ident = f"l{k}_inputs"
-                local_decls.append(f"const int8_t *const {ident}[{len(a.names)}] = "
-                                   f"{{{', '.join(self.ptr(n) for n in a.names)}}};")
-                texts.append(ident)
+        texts = [self.arg_text(k, node_name, a, structs, local_decls, ptrs) for a in args]
         if params_ident:
             has_ctx = bool(args) and isinstance(args[0], StructArg) and args[0].ctype == "mcu_context_t"
             texts.insert(1 if has_ctx else 0, f"&{params_ident}")
         return f"{kernel}({', '.join(texts)})"
+
+    def arg_text(self, k: int, node_name: str, a: CArg, structs: list[tuple[str, str, str]], local_decls: list[str],
+                 ptrs: dict[str, str] | None = None) -> str:
+        """One argument of layer k's call as C text (appending the struct or local it needs)."""
+        if isinstance(a, StructArg):
+            ident = f"{self.prefix}_l{k}_{a.suffix}"
+            structs.append((a.ctype, ident, c_struct(a.fields, functools.partial(self.ref, k, node_name))))
+            return f"&{ident}"
+        if isinstance(a, TensorArg):
+            return (ptrs or {}).get(a.name) or self.ptr(a.name)
+        if isinstance(a, ConstArg):
+            return self.const(k, a.suffix, a.data)
+        if isinstance(a, IntArg):
+            return c_int(a.value)
+        if isinstance(a, TensorListArg):
+            ident = f"l{k}_inputs"
+            local_decls.append(f"const int8_t *const {ident}[{len(a.names)}] = "
+                               f"{{{', '.join(self.ptr(n) for n in a.names)}}};")
+            return ident
+        return "NULL"
 
     def ref(self, k: int, node_name: str, path: str, v: np.ndarray | CRef) -> str:
         """The C expression of a reference field of layer k's structs: an array of a params

@@ -1,7 +1,7 @@
 """C text of the layers that run by row bands: one loop per segment (emitter/stream.py).
 
-A segment of several layers is one loop over its last layer's output rows; inside it, each
-layer produces, one kernel call per row, the rows the next one needs, into its ring
+A segment of several layers is one loop making one row per step, of the layer nearest the end
+whose next row's input rows are made (depth first), into that layer's ring
 (mcu_runtime/support/mcu_band.h). A one-layer segment whose output the planner put over its
 input is a loop of row calls, top down ("down") or bottom up ("up"). The loops replay exactly
 what emitter/stream.simulate() replayed to size the rings and the overlaps.
@@ -52,38 +52,67 @@ def single(seg: Segment, mode: str, params: str, ptr: Callable[[str], str], call
             "    }", "}"]
 
 
-def segment(seg: Segment, names: list[str], ring_at: Callable[[str], int], calls: list[str]) -> list[str]:
-    """Several layers, row by row of the last one's output, through rings."""
+def sink_row(seg: Segment) -> tuple[str, str]:
+    """(C pointer, row index) of the input row a sink adds in the loop of segment()."""
+    n = len(seg.stages)
+    return f"mcu_ring_row(&ring{n - 2}, rows[0])", "rows[0]"
+
+
+def segment(seg: Segment, names: list[str], ring_at: Callable[[str], int], calls: list[str],
+            finish: str | None = None) -> list[str]:
+    """Several layers through rings, one row per step: the layer nearest the end whose next row's
+    input rows are made makes that row (stream.simulate's order). A sink last (its call adds one
+    input row to `acc`) ends with `finish`."""
     st, n = seg.stages, len(seg.stages)
+    last = st[-1]
     out: list[str] = ["{"]
     for i, s in enumerate(st[:-1]):
         out.append(f"    mcu_ring_t ring{i} = {{arena + {ring_at(s.output)}, {s.out_row_bytes}, {seg.caps[i]}, 0, 0}};"
                    f" /* layer {s.step}: {seg.caps[i]} rows */")
+    if last.sink:
+        out.append(f"    int32_t *const acc = (int32_t *)(void *)(arena + {ring_at(last.output + '#acc')});"
+                   f" /* layer {last.step}: {last.sink} sums */")
     for i, s in enumerate(st):
-        out.append(f"    {type(s.params).CTYPE} band{i};")
-    out += [f"    int32_t done[{n}] = {{0}};", f"    int32_t need[{n}];", "    int32_t rows[2];",
-            "    int32_t keep[2];", "    int8_t *row;", ""]
-    last = st[-1]
-    out.append(f"    for (int32_t y = 0; y < {last.out_rows}; ++y) {{")
-    out.append(f"        /* rows each layer must have made for row y of layer {last.step} */")
-    out.append(f"        need[{n - 1}] = y + 1;")
-    for i in range(n - 1, 0, -1):
-        out += check(band_call(st[i], names[i], f"need[{i}] - 1", f"need[{i}]", f"band{i}", "rows"), "        ")
-        out.append(f"        need[{i - 1}] = rows[1] > done[{i - 1}] ? rows[1] : done[{i - 1}];")
-    for i, s in enumerate(st):
-        out.append(f"        for (; done[{i}] < need[{i}]; ++done[{i}]) {{ /* layer {s.step}: {c_comment(s.kernel)} */")
-        out += check(band_call(s, names[i], f"done[{i}]", f"done[{i}] + 1", f"band{i}", "rows"), "            ")
+        if not s.sink:
+            out.append(f"    {type(s.params).CTYPE} band{i};")
+    out += [f"    int32_t done[{n}] = {{0}};", "    int32_t rows[2];", "    int32_t keep[2];", "    int8_t *row;", ""]
+    if last.sink:
+        out += [f"    for (int32_t i = 0; i < {last.sink}; ++i) {{", "        acc[i] = 0;", "    }"]
+    out.append(f"    while (done[{n - 1}] < {last.out_rows}) {{")
+    for i in range(n - 1, -1, -1):
+        s = st[i]
+        ind = "        "
+        if s.sink:
+            out += [f"{ind}rows[0] = done[{i}];", f"{ind}rows[1] = done[{i}] + 1;"]
+        else:
+            out += check(band_call(s, names[i], f"done[{i}]", f"done[{i}] + 1", f"band{i}", "rows"), ind)
+        what = f"layer {s.step}: {c_comment(s.kernel)}"
+        if i > 0:
+            out.append(f"{ind}if (rows[1] <= done[{i - 1}]) {{ /* {what}, its input rows made */")
+            ind += "    "
+        else:
+            out.append(f"{ind}/* {what}, its input whole */")
         if i < n - 1:
             nxt = st[i + 1]
-            out.append(f"            keep[0] = done[{i}] + 1;")
-            out.append(f"            if (done[{i + 1}] < {nxt.out_rows}) {{ /* the next layer's lowest row to read */")
-            out += check(band_call(nxt, names[i + 1], f"done[{i + 1}]", f"done[{i + 1}] + 1", f"band{i + 1}",
-                                   "keep"), "                ")
-            out.append("            }")
-            out.append(f"            row = mcu_ring_push(&ring{i}, keep[0]);")
-            out += ["            if (row == NULL) {", "                return (int)MCU_ERR_ARG; /* ring too small */",
-                    "            }"]
-        out += check(calls[i], "            ")
-        out.append("        }")
-    out += ["    }", "}"]
+            out.append(f"{ind}keep[0] = done[{i}] + 1;")
+            out.append(f"{ind}if (done[{i + 1}] < {nxt.out_rows}) {{ /* the next layer's lowest row to read */")
+            if nxt.sink:
+                out.append(f"{ind}    keep[0] = done[{i + 1}];")
+            else:
+                out += check(band_call(nxt, names[i + 1], f"done[{i + 1}]", f"done[{i + 1}] + 1", f"band{i + 1}",
+                                       "keep"), ind + "    ")
+            out.append(f"{ind}}}")
+            out.append(f"{ind}row = mcu_ring_push(&ring{i}, keep[0]);")
+            out += [f"{ind}if (row == NULL) {{", f"{ind}    return (int)MCU_ERR_ARG; /* ring too small */", f"{ind}}}"]
+        if s.sink:
+            out.append(f"{ind}{calls[i]}")
+        else:
+            out += check(calls[i], ind)
+        out.append(f"{ind}++done[{i}];")
+        if i > 0:
+            out += [f"{ind}continue;", "        }"]
+    out.append("    }")
+    if finish is not None:
+        out += check(finish, "    ")
+    out.append("}")
     return out

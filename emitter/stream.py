@@ -2,10 +2,11 @@
 chain of them row by row ("a segment") costs and allows.
 
 A segment is a run of consecutive layers L0..Ln-1, each reading the previous one's output on the
-rows its window needs (its twin's band()). It runs as one loop over the last layer's output rows:
-each iteration first makes every earlier layer produce the rows the next one needs, one row per
-kernel call. A layer's output inside the segment never exists whole: it lives in a ring of `cap`
-rows (mcu_runtime/support/mcu_band.c) that drops the rows its consumer has passed. The first
+rows its window needs (its twin's band()). It runs as one loop, one kernel call per row: each step
+the layer nearest the end whose next row's input rows are made makes that row, so rows are
+consumed as soon as they can be (depth first). A layer's output inside the segment never exists
+whole: it lives in a ring of `cap` rows (mcu_runtime/support/mcu_band.c) that drops the rows its
+consumer has passed. The first
 layer reads a whole tensor; so do the "side" operands of an add; the last layer writes a whole
 tensor.
 
@@ -16,7 +17,10 @@ one-layer segment run bottom to top may lie *above* it by `up` bytes or more.
 
 Eligible kernels are those whose twin (emitter/kernels/mcu_<k>.py) has band() and BAND_C; an
 EXACT_IN_PLACE twin (element i read before element i is written) may write exactly over its
-operand in one whole call.
+operand in one whole call. A twin with sink() (fully connected, global average pool) may end a
+segment as a "sink": it adds each row of its input into int32 accumulators as soon as the row is
+made and writes its output once, after the last row (mcu_runtime/support/mcu_sink.h), so the
+rows feeding it never exist whole.
 """
 from __future__ import annotations
 
@@ -58,10 +62,13 @@ class Stage:
     out_rows: int
     out_row_bytes: int
     row_size: int = 0  # add: elements per row
+    sink: int = 0  # a sink: its int32 accumulators (its "output rows" are the input rows it has added)
     _rows: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict, repr=False)
 
     def band(self, o0: int, o1: int) -> tuple[Any, int, int]:
         t = twin(self.kernel)
+        if self.sink:
+            return self.params, o0, o1
         if self.kernel == "mcu_add_s8":
             return t.band_rows(self.params, self.row_size, o0, o1)
         return t.band(self.params, o0, o1)
@@ -88,8 +95,36 @@ def rows_of(g: Graph, name: str) -> tuple[int, int] | None:
     return shape[1], shape[2] * shape[3]
 
 
+def sink_of(g: Graph, step: int, p: Prepared, main: str) -> Stage | None:
+    """The layer at `step` as a sink reading `main` (or a view of it) row by row, or None."""
+    from emitter.planner import roots
+
+    if not p.kernel.startswith("mcu_") or p.then or p.params is None:
+        return None
+    try:
+        t = twin(p.kernel)
+    except ModuleNotFoundError:
+        return None
+    node = g.nodes[step]
+    acts = [n for n in node.inputs if n and not g.t(n).is_const]
+    geo = rows_of(g, main)
+    root = roots(g)
+    if not hasattr(t, "sink") or geo is None or len(acts) != 1 or root.get(acts[0]) != root.get(main) \
+            or g.t(acts[0]).nbytes != geo[0] * geo[1]:
+        return None
+    acc = t.sink(p.params, geo[1])
+    if acc is None:
+        return None
+    return Stage(step, p.kernel, p.params, (acts[0],), node.outputs[0], geo[0], (geo[1],), geo[0], 0, sink=acc)
+
+
 def stage_of(g: Graph, step: int, p: Prepared, main: str | None = None) -> Stage | None:
-    """The layer at `step` as a segment stage (reading `main` as its main input), or None."""
+    """The layer at `step` as a segment stage (reading `main` as its main input), or None. A
+    layer that can be a sink is one when it reads `main`."""
+    if main is not None:
+        sink = sink_of(g, step, p, main)
+        if sink is not None:
+            return sink
     if p.kernel not in BAND_KERNELS or p.then or p.params is None:
         return None
     node = g.nodes[step]
@@ -137,51 +172,54 @@ def _lowest(stages: list[Stage], done: list[int], tensor: str) -> int | None:
     return low
 
 
+def ready(stages: list[Stage], done: list[int], i: int) -> bool:
+    """Stage i's next row can be made: the rows it reads of the previous stage are made."""
+    return i == 0 or stages[i].rows(done[i], done[i] + 1)[1] <= done[i - 1]
+
+
 def simulate(stages: list[Stage], caps: list[int] | None) -> Sim | None:
     """Replay the segment loop (rings of `caps` rows; None: unbounded, to measure them). Returns
-    None when a ring is too small. Reads the whole tensors: stage 0's main input and every side
-    operand (inputs[1:]); every other input is the previous stage's ring."""
+    None when a ring is too small. Each step, the stage nearest the end whose next row's input
+    rows are made makes that row (depth first: a row is consumed as soon as it can be, so a ring
+    holds little more than its consumer's window). Reads the whole tensors: stage 0's main input
+    and every side operand (inputs[1:]); every other input is the previous stage's ring."""
     n = len(stages)
     sim = Sim(peak_rows=[0] * (n - 1))
     done = [0] * n
     base, count = [0] * (n - 1), [0] * (n - 1)
     whole = {(i, k): name for i, s in enumerate(stages) for k, name in enumerate(s.inputs) if k > 0 or i == 0}
-    last = stages[-1]
-    for y in range(last.out_rows):
-        need = [0] * n
-        need[-1] = y + 1
-        for i in range(n - 1, 0, -1):
-            need[i - 1] = max(done[i - 1], stages[i].rows(need[i] - 1, need[i])[1])
-        for i, s in enumerate(stages):
-            while done[i] < need[i]:
-                r = done[i]
-                lo, hi = s.rows(r, r + 1)
-                if i > 0 and not (base[i - 1] <= lo and hi <= base[i - 1] + count[i - 1]):
+    while done[-1] < stages[-1].out_rows:
+        i = n - 1
+        while not ready(stages, done, i):
+            i -= 1
+        s, r = stages[i], done[i]
+        lo, hi = s.rows(r, r + 1)
+        if i > 0 and not (base[i - 1] <= lo and hi <= base[i - 1] + count[i - 1]):
+            return None
+        sim.calls += 1
+        if i < n - 1:
+            nxt = stages[i + 1]
+            keep = nxt.rows(done[i + 1], done[i + 1] + 1)[0] if done[i + 1] < nxt.out_rows else r + 1
+            if caps is not None and count[i] == caps[i]:
+                drop = keep - base[i]
+                if drop <= 0:
                     return None
-                sim.calls += 1
-                if i < n - 1:
-                    nxt = stages[i + 1]
-                    keep = nxt.rows(done[i + 1], done[i + 1] + 1)[0] if done[i + 1] < nxt.out_rows else r + 1
-                    if caps is not None and count[i] == caps[i]:
-                        drop = keep - base[i]
-                        if drop <= 0:
-                            return None
-                        if drop < count[i]:
-                            sim.moved += (count[i] - drop) * s.out_row_bytes
-                            count[i] -= drop
-                            base[i] = keep
-                        else:
-                            base[i] += count[i]
-                            count[i] = 0
-                    elif caps is None:  # unbounded: drop what is passed, without moving
-                        drop = max(0, min(keep - base[i], count[i]))
-                        base[i] += drop
-                        count[i] -= drop
-                    count[i] += 1
-                    sim.peak_rows[i] = max(sim.peak_rows[i], count[i])
-                done[i] += 1
-                if i == n - 1:
-                    _write_limits(sim, stages, done, whole, r, lo)
+                if drop < count[i]:
+                    sim.moved += (count[i] - drop) * s.out_row_bytes
+                    count[i] -= drop
+                    base[i] = keep
+                else:
+                    base[i] += count[i]
+                    count[i] = 0
+            elif caps is None:  # unbounded: drop what is passed, without moving
+                drop = max(0, min(keep - base[i], count[i]))
+                base[i] += drop
+                count[i] -= drop
+            count[i] += 1
+            sim.peak_rows[i] = max(sim.peak_rows[i], count[i])
+        done[i] += 1
+        if i == n - 1:
+            _write_limits(sim, stages, done, whole, r, lo)
     return sim
 
 
@@ -231,6 +269,8 @@ class Segment:
     scratch: int  # bytes, shared by the stages' calls (run one after another)
     sim: Sim
     up: dict[str, int]  # one stage: delta limits running upwards
+    lean: tuple[int, ...] = ()  # steps that call their twin's LEAN_C: the generic path, the least scratch
+    slow_macs: int = 0  # MACs of those steps (they run slower: memplan's overhead counts them)
 
     @property
     def first(self) -> int:
@@ -244,7 +284,12 @@ class Segment:
         return [name for i, s in enumerate(self.stages) for k, name in enumerate(s.inputs) if k > 0 or i == 0]
 
     def ring_bytes(self) -> int:
-        return sum(c * s.out_row_bytes for c, s in zip(self.caps, self.stages, strict=False))
+        """Its rings and a sink's accumulators."""
+        return sum(c * s.out_row_bytes for c, s in zip(self.caps, self.stages, strict=False)) + self.acc_bytes
+
+    @property
+    def acc_bytes(self) -> int:
+        return 4 * self.stages[-1].sink
 
 
 @dataclass(frozen=True)
@@ -260,15 +305,18 @@ class Schedule:
         return next((s for s in self.segments if s.first <= step <= s.last), None)
 
 
-def band_scratch(stage: Stage, p: Prepared, isa: str) -> int | None:
+def band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool = False) -> int | None:
     """The scratch every band of the stage needs (the layer's own, when no band needs more), or
-    None when some band needs more than the layer planned for (its ctx says how much it has)."""
+    None when some band needs more than the layer planned for (its ctx says how much it has).
+    lean: what the twin's LEAN_C needs instead (its generic path, the least scratch)."""
     t = twin(stage.kernel)
     if not hasattr(t, "buffer_size"):
         return p.scratch
+    bias = getattr(p.operands.get("bias"), "data", None)
+    if lean and hasattr(t, "LEAN_C"):
+        return max(t.lean_buffer_size(stage.band(r, r + 1)[0], bias)
+                   for r in {0, stage.out_rows // 2, stage.out_rows - 1})
     from emitter.kernels import ISAS
-    bias_arg = p.operands.get("bias")
-    bias = getattr(bias_arg, "data", None)
     for r in {0, stage.out_rows // 2, stage.out_rows - 1}:
         bp, _, _ = stage.band(r, r + 1)
         need = max(t.buffer_size(bp, bias, i) for i in (ISAS if isa == "any" else (isa,)))
@@ -278,13 +326,20 @@ def band_scratch(stage: Stage, p: Prepared, isa: str) -> int | None:
 
 
 def make_segment(stages: list[Stage], prepared: tuple[Prepared, ...], isa: str,
-                 slack: Callable[[int], int] = lambda rows: rows) -> Segment | None:
+                 slack: Callable[[int], int] = lambda rows: rows, lean: bool = False) -> Segment | None:
+    """The stages as one segment (None when they cannot run so). lean: stages whose twin has a
+    LEAN_C call it (less scratch, more instructions) where that saves scratch."""
     caps = ring_caps(stages, slack) if len(stages) > 1 else []
     if caps is None:
         return None
     sim = simulate(stages, caps)
-    scratch = [band_scratch(s, prepared[s.step], isa) for s in stages]
-    if sim is None or any(x is None for x in scratch):
+    full = [band_scratch(s, prepared[s.step], isa) for s in stages]
+    small = [band_scratch(s, prepared[s.step], isa, True) for s in stages] if lean else full
+    if sim is None or any(x is None for x in full):
         return None
+    pairs = list(zip(stages, full, small, strict=True))
+    free = tuple(s.step for s, a, b in pairs if a is not None and b is not None and b < a)
+    scratch = [b if s.step in free else a for s, a, b in pairs]
     up = simulate_up(stages[0]) if len(stages) == 1 else {}
-    return Segment(tuple(stages), tuple(caps), max(x for x in scratch if x is not None), sim, up)
+    return Segment(tuple(stages), tuple(caps), max(x for x in scratch if x is not None), sim, up, free,
+                   sum(prepared[k].macs for k in free))

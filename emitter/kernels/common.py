@@ -143,6 +143,15 @@ def check_pool(p: PoolParams) -> None:
         raise ValueError(f"pool clamp [{p.act_min}, {p.act_max}] is not a sub-range of int8")
 
 
+def global_pool_sink(p: PoolParams, row_bytes: int) -> int | None:
+    """A pool whose window is its whole input (no padding, one output) can end a streamed segment,
+    its input added `row_bytes` at a time into one sum per channel (mcu_runtime/support/mcu_sink.c):
+    its accumulators, or None."""
+    whole = (p.input.n == 1 and p.output.h == p.output.w == 1 and p.filter_h == p.input.h
+             and p.filter_w == p.input.w and p.pad_top == p.pad_left == 0)
+    return p.input.c if whole and row_bytes % p.input.c == 0 else None
+
+
 def windows(p: PoolParams) -> list[tuple[int, int, int, int, int, int]]:
     """(out_y, out_x, y0, y1, x0, x1) per output position: the valid input rows [y0, y1) and
     columns [x0, x1) of its window (possibly empty)."""

@@ -14,7 +14,16 @@ from typing import ClassVar
 
 import numpy as np
 
-from emitter.kernels.common import PoolParams, check_pool, check_range, check_shape, dims_shape, pool_band, windows
+from emitter.kernels.common import (
+    PoolParams,
+    check_pool,
+    check_range,
+    check_shape,
+    dims_shape,
+    global_pool_sink,
+    pool_band,
+    windows,
+)
 from emitter.quant import ROUND_TFLITE, requantize, requantize_rne
 
 # 255 * 2^23 < 2^31: the largest valid window whose int32 sum cannot overflow (C: same limit).
@@ -68,3 +77,18 @@ def band(p: AvgPoolRequantParams, o0: int, o1: int) -> tuple[AvgPoolRequantParam
     mcu_conv2d_s8.band."""
     pool, lo, hi = pool_band(p.pool, o0, o1)
     return replace(p, pool=pool), lo, hi
+
+
+SINK_C = ("mcu_pool_sum_s8", "mcu_avgpool_requant_s8_finish")  # mcu_runtime/support/mcu_sink.c
+
+
+def sink(p: AvgPoolRequantParams, row_bytes: int) -> int | None:
+    """A global average pool as the accumulating end of a streamed segment: its channel sums."""
+    return global_pool_sink(p.pool, row_bytes)
+
+
+def sink_c(p: AvgPoolRequantParams, params: str, ops: dict[str, str], row: str, y: str, row_bytes: int,
+           acc: str) -> tuple[str, str]:
+    """C of the sink: the statement adding input row y (at `row`), the call that finishes."""
+    return (f"{SINK_C[0]}({row}, {row_bytes // p.pool.input.c}, {p.pool.input.c}, {acc});",
+            f"{SINK_C[1]}(&{params}, {acc}, {ops['output']})")

@@ -13,7 +13,16 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, tile
-from emitter.kernels.common import PoolParams, check_pool, check_shape, dims_shape, div_round, pool_band, windows
+from emitter.kernels.common import (
+    PoolParams,
+    check_pool,
+    check_shape,
+    dims_shape,
+    div_round,
+    global_pool_sink,
+    pool_band,
+    windows,
+)
 from emitter.ops.base import Prepared, StructArg
 
 
@@ -51,3 +60,18 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
 
 BAND_C = "mcu_pool_band"  # mcu_runtime/support/mcu_band.c; overlap rule as mcu_conv2d_s8.band
 band = pool_band
+
+
+SINK_C = ("mcu_pool_sum_s8", "mcu_avgpool_s8_finish")  # mcu_runtime/support/mcu_sink.c
+
+
+def sink(p: PoolParams, row_bytes: int) -> int | None:
+    """A global average pool as the accumulating end of a streamed segment: its channel sums."""
+    return global_pool_sink(p, row_bytes)
+
+
+def sink_c(p: PoolParams, params: str, ops: dict[str, str], row: str, y: str, row_bytes: int,
+           acc: str) -> tuple[str, str]:
+    """C of the sink: the statement adding input row y (at `row`), the call that finishes."""
+    return (f"{SINK_C[0]}({row}, {row_bytes // p.input.c}, {p.input.c}, {acc});",
+            f"{SINK_C[1]}(&{params}, {acc}, {ops['output']})")

@@ -159,6 +159,14 @@ def buffer_size(p: Any, bias: np.ndarray | None, isa: str) -> int:
     return _plan(p, bias, isa)[1]
 
 
+LEAN_C = "mcu_conv2d_s8_lean"  # the generic path on every target: the least scratch
+
+
+def lean_buffer_size(p: Any, bias: np.ndarray | None) -> int:
+    """Scratch bytes of LEAN_C: the generic path's."""
+    return buffer_size(p, bias, "c")
+
+
 BAND_C = "mcu_conv2d_s8_band"  # mcu_runtime/support/mcu_band.c
 
 

@@ -115,6 +115,14 @@ def buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> in
     return {"dsp": DSP_SCRATCH_BYTES, "mve": MVE_SCRATCH_BYTES}.get(path(p, bias, isa), 0)
 
 
+LEAN_C = "mcu_depthwise_conv2d_s8_lean"  # the generic path on every target: no scratch
+
+
+def lean_buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None) -> int:
+    """Scratch bytes of LEAN_C: none."""
+    return 0
+
+
 BAND_C = "mcu_depthwise_conv2d_s8_band"  # mcu_runtime/support/mcu_band.c
 
 

@@ -92,3 +92,19 @@ def path(p: FCParams, bias: np.ndarray | None, isa: str) -> str:
 def buffer_size(p: FCParams, bias: np.ndarray | None, isa: str) -> int:
     """No scratch on any instruction set."""
     return 0
+
+
+SINK_C = ("mcu_fully_connected_s8_acc", "mcu_fully_connected_s8_finish")  # mcu_runtime/support/mcu_sink.c
+
+
+def sink(p: FCParams, row_bytes: int) -> int | None:
+    """The layer as the accumulating end of a streamed segment (emitter/stream.py), its input
+    added `row_bytes` features at a time: its accumulators (one per output), or None (batches)."""
+    return p.out_features if p.batches == 1 and p.in_features % row_bytes == 0 else None
+
+
+def sink_c(p: FCParams, params: str, ops: dict[str, str], row: str, y: str, row_bytes: int,
+           acc: str) -> tuple[str, str]:
+    """C of the sink: the statement adding input row y (at `row`), the call that finishes."""
+    return (f"{SINK_C[0]}(&{params}, {row}, {y} * {row_bytes}, {row_bytes}, {ops['weights']}, {acc});",
+            f"{SINK_C[1]}(&{params}, {acc}, {ops['bias']}, {ops['output']})")

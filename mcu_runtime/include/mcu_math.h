@@ -102,4 +102,22 @@ static inline int32_t mcu_requantize_mode(int32_t x, int32_t multiplier, int32_t
     return v < -256 ? -256 : (v > 256 ? 256 : v);
 }
 
+/** acc / count (count > 0) rounded half away from zero (TFLite's average pool). */
+static inline int32_t mcu_div_round_away(int32_t acc, int32_t count)
+{
+    return acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
+}
+
+/** acc / count (count > 0) rounded half to even (onnxruntime's average pool). */
+static inline int32_t mcu_div_round_even(int32_t acc, int32_t count)
+{
+    int32_t q = acc / count;
+    int32_t r = acc - q * count;
+    if (r < 0) { /* floor */
+        q -= 1;
+        r += count;
+    }
+    return q + ((2 * r > count || (2 * r == count && (q & 1) != 0)) ? 1 : 0);
+}
+
 #endif /* MCU_MATH_H */

@@ -116,6 +116,15 @@ mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *pa
                            const int8_t *input, const int8_t *filter, const int32_t *bias,
                            int8_t *output);
 
+/**
+ * @brief mcu_conv2d_s8 on its generic path whatever the target: the same results from the least
+ * scratch, mcu_conv2d_s8_get_buffer_size(params, bias, MCU_ISA_C) bytes (a layer run by rows in
+ * a tight memory plan).
+ */
+mcu_status_t mcu_conv2d_s8_lean(const mcu_context_t *ctx, const mcu_conv_params_t *params,
+                                const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                int8_t *output);
+
 /** @brief Scratch bytes mcu_conv2d_s8 needs for these (valid) parameters on `isa` (MCU_ISA_*). */
 int32_t mcu_conv2d_s8_get_buffer_size(const mcu_conv_params_t *params, const int32_t *bias,
                                       int32_t isa);
@@ -153,6 +162,15 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
                                      const mcu_depthwise_conv_params_t *params,
                                      const int8_t *input, const int8_t *filter,
                                      const int32_t *bias, int8_t *output);
+
+/**
+ * @brief mcu_depthwise_conv2d_s8 on its generic path whatever the target: the same results
+ * without scratch (ctx may be NULL; a layer run by rows in a tight memory plan).
+ */
+mcu_status_t mcu_depthwise_conv2d_s8_lean(const mcu_context_t *ctx,
+                                          const mcu_depthwise_conv_params_t *params,
+                                          const int8_t *input, const int8_t *filter,
+                                          const int32_t *bias, int8_t *output);
 
 /**
  * @brief The code path (MCU_PATH_*) mcu_depthwise_conv2d_s8 takes for these (valid) parameters on

@@ -22,23 +22,6 @@ static int32_t mcu_avgpool_min(int32_t a, int32_t b)
 }
 
 /* acc / count rounded half away from zero (C division truncates toward zero) */
-static int32_t mcu_avgpool_div_away(int32_t acc, int32_t count)
-{
-    return acc > 0 ? (acc + count / 2) / count : (acc - count / 2) / count;
-}
-
-/* acc / count rounded half to even (onnxruntime numerics), count > 0 */
-static int32_t mcu_avgpool_div_even(int32_t acc, int32_t count)
-{
-    int32_t q = acc / count;
-    int32_t r = acc - q * count;
-    if (r < 0) { /* floor */
-        q -= 1;
-        r += count;
-    }
-    return q + ((2 * r > count || (2 * r == count && (q & 1) != 0)) ? 1 : 0);
-}
-
 #if defined(__GNUC__)
 #define MCU_AVGPOOL_INLINE static inline __attribute__((always_inline))
 #else
@@ -74,8 +57,8 @@ MCU_AVGPOOL_INLINE void mcu_avgpool_loops(const mcu_pool_params_t *p, const int8
                                             (size_t)ch];
                         }
                     }
-                    const int32_t avg = even ? mcu_avgpool_div_even(acc, count)
-                                             : mcu_avgpool_div_away(acc, count);
+                    const int32_t avg = even ? mcu_div_round_even(acc, count)
+                                             : mcu_div_round_away(acc, count);
                     const int32_t out = mcu_clamp_s32(avg, p->act_min, p->act_max);
                     output[(((size_t)n * (size_t)p->output.h + (size_t)out_y) *
                                 (size_t)p->output.w +

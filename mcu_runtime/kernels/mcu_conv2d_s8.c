@@ -145,9 +145,10 @@ int32_t mcu_conv2d_s8_path(const mcu_conv_params_t *params, const int32_t *bias,
     return plan(params, bias, isa, &size, &per_pass);
 }
 
-mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *params,
+/* The call on the paths of `isa`: MCU_ISA_NATIVE, or MCU_ISA_C for the generic path. */
+static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                            const int8_t *input, const int8_t *filter, const int32_t *bias,
-                           int8_t *output)
+                           int8_t *output, int32_t isa)
 {
     if (params == NULL || input == NULL || filter == NULL || output == NULL ||
         params->multiplier == NULL || params->shift == NULL) {
@@ -164,7 +165,7 @@ mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *pa
         return MCU_ERR_ARG;
     }
     int32_t size, per_pass;
-    const int32_t path = plan(params, bias, MCU_ISA_NATIVE, &size, &per_pass);
+    const int32_t path = plan(params, bias, isa, &size, &per_pass);
     if (!scratch_ok(ctx, size)) {
         return MCU_ERR_SCRATCH;
     }
@@ -184,4 +185,18 @@ mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *pa
     (void)per_pass;
     mcu_conv2d_s8_generic(params, input, filter, bias, output, scratch);
     return MCU_OK;
+}
+
+mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *params,
+                           const int8_t *input, const int8_t *filter, const int32_t *bias,
+                           int8_t *output)
+{
+    return conv2d(ctx, params, input, filter, bias, output, MCU_ISA_NATIVE);
+}
+
+mcu_status_t mcu_conv2d_s8_lean(const mcu_context_t *ctx, const mcu_conv_params_t *params,
+                                const int8_t *input, const int8_t *filter, const int32_t *bias,
+                                int8_t *output)
+{
+    return conv2d(ctx, params, input, filter, bias, output, MCU_ISA_C);
 }

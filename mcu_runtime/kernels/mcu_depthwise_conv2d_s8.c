@@ -81,10 +81,10 @@ static void *scratch_of(const mcu_context_t *ctx, int32_t size)
     return ctx->buf;
 }
 
-mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
-                                     const mcu_depthwise_conv_params_t *params,
-                                     const int8_t *input, const int8_t *filter,
-                                     const int32_t *bias, int8_t *output)
+/* The call on the paths of `isa`: MCU_ISA_NATIVE, or MCU_ISA_C for the generic path. */
+static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv_params_t *params,
+                              const int8_t *input, const int8_t *filter, const int32_t *bias,
+                              int8_t *output, int32_t isa)
 {
     if (params == NULL || input == NULL || filter == NULL || output == NULL ||
         params->multiplier == NULL || params->shift == NULL) {
@@ -102,7 +102,7 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
         !quant_io_valid(&params->q) || !shifts_valid(params->shift, out_dims->c)) {
         return MCU_ERR_ARG;
     }
-    const int32_t path = mcu_depthwise_conv2d_s8_path(params, bias, MCU_ISA_NATIVE);
+    const int32_t path = mcu_depthwise_conv2d_s8_path(params, bias, isa);
     void *const scratch = scratch_of(ctx, path_scratch(path));
     if (path != MCU_PATH_GENERIC && scratch == NULL) {
         return MCU_ERR_SCRATCH;
@@ -122,4 +122,20 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
     }
 #endif
     return mcu_dw_generic(params, input, filter, bias, output, first_oc);
+}
+
+mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
+                                     const mcu_depthwise_conv_params_t *params,
+                                     const int8_t *input, const int8_t *filter,
+                                     const int32_t *bias, int8_t *output)
+{
+    return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_NATIVE);
+}
+
+mcu_status_t mcu_depthwise_conv2d_s8_lean(const mcu_context_t *ctx,
+                                          const mcu_depthwise_conv_params_t *params,
+                                          const int8_t *input, const int8_t *filter,
+                                          const int32_t *bias, int8_t *output)
+{
+    return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_C);
 }

@@ -2,6 +2,7 @@
 for the memory-plan property tests: float ONNX built with onnx.helper, quantized by onnxruntime."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +64,7 @@ def random_chain(seed: int, out: Path) -> Path:
         if skip is None and rng.random() < 0.5:
             skip = (name, shape)
         cur = name
+    cur = head(rng, cur, shape, nodes, const)
     graph = helper.make_graph(nodes, f"chain{seed}", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                                                                    [1, *shape_in(seed)])],
                               [helper.make_tensor_value_info(cur, TensorProto.FLOAT, None)], initializer=inits)
@@ -71,6 +73,53 @@ def random_chain(seed: int, out: Path) -> Path:
     model = onnx.shape_inference.infer_shapes(model)
     calib = [{"x": rng.normal(0, 1, (1, *shape_in(seed))).astype(np.float32)} for _ in range(8)]
     return quantize(model, calib, out_path=out / f"chain{seed}.onnx")
+
+
+def head_chain(kind: str, out: Path) -> Path:
+    """Two 3x3 convolutions that widen the tensor (its largest at the end), then a head `kind`
+    ("gap", "gap_fc" or "fc"): the plan is smallest when the head accumulates the last rows."""
+    rng = np.random.default_rng(7)
+    nodes, inits = [], []
+
+    def const(name: str, value: np.ndarray) -> str:
+        inits.append(numpy_helper.from_array(value.astype(np.float32), name))
+        return name
+
+    cur, c = "x", 3
+    for k, co in enumerate((8, 24)):
+        w = const(f"w{k}", rng.normal(0, 0.4, (co, c, 3, 3)))
+        nodes += [helper.make_node("Conv", [cur, w, const(f"b{k}", rng.normal(0, 0.1, co))], [f"c{k}"],
+                                   kernel_shape=[3, 3], pads=[1, 1, 1, 1], name=f"conv{k}"),
+                  helper.make_node("Relu", [f"c{k}"], [f"r{k}"], name=f"relu{k}")]
+        cur, c = f"r{k}", co
+    cur = head(rng, cur, (1, c, 11, 9), nodes, const, kind)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 11, 9])
+    graph = helper.make_graph(nodes, f"head_{kind}", [x], [helper.make_tensor_value_info(cur, TensorProto.FLOAT, None)],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="mcugen-tests")
+    model.ir_version = IR_VERSION
+    model = onnx.shape_inference.infer_shapes(model)
+    calib = [{"x": rng.normal(0, 1, (1, 3, 11, 9)).astype(np.float32)} for _ in range(8)]
+    return quantize(model, calib, out_path=out / f"head_{kind}.onnx")
+
+
+def head(rng: np.random.Generator, cur: str, shape: tuple[int, int, int, int], nodes: list[onnx.NodeProto],
+         const: Callable[[str, np.ndarray], str], kind: str | None = None) -> str:
+    """Maybe (kind None: drawn) a classifier head (what a streamed chain may end in, accumulating):
+    a global average pool, a fully connected layer over the flattened tensor, or both."""
+    kind = kind or str(rng.choice(["none", "gap", "gap_fc", "fc"]))
+    c = shape[1]
+    if kind in ("gap", "gap_fc"):
+        nodes.append(helper.make_node("GlobalAveragePool", [cur], ["gap"], name="gap"))
+        cur = "gap"
+    if kind in ("gap_fc", "fc"):
+        k = c if kind == "gap_fc" else int(np.prod(shape))
+        n = int(rng.integers(2, 11))
+        nodes.append(helper.make_node("Flatten", [cur], ["flat"], name="flat"))
+        nodes.append(helper.make_node("Gemm", ["flat", const("fc_w", rng.normal(0, 0.3, (n, k))),
+                                               const("fc_b", rng.normal(0, 0.1, n))], ["fc"], name="fc", transB=1))
+        cur = "fc"
+    return cur
 
 
 def shape_in(seed: int) -> tuple[int, int, int]:

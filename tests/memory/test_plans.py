@@ -12,10 +12,11 @@ import pytest
 from emitter.compiler import Compiled, compile_model, golden_run
 from emitter.memplan import activation_ram
 from tests.harness.bundles import build_library, emit
-from tests.memory.chains import random_chain
+from tests.memory.chains import head_chain, random_chain
 
 SEEDS = range(14)
-KINDS = ("layer", "inplace", "overlap", "stream")
+KINDS = ("layer", "inplace", "overlap", "stream", "stream_any")  # stream_any: planned for any core (so
+#   conv/depthwise rows may take the lean generic call with less scratch), run with the host's kernels
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +26,8 @@ def chains(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[tuple[int, st
     for seed in SEEDS:
         path = random_chain(seed, work)
         for kind in KINDS:
-            c = compile_model(path, name=f"c{seed}_{kind}", memory=kind, isa="c")
+            c = compile_model(path, name=f"c{seed}_{kind}", memory=kind.removesuffix("_any"),
+                              isa="any" if kind.endswith("_any") else "c")
             compiled[seed, kind] = c
             bundles.append(emit(c, work / c.name))
     return compiled, build_library(bundles, work / "libchains.so")
@@ -89,6 +91,9 @@ def test_some_chains_stream_and_overlap(chains: tuple[dict[tuple[int, str], Comp
     compiled, _ = chains
     modes = {m for c in compiled.values() for m in c.plan.modes.values()}
     assert {"rows", "down", "up"} <= modes, modes
+    segments = [s for c in compiled.values() for s in c.plan.schedule.segments if c.plan.modes.get(s.first) == "rows"]
+    assert any(s.stages[-1].sink for s in segments), "no streamed chain ended in an accumulating head"
+    assert any(s.lean for s in segments), "no streamed layer took the lean call"
 
 
 def test_streamed_bundles_are_deterministic_and_cross_compile_warning_free(
@@ -114,3 +119,21 @@ def test_streamed_bundles_are_deterministic_and_cross_compile_warning_free(
            f"-I{tmp_path / 'mcu_runtime' / 'include'}", "-c", *map(str, sources)]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, check=False)
     assert res.returncode == 0, res.stderr
+
+
+@pytest.mark.parametrize("kind", ["gap", "gap_fc", "fc"])
+def test_heads_accumulate_streamed_rows(kind: str, tmp_path: Path) -> None:
+    """A chain whose largest tensor is its last: the smallest plan streams it into the head (a
+    global average pool or a fully connected layer adding each row into int32 sums), never whole,
+    bit-exact with the whole-layer golden with the arena poisoned."""
+    c = compile_model(head_chain(kind, tmp_path), name=f"h_{kind}", memory="stream")
+    layer = compile_model(head_chain(kind, tmp_path), name=f"h_{kind}_layer")
+    sinks = [s.stages[-1].kernel for s in c.plan.schedule.segments if s.stages[-1].sink]
+    assert sinks == [{"gap": "mcu_avgpool_requant_s8", "gap_fc": "mcu_avgpool_requant_s8",
+                      "fc": "mcu_fully_connected_s8"}[kind]] or sinks == ["mcu_avgpool_s8"], sinks
+    assert activation_ram(c.graph, c.plan) < activation_ram(layer.graph, layer.plan) - 11 * 9 * 24 // 2
+    lib = build_library([emit(c, tmp_path / c.name)], tmp_path / "lib.so")
+    rng = np.random.default_rng(5)
+    for poison in (0x00, 0xA5):
+        x = rng.integers(-128, 128, c.input_shapes[0], dtype=np.int8)
+        assert np.array_equal(run(lib, c, x, poison, True), golden_run(c, [x])[0])

@@ -1,0 +1,84 @@
+/*
+ * mcu_sink.c - the accumulating ends of streamed segments (see mcu_sink.h).
+ */
+#include "mcu_sink.h"
+
+#include "mcu_dot_s8.h"
+#include "mcu_math.h"
+
+void mcu_fully_connected_s8_acc(const mcu_fc_params_t *params, const int8_t *x, int32_t k0,
+                                int32_t len, const int8_t *weights, int32_t *acc)
+{
+    const int32_t k = params->in_features;
+    for (int32_t n = 0; n < params->out_features; ++n) {
+        acc[n] += mcu_dot1_offset_s8(x, weights + n * k + k0, len, params->q.input_offset);
+    }
+}
+
+mcu_status_t mcu_fully_connected_s8_finish(const mcu_fc_params_t *params, const int32_t *acc,
+                                           const int32_t *bias, int8_t *output)
+{
+    if (params->batches != 1) {
+        return MCU_ERR_ARG;
+    }
+    for (int32_t n = 0; n < params->out_features; ++n) {
+        const int32_t c = params->per_channel ? n : 0;
+        const int32_t out = mcu_requantize_mode(acc[n] + (bias != NULL ? bias[n] : 0),
+                                                params->multiplier[c], params->shift[c],
+                                                params->q.rounding) +
+                            params->q.output_offset;
+        output[n] = (int8_t)mcu_clamp_s32(out, params->q.act_min, params->q.act_max);
+    }
+    return MCU_OK;
+}
+
+void mcu_pool_sum_s8(const int8_t *x, int32_t pixels, int32_t channels, int32_t *acc)
+{
+    for (int32_t i = 0; i < pixels; ++i) {
+        for (int32_t c = 0; c < channels; ++c) {
+            acc[c] += x[i * channels + c];
+        }
+    }
+}
+
+/* The window covers the whole input, without padding: one output position. */
+static int global(const mcu_pool_params_t *p)
+{
+    return p->input.n == 1 && p->output.h == 1 && p->output.w == 1 && p->filter_h == p->input.h &&
+           p->filter_w == p->input.w && p->pad_top == 0 && p->pad_left == 0;
+}
+
+mcu_status_t mcu_avgpool_s8_finish(const mcu_pool_params_t *params, const int32_t *acc,
+                                   int8_t *output)
+{
+    if (!global(params)) {
+        return MCU_ERR_ARG;
+    }
+    const int32_t count = params->input.h * params->input.w;
+    for (int32_t c = 0; c < params->input.c; ++c) {
+        const int32_t avg = params->rounding != MCU_ROUND_TFLITE ? mcu_div_round_even(acc[c], count)
+                                                                 : mcu_div_round_away(acc[c], count);
+        output[c] = (int8_t)mcu_clamp_s32(avg, params->act_min, params->act_max);
+    }
+    return MCU_OK;
+}
+
+mcu_status_t mcu_avgpool_requant_s8_finish(const mcu_avgpool_requant_params_t *params,
+                                           const int32_t *acc, int8_t *output)
+{
+    const mcu_pool_params_t *p = &params->pool;
+    if (!global(p)) {
+        return MCU_ERR_ARG;
+    }
+    const int32_t count = p->input.h * p->input.w;
+    for (int32_t c = 0; c < p->input.c; ++c) {
+        /* as mcu_avgpool_requant_s8: the offset once per output, the requantized value kept in
+         * [-256, 256] before the output offset */
+        const int32_t scaled = mcu_clamp_s32(
+            mcu_requantize_mode(acc[c] + count * params->input_offset, params->multiplier,
+                                params->shift, p->rounding),
+            -256, 256);
+        output[c] = (int8_t)mcu_clamp_s32(scaled + params->output_offset, p->act_min, p->act_max);
+    }
+    return MCU_OK;
+}
