@@ -17,11 +17,12 @@ import numpy as np
 from emitter import frontend, memplan
 from emitter.backends.cmsis_version import CmsisVersion
 from emitter.boards import Board
-from emitter.errors import NodeUnsupported, UnsupportedError, UsageError
+from emitter.errors import BudgetError, NodeUnsupported, UnsupportedError, UsageError
 from emitter.ir import Graph
 from emitter.lower import lower
 from emitter.ops import REGISTRY
 from emitter.ops.base import Prepared
+from emitter.order import orders, reorder
 from emitter.passes.fuse import fuse_activations
 from emitter.passes.layout import assign_layouts
 from emitter.planner import GUARD_BYTES, Plan, plan
@@ -158,12 +159,40 @@ def compile_model(path: str | Path, name: str | None = None,
     if guard or memory == "layer":
         chosen = plan(g, scratch, align, GUARD_BYTES if guard else 0)
     else:
-        choice = memory_plan(g, prepared, scratch, align, isa if isa is not None else isa_of(board), memory,
-                             ram_budget, budget_src)
+        g, prepared, choice = memory_order(g, prepared, align, isa if isa is not None else isa_of(board), memory,
+                                           ram_budget, budget_src)
         chosen = choice.chosen.plan
     return Compiled(name, m, g, prepared, chosen, io_nhwc,
                     backend, tuple(sorted({kernel for _, kernel, _ in portable})),
                     cmsis_path if backend == "cmsis-nn" else None, tuple(portable), version, options, choice)
+
+
+def memory_order(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str, memory: str,
+                 ram_budget: int | None, budget_src: str) -> tuple[Graph, tuple[Prepared, ...], memplan.Choice]:
+    """The memory plan over the candidate execution orders of a branching graph (emitter/order.py):
+    the order whose plan is best (the fastest within the budget, else the smallest), the file's
+    order on a tie. A budget no order meets raises the file order's BudgetError."""
+    best: tuple[tuple[int, int], Graph, tuple[Prepared, ...], memplan.Choice] | None = None
+    error: BudgetError | None = None
+    for k, order in enumerate(orders(g)):
+        g2, p2 = reorder(g, order), tuple(prepared[i] for i in order)
+        try:
+            c = memory_plan(g2, p2, [p.scratch for p in p2], align, isa, memory, ram_budget, budget_src)
+        except BudgetError as e:
+            error = error or e
+            continue
+        ram = memplan.activation_ram(g2, c.chosen.plan)
+        key = (c.chosen.overhead, ram) if memory == "auto" and ram_budget is not None else (ram, c.chosen.overhead)
+        if k > 0:
+            c = replace(c, why=f"{c.why}; the layers run in a memory-aware order, not the file's (emitter/order.py)")
+        if best is None or key < best[0]:
+            best = (key, g2, p2, c)
+        if k == 0 and len(c.candidates) == 1:  # the whole-layer plan fits: nothing else to weigh
+            break
+    if best is None:
+        assert error is not None
+        raise error
+    return best[1], best[2], best[3]
 
 
 def memory_plan(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: int, isa: str, memory: str,

@@ -344,8 +344,12 @@ def report(g: Graph, p: Plan, choice: Choice | None) -> dict[str, Any]:
                                "recompute": 1.0,  # streamed rows are computed once: no halo recomputation
                                "buffer": None if b is None else {"name": b.name, "offset": b.offset, "bytes": b.size,
                                                                  "first": b.first, "last": b.last}}
+        if seg is not None and mode != "whole" and k in seg.lean:
+            row["lean"] = True  # the twin's LEAN_C: the generic path, the least scratch
         if seg is not None and mode == "rows":
             row["segment"] = [seg.first, seg.last]
+            if k == seg.last and seg.stages[-1].sink:
+                row["accumulator_bytes"] = seg.acc_bytes
             steps = [s.step for s in seg.stages]
             pos = steps.index(k) if k in steps else len(seg.caps)  # a view inside the segment holds no ring
             if pos < len(seg.caps):

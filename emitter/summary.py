@@ -32,7 +32,11 @@ def memory_lines(c: Compiled) -> list[str]:
             f"vs {fmt_bytes(bound)} for whole layers at their liveness lower bound; estimated overhead "
             f"{choice.ratio(choice.chosen):.1%} of the instructions",
             f"       {rows} layers write over their input row by row, {len(streams)} streamed chains"
-            + "".join(f"; layers {s.first}-{s.last}" for s in streams)]
+            + "".join(f"; layers {s.first}-{s.last}" + (" (into an accumulating head)" if s.stages[-1].sink else "")
+                      for s in streams)]
+    lean = sum(len(s.lean) for s in plan.schedule.segments if plan.modes.get(s.first, "whole") != "whole")
+    if lean:
+        text.append(f"       {lean} layers call their lean generic path (the least scratch, more instructions)")
     if plan.schedule.host_inputs:
         text.append("       the input lives in the arena: write it at <NAME>_INPUT0_BUFFER to save its copy")
     return text
