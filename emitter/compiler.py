@@ -27,6 +27,7 @@ from emitter.passes.fuse import fuse_activations
 from emitter.passes.layout import assign_layouts
 from emitter.planner import GUARD_BYTES, Plan, plan
 from emitter.quant import NUMERICS
+from emitter.stream import can_stream
 
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static struct switch
@@ -144,6 +145,7 @@ def compile_model(path: str | Path, name: str | None = None,
     version = None
     from emitter.backends import cmsis_nn
 
+    native = prepared
     if backend == "cmsis-nn":
         if board is None or cmsis_path is None:
             raise UsageError("the cmsis-nn backend needs a board and CMSIS_NN_PATH")
@@ -152,27 +154,91 @@ def compile_model(path: str | Path, name: str | None = None,
         prepared, portable = cmsis_nn.convert_all(prepared, board, cmsis_path, cmsis_choice, cmsis_sizes_for)
     elif backend != "portable":
         raise UsageError(f"unknown backend '{backend}': use portable or cmsis-nn")
-    # scratch buffers need 16-byte alignment for the CMSIS-NN kernels (mcugen's own need 4)
-    align = max(alignment, 16) if any(p.scratch and not p.kernel.startswith("mcu_") for p in prepared) else alignment
-    scratch = [p.scratch for p in prepared]
     choice = None
     if guard or memory == "layer":
-        chosen = plan(g, scratch, align, GUARD_BYTES if guard else 0)
+        align = arena_alignment(prepared, alignment)
+        chosen = plan(g, [p.scratch for p in prepared], align, GUARD_BYTES if guard else 0)
     else:
-        g, prepared, choice = memory_order(g, prepared, align, isa if isa is not None else isa_of(board), memory,
-                                           ram_budget, budget_src)
+        target = isa if isa is not None else isa_of(board)
+        variants: list[Variant] = [(prepared, portable)]
+        keep = frozenset[int]()
+        if backend == "cmsis-nn":  # layers kept portable so that they can run by rows, when the budget needs it
+            keep = frozenset(k for k, p in enumerate(native) if can_stream(p)) - {k for k, _, _ in portable}
+            if keep:
+                assert board is not None and cmsis_path is not None
+                variants.append(lambda: cmsis_nn.convert_all(native, board, cmsis_path, cmsis_choice,  # type: ignore[arg-type]
+                                                             cmsis_sizes_for, keep))
+        order, prepared, portable, choice = memory_variants(g, variants, alignment, target, memory, ram_budget,
+                                                            budget_src)
+        for _ in range(3):  # only the layers that do run by rows stay portable (while the plan still fits)
+            rows = {order[st.step] for s in choice.chosen.plan.schedule.segments
+                    if choice.chosen.plan.modes.get(s.first, "whole") != "whole" for st in s.stages}
+            kept = {order[pos] for pos, _, why in portable if why == cmsis_nn.KEPT}
+            if kept <= rows:
+                break
+            assert board is not None and cmsis_path is not None
+            narrow = cmsis_nn.convert_all(native, board, cmsis_path, cmsis_choice, cmsis_sizes_for,
+                                          frozenset(kept & rows))
+            try:
+                got = memory_variants(g, [narrow], alignment, target, memory, ram_budget, budget_src)
+            except BudgetError:
+                break
+            if memory != "auto" and memplan.activation_ram(reorder(g, got[0]), got[3].chosen.plan) > \
+                    memplan.activation_ram(reorder(g, order), choice.chosen.plan):
+                break
+            order, prepared, portable, choice = got
+        g = reorder(g, order)
         chosen = choice.chosen.plan
     return Compiled(name, m, g, prepared, chosen, io_nhwc,
                     backend, tuple(sorted({kernel for _, kernel, _ in portable})),
                     cmsis_path if backend == "cmsis-nn" else None, tuple(portable), version, options, choice)
 
 
+def arena_alignment(prepared: tuple[Prepared, ...], alignment: int) -> int:
+    """Scratch buffers need 16-byte alignment for the CMSIS-NN kernels (mcugen's own need 4)."""
+    return max(alignment, 16) if any(p.scratch and not p.kernel.startswith("mcu_") for p in prepared) else alignment
+
+
+Portable = list[tuple[int, str, str]]
+Variant = tuple[tuple[Prepared, ...], Portable] | Callable[[], tuple[tuple[Prepared, ...], Portable]]
+
+
+def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str, memory: str,
+                    ram_budget: int | None, budget_src: str
+                    ) -> tuple[list[int], tuple[Prepared, ...], Portable, memplan.Choice]:
+    """The memory plan of the first kernel choice (e.g. CMSIS-NN's calls), or of a later one (more
+    layers portable, to run by rows; a callable, made only when asked) when the first misses the
+    budget, or when the smallest plan is asked and the later one is smaller. Returns the execution
+    order, the calls in that order, the portable layers (by position in that order) and the plan."""
+    best = None
+    error: BudgetError | None = None
+    for k, variant in enumerate(variants):
+        if k > 0 and best is not None and memory == "auto":
+            break  # the first choice fits: its kernels are the fastest
+        prepared, portable = variant() if callable(variant) else variant
+        try:
+            order, choice = memory_order(g, prepared, arena_alignment(prepared, alignment), isa, memory, ram_budget,
+                                         budget_src)
+        except BudgetError as e:
+            error = error or e
+            continue
+        ram = memplan.activation_ram(reorder(g, order), choice.chosen.plan)
+        if best is None or ram < best[0]:
+            at = {step: pos for pos, step in enumerate(order)}
+            moved = sorted((at[i], kernel, why) for i, kernel, why in portable)
+            best = (ram, order, tuple(prepared[i] for i in order), moved, choice)
+    if best is None:
+        assert error is not None
+        raise error
+    return best[1], best[2], best[3], best[4]
+
+
 def memory_order(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str, memory: str,
-                 ram_budget: int | None, budget_src: str) -> tuple[Graph, tuple[Prepared, ...], memplan.Choice]:
+                 ram_budget: int | None, budget_src: str) -> tuple[list[int], memplan.Choice]:
     """The memory plan over the candidate execution orders of a branching graph (emitter/order.py):
     the order whose plan is best (the fastest within the budget, else the smallest), the file's
     order on a tie. A budget no order meets raises the file order's BudgetError."""
-    best: tuple[tuple[int, int], Graph, tuple[Prepared, ...], memplan.Choice] | None = None
+    best: tuple[tuple[int, int], list[int], memplan.Choice] | None = None
     error: BudgetError | None = None
     for k, order in enumerate(orders(g)):
         g2, p2 = reorder(g, order), tuple(prepared[i] for i in order)
@@ -186,13 +252,13 @@ def memory_order(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str,
         if k > 0:
             c = replace(c, why=f"{c.why}; the layers run in a memory-aware order, not the file's (emitter/order.py)")
         if best is None or key < best[0]:
-            best = (key, g2, p2, c)
+            best = (key, order, c)
         if k == 0 and len(c.candidates) == 1:  # the whole-layer plan fits: nothing else to weigh
             break
     if best is None:
         assert error is not None
         raise error
-    return best[1], best[2], best[3]
+    return best[1], best[2]
 
 
 def memory_plan(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: int, isa: str, memory: str,

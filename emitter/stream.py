@@ -41,6 +41,16 @@ def twin(kernel: str) -> ModuleType:
     return importlib.import_module(f"emitter.kernels.{kernel}")
 
 
+def can_stream(p: Prepared) -> bool:
+    """The layer's kernel can run by rows or end a streamed chain (a band kernel or a sink)."""
+    if p.kernel in BAND_KERNELS:
+        return True
+    try:
+        return p.kernel.startswith("mcu_") and hasattr(twin(p.kernel), "sink")
+    except ModuleNotFoundError:
+        return False
+
+
 def exact_in_place(kernel: str) -> bool:
     """The kernel's twin says element i is read before element i is written (EXACT_IN_PLACE)."""
     try:

@@ -123,12 +123,17 @@ def with_scratch(p: Prepared, size: int) -> Prepared:
     return replace(p, operands={**p.operands, "ctx": StructArg("cmsis_nn_context", "ctx", fields)}, scratch=size)
 
 
+KEPT = "runs by rows to meet the RAM budget (CMSIS-NN's kernel takes whole tensors)"
+
+
 def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice: str = "fastest",
-                sizes_for: str | None = None) -> tuple[tuple[Prepared, ...], list[tuple[int, str, str]]]:
+                sizes_for: str | None = None, keep: frozenset[int] = frozenset()
+                ) -> tuple[tuple[Prepared, ...], list[tuple[int, str, str]]]:
     """Every call CMSIS-NN can take, with its scratch size.
 
     Returns (calls, portable layers as (index, kernel, why)). choice "fastest" keeps mcugen's
-    kernel where ours_is_faster() says so; "cmsis" converts every call CMSIS-NN can take.
+    kernel where ours_is_faster() says so; "cmsis" converts every call CMSIS-NN can take. `keep`:
+    steps that stay portable so that they can run by rows (a RAM budget the CMSIS-NN calls miss).
     sizes_for ("c", "dsp", "mve") sizes the scratch for that code path instead of the board's:
     "c" for a host build, which runs CMSIS-NN's plain C path (emitter.verify.host_twin)."""
     conv = Converter(path, board, sizes_for)
@@ -141,6 +146,9 @@ def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice
             staged.append((p, None))
         elif faster:
             why[k] = f"faster than CMSIS-NN here: {faster}"
+            staged.append((p, None))
+        elif k in keep:
+            why[k] = KEPT
             staged.append((p, None))
         else:
             staged.append(conv.convert(p))
