@@ -83,4 +83,4 @@ def test_derived_registries() -> None:
     mapped = [k for k in KERNELS if hasattr(twin(k), "to_cmsis")]
     assert mapped == ["mcu_add_s8", "mcu_avgpool_s8", "mcu_concat_s8", "mcu_conv2d_s8", "mcu_depthwise_conv2d_s8",
                       "mcu_fully_connected_s8", "mcu_maxpool_s8", "mcu_mul_s8", "mcu_pad_s8", "mcu_softmax_s8",
-                      "mcu_transpose_s8"]
+                      "mcu_transpose_conv_s8", "mcu_transpose_s8"]
