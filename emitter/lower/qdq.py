@@ -27,6 +27,7 @@ from emitter.ir import QuantParams
 from emitter.lower.float_chains import lower_float_chain, lower_multi, synthetic_quant
 from emitter.lower.qparams import dequantized_const, onnx_attrs
 from emitter.lower.state import LowerState
+from emitter.ops import unquantized_hint
 from emitter.ops.base import QIn
 
 ACTIVATION_OPS = ("Relu", "Clip")
@@ -251,4 +252,4 @@ def lower_qdq(s: LowerState, node: onnx.NodeProto) -> None:
             lower(s, node, ch, found)
             return
     raise NodeUnsupported(f"output '{node.output[0]}' is not quantized (no QuantizeLinear "
-                          "after it); float islands are not supported yet")
+                          "after it); float islands are not supported yet" + unquantized_hint(node.op_type))

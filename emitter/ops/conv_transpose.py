@@ -25,11 +25,25 @@ from emitter.ir import Graph, Node
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_transpose_conv_s8 import TransposeConvParams, mcu_transpose_conv_s8
 from emitter.ops import asym_weights
-from emitter.ops.base import Attrs, CArg, ConstArg, LayoutPlan, LowerCtx, NullArg, Prepared, QNode, TensorArg, per_tensor
+from emitter.ops.base import (
+    Attrs,
+    CArg,
+    ConstArg,
+    LayoutPlan,
+    LowerCtx,
+    NullArg,
+    Prepared,
+    QNode,
+    TensorArg,
+    per_tensor,
+)
 from emitter.ops.conv import bias_int32, check_accumulation, check_bias_headroom, dims4, feature_layout
 
 ONNX_OPS = ("ConvTranspose",)
 IR_OPS = ("conv_transpose",)
+UNQUANTIZED_HINT = (": onnxruntime's QOperator format has no quantized ConvTranspose and leaves it in float; "
+                    "quantize the model in QDQ format (quantize_static(..., quant_format=QuantFormat.QDQ) "
+                    "or `mcugen quantize`), which quantizes ConvTranspose")
 DEFAULTS = {"auto_pad": b"NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
             "output_padding": None, "output_shape": None, "pads": None, "strides": None}
 

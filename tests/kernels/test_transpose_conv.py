@@ -57,7 +57,8 @@ def onnx_accumulator(p: TransposeConvParams, x: np.ndarray, f: np.ndarray, pads_
     g = helper.make_graph([node], "t", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, None),
                                         helper.make_tensor_value_info("w", TensorProto.DOUBLE, None)],
                           [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)])
-    (y,) = ReferenceEvaluator(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])).run(None, {"x": xf, "w": wf})
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    (y,) = ReferenceEvaluator(model).run(None, {"x": xf, "w": wf})
     return np.asarray(y).transpose(0, 2, 3, 1)
 
 
