@@ -103,7 +103,7 @@ def lower_lone_q(s: LowerState, node: onnx.NodeProto) -> None:
     src, out = node.input[0], node.output[0]
     if src in s.dq_act:
         x = s.dq_act[src]
-        y = s.int8_tensor(out, s.out_quant(out))
+        y = s.int8_tensor(out, s.out_quant(out), s.ctx.tensors[x].shape)
         s.ctx.emit(None, "requantize", [x], y, {"act_min": -128, "act_max": 127},
                    name=node.name or out)
         return
