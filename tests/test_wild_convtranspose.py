@@ -63,12 +63,13 @@ def test_asymmetric_uint8_weights_fold_exactly(tmp_path):
     """weight_type=QUInt8 (u8u8): the weight zero point folds into stacked input channels."""
     case = next(c for c in CONVT if c.id == "convt_k3_s2_p1_op1")
     feeds = case.calib_feeds()
-    path = quantize(case.float_model(), feeds, activation_type="uint8", weight_type="uint8",
+    path = quantize(case.float_model(), feeds, activation_type="uint8", weight_type="uint8", per_channel=False,
                     out_path=tmp_path / "convt_u8u8.onnx")
     xs = [feeds[0]["x0"]]
     zps = [NH.to_array(i) for i in onnx.load(path).graph.initializer if i.name.endswith("W_zero_point")]
-    assert zps and np.any(zps[0] != 0), "the case must have asymmetric weights"
+    assert zps and np.any(zps[0] != 128), "the case must have asymmetric weights"
     c = compile_model(path, name="ctu8")
+    assert any(n.name.endswith("_weight_zero_point") for n in c.graph.nodes), "no zero point folded"
     samples = int8_inputs(c, xs)
     gold = golden_run(c, samples)
     lib = build_library([emit(c, tmp_path / "b")], tmp_path / "libctu8.so")

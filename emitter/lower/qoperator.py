@@ -166,8 +166,8 @@ def float_op_shape(op_type: str, shapes: list[tuple[int, ...]], attrs: dict[str,
         inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s))
                   for k, (n, s) in enumerate(zip(names, shapes, strict=False)) if n and k not in consts]
         inits = [numpy_helper.from_array(np.asarray(v), f"i{k}") for k, v in consts.items() if k not in absent]
-        graph = helper.make_graph([node], "shape", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                                  inits)
+        out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+        graph = helper.make_graph([node], "shape", inputs, [out], inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(opset, 13))])
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
         dims = inferred.graph.output[0].type.tensor_type.shape.dim
