@@ -35,15 +35,25 @@ def models(tmp_path_factory):
 
 @pytest.mark.qemu
 @pytest.mark.skipif(bool(missing_tools()), reason="the QEMU tier needs missing tools")
-@pytest.mark.parametrize("core,backend", [("cortex-m4", "portable"), ("cortex-m55", "portable"), pytest.param(
-    "cortex-m55", "cmsis-nn", marks=pytest.mark.skipif(CMSIS is None, reason="CMSIS_NN_PATH is not set"))])
+@pytest.mark.parametrize("core,backend", [("cortex-m4", "portable"), ("cortex-m55", "portable")] + [
+    pytest.param(core, "cmsis-nn", marks=pytest.mark.skipif(CMSIS is None, reason="CMSIS_NN_PATH is not set"))
+    for core in ("cortex-m4", "cortex-m55")])
 def test_convtranspose_in_qemu(core, backend, models, tmp_path):
+    """cmsis-nn: TFLite numerics (CMSIS-NN's rounding), so that the transpose conv layers it computes
+    bit-exactly (cmsis_problem) call arm_transpose_conv_wrapper_s8: its direct path (C_in <= 16) and,
+    on the DSP core, its reverse-conv path (C_in > 16)."""
     board = load_board(core)
-    extra = {"backend": backend, "cmsis_path": CMSIS} if backend == "cmsis-nn" else {}
+    extra = {"backend": backend, "cmsis_path": CMSIS, "numerics": "tflite"} if backend == "cmsis-nn" else {}
     cases = []
     for k, (name, (path, xs)) in enumerate(models.items()):
         c = compile_model(path, name=f"ct{k}", board=board, **extra)
         cases.append(MergedCase(name, c, int8_inputs(c, xs)))
+    if backend == "cmsis-nn":
+        called = {case.label for case in cases
+                  if "arm_transpose_conv_wrapper_s8" in [p.kernel for p in case.compiled.prepared]}
+        assert {"convt_k2_s2", "convt_k3_s1_nobias"} <= called, called
+        assert ("convt_wide_channels" in called) == (core == "cortex-m4"), called
+        assert "convt_k3_s2_p1_op1" not in called and "convt_k3x2_s3x1_asym_pads" not in called, called
     result = run_merged(cases, board, tmp_path, cmsis_nn=CMSIS if backend == "cmsis-nn" else None)
     assert result.run.exit_code == 0, (result.crashed_in, result.failures)
     for k, case in enumerate(cases):
@@ -52,11 +62,14 @@ def test_convtranspose_in_qemu(core, backend, models, tmp_path):
 
 
 @pytest.mark.skipif(CMSIS is None, reason="CMSIS_NN_PATH is not set")
-def test_cmsis_backend_keeps_it_portable_and_says_why(models):
-    path, _ = models["convt_wide_channels"]
-    c = compile_model(path, backend="cmsis-nn", cmsis_path=CMSIS, board=load_board("cortex-m55"), numerics="tflite")
-    why = [w for _, kernel, w in c.portable_layers if kernel == "mcu_transpose_conv_s8"]
-    assert why and "arm_transpose_conv_wrapper_s8" in why[0] and "bit-exactly" in why[0]
+def test_cmsis_backend_keeps_it_portable_where_not_exact_and_says_why(models):
+    for case, core, words in (("convt_k3_s2_p1_op1", "cortex-m4", "pad_top a multiple of the stride"),
+                              ("convt_k3x2_s3x1_asym_pads", "cortex-m4", "no dilation"),
+                              ("convt_wide_channels", "cortex-m55", "no MVE scratch size")):
+        c = compile_model(models[case][0], backend="cmsis-nn", cmsis_path=CMSIS, board=load_board(core),
+                          numerics="tflite")
+        why = [w for _, kernel, w in c.portable_layers if kernel == "mcu_transpose_conv_s8"]
+        assert why and "arm_transpose_conv_wrapper_s8 would not be bit-exact here" in why[0] and words in why[0], why
 
 
 def test_asymmetric_uint8_weights_fold_exactly(tmp_path):

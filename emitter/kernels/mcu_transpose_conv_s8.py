@@ -10,7 +10,8 @@ int8 TRANSPOSE_CONV:
   out = clamp(requant(acc + bias[oc], multiplier[oc], shift[oc]) + output_offset, act_min, act_max)
 One int32 sum per output element: the C kernel gathers the same terms per output (no scratch).
 
-CMSIS-NN: not mapped (to_cmsis says why; the layer stays portable and the summary prints it).
+CMSIS-NN: arm_transpose_conv_wrapper_s8 where cmsis_problem() finds its result bit-exact; elsewhere the
+layer stays portable and the summary prints why.
 """
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest
+from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.kernels.common import Dims, QuantIO, check_range, check_shape, dims_shape, output_stage
-from emitter.ops.base import Prepared
+from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
+from emitter.ops.base import ConstArg, CRef, Prepared, StructArg
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,10 +88,61 @@ def mcu_transpose_conv_s8(p: TransposeConvParams, input: np.ndarray, filter: np.
     return output_stage(acc, bias, p.q, p.multiplier, p.shift)
 
 
-def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
-    conv.refusal = ("arm_transpose_conv_wrapper_s8 (CMSIS-NN v7.0.0) is not used: its direct path "
-                    "(arm_transpose_conv_s8, for C_in <= 16 or stride > 2) misplaces rows unless pad_top is a "
-                    "multiple of the stride and output_padding stays within the kernel (measured: 224 of 240 "
-                    "outputs off for 3x3 stride 2 pads 1 output_padding 1), it has no dilation, and its reverse "
-                    "path takes a second scratch context; so ONNX geometries would not run bit-exactly")
+REVERSE_MIN_C_IN = 17  # arm_transpose_conv_wrapper_s8: strides <= 2 and C_in > 16 take the reverse conv
+
+
+def cmsis_problem(p: TransposeConvParams, var: str) -> str | None:
+    """Why arm_transpose_conv_wrapper_s8 (CMSIS-NN v7.0.0) would not compute these params
+    bit-exactly, or None. Its reverse path (strides <= 2, C_in > 16) is a convolution over the
+    zero-upscaled input with padding k - 1 - pad; its direct path (arm_transpose_conv_s8) fills a
+    ring of max(k, stride) accumulator rows and writes `stride` rows per input row from the first
+    one at or below pad_top, so pad_top must be a multiple of the stride and the output end where
+    those rows plus the ring's last k - stride rows end. Neither has dilation. (A sweep of 690
+    geometries against this golden: every one this predicate accepts is exact.)"""
+    i, f, o = p.input, p.filter, p.output
+    if (p.dilation_h, p.dilation_w) != (1, 1):
+        return "CMSIS-NN's transpose conv has no dilation"
+    if p.stride_h <= 2 and p.stride_w <= 2 and i.c >= REVERSE_MIN_C_IN:
+        if not (0 <= p.pad_top < f.h and 0 <= p.pad_left < f.w):
+            return "its reverse-conv path needs 0 <= pads < kernel"
+        if var == "mve":
+            return "CMSIS-NN v7.0.0 defines no MVE scratch size for its reverse-conv path"
+        return None
+    ring_y, ring_x = max(f.h, p.stride_h), max(f.w, p.stride_w)
+    first = p.stride_h * i.h - p.pad_top
+    if p.pad_top < 0 or p.pad_top % p.stride_h or not first <= o.h <= first + ring_y - p.stride_h:
+        return ("its direct path (arm_transpose_conv_s8) places rows right only for pad_top a multiple of "
+                "the stride and output_padding within the kernel (TFLite's SAME/VALID geometry)")
+    if p.pad_left < 0 or p.pad_left + o.w > (i.w - 1) * p.stride_w + ring_x:
+        return "its direct path needs the output columns inside the scattered width"
     return None
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    c = p.params
+    assert isinstance(c, TransposeConvParams)
+    if (problem := cmsis_problem(c, conv.var)) is not None:
+        conv.refusal = f"arm_transpose_conv_wrapper_s8 would not be bit-exact here: {problem}"
+        return None
+    ops = p.operands
+    pad = 4 if conv.var == "mve" else 0
+    b = ops["bias"]
+    bias = b.data if isinstance(b, ConstArg) else np.zeros(c.output.c, np.int32)
+    reverse = c.stride_h <= 2 and c.stride_w <= 2 and c.input.c >= REVERSE_MIN_C_IN
+    flipped = c.input.c * c.filter.h * c.filter.w * c.output.c if reverse else 0  # the reversed filter
+    params = {"input_offset": c.q.input_offset, "output_offset": c.q.output_offset,
+              "stride": tile(c.stride_w, c.stride_h), "padding": tile(c.pad_left, c.pad_top),
+              "padding_offsets": tile(0, 0), "dilation": tile(1, 1),
+              "activation": {"min": c.q.act_min, "max": c.q.act_max}}
+    return conv.call(p, "arm_transpose_conv_wrapper_s8", {
+        # the reversed filter first, the context the sizer sizes after it (16-byte aligned)
+        "ctx": StructArg("cmsis_nn_context", "ctx", {"buf": CRef("scratch", offset=(flipped + 15) & ~15), "size": 0}),
+        "output_ctx": StructArg("cmsis_nn_context", "output_ctx",
+                                {"buf": CRef("scratch") if flipped else CRef("null"), "size": flipped}),
+        "transpose_conv_params": StructArg("cmsis_nn_transpose_conv_params", "tconv", params),
+        "quant_params": per_channel_quant(c, pad),
+        "input_dims": StructArg("cmsis_nn_dims", "input_dims", dims(c.input)), "input_data": ops["input"],
+        "filter_dims": StructArg("cmsis_nn_dims", "filter_dims", dims(c.filter)), "filter_data": ops["filter"],
+        "bias_dims": StructArg("cmsis_nn_dims", "bias_dims", {"n": 1, "h": 1, "w": 1, "c": c.output.c}),
+        "bias_data": ConstArg("bias", padded(bias, pad)),
+        "output_dims": StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), "output_data": ops["output"]})
