@@ -123,6 +123,13 @@ def ctx_size(p: Prepared) -> int:
     return int(ctx.fields["size"]) if isinstance(ctx, StructArg) and ctx.ctype == "cmsis_nn_context" else 0
 
 
+def ctx_offset(p: Prepared) -> int:
+    """Where a CMSIS-NN call's context starts in its layer's scratch (after its other buffers)."""
+    ctx = p.operands.get("ctx")
+    buf = ctx.fields["buf"] if isinstance(ctx, StructArg) and ctx.ctype == "cmsis_nn_context" else None
+    return buf.offset if isinstance(buf, CRef) else 0
+
+
 class BundleBuilder:
     def __init__(self, c: Compiled):
         self.c = c
@@ -306,7 +313,9 @@ class BundleBuilder:
             assert v.array is not None
             return f"{v.cast}{self.const(k, v.array.suffix, v.array.data)}"
         if v.kind == "scratch":
-            return f"(void *)({self.prefix}_arena + {scratch_of(self.c.plan, node_name)})"
+            at = scratch_of(self.c.plan, node_name)
+            assert at is not None, f"layer '{node_name}' has no scratch in the plan"
+            return f"(void *)({self.prefix}_arena + {at + v.offset})"
         return "NULL"
 
     def io(self, names: tuple[str, ...], kind: str) -> list[dict[str, Any]]:
@@ -355,7 +364,8 @@ class BundleBuilder:
         """CMSIS-NN calls whose scratch <prefix>_init() checks once against the linked library."""
         return [{"index": lay.index, "op": lay.op, "kernel": lay.kernel, "cond": lay.precheck,
                  "bytes": ctx_size(self.c.prepared[lay.index]),
-                 "offset": scratch_of(self.c.plan, lay.name)} for lay in layers if lay.precheck]
+                 "offset": (scratch_of(self.c.plan, lay.name) or 0) + ctx_offset(self.c.prepared[lay.index])}
+                for lay in layers if lay.precheck]
 
     def guard_buffers(self, layers: list[Layer]) -> list[dict[str, Any]]:
         """Guard-byte builds: every arena buffer with the layer before which its guards are filled

@@ -80,6 +80,10 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
            f"; WARNING: {board} has no FPU, they use soft-float (slow, still bit-exact)"),
     ]
     lines.append(numerics_note(c))
+    from emitter.ops.asym_weights import summary_line
+
+    if (folded := summary_line(g.nodes)) is not None:
+        lines.append(folded)
     if c.backend == "cmsis-nn":
         lines.append(f"CMSIS-NN: {kernels - len(c.portable_layers)} of {kernels} layers call CMSIS-NN directly"
                      + ("; portable kernels:" if c.portable_layers else ""))

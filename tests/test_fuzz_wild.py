@@ -48,7 +48,8 @@ QUANTIZED = [("conv3x3_p1", "qdq", "int8"), ("conv3x3_s2", "qop", "uint8"), ("ge
              ("gemm_transb0", "qop", "int8"), ("matmul_add_bias", "qdq", "int8"),
              ("add_per_channel_const", "qop", "int8"),
              ("mul_bcast_two_acts", "qdq", "int8"), ("avgpool_k3s1_p1_excl", "qdq", "uint8"),
-             ("maxpool_k3s2_p1", "qdq", "int8"), ("gap_4x4", "qop", "int8"), ("concat_3", "qdq", "int8")]
+             ("maxpool_k3s2_p1", "qdq", "int8"), ("gap_4x4", "qop", "int8"), ("concat_3", "qdq", "int8"),
+             ("convt_k3_s2_p1_op1", "qdq", "int8"), ("convt_output_shape_same_upper", "qdq", "uint8")]
 OPSETS = [13, 17, 19, 21, 22, 23, 24, 25]
 DIMS = [1, 2, 3, 4, 5, 8]
 

@@ -10,7 +10,7 @@ from emitter.verify import diff_stats, ort_run
 from tests.harness.bundles import build_library, emit, int8_inputs, run_c
 from tests.models.ops import CASES, case_model
 
-U8_OPS = ("Conv", "Gemm", "Add", "Mul", "AveragePool", "GlobalAveragePool", "Softmax", "Sigmoid",
+U8_OPS = ("Conv", "ConvTranspose", "Gemm", "Add", "Mul", "AveragePool", "GlobalAveragePool", "Softmax", "Sigmoid",
           "Concat", "LeakyRelu", "MaxPool")
 PARAMS = [pytest.param(case, fmt, act, id=f"{case.id}-{fmt}" + ("-u8" if act == "uint8" else ""))
           for op, cases in CASES.items() for case in cases for fmt in ("qdq", "qop")

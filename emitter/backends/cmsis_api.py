@@ -46,6 +46,7 @@ class Scratch:
     declaration: str
     args: tuple[str, ...]
     sizer: tuple[str, tuple[str, ...]]
+    variants: tuple[str, ...] = ("", "_dsp", "_mve")  # size functions mcugen relies on (VARIANTS)
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,18 @@ DECLARATIONS: tuple[tuple[str, Scratch | None], ...] = (
        f"{'' if a == 'w' else f'const uint16_t output_{a}, '}const uint32_t offset_{a})", None) for a in "xyzw"),
     ("arm_cmsis_nn_status arm_pad_s8(const int8_t *input, int8_t *output, const int8_t pad_value, "
      "const cmsis_nn_dims *input_size, const cmsis_nn_dims *pre_pad, const cmsis_nn_dims *post_pad)", None),
+    # v7.0.0 declares _dsp/_mve size functions of another signature but defines none: generic only
+    ("arm_cmsis_nn_status arm_transpose_conv_wrapper_s8(const cmsis_nn_context *ctx, const cmsis_nn_context "
+     "*output_ctx, const cmsis_nn_transpose_conv_params *transpose_conv_params, const "
+     "cmsis_nn_per_channel_quant_params *quant_params, const cmsis_nn_dims *input_dims, const int8_t *input_data, "
+     "const cmsis_nn_dims *filter_dims, const int8_t *filter_data, const cmsis_nn_dims *bias_dims, "
+     "const int32_t *bias_data, const cmsis_nn_dims *output_dims, int8_t *output_data)",
+     Scratch("int32_t arm_transpose_conv_s8_get_buffer_size(const cmsis_nn_transpose_conv_params "
+             "*transposed_conv_params, const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims, "
+             "const cmsis_nn_dims *out_dims)",
+             ("transpose_conv_params", "input_dims", "filter_dims", "output_dims"),
+             ("tconv", ("input_dims", "filter_dims", "output_dims", "transpose_conv_params.stride.w",
+                        "transpose_conv_params.stride.h")), variants=("",))),
 )
 
 
@@ -153,6 +166,9 @@ TYPES = {  # name -> body of its typedef in arm_nn_types.h (v7.0.0)
     "cmsis_nn_pool_params": "cmsis_nn_tile stride; cmsis_nn_tile padding; cmsis_nn_activation activation;",
     "cmsis_nn_per_channel_quant_params": "int32_t *multiplier; int32_t *shift;",
     "cmsis_nn_per_tensor_quant_params": "int32_t multiplier; int32_t shift;",
+    "cmsis_nn_transpose_conv_params": "int32_t input_offset; int32_t output_offset; cmsis_nn_tile stride; "
+                                      "cmsis_nn_tile padding; cmsis_nn_tile padding_offsets; cmsis_nn_tile dilation; "
+                                      "cmsis_nn_activation activation;",
     "cmsis_nn_dims": "int32_t n; int32_t h; int32_t w; int32_t c;",
     "cmsis_nn_tile": "int32_t w; int32_t h;",
     "cmsis_nn_transpose_params": "const int32_t num_dims; const uint32_t *permutations;",
@@ -169,7 +185,7 @@ def declared_functions() -> dict[str, tuple[str, tuple[str, ...]]]:
     for fn in API.values():
         if fn.scratch is not None:
             ret, size_fn, params = parse(fn.scratch.declaration)
-            out.update({size_fn + v: (ret, tuple(t for t, _ in params)) for v in VARIANTS})
+            out.update({size_fn + v: (ret, tuple(t for t, _ in params)) for v in fn.scratch.variants})
     return out
 
 

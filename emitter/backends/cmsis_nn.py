@@ -58,7 +58,8 @@ def sources(path: Path) -> list[Path]:
 def sizer(path: Path) -> Path:
     """Build (once, cached by path and header hash) the host scratch-size tool."""
     header = (path / "Include" / "arm_nnfunctions.h").read_bytes()
-    key = hashlib.sha256(str(path).encode() + header).hexdigest()[:16]
+    tool = (data_dir("mcu_runtime") / "tools" / "cmsis_sizer.c").read_bytes()  # its queries change with it
+    key = hashlib.sha256(str(path).encode() + header + tool).hexdigest()[:16]
     cache = Path(os.environ.get("MCUGEN_CACHE_DIR", Path.home() / ".cache" / "mcugen")) / f"cmsis-sizer-{key}"
     exe = cache / "cmsis_sizer"
     if exe.is_file():
@@ -107,6 +108,8 @@ class Converter:
         if API[fn].params[0][1] == "ctx" and "ctx" not in values:
             values = {"ctx": StructArg("cmsis_nn_context", "ctx", {"buf": CRef("null"), "size": 0}), **values}
             request = sizer_query(fn, values, self.sizes_for)
+        elif API[fn].params[0][1] == "ctx" and scratch_offset(values["ctx"]) is not None:
+            request = sizer_query(fn, values, self.sizes_for)  # a context placed in the layer's scratch
         return replace(p, kernel=fn, params=None, operands=operands(fn, values), then=then, scratch=0,
                        summary=p.summary + "; CMSIS-NN" if summary is None else summary), request
 
@@ -117,10 +120,19 @@ def cmsis_mapping(kernel: str) -> Callable[[Converter, Prepared], tuple[Prepared
     return getattr(module, "to_cmsis", None) if module is not None else None
 
 
+def scratch_offset(ctx: CArg) -> int | None:
+    """Where a twin placed a call's context in the layer's scratch (after its other buffers), or None."""
+    buf = ctx.fields.get("buf") if isinstance(ctx, StructArg) else None
+    return buf.offset if isinstance(buf, CRef) and buf.kind == "scratch" else None
+
+
 def with_scratch(p: Prepared, size: int) -> Prepared:
-    """Fill the planned scratch size into the context of a converted call."""
-    fields = {"buf": CRef("scratch") if size else CRef("null"), "size": size}
-    return replace(p, operands={**p.operands, "ctx": StructArg("cmsis_nn_context", "ctx", fields)}, scratch=size)
+    """Fill the planned scratch size into the context of a converted call; a context a twin placed
+    after other buffers of the layer (CRef offset) keeps its place, the scratch covers both."""
+    base = scratch_offset(p.operands["ctx"]) or 0
+    fields = {"buf": CRef("scratch", offset=base) if size or base else CRef("null"), "size": size}
+    return replace(p, operands={**p.operands, "ctx": StructArg("cmsis_nn_context", "ctx", fields)},
+                   scratch=base + size)
 
 
 KEPT = "runs by rows to meet the RAM budget (CMSIS-NN's kernel takes whole tensors)"

@@ -17,6 +17,7 @@ import onnx
 
 from emitter.errors import NodeUnsupported
 from emitter.ir import QuantParams
+from emitter.lower.qoperator import float_op_shape
 from emitter.lower.qparams import onnx_attrs
 from emitter.lower.state import FULL_RANGE, LowerState
 from emitter.ops.base import QIn
@@ -66,8 +67,19 @@ def lower_int8(s: LowerState, node: onnx.NodeProto) -> None:
     if out_q is None:
         raise NodeUnsupported(f"no scale/zero point is known for '{node.output[0]}'")
     q = s.make_qnode(node, node.op_type, inputs, node.output[0], out_q, -math.inf, math.inf,
-                     None, node.op_type)
+                     None, node.op_type, ir_shape(s, node, inputs))
     s.lower_qnode(node.op_type, q)
+
+
+def ir_shape(s: LowerState, node: onnx.NodeProto, inputs: list[QIn]) -> tuple[int, ...] | None:
+    """The output shape of an int8 op from its inputs' IR shapes, where ONNX shape inference gave
+    none (behind a com.microsoft QLinear op, e.g. Flatten after QLinearGlobalAveragePool)."""
+    if node.output[0] in s.m.shapes:
+        return None
+    consts = {k: qi.data for k, qi in enumerate(inputs) if qi.data is not None}
+    absent = frozenset(k for k, name in enumerate(node.input) if not name)
+    return float_op_shape(node.op_type, [qi.shape for qi in inputs], onnx_attrs(node), s.m.opset,
+                          consts, absent)
 
 
 def lower_multi(s: LowerState, node: onnx.NodeProto) -> None:

@@ -27,6 +27,7 @@ from emitter.ir import QuantParams
 from emitter.lower.float_chains import lower_float_chain, lower_multi, synthetic_quant
 from emitter.lower.qparams import dequantized_const, onnx_attrs
 from emitter.lower.state import LowerState
+from emitter.ops import unquantized_hint
 from emitter.ops.base import QIn
 
 ACTIVATION_OPS = ("Relu", "Clip")
@@ -102,7 +103,7 @@ def lower_lone_q(s: LowerState, node: onnx.NodeProto) -> None:
     src, out = node.input[0], node.output[0]
     if src in s.dq_act:
         x = s.dq_act[src]
-        y = s.int8_tensor(out, s.out_quant(out))
+        y = s.int8_tensor(out, s.out_quant(out), s.ctx.tensors[x].shape)
         s.ctx.emit(None, "requantize", [x], y, {"act_min": -128, "act_max": 127},
                    name=node.name or out)
         return
@@ -251,4 +252,4 @@ def lower_qdq(s: LowerState, node: onnx.NodeProto) -> None:
             lower(s, node, ch, found)
             return
     raise NodeUnsupported(f"output '{node.output[0]}' is not quantized (no QuantizeLinear "
-                          "after it); float islands are not supported yet")
+                          "after it); float islands are not supported yet" + unquantized_hint(node.op_type))

@@ -150,20 +150,26 @@ def complete_qop_shapes(m: OnnxModel, rounds: int = 8) -> None:
 
 
 def float_op_shape(op_type: str, shapes: list[tuple[int, ...]], attrs: dict[str, Any],
-                   opset: int) -> tuple[int, ...] | None:
+                   opset: int, consts: dict[int, np.ndarray] | None = None,
+                   absent: frozenset[int] = frozenset()) -> tuple[int, ...] | None:
     """Output shape of the float op a QOperator node computes (com.microsoft ops have no ONNX
-    shape inference): onnx.shape_inference on a one-node float graph."""
-    from onnx import TensorProto, helper
+    shape inference), or of an int8 op after one (its input shapes known only in the IR):
+    onnx.shape_inference on a one-node float graph. `consts`: input positions whose values shape
+    inference needs (Reshape's shape), given as initializers; `absent`: omitted optional inputs."""
+    from onnx import TensorProto, helper, numpy_helper
 
-    names = [f"i{k}" for k in range(len(shapes))]
+    consts = consts or {}
+    names = ["" if k in absent else f"i{k}" for k in range(len(shapes))]
     keep = {k: v for k, v in attrs.items() if k not in ("channels_last",)}
     try:
         node = helper.make_node(op_type, names, ["y"], **keep)
-        graph = helper.make_graph([node], "shape", [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s))
-                                                    for n, s in zip(names, shapes, strict=False)],
-                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(s))
+                  for k, (n, s) in enumerate(zip(names, shapes, strict=False)) if n and k not in consts]
+        inits = [numpy_helper.from_array(np.asarray(v), f"i{k}") for k, v in consts.items() if k not in absent]
+        out = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+        graph = helper.make_graph([node], "shape", inputs, [out], inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(opset, 13))])
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
         dims = inferred.graph.output[0].type.tensor_type.shape.dim
         shape = tuple(int(d.dim_value) for d in dims)
         return shape if dims and all(d.HasField("dim_value") for d in dims) else None

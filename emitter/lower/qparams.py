@@ -42,6 +42,11 @@ def narrow_type_problem(dtype: np.dtype, what: str) -> str | None:
     return None
 
 
+# ONNX: x_zero_point "must have the same shape as" x_scale (onnxruntime refuses a scalar zero point
+# with per-axis scales); QLinearConv/QLinearMatMul/QGemm let a scalar zero point broadcast.
+SAME_SHAPE_QPARAMS = ("QuantizeLinear", "DequantizeLinear")
+
+
 def read_qparams(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype], node: onnx.NodeProto,
                  scale_name: str, zp_name: str | None, axis: int | None, for_tensor: str) -> QuantParams:
     """The QuantParams `node` gives `for_tensor` from its scale and zero point inputs; the zero
@@ -77,6 +82,13 @@ def read_qparams(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype], no
                          "the model with valid calibration data")
     if zp.size not in (1, scale.size):
         raise QuantError(f"{where}: {zp.size} zero points for {scale.size} scales; give one "
+                         "zero point per scale")
+    if scale.size > 1 and zp_name and np.asarray(inits[zp_name]).shape != np.asarray(scale_arr).shape \
+            and node.op_type in SAME_SHAPE_QPARAMS:
+        raise QuantError(f"{where}: scale '{scale_name}' has shape {list(np.asarray(scale_arr).shape)} (per axis) "
+                         f"but zero point '{zp_name}' has shape {list(np.asarray(inits[zp_name]).shape)}; "
+                         f"{node.op_type} needs its zero point in the scale's shape (a scalar zero point "
+                         "broadcasts only in QLinearConv/QLinearMatMul/QGemm): re-export the model with one "
                          "zero point per scale")
     zp_dtype.setdefault(for_tensor, np.dtype(dtype))
     info = np.iinfo(dtype)

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-OP_MODULES = ("conv", "fully_connected", "add", "mul", "minmax", "pool", "requantize", "lut", "softmax",
-              "concat", "pad", "slice", "resize", "transpose", "reshape", "float_island")
+OP_MODULES = ("conv", "conv_transpose", "fully_connected", "add", "mul", "minmax", "pool", "requantize", "lut",
+              "softmax", "concat", "pad", "slice", "resize", "transpose", "reshape", "float_island")
 VIEW_OPS = ("reshape", "transpose")
 
 
@@ -39,3 +39,8 @@ def __getattr__(name: str) -> Any:
 def onnx_lowering() -> dict[str, Callable]:
     """ONNX op type -> the lower(ctx, qnode) that handles it."""
     return {op: m.lower for m in modules() for op in m.ONNX_OPS}
+
+
+def unquantized_hint(op_type: str) -> str:
+    """What an op module says when its ONNX op reaches mcugen in float (its UNQUANTIZED_HINT)."""
+    return next((getattr(m, "UNQUANTIZED_HINT", "") for m in modules() if op_type in m.ONNX_OPS), "")

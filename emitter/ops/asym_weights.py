@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.ir import QuantParams
+from emitter.ir import Node, QuantParams
 from emitter.ops.base import LowerCtx, QIn, QNode
 
 
@@ -51,5 +51,18 @@ def stacked_input(ctx: LowerCtx, q: QNode, x: QIn, copies: int, axis: int) -> st
     shape = list(x.shape)
     shape[axis] *= copies
     out = ctx.act(f"{q.output}_stacked_input", tuple(shape), x.quant)
-    ctx.emit(q, "concat", [x.name] * copies, out, {"axis": axis}, name=f"{q.name}_weight_zero_point")
+    ctx.emit(q, "concat", [x.name] * copies, out, {"axis": axis, FOLDED: q.name}, name=f"{q.name}_weight_zero_point")
     return out
+
+
+FOLDED = "weight_zero_point_of"  # the stacking concat's attribute: the layer whose zero point it folds
+
+
+def summary_line(nodes: tuple[Node, ...]) -> str | None:
+    """The summary's note on folded weight zero points, None when the model has none."""
+    layers = [str(n.attrs[FOLDED]) for n in nodes if FOLDED in n.attrs]
+    if not layers:
+        return None
+    return (f"weights: {len(layers)} layer(s) with asymmetric (uint8, non-zero zero point) weights: "
+            + ", ".join(layers) + "; CMSIS-NN has no such kernel: the zero point is folded at build time, "
+            "each runs as a symmetric int8 layer over its input stacked twice (2x MACs, bit-exact)")

@@ -57,6 +57,7 @@ class CRef:
     kind: str  # "array" | "scratch" | "null"
     array: ConstArg | None = None
     cast: str = ""
+    offset: int = 0  # "scratch": bytes past the start of the layer's scratch (a call with two buffers)
 
 
 @dataclass(frozen=True, eq=False)

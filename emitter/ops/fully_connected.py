@@ -110,6 +110,10 @@ def lower_batched(ctx: LowerCtx, q: QNode) -> None:
     axis = w.quant.axis if w.quant.scale.size > 1 else None
     if axis == 0:
         raise NodeUnsupported("per-axis weight scales along the batch axis are not supported")
+    if axis == 1:  # onnxruntime's per_channel=True on a [B, K, N] weight
+        raise NodeUnsupported(f"the constant weight {list(w.data.shape)} is quantized per axis 1 (K, the axis "
+                              "the MatMul sums over): its scales cannot be taken out of the sum; quantize it "
+                              "per tensor (quantize_static per_channel=False) or per output feature (axis 2)")
     wq = QuantParams(w.quant.scale, w.quant.zero_point, None if axis is None else axis - 1)
     outs = []
     for bi in range(n_batch):

@@ -184,6 +184,33 @@ int32_t mcu_depthwise_conv2d_s8_path(const mcu_depthwise_conv_params_t *params,
 int32_t mcu_depthwise_conv2d_s8_get_buffer_size(const mcu_depthwise_conv_params_t *params,
                                                 const int32_t *bias, int32_t isa);
 
+/** Transposed 2-D convolution (ONNX ConvTranspose group 1, TFLite TRANSPOSE_CONV). */
+typedef struct {
+    mcu_dims_t input;   /**< [N, H_in, W_in, C_in] */
+    mcu_dims_t filter;  /**< [C_out, KH, KW, C_in] (OHWI, not flipped) */
+    mcu_dims_t output;  /**< [N, H_out, W_out, C_out] */
+    int32_t stride_h;   /**< >= 1 */
+    int32_t stride_w;   /**< >= 1 */
+    int32_t dilation_h; /**< >= 1 */
+    int32_t dilation_w; /**< >= 1 */
+    int32_t pad_top;    /**< rows of the scatter cropped above (negative: bias-only rows first) */
+    int32_t pad_left;   /**< columns cropped left; bottom/right follow from output.h/w */
+    mcu_quant_io_t q;
+    const int32_t *multiplier; /**< per output channel, Q31 */
+    const int32_t *shift;      /**< per output channel, > 0 = left shift */
+} mcu_transpose_conv_params_t;
+
+/**
+ * @brief int8 transposed convolution, NHWC input/output, OHWI filter, int32 bias (may be NULL).
+ * out[y,x,oc] = clamp(requant(sum over (iy,ky,ix,kx,ic) with y = iy*stride_h - pad_top +
+ *               ky*dilation_h and x = ix*stride_w - pad_left + kx*dilation_w of
+ *               (in[iy,ix,ic] + input_offset) * w[oc,ky,kx,ic], + bias[oc], multiplier[oc],
+ *               shift[oc]) + output_offset, act_min, act_max).
+ * No scratch; MCU_ERR_ARG for parameters out of range.
+ */
+mcu_status_t mcu_transpose_conv_s8(const mcu_transpose_conv_params_t *params, const int8_t *input,
+                                   const int8_t *filter, const int32_t *bias, int8_t *output);
+
 /* ------------------------------------------------------------------------------------------- */
 /* Fully connected                                                                             */
 

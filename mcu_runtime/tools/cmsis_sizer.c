@@ -11,6 +11,8 @@
  *   dw   VAR  in_n in_h in_w in_c  f_n f_h f_w f_c  out_n out_h out_w out_c  sw sh pw ph dw dh ch_mult
  *   fc   VAR  f_n f_h f_w f_c
  *   avg  VAR  out_w ch
+ *   tconv VAR in_n in_h in_w in_c  f_n f_h f_w f_c  out_n out_h out_w out_c  sw sh
+ *        (v7.0.0 defines only the generic size function of the transpose conv: every VAR asks it)
  */
 #include <stdio.h>
 #include <string.h>
@@ -62,6 +64,16 @@ int main(void)
             if (strcmp(var, "mve") == 0) size = arm_fully_connected_s8_get_buffer_size_mve(&f);
             else if (strcmp(var, "dsp") == 0) size = arm_fully_connected_s8_get_buffer_size_dsp(&f);
             else size = arm_fully_connected_s8_get_buffer_size(&f);
+        } else if (strcmp(op, "tconv") == 0) {
+            int sw, sh;
+            if (!read_dims(&in) || !read_dims(&f) || !read_dims(&out) || scanf("%d %d", &sw, &sh) != 2) {
+                return 2;
+            }
+            cmsis_nn_transpose_conv_params p;
+            memset(&p, 0, sizeof(p));
+            p.stride.w = sw; p.stride.h = sh; p.dilation.w = 1; p.dilation.h = 1;
+            p.activation.min = -128; p.activation.max = 127;
+            size = arm_transpose_conv_s8_get_buffer_size(&p, &in, &f, &out);
         } else if (strcmp(op, "avg") == 0) {
             int ow, ch;
             if (scanf("%d %d", &ow, &ch) != 2) {

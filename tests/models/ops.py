@@ -669,8 +669,48 @@ FLOAT_ISLANDS = [
            _rand_const("scale", (16,), 0.5, 1.5), opset=17, qop=False, note="float island"),
 ]
 
+def _convt_w(cin: int, cout: int, *kernel: int, bias: bool = True) -> WeightsFn:
+    """ConvTranspose weights [C_in, C_out, k...] (onnxruntime quantizes them per channel on axis 1)."""
+    def fn(rng: np.random.Generator) -> dict[str, np.ndarray]:
+        fan_in = cin * int(np.prod(kernel))
+        w = {"W": (rng.standard_normal((cin, cout, *kernel)) / np.sqrt(fan_in)).astype(np.float32)}
+        if bias:
+            w["B"] = (0.1 * rng.standard_normal(cout)).astype(np.float32)
+        return w
+
+    return fn
+
+
+# ConvTranspose: QDQ only (quantize_static leaves it float in QOperator form: no QLinearConvTranspose)
+CONV_TRANSPOSE = [
+    OpCase("convt_k2_s2", "ConvTranspose", ((1, 4, 5, 5),), {"kernel_shape": [2, 2], "strides": [2, 2]},
+           _convt_w(4, 6, 2, 2), qop=False),
+    OpCase("convt_k3_s2_p1_op1", "ConvTranspose", ((1, 3, 4, 5),),
+           {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]},
+           _convt_w(3, 5, 3, 3), qop=False),
+    OpCase("convt_k4_s2_p1_dcgan", "ConvTranspose", ((1, 8, 3, 3),),
+           {"kernel_shape": [4, 4], "strides": [2, 2], "pads": [1, 1, 1, 1]}, _convt_w(8, 4, 4, 4), qop=False),
+    OpCase("convt_k3_s1_nobias", "ConvTranspose", ((1, 5, 5, 4),), {"kernel_shape": [3, 3]},
+           _convt_w(5, 3, 3, 3, bias=False), qop=False),
+    OpCase("convt_k3x2_s3x1_asym_pads", "ConvTranspose", ((1, 2, 3, 5),),
+           {"kernel_shape": [3, 2], "strides": [3, 1], "pads": [0, 1, 2, 0], "dilations": [1, 2]},
+           _convt_w(2, 7, 3, 2), qop=False),
+    OpCase("convt_output_shape_same_upper", "ConvTranspose", ((1, 4, 3, 3),),
+           {"kernel_shape": [3, 3], "strides": [2, 2], "output_shape": [7, 6], "auto_pad": "SAME_UPPER"},
+           _convt_w(4, 4, 3, 3), qop=False),
+    OpCase("convt_auto_pad_same_lower", "ConvTranspose", ((1, 3, 4, 4),),
+           {"kernel_shape": [4, 4], "strides": [2, 2], "auto_pad": "SAME_LOWER"}, _convt_w(3, 2, 4, 4), qop=False),
+    OpCase("convt_1d_k4_s2", "ConvTranspose", ((1, 6, 9),), {"kernel_shape": [4], "strides": [2], "pads": [1, 2]},
+           _convt_w(6, 4, 4), qop=False),
+    OpCase("convt_wide_channels", "ConvTranspose", ((1, 20, 3, 3),),
+           {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]},
+           _convt_w(20, 18, 3, 3), qop=False),
+]
+
+
 CASES: dict[str, list[OpCase]] = {
     "Conv": CONV,
+    "ConvTranspose": CONV_TRANSPOSE,
     "Gemm": GEMM,
     "MatMul": MATMUL,
     "Add": _binary("Add"),
