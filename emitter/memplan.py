@@ -154,8 +154,12 @@ def overhead(seg: Segment, isa: str) -> int:
     of its scratch-free calls on the slower generic path)."""
     calls = sum((s.out_rows - 1) * (CALL_INSTRUCTIONS + WEIGHT_PASS_INSTRUCTIONS * filter_elements(s) / row_width(s))
                 for s in seg.stages)
-    slow = seg.slow_macs * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"])
-    return int(calls + slow + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE)
+    return int(calls + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE) + lean_cost(seg, isa)
+
+
+def lean_cost(seg: Segment, isa: str) -> int:
+    """Estimated extra instructions of the segment's lean calls (run by rows or whole)."""
+    return int(seg.slow_macs * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"]))
 
 
 def others(g: Graph, layer: Plan) -> Callable[[Segment], int]:
@@ -280,7 +284,8 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
 def candidate(g: Graph, scratch: list[int], alignment: int, schedule: Schedule, copy: int, isa: str) -> Candidate:
     """The schedule planned for real, its overhead counted on the segments that run by rows."""
     p = plan(g, scratch, alignment, 0, schedule)
-    return Candidate(p, copy + sum(overhead(s, isa) for s in schedule.segments if p.modes.get(s.first) != "whole"))
+    return Candidate(p, copy + sum(overhead(s, isa) if p.modes.get(s.first) != "whole" else lean_cost(s, isa)
+                                   for s in schedule.segments))
 
 
 def model_cost(prepared: tuple[Prepared, ...], isa: str) -> int:
@@ -347,7 +352,7 @@ def report(g: Graph, p: Plan, choice: Choice | None) -> dict[str, Any]:
                                "recompute": 1.0,  # streamed rows are computed once: no halo recomputation
                                "buffer": None if b is None else {"name": b.name, "offset": b.offset, "bytes": b.size,
                                                                  "first": b.first, "last": b.last}}
-        if seg is not None and mode != "whole" and k in seg.lean:
+        if seg is not None and k in seg.lean:
             row["lean"] = True  # the twin's LEAN_C: the generic path, the least scratch
         if seg is not None and mode == "rows":
             row["segment"] = [seg.first, seg.last]

@@ -182,7 +182,7 @@ class BundleBuilder:
         seg = self.segment_at(k)
         if seg is not None:
             return self.stage_layer(k, seg, params_type, params_ident, params_init, structs, before)
-        calls = [LayerCall(self.call(k, node.name, p.kernel, p.args, structs, local_decls, params_ident),
+        calls = [LayerCall(self.call(k, node.name, *self.kernel_args(k), structs, local_decls, params_ident),
                            call_kind(p.kernel))]
         calls += [LayerCall(self.call(k, node.name, c.kernel, c.args, structs, local_decls), call_kind(c.kernel))
                   for c in p.then]
@@ -208,6 +208,17 @@ class BundleBuilder:
         seg = self.c.plan.schedule.segment_at(k)
         return seg if seg is not None and self.c.plan.modes.get(seg.first, "whole") != "whole" else None
 
+    def kernel_args(self, k: int) -> tuple[str, tuple[CArg, ...]]:
+        """Layer k's function and arguments: in a segment that takes lean calls, its twin's LEAN_C
+        with the segment's (smaller) scratch, whether it runs by rows or whole."""
+        p = self.c.prepared[k]
+        seg = self.c.plan.schedule.segment_at(k)
+        if seg is None or k not in seg.lean:
+            return p.kernel, p.args
+        ctx = {"buf": CRef("scratch" if seg.scratch else "null"), "size": seg.scratch}
+        return twin(p.kernel).LEAN_C, tuple(replace(a, fields=ctx) if isinstance(a, StructArg) and
+                                            a.ctype == "mcu_context_t" else a for a in p.args)
+
     def stage_layer(self, k: int, seg: Segment, params_type: str | None, params_ident: str | None,
                     params_init: str | None, structs: list[tuple[str, str, str]], before: int) -> Layer:
         """Layer k of a segment: its constants and structs as usual; its call, with band
@@ -217,11 +228,7 @@ class BundleBuilder:
         stage = next(s for s in seg.stages if s.step == k)
 
         def call(s: Stage, ptrs: dict[str, str], band: str) -> str:
-            if k in seg.lean:  # the generic path, with the segment's (smaller) scratch
-                args = tuple(replace(a, fields={"buf": CRef("scratch" if seg.scratch else "null"), "size": seg.scratch})
-                             if isinstance(a, StructArg) and a.ctype == "mcu_context_t" else a for a in p.args)
-                return self.call(k, node.name, twin(p.kernel).LEAN_C, args, structs, [], band, ptrs)
-            return self.call(k, node.name, p.kernel, p.args, structs, [], band, ptrs)
+            return self.call(k, node.name, *self.kernel_args(k), structs, [], band, ptrs)
 
         mode = self.c.plan.modes[seg.first]
         comment = [*self.title(k), f"kernel {p.kernel}: {c_comment(p.summary)}; {p.macs} MACs"]

@@ -323,9 +323,10 @@ def band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool = False) -> int
     if not hasattr(t, "buffer_size"):
         return p.scratch
     bias = getattr(p.operands.get("bias"), "data", None)
-    if lean and hasattr(t, "LEAN_C"):
-        return max(t.lean_buffer_size(stage.band(r, r + 1)[0], bias)
-                   for r in {0, stage.out_rows // 2, stage.out_rows - 1})
+    if lean and hasattr(t, "LEAN_C"):  # by rows, or whole (where the planner finds no overlap)
+        return max([t.lean_buffer_size(stage.band(r, r + 1)[0], bias) for r in {0, stage.out_rows // 2,
+                                                                                 stage.out_rows - 1}]
+                   + [t.lean_buffer_size(p.params, bias)])
     from emitter.kernels import ISAS
     for r in {0, stage.out_rows // 2, stage.out_rows - 1}:
         bp, _, _ = stage.band(r, r + 1)

@@ -34,7 +34,7 @@ def memory_lines(c: Compiled) -> list[str]:
             f"       {rows} layers write over their input row by row, {len(streams)} streamed chains"
             + "".join(f"; layers {s.first}-{s.last}" + (" (into an accumulating head)" if s.stages[-1].sink else "")
                       for s in streams)]
-    lean = sum(len(s.lean) for s in plan.schedule.segments if plan.modes.get(s.first, "whole") != "whole")
+    lean = sum(len(s.lean) for s in plan.schedule.segments)
     if lean:
         text.append(f"       {lean} layers call their lean generic path (the least scratch, more instructions)")
     if plan.schedule.host_inputs:
