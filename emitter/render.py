@@ -267,7 +267,7 @@ class BundleBuilder:
             elif isinstance(a, TensorArg):
                 ptr = (ptrs or {}).get(a.name) or self.ptr(a.name)
                 if self.g.t(a.name).dtype == "int16":  # int16 activations (emitter/ops/a16.py): typed pointers
-                    ptr = f"({'' if a is args[-1] else 'const '}int16_t *){ptr}"
+                    ptr = f"({'' if a.name in self.g.nodes[k].outputs else 'const '}int16_t *){ptr}"
                 texts.append(ptr)
             elif isinstance(a, ConstArg):
                 texts.append(self.const(k, a.suffix, a.data))

@@ -110,6 +110,13 @@ DECLARATIONS: tuple[tuple[str, Scratch | None], ...] = (
      Scratch("int32_t arm_avgpool_s8_get_buffer_size(const int dim_dst_width, const int ch_src)",
              ("output_dims.w", "input_dims.c"), ("avg", ("output_dims.w", "input_dims.c")))),
     (f"arm_cmsis_nn_status arm_max_pool_s8({_POOL})", None),
+    (f"arm_cmsis_nn_status arm_max_pool_s16({_POOL.replace('int8_t', 'int16_t')})", None),
+    ("arm_cmsis_nn_status arm_elementwise_add_s16(const int16_t *input_1_vect, const int16_t *input_2_vect, "
+     "const int32_t input_1_offset, const int32_t input_1_mult, const int32_t input_1_shift, "
+     "const int32_t input_2_offset, const int32_t input_2_mult, const int32_t input_2_shift, "
+     "const int32_t left_shift, int16_t *output, const int32_t out_offset, const int32_t out_mult, "
+     "const int32_t out_shift, const int32_t out_activation_min, const int32_t out_activation_max, "
+     "const int32_t block_size)", None),
     ("arm_cmsis_nn_status arm_elementwise_add_s8(const int8_t *input_1_vect, const int8_t *input_2_vect, "
      "const int32_t input_1_offset, const int32_t input_1_mult, const int32_t input_1_shift, "
      "const int32_t input_2_offset, const int32_t input_2_mult, const int32_t input_2_shift, "

@@ -7,14 +7,16 @@ Micro's Prepare for int16 outputs), element-wise over two int16 operands of the 
 with requant = TFLite's 32-bit double rounding (quant.requantize), offsets 0, left_shift 15.
 Params: mcu_add_params_t, shared with the int8 kernel (broadcast fields must be the identity).
 
-CMSIS-NN: arm_elementwise_add_s16 (emitter/backends/cmsis_s16.py).
+CMSIS-NN: arm_elementwise_add_s16 (to_cmsis below).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import Bcast, check_range
 from emitter.kernels.mcu_add_s8 import AddParams
+from emitter.ops.base import IntArg, Prepared
 from emitter.kernels.s16 import check_clamp
 from emitter.quant import requantize
 
@@ -40,3 +42,21 @@ def mcu_add_s16(p: AddParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     scaled2 = requantize(x2 << p.left_shift, p.input2_multiplier, p.input2_shift)
     raw = requantize(scaled1 + scaled2, p.output_multiplier, p.output_shift) + p.output_offset
     return np.clip(raw, p.act_min, p.act_max).astype(np.int16)
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    """arm_elementwise_add_s16: the same recipe (32-bit double rounding), no subtraction."""
+    c = p.params
+    assert isinstance(c, AddParams)
+    if c.input2_multiplier < 0:
+        return None
+    ops = p.operands
+    return conv.call(p, "arm_elementwise_add_s16", {
+        "input_1_vect": ops["input1"], "input_2_vect": ops["input2"],
+        "input_1_offset": IntArg(0), "input_1_mult": IntArg(c.input1_multiplier),
+        "input_1_shift": IntArg(c.input1_shift), "input_2_offset": IntArg(0),
+        "input_2_mult": IntArg(c.input2_multiplier), "input_2_shift": IntArg(c.input2_shift),
+        "left_shift": IntArg(c.left_shift), "output": ops["output"], "out_offset": IntArg(0),
+        "out_mult": IntArg(c.output_multiplier), "out_shift": IntArg(c.output_shift),
+        "out_activation_min": IntArg(c.act_min), "out_activation_max": IntArg(c.act_max),
+        "block_size": IntArg(c.size)})

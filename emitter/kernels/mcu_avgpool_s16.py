@@ -4,7 +4,7 @@
 with round half away from zero (TFLite), int32 sum. Padding taps are neither summed nor counted;
 a window with no valid tap is an error. Params: mcu_pool_params_t (rounding must be ROUND_TFLITE).
 
-CMSIS-NN: arm_avgpool_s16 (emitter/backends/cmsis_s16.py).
+CMSIS-NN: arm_avgpool_s16: not called yet (needs its scratch sizing); the portable kernel runs, and the summary says so.
 """
 from __future__ import annotations
 

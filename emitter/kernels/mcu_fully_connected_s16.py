@@ -5,7 +5,7 @@ out[b,n] = clamp(requantize_s64(sum_k in[b,k] * w[n,k] + bias[n], multiplier[c],
            act_min, act_max), c = n if per_channel else 0.
 Params: mcu_fc_params_t, shared with the int8 kernel.
 
-CMSIS-NN: arm_fully_connected_s16 (per tensor; emitter/backends/cmsis_s16.py).
+CMSIS-NN: arm_fully_connected_s16 (per tensor): not called yet; the portable kernel runs, and the summary says so.
 """
 from __future__ import annotations
 

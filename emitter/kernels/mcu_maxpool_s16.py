@@ -3,14 +3,16 @@
   out = clamp(max over the taps inside the input of in[...], act_min, act_max)
 Padding taps are skipped; a window with no valid tap yields clamp(-32768). Params: mcu_pool_params_t.
 
-CMSIS-NN: arm_max_pool_s16 (emitter/backends/cmsis_s16.py).
+CMSIS-NN: arm_max_pool_s16 (to_cmsis below).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import PoolParams, check_shape, dims_shape, windows
 from emitter.kernels.s16 import INT16_MIN, check_clamp
+from emitter.ops.base import Prepared
 
 
 def check_pool_s16(p: PoolParams) -> None:
@@ -31,3 +33,9 @@ def mcu_maxpool_s16(p: PoolParams, x: np.ndarray) -> np.ndarray:
         if y1 > y0 and x1 > x0:
             out[:, oy, ox, :] = x[:, y0:y1, x0:x1, :].astype(np.int64).max(axis=(1, 2))
     return np.clip(out, p.act_min, p.act_max).astype(np.int16)
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    from emitter.kernels.mcu_avgpool_s8 import pool_call
+
+    return pool_call(conv, p, "arm_max_pool_s16")
