@@ -6,7 +6,8 @@ out[b,y,x,oc] = clamp(requantize_s64(sum_{ky,kx,ic} in[b,iy,ix,ic] * w[oc,ky,kx,
 in int64, taps and padding as mcu_conv2d_s8 (input and output offsets are 0: int16 activations are
 symmetric). Params: mcu_conv_params_t, shared with the int8 kernel (emitter/kernels/s16.py).
 
-CMSIS-NN: arm_convolve_wrapper_s16: not called yet (needs its scratch sizing); the portable kernel runs, and the summary says so.
+CMSIS-NN: arm_convolve_wrapper_s16, not called yet (needs its scratch sizing): portable, named
+in the summary.
 """
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ out[b,y,x,oc] = clamp(requantize_s64(sum_{ky,kx} in[b,iy,ix,oc // depth_multipli
                 + bias[oc], multiplier[oc], shift[oc]), act_min, act_max)
 Params: mcu_depthwise_conv_params_t, shared with the int8 kernel.
 
-CMSIS-NN: arm_depthwise_conv_wrapper_s16: not called yet (needs its scratch sizing); the portable kernel runs, and the summary says so.
+CMSIS-NN: arm_depthwise_conv_wrapper_s16, not called yet (needs its scratch sizing): portable,
+named in the summary.
 """
 from __future__ import annotations
 
