@@ -57,9 +57,11 @@ def verify(model: Path, board: str, tmp: Path, backend: str = "portable", qemu: 
     b = load_board(board)
     c = compile_model(model, board=b, backend=backend, cmsis_path=Path(CMSIS) if backend == "cmsis-nn" else None)
     if backend == "cmsis-nn":  # the s16 kernels mcugen calls in CMSIS-NN; the others stay portable, named
-        kernels = [p.kernel for p in c.prepared]
-        assert "arm_elementwise_add_s16" in kernels and "arm_max_pool_s16" in kernels, kernels
-        assert any("s16 kernel for this op yet" in why for _, _, why in c.portable_layers)
+        kernels = [p.kernel for p in c.prepared if p.kernel]
+        assert kernels == ["mcu_transpose_s16", "arm_convolve_wrapper_s16", "arm_depthwise_conv_wrapper_s16",
+                           "arm_elementwise_add_s16", "arm_max_pool_s16", "arm_avgpool_s16",
+                           "mcu_fully_connected_s16"], kernels
+        assert "per-channel weights" in dict((k, why) for _, k, why in c.portable_layers)["mcu_fully_connected_s16"]
     bundle = tmp / f"bundle_{board}_{backend}"
     write_bundle(render_bundle(c, " ".join(b.cflags), b.name), bundle, force=True)
     rep = run_verify(c, bundle, b, model, None, 4, qemu=qemu, work=tmp / f"work_{board}_{backend}")

@@ -56,9 +56,10 @@ def sources(path: Path) -> list[Path]:
 
 @lru_cache(maxsize=4)
 def sizer(path: Path) -> Path:
-    """Build (once, cached by path and header hash) the host scratch-size tool."""
+    """Build (once, cached by path, header and tool source hash) the host scratch-size tool."""
     header = (path / "Include" / "arm_nnfunctions.h").read_bytes()
-    key = hashlib.sha256(str(path).encode() + header).hexdigest()[:16]
+    tool = (data_dir("mcu_runtime") / "tools" / "cmsis_sizer.c").read_bytes()  # a new query keyword rebuilds it
+    key = hashlib.sha256(str(path).encode() + header + tool).hexdigest()[:16]
     cache = Path(os.environ.get("MCUGEN_CACHE_DIR", Path.home() / ".cache" / "mcugen")) / f"cmsis-sizer-{key}"
     exe = cache / "cmsis_sizer"
     if exe.is_file():

@@ -4,14 +4,16 @@
 with round half away from zero (TFLite), int32 sum. Padding taps are neither summed nor counted;
 a window with no valid tap is an error. Params: mcu_pool_params_t (rounding must be ROUND_TFLITE).
 
-CMSIS-NN: arm_avgpool_s16: not called yet (needs its scratch sizing); the portable kernel runs, and the summary says so.
+CMSIS-NN: arm_avgpool_s16 (scratch sized by CMSIS-NN).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import PoolParams, check_shape, dims_shape, div_round, windows
 from emitter.kernels.mcu_maxpool_s16 import check_pool_s16
+from emitter.ops.base import Prepared
 from emitter.quant import ROUND_TFLITE
 
 
@@ -31,3 +33,9 @@ def mcu_avgpool_s16(p: PoolParams, x: np.ndarray) -> np.ndarray:
             raise ValueError(f"avgpool window at output ({oy}, {ox}) lies entirely in the padding")
         out[:, oy, ox, :] = div_round(xi[:, y0:y1, x0:x1, :].sum(axis=(1, 2)), count, ROUND_TFLITE)
     return np.clip(out, p.act_min, p.act_max).astype(np.int16)
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    from emitter.kernels.mcu_avgpool_s8 import pool_call
+
+    return pool_call(conv, p, "arm_avgpool_s16")

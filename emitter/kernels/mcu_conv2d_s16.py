@@ -6,16 +6,17 @@ out[b,y,x,oc] = clamp(requantize_s64(sum_{ky,kx,ic} in[b,iy,ix,ic] * w[oc,ky,kx,
 in int64, taps and padding as mcu_conv2d_s8 (input and output offsets are 0: int16 activations are
 symmetric). Params: mcu_conv_params_t, shared with the int8 kernel (emitter/kernels/s16.py).
 
-CMSIS-NN: arm_convolve_wrapper_s16, not called yet (needs its scratch sizing): portable, named
-in the summary.
+CMSIS-NN: arm_convolve_wrapper_s16 with an int64 bias, up to 511 taps per output (s16.CMSIS_MAX_TAPS).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from emitter.backends.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
 from emitter.kernels.common import check_shape, dims_shape, patches
-from emitter.kernels.mcu_conv2d_s8 import ConvParams
-from emitter.kernels.s16 import output_stage_s16
+from emitter.kernels.mcu_conv2d_s8 import ConvParams, per_channel_quant
+from emitter.kernels.s16 import cmsis_taps_problem, output_stage_s16
+from emitter.ops.base import ConstArg, Prepared, StructArg
 
 
 def check_offsets(p: ConvParams) -> None:
@@ -35,3 +36,27 @@ def mcu_conv2d_s16(p: ConvParams, input: np.ndarray, filter: np.ndarray, bias: n
     k = p.filter.h * p.filter.w * p.filter.c
     acc = (cols.reshape(-1, k) @ filter.astype(np.int64).reshape(p.filter.n, k).T).reshape(dims_shape(p.output))
     return output_stage_s16(acc, bias, p.multiplier, p.shift, p.q.output_offset, p.q.act_min, p.q.act_max)
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    c = p.params
+    assert isinstance(c, ConvParams)
+    if (problem := cmsis_taps_problem(c.filter.h * c.filter.w * c.filter.c)) is not None:
+        conv.refusal = problem
+        return None
+    ops = p.operands
+    pad = 4 if conv.var == "mve" else 0
+    b = ops["bias"]
+    bias = b.data if isinstance(b, ConstArg) else np.zeros(c.filter.n, np.int64)
+    params = {"input_offset": 0, "output_offset": 0, "stride": tile(c.stride_w, c.stride_h),
+              "padding": tile(c.pad_left, c.pad_top), "dilation": tile(c.dilation_w, c.dilation_h),
+              "activation": {"min": c.q.act_min, "max": c.q.act_max}}
+    return conv.call(p, "arm_convolve_wrapper_s16", {
+        "conv_params": StructArg("cmsis_nn_conv_params", "conv", params),
+        "quant_params": per_channel_quant(c, pad),
+        "input_dims": StructArg("cmsis_nn_dims", "input_dims", dims(c.input)), "input_data": ops["input"],
+        "filter_dims": StructArg("cmsis_nn_dims", "filter_dims", dims(c.filter)), "filter_data": ops["filter"],
+        "bias_dims": StructArg("cmsis_nn_dims", "bias_dims", {"n": 1, "h": 1, "w": 1, "c": c.filter.n}),
+        "bias_data": StructArg("cmsis_nn_bias_data", "bias_data",
+                               {"data": arr(ConstArg("bias", padded(bias, pad))), "is_int32_bias": 0}),
+        "output_dims": StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), "output_data": ops["output"]})

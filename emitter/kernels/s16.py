@@ -58,3 +58,14 @@ def output_stage_s16(acc: np.ndarray, bias: np.ndarray | None, multiplier: np.nd
         raise ValueError("int16 accumulator exceeds 2^47")
     out = requantize_s64(acc, multiplier, shift) + output_offset
     return np.clip(out, act_min, act_max).astype(np.int16)
+
+
+CMSIS_MAX_TAPS = 511  # CMSIS-NN's s16 kernels sum products in int32 before the int64 bias: exact below 512 taps
+
+
+def cmsis_taps_problem(taps: int) -> str | None:
+    """Why CMSIS-NN's s16 convolution / FC may differ from TFLite's int64 accumulation, if it may."""
+    if taps > CMSIS_MAX_TAPS:
+        return (f"int16 activations: {taps} products per output can overflow CMSIS-NN's int32 partial sum "
+                f"(exact up to {CMSIS_MAX_TAPS}); the portable kernel accumulates in int64 as TFLite does")
+    return None
