@@ -64,7 +64,7 @@ def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
 
 def s16_kernels(kernels: list[str]) -> bool:
     """Does the bundle call an int16-activation kernel (mcu_runtime/include/mcu_nn_s16.h)?"""
-    return any(k.endswith("_s16") for k in kernels)
+    return any("_s16" in k for k in kernels)
 
 
 @dataclass(frozen=True)

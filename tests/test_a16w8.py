@@ -82,11 +82,26 @@ def test_net_host_bit_exact_and_planned_in_two_bytes(tmp_path: Path) -> None:
     assert worst <= 3  # five requantizations compound; each op alone is within one (above)
 
 
+def test_mixed_int8_int16_graph_in_one_arena(tmp_path: Path) -> None:
+    model = a16.mixed(tmp_path / "mixed.onnx")
+    c = compile_model(model)
+    assert [p.kernel for p in c.prepared if p.kernel] == [
+        "mcu_transpose_s8", "mcu_conv2d_s8", "mcu_requantize_s8_s16", "mcu_conv2d_s16", "mcu_requantize_s16_s8",
+        "mcu_conv2d_s8", "mcu_transpose_s8"]
+    sizes = {n: c.graph.t(n).nbytes for n in c.graph.tensors if not c.graph.t(n).is_const}
+    assert sizes["c1_convert_QuantizeLinear_Output"] == 2 * sizes["c1_QuantizeLinear_Output"]
+    print(verify(model, "cortex-m4", tmp_path, qemu=False))
+    differ, total, worst = ort_diff(model, float_npz(model, (1, 3, 6, 6)))
+    print(f"mixed: golden vs onnxruntime {differ}/{total} differ, max |diff| {worst}")
+    assert worst <= 1
+
+
 @pytest.mark.qemu
 @pytest.mark.skipif(bool(MISSING), reason="QEMU tier needs: " + "; ".join(MISSING))
 @pytest.mark.parametrize("board", ["cortex-m4", "cortex-m55"])
 def test_net_qemu(board: str, tmp_path: Path) -> None:
     print(verify(a16.net(tmp_path / "net.onnx"), board, tmp_path))
+    print(verify(a16.mixed(tmp_path / "mixed.onnx"), board, tmp_path / "mixed"))
 
 
 @pytest.mark.qemu

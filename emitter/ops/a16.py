@@ -11,6 +11,8 @@ module's Prepare (the int8 params structs are shared), then the int16 kernel rep
     # fc                    -> mcu_fully_connected_s16  # add (same shapes) -> mcu_add_s16 (left_shift 15)
     # maxpool               -> mcu_maxpool_s16          # avgpool (same quant) -> mcu_avgpool_s16
     # relayout              -> mcu_transpose_s16        # reshape / transpose views: free
+    # requantize int8 -> int16, int16 -> int8, int16 -> int16 (a QuantizeLinear between the types, a
+    #   standalone Relu/Clip) -> mcu_requantize_s8_s16 / _s16_s8 / _s16: mixed graphs in one arena
 """
 from __future__ import annotations
 
@@ -22,18 +24,24 @@ import numpy as np
 
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
-from emitter.kernels.common import Bcast
+from emitter.kernels.common import Bcast, QuantIO
 from emitter.kernels.mcu_add_s16 import LEFT_SHIFT, mcu_add_s16
 from emitter.kernels.mcu_avgpool_s16 import mcu_avgpool_s16
 from emitter.kernels.mcu_conv2d_s16 import mcu_conv2d_s16
 from emitter.kernels.mcu_depthwise_conv2d_s16 import mcu_depthwise_conv2d_s16
 from emitter.kernels.mcu_fully_connected_s16 import mcu_fully_connected_s16
 from emitter.kernels.mcu_maxpool_s16 import mcu_maxpool_s16
+from emitter.kernels.mcu_requantize_s8 import RequantizeParams
+from emitter.kernels.mcu_requantize_s8_s16 import mcu_requantize_s8_s16
+from emitter.kernels.mcu_requantize_s16 import mcu_requantize_s16
+from emitter.kernels.mcu_requantize_s16_s8 import mcu_requantize_s16_s8
 from emitter.kernels.mcu_transpose_s16 import mcu_transpose_s16
 from emitter.kernels.s16 import SHIFT_MAX, SHIFT_MIN
 from emitter.ops.base import ConstArg, NullArg, Prepared, TensorArg
+from emitter.quant import quantize_multiplier
 
-SUPPORTED = "Conv (regular and depthwise), Gemm/MatMul, Add, MaxPool, AveragePool, Reshape/Flatten/Transpose"
+SUPPORTED = ("Conv (regular and depthwise), Gemm/MatMul, Add, MaxPool, AveragePool, Reshape/Flatten/Transpose, "
+             "Relu/Clip and QuantizeLinear between int8 and int16")
 
 
 def involves(node: Node, g: Graph) -> bool:
@@ -53,8 +61,11 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     from emitter.ops import REGISTRY
 
     ins = [g.t(n) for n in node.inputs if n and not g.t(n).is_const]
+    if node.op == "requantize":  # a QuantizeLinear between int8 and int16, a scale change, a clamp
+        return requantize_rule(node, g)
     if any(t.dtype != "int16" for t in ins) or g.t(node.outputs[0]).dtype != "int16":
-        raise refuse(node, g, "int8 and int16 activations in one layer (a requantize between them)")
+        raise refuse(node, g, "int8 and int16 activations in one layer; give its input and output one type "
+                     "(a QuantizeLinear between them becomes a requantize layer)")
     rule = RULES.get(node.op)
     if rule is None:
         raise refuse(node, g)
@@ -165,6 +176,29 @@ def move_rule(node: Node, g: Graph, base: Prepared) -> Prepared:
 
     return Prepared("mcu_transpose_s16", p, {"input": TensorArg(x), "output": TensorArg(node.outputs[0])},
                     golden, summary=base.summary)
+
+
+REQUANTIZE = {("int16", "int16"): (mcu_requantize_s16, "mcu_requantize_s16"),
+              ("int8", "int16"): (mcu_requantize_s8_s16, "mcu_requantize_s8_s16"),
+              ("int16", "int8"): (mcu_requantize_s16_s8, "mcu_requantize_s16_s8")}
+
+
+def requantize_rule(node: Node, g: Graph) -> Prepared:
+    """TFLite's requantization (32-bit, double rounding) between any two of int8 and int16."""
+    x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
+    assert x.quant is not None and y.quant is not None
+    mult, shift = quantize_multiplier(x.quant.s / y.quant.s)
+    if shift > 15:
+        raise refuse(node, g, f"a scale ratio {x.quant.s / y.quant.s:.4g} too large to requantize")
+    p = RequantizeParams(y.size, QuantIO(-x.quant.zp, y.quant.zp, node.attrs["act_min"], node.attrs["act_max"]),
+                         mult, shift)
+    fn, kernel = REQUANTIZE[(x.dtype, y.dtype)]
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return fn(p, env[x.name])
+
+    return Prepared(kernel, p, {"input": TensorArg(x.name), "output": TensorArg(y.name)}, golden,
+                    summary=f"{x.dtype} -> {y.dtype}")
 
 
 RULES = {"conv": conv_rule, "fc": fc_rule, "add": add_rule, "maxpool": pool_rule, "avgpool": pool_rule,

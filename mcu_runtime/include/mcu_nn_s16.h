@@ -66,6 +66,13 @@ mcu_status_t mcu_avgpool_s16(const mcu_pool_params_t *params, const int16_t *inp
 mcu_status_t mcu_transpose_s16(const mcu_transpose_params_t *params, const int16_t *input,
                                int16_t *output);
 
+/** @brief Requantization between activation types (TFLite QUANTIZE / Requantize), shift in [-31, 15],
+ * out = clamp(requant(in + input_offset, multiplier, shift) + output_offset, act_min, act_max).
+ * int16 -> int16 may run in place; the widening and narrowing ones not. */
+mcu_status_t mcu_requantize_s16(const mcu_requantize_params_t *params, const int16_t *input, int16_t *output);
+mcu_status_t mcu_requantize_s8_s16(const mcu_requantize_params_t *params, const int8_t *input, int16_t *output);
+mcu_status_t mcu_requantize_s16_s8(const mcu_requantize_params_t *params, const int16_t *input, int8_t *output);
+
 #ifdef __cplusplus
 }
 #endif

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -26,8 +27,9 @@ def feeds(shape: tuple[int, ...], n: int = 8, seed: int = 1) -> list[dict[str, n
 
 
 def quantize16(nodes: Sequence[onnx.NodeProto], inits: dict[str, np.ndarray], in_shape: tuple[int, ...],
-               out: Path, *, symmetric: bool = True) -> Path:
-    """Quantize the float graph x -> nodes -> y with int16 activations (zero point 0 when symmetric)."""
+               out: Path, *, symmetric: bool = True, overrides: dict[str, Any] | None = None) -> Path:
+    """Quantize the float graph x -> nodes -> y with int16 activations (zero point 0 when symmetric);
+    `overrides`: onnxruntime's TensorQuantOverrides with int8 activations elsewhere (a mixed graph)."""
     graph = helper.make_graph(list(nodes), "a16", [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                               [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()])
@@ -36,8 +38,9 @@ def quantize16(nodes: Sequence[onnx.NodeProto], inits: dict[str, np.ndarray], in
     f32 = out.with_suffix(".f32.onnx")
     onnx.save(model, f32)
     quantize_static(str(f32), str(out), _Feeds(feeds(in_shape)), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QInt16, weight_type=QuantType.QInt8,
-                    extra_options={"ActivationSymmetric": symmetric})
+                    activation_type=QuantType.QInt8 if overrides else QuantType.QInt16, weight_type=QuantType.QInt8,
+                    extra_options={"TensorQuantOverrides": overrides} if overrides
+                    else {"ActivationSymmetric": symmetric})
     return out
 
 
@@ -86,3 +89,17 @@ def single(op: str, out: Path) -> Path:
         return quantize16([lead, helper.make_node("AveragePool", ["c"], ["y"], kernel_shape=[3, 3], strides=[1, 1],
                                                   pads=[1, 1, 1, 1])], {"w": _w(rng, 4, 4, 1, 1)}, (1, 4, 6, 6), out)
     raise ValueError(op)
+
+
+def mixed(out: Path) -> Path:
+    """int8 conv -> QuantizeLinear to int16 -> int16 conv -> QuantizeLinear to int8 -> int8 conv: the
+    int8/int16 conversions onnxruntime writes for TensorQuantOverrides with a "convert" entry."""
+    rng = np.random.default_rng(4)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c2", "w3", "b3"], ["y"])]
+    inits = {"w1": _w(rng, 4, 3, 3, 3), "b1": _w(rng, 4, s=0.1), "w2": _w(rng, 4, 4, 3, 3), "b2": _w(rng, 4, s=0.1),
+             "w3": _w(rng, 2, 4, 1, 1), "b3": _w(rng, 2, s=0.1)}
+    to16 = [{"quant_type": QuantType.QInt8, "convert": {"quant_type": QuantType.QInt16, "symmetric": True}}]
+    to8 = [{"quant_type": QuantType.QInt16, "symmetric": True, "convert": {"quant_type": QuantType.QInt8}}]
+    return quantize16(nodes, inits, (1, 3, 6, 6), out, overrides={"c1": to16, "c2": to8})
