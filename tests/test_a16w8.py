@@ -20,7 +20,7 @@ from emitter.target.toolchain import missing_tools
 from emitter.verify import load_inputs, ort_run, run_verify
 from tests.models import a16
 
-OPS = ("conv", "depthwise", "fc", "add", "maxpool", "avgpool")
+OPS = ("conv", "depthwise", "fc", "add", "mul", "maxpool", "avgpool")
 MISSING = missing_tools()
 CMSIS = os.environ.get("CMSIS_NN_PATH")
 
@@ -59,7 +59,7 @@ def verify(model: Path, board: str, tmp: Path, backend: str = "portable", qemu: 
     if backend == "cmsis-nn":  # the s16 kernels mcugen calls in CMSIS-NN; the others stay portable, named
         kernels = [p.kernel for p in c.prepared if p.kernel]
         assert kernels == ["mcu_transpose_s16", "arm_convolve_wrapper_s16", "arm_depthwise_conv_wrapper_s16",
-                           "arm_elementwise_add_s16", "arm_max_pool_s16", "arm_avgpool_s16",
+                           "arm_elementwise_add_s16", "arm_elementwise_mul_s16", "arm_max_pool_s16", "arm_avgpool_s16",
                            "mcu_fully_connected_s16"], kernels
         assert "per-channel weights" in dict((k, why) for _, k, why in c.portable_layers)["mcu_fully_connected_s16"]
     bundle = tmp / f"bundle_{board}_{backend}"
@@ -73,13 +73,13 @@ def test_net_host_bit_exact_and_planned_in_two_bytes(tmp_path: Path) -> None:
     model = a16.net(tmp_path / "net.onnx")
     c = compile_model(model)
     assert [p.kernel for p in c.prepared if p.kernel] == [
-        "mcu_transpose_s16", "mcu_conv2d_s16", "mcu_depthwise_conv2d_s16", "mcu_add_s16", "mcu_maxpool_s16",
-        "mcu_avgpool_s16", "mcu_fully_connected_s16"]
+        "mcu_transpose_s16", "mcu_conv2d_s16", "mcu_depthwise_conv2d_s16", "mcu_add_s16", "mcu_mul_s16",
+        "mcu_maxpool_s16", "mcu_avgpool_s16", "mcu_fully_connected_s16"]
     assert c.plan.lower_bound == 3 * 8 * 8 * 8 * 2  # conv out, depthwise out, add out: int16
     print(verify(model, "cortex-m4", tmp_path, qemu=False))
     differ, total, worst = ort_diff(model, float_npz(model, (1, 3, 8, 8)))
     print(f"net: golden vs onnxruntime {differ}/{total} differ, max |diff| {worst}")
-    assert worst <= 3  # five requantizations compound; each op alone is within one (above)
+    assert worst <= 3  # six requantizations compound; each op alone is within one (above)
 
 
 def test_mixed_int8_int16_graph_in_one_arena(tmp_path: Path) -> None:

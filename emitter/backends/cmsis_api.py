@@ -150,6 +150,10 @@ DECLARATIONS: tuple[tuple[str, Scratch | None], ...] = (
      "const int32_t left_shift, int8_t *output, const int32_t out_offset, const int32_t out_mult, "
      "const int32_t out_shift, const int32_t out_activation_min, const int32_t out_activation_max, "
      "const int32_t block_size)", None),
+    ("arm_cmsis_nn_status arm_elementwise_mul_s16(const int16_t *input_1_vect, const int16_t *input_2_vect, "
+     "const int32_t input_1_offset, const int32_t input_2_offset, int16_t *output, const int32_t out_offset, "
+     "const int32_t out_mult, const int32_t out_shift, const int32_t out_activation_min, "
+     "const int32_t out_activation_max, const int32_t block_size)", None),
     ("arm_cmsis_nn_status arm_elementwise_mul_s8(const int8_t *input_1_vect, const int8_t *input_2_vect, "
      "const int32_t input_1_offset, const int32_t input_2_offset, int8_t *output, const int32_t out_offset, "
      "const int32_t out_mult, const int32_t out_shift, const int32_t out_activation_min, "

@@ -9,6 +9,7 @@ module's Prepare (the int8 params structs are shared), then the int16 kernel rep
 
     # conv (regular)        -> mcu_conv2d_s16           # conv (depthwise) -> mcu_depthwise_conv2d_s16
     # fc                    -> mcu_fully_connected_s16  # add (same shapes) -> mcu_add_s16 (left_shift 15)
+    # mul (same shapes)     -> mcu_mul_s16
     # maxpool               -> mcu_maxpool_s16          # avgpool (same quant) -> mcu_avgpool_s16
     # relayout              -> mcu_transpose_s16        # reshape / transpose views: free
     # requantize int8 -> int16, int16 -> int8, int16 -> int16 (a QuantizeLinear between the types, a
@@ -31,6 +32,7 @@ from emitter.kernels.mcu_conv2d_s16 import mcu_conv2d_s16
 from emitter.kernels.mcu_depthwise_conv2d_s16 import mcu_depthwise_conv2d_s16
 from emitter.kernels.mcu_fully_connected_s16 import mcu_fully_connected_s16
 from emitter.kernels.mcu_maxpool_s16 import mcu_maxpool_s16
+from emitter.kernels.mcu_mul_s16 import mcu_mul_s16
 from emitter.kernels.mcu_requantize_s8 import RequantizeParams
 from emitter.kernels.mcu_requantize_s8_s16 import mcu_requantize_s8_s16
 from emitter.kernels.mcu_requantize_s16 import mcu_requantize_s16
@@ -40,7 +42,7 @@ from emitter.kernels.s16 import SHIFT_MAX, SHIFT_MIN
 from emitter.ops.base import ConstArg, NullArg, Prepared, TensorArg
 from emitter.quant import quantize_multiplier
 
-SUPPORTED = ("Conv (regular and depthwise), Gemm/MatMul, Add, MaxPool, AveragePool, Reshape/Flatten/Transpose, "
+SUPPORTED = ("Conv (regular and depthwise), Gemm/MatMul, Add, Mul, MaxPool, AveragePool, Reshape/Flatten/Transpose, "
              "Relu/Clip and QuantizeLinear between int8 and int16")
 
 
@@ -149,6 +151,18 @@ def add_rule(node: Node, g: Graph, base: Prepared) -> Prepared:
     return Prepared("mcu_add_s16", p16, dict(base.operands), golden, macs=base.macs, summary=base.summary)
 
 
+def mul_rule(node: Node, g: Graph, base: Prepared) -> Prepared:
+    p: Any = base.params  # the int8 Prepare's multiplier is TFLite's s_a * s_b / s_out already
+    if p.in1 != Bcast(1, p.size) or p.in2 != Bcast(1, p.size):
+        raise refuse(node, g, "broadcasting")
+    a, b = node.inputs[:2]
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return mcu_mul_s16(p, env[a], env[b])
+
+    return Prepared("mcu_mul_s16", p, dict(base.operands), golden, macs=base.macs, summary=base.summary)
+
+
 def pool_rule(node: Node, g: Graph, base: Prepared) -> Prepared:
     if base.kernel not in ("mcu_maxpool_s8", "mcu_avgpool_s8"):
         raise refuse(node, g, "an average over a fixed count with another output scale (TFLite MEAN)")
@@ -201,5 +215,5 @@ def requantize_rule(node: Node, g: Graph) -> Prepared:
                     summary=f"{x.dtype} -> {y.dtype}")
 
 
-RULES = {"conv": conv_rule, "fc": fc_rule, "add": add_rule, "maxpool": pool_rule, "avgpool": pool_rule,
+RULES = {"conv": conv_rule, "fc": fc_rule, "add": add_rule, "mul": mul_rule, "maxpool": pool_rule, "avgpool": pool_rule,
          "relayout": move_rule, "transpose": move_rule, "reshape": move_rule}

@@ -56,6 +56,10 @@ mcu_status_t mcu_fully_connected_s16(const mcu_fc_params_t *params, const int16_
 mcu_status_t mcu_add_s16(const mcu_add_params_t *params, const int16_t *input1, const int16_t *input2,
                          int16_t *output);
 
+/** @brief int16 MUL, same-size operands, zero points 0: out = clamp(requant(a * b, mo, so)). In place OK. */
+mcu_status_t mcu_mul_s16(const mcu_mul_params_t *params, const int16_t *input1, const int16_t *input2,
+                         int16_t *output);
+
 /** @brief int16 MAX_POOL_2D, NHWC; in and out share scale. */
 mcu_status_t mcu_maxpool_s16(const mcu_pool_params_t *params, const int16_t *input, int16_t *output);
 

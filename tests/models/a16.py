@@ -49,14 +49,15 @@ def _w(rng: np.random.Generator, *shape: int, s: float = 0.3) -> np.ndarray:
 
 
 def net(out: Path) -> Path:
-    """conv 3x3 + Relu -> depthwise 3x3 -> Add (residual) -> MaxPool -> AveragePool (padded) -> Gemm."""
+    """conv 3x3 + Relu -> depthwise 3x3 -> Add (residual) -> Mul -> MaxPool -> AveragePool (padded) -> Gemm."""
     rng = np.random.default_rng(0)
     nodes = [
         helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
         helper.make_node("Relu", ["c1"], ["r1"]),
         helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], group=8),
         helper.make_node("Add", ["c2", "r1"], ["a"]),
-        helper.make_node("MaxPool", ["a"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Mul", ["a", "c2"], ["m"]),
+        helper.make_node("MaxPool", ["m"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
         helper.make_node("AveragePool", ["p"], ["q"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
         helper.make_node("Flatten", ["q"], ["f"]),
         helper.make_node("Gemm", ["f", "w3", "b3"], ["y"], transB=1),
@@ -82,6 +83,9 @@ def single(op: str, out: Path) -> Path:
     if op == "add":
         return quantize16([helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Add", ["x", "c"], ["y"])],
                           {"w": _w(rng, 4, 4, 1, 1)}, (1, 4, 6, 6), out)
+    if op == "mul":
+        return quantize16([lead, helper.make_node("Mul", ["x", "c"], ["y"])], {"w": _w(rng, 4, 4, 1, 1)},
+                          (1, 4, 6, 6), out)
     if op == "maxpool":
         return quantize16([lead, helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
                                                   pads=[1, 1, 1, 1])], {"w": _w(rng, 4, 4, 1, 1)}, (1, 4, 6, 6), out)
