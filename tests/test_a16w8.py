@@ -20,7 +20,7 @@ from emitter.target.toolchain import missing_tools
 from emitter.verify import load_inputs, ort_run, run_verify
 from tests.models import a16
 
-OPS = ("conv", "depthwise", "fc", "add", "mul", "maxpool", "avgpool")
+OPS = ("conv", "depthwise", "fc", "add", "mul", "maxpool", "avgpool", "gap")
 MISSING = missing_tools()
 CMSIS = os.environ.get("CMSIS_NN_PATH")
 
@@ -51,6 +51,7 @@ def test_single_op_golden_vs_onnxruntime(op: str, tmp_path: Path) -> None:
     differ, total, worst = ort_diff(model, float_npz(model, (1, 24) if op == "fc" else (1, 4, 6, 6)))
     print(f"{op}: golden vs onnxruntime {differ}/{total} differ, max |diff| {worst}")
     assert worst <= 1
+    verify(model, "cortex-m4", tmp_path, qemu=False)  # host C == golden, bit for bit
 
 
 def verify(model: Path, board: str, tmp: Path, backend: str = "portable", qemu: bool = True) -> str:
@@ -102,6 +103,7 @@ def test_mixed_int8_int16_graph_in_one_arena(tmp_path: Path) -> None:
 def test_net_qemu(board: str, tmp_path: Path) -> None:
     print(verify(a16.net(tmp_path / "net.onnx"), board, tmp_path))
     print(verify(a16.mixed(tmp_path / "mixed.onnx"), board, tmp_path / "mixed"))
+    print(verify(a16.single("gap", tmp_path / "gap.onnx"), board, tmp_path / "gap"))
 
 
 @pytest.mark.qemu

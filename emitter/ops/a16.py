@@ -11,6 +11,7 @@ module's Prepare (the int8 params structs are shared), then the int16 kernel rep
     # fc                    -> mcu_fully_connected_s16  # add (same shapes) -> mcu_add_s16 (left_shift 15)
     # mul (same shapes)     -> mcu_mul_s16
     # maxpool               -> mcu_maxpool_s16          # avgpool (same quant) -> mcu_avgpool_s16
+    # avgpool over a fixed count, another scale (GlobalAveragePool, ReduceMean) -> mcu_avgpool_requant_s16
     # relayout              -> mcu_transpose_s16        # reshape / transpose views: free
     # requantize int8 -> int16, int16 -> int8, int16 -> int16 (a QuantizeLinear between the types, a
     #   standalone Relu/Clip) -> mcu_requantize_s8_s16 / _s16_s8 / _s16: mixed graphs in one arena
@@ -27,6 +28,7 @@ from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
 from emitter.kernels.common import Bcast, QuantIO
 from emitter.kernels.mcu_add_s16 import LEFT_SHIFT, mcu_add_s16
+from emitter.kernels.mcu_avgpool_requant_s16 import mcu_avgpool_requant_s16
 from emitter.kernels.mcu_avgpool_s16 import mcu_avgpool_s16
 from emitter.kernels.mcu_conv2d_s16 import mcu_conv2d_s16
 from emitter.kernels.mcu_depthwise_conv2d_s16 import mcu_depthwise_conv2d_s16
@@ -42,8 +44,8 @@ from emitter.kernels.s16 import SHIFT_MAX, SHIFT_MIN
 from emitter.ops.base import ConstArg, NullArg, Prepared, TensorArg
 from emitter.quant import quantize_multiplier
 
-SUPPORTED = ("Conv (regular and depthwise), Gemm/MatMul, Add, Mul, MaxPool, AveragePool, Reshape/Flatten/Transpose, "
-             "Relu/Clip and QuantizeLinear between int8 and int16")
+SUPPORTED = ("Conv (regular and depthwise), Gemm/MatMul, Add, Mul, MaxPool, AveragePool, GlobalAveragePool, "
+             "ReduceMean, Reshape/Flatten/Transpose, Relu/Clip and QuantizeLinear between int8 and int16")
 
 
 def involves(node: Node, g: Graph) -> bool:
@@ -164,12 +166,19 @@ def mul_rule(node: Node, g: Graph, base: Prepared) -> Prepared:
 
 
 def pool_rule(node: Node, g: Graph, base: Prepared) -> Prepared:
-    if base.kernel not in ("mcu_maxpool_s8", "mcu_avgpool_s8"):
-        raise refuse(node, g, "an average over a fixed count with another output scale (TFLite MEAN)")
     p: Any = base.params
+    x = node.inputs[0]
+    if base.kernel == "mcu_avgpool_requant_s8":  # a fixed count and another output scale (TFLite MEAN)
+        rq_shape = (p.pool.input.n, p.pool.input.h, p.pool.input.w, p.pool.input.c)
+
+        def golden_rq(env: dict[str, np.ndarray]) -> np.ndarray:
+            return mcu_avgpool_requant_s16(p, env[x].reshape(rq_shape)).ravel()
+
+        return Prepared("mcu_avgpool_requant_s16", p, dict(base.operands), golden_rq, macs=base.macs,
+                        summary=base.summary)
     fn, kernel = ((mcu_maxpool_s16, "mcu_maxpool_s16") if node.op == "maxpool"
                   else (mcu_avgpool_s16, "mcu_avgpool_s16"))
-    x, in_shape = node.inputs[0], (p.input.n, p.input.h, p.input.w, p.input.c)
+    in_shape = (p.input.n, p.input.h, p.input.w, p.input.c)
 
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return fn(p, env[x].reshape(in_shape)).ravel()

@@ -66,6 +66,11 @@ mcu_status_t mcu_maxpool_s16(const mcu_pool_params_t *params, const int16_t *inp
 /** @brief int16 AVERAGE_POOL_2D, NHWC, padding excluded from the count, rounding half away from zero. */
 mcu_status_t mcu_avgpool_s16(const mcu_pool_params_t *params, const int16_t *input, int16_t *output);
 
+/** @brief int16 average with requantization, one rounding (TFLite MEAN): GlobalAveragePool, ReduceMean,
+ * AveragePool with a fixed count; offsets 0, at most 65535 taps. */
+mcu_status_t mcu_avgpool_requant_s16(const mcu_avgpool_requant_params_t *params, const int16_t *input,
+                                     int16_t *output);
+
 /** @brief N-D transpose of int16 elements (numpy semantics on physical shapes). Not in place. */
 mcu_status_t mcu_transpose_s16(const mcu_transpose_params_t *params, const int16_t *input,
                                int16_t *output);

@@ -92,6 +92,9 @@ def single(op: str, out: Path) -> Path:
     if op == "avgpool":
         return quantize16([lead, helper.make_node("AveragePool", ["c"], ["y"], kernel_shape=[3, 3], strides=[1, 1],
                                                   pads=[1, 1, 1, 1])], {"w": _w(rng, 4, 4, 1, 1)}, (1, 4, 6, 6), out)
+    if op == "gap":
+        return quantize16([lead, helper.make_node("GlobalAveragePool", ["c"], ["y"])], {"w": _w(rng, 4, 4, 1, 1)},
+                          (1, 4, 6, 6), out)
     raise ValueError(op)
 
 
