@@ -118,6 +118,21 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "emitter.cli", *args], capture_output=True, text=True, check=False)
 
 
+def test_tflite_style_int16_io(tmp_path: Path) -> None:
+    """int16 graph input and output (the caller's data is int16), float bias, TFLite numerics."""
+    model = a16.tflite_style(tmp_path / "tfl.onnx")
+    c = compile_model(model)
+    assert c.graph.numerics == "tflite" and [c.graph.t(n).dtype for n in (*c.graph.inputs, *c.graph.outputs)] == [
+        "int16", "int16"]
+    print(verify(model, "cortex-m4", tmp_path, qemu=False))
+    samples = load_inputs(c, None, 6)
+    gold = [golden_run(c, s) for s in samples]
+    worst = max(int(np.abs(g[0].astype(np.int64) - o[0].astype(np.int64)).max())
+                for g, o in zip(gold, ort_run(c, model, samples), strict=True))
+    print(f"tflite-style: golden vs onnxruntime max |diff| {worst}")
+    assert worst <= 1
+
+
 def test_non_zero_int16_zero_point_refused(tmp_path: Path) -> None:
     from onnx import helper
 

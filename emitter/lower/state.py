@@ -48,6 +48,7 @@ class LowerState:
         self.done: set[str] = set()  # first outputs of ONNX nodes absorbed into a pattern
         self.absorbed: list[onnx.NodeProto] = []  # nodes the current pattern absorbed
         self.problems: list[tuple[str, str, int, str]] = []
+        self.synthetic16: set[str] = set()  # float tensors of a float chain over int16 data: int16 forms
         self.boundaries: dict[str, Boundary] = {}
         self.inputs: list[str] = []
         self.outputs: list[str] = []
@@ -92,6 +93,10 @@ class LowerState:
                 raise QuantError(f"tensor '{onnx_name}' is dequantized with two different scales "
                                  "or zero points; re-export the model with one per tensor")
             return name
+        if synthetic and onnx_name in self.synthetic16:  # a float move of int16 data (float_chains.py)
+            if quant.zp != 0:
+                raise QuantError(f"'{onnx_name}' needs zero point 0 as int16")
+            return self.ctx.act(onnx_name, self.m.shapes.get(onnx_name, shape_hint) or (1,), quant, "int16")
         dtype = np.dtype(np.int8) if synthetic else self.onnx_dtype(onnx_name)
         if dtype is not None and dtype == np.uint8:
             quant = QuantParams(quant.scale, quant.zero_point - 128, quant.axis)

@@ -110,3 +110,34 @@ def mixed(out: Path) -> Path:
     to16 = [{"quant_type": QuantType.QInt8, "convert": {"quant_type": QuantType.QInt16, "symmetric": True}}]
     to8 = [{"quant_type": QuantType.QInt16, "symmetric": True, "convert": {"quant_type": QuantType.QInt8}}]
     return quantize16(nodes, inits, (1, 3, 6, 6), out, overrides={"c1": to16, "c2": to8})
+
+
+def tflite_style(out: Path) -> Path:
+    """What a converted TFLite int16x8 graph looks like: int16 graph input and output (zero point 0),
+    DequantizeLinear -> Conv (int8 per-channel weights, float bias) -> QuantizeLinear(int16) ->
+    DequantizeLinear -> Gemm -> QuantizeLinear(int16); no onnxruntime producer (TFLite numerics)."""
+    rng = np.random.default_rng(8)
+    w1 = rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)
+    w2 = rng.integers(-127, 128, (5, 4 * 4 * 4)).astype(np.int8)
+    inits = [numpy_helper.from_array(a, n) for n, a in [
+        ("s_x", np.float32(1 / 4096)), ("z16", np.int16(0)), ("w1", w1),
+        ("s_w1", rng.uniform(0.002, 0.01, 4).astype(np.float32)), ("z_w1", np.zeros(4, np.int8)), ("b1", rng.normal(0, 0.1, 4).astype(np.float32)), ("s_c", np.float32(1 / 2048)),
+        ("w2", w2), ("s_w2", np.float32(0.004)), ("z8", np.int8(0)), ("b2", rng.normal(0, 0.1, 5).astype(np.float32)),
+        ("s_y", np.float32(1 / 1024)), ("shape", np.array([1, -1], np.int64))]]
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s_x", "z16"], ["xf"]),
+             helper.make_node("DequantizeLinear", ["w1", "s_w1", "z_w1"], ["w1f"], axis=0),
+             helper.make_node("Conv", ["xf", "w1f", "b1"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("QuantizeLinear", ["r", "s_c", "z16"], ["cq"]),
+             helper.make_node("DequantizeLinear", ["cq", "s_c", "z16"], ["cf"]),
+             helper.make_node("Reshape", ["cf", "shape"], ["flat"]),
+             helper.make_node("DequantizeLinear", ["w2", "s_w2", "z8"], ["w2f"]),
+             helper.make_node("Gemm", ["flat", "w2f", "b2"], ["g"], transB=1),
+             helper.make_node("QuantizeLinear", ["g", "s_y", "z16"], ["y"])]
+    graph = helper.make_graph(nodes, "tflite16x8",
+                              [helper.make_tensor_value_info("x", TensorProto.INT16, [1, 3, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT16, [1, 5])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    onnx.save(model, out)
+    return out
