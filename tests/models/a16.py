@@ -121,7 +121,8 @@ def tflite_style(out: Path) -> Path:
     w2 = rng.integers(-127, 128, (5, 4 * 4 * 4)).astype(np.int8)
     inits = [numpy_helper.from_array(a, n) for n, a in [
         ("s_x", np.float32(1 / 4096)), ("z16", np.int16(0)), ("w1", w1),
-        ("s_w1", rng.uniform(0.002, 0.01, 4).astype(np.float32)), ("z_w1", np.zeros(4, np.int8)), ("b1", rng.normal(0, 0.1, 4).astype(np.float32)), ("s_c", np.float32(1 / 2048)),
+        ("s_w1", rng.uniform(0.002, 0.01, 4).astype(np.float32)), ("z_w1", np.zeros(4, np.int8)),
+        ("b1", rng.normal(0, 0.1, 4).astype(np.float32)), ("s_c", np.float32(1 / 2048)),
         ("w2", w2), ("s_w2", np.float32(0.004)), ("z8", np.int8(0)), ("b2", rng.normal(0, 0.1, 5).astype(np.float32)),
         ("s_y", np.float32(1 / 1024)), ("shape", np.array([1, -1], np.int64))]]
     nodes = [helper.make_node("DequantizeLinear", ["x", "s_x", "z16"], ["xf"]),
