@@ -57,7 +57,9 @@ def test_single_op_golden_vs_onnxruntime(op: str, tmp_path: Path) -> None:
 def verify(model: Path, board: str, tmp: Path, backend: str = "portable", qemu: bool = True) -> str:
     b = load_board(board)
     c = compile_model(model, board=b, backend=backend, cmsis_path=Path(CMSIS) if backend == "cmsis-nn" else None)
-    if backend == "cmsis-nn":  # the s16 kernels mcugen calls in CMSIS-NN; the others stay portable, named
+    if backend == "cmsis-nn" and model.stem == "fc":
+        assert [p.kernel for p in c.prepared if p.kernel] == ["arm_fully_connected_s16"]
+    elif backend == "cmsis-nn":  # the s16 kernels mcugen calls in CMSIS-NN; the others stay portable, named
         kernels = [p.kernel for p in c.prepared if p.kernel]
         assert kernels == ["mcu_transpose_s16", "arm_convolve_wrapper_s16", "arm_depthwise_conv_wrapper_s16",
                            "arm_elementwise_add_s16", "arm_elementwise_mul_s16", "arm_max_pool_s16", "arm_avgpool_s16",
@@ -112,6 +114,8 @@ def test_net_qemu(board: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("board", ["cortex-m4", "cortex-m55"])
 def test_net_cmsis_nn(board: str, tmp_path: Path) -> None:
     print(verify(a16.net(tmp_path / "net.onnx"), board, tmp_path, backend="cmsis-nn"))
+    fc = a16.single("fc_per_tensor", tmp_path / "fc.onnx")
+    print(verify(fc, board, tmp_path / "fc", backend="cmsis-nn"))
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

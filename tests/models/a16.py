@@ -27,7 +27,8 @@ def feeds(shape: tuple[int, ...], n: int = 8, seed: int = 1) -> list[dict[str, n
 
 
 def quantize16(nodes: Sequence[onnx.NodeProto], inits: dict[str, np.ndarray], in_shape: tuple[int, ...],
-               out: Path, *, symmetric: bool = True, overrides: dict[str, Any] | None = None) -> Path:
+               out: Path, *, symmetric: bool = True, overrides: dict[str, Any] | None = None,
+               per_channel: bool = True) -> Path:
     """Quantize the float graph x -> nodes -> y with int16 activations (zero point 0 when symmetric);
     `overrides`: onnxruntime's TensorQuantOverrides with int8 activations elsewhere (a mixed graph)."""
     graph = helper.make_graph(list(nodes), "a16", [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)],
@@ -37,7 +38,7 @@ def quantize16(nodes: Sequence[onnx.NodeProto], inits: dict[str, np.ndarray], in
     model.ir_version = 10
     f32 = out.with_suffix(".f32.onnx")
     onnx.save(model, f32)
-    quantize_static(str(f32), str(out), _Feeds(feeds(in_shape)), quant_format=QuantFormat.QDQ, per_channel=True,
+    quantize_static(str(f32), str(out), _Feeds(feeds(in_shape)), quant_format=QuantFormat.QDQ, per_channel=per_channel,
                     activation_type=QuantType.QInt8 if overrides else QuantType.QInt16, weight_type=QuantType.QInt8,
                     extra_options={"TensorQuantOverrides": overrides} if overrides
                     else {"ActivationSymmetric": symmetric})
@@ -80,6 +81,9 @@ def single(op: str, out: Path) -> Path:
     if op == "fc":
         return quantize16([helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)],
                           {"w": _w(rng, 7, 24, s=0.2), "b": _w(rng, 7, s=0.1)}, (1, 24), out)
+    if op == "fc_per_tensor":  # CMSIS-NN's arm_fully_connected_s16 takes per-tensor weights only
+        return quantize16([helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)],
+                          {"w": _w(rng, 7, 24, s=0.2), "b": _w(rng, 7, s=0.1)}, (1, 24), out, per_channel=False)
     if op == "add":
         return quantize16([helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Add", ["x", "c"], ["y"])],
                           {"w": _w(rng, 4, 4, 1, 1)}, (1, 4, 6, 6), out)
