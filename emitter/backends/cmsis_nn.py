@@ -159,8 +159,6 @@ def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice
 
 
 def no_cmsis_reason(conv: Converter, p: Prepared) -> str:
-    if cmsis_mapping(p.kernel) is None and p.kernel.endswith("_s16") and p.kernel != "mcu_transpose_s16":
-        return "int16 activations: mcugen does not call CMSIS-NN's s16 kernel for this op yet"
     if cmsis_mapping(p.kernel) is None:
         return "CMSIS-NN has no such kernel"
     return "outside what CMSIS-NN's kernel takes (e.g. broadcasting or requantization)"
