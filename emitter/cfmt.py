@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 import numpy as np
 
-C_TYPES = {"int8": "int8_t", "int32": "int32_t", "uint8": "uint8_t", "int16": "int16_t",
+C_TYPES = {"int8": "int8_t", "int32": "int32_t", "uint8": "uint8_t", "int16": "int16_t", "int64": "int64_t",
            "uint32": "uint32_t", "float32": "float"}
 
 

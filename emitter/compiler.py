@@ -20,7 +20,7 @@ from emitter.boards import Board
 from emitter.errors import BudgetError, NodeUnsupported, UnsupportedError, UsageError
 from emitter.ir import Graph
 from emitter.lower import lower
-from emitter.ops import REGISTRY
+from emitter.ops import REGISTRY, a16
 from emitter.ops.base import Prepared
 from emitter.order import orders, reorder
 from emitter.passes.fuse import fuse_activations
@@ -106,7 +106,7 @@ def prepare_all(g: Graph, isa: str = "any") -> tuple[Prepared, ...]:
     out, problems = [], []
     for node in g.nodes:
         try:
-            prep = REGISTRY[node.op].prepare
+            prep = a16.prepare if a16.involves(node, g) else REGISTRY[node.op].prepare  # int16 activations
             out.append(prep(node, g, isa) if "isa" in inspect.signature(prep).parameters else prep(node, g))
         except NodeUnsupported as exc:
             problems.append((node.name, node.source or node.op, node.opset, str(exc)))
@@ -290,9 +290,9 @@ def golden_tensors(c: Compiled, inputs: list[np.ndarray]) -> dict[str, np.ndarra
         x = np.asarray(x)
         if x.size != g.t(name).size:
             raise UsageError(f"input '{name}' needs {g.t(name).size} values, got {x.size}")
-        env[name] = x.astype(np.int8).ravel()
+        env[name] = x.astype(g.t(name).dtype).ravel()
     for node, p in zip(g.nodes, c.prepared, strict=False):
-        env[node.outputs[0]] = np.asarray(p.golden(env)).astype(np.int8).ravel()
+        env[node.outputs[0]] = np.asarray(p.golden(env)).astype(g.t(node.outputs[0]).dtype).ravel()
     return env
 
 

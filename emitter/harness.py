@@ -48,23 +48,24 @@ def write_glue(c: Compiled, folder: Path, *, layer_dump: bool = False, layer_pro
 
 
 def pack(samples: Samples) -> bytes:
-    """input.bin: every sample's inputs in turn, as int8."""
-    return b"".join(np.asarray(x).astype(np.int8).tobytes() for s in samples for x in s)
+    """input.bin: every sample's inputs in turn, as int8 (int16 arrays as little-endian int16)."""
+    return b"".join(np.asarray(x).astype("<i2" if np.asarray(x).dtype == np.int16 else np.int8).tobytes()
+                    for s in samples for x in s)
 
 
 def unpack(c: Compiled, raw: bytes, count: int) -> Samples:
     """output.bin of `count` samples -> per sample, the model's outputs in their shapes."""
     shapes = c.output_shapes
-    per = sum(int(np.prod(s)) for s in shapes)
+    dtypes = [np.dtype(c.graph.t(o).dtype).newbyteorder("<") for o in c.graph.outputs]  # int8, or int16
+    per = sum(int(np.prod(s)) * d.itemsize for s, d in zip(shapes, dtypes, strict=True))
     if len(raw) != per * count:
         raise UsageError(f"output.bin has {len(raw)} bytes, expected {per * count}")
-    arr = np.frombuffer(raw, dtype=np.int8)
     out = []
     for k in range(count):
         row, off = [], k * per
-        for s in shapes:
-            size = int(np.prod(s))
-            row.append(arr[off:off + size].reshape(s))
+        for s, d in zip(shapes, dtypes, strict=True):
+            size = int(np.prod(s)) * d.itemsize
+            row.append(np.frombuffer(raw[off:off + size], dtype=d).astype(d.newbyteorder("=")).reshape(s))
             off += size
         out.append(row)
     return out

@@ -15,6 +15,9 @@ import numpy as np
 
 from emitter.errors import McugenError
 
+ACTIVATION_DTYPES = ("int8", "int16")  # int16: TFLite's int16x8 mode (emitter/ops/a16.py)
+ACT_RANGE = {"int8": (-128, 127), "int16": (-32768, 32767)}  # a clamp to this range is no clamp
+
 
 class IRError(McugenError):
     """An internal inconsistency found by Graph.verify() (a bug in a pass)."""
@@ -146,8 +149,8 @@ class Graph:
                 if o not in self.tensors:
                     raise IRError(f"node '{node.name}' writes unknown tensor '{o}'")
                 t = self.tensors[o]
-                if t.dtype != "int8" or t.quant is None:
-                    raise IRError(f"activation '{o}' must be int8 with quant params, got {t.dtype}")
+                if t.dtype not in ACTIVATION_DTYPES or t.quant is None:
+                    raise IRError(f"activation '{o}' must be int8 (or int16) with quant params, got {t.dtype}")
                 if t.layout is not None and int(np.prod(t.layout.view, dtype=np.int64)) != t.size:
                     raise IRError(f"tensor '{o}' layout view {t.layout.view} != shape {t.shape}")
                 defined.add(o)

@@ -53,7 +53,7 @@ def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
     support/mcu_band.* (row bands and rings) and mcu_sink.* (accumulating segment ends) only when
     some layer runs by rows (`bands`)."""
     rt = data_dir("mcu_runtime")
-    out = [f"include/{h}" for h in RUNTIME_HEADERS]
+    out = [f"include/{h}" for h in RUNTIME_HEADERS + (("mcu_nn_s16.h",) if s16_kernels(kernels) else ())]
     out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]")
                   if bands or p.stem not in ("mcu_band", "mcu_sink"))
     for kern in kernels:
@@ -61,6 +61,11 @@ def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
         out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.[ch]")
                       if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve", "internal"))
     return out
+
+
+def s16_kernels(kernels: list[str]) -> bool:
+    """Does the bundle call an int16-activation kernel (mcu_runtime/include/mcu_nn_s16.h)?"""
+    return any("_s16" in k for k in kernels)
 
 
 @dataclass(frozen=True)
@@ -296,7 +301,10 @@ class BundleBuilder:
             structs.append((a.ctype, ident, c_struct(a.fields, functools.partial(self.ref, k, node_name))))
             return f"&{ident}"
         if isinstance(a, TensorArg):
-            return (ptrs or {}).get(a.name) or self.ptr(a.name)
+            ptr = (ptrs or {}).get(a.name) or self.ptr(a.name)
+            if self.g.t(a.name).dtype == "int16":  # int16 activations (emitter/ops/a16.py): typed pointers
+                ptr = f"({'' if a.name in self.g.nodes[k].outputs else 'const '}int16_t *){ptr}"
+            return ptr
         if isinstance(a, ConstArg):
             return self.const(k, a.suffix, a.data)
         if isinstance(a, IntArg):
@@ -333,6 +341,8 @@ class BundleBuilder:
             assert t.quant is not None
             out.append({"index": k, "macro": f"{upper_ident(self.prefix)}_{kind}{k}", "onnx_name": b.onnx_name,
                         "shape": list(t.shape), "size": t.size, "scale": t.quant.s, "zero_point": t.quant.zp,
+                        "ctype": C_TYPES[t.dtype], "nbytes": t.nbytes, "qmin": int(np.iinfo(t.dtype).min),
+                        "qmax": int(np.iinfo(t.dtype).max),
                         "float_io": b.float_io, "from_uint8": b.from_uint8,
                         "layout": "NHWC" if self.c.io_nhwc and len(t.shape) == 4 else "ONNX order"})
         return out
@@ -365,6 +375,7 @@ class BundleBuilder:
             "cmsis_version": str(self.c.cmsis_version) if self.c.cmsis_version else "",
             "cmsis_supported": cmsis_supported(),
             "numerics": self.g.numerics,
+            "s16": s16_kernels(kernels),
         }
 
     def scratch_checks(self, layers: list[Layer]) -> list[dict[str, Any]]:

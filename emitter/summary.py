@@ -94,8 +94,11 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
 def numerics_note(c: Compiled) -> str:
     """The rounding contract, and whether the user or the model chose it."""
     chosen = "--numerics" if dict(c.options).get("numerics") is not None else "chosen from the model"
+    a16 = sum(1 for n in c.graph.nodes if c.graph.t(n.outputs[0]).dtype == "int16")
+    s16 = (f"; {a16} layers with int16 outputs: TFLite int16x8 (int64 bias, 64-bit requantization) "
+           "whatever the numerics" if a16 else "")  # emitter/ops/a16.py
     if c.graph.numerics == "onnxruntime":
         return (f"numerics: onnxruntime ({chosen}): conv/depthwise/FC/requantize as onnxruntime "
                 "(float32 scale, one rounding half to even), average pools ties to even, in integer "
-                "arithmetic, portable kernels (CMSIS-NN rounds as TFLite); other ops as TFLite")
-    return f"numerics: tflite ({chosen}): TFLite int8 arithmetic, double rounding"
+                "arithmetic, portable kernels (CMSIS-NN rounds as TFLite); other ops as TFLite" + s16)
+    return f"numerics: tflite ({chosen}): TFLite int8 arithmetic, double rounding" + s16

@@ -20,9 +20,10 @@ if TYPE_CHECKING:
     from emitter.boards import Board
 
 
-def quantize(x: np.ndarray, scale: float, zp: int) -> np.ndarray:
+def quantize(x: np.ndarray, scale: float, zp: int, dtype: str = "int8") -> np.ndarray:
     q = np.floor(np.abs(x / scale) + 0.5) * np.sign(x / scale) + zp
-    return np.clip(q, -128, 127).astype(np.int8)
+    info = np.iinfo(dtype)  # int16: TFLite's int16x8 activations (emitter/ops/a16.py)
+    return np.clip(q, info.min, info.max).astype(dtype)
 
 
 def load_inputs(c: Compiled, npz: str | Path | None, samples: int, seed: int = 0) -> list[list[np.ndarray]]:
@@ -34,7 +35,8 @@ def load_inputs(c: Compiled, npz: str | Path | None, samples: int, seed: int = 0
     g = c.graph
     if npz is None:
         rng = np.random.default_rng(seed)
-        return [[rng.integers(-128, 128, size=g.t(n).shape, dtype=np.int8) for n in g.inputs]
+        return [[rng.integers(np.iinfo(g.t(n).dtype).min, np.iinfo(g.t(n).dtype).max + 1, size=g.t(n).shape,
+                              dtype=g.t(n).dtype) for n in g.inputs]
                 for _ in range(samples)]
     try:
         data = np.load(npz)
@@ -50,13 +52,13 @@ def load_inputs(c: Compiled, npz: str | Path | None, samples: int, seed: int = 0
         arr = data[key]
         t = g.t(name)
         arr = arr.reshape((-1,) + tuple(t.shape))
-        if arr.dtype == np.int8:
+        if arr.dtype == np.dtype(t.dtype):
             q = arr
         elif arr.dtype == np.uint8:
             q = (arr.astype(np.int16) - 128).astype(np.int8)
         else:
             assert t.quant is not None
-            q = quantize(arr.astype(np.float64), t.quant.s, t.quant.zp)
+            q = quantize(arr.astype(np.float64), t.quant.s, t.quant.zp, t.dtype)
         per_input.append(q)
     n = min(len(a) for a in per_input)
     return [[a[k] for a in per_input] for k in range(n)]
@@ -86,7 +88,7 @@ def reference_outputs(c: Compiled, npz: str | Path | None, count: int) -> list[l
         return None
     shape = c.output_shapes[0]
     arr = data[key].reshape((-1,) + tuple(shape))
-    return [[arr[k].astype(np.int8)] for k in range(min(count, len(arr)))]
+    return [[arr[k].astype(c.graph.t(c.graph.outputs[0]).dtype)] for k in range(min(count, len(arr)))]
 
 
 def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]],
@@ -122,7 +124,7 @@ def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]],
             b, t = g.boundaries[name], g.t(name)
             assert t.quant is not None
             if b.float_io:
-                y = quantize(np.asarray(y, np.float64), t.quant.s, t.quant.zp)
+                y = quantize(np.asarray(y, np.float64), t.quant.s, t.quant.zp, t.dtype)
             elif b.from_uint8:
                 y = (np.asarray(y).astype(np.int16) - 128).astype(np.int8)
             row.append(np.asarray(y).reshape(t.shape))

@@ -111,12 +111,50 @@ DECLARATIONS: tuple[tuple[str, Scratch | None], ...] = (
      Scratch("int32_t arm_avgpool_s8_get_buffer_size(const int dim_dst_width, const int ch_src)",
              ("output_dims.w", "input_dims.c"), ("avg", ("output_dims.w", "input_dims.c")))),
     (f"arm_cmsis_nn_status arm_max_pool_s8({_POOL})", None),
+    (f"arm_cmsis_nn_status arm_max_pool_s16({_POOL.replace('int8_t', 'int16_t')})", None),
+    # int16 activations (emitter/ops/a16.py): the s16 kernels, int64 bias
+    ("arm_cmsis_nn_status arm_convolve_wrapper_s16(const cmsis_nn_context *ctx, const cmsis_nn_conv_params "
+     "*conv_params, const cmsis_nn_per_channel_quant_params *quant_params, const cmsis_nn_dims *input_dims, "
+     "const int16_t *input_data, const cmsis_nn_dims *filter_dims, const int8_t *filter_data, "
+     "const cmsis_nn_dims *bias_dims, const cmsis_nn_bias_data *bias_data, const cmsis_nn_dims *output_dims, "
+     "int16_t *output_data)",
+     Scratch("int32_t arm_convolve_wrapper_s16_get_buffer_size(const cmsis_nn_conv_params *conv_params, "
+             "const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims, const cmsis_nn_dims *output_dims)",
+             ("conv_params", "input_dims", "filter_dims", "output_dims"),
+             ("conv16", tuple(f.format(p="conv_params") for f in _CONV_SIZER)))),
+    ("arm_cmsis_nn_status arm_depthwise_conv_wrapper_s16(const cmsis_nn_context *ctx, const cmsis_nn_dw_conv_params "
+     "*dw_conv_params, const cmsis_nn_per_channel_quant_params *quant_params, const cmsis_nn_dims *input_dims, "
+     "const int16_t *input_data, const cmsis_nn_dims *filter_dims, const int8_t *filter_data, "
+     "const cmsis_nn_dims *bias_dims, const int64_t *bias_data, const cmsis_nn_dims *output_dims, "
+     "int16_t *output_data)",
+     Scratch("int32_t arm_depthwise_conv_wrapper_s16_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params, "
+             "const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims, const cmsis_nn_dims *output_dims)",
+             ("dw_conv_params", "input_dims", "filter_dims", "output_dims"),
+             ("dw16", (*(f.format(p="dw_conv_params") for f in _CONV_SIZER), "dw_conv_params.ch_mult")))),
+    ("arm_cmsis_nn_status arm_fully_connected_s16(" + _FC.format(q="per_tensor").replace("const int8_t *input_data",
+     "const int16_t *input_data").replace("const int32_t *bias_data", "const int64_t *bias_data").replace(
+     "int8_t *output_data", "int16_t *output_data") + ")",
+     Scratch("int32_t arm_fully_connected_s16_get_buffer_size(const cmsis_nn_dims *filter_dims)",
+             ("filter_dims",), ("fc16", ("filter_dims",)))),
+    (f"arm_cmsis_nn_status arm_avgpool_s16({_POOL.replace('int8_t', 'int16_t')})",
+     Scratch("int32_t arm_avgpool_s16_get_buffer_size(const int dim_dst_width, const int ch_src)",
+             ("output_dims.w", "input_dims.c"), ("avg16", ("output_dims.w", "input_dims.c")))),
+    ("arm_cmsis_nn_status arm_elementwise_add_s16(const int16_t *input_1_vect, const int16_t *input_2_vect, "
+     "const int32_t input_1_offset, const int32_t input_1_mult, const int32_t input_1_shift, "
+     "const int32_t input_2_offset, const int32_t input_2_mult, const int32_t input_2_shift, "
+     "const int32_t left_shift, int16_t *output, const int32_t out_offset, const int32_t out_mult, "
+     "const int32_t out_shift, const int32_t out_activation_min, const int32_t out_activation_max, "
+     "const int32_t block_size)", None),
     ("arm_cmsis_nn_status arm_elementwise_add_s8(const int8_t *input_1_vect, const int8_t *input_2_vect, "
      "const int32_t input_1_offset, const int32_t input_1_mult, const int32_t input_1_shift, "
      "const int32_t input_2_offset, const int32_t input_2_mult, const int32_t input_2_shift, "
      "const int32_t left_shift, int8_t *output, const int32_t out_offset, const int32_t out_mult, "
      "const int32_t out_shift, const int32_t out_activation_min, const int32_t out_activation_max, "
      "const int32_t block_size)", None),
+    ("arm_cmsis_nn_status arm_elementwise_mul_s16(const int16_t *input_1_vect, const int16_t *input_2_vect, "
+     "const int32_t input_1_offset, const int32_t input_2_offset, int16_t *output, const int32_t out_offset, "
+     "const int32_t out_mult, const int32_t out_shift, const int32_t out_activation_min, "
+     "const int32_t out_activation_max, const int32_t block_size)", None),
     ("arm_cmsis_nn_status arm_elementwise_mul_s8(const int8_t *input_1_vect, const int8_t *input_2_vect, "
      "const int32_t input_1_offset, const int32_t input_2_offset, int8_t *output, const int32_t out_offset, "
      "const int32_t out_mult, const int32_t out_shift, const int32_t out_activation_min, "
@@ -157,6 +195,7 @@ API: dict[str, Function] = _table()
 
 TYPES = {  # name -> body of its typedef in arm_nn_types.h (v7.0.0)
     "cmsis_nn_context": "void *buf; int32_t size;",
+    "cmsis_nn_bias_data": "const void *data; const bool is_int32_bias;",
     "cmsis_nn_conv_params": "int32_t input_offset; int32_t output_offset; cmsis_nn_tile stride; cmsis_nn_tile padding; "
                             "cmsis_nn_tile dilation; cmsis_nn_activation activation;",
     "cmsis_nn_dw_conv_params": "int32_t input_offset; int32_t output_offset; int32_t ch_mult; cmsis_nn_tile stride; "

@@ -56,7 +56,7 @@ def sources(path: Path) -> list[Path]:
 
 @lru_cache(maxsize=4)
 def sizer(path: Path) -> Path:
-    """Build (once, cached by path and header hash) the host scratch-size tool."""
+    """Build (once, cached by path, header and tool source hash) the host scratch-size tool."""
     header = (path / "Include" / "arm_nnfunctions.h").read_bytes()
     tool = (data_dir("mcu_runtime") / "tools" / "cmsis_sizer.c").read_bytes()  # its queries change with it
     key = hashlib.sha256(str(path).encode() + header + tool).hexdigest()[:16]

@@ -35,6 +35,7 @@ class DebugLayer:
     nbytes: int
     onnx_tensor: str | None  # the ONNX tensor holding the same values, if the model has one
     onnx_order: np.ndarray | None  # physical position -> logical flat index of onnx_tensor
+    dtype: str = "int8"  # of the dumped tensor (int16: emitter/ops/a16.py)
 
 
 # ---- what to compare ---------------------------------------------------------------------------
@@ -66,7 +67,7 @@ def debug_layers(c: Compiled) -> list[DebugLayer]:
             if cand in known and ct.layout is not None and ct.size == t.size:
                 onnx_name, order = cand, index_map(ct.layout)
                 break
-        out.append(DebugLayer(k, node.name, node.op, p.kernel, name, t.nbytes, onnx_name, order))
+        out.append(DebugLayer(k, node.name, node.op, p.kernel, name, t.nbytes, onnx_name, order, t.dtype))
     return out
 
 
@@ -81,6 +82,7 @@ def parse_layers(raw: bytes, layers: list[DebugLayer], samples: int, what: str) 
     """layers.bin -> {(sample, layer index): output bytes as int8}. A record cut short at the end
     (the run crashed while writing) is dropped; anything else malformed is a VerifyError."""
     sizes = {lay.index: lay.nbytes for lay in layers}
+    dtypes = {lay.index: np.dtype(lay.dtype).newbyteorder("<") for lay in layers}
     out: Dumps = {}
     off = 0
     while off + _RECORD.size <= len(raw):
@@ -92,7 +94,7 @@ def parse_layers(raw: bytes, layers: list[DebugLayer], samples: int, what: str) 
         off += _RECORD.size
         if off + n > len(raw):
             break
-        out[(s, k)] = np.frombuffer(raw, np.int8, n, off).copy()
+        out[(s, k)] = np.frombuffer(raw, dtypes[k], n // dtypes[k].itemsize, off).astype(dtypes[k].newbyteorder("="))
         off += n
     return out
 

@@ -48,8 +48,8 @@ def ort_layers(c: Compiled, layers: list[DebugLayer], samples: Samples) -> list[
         for name, x in zip(g.inputs, sample, strict=True):
             b, t = g.boundaries[name], g.t(name)
             assert t.quant is not None and t.layout is not None
-            logical = np.empty(t.size, np.int8)  # the caller's bytes (e.g. NHWC) in ONNX order
-            logical[index_map(t.layout)] = np.asarray(x, np.int8).ravel()
+            logical = np.empty(t.size, t.dtype)  # the caller's bytes (e.g. NHWC) in ONNX order
+            logical[index_map(t.layout)] = np.asarray(x, t.dtype).ravel()
             x = logical.reshape(t.shape)
             if b.float_io:
                 feed[b.onnx_name] = ((x.astype(np.float32) - t.quant.zp)
@@ -57,7 +57,7 @@ def ort_layers(c: Compiled, layers: list[DebugLayer], samples: Samples) -> list[
             elif b.from_uint8:
                 feed[b.onnx_name] = (x.astype(np.int16) + 128).astype(np.uint8)
             else:
-                feed[b.onnx_name] = x.astype(np.int8)
+                feed[b.onnx_name] = x.astype(t.dtype)
         values = dict(zip(fetch, sess.run(fetch, feed), strict=True))
         row = {}
         for lay, name in wanted:
@@ -72,8 +72,8 @@ def ort_layers(c: Compiled, layers: list[DebugLayer], samples: Samples) -> list[
                 # above 127 cannot be represented: kept as int16 to show up in the difference
                 shift = 128 if m.dtypes.get(name) == np.dtype(np.uint8) else 0
                 y = y.astype(np.int16) - shift
-            elif y.dtype != np.int8:
-                y = quantize(y.astype(np.float64), t.quant.s, t.quant.zp)
+            elif y.dtype != np.dtype(t.dtype):
+                y = quantize(y.astype(np.float64), t.quant.s, t.quant.zp, t.dtype)
             row[lay.tensor] = y.ravel()[lay.onnx_order]
         results.append(row)
     return results

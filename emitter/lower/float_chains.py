@@ -120,7 +120,7 @@ def synthetic_quant(s: LowerState, node: onnx.NodeProto) -> QuantParams | None:
     assert xq is not None
     if node.op_type in KEEPS_RANGE:
         return xq
-    if node.op_type not in FUNCTIONS:
+    if node.op_type not in FUNCTIONS or s.ctx.tensors[s.dq_act[src]].dtype != "int8":  # tables: int8 only
         return None
     defaults, build = FUNCTIONS[node.op_type]
     fn = build({**defaults, **onnx_attrs(node)})
@@ -136,6 +136,9 @@ def synthetic_quant(s: LowerState, node: onnx.NodeProto) -> QuantParams | None:
 def lower_float_chain(s: LowerState, node: onnx.NodeProto, quant: QuantParams) -> None:
     """`node`'s float output gets the int8 form `quant` (from synthetic_quant) and stands for it."""
     t = node.output[0]
+    src = node.input[0] if node.input else ""
+    if src in s.dq_act and s.ctx.tensors[s.dq_act[src]].dtype == "int16":
+        s.synthetic16.add(t)  # moves and pools of int16 data stay int16
     q = s.make_qnode(node, node.op_type, [s.qin(i) for i in node.input], t, quant,
                      -math.inf, math.inf, None, node.op_type + " (float chain)", synthetic=True)
     s.lower_qnode(node.op_type, q)

@@ -21,7 +21,7 @@ from emitter.lower.qparams import narrow_type_problem
 from emitter.lower.state import LowerState
 from emitter.ops.base import QIn
 
-INT8_TYPES = (np.dtype(np.int8), np.dtype(np.uint8))
+INT8_TYPES = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))  # int16: emitter/ops/a16.py
 MOVES = ("Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
 
 
@@ -30,10 +30,11 @@ def graph_input(s: LowerState, name: str) -> None:
     narrow = narrow_type_problem(dtype, f"graph input '{name}'") if dtype is not None else None
     if narrow is not None:
         raise NodeUnsupported(narrow)
-    if dtype is not None and dtype.kind in "iu" and dtype.itemsize == 2:
+    if dtype is not None and dtype == np.uint16:
         raise NodeUnsupported(f"graph input '{name}' is {dtype}: mcugen runs int8 (or uint8) "
-                              "activations only; quantize the model with 8-bit activations "
-                              "(`mcugen quantize`, or quantize_static with activation_type=QInt8)")
+                              "activations, and int16 with zero point 0; quantize the model with "
+                              "activation_type=QInt8, or QInt16 with extra_options="
+                              "{'ActivationSymmetric': True}")
     if dtype in INT8_TYPES:
         if name not in s.quant_of:
             raise QuantError(f"graph input '{name}' is {dtype} but no node gives its scale/zero point")

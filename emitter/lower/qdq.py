@@ -23,7 +23,7 @@ import numpy as np
 import onnx
 
 from emitter.errors import NodeUnsupported
-from emitter.ir import QuantParams
+from emitter.ir import ACT_RANGE, QuantParams
 from emitter.lower.float_chains import lower_float_chain, lower_multi, synthetic_quant
 from emitter.lower.qparams import dequantized_const, onnx_attrs
 from emitter.lower.state import LowerState
@@ -104,7 +104,8 @@ def lower_lone_q(s: LowerState, node: onnx.NodeProto) -> None:
     if src in s.dq_act:
         x = s.dq_act[src]
         y = s.int8_tensor(out, s.out_quant(out), s.ctx.tensors[x].shape)
-        s.ctx.emit(None, "requantize", [x], y, {"act_min": -128, "act_max": 127},
+        lo, hi = ACT_RANGE[s.ctx.tensors[y].dtype]  # int8, or int16 (emitter/ops/a16.py)
+        s.ctx.emit(None, "requantize", [x], y, {"act_min": lo, "act_max": hi},
                    name=node.name or out)
         return
     raise NodeUnsupported(f"quantizes float tensor '{src}' that does not come from a "

@@ -15,7 +15,7 @@ import onnx
 
 from emitter.errors import NodeUnsupported, QuantError
 from emitter.frontend import OnnxModel
-from emitter.ir import Boundary, QuantParams
+from emitter.ir import ACT_RANGE, Boundary, QuantParams
 from emitter.lower.qparams import onnx_attrs, read_qparams
 from emitter.ops.base import LowerCtx, QIn, QNode
 from emitter.quant import round_half_away
@@ -48,6 +48,7 @@ class LowerState:
         self.done: set[str] = set()  # first outputs of ONNX nodes absorbed into a pattern
         self.absorbed: list[onnx.NodeProto] = []  # nodes the current pattern absorbed
         self.problems: list[tuple[str, str, int, str]] = []
+        self.synthetic16: set[str] = set()  # float tensors of a float chain over int16 data: int16 forms
         self.boundaries: dict[str, Boundary] = {}
         self.inputs: list[str] = []
         self.outputs: list[str] = []
@@ -92,9 +93,15 @@ class LowerState:
                 raise QuantError(f"tensor '{onnx_name}' is dequantized with two different scales "
                                  "or zero points; re-export the model with one per tensor")
             return name
+        if synthetic and onnx_name in self.synthetic16:  # a float move of int16 data (float_chains.py)
+            if quant.zp != 0:
+                raise QuantError(f"'{onnx_name}' needs zero point 0 as int16")
+            return self.ctx.act(onnx_name, self.m.shapes.get(onnx_name, shape_hint) or (1,), quant, "int16")
         dtype = np.dtype(np.int8) if synthetic else self.onnx_dtype(onnx_name)
         if dtype is not None and dtype == np.uint8:
             quant = QuantParams(quant.scale, quant.zero_point - 128, quant.axis)
+        elif dtype is not None and dtype == np.int16:  # TFLite int16x8 (emitter/ops/a16.py)
+            return self.int16_tensor(onnx_name, quant, shape_hint)
         elif dtype is not None and dtype != np.int8:
             raise NodeUnsupported(f"activation '{onnx_name}' has type {dtype}; mcugen runs int8 "
                                   "(or uint8) activations only: quantize the model with 8-bit "
@@ -119,6 +126,20 @@ class LowerState:
         name = self.ctx.act(onnx_name, shape, quant)
         if not synthetic:  # a float chain's tensor is reached through dq_act, not as int8 ONNX data
             self.ir_name[onnx_name] = name
+        return name
+
+    def int16_tensor(self, onnx_name: str, quant: QuantParams, shape_hint: tuple[int, ...] | None) -> str:
+        """IR tensor for an ONNX int16 activation: per-tensor, zero point 0 (TFLite's int16x8 mode)."""
+        if quant.scale.size != 1 or quant.zp != 0:
+            raise QuantError(f"int16 activation '{onnx_name}' has zero point {quant.zero_point[:4].tolist()}; "
+                             "mcugen runs int16 activations with zero point 0 only (TFLite's int16x8 "
+                             "mode): re-quantize with quantize_static(..., activation_type=QuantType."
+                             "QInt16, extra_options={'ActivationSymmetric': True})")
+        shape = self.m.shapes.get(onnx_name, shape_hint)
+        if shape is None:
+            raise NodeUnsupported(f"shape of '{onnx_name}' is unknown after shape inference")
+        name = self.ctx.act(onnx_name, shape if shape != () else (1,), quant, "int16")
+        self.ir_name[onnx_name] = name
         return name
 
     def qin(self, float_name: str) -> QIn:
@@ -151,7 +172,7 @@ class LowerState:
         out = self.int8_tensor(out_onnx, out_q, shape_hint, synthetic)
         oq = self.ctx.tensors[out].quant
         assert oq is not None
-        act_min, act_max = FULL_RANGE
+        act_min, act_max = ACT_RANGE[self.ctx.tensors[out].dtype]
         if lo > -math.inf:
             act_min = max(act_min, oq.zp + round_half_away(lo / oq.s))
         if hi < math.inf:
@@ -166,11 +187,12 @@ class LowerState:
         not the op's business here: the op writes its output unclamped, and one standalone
         `requantize` node (same quant in and out) clamps it into q.output; passes/fuse.py moves it
         back into the op where the op can take it."""
-        if (q.act_min, q.act_max) == FULL_RANGE:
+        full = ACT_RANGE[self.ctx.tensors[q.output].dtype]
+        if (q.act_min, q.act_max) == full:
             self.lowering[op_type](self.ctx, q)
             return
         nodes, start = self.ctx.nodes, len(self.ctx.nodes)
-        self.lowering[op_type](self.ctx, replace(q, act_min=FULL_RANGE[0], act_max=FULL_RANGE[1]))
+        self.lowering[op_type](self.ctx, replace(q, act_min=full[0], act_max=full[1]))
         mid = self.ctx.unique(f"{q.output}__unclamped")
         self.ctx.tensors[mid] = replace(self.ctx.tensors[q.output], name=mid)
         k = next(k for k in range(start, len(nodes)) if q.output in nodes[k].outputs)

@@ -39,9 +39,11 @@ def _smaller_than_one(real: float, what: str) -> tuple[int, int]:
 
 
 def add_params(size: int, in1: Bcast, in2: Bcast, s1: float, zp1: int, s2: float, zp2: int,
-               s_out: float, zp_out: int, act_min: int, act_max: int) -> AddParams:
-    """TFLite Micro's int8 ADD Prepare: left_shift 20, twice the larger input scale as the
-    common scale, every multiplier from the float32 scales in double precision."""
+               s_out: float, zp_out: int, act_min: int, act_max: int,
+               left_shift: int = LEFT_SHIFT_INT8) -> AddParams:
+    """TFLite Micro's int8 ADD Prepare: left_shift 20 (15 for int16, emitter/ops/a16.py), twice
+    the larger input scale as the common scale, every multiplier from the float32 scales in
+    double precision."""
     scale1, scale2, scale_out = (float(np.float32(s)) for s in (s1, s2, s_out))
     if min(scale1, scale2, scale_out) <= 0.0:
         raise QuantError(f"ADD scales must be > 0, found {s1!r}, {s2!r} -> {s_out!r}")
@@ -49,9 +51,9 @@ def add_params(size: int, in1: Bcast, in2: Bcast, s1: float, zp1: int, s2: float
     m1, sh1 = _smaller_than_one(scale1 / twice_max_input_scale, "input1")
     m2, sh2 = _smaller_than_one(scale2 / twice_max_input_scale, "input2")
     mo, sho = _smaller_than_one(
-        twice_max_input_scale / ((1 << LEFT_SHIFT_INT8) * scale_out), "output")
+        twice_max_input_scale / ((1 << left_shift) * scale_out), "output")
     return AddParams(size=size, in1=in1, in2=in2, input1_offset=-zp1, input2_offset=-zp2,
-                     output_offset=zp_out, left_shift=LEFT_SHIFT_INT8,
+                     output_offset=zp_out, left_shift=left_shift,
                      input1_multiplier=m1, input1_shift=sh1,
                      input2_multiplier=m2, input2_shift=sh2,
                      output_multiplier=mo, output_shift=sho, act_min=act_min, act_max=act_max)

@@ -206,9 +206,9 @@ class LowerCtx:
         self.tensors[name] = Tensor(name, tuple(data.shape), str(data.dtype), quant, data)
         return name
 
-    def act(self, hint: str, shape: tuple[int, ...], quant: QuantParams) -> str:
+    def act(self, hint: str, shape: tuple[int, ...], quant: QuantParams, dtype: str = "int8") -> str:
         name = self.unique(hint)
-        self.tensors[name] = Tensor(name, tuple(shape), "int8", quant)
+        self.tensors[name] = Tensor(name, tuple(shape), dtype, quant)
         return name
 
     def emit(self, q: QNode | None, op: str, inputs: list[str], output: str,

@@ -20,7 +20,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from emitter.ir import Graph, Node, Tensor
+from emitter.ir import ACT_RANGE, Graph, Node, Tensor
 
 VIEWS = ("reshape", "transpose")
 
@@ -52,7 +52,7 @@ def clamp_range(node: Node, tensors: dict[str, Tensor]) -> tuple[int, int] | Non
         return None
     x, y = tensors[node.inputs[0]], tensors[node.outputs[0]]
     lo, hi = int(node.attrs["act_min"]), int(node.attrs["act_max"])
-    if x.quant is None or not x.quant.same_as(y.quant) or (lo, hi) == (-128, 127):
+    if x.quant is None or not x.quant.same_as(y.quant) or (lo, hi) == ACT_RANGE[y.dtype] or x.dtype != y.dtype:
         return None
     return lo, hi
 

@@ -45,7 +45,7 @@ class _Relayouter:
             while out in self.tensors:
                 out += "_"
             layout = target if last else Layout.identity(src.shape)
-            self.tensors[out] = Tensor(out, src.shape, "int8", src.quant, layout=layout)
+            self.tensors[out] = Tensor(out, src.shape, src.dtype, src.quant, layout=layout)
             self.nodes.append(Node(f"{name}__relayout{k}", "relayout", (cur,), (out,),
                                    MappingProxyType({"in_shape": shape, "perm": perm}),
                                    "layout", opset))

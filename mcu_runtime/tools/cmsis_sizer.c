@@ -13,6 +13,7 @@
  *   avg  VAR  out_w ch
  *   tconv VAR in_n in_h in_w in_c  f_n f_h f_w f_c  out_n out_h out_w out_c  sw sh
  *        (v7.0.0 defines only the generic size function of the transpose conv: every VAR asks it)
+ * and the int16-activation kernels' conv16, dw16, fc16, avg16 with the same numbers.
  */
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,11 @@ int main(void)
     while (scanf("%7s %7s", op, var) == 2) {
         cmsis_nn_dims in, f, out;
         int32_t size = -1;
+        const int s16 = strcmp(op, "conv16") == 0 || strcmp(op, "dw16") == 0 || strcmp(op, "fc16") == 0 ||
+                        strcmp(op, "avg16") == 0;
+        if (s16) {
+            op[strlen(op) - 2] = '\0'; /* the same numbers as the int8 query */
+        }
         if (strcmp(op, "conv") == 0 || strcmp(op, "dw") == 0) {
             int sw, sh, pw, ph, dw, dh, mult = 1;
             if (!read_dims(&in) || !read_dims(&f) || !read_dims(&out) ||
@@ -44,7 +50,10 @@ int main(void)
                 memset(&p, 0, sizeof(p));
                 p.stride.w = sw; p.stride.h = sh; p.padding.w = pw; p.padding.h = ph;
                 p.dilation.w = dw; p.dilation.h = dh; p.activation.min = -128; p.activation.max = 127;
-                if (strcmp(var, "mve") == 0) size = arm_convolve_wrapper_s8_get_buffer_size_mve(&p, &in, &f, &out);
+                if (s16 && strcmp(var, "mve") == 0) size = arm_convolve_wrapper_s16_get_buffer_size_mve(&p, &in, &f, &out);
+                else if (s16 && strcmp(var, "dsp") == 0) size = arm_convolve_wrapper_s16_get_buffer_size_dsp(&p, &in, &f, &out);
+                else if (s16) size = arm_convolve_wrapper_s16_get_buffer_size(&p, &in, &f, &out);
+                else if (strcmp(var, "mve") == 0) size = arm_convolve_wrapper_s8_get_buffer_size_mve(&p, &in, &f, &out);
                 else if (strcmp(var, "dsp") == 0) size = arm_convolve_wrapper_s8_get_buffer_size_dsp(&p, &in, &f, &out);
                 else size = arm_convolve_wrapper_s8_get_buffer_size(&p, &in, &f, &out);
             } else {
@@ -53,7 +62,10 @@ int main(void)
                 p.ch_mult = mult;
                 p.stride.w = sw; p.stride.h = sh; p.padding.w = pw; p.padding.h = ph;
                 p.dilation.w = dw; p.dilation.h = dh; p.activation.min = -128; p.activation.max = 127;
-                if (strcmp(var, "mve") == 0) size = arm_depthwise_conv_wrapper_s8_get_buffer_size_mve(&p, &in, &f, &out);
+                if (s16 && strcmp(var, "mve") == 0) size = arm_depthwise_conv_wrapper_s16_get_buffer_size_mve(&p, &in, &f, &out);
+                else if (s16 && strcmp(var, "dsp") == 0) size = arm_depthwise_conv_wrapper_s16_get_buffer_size_dsp(&p, &in, &f, &out);
+                else if (s16) size = arm_depthwise_conv_wrapper_s16_get_buffer_size(&p, &in, &f, &out);
+                else if (strcmp(var, "mve") == 0) size = arm_depthwise_conv_wrapper_s8_get_buffer_size_mve(&p, &in, &f, &out);
                 else if (strcmp(var, "dsp") == 0) size = arm_depthwise_conv_wrapper_s8_get_buffer_size_dsp(&p, &in, &f, &out);
                 else size = arm_depthwise_conv_wrapper_s8_get_buffer_size(&p, &in, &f, &out);
             }
@@ -61,7 +73,10 @@ int main(void)
             if (!read_dims(&f)) {
                 return 2;
             }
-            if (strcmp(var, "mve") == 0) size = arm_fully_connected_s8_get_buffer_size_mve(&f);
+            if (s16 && strcmp(var, "mve") == 0) size = arm_fully_connected_s16_get_buffer_size_mve(&f);
+            else if (s16 && strcmp(var, "dsp") == 0) size = arm_fully_connected_s16_get_buffer_size_dsp(&f);
+            else if (s16) size = arm_fully_connected_s16_get_buffer_size(&f);
+            else if (strcmp(var, "mve") == 0) size = arm_fully_connected_s8_get_buffer_size_mve(&f);
             else if (strcmp(var, "dsp") == 0) size = arm_fully_connected_s8_get_buffer_size_dsp(&f);
             else size = arm_fully_connected_s8_get_buffer_size(&f);
         } else if (strcmp(op, "tconv") == 0) {
@@ -79,7 +94,10 @@ int main(void)
             if (scanf("%d %d", &ow, &ch) != 2) {
                 return 2;
             }
-            if (strcmp(var, "mve") == 0) size = arm_avgpool_s8_get_buffer_size_mve(ow, ch);
+            if (s16 && strcmp(var, "mve") == 0) size = arm_avgpool_s16_get_buffer_size_mve(ow, ch);
+            else if (s16 && strcmp(var, "dsp") == 0) size = arm_avgpool_s16_get_buffer_size_dsp(ow, ch);
+            else if (s16) size = arm_avgpool_s16_get_buffer_size(ow, ch);
+            else if (strcmp(var, "mve") == 0) size = arm_avgpool_s8_get_buffer_size_mve(ow, ch);
             else if (strcmp(var, "dsp") == 0) size = arm_avgpool_s8_get_buffer_size_dsp(ow, ch);
             else size = arm_avgpool_s8_get_buffer_size(ow, ch);
         } else {

@@ -73,8 +73,9 @@ def build_library(bundles: list[Path], lib: Path) -> ctypes.CDLL:
 
 def run_c(lib: ctypes.CDLL, c: Compiled, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Call <name>_run_multi through ctypes; asserts status 0."""
-    ins = [np.ascontiguousarray(x, dtype=np.int8) for x in inputs]
-    outs = [np.zeros(s, dtype=np.int8) for s in c.output_shapes]
+    g = c.graph  # int8 tensors, or int16 (emitter/ops/a16.py)
+    ins = [np.ascontiguousarray(x, dtype=g.t(n).dtype) for x, n in zip(inputs, g.inputs, strict=True)]
+    outs = [np.zeros(g.t(n).shape, dtype=g.t(n).dtype) for n in g.outputs]
     in_ptrs = (ctypes.c_void_p * len(ins))(*[x.ctypes.data for x in ins])
     out_ptrs = (ctypes.c_void_p * len(outs))(*[y.ctypes.data for y in outs])
     status = getattr(lib, f"{c.name}_run_multi")(in_ptrs, out_ptrs)

@@ -374,6 +374,8 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
        for s in [(), (1,), (N,), (1, N), (M, 1), (M, N), (1, 1)]},
     "qgemm_c4x1_square": lambda: qgemm((4, 1), m=4, n=4),
     "qgemm_no_c": lambda: qgemm(None),
+    "int16_input_quantize": int16_input_q,  # int16 activations, zero point 0 (emitter/ops/a16.py)
+    "int16_input": int16_input_direct,
     "qgemm_transb0_c3x1": lambda: qgemm((M, 1), trans_b=0),
     **{f"qdq_gemm_c{'x'.join(map(str, s)) or 'scalar'}": (lambda s=s: qdq_gemm(s))
        for s in [(), (N,), (1, N), (M, 1), (M, N)]},
@@ -412,9 +414,6 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
 }
 
 WILD_REFUSALS: dict[str, Refusal] = {
-    "int16_input_quantize": Refusal(int16_input_q, ("node 'x' (graph input", "'xq' has type int16",
-                                                    "8-bit activations")),
-    "int16_input": Refusal(int16_input_direct, ("graph input 'x' is int16", "8-bit activations")),
     "qgemm_c_bad_shape": Refusal(lambda: qgemm((N + 1,)), ("bias 'C'", "[6]", "does not broadcast")),
     "qgemm_c_rank3": Refusal(lambda: qgemm((2, M, N)), ("bias 'C'", "[2, 3, 5]")),
     "zero_point_of_another_type": Refusal(qgemm_uint8_input_int8_zero_point,

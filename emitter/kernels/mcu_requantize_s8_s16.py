@@ -1,0 +1,12 @@
+"""Twin of mcu_requantize_s8_s16: int8 -> int16 requantization (a QuantizeLinear to int16 behind an
+int8 layer); the formula of emitter/kernels/mcu_requantize_s16.py. Not in place (the output is wider)."""
+from __future__ import annotations
+
+import numpy as np
+
+from emitter.kernels.mcu_requantize_s8 import RequantizeParams
+from emitter.kernels.mcu_requantize_s16 import requantize_between
+
+
+def mcu_requantize_s8_s16(p: RequantizeParams, x: np.ndarray) -> np.ndarray:
+    return requantize_between(p, x, "int8", "int16")

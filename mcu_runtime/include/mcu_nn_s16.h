@@ -1,0 +1,89 @@
+/*
+ * mcu_nn_s16.h - mcugen's int16-activation kernels (TFLite's int16x8 mode).
+ *
+ * int16 activations with zero point 0 (every input_offset/output_offset is 0), int8 symmetric
+ * weights, int64 bias and accumulator. The params structs are the int8 kernels' (mcu_nn.h); the
+ * clamp range act_min..act_max lies within int16. The output stage of conv, depthwise and fully
+ * connected is TFLite's 64-bit MultiplyByQuantizedMultiplier, mcu_requantize_s64() below; add keeps
+ * the 32-bit recipe with left_shift 15. Python twins: emitter/kernels/mcu_*_s16.py, s16.py.
+ */
+#ifndef MCU_NN_S16_H
+#define MCU_NN_S16_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mcu_nn.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MCU_INT16_MIN (-32768)
+#define MCU_INT16_MAX 32767
+#define MCU_S16_SHIFT_MIN (-31) /* requantization shift range of the 64-bit rule (TFLite) */
+#define MCU_S16_SHIFT_MAX 7
+
+/**
+ * TFLite's 64-bit MultiplyByQuantizedMultiplier (CMSIS-NN arm_nn_requantize_s64): the Q31
+ * multiplier reduced to 16 bits (rounded), then acc * reduced / 2^(15 - shift) rounded half up.
+ * |acc| < 2^47, multiplier >= 0, shift in [-31, 7]; the result is wrapped to int32 as TFLite's is.
+ */
+static inline int32_t mcu_requantize_s64(int64_t acc, int32_t multiplier, int32_t shift)
+{
+    const int64_t reduced = multiplier < 0x7FFF0000 ? ((int64_t)multiplier + (1 << 15)) >> 16 : 0x7FFF;
+    const int32_t total_shift = 15 - shift;
+    const int64_t rounded = acc * reduced + ((int64_t)1 << (total_shift - 1));
+    return (int32_t)(uint32_t)(uint64_t)(rounded >> total_shift);
+}
+
+/** @brief int16x8 convolution: NHWC int16 input/output, OHWI int8 filter, int64 bias (may be NULL).
+ * out = clamp(requantize_s64(sum in * w + bias[oc], multiplier[oc], shift[oc]), act_min, act_max).
+ * Offsets must be 0. No scratch. MCU_ERR_ARG for parameters out of range. */
+mcu_status_t mcu_conv2d_s16(const mcu_conv_params_t *params, const int16_t *input, const int8_t *filter,
+                            const int64_t *bias, int16_t *output);
+
+/** @brief int16x8 depthwise convolution: NHWC int16, filter [1, KH, KW, C_out] int8, int64 bias. */
+mcu_status_t mcu_depthwise_conv2d_s16(const mcu_depthwise_conv_params_t *params, const int16_t *input,
+                                      const int8_t *filter, const int64_t *bias, int16_t *output);
+
+/** @brief int16x8 fully connected: in [batches, K] int16, weights [N, K] int8, bias [N] int64 (may be
+ * NULL), per-tensor or per-channel multipliers. */
+mcu_status_t mcu_fully_connected_s16(const mcu_fc_params_t *params, const int16_t *input,
+                                     const int8_t *weights, const int64_t *bias, int16_t *output);
+
+/** @brief int16 ADD, TFLite's recipe with left_shift 15, same-size operands (no broadcast). In place OK. */
+mcu_status_t mcu_add_s16(const mcu_add_params_t *params, const int16_t *input1, const int16_t *input2,
+                         int16_t *output);
+
+/** @brief int16 MUL, same-size operands, zero points 0: out = clamp(requant(a * b, mo, so)). In place OK. */
+mcu_status_t mcu_mul_s16(const mcu_mul_params_t *params, const int16_t *input1, const int16_t *input2,
+                         int16_t *output);
+
+/** @brief int16 MAX_POOL_2D, NHWC; in and out share scale. */
+mcu_status_t mcu_maxpool_s16(const mcu_pool_params_t *params, const int16_t *input, int16_t *output);
+
+/** @brief int16 AVERAGE_POOL_2D, NHWC, padding excluded from the count, rounding half away from zero. */
+mcu_status_t mcu_avgpool_s16(const mcu_pool_params_t *params, const int16_t *input, int16_t *output);
+
+/** @brief int16 average with requantization, one rounding (TFLite MEAN): GlobalAveragePool, ReduceMean,
+ * AveragePool with a fixed count; offsets 0, at most 65535 taps. */
+mcu_status_t mcu_avgpool_requant_s16(const mcu_avgpool_requant_params_t *params, const int16_t *input,
+                                     int16_t *output);
+
+/** @brief N-D transpose of int16 elements (numpy semantics on physical shapes). Not in place. */
+mcu_status_t mcu_transpose_s16(const mcu_transpose_params_t *params, const int16_t *input,
+                               int16_t *output);
+
+/** @brief Requantization between activation types (TFLite QUANTIZE / Requantize), shift in [-31, 15],
+ * out = clamp(requant(in + input_offset, multiplier, shift) + output_offset, act_min, act_max).
+ * int16 -> int16 may run in place; the widening and narrowing ones not. */
+mcu_status_t mcu_requantize_s16(const mcu_requantize_params_t *params, const int16_t *input, int16_t *output);
+mcu_status_t mcu_requantize_s8_s16(const mcu_requantize_params_t *params, const int8_t *input, int16_t *output);
+mcu_status_t mcu_requantize_s16_s8(const mcu_requantize_params_t *params, const int16_t *input, int8_t *output);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MCU_NN_S16_H */
