@@ -17,6 +17,7 @@ import numpy as np
 
 from emitter.compiler import Compiled
 from emitter.names import NAME_WIDTH, short_name
+from emitter.optimize import CMSIS_OPT_FLAGS, OPT_FLAGS
 
 if TYPE_CHECKING:
     from emitter.boards import Board
@@ -55,9 +56,16 @@ class Profile:
         return "\n".join(rows)
 
 
+def profile_title(c: Compiled, board: str) -> str:
+    """The heading of the per-layer table: the board and the compiler flags it was measured with."""
+    return (f"instructions per layer ({board}, bundle {OPT_FLAGS[c.optimize]}"
+            + (f", CMSIS-NN {CMSIS_OPT_FLAGS[c.optimize]}" if c.cmsis_path else "") + "; median of the samples):")
+
+
 def profile_layers(c: Compiled, bundle: Path, board: Board, samples: list[list[np.ndarray]], work: Path,
-                   cmsis_opt: str = "-Ofast") -> Profile:
-    """Build the profile firmware for `board` (CMSIS-NN, if any, at cmsis_opt), run `samples` in
+                   cmsis_opt: str | None = None) -> Profile:
+    """Build the profile firmware for `board` (the bundle at its --optimize's flags; CMSIS-NN, if
+    any, at cmsis_opt, default those of --optimize), run `samples` in
     QEMU, and split the count per layer."""
     from emitter.errors import VerifyError
     from emitter.harness import run_in_qemu, write_glue
@@ -67,7 +75,7 @@ def profile_layers(c: Compiled, bundle: Path, board: Board, samples: list[list[n
     layers = [lay for lay in BundleBuilder(c).context()["layers"] if not lay.inside]
     write_glue(c, work / "glue", layer_profile=True)
     _, run = run_in_qemu(bundle, work / "glue", board, work, samples, PROFILE_CFLAGS, cmsis_nn=c.cmsis_path,
-                         cmsis_opt=cmsis_opt, run_name="run")
+                         cmsis_opt=cmsis_opt or CMSIS_OPT_FLAGS[c.optimize], run_name="run", opt=OPT_FLAGS[c.optimize])
     laps = np.array(run.laps, dtype=np.int64)
     if laps.ndim != 2 or laps.shape != (len(samples), len(layers)):
         raise VerifyError(f"the profile build reported {laps.shape} laps for {len(samples)} samples x "

@@ -31,6 +31,7 @@ from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.features.sources import DEFINES as DSP_DEFINES
 from emitter.ops.base import CArg, ConstArg, CRef, IntArg, NullArg, Prepared, StructArg, TensorArg, TensorListArg
+from emitter.optimize import CMSIS_OPT_FLAGS, CONFIG, OPT_FLAGS, config_header
 from emitter.planner import scratch_of
 from emitter.report_html import report_html
 from emitter.reportdata import code_estimate, memory
@@ -40,7 +41,7 @@ from emitter.stream import Segment, Stage
 if TYPE_CHECKING:
     from emitter.features.render import FrontEnd
 
-RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_kernel_util.h")
+RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_kernel_util.h", "mcu_config.h")
 
 
 def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
@@ -332,6 +333,8 @@ class BundleBuilder:
             "cmsis_version": str(self.c.cmsis_version) if self.c.cmsis_version else "",
             "cmsis_supported": cmsis_supported(),
             "numerics": self.g.numerics,
+            "optimize": self.c.optimize, "opt": OPT_FLAGS[self.c.optimize],
+            "cmsis_opt": CMSIS_OPT_FLAGS[self.c.optimize],
         }
 
     def scratch_checks(self, layers: list[Layer]) -> list[dict[str, Any]]:
@@ -417,4 +420,5 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str,
     rt = data_dir("mcu_runtime")
     for rel in runtime_files(ctx["kernels"], ctx["bands"]):
         out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()
+    out[CONFIG] = config_header(out[CONFIG], c.optimize)  # the one runtime file a bundle's options change
     return out

@@ -164,17 +164,17 @@ mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *pa
         return MCU_ERR_ARG;
     }
     int32_t size, per_pass;
-    const int32_t path = plan(params, bias, MCU_ISA_NATIVE, &size, &per_pass);
+    const int32_t path = plan(params, bias, MCU_ISA_PLAN, &size, &per_pass);
     if (!scratch_ok(ctx, size)) {
         return MCU_ERR_SCRATCH;
     }
     void *const scratch = size > 0 ? ctx->buf : NULL;
-#if MCU_ISA_NATIVE == MCU_ISA_DSP
+#if MCU_ISA_PLAN == MCU_ISA_DSP
     if (path == MCU_PATH_DSP) {
         mcu_conv2d_s8_dsp(params, input, filter, bias, output, per_pass, scratch);
         return MCU_OK;
     }
-#elif MCU_ISA_NATIVE == MCU_ISA_MVE
+#elif MCU_ISA_PLAN == MCU_ISA_MVE
     if (path == MCU_PATH_MVE) {
         mcu_conv2d_s8_mve(params, input, filter, bias, output, scratch);
         return MCU_OK;

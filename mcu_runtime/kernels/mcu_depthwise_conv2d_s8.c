@@ -102,17 +102,17 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
         !quant_io_valid(&params->q) || !shifts_valid(params->shift, out_dims->c)) {
         return MCU_ERR_ARG;
     }
-    const int32_t path = mcu_depthwise_conv2d_s8_path(params, bias, MCU_ISA_NATIVE);
+    const int32_t path = mcu_depthwise_conv2d_s8_path(params, bias, MCU_ISA_PLAN);
     void *const scratch = scratch_of(ctx, path_scratch(path));
     if (path != MCU_PATH_GENERIC && scratch == NULL) {
         return MCU_ERR_SCRATCH;
     }
     int32_t first_oc = 0; /* the channels before it are done */
-#if MCU_ISA_NATIVE == MCU_ISA_MVE
+#if MCU_ISA_PLAN == MCU_ISA_MVE
     if (path == MCU_PATH_MVE) {
         return mcu_dw_mve((mcu_dw_mve_scratch_t *)scratch, params, input, filter, bias, output);
     }
-#elif MCU_ISA_NATIVE == MCU_ISA_DSP
+#elif MCU_ISA_PLAN == MCU_ISA_DSP
     if (path == MCU_PATH_DSP) {
         mcu_dw_dsp((mcu_dw_dsp_scratch_t *)scratch, params, input, filter, bias, output);
         first_oc = out_dims->c & ~(int32_t)3;
