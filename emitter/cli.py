@@ -298,7 +298,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
     from emitter.codesize import code_bytes
 
     weight_bytes = json.loads(files["report.json"])["weight_bytes"]
-    code = code_bytes(files, sum(1 for p in compiled.prepared if p.kernel), board.core)[0]
+    code = code_bytes(files, sum(1 for p in compiled.prepared if p.kernel), board.core, compiled.optimize)[0]
     check_budgets(args, board, compiled, weight_bytes, code, frontend)
     out_dir = Path(args.output) if args.output else Path(Path(args.model).stem)
     kept = write_bundle(files, out_dir, force=args.force)

@@ -362,7 +362,7 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
     return {
         "mcugen_version": __version__, "model": c.model.path.name, "model_sha256": c.model.sha256,
         "name": c.name, "backend": c.backend, "portable_fallbacks": list(c.fallbacks),
-        "numerics": c.graph.numerics,
+        "numerics": c.graph.numerics, "optimize": c.optimize,
         "cmsis_nn_version": None if c.cmsis_version is None else {
             "release": c.cmsis_version.release, "revision": c.cmsis_version.revision_text,
             "tested": c.cmsis_version.tested},
@@ -377,7 +377,8 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
         "memory_plan": memplan.report(c.graph, c.plan, c.memory),
         "memory": memory(c.plan, len(c.graph.nodes), c.graph.inputs), "board": ctx["board"],
         "cpu_flags": ctx["cpu_flags"],
-    } | code_estimate(ctx["board"], ctx["kernels"]) | ({"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
+    } | code_estimate(ctx["board"], ctx["kernels"], c.optimize, tuple(ctx["runtime_sources"]), len(ctx["layers"])) | (
+        {"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
         {"portable_layers": [{"index": k, "kernel": kernel, "why": why} for k, kernel, why in c.portable_layers]}
         if c.backend == "cmsis-nn" else {})
 

@@ -254,12 +254,15 @@ def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str
             rep.figures.update(instructions=list(run.instructions), stack_bytes=run.stack_bytes,
                                flash_model=fw.model_flash, ram_model=fw.model_ram,
                                ram_model_with_stack=fw.model_ram + (run.stack_bytes or 0), opt=opt,
-                               text=fw.text, rodata=fw.rodata, data=fw.data, bss=fw.bss)
+                               text=fw.text, rodata=fw.rodata, data=fw.data, bss=fw.bss,
+                               code_bytes=fw.model_code(c.name), optimize=c.optimize)
             rep.note(f"instructions per inference ({board.name}, {opt}): "
                      f"{counts[0]:,}" + (f"..{counts[-1]:,}" if len(counts) > 1 else ""))
             rep.note(f"firmware: text {fw.text:,} rodata {fw.rodata:,} data {fw.data:,} bss {fw.bss:,} bytes; "
                      f"model alone: flash {fw.model_flash:,}, RAM {fw.model_ram:,} bytes; "
                      f"inference stack {run.stack_bytes} bytes")
+            rep.note(f"code beyond the weights (linked firmware, --optimize {c.optimize}): "
+                     f"{fw.model_code(c.name):,} bytes" + (" with CMSIS-NN's" if c.cmsis_path else ""))
     ort_out = ort_run(c, model, samples)
     d, n, mx = diff_stats(gold, ort_out)
     rep.note(f"golden ({c.graph.numerics} numerics) vs onnxruntime: {d}/{n} elements differ "
