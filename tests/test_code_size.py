@@ -45,7 +45,7 @@ def firmware(name: str, core: str, optimize: str, work: Path) -> tuple[Firmware,
     bundle = work / f"{name}-{core}-{optimize}"
     write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle / "bundle")
     write_glue(c, bundle / "glue")
-    return build_firmware(bundle / "bundle", bundle / "glue", board, bundle / "fw", OPT_FLAGS[optimize]), c
+    return build_firmware(bundle / "bundle", bundle / "glue", board, bundle / "fw", OPT_FLAGS[optimize], werror=True), c
 
 
 @needs_qemu
