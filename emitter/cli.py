@@ -342,7 +342,7 @@ def profile_report(compiled: Compiled, out_dir: Path, board: Board, args: argpar
     print(profile_title(compiled, board.name))
     print(prof.table())
     return [{"index": lay.index, "name": lay.name, "kernel": lay.kernel, "macs": lay.macs,
-             "instructions": lay.instructions} for lay in prof.layers]
+             "path": lay.path, "instructions": lay.instructions} for lay in prof.layers]
 
 
 def record_figures(report_path: Path, board: str, figures: dict) -> None:

@@ -50,6 +50,15 @@ class Compiled:
     memory: memplan.Choice | None = None  # the plan candidates and why this plan (None: whole layers asked)
 
     @property
+    def plan_isa(self) -> str:
+        """The instruction set the portable kernels' paths and scratch were planned for: what their
+        twins' path() must be asked with to name the path the C takes ("any": no board)."""
+        opts = dict(self.options)
+        if opts.get("isa") is not None:
+            return str(opts["isa"])
+        return PLAN_ISA if self.optimize == "size" else isa_of(opts.get("board"))
+
+    @property
     def optimize(self) -> str:
         """"speed" or "size" (compile_model's `optimize`)."""
         return str(dict(self.options).get("optimize", "speed"))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from emitter.compiler import Compiled
+from emitter.kernels import kernel_path
 from emitter.names import NAME_WIDTH, short_name
 from emitter.optimize import CMSIS_OPT_FLAGS, OPT_FLAGS
 
@@ -34,6 +35,7 @@ class LayerCost:
     kernel: str
     macs: int
     instructions: int  # median over the samples
+    path: str | None = None  # the kernel's code path (its twin's path(), as the C dispatcher takes it)
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,8 @@ class Profile:
         for lay in self.layers:
             name = short_name(lay.name, name_width)
             per_mac = f"{lay.instructions / lay.macs:.2f}" if lay.macs else ""
-            rows.append(f"{lay.index:>3}  {name:<{name_width}} {lay.kernel:<36} {lay.macs:>11,} "
+            kernel = lay.kernel + (f" ({lay.path})" if lay.path else "")
+            rows.append(f"{lay.index:>3}  {name:<{name_width}} {kernel:<36} {lay.macs:>11,} "
                         f"{lay.instructions:>13,} {100.0 * lay.instructions / max(self.total, 1):>5.1f}% {per_mac:>9}")
         rows.append(f"     {'(return to the caller)':<{name_width}} {'':<36} {'':>11} {self.tail:>13,}")
         rows.append(f"     {'total (profile build)':<{name_width}} {'':<36} {'':>11} {self.total:>13,}")
@@ -89,7 +92,9 @@ def profile_layers(c: Compiled, bundle: Path, board: Board, samples: list[list[n
             costs.append(LayerCost(lay.index, lay.name, lay.op, f"layers {seg.first}-{seg.last} streamed",
                                    sum(c.prepared[s.step].macs for s in seg.stages), int(round(v))))
         else:
-            costs.append(LayerCost(lay.index, lay.name, lay.op, lay.kernel, lay.macs, int(round(v))))
+            p = c.prepared[lay.index]
+            costs.append(LayerCost(lay.index, lay.name, lay.op, lay.kernel, lay.macs, int(round(v)),
+                                   kernel_path(p.kernel, p.params, p.operands, c.plan_isa)))
     total = int(round(float(np.median(totals))))
     tail = int(round(float(np.median(totals - laps.sum(axis=1)))))
     return Profile(board.name, tuple(costs), total, tail)

@@ -83,22 +83,24 @@ def test_size_mode_code_is_smaller_and_kws_fits_16k_on_m7(tmp_path: Path) -> Non
 
 
 def test_size_mode_twins_report_the_generic_path_and_plan_its_scratch(tmp_path: Path) -> None:
-    """Speed takes the DSP paths on M7; size plans every conv/depthwise as generic (isa "c"), its scratch."""
+    """Speed takes the DSP paths on M7; size plans every conv/depthwise as generic (isa "c", as
+    MCU_ISA_PLAN under MCU_OPTIMIZE_SIZE), with that path's scratch, and says so (kernel_path, which
+    the per-layer profile prints)."""
     import onnx
 
-    from emitter.backends.kernel_choice import bias_of
+    from emitter.kernels import kernel_path
 
     onnx.save(tiny_qdq_conv(), tmp_path / "conv.onnx")
     board = load_board("cortex-m7")
     for optimize, isa in (("speed", board.isa), ("size", "c")):
         c = compile_model(tmp_path / "conv.onnx", board=board, optimize=optimize)
+        assert c.optimize == optimize and c.plan_isa == isa
         paths = []
         for p in c.prepared:
             twin = {"mcu_conv2d_s8": conv_twin, "mcu_depthwise_conv2d_s8": dw_twin}.get(p.kernel)
             if twin is not None:
-                paths.append(twin.path(p.params, bias_of(p), isa))
-                assert p.scratch == twin.buffer_size(p.params, bias_of(p), isa)
-        assert c.optimize == optimize and paths
+                paths.append(kernel_path(p.kernel, p.params, p.operands, c.plan_isa))
+                assert p.scratch == twin.buffer_size(p.params, p.operands["bias"].data, isa)
         assert ("dsp" in paths) if optimize == "speed" else set(paths) == {"generic"}, (optimize, paths)
 
 
