@@ -20,6 +20,7 @@
  *   loops into per-channel corrections, windows read straight from the input or gathered into
  *   scratch, four channels per pass of the shared dot products (support/mcu_dot_s8.h, in the
  *   target's instructions).
+ * Under MCU_OPTIMIZE_SIZE (mcu_config.h) it plans as on MCU_ISA_C (MCU_ISA_PLAN): generic only.
  *
  * Scratch (mcu_conv2d_s8_get_buffer_size, exact for each path; none is taken from the stack):
  * - generic: 4 * min(C_out, MCU_CONV_OC_BLOCK) bytes of corrections, plus K bytes of patch when

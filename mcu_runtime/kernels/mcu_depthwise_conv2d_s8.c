@@ -18,6 +18,7 @@
  * - _generic.c: everything else, on every target: per output position the valid tap ranges,
  *   then the channels in blocks (four in plain C, four per 4-byte load with DSP, eight with MVE;
  *   depth_multiplier == 1) or one at a time.
+ * Under MCU_OPTIMIZE_SIZE (mcu_config.h) it plans as on MCU_ISA_C (MCU_ISA_PLAN): generic only.
  * Scratch (mcu_depthwise_conv2d_s8_get_buffer_size): the fast paths prepare a group's weights
  * and requantization constants once, in ctx->buf; the generic path needs none.
  */
