@@ -6,12 +6,15 @@
   is smaller than speed mode's on every shared model on M7, and KWS's is at most 16 KB there.
 - The bundle says so (mcu_config.h defines MCU_OPTIMIZE_SIZE, the Makefile and CMakeLists.txt use
   -Os), every conv/depthwise twin reports the generic path, and it is deterministic.
+- The cmsis-nn backend in size mode calls CMSIS-NN for every layer, bit-exact (with CMSIS_NN_PATH).
 - A bad --optimize is a usage error (exit code 2).
 """
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,7 +27,7 @@ from emitter.errors import UsageError
 from emitter.harness import pack, unpack, write_glue
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
 from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
-from emitter.optimize import OPT_FLAGS
+from emitter.optimize import CMSIS_OPT_FLAGS, OPT_FLAGS
 from emitter.render import render_bundle
 from emitter.target.firmware import Firmware, build_firmware
 from emitter.target.qemu import run_qemu
@@ -38,14 +41,33 @@ needs_models = pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared/
 KWS_SIZE_LIMIT = 16 * 1024  # the issue's acceptance: KWS code beyond weights on M7, --optimize size
 
 
-def firmware(name: str, core: str, optimize: str, work: Path) -> tuple[Firmware, object]:
-    """The shared model `name` emitted for `core` with --optimize `optimize`, built for QEMU."""
+def firmware(name: str, core: str, optimize: str, work: Path, cmsis: Path | None = None) -> tuple[Firmware, Any]:
+    """The shared model `name` emitted for `core` with --optimize `optimize` (the cmsis-nn backend
+    with `cmsis`), built for QEMU as --verify builds it."""
     board = load_board(core)
-    c = compile_model(shared_model(name), name="net", board=board, optimize=optimize)
+    c = compile_model(shared_model(name), name="net", board=board, optimize=optimize, cmsis_path=cmsis,
+                      backend="portable" if cmsis is None else "cmsis-nn")
     bundle = work / f"{name}-{core}-{optimize}"
     write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle / "bundle")
     write_glue(c, bundle / "glue")
-    return build_firmware(bundle / "bundle", bundle / "glue", board, bundle / "fw", OPT_FLAGS[optimize], werror=True), c
+    return build_firmware(bundle / "bundle", bundle / "glue", board, bundle / "fw", OPT_FLAGS[optimize], werror=True,
+                          cmsis_nn=cmsis, cmsis_opt=CMSIS_OPT_FLAGS[optimize]), c
+
+
+def run_reference(fw: Firmware, c: Any, name: str, work: Path) -> list[int]:
+    """Run the 8 reference inputs in QEMU; assert QEMU == golden == TFLM; the instruction counts."""
+    ref = np.load(SHARED_MODELS / name / f"{name}_ref.npz")
+    samples = [[x.astype(np.int8).reshape(c.input_shapes[0])] for x in ref["inputs"]]
+    work.mkdir()
+    (work / "input.bin").write_bytes(pack(samples))
+    run = run_qemu(fw.elf, fw.board, work)
+    got = unpack(c, (work / "output.bin").read_bytes(), len(samples))
+    for k, sample in enumerate(samples):
+        gold = golden_run(c, sample)[0]
+        np.testing.assert_array_equal(got[k][0], gold, err_msg=f"{name} on {fw.board.name}: sample {k} vs golden")
+        np.testing.assert_array_equal(got[k][0], ref["tflm_outputs"][k].reshape(gold.shape),
+                                      err_msg=f"{name} on {fw.board.name}: sample {k} vs TFLM")
+    return list(run.instructions)
 
 
 @needs_qemu
@@ -55,20 +77,22 @@ def test_size_mode_is_bit_exact_in_qemu(core: str, tmp_path: Path) -> None:
     """Every shared model, --optimize size, 8 reference inputs: QEMU == golden == TFLM."""
     for name in MODEL_NAMES:
         fw, c = firmware(name, core, "size", tmp_path)
-        ref = np.load(SHARED_MODELS / name / f"{name}_ref.npz")
-        samples = [[x.astype(np.int8).reshape(c.input_shapes[0])] for x in ref["inputs"]]
-        run_dir = tmp_path / f"{name}-run"
-        run_dir.mkdir()
-        (run_dir / "input.bin").write_bytes(pack(samples))
-        run = run_qemu(fw.elf, fw.board, run_dir)
-        got = unpack(c, (run_dir / "output.bin").read_bytes(), len(samples))
-        for k, sample in enumerate(samples):
-            gold = golden_run(c, sample)[0]
-            np.testing.assert_array_equal(got[k][0], gold, err_msg=f"{name} on {core}: sample {k} vs golden")
-            np.testing.assert_array_equal(got[k][0], ref["tflm_outputs"][k].reshape(gold.shape),
-                                          err_msg=f"{name} on {core}: sample {k} vs TFLM")
-        print(f"{name} on {core} --optimize size: {min(run.instructions):,} instructions, "
-              f"code {fw.model_code('net'):,} bytes")
+        counts = run_reference(fw, c, name, tmp_path / f"{name}-run")
+        print(f"{name} on {core} --optimize size: {min(counts):,} instructions, code {fw.model_code('net'):,} bytes")
+
+
+@needs_qemu
+@needs_models
+@pytest.mark.skipif(not os.environ.get("CMSIS_NN_PATH"), reason="CMSIS_NN_PATH is not set (the user's CMSIS-NN)")
+def test_cmsis_nn_size_mode_calls_cmsis_nn_everywhere_bit_exact(tmp_path: Path) -> None:
+    """The cmsis-nn backend under --optimize size: every layer CMSIS-NN takes calls it (mcugen has
+    no fast path left to prefer), CMSIS-NN at -Os; KWS on M7 bit-exact, its code below speed's."""
+    cmsis = Path(os.environ["CMSIS_NN_PATH"])
+    fw, c = firmware("mlperf_kws_dscnn", "cortex-m7", "size", tmp_path, cmsis)
+    assert not c.portable_layers and all(not p.kernel.startswith("mcu_") for p in c.prepared if p.kernel)
+    run_reference(fw, c, "mlperf_kws_dscnn", tmp_path / "run")
+    speed, _ = firmware("mlperf_kws_dscnn", "cortex-m7", "speed", tmp_path, cmsis)
+    assert fw.model_code("net") < speed.model_code("net")
 
 
 @needs_qemu
