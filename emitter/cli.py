@@ -164,6 +164,9 @@ def _bundle_options(p: argparse.ArgumentParser) -> None:
                         "dying operand: free), overlap (+ outputs over dying inputs, row by row), stream "
                         "(+ chains of layers row by row through small rings); the summary prints each "
                         "plan's RAM and overhead")
+    p.add_argument("--optimize", default="speed", choices=["speed", "size"],
+                   help="speed: each kernel's fastest path for the layer's shape (-O2); size: one generic "
+                        "path per kernel, -Os (MCU_OPTIMIZE_SIZE; docs/code_size.md)")
     p.add_argument("--flash-budget", help="fail if flash = weights and parameters + code (mcu_runtime kernels "
                    "and the schedule, estimated per core) exceeds this (e.g. 1M; default: the board's flash)")
     p.add_argument("--force", action="store_true", help="replace an -o folder that is not an mcugen bundle")
@@ -285,7 +288,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
                              board=board, cmsis_path=cmsis,
                              cmsis_choice="cmsis" if args.cmsis_everywhere else "fastest",
                              memory=memory, ram_budget=ram, budget_src=ram_src,
-                             numerics=None if args.numerics == "auto" else args.numerics)
+                             numerics=None if args.numerics == "auto" else args.numerics, optimize=args.optimize)
     from emitter.features.cli import bind_frontend
 
     frontend = bind_frontend(args, compiled)
@@ -295,7 +298,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
     from emitter.codesize import code_bytes
 
     weight_bytes = json.loads(files["report.json"])["weight_bytes"]
-    code = code_bytes(files, sum(1 for p in compiled.prepared if p.kernel), board.core)[0]
+    code = code_bytes(files, sum(1 for p in compiled.prepared if p.kernel), board.core, compiled.optimize)[0]
     check_budgets(args, board, compiled, weight_bytes, code, frontend)
     out_dir = Path(args.output) if args.output else Path(Path(args.model).stem)
     kept = write_bundle(files, out_dir, force=args.force)
@@ -330,17 +333,16 @@ def profile_report(compiled: Compiled, out_dir: Path, board: Board, args: argpar
     """Print the per-layer instruction profile; return it for report.json."""
     import tempfile
 
-    from emitter.profile import profile_layers
+    from emitter.profile import profile_layers, profile_title
     from emitter.verify import load_inputs
 
     samples = load_inputs(compiled, args.inputs, args.samples)
     with tempfile.TemporaryDirectory(prefix="mcugen-profile-") as tmp:
         prof = profile_layers(compiled, out_dir, board, samples, Path(tmp))
-    print(f"instructions per layer ({board.name}, bundle -O2"
-          + (", CMSIS-NN -Ofast" if compiled.cmsis_path else "") + "; median of the samples):")
+    print(profile_title(compiled, board.name))
     print(prof.table())
     return [{"index": lay.index, "name": lay.name, "kernel": lay.kernel, "macs": lay.macs,
-             "instructions": lay.instructions} for lay in prof.layers]
+             "path": lay.path, "instructions": lay.instructions} for lay in prof.layers]
 
 
 def record_figures(report_path: Path, board: str, figures: dict) -> None:

@@ -22,6 +22,7 @@ from emitter.ir import Graph
 from emitter.lower import lower
 from emitter.ops import REGISTRY, a16
 from emitter.ops.base import Prepared
+from emitter.optimize import OPTIMIZE, PLAN_ISA
 from emitter.order import orders, reorder
 from emitter.passes.fuse import fuse_activations
 from emitter.passes.layout import assign_layouts
@@ -49,6 +50,20 @@ class Compiled:
     cmsis_version: CmsisVersion | None = None  # of the CMSIS-NN at cmsis_path
     options: tuple[tuple[str, Any], ...] = ()  # compile_model's arguments after the path
     memory: memplan.Choice | None = None  # the plan candidates and why this plan (None: whole layers asked)
+
+    @property
+    def plan_isa(self) -> str:
+        """The instruction set the portable kernels' paths and scratch were planned for: what their
+        twins' path() must be asked with to name the path the C takes ("any": no board)."""
+        opts = dict(self.options)
+        if opts.get("isa") is not None:
+            return str(opts["isa"])
+        return PLAN_ISA if self.optimize == "size" else isa_of(opts.get("board"))
+
+    @property
+    def optimize(self) -> str:
+        """"speed" or "size" (compile_model's `optimize`)."""
+        return str(dict(self.options).get("optimize", "speed"))
 
     @property
     def input_shapes(self) -> list[tuple[int, ...]]:
@@ -121,15 +136,23 @@ def compile_model(path: str | Path, name: str | None = None,
                   board: Board | None = None, cmsis_path: Path | None = None, guard: bool = False,
                   cmsis_choice: str = "fastest", cmsis_sizes_for: str | None = None,
                   isa: str | None = None, memory: str = "layer", ram_budget: int | None = None,
-                  budget_src: str = "--ram-budget", numerics: str | None = None) -> Compiled:
+                  budget_src: str = "--ram-budget", numerics: str | None = None,
+                  optimize: str = "speed") -> Compiled:
     """memory: "layer" (whole layers, the liveness bound), "overlap", "stream" (the smallest plan
     of that kind) or "auto" (emitter/memplan.choose: by `ram_budget`, else the smallest within 5 %
     estimated overhead). Guard builds always plan whole layers. numerics: "tflite" or
-    "onnxruntime" (the rounding contract); None chooses from the model (numerics_of)."""
+    "onnxruntime" (the rounding contract); None chooses from the model (numerics_of). optimize:
+    "speed" (each kernel's fastest path for the shape) or "size" (the bundle defines
+    MCU_OPTIMIZE_SIZE: every kernel plans its generic path, as on plain C; emitter/optimize.py)."""
     options = (("name", name), ("input_shapes", input_shapes), ("io_nhwc", io_nhwc), ("alignment", alignment),
                ("backend", backend), ("board", board), ("cmsis_path", cmsis_path), ("guard", guard),
                ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for), ("isa", isa),
-               ("memory", memory), ("ram_budget", ram_budget), ("budget_src", budget_src), ("numerics", numerics))
+               ("memory", memory), ("ram_budget", ram_budget), ("budget_src", budget_src), ("numerics", numerics),
+               ("optimize", optimize))
+    if optimize not in OPTIMIZE:
+        raise UsageError(f"unknown --optimize '{optimize}': use {' or '.join(OPTIMIZE)}")
+    if optimize == "size" and isa is None:
+        isa = PLAN_ISA  # MCU_ISA_PLAN in mcu_nn.h: the dispatchers plan as on plain C
     m = frontend.load(path, input_shapes)
     name = check_name(name) if name is not None else c_name(Path(path).stem)
     g = lower(m)
@@ -151,6 +174,8 @@ def compile_model(path: str | Path, name: str | None = None,
             raise UsageError("the cmsis-nn backend needs a board and CMSIS_NN_PATH")
         version = cmsis_nn.check_version(cmsis_path)
         cmsis_path = Path(cmsis_path).resolve()
+        # size: mcugen's kernels have no fast path left to prefer over CMSIS-NN's
+        cmsis_choice = "cmsis" if optimize == "size" else cmsis_choice
         prepared, portable = cmsis_nn.convert_all(prepared, board, cmsis_path, cmsis_choice, cmsis_sizes_for)
     elif backend != "portable":
         raise UsageError(f"unknown backend '{backend}': use portable or cmsis-nn")

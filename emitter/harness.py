@@ -82,12 +82,12 @@ def run_folder(folder: Path, samples: Samples, stale: Sequence[str] = ()) -> Pat
 
 def run_on_host(bundle: Path, glue: Path, work: Path, samples: Samples, cflags: Sequence[str] = (), *,
              werror: bool = False, cmsis_nn: Path | None = None,
-             stale: Sequence[str] = ()) -> tuple[Path, subprocess.CompletedProcess[str]]:
+             stale: Sequence[str] = (), opt: str = "-O2") -> tuple[Path, subprocess.CompletedProcess[str]]:
     """Build bundle + harness with the host gcc under work/host and run it on `samples` in
     work/host_run; returns (run folder, the finished process: check its returncode)."""
     from emitter.target.firmware import build_host
 
-    exe = build_host(bundle, glue, work / "host", cflags, werror=werror, cmsis_nn=cmsis_nn)
+    exe = build_host(bundle, glue, work / "host", cflags, opt=opt, werror=werror, cmsis_nn=cmsis_nn)
     run_dir = run_folder(work / "host_run", samples, stale)
     res = subprocess.run([str(exe)], cwd=run_dir, capture_output=True, text=True, check=False)
     return run_dir, res
@@ -96,12 +96,13 @@ def run_on_host(bundle: Path, glue: Path, work: Path, samples: Samples, cflags: 
 def run_in_qemu(bundle: Path, glue: Path, board: Board, work: Path, samples: Samples,
                cflags: Sequence[str] = (), *, cmsis_nn: Path | None = None, cmsis_opt: str = "-Ofast",
                count_instructions: bool = True, check: bool = True, stale: Sequence[str] = (),
-               run_name: str = "qemu_run") -> tuple[Firmware, QemuRun]:
+               run_name: str = "qemu_run", opt: str = "-O2") -> tuple[Firmware, QemuRun]:
     """Cross-build bundle + harness for `board` under work/fw and run it on `samples` in QEMU in
-    work/<run_name> (see emitter.target.qemu.run_qemu for count_instructions and check)."""
+    work/<run_name> (see emitter.target.qemu.run_qemu for count_instructions and check); opt: the
+    bundle's optimisation (compiler.OPT_FLAGS)."""
     from emitter.target.firmware import build_firmware
     from emitter.target.qemu import run_qemu
 
-    fw = build_firmware(bundle, glue, board, work / "fw", cflags=cflags, cmsis_nn=cmsis_nn, cmsis_opt=cmsis_opt)
+    fw = build_firmware(bundle, glue, board, work / "fw", opt, cflags=cflags, cmsis_nn=cmsis_nn, cmsis_opt=cmsis_opt)
     run_dir = run_folder(work / run_name, samples, stale)
     return fw, run_qemu(fw.elf, board, run_dir, count_instructions=count_instructions, check=check)

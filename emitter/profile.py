@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from emitter.compiler import Compiled
+from emitter.kernels import kernel_path
 from emitter.names import NAME_WIDTH, short_name
+from emitter.optimize import CMSIS_OPT_FLAGS, OPT_FLAGS
 
 if TYPE_CHECKING:
     from emitter.boards import Board
@@ -33,6 +35,7 @@ class LayerCost:
     kernel: str
     macs: int
     instructions: int  # median over the samples
+    path: str | None = None  # the kernel's code path (its twin's path(), as the C dispatcher takes it)
 
 
 @dataclass(frozen=True)
@@ -48,16 +51,24 @@ class Profile:
         for lay in self.layers:
             name = short_name(lay.name, name_width)
             per_mac = f"{lay.instructions / lay.macs:.2f}" if lay.macs else ""
-            rows.append(f"{lay.index:>3}  {name:<{name_width}} {lay.kernel:<36} {lay.macs:>11,} "
+            kernel = lay.kernel + (f" ({lay.path})" if lay.path else "")
+            rows.append(f"{lay.index:>3}  {name:<{name_width}} {kernel:<36} {lay.macs:>11,} "
                         f"{lay.instructions:>13,} {100.0 * lay.instructions / max(self.total, 1):>5.1f}% {per_mac:>9}")
         rows.append(f"     {'(return to the caller)':<{name_width}} {'':<36} {'':>11} {self.tail:>13,}")
         rows.append(f"     {'total (profile build)':<{name_width}} {'':<36} {'':>11} {self.total:>13,}")
         return "\n".join(rows)
 
 
+def profile_title(c: Compiled, board: str) -> str:
+    """The heading of the per-layer table: the board and the compiler flags it was measured with."""
+    return (f"instructions per layer ({board}, bundle {OPT_FLAGS[c.optimize]}"
+            + (f", CMSIS-NN {CMSIS_OPT_FLAGS[c.optimize]}" if c.cmsis_path else "") + "; median of the samples):")
+
+
 def profile_layers(c: Compiled, bundle: Path, board: Board, samples: list[list[np.ndarray]], work: Path,
-                   cmsis_opt: str = "-Ofast") -> Profile:
-    """Build the profile firmware for `board` (CMSIS-NN, if any, at cmsis_opt), run `samples` in
+                   cmsis_opt: str | None = None) -> Profile:
+    """Build the profile firmware for `board` (the bundle at its --optimize's flags; CMSIS-NN, if
+    any, at cmsis_opt, default those of --optimize), run `samples` in
     QEMU, and split the count per layer."""
     from emitter.errors import VerifyError
     from emitter.harness import run_in_qemu, write_glue
@@ -67,7 +78,7 @@ def profile_layers(c: Compiled, bundle: Path, board: Board, samples: list[list[n
     layers = [lay for lay in BundleBuilder(c).context()["layers"] if not lay.inside]
     write_glue(c, work / "glue", layer_profile=True)
     _, run = run_in_qemu(bundle, work / "glue", board, work, samples, PROFILE_CFLAGS, cmsis_nn=c.cmsis_path,
-                         cmsis_opt=cmsis_opt, run_name="run")
+                         cmsis_opt=cmsis_opt or CMSIS_OPT_FLAGS[c.optimize], run_name="run", opt=OPT_FLAGS[c.optimize])
     laps = np.array(run.laps, dtype=np.int64)
     if laps.ndim != 2 or laps.shape != (len(samples), len(layers)):
         raise VerifyError(f"the profile build reported {laps.shape} laps for {len(samples)} samples x "
@@ -81,7 +92,9 @@ def profile_layers(c: Compiled, bundle: Path, board: Board, samples: list[list[n
             costs.append(LayerCost(lay.index, lay.name, lay.op, f"layers {seg.first}-{seg.last} streamed",
                                    sum(c.prepared[s.step].macs for s in seg.stages), int(round(v))))
         else:
-            costs.append(LayerCost(lay.index, lay.name, lay.op, lay.kernel, lay.macs, int(round(v))))
+            p = c.prepared[lay.index]
+            costs.append(LayerCost(lay.index, lay.name, lay.op, lay.kernel, lay.macs, int(round(v)),
+                                   kernel_path(p.kernel, p.params, p.operands, c.plan_isa)))
     total = int(round(float(np.median(totals))))
     tail = int(round(float(np.median(totals - laps.sum(axis=1)))))
     return Profile(board.name, tuple(costs), total, tail)

@@ -31,6 +31,7 @@ from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.features.sources import DEFINES as DSP_DEFINES
 from emitter.ops.base import CArg, ConstArg, CRef, IntArg, Prepared, StructArg, TensorArg, TensorListArg
+from emitter.optimize import CMSIS_OPT_FLAGS, CONFIG, OPT_FLAGS, config_header
 from emitter.planner import scratch_of
 from emitter.report_html import report_html
 from emitter.reportdata import code_estimate, memory
@@ -40,7 +41,7 @@ from emitter.stream import Segment, Stage, twin
 if TYPE_CHECKING:
     from emitter.features.render import FrontEnd
 
-RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_kernel_util.h")
+RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_kernel_util.h", "mcu_config.h")
 
 
 def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
@@ -376,6 +377,8 @@ class BundleBuilder:
             "cmsis_supported": cmsis_supported(),
             "numerics": self.g.numerics,
             "s16": s16_kernels(kernels),
+            "optimize": self.c.optimize, "opt": OPT_FLAGS[self.c.optimize],
+            "cmsis_opt": CMSIS_OPT_FLAGS[self.c.optimize],
         }
 
     def scratch_checks(self, layers: list[Layer]) -> list[dict[str, Any]]:
@@ -404,7 +407,7 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
     return {
         "mcugen_version": __version__, "model": c.model.path.name, "model_sha256": c.model.sha256,
         "name": c.name, "backend": c.backend, "portable_fallbacks": list(c.fallbacks),
-        "numerics": c.graph.numerics,
+        "numerics": c.graph.numerics, "optimize": c.optimize,
         "cmsis_nn_version": None if c.cmsis_version is None else {
             "release": c.cmsis_version.release, "revision": c.cmsis_version.revision_text,
             "tested": c.cmsis_version.tested},
@@ -419,7 +422,8 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
         "memory_plan": memplan.report(c.graph, c.plan, c.memory),
         "memory": memory(c.plan, len(c.graph.nodes), c.graph.inputs), "board": ctx["board"],
         "cpu_flags": ctx["cpu_flags"],
-    } | code_estimate(ctx["board"], ctx["kernels"]) | ({"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
+    } | code_estimate(ctx["board"], ctx["kernels"], c.optimize, tuple(ctx["runtime_sources"]), len(ctx["layers"])) | (
+        {"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
         {"portable_layers": [{"index": k, "kernel": kernel, "why": why} for k, kernel, why in c.portable_layers]}
         if c.backend == "cmsis-nn" else {})
 
@@ -462,4 +466,5 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str,
     rt = data_dir("mcu_runtime")
     for rel in runtime_files(ctx["kernels"], ctx["bands"]):
         out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()
+    out[CONFIG] = config_header(out[CONFIG], c.optimize)  # the one runtime file a bundle's options change
     return out

@@ -6,10 +6,13 @@
       live range in steps (= layers), inclusive; kind "tensor" (an activation) or "scratch" (a
       kernel's scratch, named "<node>#scratch"), "ring" (the last rows of a streamed layer's output,
       "<tensor>#ring") or "input" (a graph input the plan keeps in the arena).
-  "code_estimate": {"about", "toolchain", "kernels": {kernel: bytes}, "support": bytes}
+  "code_estimate": {"about", "toolchain", "optimize", "kernels": {kernel: bytes}, "support": bytes,
+                    "bytes"}
       flash code of each portable kernel the bundle calls, from mcu_runtime/code_sizes.json (made by
-      scripts/code_sizes.py per core; emitter/codesize.py reads it for the flash budget too); absent
-      for a board it does not know. An estimate per kernel object, not a measurement of this bundle.
+      scripts/code_sizes.py per core and --optimize mode; emitter/codesize.py reads it for the flash
+      budget too), and `bytes`, the whole estimate (+ the schedule) the summary and the flash budget
+      state; absent for a board it does not know. An estimate, not a measurement of this bundle:
+      `--verify` adds the linked firmware's "code_bytes" under "measured".
 """
 from __future__ import annotations
 
@@ -31,12 +34,14 @@ def memory(plan: Plan, steps: int, inputs: tuple[str, ...] = ()) -> dict[str, An
     }
 
 
-def code_estimate(board: str, kernels: list[str]) -> dict[str, Any]:
+def code_estimate(board: str, kernels: list[str], optimize: str = "speed", sources: tuple[str, ...] = (),
+                  calls: int = 0) -> dict[str, Any]:
     """{"code_estimate": ...}: the code bytes of each portable kernel the bundle calls (its shipped
     mcu_runtime/ files) and of the shared support code on the board's core, from the one code-size
-    table (emitter/codesize.py, mcu_runtime/code_sizes.json); {} for a board it does not know."""
+    table (emitter/codesize.py, mcu_runtime/code_sizes.json), and the estimate of the bundle's
+    code (its mcu_runtime/ `sources` and `calls` kernel calls); {} for a board it does not know."""
     from emitter.boards import load_board
-    from emitter.codesize import table
+    from emitter.codesize import code_bytes, table
     from emitter.errors import McugenError
 
     try:
@@ -46,7 +51,8 @@ def code_estimate(board: str, kernels: list[str]) -> dict[str, Any]:
     cores = table()["cores"]
     if core not in cores:
         return {}
-    files = cores[core]["files"]
+    sizes = cores[core]["size"] if optimize == "size" else cores[core]
+    files = sizes["files"]
     per_kernel = {}
     for k in kernels:
         own = [f for f in files
@@ -54,6 +60,9 @@ def code_estimate(board: str, kernels: list[str]) -> dict[str, Any]:
         if own:
             per_kernel[k] = sum(files[f] for f in own)
     support = sum(v for f, v in files.items() if f.startswith("support/"))
-    return {"code_estimate": {"about": "text + data of each shipped mcu_runtime/ file compiled alone with the "
-                                       "core's flags (mcu_runtime/code_sizes.json, scripts/code_sizes.py)",
-                              "toolchain": table()["compiler"], "support": support, "kernels": per_kernel}}
+    about = ("text + data of each shipped mcu_runtime/ file compiled alone with the core's flags"
+             if optimize == "speed" else "each shipped mcu_runtime/ file's share of a --gc-sections link at -Os "
+             "with MCU_OPTIMIZE_SIZE")
+    return {"code_estimate": {"about": about + " (mcu_runtime/code_sizes.json, scripts/code_sizes.py)",
+                              "toolchain": table()["compiler"], "support": support, "kernels": per_kernel}
+            | {"optimize": optimize, "bytes": code_bytes(sources, calls, core, optimize)[0]}}

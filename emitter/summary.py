@@ -71,7 +71,8 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
         f"{fmt_bytes(macs)} MACs per inference; board {board}; {backend_note}",
         f"flash: weights and parameters {fmt_bytes(weight_bytes)} bytes"
         + ("" if code_bytes is None else f" + code about {fmt_bytes(code_bytes)} bytes (mcu_runtime kernels "
-           "and the schedule" + (", not CMSIS-NN's" if c.backend == "cmsis-nn" else "") + ")"),
+           "and the schedule" + (", not CMSIS-NN's" if c.backend == "cmsis-nn" else "")
+           + f"; estimate, --optimize {c.optimize}: `--verify` measures it)"),
         f"RAM:   arena {fmt_bytes(plan.arena_size)} bytes + caller's input/output buffers {fmt_bytes(io)} bytes "
         f"= activation RAM {fmt_bytes(activation_ram(g, plan))} bytes",
         *memory_lines(c),

@@ -15,6 +15,7 @@ import numpy as np
 from emitter.compiler import Compiled, golden_run
 from emitter.errors import UsageError, VerifyError
 from emitter.harness import Samples, run_in_qemu, run_on_host, unpack, write_glue
+from emitter.optimize import CMSIS_OPT_FLAGS, OPT_FLAGS
 
 if TYPE_CHECKING:
     from emitter.boards import Board
@@ -156,7 +157,7 @@ def host_twin(c: Compiled) -> Compiled | None:
 
     opts = dict(c.options)
     board = opts.get("board")
-    if board is None or opts.get("isa") == "c" or isa_of(board) == "c":
+    if board is None or opts.get("isa") == "c" or isa_of(board) == "c" or c.optimize == "size":
         return None
     from emitter.compiler import compile_model
 
@@ -177,7 +178,7 @@ def run_host(c: Compiled, bundle: Path, samples: Samples, work: Path,
         write_bundle(render_bundle(twin, " ".join(board.cflags), board.name), bundle, force=True)
     write_glue(c, work / "glue")
     run_dir, res = run_on_host(bundle, work / "glue", work, samples, cflags, werror=True,
-                               cmsis_nn=c.cmsis_path)
+                               cmsis_nn=c.cmsis_path, opt=OPT_FLAGS[c.optimize])
     if res.returncode != 0:
         raise VerifyError(f"host harness exited {res.returncode}: {res.stdout}{res.stderr}")
     return unpack(c, (run_dir / "output.bin").read_bytes(), len(samples))
@@ -243,22 +244,27 @@ def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str
             rep.check(f"host gcc vs {source[0]}", host, expected)
             rep.note(f"{source[0]}: {source[1]}")
         if qemu:
-            fw, run = run_in_qemu(bundle, w / "glue", board, w, samples, cmsis_nn=c.cmsis_path)
+            fw, run = run_in_qemu(bundle, w / "glue", board, w, samples, cmsis_nn=c.cmsis_path,
+                                  opt=OPT_FLAGS[c.optimize], cmsis_opt=CMSIS_OPT_FLAGS[c.optimize])
             target = unpack(c, (run.workdir / "output.bin").read_bytes(), len(samples))
             rep.outputs["qemu"] = target
             rep.check(f"QEMU {board.name} vs golden", target, gold)
             rep.check(f"QEMU {board.name} vs host", target, host)
             counts = sorted(set(run.instructions))
-            opt = "bundle -O2" + (", CMSIS-NN -Ofast" if c.cmsis_path else "")
+            opt = f"bundle {OPT_FLAGS[c.optimize]}" + (
+                f", CMSIS-NN {CMSIS_OPT_FLAGS[c.optimize]}" if c.cmsis_path else "")
             rep.figures.update(instructions=list(run.instructions), stack_bytes=run.stack_bytes,
                                flash_model=fw.model_flash, ram_model=fw.model_ram,
                                ram_model_with_stack=fw.model_ram + (run.stack_bytes or 0), opt=opt,
-                               text=fw.text, rodata=fw.rodata, data=fw.data, bss=fw.bss)
+                               text=fw.text, rodata=fw.rodata, data=fw.data, bss=fw.bss,
+                               code_bytes=fw.model_code(c.name), optimize=c.optimize)
             rep.note(f"instructions per inference ({board.name}, {opt}): "
                      f"{counts[0]:,}" + (f"..{counts[-1]:,}" if len(counts) > 1 else ""))
             rep.note(f"firmware: text {fw.text:,} rodata {fw.rodata:,} data {fw.data:,} bss {fw.bss:,} bytes; "
                      f"model alone: flash {fw.model_flash:,}, RAM {fw.model_ram:,} bytes; "
                      f"inference stack {run.stack_bytes} bytes")
+            rep.note(f"code beyond the weights (linked firmware, --optimize {c.optimize}): "
+                     f"{fw.model_code(c.name):,} bytes" + (" with CMSIS-NN's" if c.cmsis_path else ""))
     ort_out = ort_run(c, model, samples)
     d, n, mx = diff_stats(gold, ort_out)
     rep.note(f"golden ({c.graph.numerics} numerics) vs onnxruntime: {d}/{n} elements differ "

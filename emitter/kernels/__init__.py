@@ -14,6 +14,7 @@ import re
 from functools import cache
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from emitter.resources import data_dir
 
@@ -29,6 +30,17 @@ def twin(kernel: str) -> ModuleType | None:
 
 
 ISAS = ("c", "dsp", "mve")  # MCU_ISA_C, MCU_ISA_DSP, MCU_ISA_MVE in mcu_nn.h
+
+
+def kernel_path(kernel: str, params: Any, operands: dict[str, Any], isa: str) -> str | None:
+    """The code path a portable call takes when its kernels plan for `isa` (Compiled.plan_isa): its
+    twin's path(), the C dispatcher's <kernel>_path(); None for a kernel without paths or a
+    CMSIS-NN call."""
+    module = twin(kernel)
+    path = getattr(module, "path", None) if module is not None else None
+    if path is None or params is None or isa not in ISAS:
+        return None
+    return str(path(params, getattr(operands.get("bias"), "data", None), isa))
 
 
 @cache

@@ -10,8 +10,8 @@ import itertools
 import os
 import re
 import subprocess
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from emitter.boards import Board
@@ -43,6 +43,7 @@ class Firmware:
     model_data: int
     model_bss: int
     build_log: str  # compiler and linker output (warnings), as SCons printed it
+    model_files: dict[str, int] = field(default_factory=dict)  # flash bytes per model object (build-relative)
 
     @property
     def flash(self) -> int:
@@ -59,6 +60,11 @@ class Firmware:
     @property
     def model_ram(self) -> int:
         return self.model_data + self.model_bss
+
+    def model_code(self, name: str) -> int:
+        """The model's flash beyond its weights: everything the map attributes to the bundle (and
+        CMSIS-NN) but the constants of NAME_weights.c, the bundle of model `name`."""
+        return self.model_flash - self.model_files.get(f"obj/bundle/{name}_weights.o", 0)
 
 
 def build_firmware(bundle_dir: Path | str, glue_dir: Path | str, board: Board,
@@ -98,12 +104,13 @@ def build_firmware(bundle_dir: Path | str, glue_dir: Path | str, board: Board,
     elf = build / "firmware.elf"
     map_file = build / "firmware.map"
     totals, kinds = _section_sizes(elf, board)
-    model = _model_sizes(map_file, build, kinds,
-                         tuple(Path(lib).resolve() for lib in (cmsis_nn_lib, bundle_lib) if lib is not None))
+    model, per_file = _model_sizes(map_file, build, kinds,
+                                   tuple(Path(lib).resolve() for lib in (cmsis_nn_lib, bundle_lib) if lib is not None))
     return Firmware(elf=elf, map_file=map_file, board=board, opt=opt,
                     text=totals["text"], rodata=totals["rodata"], data=totals["data"],
                     bss=totals["bss"], model_text=model["text"], model_rodata=model["rodata"],
-                    model_data=model["data"], model_bss=model["bss"], build_log=log)
+                    model_data=model["data"], model_bss=model["bss"], build_log=log,
+                    model_files=per_file)
 
 
 def build_host(bundle_dir: Path | str, glue_dir: Path | str, build_dir: Path | str,
@@ -192,17 +199,35 @@ _OUTPUT = re.compile(r"^(\S+)(\s|$)")
 
 
 def _model_sizes(map_file: Path, build: Path, kinds: dict[str, str],
-                 extra_roots: tuple[Path, ...] = ()) -> dict[str, int]:
+                 extra_roots: tuple[Path, ...] = ()) -> tuple[dict[str, int], dict[str, int]]:
     """Bytes per kind contributed by the bundle's objects (build/obj/bundle/), CMSIS-NN
     (build/cmsis_nn/, or a prebuilt library in extra_roots) and a front end's CMSIS-DSP
-    (build/cmsis_dsp/)."""
+    (build/cmsis_dsp/); and the flash bytes (text, rodata, data) per such object, relative to
+    build (a library's members by the library's path)."""
     model_roots = (build / "obj" / "bundle", build / "cmsis_nn", build / "cmsis_dsp", *extra_roots)
     sizes = dict.fromkeys(_KINDS, 0)
+    per_file: dict[str, int] = {}
+    for output, size, origin in input_sections(map_file):
+        kind = kinds.get(output)
+        if kind is None:
+            continue
+        obj = origin.split("(", 1)[0]  # "lib.a(member.o)" -> "lib.a"
+        path = Path(obj) if os.path.isabs(obj) else build / obj
+        if any(_is_under(path, root) for root in model_roots):
+            sizes[kind] += size
+            if kind != "bss":
+                rel = os.path.relpath(path, build)
+                per_file[rel] = per_file.get(rel, 0) + size
+    return sizes, dict(sorted(per_file.items()))
+
+
+def input_sections(map_file: Path) -> Iterator[tuple[str, int, str]]:
+    """(output section, bytes, origin file) of every input section a GNU ld map lists."""
     text = map_file.read_text(errors="replace")
     start = text.find("Linker script and memory map")
     if start < 0:
         raise ToolchainError(f"{map_file}: not a GNU ld map file")
-    output_kind: str | None = None
+    output: str | None = None
     pending: str | None = None
     for line in text[start:].splitlines()[1:]:
         entry = None
@@ -218,18 +243,12 @@ def _model_sizes(map_file: Path, build: Path, kinds: dict[str, str],
                 pending = line
                 continue
             else:
-                output = _OUTPUT.match(line)
-                if output:
-                    output_kind = kinds.get(output.group(1))
+                out = _OUTPUT.match(line)
+                if out:
+                    output = out.group(1)
                 continue
-        if output_kind is None:
-            continue
-        size, origin = int(entry[0], 16), entry[1].strip()
-        obj = origin.split("(", 1)[0]  # "lib.a(member.o)" -> "lib.a"
-        path = Path(obj) if os.path.isabs(obj) else build / obj
-        if any(_is_under(path, root) for root in model_roots):
-            sizes[output_kind] += size
-    return sizes
+        if output is not None:
+            yield output, int(entry[0], 16), entry[1].strip()
 
 
 def _is_under(path: Path, root: Path) -> bool:

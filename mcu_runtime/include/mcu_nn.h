@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mcu_config.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -51,6 +53,14 @@ typedef struct {
 #define MCU_ISA_NATIVE MCU_ISA_DSP
 #else
 #define MCU_ISA_NATIVE MCU_ISA_C
+#endif
+/* The instruction set a kernel dispatcher plans its path for: MCU_ISA_NATIVE, or MCU_ISA_C (the
+ * generic path, whose dot products still use the target's instructions) when the bundle is built
+ * for size (MCU_OPTIMIZE_SIZE, mcu_config.h). */
+#ifdef MCU_OPTIMIZE_SIZE
+#define MCU_ISA_PLAN MCU_ISA_C
+#else
+#define MCU_ISA_PLAN MCU_ISA_NATIVE
 #endif
 
 /* Code paths a `_path()` query returns: the portable algorithm (its dot products in the target's

@@ -20,6 +20,7 @@
  *   loops into per-channel corrections, windows read straight from the input or gathered into
  *   scratch, four channels per pass of the shared dot products (support/mcu_dot_s8.h, in the
  *   target's instructions).
+ * Under MCU_OPTIMIZE_SIZE (mcu_config.h) it plans as on MCU_ISA_C (MCU_ISA_PLAN): generic only.
  *
  * Scratch (mcu_conv2d_s8_get_buffer_size, exact for each path; none is taken from the stack):
  * - generic: 4 * min(C_out, MCU_CONV_OC_BLOCK) bytes of corrections, plus K bytes of patch when
@@ -170,12 +171,12 @@ static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *pa
         return MCU_ERR_SCRATCH;
     }
     void *const scratch = size > 0 ? ctx->buf : NULL;
-#if MCU_ISA_NATIVE == MCU_ISA_DSP
+#if MCU_ISA_PLAN == MCU_ISA_DSP
     if (path == MCU_PATH_DSP) {
         mcu_conv2d_s8_dsp(params, input, filter, bias, output, per_pass, scratch);
         return MCU_OK;
     }
-#elif MCU_ISA_NATIVE == MCU_ISA_MVE
+#elif MCU_ISA_PLAN == MCU_ISA_MVE
     if (path == MCU_PATH_MVE) {
         mcu_conv2d_s8_mve(params, input, filter, bias, output, scratch);
         return MCU_OK;
@@ -191,7 +192,7 @@ mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *pa
                            const int8_t *input, const int8_t *filter, const int32_t *bias,
                            int8_t *output)
 {
-    return conv2d(ctx, params, input, filter, bias, output, MCU_ISA_NATIVE);
+    return conv2d(ctx, params, input, filter, bias, output, MCU_ISA_PLAN);
 }
 
 mcu_status_t mcu_conv2d_s8_lean(const mcu_context_t *ctx, const mcu_conv_params_t *params,

@@ -18,6 +18,7 @@
  * - _generic.c: everything else, on every target: per output position the valid tap ranges,
  *   then the channels in blocks (four in plain C, four per 4-byte load with DSP, eight with MVE;
  *   depth_multiplier == 1) or one at a time.
+ * Under MCU_OPTIMIZE_SIZE (mcu_config.h) it plans as on MCU_ISA_C (MCU_ISA_PLAN): generic only.
  * Scratch (mcu_depthwise_conv2d_s8_get_buffer_size): the fast paths prepare a group's weights
  * and requantization constants once, in ctx->buf; the generic path needs none.
  */
@@ -108,11 +109,11 @@ static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv
         return MCU_ERR_SCRATCH;
     }
     int32_t first_oc = 0; /* the channels before it are done */
-#if MCU_ISA_NATIVE == MCU_ISA_MVE
+#if MCU_ISA_PLAN == MCU_ISA_MVE
     if (path == MCU_PATH_MVE) {
         return mcu_dw_mve((mcu_dw_mve_scratch_t *)scratch, params, input, filter, bias, output);
     }
-#elif MCU_ISA_NATIVE == MCU_ISA_DSP
+#elif MCU_ISA_PLAN == MCU_ISA_DSP
     if (path == MCU_PATH_DSP) {
         mcu_dw_dsp((mcu_dw_dsp_scratch_t *)scratch, params, input, filter, bias, output);
         first_oc = out_dims->c & ~(int32_t)3;
@@ -129,7 +130,7 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
                                      const int8_t *input, const int8_t *filter,
                                      const int32_t *bias, int8_t *output)
 {
-    return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_NATIVE);
+    return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_PLAN);
 }
 
 mcu_status_t mcu_depthwise_conv2d_s8_lean(const mcu_context_t *ctx,

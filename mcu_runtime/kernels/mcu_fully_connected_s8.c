@@ -98,7 +98,7 @@ mcu_status_t mcu_fully_connected_s8(const mcu_context_t *ctx, const mcu_fc_param
         !shifts_valid(params->shift, params->per_channel ? params->out_features : 1)) {
         return MCU_ERR_ARG;
     }
-    if (!scratch_ok(ctx, mcu_fully_connected_s8_get_buffer_size(params, bias, MCU_ISA_NATIVE))) {
+    if (!scratch_ok(ctx, mcu_fully_connected_s8_get_buffer_size(params, bias, MCU_ISA_PLAN))) {
         return MCU_ERR_SCRATCH;
     }
 

@@ -1,0 +1,26 @@
+"""--optimize speed|size: what each mode changes in a bundle, in one place.
+
+speed (the default): each kernel dispatcher takes its fastest path for the layer's shape (the
+DSP/MVE specialisations), the bundle compiles at -O2 and CMSIS-NN at -Ofast.
+size: the bundle's mcu_runtime/include/mcu_config.h defines MCU_OPTIMIZE_SIZE, under which every
+dispatcher plans its generic path as on plain C (MCU_ISA_PLAN in mcu_nn.h; the shared dot products
+keep the target's instructions), so the twins are asked with isa "c" and the scratch is planned
+for that path; the bundle compiles at -Os, CMSIS-NN too, and the cmsis-nn backend calls CMSIS-NN
+for every layer it supports (mcugen's kernels have no fast path left to prefer). docs/code_size.md
+has the figures.
+"""
+from __future__ import annotations
+
+OPTIMIZE = ("speed", "size")
+OPT_FLAGS = {"speed": "-O2", "size": "-Os"}  # the bundle's compiler optimisation
+CMSIS_OPT_FLAGS = {"speed": "-Ofast", "size": "-Os"}  # CMSIS-NN's, where the bundle's build compiles it
+CONFIG = "mcu_runtime/include/mcu_config.h"  # the bundle's copy of mcu_runtime's build options
+PLAN_ISA = "c"  # size: the instruction set every dispatcher plans its path for
+
+
+def config_header(text: bytes, optimize: str) -> bytes:
+    """The bundle's mcu_config.h: the repository's copy (speed), or with MCU_OPTIMIZE_SIZE defined."""
+    if optimize != "size":
+        return text
+    guard = b"#define MCU_CONFIG_H\n"
+    return text.replace(guard, guard + b"\n#define MCU_OPTIMIZE_SIZE 1\n", 1)
