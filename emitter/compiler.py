@@ -22,7 +22,7 @@ from emitter.ir import Graph
 from emitter.lower import lower
 from emitter.ops import REGISTRY
 from emitter.ops.base import Prepared
-from emitter.passes.fuse import fuse_activations
+from emitter.passes.fuse import fuse_activations, fuse_residual_adds
 from emitter.passes.layout import assign_layouts
 from emitter.planner import GUARD_BYTES, Plan, plan
 from emitter.quant import NUMERICS
@@ -76,7 +76,7 @@ def check_name(name: str) -> str:
 
 def passes(io_nhwc: bool) -> list[Callable[[Graph], Graph]]:
     """The Graph -> Graph passes after lowering, in order (compile_model runs Graph.verify() after each)."""
-    return [fuse_activations, lambda g: assign_layouts(g, io_nhwc)]
+    return [fuse_activations, lambda g: assign_layouts(g, io_nhwc), fuse_residual_adds]
 
 
 def numerics_of(m: frontend.OnnxModel) -> str:

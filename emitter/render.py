@@ -30,6 +30,7 @@ from emitter.cfmt import (
 from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.features.sources import DEFINES as DSP_DEFINES
+from emitter.kernels import twin
 from emitter.ops.base import CArg, ConstArg, CRef, IntArg, NullArg, Prepared, StructArg, TensorArg, TensorListArg
 from emitter.planner import scratch_of
 from emitter.report_html import report_html
@@ -55,7 +56,8 @@ def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
     out = [f"include/{h}" for h in RUNTIME_HEADERS]
     out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]")
                   if bands or not p.stem == "mcu_band")
-    for kern in kernels:
+    deps = [d for k in kernels for d in getattr(twin(k), "RUNTIME_DEPS", ())]  # a fused kernel's parts
+    for kern in dict.fromkeys([*kernels, *deps]):
         out.append(f"kernels/{kern}.c")
         out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.[ch]")
                       if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve", "internal"))
@@ -279,12 +281,10 @@ class BundleBuilder:
 
     def ref(self, k: int, node_name: str, path: str, v: np.ndarray | CRef) -> str:
         """The C expression of a reference field of layer k's structs: an array of a params
-        struct (a const array named after the field), or a CRef of a CMSIS-NN struct: a const array
+        struct (a const array named after the field, `conv_multiplier` for conv.multiplier), or a CRef of a CMSIS-NN struct: a const array
         (with its cast), the layer's scratch in the arena, or NULL."""
-        if isinstance(v, np.ndarray):
-            if "." in path:
-                raise TypeError(f"{path}: array fields are only supported at the top level of a struct")
-            return self.const(k, path, v)
+        if isinstance(v, np.ndarray):  # a nested struct's array (a fused kernel's): named by its path
+            return self.const(k, path.replace(".", "_"), v)
         if v.kind == "array":
             assert v.array is not None
             return f"{v.cast}{self.const(k, v.array.suffix, v.array.data)}"

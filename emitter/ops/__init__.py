@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-OP_MODULES = ("conv", "fully_connected", "add", "mul", "minmax", "pool", "requantize", "lut", "softmax",
+OP_MODULES = ("conv", "conv_add", "fully_connected", "add", "mul", "minmax", "pool", "requantize", "lut", "softmax",
               "concat", "pad", "slice", "resize", "transpose", "reshape", "float_island")
 VIEW_OPS = ("reshape", "transpose")
 

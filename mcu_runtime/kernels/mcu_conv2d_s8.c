@@ -149,6 +149,13 @@ mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *pa
                            const int8_t *input, const int8_t *filter, const int32_t *bias,
                            int8_t *output)
 {
+    return mcu_conv2d_s8_run(ctx, params, input, filter, bias, output, NULL);
+}
+
+mcu_status_t mcu_conv2d_s8_run(const mcu_context_t *ctx, const mcu_conv_params_t *params,
+                               const int8_t *input, const int8_t *filter, const int32_t *bias,
+                               int8_t *output, const mcu_conv_fuse_t *fuse)
+{
     if (params == NULL || input == NULL || filter == NULL || output == NULL ||
         params->multiplier == NULL || params->shift == NULL) {
         return MCU_ERR_ARG;
@@ -171,17 +178,25 @@ mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *pa
     void *const scratch = size > 0 ? ctx->buf : NULL;
 #if MCU_ISA_NATIVE == MCU_ISA_DSP
     if (path == MCU_PATH_DSP) {
-        mcu_conv2d_s8_dsp(params, input, filter, bias, output, per_pass, scratch);
+        mcu_conv2d_s8_dsp(params, input, filter, bias, output, per_pass, scratch, fuse);
         return MCU_OK;
     }
 #elif MCU_ISA_NATIVE == MCU_ISA_MVE
     if (path == MCU_PATH_MVE) {
         mcu_conv2d_s8_mve(params, input, filter, bias, output, scratch);
+        if (fuse != NULL) {
+            /* the MVE path has no residual Add in its output stage: it runs over the finished
+             * output (which overlaps neither input nor skip) */
+            const int32_t size = out_dims->n * out_dims->h * out_dims->w * out_dims->c;
+            for (int32_t i = 0; i < size; ++i) {
+                output[i] = mcu_conv_fuse_one(fuse, output[i], fuse->skip[i]);
+            }
+        }
         return MCU_OK;
     }
 #endif
     (void)path;
     (void)per_pass;
-    mcu_conv2d_s8_generic(params, input, filter, bias, output, scratch);
+    mcu_conv2d_s8_generic(params, input, filter, bias, output, scratch, fuse);
     return MCU_OK;
 }

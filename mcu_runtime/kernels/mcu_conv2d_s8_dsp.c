@@ -228,7 +228,8 @@ static inline int8_t dsp_out(int32_t acc2, int32_t mult, int32_t base, int32_t s
  * requant2_lift and base' (requant2_no_tie, computed once per call). */
 MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *xbuf,
                                   const int8_t *filter, const int32_t *bias, int8_t *out,
-                                  int32_t per_pass, int no_tie, const int32_t *rq)
+                                  int32_t per_pass, int no_tie, const int32_t *rq,
+                                  const mcu_conv_fuse_t *fuse)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t full_groups = k >> 2;
@@ -283,6 +284,17 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
             a3 = mcu_clamp_s32(a3, q.act_min, q.act_max);
         }
         int8_t *const o = out + oc;
+        if (fuse != NULL) {
+            /* the residual Add: each value with the skip element at its place */
+            const int8_t *const s = fuse->skip + (o - fuse->output);
+            if (per_pass == 4) {
+                o[3 * out_c] = mcu_conv_fuse_one(fuse, a3, s[3 * out_c]);
+                o[2 * out_c] = mcu_conv_fuse_one(fuse, a2, s[2 * out_c]);
+            }
+            o[out_c] = mcu_conv_fuse_one(fuse, a1, s[out_c]);
+            o[0] = mcu_conv_fuse_one(fuse, a0, s[0]);
+            continue;
+        }
         if (per_pass == 4) {
             o[3 * out_c] = (int8_t)a3;
             o[2 * out_c] = (int8_t)a2;
@@ -295,7 +307,7 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
 /* P = 1: every output channel of one position, two channels per pass */
 static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
                             const int8_t *filter, const int32_t *bias, int8_t *out,
-                            const int32_t *rq)
+                            const int32_t *rq, const mcu_conv_fuse_t *fuse)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t full_groups = k >> 2;
@@ -331,27 +343,34 @@ static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
         }
         const int8_t v1 = dsp_out(a[1], p->multiplier[oc1], base1, p->shift[oc1], &q, full);
         const int8_t v0 = dsp_out(a[0], p->multiplier[oc], base0, p->shift[oc], &q, full);
-        out[oc1] = v1;
-        out[oc] = v0;
+        if (fuse != NULL) { /* the residual Add */
+            const int8_t *const s = fuse->skip + (out - fuse->output);
+            out[oc1] = mcu_conv_fuse_one(fuse, v1, s[oc1]);
+            out[oc] = mcu_conv_fuse_one(fuse, v0, s[oc]);
+        } else {
+            out[oc1] = v1;
+            out[oc] = v0;
+        }
     }
 }
 
 /* Every output channel of per_pass consecutive positions whose windows are in xbuf. */
 MCU_CONV_NOINLINE static void dsp_channels(const mcu_conv_params_t *p, const int32_t *xbuf,
                                            const int8_t *filter, const int32_t *bias,
-                                           int8_t *out, int32_t per_pass, const int32_t *rq)
+                                           int8_t *out, int32_t per_pass, const int32_t *rq,
+                                           const mcu_conv_fuse_t *fuse)
 {
     const int no_tie = p->q.rounding == MCU_ROUND_NEAREST_NO_TIE;
     if (per_pass == 4 && !no_tie) {
-        dsp_channels_p(p, xbuf, filter, bias, out, 4, 0, rq);
+        dsp_channels_p(p, xbuf, filter, bias, out, 4, 0, rq, fuse);
     } else if (per_pass == 4) {
-        dsp_channels_p(p, xbuf, filter, bias, out, 4, 1, rq);
+        dsp_channels_p(p, xbuf, filter, bias, out, 4, 1, rq, fuse);
     } else if (per_pass == 2 && !no_tie) {
-        dsp_channels_p(p, xbuf, filter, bias, out, 2, 0, rq);
+        dsp_channels_p(p, xbuf, filter, bias, out, 2, 0, rq, fuse);
     } else if (per_pass == 2) {
-        dsp_channels_p(p, xbuf, filter, bias, out, 2, 1, rq);
+        dsp_channels_p(p, xbuf, filter, bias, out, 2, 1, rq, fuse);
     } else {
-        dsp_channels_p1(p, xbuf, filter, bias, out, rq);
+        dsp_channels_p1(p, xbuf, filter, bias, out, rq, fuse);
     }
 }
 
@@ -408,7 +427,8 @@ static void dsp_window(const mcu_conv_block_t *c, const int8_t *input, int32_t n
 /* The whole convolution through the DSP path, per_pass = dsp_positions(). */
 /* The whole convolution through the DSP path, per_pass = mcu_conv2d_s8_dsp_positions(). */
 void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
-                       const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch)
+                       const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch,
+                       const mcu_conv_fuse_t *fuse)
 {
     const int32_t filter_size = p->filter.h * p->filter.w * p->input.c;
     int32_t *const xbuf = (int32_t *)scratch;
@@ -427,6 +447,7 @@ void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const in
     c.filter = filter;
     c.filter_size = filter_size;
     c.in_row = p->input.w * p->input.c;
+    c.fuse = NULL; /* this path applies the residual Add itself (dsp_channels) */
     const int32_t positions = p->input.n * p->output.h * p->output.w;
     for (int32_t first = 0; first < positions; first += per_pass) {
         /* per_pass consecutive positions; the last pass overlaps the one before (recomputing
@@ -435,7 +456,7 @@ void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const in
         for (int32_t i = 0; i < per_pass; ++i) {
             dsp_window(&c, input, n0 + i, xbuf, i, per_pass, patch);
         }
-        dsp_channels(p, xbuf, filter, bias, output + n0 * p->output.c, per_pass, rq);
+        dsp_channels(p, xbuf, filter, bias, output + n0 * p->output.c, per_pass, rq, fuse);
     }
 }
 
