@@ -104,9 +104,9 @@ def fuse_activations(g: Graph) -> Graph:
 # -- residual adds --------------------------------------------------------------------------------
 #    conv(x) -> t;  add(t, s) | add(s, t) -> y    =>  conv_add(x, s) -> y      (emitter/ops/conv_add.py)
 # when t feeds only that add and is no graph output, the conv is a regular one (group 1), the add
-# has no broadcast (t, s and y share shape and layout), and s is ready before the conv (produced
-# earlier, or a graph input). With two candidate convs the later one takes the add. The fused node
-# takes the conv's place and name; t disappears (its quant lives on in the attrs).
+# has no broadcast (t, s and y share shape and layout) and s is an activation. With two candidate
+# convs the later one takes the add. The fused node takes the add's place (every input is ready
+# there) and the conv's name; t disappears (its quant lives on in the attrs).
 
 
 def residual_candidate(nodes: list[Node], k: int, tensors: dict[str, Tensor], users: dict[str, int],
@@ -124,8 +124,6 @@ def residual_candidate(nodes: list[Node], k: int, tensors: dict[str, Tensor], us
         tt, st = tensors[t], tensors[s]
         if st.is_const or tt.shape != y.shape or st.shape != y.shape or tt.layout != y.layout \
                 or st.layout != y.layout or tt.dtype != "int8" or st.dtype != "int8" or st.alias_of or tt.alias_of:
-            continue
-        if producer.get(s, -1) >= j:  # the skip operand must be ready before the conv runs
             continue
         if best is None or j > best[0]:
             best = (j, pos)
@@ -153,7 +151,7 @@ def fuse_residual_adds(g: Graph) -> Graph:
                  "mid_zp": int(mid.quant.zero_point[0]), "skip_first": pos == 1,
                  "subtract": bool(add.attrs.get("subtract", False)),
                  "add_act_min": int(add.attrs["act_min"]), "add_act_max": int(add.attrs["act_max"])}
-        nodes[j] = Node(conv.name, "conv_add", (*conv.inputs[:3], add.inputs[1 - pos]), add.outputs,
+        nodes[k] = Node(conv.name, "conv_add", (*conv.inputs[:3], add.inputs[1 - pos]), add.outputs,
                         MappingProxyType(attrs), f"{conv.source or 'Conv'} + {add.source or 'Add'}", conv.opset)
-        del nodes[k]
+        del nodes[j]
     return g.with_nodes(nodes, tensors)
