@@ -281,8 +281,9 @@ class BundleBuilder:
 
     def ref(self, k: int, node_name: str, path: str, v: np.ndarray | CRef) -> str:
         """The C expression of a reference field of layer k's structs: an array of a params
-        struct (a const array named after the field, `conv_multiplier` for conv.multiplier), or a CRef of a CMSIS-NN struct: a const array
-        (with its cast), the layer's scratch in the arena, or NULL."""
+        struct (a const array named after the field, `conv_multiplier` for conv.multiplier), or a
+        CRef of a CMSIS-NN struct: a const array (with its cast), the layer's scratch in the arena,
+        or NULL."""
         if isinstance(v, np.ndarray):  # a nested struct's array (a fused kernel's): named by its path
             return self.const(k, path.replace(".", "_"), v)
         if v.kind == "array":

@@ -145,6 +145,15 @@ int32_t mcu_conv2d_s8_path(const mcu_conv_params_t *params, const int32_t *bias,
     return plan(params, bias, isa, &size, &per_pass);
 }
 
+MCU_CONV_NOINLINE void mcu_conv2d_s8_fuse_store(const mcu_conv_fuse_t *f, int8_t *o, int32_t stride,
+                                                const int32_t *v, int32_t n)
+{
+    const int8_t *const s = f->skip + (o - f->output);
+    for (int32_t r = 0; r < n; ++r) {
+        o[r * stride] = mcu_conv_fuse_one(f, v[r], s[r * stride]);
+    }
+}
+
 mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                            const int8_t *input, const int8_t *filter, const int32_t *bias,
                            int8_t *output)
@@ -187,8 +196,8 @@ mcu_status_t mcu_conv2d_s8_run(const mcu_context_t *ctx, const mcu_conv_params_t
         if (fuse != NULL) {
             /* the MVE path has no residual Add in its output stage: it runs over the finished
              * output (which overlaps neither input nor skip) */
-            const int32_t size = out_dims->n * out_dims->h * out_dims->w * out_dims->c;
-            for (int32_t i = 0; i < size; ++i) {
+            const int32_t count = out_dims->n * out_dims->h * out_dims->w * out_dims->c;
+            for (int32_t i = 0; i < count; ++i) {
                 output[i] = mcu_conv_fuse_one(fuse, output[i], fuse->skip[i]);
             }
         }

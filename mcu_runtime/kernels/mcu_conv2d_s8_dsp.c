@@ -284,15 +284,9 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
             a3 = mcu_clamp_s32(a3, q.act_min, q.act_max);
         }
         int8_t *const o = out + oc;
-        if (fuse != NULL) {
-            /* the residual Add: each value with the skip element at its place */
-            const int8_t *const s = fuse->skip + (o - fuse->output);
-            if (per_pass == 4) {
-                o[3 * out_c] = mcu_conv_fuse_one(fuse, a3, s[3 * out_c]);
-                o[2 * out_c] = mcu_conv_fuse_one(fuse, a2, s[2 * out_c]);
-            }
-            o[out_c] = mcu_conv_fuse_one(fuse, a1, s[out_c]);
-            o[0] = mcu_conv_fuse_one(fuse, a0, s[0]);
+        if (fuse != NULL) { /* the residual Add: each value with the skip element at its place */
+            const int32_t v[4] = {a0, a1, a2, a3};
+            mcu_conv2d_s8_fuse_store(fuse, o, out_c, v, per_pass);
             continue;
         }
         if (per_pass == 4) {
@@ -343,10 +337,9 @@ static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
         }
         const int8_t v1 = dsp_out(a[1], p->multiplier[oc1], base1, p->shift[oc1], &q, full);
         const int8_t v0 = dsp_out(a[0], p->multiplier[oc], base0, p->shift[oc], &q, full);
-        if (fuse != NULL) { /* the residual Add */
-            const int8_t *const s = fuse->skip + (out - fuse->output);
-            out[oc1] = mcu_conv_fuse_one(fuse, v1, s[oc1]);
-            out[oc] = mcu_conv_fuse_one(fuse, v0, s[oc]);
+        if (fuse != NULL) { /* the residual Add (oc1 == oc: the same value twice) */
+            const int32_t v[2] = {v0, v1};
+            mcu_conv2d_s8_fuse_store(fuse, out + oc, oc1 - oc, v, 2);
         } else {
             out[oc1] = v1;
             out[oc] = v0;

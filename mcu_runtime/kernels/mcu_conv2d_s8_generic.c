@@ -66,7 +66,7 @@ static inline void put(const mcu_conv_fuse_t *fuse, int8_t *out_px, int32_t oc, 
     if (fuse == NULL) {
         out_px[oc] = (int8_t)v;
     } else {
-        out_px[oc] = mcu_conv_fuse_one(fuse, v, fuse->skip[(out_px - fuse->output) + oc]);
+        mcu_conv2d_s8_fuse_store(fuse, out_px + oc, 1, &v, 1);
     }
 }
 
@@ -88,9 +88,7 @@ static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
     }
     int32_t vals[4];
     vstrwq_s32(vals, q);
-    for (int32_t r = 0; r < 4; ++r) {
-        put(fuse, out_px, oc + r, vals[r]);
-    }
+    mcu_conv2d_s8_fuse_store(fuse, out_px + oc, 1, vals, 4);
 }
 
 #else
@@ -104,10 +102,11 @@ static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
     const int32_t *const shift = params->shift + oc;
     int8_t *const out = out_px + oc;
     if (fuse != NULL) {
+        int32_t vals[4];
         for (int32_t r = 0; r < 4; ++r) {
-            put(fuse, out_px, oc + r,
-                output_stage(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r], shift[r], &q));
+            vals[r] = output_stage(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r], shift[r], &q);
         }
+        mcu_conv2d_s8_fuse_store(fuse, out_px + oc, 1, vals, 4);
     } else if (q.rounding == MCU_ROUND_TFLITE) {
         for (int32_t r = 0; r < 4; ++r) {
             out[r] = output_stage_tflite(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r],
