@@ -6,23 +6,21 @@ So the golden is the unfused golden by construction: the two twins, composed. Th
 the Add in the conv's output stage (no intermediate tensor); its doubling high multiplies are
 SMMULR-style products, exact for the Add's operand ranges (mcu_conv2d_s8_internal.h).
 
-CMSIS-NN has no fused kernel: its form of the layer is arm_convolve_wrapper_s8 writing the output,
-then arm_elementwise_add_s8 over it in place (the output overlaps neither input nor skip).
+CMSIS-NN has no fused kernel: the compiler fuses only where mcugen's convolution is the chosen one
+(emitter/compiler.py residual_fusion).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.kernels import mcu_add_s8 as add_twin
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
 from emitter.kernels.common import Bcast, check_range
 from emitter.kernels.mcu_add_s8 import AddParams
 from emitter.kernels.mcu_conv2d_s8 import ConvParams
-from emitter.ops.base import Call, Prepared, TensorArg
 
 RUNTIME_DEPS = ("mcu_conv2d_s8",)  # the conv's dispatcher and path files ship with this kernel
 
@@ -44,7 +42,7 @@ def check_conv_add(p: ConvAddParams) -> None:
         raise ValueError(f"conv_add: the add covers {p.add.size} elements ({p.add.in1}, {p.add.in2}); "
                          f"the conv writes {size}, without broadcast")
     for name in ("input1_shift", "input2_shift", "output_shift"):
-        check_range(name, getattr(p.add, name), -31, 0)
+        check_range(name, getattr(p.add, name), -30, 0)
     check_range("skip_first", p.skip_first, 0, 1)
 
 
@@ -57,30 +55,22 @@ def mcu_conv2d_add_s8(p: ConvAddParams, input: np.ndarray, filter: np.ndarray, b
     return add_twin.mcu_add_s8(p.add, skip, v) if p.skip_first else add_twin.mcu_add_s8(p.add, v, skip)
 
 
+def _isa(isa: str) -> str:
+    """The C dispatcher plans a fused call on MVE as on plain C: the generic path (with MVE stores)."""
+    return "c" if isa == "mve" else isa
+
+
 def buffer_size(p: Any, bias: np.ndarray | None, isa: str) -> int:
-    """Bytes of arena scratch: the convolution's (the Add needs none)."""
-    return conv_twin.buffer_size(p.conv, bias, isa)
+    """Bytes of arena scratch: the convolution's on the path it takes (the Add needs none)."""
+    return conv_twin.buffer_size(p.conv, bias, _isa(isa))
 
 
 def path(p: Any, bias: np.ndarray | None, isa: str) -> str:
-    """The convolution's code path on `isa` (the MVE one applies the Add after it, over the output)."""
-    return conv_twin.path(p.conv, bias, isa)
+    """The convolution's code path on `isa`: "generic" or "dsp", never "mve" (mcu_conv2d_s8.c)."""
+    return conv_twin.path(p.conv, bias, _isa(isa))
 
 
-def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
-    """arm_convolve_wrapper_s8 into the output, then arm_elementwise_add_s8 over it in place."""
-    c = p.params
-    assert isinstance(c, ConvAddParams)
-    ops = p.operands
-    out = ops["output"]
-    assert isinstance(out, TensorArg)
-    pair = (ops["skip"], out) if c.skip_first else (out, ops["skip"])
-    add = add_twin.to_cmsis(conv, Prepared("mcu_add_s8", c.add, {"input1": pair[0], "input2": pair[1], "output": out},
-                                           p.golden))
-    if add is None:  # a Sub: CMSIS-NN's add takes no negative multiplier
-        return None
-    first = conv_twin.to_cmsis(conv, replace(p, params=c.conv))
-    if first is None:
-        return None
-    call, request = first
-    return replace(call, then=(Call(add[0].kernel, add[0].args),)), request
+# Every path reads skip element i just before it writes output element i, and computes each
+# element once: the output may lie exactly on the skip (node input 3; never on the conv's input,
+# which is read by windows). The op module (emitter/ops/conv_add.py) names that input to the planner.
+EXACT_IN_PLACE = True

@@ -16,6 +16,7 @@ from types import MappingProxyType
 import numpy as np
 
 from emitter.ir import Graph, Node, QuantParams, Tensor
+from emitter.kernels import mcu_conv2d_add_s8 as fused_twin
 from emitter.kernels.common import Bcast
 from emitter.kernels.mcu_conv2d_add_s8 import ConvAddParams, mcu_conv2d_add_s8
 from emitter.kernels.mcu_conv2d_s8 import ConvParams
@@ -26,6 +27,7 @@ from emitter.ops.base import ConstArg, LayoutPlan, Prepared, TensorArg, per_tens
 ONNX_OPS: tuple[str, ...] = ()
 IR_OPS = ("conv_add",)
 ISA_SCRATCH = True
+EXACT_IN_PLACE_INPUTS = (3,)  # the planner may put the output exactly on the skip only (the twin's rule)
 CONV_ATTRS = ("kernel", "strides", "dilations", "pads", "group", "act_min", "act_max")
 
 
@@ -68,8 +70,9 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_conv2d_add_s8(p, env[x_name].reshape(in_shape), filt.data, b, env[skip.name])
 
-    ops = {**{k: v for k, v in pc.operands.items() if k != "output"}, "skip": TensorArg(skip.name),
+    ctx, scratch = conv.scratch_ctx(fused_twin.buffer_size, p, b, isa)  # the fused call's path
+    ops = {**{k: v for k, v in pc.operands.items() if k != "output"}, "ctx": ctx, "skip": TensorArg(skip.name),
            "output": TensorArg(y.name)}
     how = "subtract" if node.attrs["subtract"] else "add"
-    return Prepared("mcu_conv2d_add_s8", p, ops, golden, macs=pc.macs + y.size, scratch=pc.scratch,
+    return Prepared("mcu_conv2d_add_s8", p, ops, golden, macs=pc.macs + y.size, scratch=scratch,
                     summary=f"{pc.summary}, residual {how} of '{skip.name}' fused")

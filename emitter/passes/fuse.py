@@ -130,7 +130,8 @@ def residual_candidate(nodes: list[Node], k: int, tensors: dict[str, Tensor], us
     return best
 
 
-def fuse_residual_adds(g: Graph) -> Graph:
+def fuse_residual_adds(g: Graph, keep: Callable[[Node, Graph], bool] | None = None) -> Graph:
+    """Every residual add that fits the rule above, and whose conv `keep(conv, g)` accepts (None: all)."""
     nodes, tensors = list(g.nodes), dict(g.tensors)
     k = 0
     while k < len(nodes):
@@ -140,6 +141,8 @@ def fuse_residual_adds(g: Graph) -> Graph:
             for i in n.inputs:
                 users[i] = users.get(i, 0) + 1
         found = residual_candidate(nodes, k, tensors, users, producer, g.outputs)
+        if found is not None and keep is not None and not keep(nodes[found[0]], g):
+            found = None
         if found is None:
             k += 1
             continue

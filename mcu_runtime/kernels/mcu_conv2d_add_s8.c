@@ -15,7 +15,7 @@
 
 static int32_t shift_ok(int32_t shift)
 {
-    return shift >= -31 && shift <= 0;
+    return shift >= -30 && shift <= 0;
 }
 
 mcu_status_t mcu_conv2d_add_s8(const mcu_context_t *ctx, const mcu_conv_add_params_t *params,
@@ -54,5 +54,8 @@ mcu_status_t mcu_conv2d_add_s8(const mcu_context_t *ctx, const mcu_conv_add_para
     fuse.out_offset = a->output_offset;
     fuse.act_min = a->act_min;
     fuse.act_max = a->act_max;
+    fuse.conv_mask = (int32_t)((1u << fuse.conv_exp) - 1u);
+    fuse.skip_mask = (int32_t)((1u << fuse.skip_exp) - 1u);
+    fuse.out_mask = (int32_t)((1u << fuse.out_exp) - 1u);
     return mcu_conv2d_s8_run(ctx, &params->conv, input, filter, bias, output, &fuse);
 }

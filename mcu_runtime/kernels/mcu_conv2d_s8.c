@@ -148,9 +148,10 @@ int32_t mcu_conv2d_s8_path(const mcu_conv_params_t *params, const int32_t *bias,
 MCU_CONV_NOINLINE void mcu_conv2d_s8_fuse_store(const mcu_conv_fuse_t *f, int8_t *o, int32_t stride,
                                                 const int32_t *v, int32_t n)
 {
-    const int8_t *const s = f->skip + (o - f->output);
+    const mcu_conv_fuse_t fl = *f; /* a local copy: an int8_t store may alias anything */
+    const int8_t *const s = fl.skip + (o - fl.output);
     for (int32_t r = 0; r < n; ++r) {
-        o[r * stride] = mcu_conv_fuse_one(f, v[r], s[r * stride]);
+        o[r * stride] = mcu_conv_fuse_one(&fl, v[r], s[r * stride]);
     }
 }
 
@@ -180,7 +181,11 @@ mcu_status_t mcu_conv2d_s8_run(const mcu_context_t *ctx, const mcu_conv_params_t
         return MCU_ERR_ARG;
     }
     int32_t size, per_pass;
-    const int32_t path = plan(params, bias, MCU_ISA_NATIVE, &size, &per_pass);
+    /* With a residual Add the MVE path is not taken (the generic one, with MVE stores, is):
+     * mcu_conv2d_add_s8 reads skip element i just before it writes output element i, so the
+     * output may lie exactly on the skip operand; the MVE path could only apply the Add after. */
+    const int32_t isa = fuse != NULL && MCU_ISA_NATIVE == MCU_ISA_MVE ? MCU_ISA_C : MCU_ISA_NATIVE;
+    const int32_t path = plan(params, bias, isa, &size, &per_pass);
     if (!scratch_ok(ctx, size)) {
         return MCU_ERR_SCRATCH;
     }
@@ -193,14 +198,6 @@ mcu_status_t mcu_conv2d_s8_run(const mcu_context_t *ctx, const mcu_conv_params_t
 #elif MCU_ISA_NATIVE == MCU_ISA_MVE
     if (path == MCU_PATH_MVE) {
         mcu_conv2d_s8_mve(params, input, filter, bias, output, scratch);
-        if (fuse != NULL) {
-            /* the MVE path has no residual Add in its output stage: it runs over the finished
-             * output (which overlaps neither input nor skip) */
-            const int32_t count = out_dims->n * out_dims->h * out_dims->w * out_dims->c;
-            for (int32_t i = 0; i < count; ++i) {
-                output[i] = mcu_conv_fuse_one(fuse, output[i], fuse->skip[i]);
-            }
-        }
         return MCU_OK;
     }
 #endif

@@ -442,9 +442,19 @@ void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const in
     c.in_row = p->input.w * p->input.c;
     c.fuse = NULL; /* this path applies the residual Add itself (dsp_channels) */
     const int32_t positions = p->input.n * p->output.h * p->output.w;
+    /* with a residual Add every position is computed once (its skip elements are read once,
+     * just before the output may overwrite them): the last positions one at a time */
+    const int32_t whole = fuse != NULL ? positions - positions % per_pass : positions;
     for (int32_t first = 0; first < positions; first += per_pass) {
         /* per_pass consecutive positions; the last pass overlaps the one before (recomputing
          * up to per_pass - 1 positions, which writes the same values again) */
+        if (first >= whole) {
+            for (int32_t n = first; n < positions; ++n) {
+                dsp_window(&c, input, n, xbuf, 0, 1, patch);
+                dsp_channels(p, xbuf, filter, bias, output + n * p->output.c, 1, rq, fuse);
+            }
+            break;
+        }
         const int32_t n0 = first + per_pass <= positions ? first : positions - per_pass;
         for (int32_t i = 0; i < per_pass; ++i) {
             dsp_window(&c, input, n0 + i, xbuf, i, per_pass, patch);

@@ -50,26 +50,46 @@ typedef struct {
     const int8_t *output;   /* the output's first element (finds i from an output pointer) */
     int32_t conv_offset;    /* the Add's input offset of the conv value */
     int32_t conv_mult;
-    int32_t conv_exp;       /* >= 0 */
+    int32_t conv_exp;       /* in [0, 30] */
     int32_t skip_offset;
     int32_t skip_mult;
-    int32_t skip_exp;       /* >= 0 */
+    int32_t skip_exp;       /* in [0, 30] */
     int32_t shift1;         /* left_shift + 1, in [1, 21] */
     int32_t out_mult;
-    int32_t out_exp;        /* >= 0 */
+    int32_t out_exp;        /* in [0, 30] */
     int32_t out_offset;
     int32_t act_min;
     int32_t act_max;
+    int32_t conv_mask; /* 2^exp - 1 of each exponent */
+    int32_t skip_mask;
+    int32_t out_mask;
 } mcu_conv_fuse_t;
 
 /* (a * b + 2^31) >> 32 (SMMULR). For |a| < 2^30 this is exactly gemmlowp's
  * SaturatingRoundingDoublingHighMul(a / 2, b) = floor((a / 2 * b + 2^30) / 2^31) when a is even:
  * its nudge 1 - 2^30 for a negative product, with a division truncating toward zero, is the same
  * floor (and its one saturating case, INT32_MIN * INT32_MIN, cannot occur). */
+#if MCU_ISA_NATIVE != MCU_ISA_C && defined(__GNUC__)
+static inline int32_t mcu_conv_fuse_mulhi(int32_t a, int32_t b)
+{
+    int32_t r;
+    __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+#else
 static inline int32_t mcu_conv_fuse_mulhi(int32_t a, int32_t b)
 {
     /* Arithmetic right shift of a negative value: see mcu_rounding_divide_by_pot. */
     return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 31)) >> 32);
+}
+#endif
+
+/* x / 2^e rounding half away from zero (mcu_rounding_divide_by_pot) for e in [0, 30]; mask =
+ * 2^e - 1 and half = mask >> 1 given. */
+static inline int32_t mcu_conv_fuse_rdbpot(int32_t x, int32_t e, int32_t mask, int32_t half)
+{
+    const int32_t threshold = half + (int32_t)((uint32_t)x >> 31);
+    return (x >> e) + ((x & mask) > threshold ? 1 : 0);
 }
 
 /* mcu_add_s8's element for the conv value v and the skip value s, the same arithmetic with the
@@ -80,13 +100,13 @@ static inline int8_t mcu_conv_fuse_one(const mcu_conv_fuse_t *f, int32_t v, int3
 {
     const int32_t x1 = (int32_t)((uint32_t)(v + f->conv_offset) << f->shift1);
     const int32_t x2 = (int32_t)((uint32_t)(s + f->skip_offset) << f->shift1);
-    const int32_t scaled1 = mcu_rounding_divide_by_pot(mcu_conv_fuse_mulhi(x1, f->conv_mult),
-                                                       f->conv_exp);
-    const int32_t scaled2 = mcu_rounding_divide_by_pot(mcu_conv_fuse_mulhi(x2, f->skip_mult),
-                                                       f->skip_exp);
+    const int32_t scaled1 = mcu_conv_fuse_rdbpot(mcu_conv_fuse_mulhi(x1, f->conv_mult), f->conv_exp,
+                                                 f->conv_mask, f->conv_mask >> 1);
+    const int32_t scaled2 = mcu_conv_fuse_rdbpot(mcu_conv_fuse_mulhi(x2, f->skip_mult), f->skip_exp,
+                                                 f->skip_mask, f->skip_mask >> 1);
     const int32_t sum2 = 2 * (scaled1 + scaled2);
-    const int32_t raw = mcu_rounding_divide_by_pot(mcu_conv_fuse_mulhi(sum2, f->out_mult),
-                                                   f->out_exp) + f->out_offset;
+    const int32_t raw = mcu_conv_fuse_rdbpot(mcu_conv_fuse_mulhi(sum2, f->out_mult), f->out_exp,
+                                             f->out_mask, f->out_mask >> 1) + f->out_offset;
     return (int8_t)mcu_clamp_s32(raw, f->act_min, f->act_max);
 }
 
