@@ -148,10 +148,9 @@ int32_t mcu_conv2d_s8_path(const mcu_conv_params_t *params, const int32_t *bias,
 MCU_CONV_NOINLINE void mcu_conv2d_s8_fuse_store(const mcu_conv_fuse_t *f, int8_t *o, int32_t stride,
                                                 const int32_t *v, int32_t n)
 {
-    const mcu_conv_fuse_t fl = *f; /* a local copy: an int8_t store may alias anything */
-    const int8_t *const s = fl.skip + (o - fl.output);
+    const int8_t *const s = f->skip + (o - f->output);
     for (int32_t r = 0; r < n; ++r) {
-        o[r * stride] = mcu_conv_fuse_one(&fl, v[r], s[r * stride]);
+        o[r * stride] = mcu_conv_fuse_one(f, v[r], s[r * stride]);
     }
 }
 
