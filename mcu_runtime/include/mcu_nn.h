@@ -291,7 +291,9 @@ typedef struct {
  * @brief mcu_conv2d_s8 with a residual Add in its output stage: every output element is
  * add(conv value, skip) (operands in the Add's order, skip_first), bit for bit mcu_conv2d_s8 then
  * mcu_add_s8, without the intermediate tensor. skip and output are NHWC [N, H_out, W_out, C_out];
- * output overlaps neither input nor skip. Scratch: mcu_conv2d_s8_get_buffer_size(&params->conv).
+ * output may lie exactly on skip (element i is read just before element i is written), never on
+ * input. Scratch: mcu_conv2d_s8_get_buffer_size(&params->conv) on MCU_ISA_C where the target has MVE
+ * (a fused call takes the generic path there), on the target's ISA elsewhere.
  */
 mcu_status_t mcu_conv2d_add_s8(const mcu_context_t *ctx, const mcu_conv_add_params_t *params,
                                const int8_t *input, const int8_t *filter, const int32_t *bias,

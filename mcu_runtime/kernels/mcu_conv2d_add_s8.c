@@ -4,8 +4,9 @@
  * output offset and clamp), and its output stage stores add(value, skip) instead, with the Add's
  * TFLite arithmetic (mcu_add_s8.c, operands in the Add's order). Bit for bit mcu_conv2d_s8 then
  * mcu_add_s8, without writing or reading back the intermediate tensor. The generic and DSP
- * paths apply the Add where they store (mcu_conv2d_s8_generic.c, _dsp.c); the MVE path runs it
- * over its finished output (mcu_conv2d_s8.c). mcugen's own kernel: CMSIS-NN has none.
+ * paths apply the Add where they store (mcu_conv2d_s8_generic.c, _dsp.c), each element once, so
+ * the output may lie exactly on the skip; on MVE targets a fused call takes the generic path
+ * (with MVE stores; mcu_conv2d_s8.c). mcugen's own kernel: CMSIS-NN has none.
  */
 #include <stdint.h>
 
