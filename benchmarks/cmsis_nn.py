@@ -64,6 +64,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "figures match -O2)")
     p.add_argument("--zoo", action="store_true",
                    help="also the zoo models (tests/models/zoo, default quantization, 2 random inputs): more layer shapes")
+    p.add_argument("--zoo-models", default="", help="with --zoo: only these zoo models (comma-separated names)")
     return p.parse_args(argv)
 
 
@@ -126,8 +127,9 @@ def run_variant(name: str, board, variant: str, work: Path, profile: bool, model
 
 def portable_twin(c, index: int):
     """The portable Prepared of a layer (CMSIS-NN calls carry no params)."""
-    twin = compile_model(c.model.path, name="net")
-    return twin.prepared[index]
+    from emitter.compiler import isa_of, prepare_all
+
+    return prepare_all(c.graph, isa_of(dict(c.options)["board"]))[index]  # the same graph (fusions) as c
 
 
 def bench(name: str, core: str, work: Path, profile: bool, model: Path | None = None) -> dict:
@@ -204,7 +206,9 @@ def main(argv: list[str] | None = None) -> int:
             from tests.models.zoo.catalog import CATALOG
             from tests.models.zoo.variants import DEFAULT, Variant
 
-            models += [("zoo:" + zm.name, Variant(zm, DEFAULT).build(Path(tmp) / "zoo")) for zm in CATALOG]
+            only = set(filter(None, args.zoo_models.split(",")))
+            models += [("zoo:" + zm.name, Variant(zm, DEFAULT).build(Path(tmp) / "zoo")) for zm in CATALOG
+                       if not only or zm.name in only]
         for name, model in models:
             for core in args.cores.split(","):
                 t0 = time.perf_counter()

@@ -5,6 +5,7 @@ and verification all read; none of them recompute anything.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable
@@ -18,13 +19,13 @@ from emitter import frontend, memplan
 from emitter.backends.cmsis_version import CmsisVersion
 from emitter.boards import Board
 from emitter.errors import BudgetError, NodeUnsupported, UnsupportedError, UsageError
-from emitter.ir import Graph
+from emitter.ir import Graph, Node
 from emitter.lower import lower
 from emitter.ops import REGISTRY, a16
 from emitter.ops.base import Prepared
 from emitter.optimize import OPTIMIZE, PLAN_ISA
 from emitter.order import orders, reorder
-from emitter.passes.fuse import fuse_activations
+from emitter.passes.fuse import fuse_activations, fuse_residual_adds
 from emitter.passes.layout import assign_layouts
 from emitter.planner import GUARD_BYTES, Plan, plan
 from emitter.quant import NUMERICS
@@ -163,7 +164,51 @@ def compile_model(path: str | Path, name: str | None = None,
     if numerics is not None and numerics not in NUMERICS:
         raise UsageError(f"unknown numerics '{numerics}': use {' or '.join(NUMERICS)}")
     g = replace(g, numerics=numerics if numerics is not None else numerics_of(m))
-    prepared = prepare_all(g, isa if isa is not None else isa_of(board))  # isa: override (host builds)
+    plan_isa = isa if isa is not None else isa_of(board)  # isa: override (host builds)
+    fused = fuse_residual_adds(g, residual_fusion(plan_isa, backend, board, cmsis_choice))
+    fused.verify()
+    build = functools.partial(build_plan, name=name, m=m, io_nhwc=io_nhwc, alignment=alignment, backend=backend,
+                              board=board, cmsis_path=cmsis_path, guard=guard, cmsis_choice=cmsis_choice,
+                              cmsis_sizes_for=cmsis_sizes_for, isa=plan_isa, memory=memory,
+                              ram_budget=ram_budget, budget_src=budget_src, options=options, optimize=optimize)
+    if len(fused.nodes) == len(g.nodes) or guard or memory == "layer":  # whole layers: fusing only saves RAM
+        return build(fused)
+    try:
+        first = build(fused)
+    except BudgetError:
+        return build(g)
+    plain = build(g)  # a fused layer does not run by row bands: keep it only where the plan is no larger
+    if memplan.activation_ram(plain.graph, plain.plan) < memplan.activation_ram(first.graph, first.plan):
+        return plain
+    return first
+
+
+def residual_fusion(isa: str, backend: str, board: Board | None, cmsis_choice: str) -> Callable[[Node, Graph], bool]:
+    """Which conv -> add pairs become one mcu_conv2d_add_s8 layer: where mcugen's convolution runs the
+    conv on a path that applies the Add in its output stage (generic or DSP). Not where the conv would
+    take the MVE path (faster than the fused generic one) or CMSIS-NN's kernel (whose separate add is
+    then kept: measured, docs/cmsis_nn.md)."""
+    from emitter.backends.kernel_choice import bias_of, ours_is_faster
+    from emitter.kernels import mcu_conv2d_s8 as conv_twin
+    from emitter.kernels.common import rounding_of
+    from emitter.ops import conv
+
+    def keep(node: Node, g: Graph) -> bool:
+        p = conv.prepare(node, g, isa)
+        if p.kernel != "mcu_conv2d_s8" or (isa == "mve" and conv_twin.path(p.params, bias_of(p), isa) == "mve"):
+            return False
+        if backend == "cmsis-nn" and board is not None and rounding_of(p.params) == 0:
+            return cmsis_choice != "cmsis" and bool(ours_is_faster(p, board.isa))
+        return True
+    return keep
+
+
+def build_plan(g: Graph, *, name: str, m: frontend.OnnxModel, io_nhwc: bool, alignment: int, backend: str,
+               board: Board | None, cmsis_path: Path | None, guard: bool, cmsis_choice: str,
+               cmsis_sizes_for: str | None, isa: str, memory: str, ram_budget: int | None, budget_src: str,
+               options: tuple[tuple[str, Any], ...], optimize: str) -> Compiled:
+    """Prepare, backend and memory plan of the graph after its passes (isa: the one planned for)."""
+    prepared = prepare_all(g, isa)
     portable: list[tuple[int, str, str]] = []
     version = None
     from emitter.backends import cmsis_nn
@@ -184,7 +229,7 @@ def compile_model(path: str | Path, name: str | None = None,
         align = arena_alignment(prepared, alignment)
         chosen = plan(g, [p.scratch for p in prepared], align, GUARD_BYTES if guard else 0)
     else:
-        target = isa if isa is not None else isa_of(board)
+        target = isa
         variants: list[Variant] = [(prepared, portable)]
         keep = frozenset[int]()
         if backend == "cmsis-nn":  # layers kept portable so that they can run by rows, when the budget needs it

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from emitter.ir import Graph
+from emitter.ops import REGISTRY
 from emitter.stream import Schedule
 
 GUARD_BYTES = 16  # per side of every arena buffer in guard (debug) builds; a multiple of 16
@@ -319,7 +320,10 @@ def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: 
                 allow(name, out, seg.sim.down[name], seg.up.get(name), seg.last)
     for step in schedule.exact:
         node = g.nodes[step]
-        for name in node.inputs:
+        only = getattr(REGISTRY[node.op], "EXACT_IN_PLACE_INPUTS", None)  # None: any operand
+        for pos, name in enumerate(node.inputs):
+            if only is not None and pos not in only:
+                continue
             if name and not g.t(name).is_const and g.t(name).nbytes == g.t(node.outputs[0]).nbytes:
                 allow(name, node.outputs[0], 0, None, step)
     return pairs

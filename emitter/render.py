@@ -30,13 +30,15 @@ from emitter.cfmt import (
 from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.features.sources import DEFINES as DSP_DEFINES
+from emitter.kernels import twin
 from emitter.ops.base import CArg, ConstArg, CRef, IntArg, Prepared, StructArg, TensorArg, TensorListArg
 from emitter.optimize import CMSIS_OPT_FLAGS, CONFIG, OPT_FLAGS, config_header
 from emitter.planner import scratch_of
 from emitter.report_html import report_html
 from emitter.reportdata import code_estimate, memory
 from emitter.resources import data_dir
-from emitter.stream import Segment, Stage, twin
+from emitter.stream import Segment, Stage
+from emitter.stream import twin as kernel_twin
 
 if TYPE_CHECKING:
     from emitter.features.render import FrontEnd
@@ -57,7 +59,8 @@ def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
     out = [f"include/{h}" for h in RUNTIME_HEADERS + (("mcu_nn_s16.h",) if s16_kernels(kernels) else ())]
     out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]")
                   if bands or p.stem not in ("mcu_band", "mcu_sink"))
-    for kern in kernels:
+    deps = [d for k in kernels for d in getattr(twin(k), "RUNTIME_DEPS", ())]  # a fused kernel's parts
+    for kern in dict.fromkeys([*kernels, *deps]):
         out.append(f"kernels/{kern}.c")
         out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.[ch]")
                       if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve", "internal"))
@@ -222,7 +225,7 @@ class BundleBuilder:
         if seg is None or k not in seg.lean:
             return p.kernel, p.args
         ctx = {"buf": CRef("scratch" if seg.scratch else "null"), "size": seg.scratch}
-        return twin(p.kernel).LEAN_C, tuple(replace(a, fields=ctx) if isinstance(a, StructArg) and
+        return kernel_twin(p.kernel).LEAN_C, tuple(replace(a, fields=ctx) if isinstance(a, StructArg) and
                                             a.ctype == "mcu_context_t" else a for a in p.args)
 
     def stage_layer(self, k: int, seg: Segment, params_type: str | None, params_ident: str | None,
@@ -254,7 +257,8 @@ class BundleBuilder:
                 ops = {name: self.arg_text(k, node.name, a, structs, []) for name, a in p.operands.items()
                        if name != "ctx"}
                 row, y = render_stream.sink_row(seg)
-                add, finish = twin(p.kernel).sink_c(p.params, params_ident, ops, row, y, stage.in_row_bytes[0], "acc")
+                add, finish = kernel_twin(p.kernel).sink_c(p.params, params_ident, ops, row, y,
+                                                           stage.in_row_bytes[0], "acc")
                 self.stage_calls[k] = (params_ident, add)
             else:
                 self.stage_calls[k] = (params_ident, call(stage, render_stream.stage_ptrs(seg, pos, self.ptr),
@@ -271,7 +275,7 @@ class BundleBuilder:
             else:
                 self.segment_comments += comment
         if k in seg.lean:
-            comment.append(f"calls {twin(p.kernel).LEAN_C}: the generic path, for the least scratch")
+            comment.append(f"calls {kernel_twin(p.kernel).LEAN_C}: the generic path, for the least scratch")
         scratch = scratch_of(self.c.plan, node.name)
         return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
                      params_init, (), (), tuple(comment), self.ptr(node.outputs[0]) if block else "NULL",
@@ -319,12 +323,11 @@ class BundleBuilder:
 
     def ref(self, k: int, node_name: str, path: str, v: np.ndarray | CRef) -> str:
         """The C expression of a reference field of layer k's structs: an array of a params
-        struct (a const array named after the field), or a CRef of a CMSIS-NN struct: a const array
-        (with its cast), the layer's scratch in the arena, or NULL."""
-        if isinstance(v, np.ndarray):
-            if "." in path:
-                raise TypeError(f"{path}: array fields are only supported at the top level of a struct")
-            return self.const(k, path, v)
+        struct (a const array named after the field, `conv_multiplier` for conv.multiplier), or a
+        CRef of a CMSIS-NN struct: a const array (with its cast), the layer's scratch in the arena,
+        or NULL."""
+        if isinstance(v, np.ndarray):  # a nested struct's array (a fused kernel's): named by its path
+            return self.const(k, path.replace(".", "_"), v)
         if v.kind == "array":
             assert v.array is not None
             return f"{v.cast}{self.const(k, v.array.suffix, v.array.data)}"

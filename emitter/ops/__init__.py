@@ -12,8 +12,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-OP_MODULES = ("conv", "conv_transpose", "fully_connected", "add", "mul", "minmax", "pool", "requantize", "lut",
-              "softmax", "concat", "pad", "slice", "resize", "transpose", "reshape", "float_island")
+OP_MODULES = ("conv", "conv_add", "conv_transpose", "fully_connected", "add", "mul", "minmax", "pool", "requantize",
+              "lut", "softmax", "concat", "pad", "slice", "resize", "transpose", "reshape", "float_island")
 VIEW_OPS = ("reshape", "transpose")
 
 

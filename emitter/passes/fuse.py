@@ -99,3 +99,62 @@ def fuse_activations(g: Graph) -> Graph:
     while fuse_one(g, nodes, tensors):
         pass
     return g.with_nodes(nodes, tensors)
+
+
+# -- residual adds --------------------------------------------------------------------------------
+#    conv(x) -> t;  add(t, s) | add(s, t) -> y    =>  conv_add(x, s) -> y      (emitter/ops/conv_add.py)
+# when t feeds only that add and is no graph output, the conv is a regular one (group 1), the add
+# has no broadcast (t, s and y share shape and layout) and s is an activation. With two candidate
+# convs the later one takes the add. The fused node takes the add's place (every input is ready
+# there) and the conv's name; t disappears (its quant lives on in the attrs).
+
+
+def residual_candidate(nodes: list[Node], k: int, tensors: dict[str, Tensor], users: dict[str, int],
+                       producer: dict[str, int], outputs: tuple[str, ...]) -> tuple[int, int] | None:
+    """(conv index, operand position of its output) for the add at `k`, or None."""
+    add = nodes[k]
+    if add.op != "add" or len(add.inputs) != 2 or add.inputs[0] == add.inputs[1]:
+        return None
+    y = tensors[add.outputs[0]]
+    best = None
+    for pos, t in enumerate(add.inputs):
+        j, s = producer.get(t), add.inputs[1 - pos]
+        if j is None or nodes[j].op != "conv" or nodes[j].attrs["group"] != 1 or users.get(t) != 1 or t in outputs:
+            continue
+        tt, st = tensors[t], tensors[s]
+        if st.is_const or tt.shape != y.shape or st.shape != y.shape or tt.layout != y.layout \
+                or st.layout != y.layout or tt.dtype != "int8" or st.dtype != "int8" or st.alias_of or tt.alias_of:
+            continue
+        if best is None or j > best[0]:
+            best = (j, pos)
+    return best
+
+
+def fuse_residual_adds(g: Graph, keep: Callable[[Node, Graph], bool] | None = None) -> Graph:
+    """Every residual add that fits the rule above, and whose conv `keep(conv, g)` accepts (None: all)."""
+    nodes, tensors = list(g.nodes), dict(g.tensors)
+    k = 0
+    while k < len(nodes):
+        producer = {o: i for i, n in enumerate(nodes) for o in n.outputs}
+        users: dict[str, int] = {}
+        for n in nodes:
+            for i in n.inputs:
+                users[i] = users.get(i, 0) + 1
+        found = residual_candidate(nodes, k, tensors, users, producer, g.outputs)
+        if found is not None and keep is not None and not keep(nodes[found[0]], g):
+            found = None
+        if found is None:
+            k += 1
+            continue
+        j, pos = found
+        conv, add = nodes[j], nodes[k]
+        mid = tensors.pop(conv.outputs[0])
+        assert mid.quant is not None
+        attrs = {**conv.attrs, "mid": mid.name, "mid_scale": float(mid.quant.scale[0]),
+                 "mid_zp": int(mid.quant.zero_point[0]), "skip_first": pos == 1,
+                 "subtract": bool(add.attrs.get("subtract", False)),
+                 "add_act_min": int(add.attrs["act_min"]), "add_act_max": int(add.attrs["act_max"])}
+        nodes[k] = Node(conv.name, "conv_add", (*conv.inputs[:3], add.inputs[1 - pos]), add.outputs,
+                        MappingProxyType(attrs), f"{conv.source or 'Conv'} + {add.source or 'Add'}", conv.opset)
+        del nodes[j]
+    return g.with_nodes(nodes, tensors)

@@ -333,6 +333,27 @@ typedef struct {
 mcu_status_t mcu_add_s8(const mcu_add_params_t *params, const int8_t *input1,
                         const int8_t *input2, int8_t *output);
 
+/** A convolution whose output feeds only a residual Add: one layer, mcugen's own fused kernel. */
+typedef struct {
+    mcu_conv_params_t conv; /**< the convolution, as mcu_conv2d_s8 runs it (its int8 value) */
+    mcu_add_params_t add;   /**< the Add of that value and the skip operand: size = the conv's output
+                                 elements, no broadcast (in1/in2 = {1, size}); every shift <= 0 */
+    int32_t skip_first;     /**< 1: the skip operand is the Add's input1, the conv value input2;
+                                 0: the conv value is input1 */
+} mcu_conv_add_params_t;
+
+/**
+ * @brief mcu_conv2d_s8 with a residual Add in its output stage: every output element is
+ * add(conv value, skip) (operands in the Add's order, skip_first), bit for bit mcu_conv2d_s8 then
+ * mcu_add_s8, without the intermediate tensor. skip and output are NHWC [N, H_out, W_out, C_out];
+ * output may lie exactly on skip (element i is read just before element i is written), never on
+ * input. Scratch: mcu_conv2d_s8_get_buffer_size(&params->conv) on MCU_ISA_C where the target has MVE
+ * (a fused call takes the generic path there), on the target's ISA elsewhere.
+ */
+mcu_status_t mcu_conv2d_add_s8(const mcu_context_t *ctx, const mcu_conv_add_params_t *params,
+                               const int8_t *input, const int8_t *filter, const int32_t *bias,
+                               const int8_t *skip, int8_t *output);
+
 /** TFLite int8 MUL. */
 typedef struct {
     int32_t size;

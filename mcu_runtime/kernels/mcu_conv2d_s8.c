@@ -146,10 +146,19 @@ int32_t mcu_conv2d_s8_path(const mcu_conv_params_t *params, const int32_t *bias,
     return plan(params, bias, isa, &size, &per_pass);
 }
 
-/* The call on the paths of `isa`: MCU_ISA_NATIVE, or MCU_ISA_C for the generic path. */
+MCU_CONV_NOINLINE void mcu_conv2d_s8_fuse_store(const mcu_conv_fuse_t *f, int8_t *o, int32_t stride,
+                                                const int32_t *v, int32_t n)
+{
+    const int8_t *const s = f->skip + (o - f->output);
+    for (int32_t r = 0; r < n; ++r) {
+        o[r * stride] = mcu_conv_fuse_one(f, v[r], s[r * stride]);
+    }
+}
+
+/* The call on the paths of `isa`: MCU_ISA_PLAN, or MCU_ISA_C for the generic path. */
 static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                            const int8_t *input, const int8_t *filter, const int32_t *bias,
-                           int8_t *output, int32_t isa)
+                           int8_t *output, const mcu_conv_fuse_t *fuse, int32_t isa)
 {
     if (params == NULL || input == NULL || filter == NULL || output == NULL ||
         params->multiplier == NULL || params->shift == NULL) {
@@ -166,6 +175,12 @@ static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *pa
         return MCU_ERR_ARG;
     }
     int32_t size, per_pass;
+    /* With a residual Add the MVE path is not taken (the generic one, with MVE stores, is):
+     * mcu_conv2d_add_s8 reads skip element i just before it writes output element i, so the
+     * output may lie exactly on the skip operand; the MVE path could only apply the Add after. */
+    if (fuse != NULL && isa == MCU_ISA_MVE) {
+        isa = MCU_ISA_C;
+    }
     const int32_t path = plan(params, bias, isa, &size, &per_pass);
     if (!scratch_ok(ctx, size)) {
         return MCU_ERR_SCRATCH;
@@ -173,7 +188,7 @@ static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *pa
     void *const scratch = size > 0 ? ctx->buf : NULL;
 #if MCU_ISA_PLAN == MCU_ISA_DSP
     if (path == MCU_PATH_DSP) {
-        mcu_conv2d_s8_dsp(params, input, filter, bias, output, per_pass, scratch);
+        mcu_conv2d_s8_dsp(params, input, filter, bias, output, per_pass, scratch, fuse);
         return MCU_OK;
     }
 #elif MCU_ISA_PLAN == MCU_ISA_MVE
@@ -184,7 +199,7 @@ static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *pa
 #endif
     (void)path;
     (void)per_pass;
-    mcu_conv2d_s8_generic(params, input, filter, bias, output, scratch);
+    mcu_conv2d_s8_generic(params, input, filter, bias, output, scratch, fuse);
     return MCU_OK;
 }
 
@@ -192,12 +207,19 @@ mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *pa
                            const int8_t *input, const int8_t *filter, const int32_t *bias,
                            int8_t *output)
 {
-    return conv2d(ctx, params, input, filter, bias, output, MCU_ISA_PLAN);
+    return conv2d(ctx, params, input, filter, bias, output, NULL, MCU_ISA_PLAN);
+}
+
+mcu_status_t mcu_conv2d_s8_run(const mcu_context_t *ctx, const mcu_conv_params_t *params,
+                               const int8_t *input, const int8_t *filter, const int32_t *bias,
+                               int8_t *output, const mcu_conv_fuse_t *fuse)
+{
+    return conv2d(ctx, params, input, filter, bias, output, fuse, MCU_ISA_PLAN);
 }
 
 mcu_status_t mcu_conv2d_s8_lean(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                                 const int8_t *input, const int8_t *filter, const int32_t *bias,
                                 int8_t *output)
 {
-    return conv2d(ctx, params, input, filter, bias, output, MCU_ISA_C);
+    return conv2d(ctx, params, input, filter, bias, output, NULL, MCU_ISA_C);
 }

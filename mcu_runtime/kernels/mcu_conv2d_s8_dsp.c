@@ -228,7 +228,8 @@ static inline int8_t dsp_out(int32_t acc2, int32_t mult, int32_t base, int32_t s
  * requant2_lift and base' (requant2_no_tie, computed once per call). */
 MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *xbuf,
                                   const int8_t *filter, const int32_t *bias, int8_t *out,
-                                  int32_t per_pass, int no_tie, const int32_t *rq)
+                                  int32_t per_pass, int no_tie, const int32_t *rq,
+                                  const mcu_conv_fuse_t *fuse)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t full_groups = k >> 2;
@@ -283,6 +284,11 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
             a3 = mcu_clamp_s32(a3, q.act_min, q.act_max);
         }
         int8_t *const o = out + oc;
+        if (fuse != NULL) { /* the residual Add: each value with the skip element at its place */
+            const int32_t v[4] = {a0, a1, a2, a3};
+            mcu_conv2d_s8_fuse_store(fuse, o, out_c, v, per_pass);
+            continue;
+        }
         if (per_pass == 4) {
             o[3 * out_c] = (int8_t)a3;
             o[2 * out_c] = (int8_t)a2;
@@ -295,7 +301,7 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
 /* P = 1: every output channel of one position, two channels per pass */
 static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
                             const int8_t *filter, const int32_t *bias, int8_t *out,
-                            const int32_t *rq)
+                            const int32_t *rq, const mcu_conv_fuse_t *fuse)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t full_groups = k >> 2;
@@ -331,27 +337,33 @@ static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
         }
         const int8_t v1 = dsp_out(a[1], p->multiplier[oc1], base1, p->shift[oc1], &q, full);
         const int8_t v0 = dsp_out(a[0], p->multiplier[oc], base0, p->shift[oc], &q, full);
-        out[oc1] = v1;
-        out[oc] = v0;
+        if (fuse != NULL) { /* the residual Add (oc1 == oc: the same value twice) */
+            const int32_t v[2] = {v0, v1};
+            mcu_conv2d_s8_fuse_store(fuse, out + oc, oc1 - oc, v, 2);
+        } else {
+            out[oc1] = v1;
+            out[oc] = v0;
+        }
     }
 }
 
 /* Every output channel of per_pass consecutive positions whose windows are in xbuf. */
 MCU_CONV_NOINLINE static void dsp_channels(const mcu_conv_params_t *p, const int32_t *xbuf,
                                            const int8_t *filter, const int32_t *bias,
-                                           int8_t *out, int32_t per_pass, const int32_t *rq)
+                                           int8_t *out, int32_t per_pass, const int32_t *rq,
+                                           const mcu_conv_fuse_t *fuse)
 {
     const int no_tie = p->q.rounding == MCU_ROUND_NEAREST_NO_TIE;
     if (per_pass == 4 && !no_tie) {
-        dsp_channels_p(p, xbuf, filter, bias, out, 4, 0, rq);
+        dsp_channels_p(p, xbuf, filter, bias, out, 4, 0, rq, fuse);
     } else if (per_pass == 4) {
-        dsp_channels_p(p, xbuf, filter, bias, out, 4, 1, rq);
+        dsp_channels_p(p, xbuf, filter, bias, out, 4, 1, rq, fuse);
     } else if (per_pass == 2 && !no_tie) {
-        dsp_channels_p(p, xbuf, filter, bias, out, 2, 0, rq);
+        dsp_channels_p(p, xbuf, filter, bias, out, 2, 0, rq, fuse);
     } else if (per_pass == 2) {
-        dsp_channels_p(p, xbuf, filter, bias, out, 2, 1, rq);
+        dsp_channels_p(p, xbuf, filter, bias, out, 2, 1, rq, fuse);
     } else {
-        dsp_channels_p1(p, xbuf, filter, bias, out, rq);
+        dsp_channels_p1(p, xbuf, filter, bias, out, rq, fuse);
     }
 }
 
@@ -408,7 +420,8 @@ static void dsp_window(const mcu_conv_block_t *c, const int8_t *input, int32_t n
 /* The whole convolution through the DSP path, per_pass = dsp_positions(). */
 /* The whole convolution through the DSP path, per_pass = mcu_conv2d_s8_dsp_positions(). */
 void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
-                       const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch)
+                       const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch,
+                       const mcu_conv_fuse_t *fuse)
 {
     const int32_t filter_size = p->filter.h * p->filter.w * p->input.c;
     int32_t *const xbuf = (int32_t *)scratch;
@@ -427,15 +440,26 @@ void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const in
     c.filter = filter;
     c.filter_size = filter_size;
     c.in_row = p->input.w * p->input.c;
+    c.fuse = NULL; /* this path applies the residual Add itself (dsp_channels) */
     const int32_t positions = p->input.n * p->output.h * p->output.w;
+    /* with a residual Add every position is computed once (its skip elements are read once,
+     * just before the output may overwrite them): the last positions one at a time */
+    const int32_t whole = fuse != NULL ? positions - positions % per_pass : positions;
     for (int32_t first = 0; first < positions; first += per_pass) {
         /* per_pass consecutive positions; the last pass overlaps the one before (recomputing
          * up to per_pass - 1 positions, which writes the same values again) */
+        if (first >= whole) {
+            for (int32_t n = first; n < positions; ++n) {
+                dsp_window(&c, input, n, xbuf, 0, 1, patch);
+                dsp_channels(p, xbuf, filter, bias, output + n * p->output.c, 1, rq, fuse);
+            }
+            break;
+        }
         const int32_t n0 = first + per_pass <= positions ? first : positions - per_pass;
         for (int32_t i = 0; i < per_pass; ++i) {
             dsp_window(&c, input, n0 + i, xbuf, i, per_pass, patch);
         }
-        dsp_channels(p, xbuf, filter, bias, output + n0 * p->output.c, per_pass, rq);
+        dsp_channels(p, xbuf, filter, bias, output + n0 * p->output.c, per_pass, rq, fuse);
     }
 }
 

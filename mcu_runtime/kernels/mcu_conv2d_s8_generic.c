@@ -60,31 +60,54 @@ MCU_CONV_NOINLINE void mcu_conv2d_s8_gather(const mcu_conv_block_t *c, const mcu
     }
 }
 
+/* out_px[oc] = v, or with a residual Add the Add of v and the skip element at the same place */
+static inline void put(const mcu_conv_fuse_t *fuse, int8_t *out_px, int32_t oc, int32_t v)
+{
+    if (fuse == NULL) {
+        out_px[oc] = (int8_t)v;
+    } else {
+        mcu_conv2d_s8_fuse_store(fuse, out_px + oc, 1, &v, 1);
+    }
+}
+
 /* store4: out_px[oc + r] = output_stage(acc[r] + corr[r], multiplier[oc + r], shift[oc + r]),
- * r = 0..3 */
+ * r = 0..3 (put() with a residual Add) */
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
 #include <arm_mve.h>
 
 /* Four output channels: correction added, requantized (output_stage4), stored. */
 static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
-                   const mcu_conv_params_t *params, int8_t *out_px)
+                   const mcu_conv_params_t *params, int8_t *out_px, const mcu_conv_fuse_t *fuse)
 {
     const int32x4_t v = vaddq_s32(vldrwq_s32(acc), vldrwq_s32(corr));
-    vstrbq_s32(out_px + oc, output_stage4(v, vldrwq_s32(params->multiplier + oc),
-                                          vldrwq_s32(params->shift + oc), &params->q));
+    const int32x4_t q = output_stage4(v, vldrwq_s32(params->multiplier + oc),
+                                      vldrwq_s32(params->shift + oc), &params->q);
+    if (fuse == NULL) {
+        vstrbq_s32(out_px + oc, q);
+        return;
+    }
+    int32_t vals[4];
+    vstrwq_s32(vals, q);
+    mcu_conv2d_s8_fuse_store(fuse, out_px + oc, 1, vals, 4);
 }
 
 #else
 
 static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
-                   const mcu_conv_params_t *params, int8_t *out_px)
+                   const mcu_conv_params_t *params, int8_t *out_px, const mcu_conv_fuse_t *fuse)
 {
     /* local copies: an int8_t store may alias anything, which would reload them per output */
     const mcu_quant_io_t q = params->q;
     const int32_t *const multiplier = params->multiplier + oc;
     const int32_t *const shift = params->shift + oc;
     int8_t *const out = out_px + oc;
-    if (q.rounding == MCU_ROUND_TFLITE) {
+    if (fuse != NULL) {
+        int32_t vals[4];
+        for (int32_t r = 0; r < 4; ++r) {
+            vals[r] = output_stage(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r], shift[r], &q);
+        }
+        mcu_conv2d_s8_fuse_store(fuse, out_px + oc, 1, vals, 4);
+    } else if (q.rounding == MCU_ROUND_TFLITE) {
         for (int32_t r = 0; r < 4; ++r) {
             out[r] = output_stage_tflite(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r],
                                          shift[r], &q);
@@ -109,12 +132,12 @@ static void pixel_from_patch(const mcu_conv_block_t *c, const int8_t *patch, int
     for (; oc + 4 <= c->oc_end; oc += 4) {
         int32_t acc[4] = {0, 0, 0, 0};
         mcu_dot4_s8(patch, c->filter + oc * k, k, k, acc);
-        store4(acc, c->corr + (oc - c->oc_base), oc, p, out_px);
+        store4(acc, c->corr + (oc - c->oc_base), oc, p, out_px, c->fuse);
     }
     for (; oc < c->oc_end; ++oc) {
         const int32_t acc = mcu_conv_add_wrap(mcu_dot1_s8(patch, c->filter + oc * k, k),
                                               c->corr[oc - c->oc_base]);
-        out_px[oc] = output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q);
+        put(c->fuse, out_px, oc, output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q));
     }
 }
 
@@ -194,11 +217,12 @@ MCU_CONV_NOINLINE static void pixel_from_runs(const mcu_conv_block_t *c,
                                         (int32_t)(0u - (uint32_t)p->q.input_offset * missing));
         }
         if (group == 4) {
-            store4(acc, corr, oc, p, out_px);
+            store4(acc, corr, oc, p, out_px, c->fuse);
         } else {
             for (int32_t g = 0; g < group; ++g) {
-                out_px[oc + g] = output_stage(mcu_conv_add_wrap(acc[g], corr[g]),
-                                              p->multiplier[oc + g], p->shift[oc + g], &p->q);
+                put(c->fuse, out_px, oc + g,
+                    output_stage(mcu_conv_add_wrap(acc[g], corr[g]), p->multiplier[oc + g],
+                                 p->shift[oc + g], &p->q));
             }
         }
     }
@@ -251,7 +275,8 @@ MCU_CONV_NOINLINE static void conv_block(const mcu_conv_block_t *c, const int8_t
 
 /* scratch: corrections (4 * min(C_out, MCU_CONV_OC_BLOCK) bytes), then the patch */
 void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
-                           const int32_t *bias, int8_t *output, void *scratch)
+                           const int32_t *bias, int8_t *output, void *scratch,
+                           const mcu_conv_fuse_t *fuse)
 {
     const int32_t out_c = p->output.c;
     const int32_t input_offset = p->q.input_offset;
@@ -264,6 +289,7 @@ void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, cons
     c.in_row = p->input.w * p->input.c;
     c.corr = corr;
     c.base = NULL;
+    c.fuse = fuse;
     int8_t *const patch_buf =
         (int8_t *)(corr + (out_c < MCU_CONV_OC_BLOCK ? out_c : MCU_CONV_OC_BLOCK));
     for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += MCU_CONV_OC_BLOCK) {

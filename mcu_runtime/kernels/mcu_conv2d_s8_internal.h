@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "mcu_math.h"
 #include "mcu_nn.h"
 
 /* Generic path: filters of at most this many bytes (KH * KW * C_in) have the windows that are not
@@ -41,6 +42,74 @@
 #define MCU_CONV_INLINE static inline
 #endif
 
+/* A residual Add in the output stage (mcu_conv2d_add_s8): output[i] = add(v, skip[i]) where v
+ * is the int8 value mcu_conv2d_s8 would write at i. The Add's constants are taken apart by
+ * operand: the conv value's side (offset, multiplier, exponent = -shift) and the skip's. */
+typedef struct {
+    const int8_t *skip;     /* skip[i] pairs with output[i] */
+    const int8_t *output;   /* the output's first element (finds i from an output pointer) */
+    int32_t conv_offset;    /* the Add's input offset of the conv value */
+    int32_t conv_mult;
+    int32_t conv_exp;       /* in [0, 30] */
+    int32_t skip_offset;
+    int32_t skip_mult;
+    int32_t skip_exp;       /* in [0, 30] */
+    int32_t shift1;         /* left_shift + 1, in [1, 21] */
+    int32_t out_mult;
+    int32_t out_exp;        /* in [0, 30] */
+    int32_t out_offset;
+    int32_t act_min;
+    int32_t act_max;
+    int32_t conv_mask; /* 2^exp - 1 of each exponent */
+    int32_t skip_mask;
+    int32_t out_mask;
+} mcu_conv_fuse_t;
+
+/* (a * b + 2^31) >> 32 (SMMULR). For |a| < 2^30 this is exactly gemmlowp's
+ * SaturatingRoundingDoublingHighMul(a / 2, b) = floor((a / 2 * b + 2^30) / 2^31) when a is even:
+ * its nudge 1 - 2^30 for a negative product, with a division truncating toward zero, is the same
+ * floor (and its one saturating case, INT32_MIN * INT32_MIN, cannot occur). */
+#if MCU_ISA_NATIVE != MCU_ISA_C && defined(__GNUC__)
+static inline int32_t mcu_conv_fuse_mulhi(int32_t a, int32_t b)
+{
+    int32_t r;
+    __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+#else
+static inline int32_t mcu_conv_fuse_mulhi(int32_t a, int32_t b)
+{
+    /* Arithmetic right shift of a negative value: see mcu_rounding_divide_by_pot. */
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 31)) >> 32);
+}
+#endif
+
+/* x / 2^e rounding half away from zero (mcu_rounding_divide_by_pot) for e in [0, 30]; mask =
+ * 2^e - 1 and half = mask >> 1 given. */
+static inline int32_t mcu_conv_fuse_rdbpot(int32_t x, int32_t e, int32_t mask, int32_t half)
+{
+    const int32_t threshold = half + (int32_t)((uint32_t)x >> 31);
+    return (x >> e) + ((x & mask) > threshold ? 1 : 0);
+}
+
+/* mcu_add_s8's element for the conv value v and the skip value s, the same arithmetic with the
+ * doubling high multiplies done as SMMULR: (v + off) << left_shift has |.| <= 2^28, so
+ * SRDHM((v + off) << ls, m) = mcu_conv_fuse_mulhi((v + off) << (ls + 1), m); each scaled value
+ * then has |.| <= 2^28, their sum |.| <= 2^29, and SRDHM(sum, mo) = mcu_conv_fuse_mulhi(2 sum, mo). */
+static inline int8_t mcu_conv_fuse_one(const mcu_conv_fuse_t *f, int32_t v, int32_t s)
+{
+    const int32_t x1 = (int32_t)((uint32_t)(v + f->conv_offset) << f->shift1);
+    const int32_t x2 = (int32_t)((uint32_t)(s + f->skip_offset) << f->shift1);
+    const int32_t scaled1 = mcu_conv_fuse_rdbpot(mcu_conv_fuse_mulhi(x1, f->conv_mult), f->conv_exp,
+                                                 f->conv_mask, f->conv_mask >> 1);
+    const int32_t scaled2 = mcu_conv_fuse_rdbpot(mcu_conv_fuse_mulhi(x2, f->skip_mult), f->skip_exp,
+                                                 f->skip_mask, f->skip_mask >> 1);
+    const int32_t sum2 = 2 * (scaled1 + scaled2);
+    const int32_t raw = mcu_conv_fuse_rdbpot(mcu_conv_fuse_mulhi(sum2, f->out_mult), f->out_exp,
+                                             f->out_mask, f->out_mask >> 1) + f->out_offset;
+    return (int8_t)mcu_clamp_s32(raw, f->act_min, f->act_max);
+}
+
 /* What every output position of one call (and one block of output channels) shares. */
 typedef struct {
     const mcu_conv_params_t *params;
@@ -51,6 +120,7 @@ typedef struct {
     int32_t oc_end;
     const int32_t *corr; /* corr[oc - oc_base] = bias[oc] + input_offset * sum of w[oc] */
     const int32_t *base; /* MVE path: requant2_base(shift[oc], ...) at [oc - oc_base] */
+    const mcu_conv_fuse_t *fuse; /* generic path: the residual Add, or NULL */
 } mcu_conv_block_t;
 
 /* The window of one output position: top-left input tap (y0, x0) of batch `in_batch`, and the
@@ -76,15 +146,27 @@ static inline int32_t mcu_conv_add_wrap(int32_t a, int32_t b)
 int32_t mcu_conv2d_s8_dsp_positions(const mcu_conv_params_t *p, const int32_t *bias);
 int mcu_conv2d_s8_gathers(const mcu_conv_params_t *p);
 
+/* mcu_conv2d_s8.c: the residual Add's stores, out of line (the paths inline their loops):
+ * o[r * stride] = mcu_conv_fuse_one(f, v[r], the skip element at o[r * stride]), r = 0..n-1. */
+void mcu_conv2d_s8_fuse_store(const mcu_conv_fuse_t *f, int8_t *o, int32_t stride, const int32_t *v,
+                              int32_t n);
+
+/* mcu_conv2d_s8.c: the checks, the path and the call, with the residual Add or without (NULL). */
+mcu_status_t mcu_conv2d_s8_run(const mcu_context_t *ctx, const mcu_conv_params_t *params,
+                               const int8_t *input, const int8_t *filter, const int32_t *bias,
+                               int8_t *output, const mcu_conv_fuse_t *fuse);
+
 /* mcu_conv2d_s8_generic.c: the generic path, and the window gather the other paths share. */
 void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
-                           const int32_t *bias, int8_t *output, void *scratch);
+                           const int32_t *bias, int8_t *output, void *scratch,
+                           const mcu_conv_fuse_t *fuse);
 void mcu_conv2d_s8_gather(const mcu_conv_block_t *c, const mcu_conv_window_t *win, int8_t *patch);
 
 #if MCU_ISA_NATIVE == MCU_ISA_DSP
 /* mcu_conv2d_s8_dsp.c; per_pass = mcu_conv2d_s8_dsp_positions() > 0 */
 void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
-                       const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch);
+                       const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch,
+                       const mcu_conv_fuse_t *fuse);
 #endif
 
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
