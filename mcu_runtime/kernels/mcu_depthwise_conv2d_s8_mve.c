@@ -202,6 +202,37 @@ static inline __attribute__((always_inline)) void mve_border(const mve_ctx_t *m,
            m->g->w[ky_begin * p->filter.w + kx_begin], rows, cols, 0, out, partial);
 }
 
+/* Two positions with whole windows of a one-row or one-column filter (`taps` taps, x_tap bytes
+ * apart), at x and x + x_next, outputs o and o + C: every weight vector loaded once for both. */
+static inline __attribute__((always_inline)) void mve_pair_1d(const mve_ctx_t *m, const int8_t *x,
+                                                              int32_t x_next, int32_t taps,
+                                                              int32_t x_tap, int8_t *o,
+                                                              int partial)
+{
+    const mcu_dw_mve_scratch_t *const g = m->g;
+    const mve_pred16_t pred = m->pred;
+    const int16_t *w = g->w[0];
+    const int8_t *x1 = x + x_next;
+    int32x4_t e0 = vld1q_s32(g->bias_full[0]);
+    int32x4_t o0 = vld1q_s32(g->bias_full[1]);
+    int32x4_t e1 = e0;
+    int32x4_t o1 = o0;
+    for (int32_t t = taps; t > 0; --t, x += x_tap, x1 += x_tap, w += 8) {
+        const int16x8_t wv = vld1q_s16(w);
+        const int16x8_t a = partial ? vldrbq_z_s16(x, pred) : vldrbq_s16(x);
+        e0 = vaddq_s32(e0, vmullbq_int_s16(a, wv));
+        o0 = vaddq_s32(o0, vmulltq_int_s16(a, wv));
+        const int16x8_t b = partial ? vldrbq_z_s16(x1, pred) : vldrbq_s16(x1);
+        e1 = vaddq_s32(e1, vmullbq_int_s16(b, wv));
+        o1 = vaddq_s32(o1, vmulltq_int_s16(b, wv));
+#if defined(__GNUC__)
+        __asm__ volatile("" : "+w"(e0), "+w"(o0), "+w"(e1), "+w"(o1));
+#endif
+    }
+    mve_store(m, e0, o0, o, partial);
+    mve_store(m, e1, o1, o + m->p->output.c, partial);
+}
+
 /* n positions with whole windows, the first at x (input) and o (output), the next ones
  * x_step and C bytes on: the filter's shape chosen once for the run. */
 static inline __attribute__((always_inline)) void mve_run(const mve_ctx_t *m, const int8_t *x,
@@ -216,13 +247,14 @@ static inline __attribute__((always_inline)) void mve_run(const mve_ctx_t *m, co
         for (; n > 0; --n, x += x_step, o += out_c) {
             mve_px(m, x, w, 3, 3, 1, o, partial);
         }
-    } else if (k_w == 1) {
-        for (; n > 0; --n, x += x_step, o += out_c) {
-            mve_px(m, x, w, k_h, 1, 1, o, partial);
+    } else if (k_w == 1 || k_h == 1) { /* 1-D: two positions at a time */
+        const int32_t taps = k_h * k_w;
+        const int32_t x_tap = k_w == 1 ? m->x_row : m->x_col;
+        for (; n > 1; n -= 2, x += 2 * x_step, o += 2 * out_c) {
+            mve_pair_1d(m, x, x_step, taps, x_tap, o, partial);
         }
-    } else if (k_h == 1) {
-        for (; n > 0; --n, x += x_step, o += out_c) {
-            mve_px(m, x, w, 1, k_w, 1, o, partial);
+        if (n > 0) {
+            mve_px(m, x, w, k_h, k_w, 1, o, partial);
         }
     } else {
         for (; n > 0; --n, x += x_step, o += out_c) {
