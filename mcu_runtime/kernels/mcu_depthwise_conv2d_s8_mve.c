@@ -111,27 +111,27 @@ static inline __attribute__((always_inline)) void mve_tap(int32x4_t *acc_e, int3
 #endif
 }
 
-/* requant4, clamp, back into channel order, one narrowing store of the group's channels */
-static inline __attribute__((always_inline)) void mve_store(const mve_ctx_t *m, int32x4_t e,
-                                                            int32x4_t o, int8_t *out,
+/* requant4 with the group's constants (g), clamp (full: to int8 only, else to [lo, hi]), back
+ * into channel order, one narrowing store of the group's channels (`pred` when partial) */
+static inline __attribute__((always_inline)) void mve_store(const mcu_dw_mve_scratch_t *g,
+                                                            int full, int32_t lo, int32_t hi,
+                                                            int32x4_t e, int32x4_t o,
+                                                            int8_t *out, mve_pred16_t pred,
                                                             int partial)
 {
-    const mcu_dw_mve_scratch_t *const g = m->g;
     e = requant4(e, vld1q_s32(g->mult[0]), vld1q_s32(g->base[0]), vld1q_s32(g->shift[0]));
     o = requant4(o, vld1q_s32(g->mult[1]), vld1q_s32(g->base[1]), vld1q_s32(g->shift[1]));
     int16x8_t v;
-    if (m->full) { /* saturate to int16 while restoring the channel order, then to int8 */
+    if (full) { /* saturate to int16 while restoring the channel order, then to int8 */
         v = vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), e), o);
         v = vreinterpretq_s16_s8(vqmovnbq_s16(vdupq_n_s8(0), v));
     } else {
-        const int32x4_t lo = vdupq_n_s32(m->p->q.act_min);
-        const int32x4_t hi = vdupq_n_s32(m->p->q.act_max);
-        e = vminq_s32(vmaxq_s32(e, lo), hi);
-        o = vminq_s32(vmaxq_s32(o, lo), hi);
+        e = vminq_s32(vmaxq_s32(e, vdupq_n_s32(lo)), vdupq_n_s32(hi));
+        o = vminq_s32(vmaxq_s32(o, vdupq_n_s32(lo)), vdupq_n_s32(hi));
         v = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), e), o);
     }
     if (partial) {
-        vstrbq_p_s16(out, v, m->pred);
+        vstrbq_p_s16(out, v, pred);
     } else {
         vstrbq_s16(out, v);
     }
@@ -177,7 +177,7 @@ static inline __attribute__((always_inline)) void mve_px(const mve_ctx_t *m, con
             }
         }
     }
-    mve_store(m, e, o, out, partial);
+    mve_store(g, m->full, m->p->q.act_min, m->p->q.act_max, e, o, out, pred, partial);
 }
 
 /* One output position whose window may stick out of the input: its valid taps, with the
@@ -202,64 +202,124 @@ static inline __attribute__((always_inline)) void mve_border(const mve_ctx_t *m,
            m->g->w[ky_begin * p->filter.w + kx_begin], rows, cols, 0, out, partial);
 }
 
-/* Two positions with whole windows of a one-row or one-column filter (`taps` taps, x_tap bytes
- * apart), at x and x + x_next, outputs o and o + C: every weight vector loaded once for both. */
-static inline __attribute__((always_inline)) void mve_pair_1d(const mve_ctx_t *m, const int8_t *x,
-                                                              int32_t x_next, int32_t taps,
-                                                              int32_t x_tap, int8_t *o,
-                                                              int partial)
+/* Runs of n positions with whole windows (every tap inside the input), full groups: the first
+ * window at x, output o, the next ones x_step and C bytes on. Everything the loop reads is in
+ * locals (the output stores may alias any memory). */
+typedef struct {
+    const mcu_dw_mve_scratch_t *g;
+    int32_t x_row;
+    int32_t x_col;
+    int32_t out_c;
+    int32_t lo;
+    int32_t hi;
+    int full;
+} mve_run_t;
+
+static mve_run_t run_of(const mve_ctx_t *m)
 {
-    const mcu_dw_mve_scratch_t *const g = m->g;
-    const mve_pred16_t pred = m->pred;
-    const int16_t *w = g->w[0];
-    const int8_t *x1 = x + x_next;
-    int32x4_t e0 = vld1q_s32(g->bias_full[0]);
-    int32x4_t o0 = vld1q_s32(g->bias_full[1]);
-    int32x4_t e1 = e0;
-    int32x4_t o1 = o0;
-    for (int32_t t = taps; t > 0; --t, x += x_tap, x1 += x_tap, w += 8) {
-        const int16x8_t wv = vld1q_s16(w);
-        const int16x8_t a = partial ? vldrbq_z_s16(x, pred) : vldrbq_s16(x);
-        e0 = vaddq_s32(e0, vmullbq_int_s16(a, wv));
-        o0 = vaddq_s32(o0, vmulltq_int_s16(a, wv));
-        const int16x8_t b = partial ? vldrbq_z_s16(x1, pred) : vldrbq_s16(x1);
-        e1 = vaddq_s32(e1, vmullbq_int_s16(b, wv));
-        o1 = vaddq_s32(o1, vmulltq_int_s16(b, wv));
-#if defined(__GNUC__)
-        __asm__ volatile("" : "+w"(e0), "+w"(o0), "+w"(e1), "+w"(o1));
-#endif
-    }
-    mve_store(m, e0, o0, o, partial);
-    mve_store(m, e1, o1, o + m->p->output.c, partial);
+    const mve_run_t r = {m->g, m->x_row, m->x_col, m->p->output.c, m->p->q.act_min,
+                         m->p->q.act_max, m->full};
+    return r;
 }
 
-/* n positions with whole windows, the first at x (input) and o (output), the next ones
- * x_step and C bytes on: the filter's shape chosen once for the run. */
+/* 3x3 windows, unrolled. */
+DW_NOINLINE static void run_3x3(const mve_ctx_t *m, const int8_t *x, int8_t *o, int32_t n,
+                                int32_t x_step)
+{
+    const mve_run_t r = run_of(m);
+    const int16x8_t none = vdupq_n_s16(0);
+    const mve_pred16_t all = vctp16q(8u);
+    for (; n > 0; --n, x += x_step, o += r.out_c) {
+        int32x4_t e = vld1q_s32(r.g->bias_full[0]);
+        int32x4_t od = vld1q_s32(r.g->bias_full[1]);
+        const int8_t *xr = x;
+        const int16_t *w = r.g->w[0];
+        for (int32_t j = 0; j < 3; ++j, xr += r.x_row, w += 24) {
+            mve_tap(&e, &od, xr, w, none, all, 0, 0);
+            mve_tap(&e, &od, xr + r.x_col, w + 8, none, all, 0, 0);
+            mve_tap(&e, &od, xr + 2 * r.x_col, w + 16, none, all, 0, 0);
+        }
+        mve_store(r.g, r.full, r.lo, r.hi, e, od, o, all, 0);
+    }
+}
+
+/* One-row or one-column filters (`taps` taps, x_tap bytes apart): two positions at a time, each
+ * weight vector loaded once for both. */
+DW_NOINLINE static void run_1d(const mve_ctx_t *m, const int8_t *x, int8_t *o, int32_t n,
+                               int32_t x_step, int32_t taps, int32_t x_tap)
+{
+    const mve_run_t r = run_of(m);
+    const mve_pred16_t all = vctp16q(8u);
+    for (; n > 0; n -= 2, x += 2 * x_step, o += 2 * r.out_c) {
+        const int two = n > 1;
+        const int8_t *x0 = x;
+        const int8_t *x1 = two ? x + x_step : x; /* (a lone last position: computed twice) */
+        const int16_t *w = r.g->w[0];
+        int32x4_t e0 = vld1q_s32(r.g->bias_full[0]);
+        int32x4_t o0 = vld1q_s32(r.g->bias_full[1]);
+        int32x4_t e1 = e0;
+        int32x4_t o1 = o0;
+        for (int32_t t = taps; t > 0; --t, x0 += x_tap, x1 += x_tap, w += 8) {
+            const int16x8_t wv = vld1q_s16(w);
+            const int16x8_t a = vldrbq_s16(x0);
+            e0 = vaddq_s32(e0, vmullbq_int_s16(a, wv));
+            o0 = vaddq_s32(o0, vmulltq_int_s16(a, wv));
+            const int16x8_t b = vldrbq_s16(x1);
+            e1 = vaddq_s32(e1, vmullbq_int_s16(b, wv));
+            o1 = vaddq_s32(o1, vmulltq_int_s16(b, wv));
+#if defined(__GNUC__)
+            __asm__ volatile("" : "+w"(e0), "+w"(o0), "+w"(e1), "+w"(o1));
+#endif
+        }
+        mve_store(r.g, r.full, r.lo, r.hi, e0, o0, o, all, 0);
+        if (two) {
+            mve_store(r.g, r.full, r.lo, r.hi, e1, o1, o + r.out_c, all, 0);
+        }
+    }
+}
+
+/* Any other filter: nested tap loops. */
+DW_NOINLINE static void run_any(const mve_ctx_t *m, const int8_t *x, int8_t *o, int32_t n,
+                                int32_t x_step)
+{
+    const mve_run_t r = run_of(m);
+    const int32_t k_h = m->p->filter.h;
+    const int32_t k_w = m->p->filter.w;
+    const int16x8_t none = vdupq_n_s16(0);
+    const mve_pred16_t all = vctp16q(8u);
+    for (; n > 0; --n, x += x_step, o += r.out_c) {
+        int32x4_t e = vld1q_s32(r.g->bias_full[0]);
+        int32x4_t od = vld1q_s32(r.g->bias_full[1]);
+        const int8_t *xr = x;
+        const int16_t *w = r.g->w[0];
+        for (int32_t j = k_h; j > 0; --j, xr += r.x_row) {
+            const int8_t *xp = xr;
+            for (int32_t i = k_w; i > 0; --i, xp += r.x_col, w += 8) {
+                mve_tap(&e, &od, xp, w, none, all, 0, 0);
+            }
+        }
+        mve_store(r.g, r.full, r.lo, r.hi, e, od, o, all, 0);
+    }
+}
+
+/* n positions with whole windows from x / o (see above); the last group (partial): through
+ * mve_px. */
 static inline __attribute__((always_inline)) void mve_run(const mve_ctx_t *m, const int8_t *x,
                                                           int8_t *o, int32_t n, int32_t x_step,
                                                           int partial)
 {
     const int32_t k_h = m->p->filter.h;
     const int32_t k_w = m->p->filter.w;
-    const int32_t out_c = m->p->output.c;
-    const int16_t *const w = m->g->w[0];
-    if (k_h == 3 && k_w == 3) {
-        for (; n > 0; --n, x += x_step, o += out_c) {
-            mve_px(m, x, w, 3, 3, 1, o, partial);
+    if (partial) {
+        for (; n > 0; --n, x += x_step, o += m->p->output.c) {
+            mve_px(m, x, m->g->w[0], k_h, k_w, 1, o, 1);
         }
-    } else if (k_w == 1 || k_h == 1) { /* 1-D: two positions at a time */
-        const int32_t taps = k_h * k_w;
-        const int32_t x_tap = k_w == 1 ? m->x_row : m->x_col;
-        for (; n > 1; n -= 2, x += 2 * x_step, o += 2 * out_c) {
-            mve_pair_1d(m, x, x_step, taps, x_tap, o, partial);
-        }
-        if (n > 0) {
-            mve_px(m, x, w, k_h, k_w, 1, o, partial);
-        }
+    } else if (k_h == 3 && k_w == 3) {
+        run_3x3(m, x, o, n, x_step);
+    } else if (k_w == 1 || k_h == 1) {
+        run_1d(m, x, o, n, x_step, k_h * k_w, k_w == 1 ? m->x_row : m->x_col);
     } else {
-        for (; n > 0; --n, x += x_step, o += out_c) {
-            mve_px(m, x, w, k_h, k_w, 1, o, partial);
-        }
+        run_any(m, x, o, n, x_step);
     }
 }
 
