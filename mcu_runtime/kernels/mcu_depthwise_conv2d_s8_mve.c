@@ -6,9 +6,10 @@
  * Per tap: the eight inputs widened to int16 (plus the input offset where the window has taps
  * outside the input), VMULLB/VMULLT by the weights into two int32x4 accumulators (even and odd
  * channels); per position: requant4 (mcu_kernel_util.h) of both, VMOVNB/VMOVNT back into channel
- * order, one narrowing store. The taps of a window run as one loop when the filter is one row
- * or one column (Kx1, 1xK: 1-D convolutions), unrolled for 3x3, else nested; a window with every
- * tap inside the input starts from bias_full and reads the inputs without the offset.
+ * order, one narrowing store. Whole windows (every tap inside the input) start from bias_full
+ * and read the inputs without the offset, in runs: 3x3 unrolled, one-row/one-column filters
+ * (Kx1, 1xK: 1-D convolutions) two positions per weight load, others nested; border windows
+ * take their valid taps with the offset.
  * Conditions (mcu_depthwise_conv2d_s8_path; else the generic loops run, their channel blocks
  * from mcu_dw_channel_blocks_mve at the end of this file): requant2_ok() for every channel,
  * KH * KW <= DW_MVE_MAX_TAPS (then |acc| < 2^29 + 25 * 255 * 128 < 2^30).
@@ -153,19 +154,10 @@ static inline __attribute__((always_inline)) void mve_px(const mve_ctx_t *m, con
     const int32_t k_w = m->p->filter.w;
     int32x4_t e = vld1q_s32(whole ? g->bias_full[0] : g->bias[0]);
     int32x4_t o = vld1q_s32(whole ? g->bias_full[1] : g->bias[1]);
-    if (whole && rows == 3 && cols == 3 && k_w == 3) { /* 3x3, unrolled */
-        for (int32_t j = 0; j < 3; ++j, x += x_row, w += 24) {
-            mve_tap(&e, &o, x, w, offset, pred, partial, 0);
-            mve_tap(&e, &o, x + x_col, w + 8, offset, pred, partial, 0);
-            mve_tap(&e, &o, x + 2 * x_col, w + 16, offset, pred, partial, 0);
-        }
-    } else if (cols == 1) { /* one tap per row (Kx1 filters): one loop down the column */
-        const int32_t w_row = 8 * k_w;
-        for (int32_t j = rows; j > 0; --j, x += x_row, w += w_row) {
-            mve_tap(&e, &o, x, w, offset, pred, partial, !whole);
-        }
-    } else if (rows == 1) { /* one row (1xK filters) */
-        for (int32_t i = cols; i > 0; --i, x += x_col, w += 8) {
+    if (rows == 1 || cols == 1) { /* one row or one column of taps: one loop */
+        const int32_t x_step = cols == 1 ? x_row : x_col;
+        const int32_t w_step = cols == 1 ? 8 * k_w : 8;
+        for (int32_t t = rows * cols; t > 0; --t, x += x_step, w += w_step) {
             mve_tap(&e, &o, x, w, offset, pred, partial, !whole);
         }
     } else {
@@ -278,48 +270,22 @@ DW_NOINLINE static void run_1d(const mve_ctx_t *m, const int8_t *x, int8_t *o, i
     }
 }
 
-/* Any other filter: nested tap loops. */
-DW_NOINLINE static void run_any(const mve_ctx_t *m, const int8_t *x, int8_t *o, int32_t n,
-                                int32_t x_step)
-{
-    const mve_run_t r = run_of(m);
-    const int32_t k_h = m->p->filter.h;
-    const int32_t k_w = m->p->filter.w;
-    const int16x8_t none = vdupq_n_s16(0);
-    const mve_pred16_t all = vctp16q(8u);
-    for (; n > 0; --n, x += x_step, o += r.out_c) {
-        int32x4_t e = vld1q_s32(r.g->bias_full[0]);
-        int32x4_t od = vld1q_s32(r.g->bias_full[1]);
-        const int8_t *xr = x;
-        const int16_t *w = r.g->w[0];
-        for (int32_t j = k_h; j > 0; --j, xr += r.x_row) {
-            const int8_t *xp = xr;
-            for (int32_t i = k_w; i > 0; --i, xp += r.x_col, w += 8) {
-                mve_tap(&e, &od, xp, w, none, all, 0, 0);
-            }
-        }
-        mve_store(r.g, r.full, r.lo, r.hi, e, od, o, all, 0);
-    }
-}
-
-/* n positions with whole windows from x / o (see above); the last group (partial): through
- * mve_px. */
+/* n positions with whole windows from x / o (see above); other filters and the last group
+ * (partial) through mve_px's nested loops. */
 static inline __attribute__((always_inline)) void mve_run(const mve_ctx_t *m, const int8_t *x,
                                                           int8_t *o, int32_t n, int32_t x_step,
                                                           int partial)
 {
     const int32_t k_h = m->p->filter.h;
     const int32_t k_w = m->p->filter.w;
-    if (partial) {
-        for (; n > 0; --n, x += x_step, o += m->p->output.c) {
-            mve_px(m, x, m->g->w[0], k_h, k_w, 1, o, 1);
-        }
-    } else if (k_h == 3 && k_w == 3) {
+    if (!partial && k_h == 3 && k_w == 3) {
         run_3x3(m, x, o, n, x_step);
-    } else if (k_w == 1 || k_h == 1) {
+    } else if (!partial && (k_w == 1 || k_h == 1)) {
         run_1d(m, x, o, n, x_step, k_h * k_w, k_w == 1 ? m->x_row : m->x_col);
     } else {
-        run_any(m, x, o, n, x_step);
+        for (; n > 0; --n, x += x_step, o += m->p->output.c) {
+            mve_px(m, x, m->g->w[0], k_h, k_w, 1, o, partial);
+        }
     }
 }
 
