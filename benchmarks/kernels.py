@@ -470,7 +470,7 @@ class Table:
             parts.append(_params_c(i, c))
             bias = f"c{i}_bias" if c.bias is not None else "NULL"
             ctx = ""
-            if c.kernel in ("mcu_conv2d_s8", "mcu_fully_connected_s8"):  # scratch context first
+            if c.kernel in KERNELS:  # scratch context first
                 calls.append(f"    ctx.size = {c.kernel}_get_buffer_size(&c{i}_p, {bias}, MCU_ISA_NATIVE);\n")
                 ctx = "&ctx, "
             calls.append(f"    /* {c.name} */\n"
@@ -501,8 +501,10 @@ def scratch_words(cases: list[KCase]) -> int:
     """int32 words of scratch every conv/FC case fits in, on any instruction set."""
     from emitter.kernels import ISAS
     from emitter.kernels import mcu_conv2d_s8 as conv_twin
+    from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 
-    need = [conv_twin.buffer_size(c.params, c.bias, isa) for c in cases if c.kernel == "mcu_conv2d_s8"
+    twins = {"mcu_conv2d_s8": conv_twin, "mcu_depthwise_conv2d_s8": dw_twin}
+    need = [twins[c.kernel].buffer_size(c.params, c.bias, isa) for c in cases if c.kernel in twins
             for isa in ISAS]
     return max(need + [4]) // 4 + 1
 

@@ -22,6 +22,9 @@ from emitter.ops.base import ConstArg, Prepared
 # Measured narrowings (benchmarks/cmsis_nn.py, docs/cmsis_nn.md), not C constants:
 DSP_CONV_1X1_MIN_OUT = 8  # CMSIS-NN's 1x1 fast kernel beat ours at 16 -> 4 channels (0.75x); 16 -> 8 won
 MVE_FC_MIN_INPUTS = 128  # 1.19-1.82x fewer instructions at 128..4000 inputs, a tie at 64
+# MVE depthwise: border windows are its slow part; it beat CMSIS-NN at >= 55% whole windows (Kx1
+# 0.6-0.8x, KWS 3x3 25x5 0.95x) and tied or lost below (VWW 6x6 0.44: 1.0x, 3x3 0.11: 1.3x)
+MVE_DW_MIN_WHOLE = 0.5
 
 
 def cmsis_1x1_fast(c: Any) -> bool:
@@ -43,7 +46,8 @@ def ours_is_faster(p: Prepared, var: str) -> str | None:
     if var == "c" or c is None:
         return None
     if p.kernel == "mcu_depthwise_conv2d_s8":
-        if dw_twin.path(c, bias_of(p), var) == var:
+        if dw_twin.path(c, bias_of(p), var) == var and (
+                var != "mve" or dw_twin.whole_fraction(c) >= MVE_DW_MIN_WHOLE):
             return (f"{var.upper()} depthwise fast path ({c.filter.h}x{c.filter.w}, "
                     f"{c.output.c} channels)")
     elif p.kernel == "mcu_conv2d_s8":

@@ -109,6 +109,23 @@ def path(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> str:
     return isa
 
 
+def _inside(pad: int, stride: int, dilation: int, taps: int, size: int, out: int) -> int:
+    """Output positions along one axis whose window has every tap inside the input (inside() in
+    _mve.c)."""
+    last = size - 1 - (taps - 1) * dilation + pad
+    begin = min(-(-pad // stride), out)
+    end = min(last // stride + 1 if last >= 0 else 0, out)
+    return max(end - begin, 0)
+
+
+def whole_fraction(p: DepthwiseConvParams) -> float:
+    """The share of output positions whose window lies inside the input: the fast paths' whole
+    windows (the others take the slower border code)."""
+    rows = _inside(p.pad_top, p.stride_h, p.dilation_h, p.filter.h, p.input.h, p.output.h)
+    cols = _inside(p.pad_left, p.stride_w, p.dilation_w, p.filter.w, p.input.w, p.output.w)
+    return rows * cols / (p.output.h * p.output.w)
+
+
 def buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> int:
     """Scratch bytes of the call on `isa`: the fast path's prepared group, none on the generic
     path."""

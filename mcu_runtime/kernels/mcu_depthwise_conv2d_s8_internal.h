@@ -31,7 +31,7 @@
 
 /* Scratch bytes of the fast paths (sizeof mcu_dw_dsp_scratch_t, mcu_dw_mve_scratch_t). */
 #define MCU_DW_DSP_SCRATCH_BYTES 576
-#define MCU_DW_MVE_SCRATCH_BYTES 656
+#define MCU_DW_MVE_SCRATCH_BYTES 560
 
 /* The valid taps of one output position (generic path): `rows` x `cols` taps, tap (j, i) of
  * channel 0 at x + j * x_row + i * x_col in the input and w + j * w_row + i * w_col in the
@@ -108,13 +108,9 @@ typedef struct {
 
 /* ---- MVE fast path (see _mve.c) ---- */
 
-#define DW_MVE_BORDERS 8
-
-/* Eight channels c .. c + 7, prepared once per group, and the shifted border windows of 3x3
- * filters (pad3 in _mve.c). */
+/* Eight channels c .. c + 7, prepared once per group. */
 typedef struct {
-    int16_t w[DW_MVE_MAX_TAPS][8]; /* [ky * KW + kx][channel]; 3x3 filters padded to 5x5 with
-                                    * zeros: [(ky + 1) * 5 + kx + 1] */
+    int16_t w[DW_MVE_MAX_TAPS][8]; /* [ky * KW + kx][channel] */
     int32_t bias[2][4];            /* [even/odd][lane]: channel c + 2 lane + (odd) */
     int32_t bias_full[2][4];       /* bias + input_offset * (sum of the channel's weights): the
                                     * start of a window with every tap inside the input, whose
@@ -122,9 +118,6 @@ typedef struct {
     int32_t mult[2][4];
     int32_t base[2][4];
     int32_t shift[2][4];
-    int32_t border_out[DW_MVE_BORDERS]; /* pad3: the output columns outside [x_begin, x_end), */
-    int32_t border_in[DW_MVE_BORDERS];  /* their shifted window's first input column, */
-    int32_t border_w[DW_MVE_BORDERS];   /* and its weight column shift (-1 or 1) */
 } mcu_dw_mve_scratch_t;
 
 /* ---- the paths ---- */

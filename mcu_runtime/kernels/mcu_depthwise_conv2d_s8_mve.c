@@ -2,10 +2,14 @@
  * mcu_depthwise_conv2d_s8_mve.c - the MVE (Helium) path of mcu_depthwise_conv2d_s8 (Cortex-M55):
  * depth_multiplier == 1, eight channels at a time over the whole output (the last group
  * predicated), their weights as int16 and their requantization constants prepared once per
- * call into the scratch (mcu_dw_mve_scratch_t). Per tap: the eight inputs widened to int16 plus
- * the input offset, VMULLB/VMULLT by the weights into two int32x4 accumulators (even and odd
- * channels); per position: requant4 (mcu_kernel_util.h) of both, VMOVNB/VMOVNT back into
- * channel order, one narrowing store. 3x3 windows inside the input are unrolled.
+ * group into the scratch (mcu_dw_mve_scratch_t).
+ * Per tap: the eight inputs widened to int16 (plus the input offset where the window has taps
+ * outside the input), VMULLB/VMULLT by the weights into two int32x4 accumulators (even and odd
+ * channels); per position: requant4 (mcu_kernel_util.h) of both, VMOVNB/VMOVNT back into channel
+ * order, one narrowing store. Whole windows (every tap inside the input) start from bias_full
+ * and read the inputs without the offset, in runs: 3x3 unrolled, one-row/one-column filters
+ * (Kx1, 1xK: 1-D convolutions) two positions per weight load, others nested; border windows
+ * take their valid taps with the offset.
  * Conditions (mcu_depthwise_conv2d_s8_path; else the generic loops run, their channel blocks
  * from mcu_dw_channel_blocks_mve at the end of this file): requant2_ok() for every channel,
  * KH * KW <= DW_MVE_MAX_TAPS (then |acc| < 2^29 + 25 * 255 * 128 < 2^30).
@@ -24,23 +28,13 @@ static void mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params
                         const int8_t *filter, const int32_t *bias, int32_t c)
 {
     const int32_t out_c = p->output.c;
-    const int32_t k_h = p->filter.h;
-    const int32_t k_w = p->filter.w;
-    const int pad = k_h == 3 && k_w == 3;
+    const int32_t taps = p->filter.h * p->filter.w;
     const mve_pred16_t lanes = vctp16q((uint32_t)(out_c - c));
     int16x8_t w_sum = vdupq_n_s16(0);
-    if (pad) { /* the zero border of the padded 5x5 layout */
-        for (int32_t t = 0; t < 25; ++t) {
-            vst1q_s16(g->w[t], w_sum);
-        }
-    }
-    for (int32_t ky = 0; ky < k_h; ++ky) {
-        for (int32_t kx = 0; kx < k_w; ++kx) {
-            const int32_t at = pad ? (ky + 1) * 5 + kx + 1 : ky * k_w + kx;
-            const int16x8_t w = vldrbq_z_s16(filter + (ky * k_w + kx) * out_c + c, lanes);
-            vst1q_s16(g->w[at], w);
-            w_sum = vaddq_s16(w_sum, w); /* |sum| <= 25 * 128 */
-        }
+    for (int32_t t = 0; t < taps; ++t) {
+        const int16x8_t w = vldrbq_z_s16(filter + t * out_c + c, lanes);
+        vst1q_s16(g->w[t], w);
+        w_sum = vaddq_s16(w_sum, w); /* |sum| <= 25 * 128 */
     }
     /* even and odd channels: lanes c + 2 j and c + 2 j + 1 */
     const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2u);
@@ -83,8 +77,24 @@ static void mve_prepare_no_tie(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv
     }
 }
 
+/* What a group's positions share. */
+typedef struct {
+    const mcu_depthwise_conv_params_t *p;
+    const mcu_dw_mve_scratch_t *g;
+    int32_t in_row;   /* bytes of one input row */
+    int32_t x_row;    /* dilation_h * in_row: from one tap row to the next */
+    int32_t x_col;    /* dilation_w * C: from one tap column to the next */
+    int32_t x_step;   /* stride_w * C: from one output column's window to the next */
+    int32_t x_begin;  /* output columns [x_begin, x_end) have every kx inside the input */
+    int32_t x_end;
+    int32_t y_begin;  /* output rows [y_begin, y_end) have every ky inside the input */
+    int32_t y_end;
+    mve_pred16_t pred; /* the group's channels (all 8 unless the last group is partial) */
+    int full;          /* act_min == -128 and act_max == 127 */
+} mve_ctx_t;
+
 /* acc_e/acc_o += (x + offset) * w over one tap: x the eight inputs at xp (lanes past `pred`
- * not read when `partial`) */
+ * not read when `partial`), w eight int16 weights */
 static inline __attribute__((always_inline)) void mve_tap(int32x4_t *acc_e, int32x4_t *acc_o,
                                                           const int8_t *xp, const int16_t *w,
                                                           int16x8_t offset, mve_pred16_t pred,
@@ -102,74 +112,23 @@ static inline __attribute__((always_inline)) void mve_tap(int32x4_t *acc_e, int3
 #endif
 }
 
-/* What a group's positions share. */
-typedef struct {
-    const mcu_depthwise_conv_params_t *p;
-    const mcu_dw_mve_scratch_t *g;
-    int32_t in_row;
-    int32_t x_row;    /* dilation_h * in_row */
-    int32_t x_col;    /* dilation_w * C */
-    int32_t x_begin;  /* output columns [x_begin, x_end) have every kx inside the input */
-    int32_t x_end;
-    mve_pred16_t pred; /* the group's channels (all 8 unless the last group is partial) */
-    int full;          /* act_min == -128 and act_max == 127 */
-    int32_t w_row;     /* taps per weight row: 5 (3x3, padded), else KW */
-    int32_t w_origin;  /* index of tap (0, 0) in mcu_dw_mve_scratch_t.w: 6 (3x3 padded), else 0 */
-    int pad3;          /* 3x3 with border windows shifted inward (see mve_row) */
-    int32_t borders;   /* pad3: the output columns outside [x_begin, x_end) (g->border_*) */
-} mve_ctx_t;
-
-/* One output position: `rows` x `cols` taps from x (input) and w (weights, row stride
- * w_row); `whole` (a constant where inlined) 1: they are all the filter's taps (the inputs are
- * then taken without the offset, bias_full holding it), 0: not, -1: not, and no unrolled 3x3
- * code either. Requantized into out. */
-static inline __attribute__((always_inline)) void mve_px(const mve_ctx_t *m, const int8_t *x,
-                                                         const int16_t *w, int32_t rows,
-                                                         int32_t cols, int whole, int8_t *out,
-                                                         int partial)
+/* requant4 with the group's constants (g), clamp (full: to int8 only, else to [lo, hi]), back
+ * into channel order, one narrowing store of the group's channels (`pred` when partial) */
+static inline __attribute__((always_inline)) void mve_store(const mcu_dw_mve_scratch_t *g,
+                                                            int full, int32_t lo, int32_t hi,
+                                                            int32x4_t e, int32x4_t o,
+                                                            int8_t *out, mve_pred16_t pred,
+                                                            int partial)
 {
-    const mcu_depthwise_conv_params_t *const p = m->p;
-    const mcu_dw_mve_scratch_t *const g = m->g;
-    const int16x8_t offset = vdupq_n_s16((int16_t)p->q.input_offset);
-    const int32_t x_col = m->x_col;
-    const mve_pred16_t pred = m->pred;
-    int32x4_t acc_e = vld1q_s32(whole > 0 ? g->bias_full[0] : g->bias[0]);
-    int32x4_t acc_o = vld1q_s32(whole > 0 ? g->bias_full[1] : g->bias[1]);
-    if (whole >= 0 && m->pad3 && rows == 3 && cols == 3) { /* (whole == 0: a shifted border
-                                                             * window, with the offset) */
-        for (int32_t j = 0; j < 3; ++j, x += m->x_row, w += 40) {
-            mve_tap(&acc_e, &acc_o, x, w, offset, pred, partial, !whole);
-            mve_tap(&acc_e, &acc_o, x + x_col, w + 8, offset, pred, partial, !whole);
-            mve_tap(&acc_e, &acc_o, x + 2 * x_col, w + 16, offset, pred, partial, !whole);
-        }
-    } else if (whole > 0) {
-        for (int32_t j = 0; j < rows; ++j, x += m->x_row, w += 8 * m->w_row) {
-            const int8_t *xp = x;
-            for (int32_t i = 0; i < cols; ++i, xp += x_col) {
-                mve_tap(&acc_e, &acc_o, xp, w + 8 * i, offset, pred, partial, 0);
-            }
-        }
-    } else {
-        for (int32_t j = 0; j < rows; ++j, x += m->x_row, w += 8 * m->w_row) {
-            const int8_t *xp = x;
-            for (int32_t i = 0; i < cols; ++i, xp += x_col) {
-                mve_tap(&acc_e, &acc_o, xp, w + 8 * i, offset, pred, partial, 1);
-            }
-        }
-    }
-    int32x4_t e = requant4(acc_e, vld1q_s32(g->mult[0]), vld1q_s32(g->base[0]),
-                           vld1q_s32(g->shift[0]));
-    int32x4_t o = requant4(acc_o, vld1q_s32(g->mult[1]), vld1q_s32(g->base[1]),
-                           vld1q_s32(g->shift[1]));
+    e = requant4(e, vld1q_s32(g->mult[0]), vld1q_s32(g->base[0]), vld1q_s32(g->shift[0]));
+    o = requant4(o, vld1q_s32(g->mult[1]), vld1q_s32(g->base[1]), vld1q_s32(g->shift[1]));
     int16x8_t v;
-    if (m->full) { /* saturate to int16 while restoring the channel order, then to int8 */
+    if (full) { /* saturate to int16 while restoring the channel order, then to int8 */
         v = vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), e), o);
         v = vreinterpretq_s16_s8(vqmovnbq_s16(vdupq_n_s8(0), v));
     } else {
-        const int32x4_t lo = vdupq_n_s32(p->q.act_min);
-        const int32x4_t hi = vdupq_n_s32(p->q.act_max);
-        e = vminq_s32(vmaxq_s32(e, lo), hi);
-        o = vminq_s32(vmaxq_s32(o, lo), hi);
+        e = vminq_s32(vmaxq_s32(e, vdupq_n_s32(lo)), vdupq_n_s32(hi));
+        o = vminq_s32(vmaxq_s32(o, vdupq_n_s32(lo)), vdupq_n_s32(hi));
         v = vmovntq_s32(vmovnbq_s32(vdupq_n_s16(0), e), o);
     }
     if (partial) {
@@ -179,133 +138,241 @@ static inline __attribute__((always_inline)) void mve_px(const mve_ctx_t *m, con
     }
 }
 
-/* One output row of a group: border columns (their valid taps; for pad3, the window shifted
- * inward by one row or column onto zero weights) and the columns between (all taps,
- * consecutive). in/out: the batch's tensors at channel c (out at row out_y). */
+/* One output position from `rows` x `cols` taps: tap (j, i) at x + j * x_row + i * x_col,
+ * its weights at w + 8 * (j * KW + i). whole (a constant where inlined): every tap of the
+ * filter, inside the input (bias_full, no offset). */
+static inline __attribute__((always_inline)) void mve_px(const mve_ctx_t *m, const int8_t *x,
+                                                         const int16_t *w, int32_t rows,
+                                                         int32_t cols, int whole, int8_t *out,
+                                                         int partial)
+{
+    const mcu_dw_mve_scratch_t *const g = m->g;
+    const int16x8_t offset = vdupq_n_s16((int16_t)m->p->q.input_offset);
+    const mve_pred16_t pred = m->pred;
+    const int32_t x_row = m->x_row;
+    const int32_t x_col = m->x_col;
+    const int32_t k_w = m->p->filter.w;
+    int32x4_t e = vld1q_s32(whole ? g->bias_full[0] : g->bias[0]);
+    int32x4_t o = vld1q_s32(whole ? g->bias_full[1] : g->bias[1]);
+    if (rows == 1 || cols == 1) { /* one row or one column of taps: one loop */
+        const int32_t x_step = cols == 1 ? x_row : x_col;
+        const int32_t w_step = cols == 1 ? 8 * k_w : 8;
+        for (int32_t t = rows * cols; t > 0; --t, x += x_step, w += w_step) {
+            mve_tap(&e, &o, x, w, offset, pred, partial, !whole);
+        }
+    } else {
+        for (int32_t j = rows; j > 0; --j, x += x_row, w += 8 * k_w) {
+            const int8_t *xp = x;
+            const int16_t *wp = w;
+            for (int32_t i = cols; i > 0; --i, xp += x_col, wp += 8) {
+                mve_tap(&e, &o, xp, wp, offset, pred, partial, !whole);
+            }
+        }
+    }
+    mve_store(g, m->full, m->p->q.act_min, m->p->q.act_max, e, o, out, pred, partial);
+}
+
+/* One output position whose window may stick out of the input: its valid taps, with the
+ * offset (rows: its valid tap rows [ky_begin, ky_end) start at x_rows). */
+static inline __attribute__((always_inline)) void mve_border(const mve_ctx_t *m,
+                                                             const int8_t *x_rows,
+                                                             int32_t ky_begin, int32_t rows,
+                                                             int32_t out_x, int8_t *out,
+                                                             int partial)
+{
+    const mcu_depthwise_conv_params_t *const p = m->p;
+    const int32_t in_x = out_x * p->stride_w - p->pad_left;
+    int32_t kx_begin, kx_end;
+    valid_taps(in_x, p->dilation_w, p->filter.w, p->input.w, &kx_begin, &kx_end);
+    const int32_t cols = kx_end - kx_begin;
+    const int32_t in_c = p->input.c;
+    if (rows == 0 || cols == 0) { /* no tap inside: the bias alone */
+        mve_px(m, x_rows, m->g->w[0], 0, 0, 0, out, partial);
+        return;
+    }
+    mve_px(m, x_rows + (in_x + kx_begin * p->dilation_w) * in_c,
+           m->g->w[ky_begin * p->filter.w + kx_begin], rows, cols, 0, out, partial);
+}
+
+/* Runs of n positions with whole windows (every tap inside the input), full groups: the first
+ * window at x, output o, the next ones x_step and C bytes on. Everything the loop reads is in
+ * locals (the output stores may alias any memory). */
+typedef struct {
+    const mcu_dw_mve_scratch_t *g;
+    int32_t x_row;
+    int32_t x_col;
+    int32_t out_c;
+    int32_t lo;
+    int32_t hi;
+    int full;
+} mve_run_t;
+
+static mve_run_t run_of(const mve_ctx_t *m)
+{
+    const mve_run_t r = {m->g, m->x_row, m->x_col, m->p->output.c, m->p->q.act_min,
+                         m->p->q.act_max, m->full};
+    return r;
+}
+
+/* 3x3 windows, unrolled. */
+DW_NOINLINE static void run_3x3(const mve_ctx_t *m, const int8_t *x, int8_t *o, int32_t n,
+                                int32_t x_step)
+{
+    const mve_run_t r = run_of(m);
+    const int16x8_t none = vdupq_n_s16(0);
+    const mve_pred16_t all = vctp16q(8u);
+    for (; n > 0; --n, x += x_step, o += r.out_c) {
+        int32x4_t e = vld1q_s32(r.g->bias_full[0]);
+        int32x4_t od = vld1q_s32(r.g->bias_full[1]);
+        const int8_t *xr = x;
+        const int16_t *w = r.g->w[0];
+        for (int32_t j = 0; j < 3; ++j, xr += r.x_row, w += 24) {
+            mve_tap(&e, &od, xr, w, none, all, 0, 0);
+            mve_tap(&e, &od, xr + r.x_col, w + 8, none, all, 0, 0);
+            mve_tap(&e, &od, xr + 2 * r.x_col, w + 16, none, all, 0, 0);
+        }
+        mve_store(r.g, r.full, r.lo, r.hi, e, od, o, all, 0);
+    }
+}
+
+/* One-row or one-column filters (`taps` taps, x_tap bytes apart): two positions at a time, each
+ * weight vector loaded once for both. */
+DW_NOINLINE static void run_1d(const mve_ctx_t *m, const int8_t *x, int8_t *o, int32_t n,
+                               int32_t x_step, int32_t taps, int32_t x_tap)
+{
+    const mve_run_t r = run_of(m);
+    const mve_pred16_t all = vctp16q(8u);
+    for (; n > 0; n -= 2, x += 2 * x_step, o += 2 * r.out_c) {
+        const int two = n > 1;
+        const int8_t *x0 = x;
+        const int8_t *x1 = two ? x + x_step : x; /* (a lone last position: computed twice) */
+        const int16_t *w = r.g->w[0];
+        int32x4_t e0 = vld1q_s32(r.g->bias_full[0]);
+        int32x4_t o0 = vld1q_s32(r.g->bias_full[1]);
+        int32x4_t e1 = e0;
+        int32x4_t o1 = o0;
+        for (int32_t t = taps; t > 0; --t, x0 += x_tap, x1 += x_tap, w += 8) {
+            const int16x8_t wv = vld1q_s16(w);
+            const int16x8_t a = vldrbq_s16(x0);
+            e0 = vaddq_s32(e0, vmullbq_int_s16(a, wv));
+            o0 = vaddq_s32(o0, vmulltq_int_s16(a, wv));
+            const int16x8_t b = vldrbq_s16(x1);
+            e1 = vaddq_s32(e1, vmullbq_int_s16(b, wv));
+            o1 = vaddq_s32(o1, vmulltq_int_s16(b, wv));
+#if defined(__GNUC__)
+            __asm__ volatile("" : "+w"(e0), "+w"(o0), "+w"(e1), "+w"(o1));
+#endif
+        }
+        mve_store(r.g, r.full, r.lo, r.hi, e0, o0, o, all, 0);
+        if (two) {
+            mve_store(r.g, r.full, r.lo, r.hi, e1, o1, o + r.out_c, all, 0);
+        }
+    }
+}
+
+/* n positions with whole windows from x / o (see above); other filters and the last group
+ * (partial) through mve_px's nested loops. */
+static inline __attribute__((always_inline)) void mve_run(const mve_ctx_t *m, const int8_t *x,
+                                                          int8_t *o, int32_t n, int32_t x_step,
+                                                          int partial)
+{
+    const int32_t k_h = m->p->filter.h;
+    const int32_t k_w = m->p->filter.w;
+    if (!partial && k_h == 3 && k_w == 3) {
+        run_3x3(m, x, o, n, x_step);
+    } else if (!partial && (k_w == 1 || k_h == 1)) {
+        run_1d(m, x, o, n, x_step, k_h * k_w, k_w == 1 ? m->x_row : m->x_col);
+    } else {
+        for (; n > 0; --n, x += x_step, o += m->p->output.c) {
+            mve_px(m, x, m->g->w[0], k_h, k_w, 1, o, partial);
+        }
+    }
+}
+
+/* One output row whose windows may stick out of the input at the top or bottom: the valid
+ * tap rows of every column (out: the row's first output at channel c). */
 static inline __attribute__((always_inline)) void mve_row(const mve_ctx_t *m, const int8_t *in,
                                                           int8_t *out, int32_t out_y,
                                                           int partial)
 {
     const mcu_depthwise_conv_params_t *const p = m->p;
-    const int32_t in_c = p->input.c;
-    const int32_t k_w = p->filter.w;
     const int32_t out_c = p->output.c;
-    const int16_t *const w0 = m->g->w[m->w_origin];
-    int32_t in_y = out_y * p->stride_h - p->pad_top;
+    const int32_t in_y = out_y * p->stride_h - p->pad_top;
     int32_t ky_begin, ky_end;
     valid_taps(in_y, p->dilation_h, p->filter.h, p->input.h, &ky_begin, &ky_end);
-    int32_t rows = ky_end - ky_begin;
-    int32_t row_shift = 0; /* pad3: rows ky_begin .. + 3 from row in_y + row_shift */
-    if (m->pad3 && rows != 3) {
-        row_shift = ky_begin > 0 ? ky_begin : ky_end - 3;
-    }
-    const int rows_whole = rows == p->filter.h;
-    const int8_t *const x_rows =
-        m->pad3 ? in + (in_y + row_shift * p->dilation_h) * m->in_row
-                : (rows > 0 ? in + (in_y + ky_begin * p->dilation_h) * m->in_row : in);
-    const int16_t *const w_rows =
-        m->pad3 ? w0 + 8 * m->w_row * row_shift : w0 + 8 * m->w_row * ky_begin;
+    const int32_t rows = ky_end - ky_begin;
+    const int8_t *const x_rows = rows > 0 ? in + (in_y + ky_begin * p->dilation_h) * m->in_row : in;
     for (int32_t out_x = 0; out_x < p->output.w; ++out_x) {
-        if (out_x >= m->x_begin && out_x < m->x_end) {
-            /* the columns whose windows are inside the input horizontally */
-            const int32_t x_step = p->stride_w * in_c;
-            const int8_t *x = x_rows + (out_x * p->stride_w - p->pad_left) * in_c;
-            int8_t *o = out + out_x * out_c;
-            if (m->pad3 && rows_whole) { /* (whole and the shifts fixed at compile time) */
-                for (; out_x < m->x_end; ++out_x, x += x_step, o += out_c) {
-                    mve_px(m, x, w_rows, 3, 3, 1, o, partial);
-                }
-            } else if (m->pad3) {
-                for (; out_x < m->x_end; ++out_x, x += x_step, o += out_c) {
-                    mve_px(m, x, w_rows, 3, 3, 0, o, partial);
-                }
-            } else if (rows_whole) {
-                for (; out_x < m->x_end; ++out_x, x += x_step, o += out_c) {
-                    mve_px(m, x, w_rows, rows, k_w, 1, o, partial);
-                }
-            } else {
-                for (; out_x < m->x_end; ++out_x, x += x_step, o += out_c) {
-                    mve_px(m, x, w_rows, rows, k_w, 0, o, partial);
-                }
-            }
-            if (out_x == p->output.w) {
-                break;
-            }
-        }
-        if (m->pad3) {
-            continue; /* (below) */
-        }
-        const int32_t in_x = out_x * p->stride_w - p->pad_left;
-        int32_t kx_begin, kx_end;
-        valid_taps(in_x, p->dilation_w, k_w, p->input.w, &kx_begin, &kx_end);
-        const int32_t cols = rows > 0 ? kx_end - kx_begin : 0;
-        const int8_t *const x =
-            cols > 0 ? x_rows + (in_x + kx_begin * p->dilation_w) * in_c : x_rows;
-        mve_px(m, x, w_rows + 8 * kx_begin, cols > 0 ? rows : 0, cols, 0, out + out_x * out_c,
-               partial);
-    }
-    if (m->pad3) { /* the border columns, their windows shifted inward */
-        const mcu_dw_mve_scratch_t *const g = m->g;
-        for (int32_t i = 0; i < m->borders; ++i) {
-            mve_px(m, x_rows + g->border_in[i] * in_c, w_rows + 8 * g->border_w[i], 3, 3, 0,
-                   out + g->border_out[i] * out_c, partial);
-        }
+        mve_border(m, x_rows, ky_begin, rows, out_x, out + out_x * out_c, partial);
     }
 }
 
-/* One group over the whole output (all of a batch's rows); `partial`: its channels end before
- * the eighth. */
-DW_NOINLINE static void mve_group(const mve_ctx_t *m, const int8_t *in, int8_t *out)
-{
-    const int32_t out_row = m->p->output.w * m->p->output.c;
-    for (int32_t y = 0; y < m->p->output.h; ++y, out += out_row) {
-        mve_row(m, in, out, y, 0);
-    }
-}
-
-/* The last group when C % 8 != 0: every position through the generic tap loops (the valid
- * taps, with the offset; compact rather than fast). */
-DW_NOINLINE static void mve_group_partial(const mve_ctx_t *m, const int8_t *in, int8_t *out)
+/* Every output of one group: in/out the batch's tensors at channel c. Rows [y_begin, y_end)
+ * have every tap row inside the input; in them, columns [x_begin, x_end) are whole windows,
+ * one run of positions (all rows at once when the output is one column wide: 1-D along H). */
+static inline __attribute__((always_inline)) void mve_group_body(const mve_ctx_t *m,
+                                                                 const int8_t *in, int8_t *out,
+                                                                 int partial)
 {
     const mcu_depthwise_conv_params_t *const p = m->p;
     const int32_t in_c = p->input.c;
-    const int32_t k_w = p->filter.w;
-    const int16_t *const w0 = m->g->w[m->w_origin];
-    for (int32_t out_y = 0; out_y < p->output.h; ++out_y) {
-        const int32_t in_y = out_y * p->stride_h - p->pad_top;
-        int32_t ky_begin, ky_end;
-        valid_taps(in_y, p->dilation_h, p->filter.h, p->input.h, &ky_begin, &ky_end);
-        for (int32_t out_x = 0; out_x < p->output.w; ++out_x, out += p->output.c) {
-            const int32_t in_x = out_x * p->stride_w - p->pad_left;
-            int32_t kx_begin, kx_end;
-            valid_taps(in_x, p->dilation_w, k_w, p->input.w, &kx_begin, &kx_end);
-            const int32_t rows = kx_end > kx_begin ? ky_end - ky_begin : 0;
-            const int8_t *const x =
-                rows > 0 ? in + (in_y + ky_begin * p->dilation_h) * m->in_row +
-                               (in_x + kx_begin * p->dilation_w) * in_c
-                         : in;
-            mve_px(m, x, w0 + 8 * (m->w_row * ky_begin + kx_begin), rows, kx_end - kx_begin, -1,
-                   out, 1);
+    const int32_t out_c = p->output.c;
+    const int32_t out_w = p->output.w;
+    const int32_t k_h = p->filter.h;
+    const int32_t out_row = out_w * out_c;
+    const int32_t y_begin = m->y_begin;
+    const int32_t y_end = m->y_end;
+    const int32_t x_begin = m->x_begin;
+    const int32_t x_end = m->x_end;
+    for (int32_t out_y = 0; out_y < y_begin; ++out_y) {
+        mve_row(m, in, out + out_y * out_row, out_y, partial);
+    }
+    const int32_t y_step = p->stride_h * m->in_row;
+    const int8_t *x_rows = in + (y_begin * p->stride_h - p->pad_top) * m->in_row;
+    if (out_w == 1 && x_begin == 0 && x_end == 1) { /* one column: a run down the rows */
+        mve_run(m, x_rows - p->pad_left * in_c, out + y_begin * out_c, y_end - y_begin, y_step,
+                partial);
+    } else {
+        for (int32_t out_y = y_begin; out_y < y_end; ++out_y, x_rows += y_step) {
+            int8_t *const o_row = out + out_y * out_row;
+            for (int32_t out_x = 0; out_x < x_begin; ++out_x) {
+                mve_border(m, x_rows, 0, k_h, out_x, o_row + out_x * out_c, partial);
+            }
+            mve_run(m, x_rows + (x_begin * p->stride_w - p->pad_left) * in_c,
+                    o_row + x_begin * out_c, x_end - x_begin, m->x_step, partial);
+            for (int32_t out_x = x_end; out_x < out_w; ++out_x) {
+                mve_border(m, x_rows, 0, k_h, out_x, o_row + out_x * out_c, partial);
+            }
         }
+    }
+    for (int32_t out_y = y_end > y_begin ? y_end : y_begin; out_y < p->output.h; ++out_y) {
+        mve_row(m, in, out + out_y * out_row, out_y, partial);
     }
 }
 
-/* Along one axis of a 3x3 filter: whether every window has its valid taps in [1, 3), [0, 2)
- * or [0, 3) and the input holds three taps (size >= 2 * dilation + 1). */
-static int mve_shifts_ok(int32_t pad, int32_t stride, int32_t dilation, int32_t size,
-                         int32_t out_size)
+DW_NOINLINE static void mve_group(const mve_ctx_t *m, const int8_t *in, int8_t *out)
 {
-    if (size < 2 * dilation + 1) {
-        return 0;
-    }
-    for (int32_t o = 0; o < out_size; ++o) {
-        int32_t begin, end;
-        valid_taps(o * stride - pad, dilation, 3, size, &begin, &end);
-        if (end - begin < 2) {
-            return 0;
-        }
-    }
-    return 1;
+    mve_group_body(m, in, out, 0);
+}
+
+/* The last group when C % 8 != 0 (predicated loads and stores). */
+DW_NOINLINE static void mve_group_partial(const mve_ctx_t *m, const int8_t *in, int8_t *out)
+{
+    mve_group_body(m, in, out, 1);
+}
+
+/* Output positions [*begin, *end) along one axis have every tap inside the input: origin
+ * o * stride - pad >= 0 and origin + (taps - 1) * dilation < size (an empty range when none). */
+static void inside(int32_t pad, int32_t stride, int32_t dilation, int32_t taps, int32_t size,
+                   int32_t out_size, int32_t *begin, int32_t *end)
+{
+    const int32_t last = size - 1 - (taps - 1) * dilation + pad;
+    int32_t b = (pad + stride - 1) / stride;
+    int32_t e = last < 0 ? 0 : last / stride + 1;
+    b = b > out_size ? out_size : b;
+    e = e > out_size ? out_size : e;
+    *begin = b;
+    *end = e < b ? b : e;
 }
 
 /* The whole convolution through the MVE path (mcu_depthwise_conv2d_s8_path() == MCU_PATH_MVE). */
@@ -317,58 +384,22 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
     const int32_t out_c = p->output.c;
     const int32_t in_batch = p->input.h * in_w * p->input.c;
     const int32_t out_batch = p->output.h * p->output.w * out_c;
-    mcu_dw_mve_scratch_t *const g = scratch;
     mve_ctx_t m;
     m.p = p;
-    m.g = g;
+    m.g = scratch;
     m.in_row = in_w * p->input.c;
     m.x_row = p->dilation_h * m.in_row;
     m.x_col = p->dilation_w * p->input.c;
+    m.x_step = p->stride_w * p->input.c;
     m.full = p->q.act_min == MCU_INT8_MIN && p->q.act_max == MCU_INT8_MAX;
-    /* output columns whose window lies inside the input horizontally: in_x >= 0 and
-     * in_x + (KW - 1) * dilation_w < W_in, with in_x = out_x * stride_w - pad_left */
-    const int32_t last = in_w - 1 - (p->filter.w - 1) * p->dilation_w + p->pad_left;
-    m.x_begin = (p->pad_left + p->stride_w - 1) / p->stride_w;
-    m.x_end = last < 0 ? 0 : last / p->stride_w + 1;
-    if (m.x_end > p->output.w) {
-        m.x_end = p->output.w;
-    }
-    if (m.x_begin > p->output.w) {
-        m.x_begin = p->output.w;
-    }
-    if (m.x_end < m.x_begin) {
-        m.x_end = m.x_begin;
-    }
-    const int three = p->filter.h == 3 && p->filter.w == 3;
-    m.w_row = three ? 5 : p->filter.w;
-    m.w_origin = three ? 6 : 0;
-    /* pad3: every window sticks out by at most one tap row or column on one side, and the
-     * input holds a shifted window (3 rows and 3 columns) */
-    m.pad3 = three && mve_shifts_ok(p->pad_top, p->stride_h, p->dilation_h, p->input.h,
-                                    p->output.h) &&
-             mve_shifts_ok(p->pad_left, p->stride_w, p->dilation_w, in_w, p->output.w);
-    m.borders = 0;
-    for (int32_t out_x = 0; out_x < p->output.w && m.pad3; ++out_x) {
-        if (out_x >= m.x_begin && out_x < m.x_end) {
-            continue;
-        }
-        if (m.borders == DW_MVE_BORDERS) {
-            m.pad3 = 0; /* (too many: the generic border path) */
-            break;
-        }
-        const int32_t in_x = out_x * p->stride_w - p->pad_left;
-        int32_t kx_begin, kx_end;
-        valid_taps(in_x, p->dilation_w, 3, in_w, &kx_begin, &kx_end);
-        const int32_t shift = kx_begin > 0 ? kx_begin : kx_end - 3;
-        g->border_out[m.borders] = out_x;
-        g->border_in[m.borders] = in_x + shift * p->dilation_w;
-        g->border_w[m.borders] = shift;
-        ++m.borders;
-    }
+    inside(p->pad_left, p->stride_w, p->dilation_w, p->filter.w, in_w, p->output.w, &m.x_begin,
+           &m.x_end);
+    inside(p->pad_top, p->stride_h, p->dilation_h, p->filter.h, p->input.h, p->output.h,
+           &m.y_begin, &m.y_end);
     for (int32_t c = 0; c < out_c; c += 8) {
-        mve_prepare(g, p, filter, bias, c);
+        mve_prepare(scratch, p, filter, bias, c);
         if (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) {
-            mve_prepare_no_tie(g, p, c);
+            mve_prepare_no_tie(scratch, p, c);
         }
         m.pred = vctp16q((uint32_t)(out_c - c));
         for (int32_t b = 0; b < p->input.n; ++b) {

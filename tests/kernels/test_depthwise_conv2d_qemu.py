@@ -5,9 +5,10 @@ One firmware per (core, optimization level) runs a table of cases chosen to reac
 the dispatcher and each branch inside them: the DSP path's 3x3 row pairs (all rows, padding on top
 or bottom, odd heights, windows shifted inward at the borders; its inline assembly at -O2 and its
 C fallback at -O0), its single-row sweep (other filters, strides, dilations), its C_out % 4 tail;
-the MVE path's padded 3x3 windows, shifted borders (and too many of them), partial groups and
-clamping; the generic loops with their DSP/MVE channel blocks (out-of-range requantization), with
-depth multipliers > 1 and fewer than four channels; plus random geometries. Per case the firmware
+the MVE path's whole-window runs (3x3, one-row/one-column filters two positions at a time,
+others), border windows, partial groups and clamping; the generic loops with their DSP/MVE
+channel blocks (out-of-range requantization), with depth multipliers > 1 and fewer than four
+channels; plus random geometries. Per case the firmware
 also reports the path the target takes (must equal the Python twin's path() for the core's ISA)
 and checks that one byte less scratch than mcu_depthwise_conv2d_s8_get_buffer_size() gives
 MCU_ERR_SCRATCH with the output untouched. The stack the cases used is reported by the harness.
