@@ -16,6 +16,7 @@ import numpy as np
 
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
 from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
+from emitter.kernels import mcu_fully_connected_s8 as fc_twin
 from emitter.ops.base import ConstArg, Prepared
 
 # Measured narrowings (benchmarks/cmsis_nn.py, docs/cmsis_nn.md), not C constants:
@@ -57,4 +58,6 @@ def ours_is_faster(p: Prepared, var: str) -> str | None:
     elif p.kernel == "mcu_fully_connected_s8":
         if var == "mve" and c.in_features >= MVE_FC_MIN_INPUTS:
             return f"MVE fully connected ({c.in_features} inputs)"
+        if var == "dsp" and fc_twin.path(c, None, var) == "dsp":  # measured faster at 1..640 inputs
+            return f"DSP fully connected ({c.in_features} inputs)"
     return None
