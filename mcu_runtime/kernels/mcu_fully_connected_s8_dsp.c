@@ -12,6 +12,7 @@
  * TFLite rounding, shift in [-20, -1] and multiplier >= 0 on every output.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu_fully_connected_s8_internal.h"
 #include "mcu_kernel_util.h"
@@ -128,16 +129,54 @@ static inline void block4(const int8_t *x, const int8_t *w, int32_t k, int32_t a
     a[3] = a3;
 }
 
-/* One output: requant2 of 2 * acc (multiplier m, base, right = -shift), clamped. */
-static inline int8_t out1(int32_t acc, int32_t m, int32_t base, int32_t right,
-                          const mcu_quant_io_t *q)
+/* One output before its clamp: requant2 of 2 * acc (multiplier m, base, right = -shift),
+ * saturated to int8; output_stage_tflite (with its clamp) when 2 * acc overflows. */
+static inline int32_t out1(int32_t acc, int32_t m, int32_t base, int32_t right,
+                           const mcu_quant_io_t *q)
 {
     int32_t acc2;
     if (__builtin_add_overflow(acc, acc, &acc2)) {
         return output_stage_tflite(acc, m, -right, q);
     }
-    const int32_t v = smmlar(acc2, m, base + (acc2 >> 31)) >> right;
-    return (int8_t)mcu_clamp_s32(v, q->act_min, q->act_max);
+    return ssat8(smmlar(acc2, m, base + (acc2 >> 31)) >> right);
+}
+
+#if defined(__OPTIMIZE__) && defined(__GNUC__)
+
+/* Four int8 lanes clamped to [lo, hi] (each lane of lo4/hi4): SSUB8 sets the GE flags, SEL picks
+ * (in one asm: nothing may come between them). */
+static inline uint32_t clamp4(uint32_t v, uint32_t lo4, uint32_t hi4)
+{
+    uint32_t t;
+    __asm__("ssub8   %[t], %[v], %[lo]\n\t"
+            "sel     %[v], %[v], %[lo]\n\t"
+            "ssub8   %[t], %[v], %[hi]\n\t"
+            "sel     %[v], %[hi], %[v]\n\t"
+            : [v] "+r"(v), [t] "=&r"(t)
+            : [lo] "r"(lo4), [hi] "r"(hi4)
+            : "cc");
+    return v;
+}
+
+#else /* unoptimized builds: the same in C */
+
+static inline uint32_t clamp4(uint32_t v, uint32_t lo4, uint32_t hi4)
+{
+    uint32_t out = 0u;
+    for (int32_t i = 0; i < 32; i += 8) {
+        const int32_t x = mcu_clamp_s32((int8_t)(v >> i), (int8_t)(lo4 >> i), (int8_t)(hi4 >> i));
+        out |= (uint32_t)(uint8_t)x << i;
+    }
+    return out;
+}
+
+#endif
+
+/* four int8 (in int32) in the bytes of a word, lane r = v[r] */
+static inline uint32_t pack4(int32_t v0, int32_t v1, int32_t v2, int32_t v3)
+{
+    return ((uint32_t)v0 & 0xFFu) | (((uint32_t)v1 & 0xFFu) << 8) |
+           (((uint32_t)v2 & 0xFFu) << 16) | ((uint32_t)v3 << 24);
 }
 
 void mcu_fully_connected_s8_dsp(const mcu_fc_params_t *p, const int8_t *input,
@@ -147,33 +186,41 @@ void mcu_fully_connected_s8_dsp(const mcu_fc_params_t *p, const int8_t *input,
     const int32_t k = p->in_features;
     const int32_t n_out = p->out_features;
     const int32_t blocked = n_out - n_out % MCU_FC_BLOCK_ROWS;
-    const int32_t step = p->per_channel; /* 1: per-channel, 0: per-tensor */
-    /* per-tensor constants (per-channel: recomputed per row) */
-    int32_t m = p->multiplier[0];
-    int32_t right = -p->shift[0];
-    int32_t base = requant2_base(p->shift[0], q.output_offset);
+    const uint32_t lo4 = 0x01010101u * (uint8_t)q.act_min;
+    const uint32_t hi4 = 0x01010101u * (uint8_t)q.act_max;
+    /* per-tensor constants (per-channel: per row) */
+    const int32_t m = p->multiplier[0];
+    const int32_t right = -p->shift[0];
+    const int32_t base = requant2_base(p->shift[0], q.output_offset);
     for (int32_t b = 0; b < p->batches; ++b) {
         const int8_t *const in_row = input + b * k;
         int8_t *const out_row = output + b * n_out;
         const int8_t *w = weights;
         for (int32_t n = 0; n < blocked; n += MCU_FC_BLOCK_ROWS) {
-            int32_t acc[4] = {0, 0, 0, 0};
+            int32_t a[4] = {0, 0, 0, 0};
             if (sums != NULL) {
-                acc[0] = sums[n];
-                acc[1] = sums[n + 1];
-                acc[2] = sums[n + 2];
-                acc[3] = sums[n + 3];
+                a[0] = sums[n];
+                a[1] = sums[n + 1];
+                a[2] = sums[n + 2];
+                a[3] = sums[n + 3];
             }
-            block4(in_row, w, k, acc);
+            block4(in_row, w, k, a);
             w += MCU_FC_BLOCK_ROWS * k;
-            for (int32_t r = 0; r < 4; ++r) {
-                if (step != 0) {
-                    m = p->multiplier[n + r];
-                    right = -p->shift[n + r];
-                    base = requant2_base(p->shift[n + r], q.output_offset);
+            uint32_t v;
+            if (p->per_channel) {
+                int32_t o[4];
+                for (int32_t r = 0; r < 4; ++r) {
+                    const int32_t s = p->shift[n + r];
+                    o[r] = out1(a[r], p->multiplier[n + r], requant2_base(s, q.output_offset), -s,
+                                &q);
                 }
-                out_row[n + r] = out1(acc[r], m, base, right, &q);
+                v = pack4(o[0], o[1], o[2], o[3]);
+            } else {
+                v = pack4(out1(a[0], m, base, right, &q), out1(a[1], m, base, right, &q),
+                          out1(a[2], m, base, right, &q), out1(a[3], m, base, right, &q));
             }
+            v = clamp4(v, lo4, hi4);
+            memcpy(out_row + n, &v, sizeof v); /* one STR (unaligned stores are allowed) */
         }
         mcu_fc_rows(p, in_row, weights, sums, blocked, out_row);
     }
