@@ -129,6 +129,15 @@ static inline void block4(const int8_t *x, const int8_t *w, int32_t k, int32_t a
     a[3] = a3;
 }
 
+/* output_stage_tflite, out of line (rare: it keeps the block loop's registers free) */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static int32_t out1_wide(int32_t acc, int32_t m, int32_t shift, const mcu_quant_io_t *q)
+{
+    return output_stage_tflite(acc, m, shift, q);
+}
+
 /* One output before its clamp: requant2 of 2 * acc (multiplier m, base, right = -shift),
  * saturated to int8; output_stage_tflite (with its clamp) when 2 * acc overflows. */
 static inline int32_t out1(int32_t acc, int32_t m, int32_t base, int32_t right,
@@ -136,7 +145,7 @@ static inline int32_t out1(int32_t acc, int32_t m, int32_t base, int32_t right,
 {
     int32_t acc2;
     if (__builtin_add_overflow(acc, acc, &acc2)) {
-        return output_stage_tflite(acc, m, -right, q);
+        return out1_wide(acc, m, -right, q);
     }
     return ssat8(smmlar(acc2, m, base + (acc2 >> 31)) >> right);
 }
@@ -222,7 +231,9 @@ void mcu_fully_connected_s8_dsp(const mcu_fc_params_t *p, const int8_t *input,
             v = clamp4(v, lo4, hi4);
             memcpy(out_row + n, &v, sizeof v); /* one STR (unaligned stores are allowed) */
         }
-        mcu_fc_rows(p, in_row, weights, sums, blocked, out_row);
+        if (blocked < n_out) {
+            mcu_fully_connected_s8_rows(p, in_row, weights, sums, blocked, out_row);
+        }
     }
 }
 

@@ -9,6 +9,7 @@
  */
 #include <stdint.h>
 
+#include "../support/mcu_dot_s8.h"
 #include "mcu_fully_connected_s8_internal.h"
 #include "mcu_kernel_util.h"
 #include "mcu_math.h"
@@ -83,6 +84,20 @@ static void block4(const int8_t *x, const int8_t *w, int32_t k, int32_t a[4])
 
 #endif
 
+void mcu_fully_connected_s8_rows(const mcu_fc_params_t *p, const int8_t *in_row,
+                                 const int8_t *weights, const int32_t *sums, int32_t first,
+                                 int8_t *out_row)
+{
+    const int32_t k = p->in_features;
+    for (int32_t n = first; n < p->out_features; ++n) {
+        const int32_t c = p->per_channel ? n : 0;
+        /* |sum of products| <= K * 2^14 < 2^31; + kernel sum: the int32 TFLite accumulator */
+        const int32_t acc = (int32_t)((uint32_t)mcu_dot1_s8(in_row, weights + n * k, k) +
+                                      (uint32_t)(sums != NULL ? sums[n] : 0));
+        out_row[n] = output_stage(acc, p->multiplier[c], p->shift[c], &p->q);
+    }
+}
+
 void mcu_fully_connected_s8_generic(const mcu_fc_params_t *p, const int8_t *input,
                                     const int8_t *weights, const int32_t *sums, int8_t *output)
 {
@@ -105,6 +120,6 @@ void mcu_fully_connected_s8_generic(const mcu_fc_params_t *p, const int8_t *inpu
                 out_row[n + r] = output_stage(a, p->multiplier[c], p->shift[c], &p->q);
             }
         }
-        mcu_fc_rows(p, in_row, weights, sums, blocked, out_row);
+        mcu_fully_connected_s8_rows(p, in_row, weights, sums, blocked, out_row);
     }
 }

@@ -12,8 +12,6 @@
 
 #include <stdint.h>
 
-#include "../support/mcu_dot_s8.h"
-#include "mcu_kernel_util.h"
 #include "mcu_nn.h"
 
 /* mcu_fully_connected_s8_generic.c: pure C99, every target (the host included). */
@@ -32,20 +30,11 @@ void mcu_fully_connected_s8_mve(const mcu_fc_params_t *p, const int8_t *input,
                                 const int8_t *weights, const int32_t *sums, int8_t *output);
 #endif
 
-/* The rows [first, N) that follow the blocks (row-major, K bytes each) of one input row: every
- * path's last N % 4 outputs. */
-static inline void mcu_fc_rows(const mcu_fc_params_t *p, const int8_t *in_row,
-                               const int8_t *weights, const int32_t *sums, int32_t first,
-                               int8_t *out_row)
-{
-    const int32_t k = p->in_features;
-    for (int32_t n = first; n < p->out_features; ++n) {
-        const int32_t c = p->per_channel ? n : 0;
-        /* |sum of products| <= K * 2^14 < 2^29; + kernel sum: the int32 TFLite accumulator */
-        const int32_t acc = (int32_t)((uint32_t)mcu_dot1_s8(in_row, weights + n * k, k) +
-                                      (uint32_t)(sums != NULL ? sums[n] : 0));
-        out_row[n] = output_stage(acc, p->multiplier[c], p->shift[c], &p->q);
-    }
-}
+/* mcu_fully_connected_s8_generic.c: the rows [first, N) that follow the blocks (row-major, K
+ * bytes each) of one input row, every path's last N % 4 outputs (out of line: it keeps the paths'
+ * loops lean). */
+void mcu_fully_connected_s8_rows(const mcu_fc_params_t *p, const int8_t *in_row,
+                                 const int8_t *weights, const int32_t *sums, int32_t first,
+                                 int8_t *out_row);
 
 #endif /* MCU_FULLY_CONNECTED_S8_INTERNAL_H */

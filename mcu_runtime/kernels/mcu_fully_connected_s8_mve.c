@@ -89,7 +89,9 @@ void mcu_fully_connected_s8_mve(const mcu_fc_params_t *p, const int8_t *input,
             vstrbq_s32(out_row + n, tflite ? requant_tflite(acc, m, left, right, offset, lo, hi)
                                            : output_stage4(acc, m, shift, &p->q));
         }
-        mcu_fc_rows(p, in_row, weights, sums, blocked, out_row);
+        if (blocked < n_out) {
+            mcu_fully_connected_s8_rows(p, in_row, weights, sums, blocked, out_row);
+        }
     }
 }
 
