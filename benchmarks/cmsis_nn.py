@@ -95,7 +95,7 @@ def run_variant(name: str, board, variant: str, work: Path, profile: bool, model
     here = work / variant
     write_bundle(render_bundle(c, " ".join(board.cflags), board.name), here / "bundle", force=True)
     write_glue(c, here / "glue")
-    fw = build_firmware(here / "bundle", here / "glue", board, work / "fw", cmsis_nn=c.cmsis_path,
+    fw = build_firmware(here / "bundle", here / "glue", board, here / "fw", cmsis_nn=c.cmsis_path,
                         cmsis_opt=CMSIS_OPT[0])
     samples = [[x.astype(np.int8).reshape(c.input_shapes[0])] for x in ref["inputs"]]
     run_dir = here / "run"

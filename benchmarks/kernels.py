@@ -44,7 +44,7 @@ from emitter.boards import load_board
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
 from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
-from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
+from emitter.kernels.mcu_fully_connected_s8 import FCParams, kernel_sums, mcu_fully_connected_s8, pack_weights
 from tests.harness.ckernels import conv_out_size, realistic_multipliers, wide_multipliers
 
 MODELS_DIR = ROOT.parent / "shared" / "models"
@@ -150,6 +150,13 @@ class KCase:
         if self.kernel == "mcu_depthwise_conv2d_s8":
             return mcu_depthwise_conv2d_s8(self.params, self.x, self.w, self.bias)
         return mcu_fully_connected_s8(self.params, self.x, self.w, self.bias)
+
+    def c_operands(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """(weights, bias) as the C kernel takes them: for the fully connected kernel the block
+        layout and the kernel sums (its twin's pack_weights / kernel_sums)."""
+        if self.kernel == "mcu_fully_connected_s8":
+            return pack_weights(self.w), kernel_sums(self.params, self.w, self.bias)
+        return self.w, self.bias
 
 
 def _quant(rng: np.random.Generator, channels: int, taps: int, wide: bool, zp_in: int, zp_out: int,
@@ -459,16 +466,17 @@ class Table:
             pad = (-len(weights) + c.misalign) % 4
             weights += [0] * pad
             w_off.append(len(weights))
-            weights += [int(v) for v in c.w.ravel()]
+            weights += [int(v) for v in c.c_operands()[0].ravel()]
         parts.append(_c_array("int8_t", "weights", np.array(weights), align=True))
         calls = []
         for i, c in enumerate(self.cases):
             parts.append(_c_array("int32_t", f"c{i}_mult", c.params.multiplier))
             parts.append(_c_array("int32_t", f"c{i}_shift", c.params.shift))
-            if c.bias is not None:
-                parts.append(_c_array("int32_t", f"c{i}_bias", c.bias))
+            c_bias = c.c_operands()[1]
+            if c_bias is not None:
+                parts.append(_c_array("int32_t", f"c{i}_bias", c_bias))
             parts.append(_params_c(i, c))
-            bias = f"c{i}_bias" if c.bias is not None else "NULL"
+            bias = f"c{i}_bias" if c_bias is not None else "NULL"
             ctx = ""
             if c.kernel in KERNELS:  # scratch context first
                 calls.append(f"    ctx.size = {c.kernel}_get_buffer_size(&c{i}_p, {bias}, MCU_ISA_NATIVE);\n")

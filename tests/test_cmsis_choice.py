@@ -103,8 +103,9 @@ def test_rules_follow_the_fast_path_conditions(var):
 
 
 def test_conv_and_fc_rules_per_path():
-    """DSP: convolutions up to a 576-tap window; MVE: only one-channel convolutions, and fully
-    connected layers from 128 inputs (KWS's 64-input classifier stays CMSIS-NN)."""
+    """DSP: convolutions up to a 576-tap window, and fully connected layers wherever their DSP path
+    runs; MVE: only one-channel convolutions, and fully connected layers from 128 inputs (KWS's
+    64-input classifier stays CMSIS-NN)."""
     first, pointwise = [p for p in compile_model(shared_model("mlperf_kws_dscnn"), name="net").prepared
                         if p.kernel == "mcu_conv2d_s8"][:2]
     assert ours_is_faster(first, "dsp") and ours_is_faster(pointwise, "dsp")
@@ -118,7 +119,10 @@ def test_conv_and_fc_rules_per_path():
     assert ours_is_faster(first, "mve") and ours_is_faster(pointwise, "mve") is None
     assert ours_is_faster(layer("mlperf_kws_dscnn", "mcu_fully_connected_s8"), "mve") is None
     assert ours_is_faster(layer("mlperf_ad_fc_autoencoder", "mcu_fully_connected_s8"), "mve")
-    assert ours_is_faster(layer("mlperf_ad_fc_autoencoder", "mcu_fully_connected_s8"), "dsp") is None
+    fc = layer("mlperf_ad_fc_autoencoder", "mcu_fully_connected_s8")
+    assert ours_is_faster(fc, "dsp") and ours_is_faster(fc, "c") is None
+    wide = replace(fc.params, shift=np.full_like(fc.params.shift, 3))  # no requant2: the generic path
+    assert ours_is_faster(replace(fc, params=wide), "dsp") is None
 
 
 @needs_cmsis

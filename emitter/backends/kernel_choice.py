@@ -17,6 +17,7 @@ import numpy as np
 
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
 from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
+from emitter.kernels import mcu_fully_connected_s8 as fc_twin
 from emitter.ops.base import ConstArg, Prepared
 
 # Measured narrowings (benchmarks/cmsis_nn.py, docs/cmsis_nn.md), not C constants:
@@ -66,4 +67,7 @@ def ours_is_faster(p: Prepared, var: str) -> str | None:
     elif p.kernel == "mcu_fully_connected_s8":
         if var == "mve" and c.in_features >= MVE_FC_MIN_INPUTS:
             return f"MVE fully connected ({c.in_features} inputs)"
+        # measured: 1..640 inputs from 4 outputs (one block of the layout; fewer run one row at a time)
+        if var == "dsp" and c.out_features >= fc_twin.BLOCK_ROWS and fc_twin.path(c, None, var) == "dsp":
+            return f"DSP fully connected ({c.in_features} inputs)"
     return None

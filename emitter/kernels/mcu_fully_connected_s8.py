@@ -3,8 +3,13 @@
 out[b,n] = clamp(requant(sum_k (in[b,k] + input_offset) * w[n,k] + bias[n], multiplier[c],
            shift[c]) + output_offset, act_min, act_max), c = n if per_channel else 0.
 
-CMSIS-NN: arm_fully_connected_s8 / arm_fully_connected_per_channel_s8; on MVE the context holds the
-kernel sums bias[n] + input_offset * sum_k w[n,k], computed at build time.
+The golden takes the logical operands (TFLite's math); the C kernel takes what Prepare derives
+from them at build time: the weights in the block layout of mcu_nn.h (pack_weights: four rows
+interleaved in 16-input chunks, the last N % 4 rows row-major) and the kernel sums
+bias[n] + input_offset * sum_k w[n,k] in place of the bias (kernel_sums), the same integers.
+
+CMSIS-NN: arm_fully_connected_s8 / arm_fully_connected_per_channel_s8 on the logical weights and
+bias (unpack_weights / bias_of_sums); on MVE the context holds the same kernel sums.
 """
 from __future__ import annotations
 
@@ -14,9 +19,15 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest, arr
+from emitter.kernels import c_defines
 from emitter.kernels.common import QuantIO, check_shape, output_stage
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
 from emitter.ops.base import CArg, ConstArg, NullArg, Prepared, StructArg
+from emitter.quant import ROUND_TFLITE
+
+_C = c_defines("include/mcu_nn.h")
+BLOCK_ROWS = _C["MCU_FC_BLOCK_ROWS"]
+CHUNK = _C["MCU_FC_CHUNK"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,12 +57,57 @@ def mcu_fully_connected_s8(p: FCParams, input: np.ndarray, weights: np.ndarray,
                         np.asarray(p.shift)[:channels])
 
 
+def weight_order(n: int, k: int) -> np.ndarray:
+    """order[j] = the row-major index (row * K + column) of the weight at position j of the block
+    layout (mcu_nn.h, MCU_FC_BLOCK_ROWS)."""
+    idx = np.arange(n * k).reshape(n, k)
+    blocked = n - n % BLOCK_ROWS
+    full = k - k % CHUNK
+    parts = []
+    for b in range(0, blocked, BLOCK_ROWS):
+        rows = idx[b:b + BLOCK_ROWS]
+        # [4, K_full] -> [chunks, 4, 16]: chunk after chunk, the four rows' 16 weights each
+        parts.append(rows[:, :full].reshape(BLOCK_ROWS, -1, CHUNK).transpose(1, 0, 2).ravel())
+        parts.append(rows[:, full:].ravel())  # the last K % 16 columns, row after row
+    parts.append(idx[blocked:].ravel())
+    return np.concatenate(parts)
+
+
+def pack_weights(weights: np.ndarray) -> np.ndarray:
+    """int8 [N, K] row-major -> the block layout, flat [N * K]."""
+    n, k = weights.shape
+    return np.ascontiguousarray(weights.ravel()[weight_order(n, k)])
+
+
+def unpack_weights(packed: np.ndarray, n: int, k: int) -> np.ndarray:
+    """The block layout, flat [N * K] -> int8 [N, K] row-major."""
+    out = np.empty(n * k, dtype=packed.dtype)
+    out[weight_order(n, k)] = packed.ravel()
+    return out.reshape(n, k)
+
+
+def kernel_sums(p: FCParams, weights: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """int32 [N]: bias[n] + input_offset * sum_k w[n,k] (Prepare checks it fits int32)."""
+    b = np.zeros(p.out_features, np.int64) if bias is None else bias.astype(np.int64)
+    sums = b + p.q.input_offset * weights.astype(np.int64).sum(axis=1)
+    if np.any(np.abs(sums) > np.iinfo(np.int32).max):
+        raise ValueError(f"kernel sums reach {int(np.abs(sums).max())}, outside int32")
+    return sums.astype(np.int32)
+
+
+def bias_of_sums(p: FCParams, weights: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    """The bias back from the kernel sums (kernel_sums' inverse), int32 [N]."""
+    return (sums.astype(np.int64) - p.q.input_offset * weights.astype(np.int64).sum(axis=1)).astype(np.int32)
+
+
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
     c = p.params
     assert isinstance(c, FCParams)
     ops = p.operands
-    w, b = ops["weights"], ops["bias"]
-    assert isinstance(w, ConstArg)
+    wp, s = ops["weights"], ops["kernel_sums"]
+    assert isinstance(wp, ConstArg) and isinstance(s, ConstArg)
+    w = unpack_weights(wp.data, c.out_features, c.in_features)
+    bias = bias_of_sums(c, w, s.data)
     params = {"input_offset": c.q.input_offset, "filter_offset": 0, "output_offset": c.q.output_offset,
               "activation": {"min": c.q.act_min, "max": c.q.act_max}}
     if c.per_channel:
@@ -68,28 +124,33 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
         "input_data": ops["input"],
         "filter_dims": StructArg("cmsis_nn_dims", "filter_dims",
                                  {"n": c.in_features, "h": 1, "w": 1, "c": c.out_features}),
-        "filter_data": w,
+        "filter_data": ConstArg("weights", w),
         "bias_dims": StructArg("cmsis_nn_dims", "bias_dims", {"n": 1, "h": 1, "w": 1, "c": c.out_features}),
-        "bias_data": b if isinstance(b, ConstArg) else NullArg(),
+        "bias_data": ConstArg("bias", bias) if np.any(bias != 0) else NullArg(),
         "output_dims": StructArg("cmsis_nn_dims", "output_dims",
                                  {"n": c.batches, "h": 1, "w": 1, "c": c.out_features}),
         "output_data": ops["output"]}
-    if conv.var == "mve":  # kernel sums: bias[r] + input_offset * sum_c w[r][c], computed now
-        bias = b.data.astype(np.int64) if isinstance(b, ConstArg) else np.zeros(c.out_features, np.int64)
-        sums = (bias + c.q.input_offset * w.data.astype(np.int64).reshape(c.out_features, -1).sum(axis=1))
+    if conv.var == "mve":  # CMSIS-NN's kernel sums: the same integers
         values["ctx"] = StructArg("cmsis_nn_context", "ctx",
-                                  {"buf": arr(ConstArg("kernel_sums", sums.astype(np.int32)), "(void *)"),
+                                  {"buf": arr(ConstArg("kernel_sums", s.data), "(void *)"),
                                    "size": 4 * c.out_features})
     return conv.call(p, fn, values)
 
 
 # -- the C dispatcher's path choice and scratch size (mcu_fully_connected_s8_path / _get_buffer_size) --
-def path(p: FCParams, bias: np.ndarray | None, isa: str) -> str:
-    """The one algorithm, its dot products in the instructions of `isa`."""
-    return {"mve": "mve", "dsp": "dsp"}.get(isa, "generic")
+def path(p: FCParams, sums: np.ndarray | None, isa: str) -> str:
+    """MVE on MVE; DSP on DSP when every output allows requant2 (TFLite rounding, shift in
+    [-20, -1], multiplier >= 0); else the generic path."""
+    if isa == "mve":
+        return "mve"
+    channels = p.out_features if p.per_channel else 1
+    m, s = np.asarray(p.multiplier)[:channels], np.asarray(p.shift)[:channels]
+    if isa == "dsp" and p.q.rounding == ROUND_TFLITE and bool(np.all((s >= -20) & (s <= -1) & (m >= 0))):
+        return "dsp"
+    return "generic"
 
 
-def buffer_size(p: FCParams, bias: np.ndarray | None, isa: str) -> int:
+def buffer_size(p: FCParams, sums: np.ndarray | None, isa: str) -> int:
     """No scratch on any instruction set."""
     return 0
 

@@ -29,7 +29,7 @@ from emitter.kernels.common import QuantIO
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 from emitter.layout import index_map
 from emitter.ops import asym_weights
-from emitter.ops.base import Attrs, ConstArg, LayoutPlan, LowerCtx, NullArg, Prepared, QIn, QNode, TensorArg, per_tensor
+from emitter.ops.base import Attrs, ConstArg, LayoutPlan, LowerCtx, Prepared, QIn, QNode, TensorArg, per_tensor
 from emitter.ops.conv import check_accumulation, check_bias_headroom, scratch_ctx
 
 ONNX_OPS = ("MatMul", "Gemm")
@@ -198,14 +198,15 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     p = FCParams(batches, k, n_out, QuantIO(-xq.zp, yq.zp, node.attrs["act_min"], node.attrs["act_max"],
                                             rounding), int(mult.size > 1), mult, shift)
     bias = b.data if b is not None else None
+    sums = fc_twin.kernel_sums(p, weights, bias)  # fits: check_bias_headroom at lowering
 
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_fully_connected_s8(p, env[x.name].reshape(batches, k), weights, bias).ravel()
 
-    ctx, scratch = scratch_ctx(fc_twin.buffer_size, p, bias, isa)
+    ctx, scratch = scratch_ctx(fc_twin.buffer_size, p, sums, isa)
     return Prepared("mcu_fully_connected_s8", p,
-                    {"ctx": ctx, "input": TensorArg(x.name), "weights": ConstArg("weights", weights),
-                     "bias": ConstArg("bias", bias) if bias is not None else NullArg(),
-                     "output": TensorArg(y.name)},
+                    {"ctx": ctx, "input": TensorArg(x.name),
+                     "weights": ConstArg("weights_blocked", fc_twin.pack_weights(weights)),
+                     "kernel_sums": ConstArg("kernel_sums", sums), "output": TensorArg(y.name)},
                     golden, macs=batches * k * n_out, scratch=scratch,
                     summary=f"{k} -> {n_out}, batches {batches}")

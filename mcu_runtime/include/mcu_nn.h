@@ -224,31 +224,43 @@ mcu_status_t mcu_transpose_conv_s8(const mcu_transpose_conv_params_t *params, co
 /* ------------------------------------------------------------------------------------------- */
 /* Fully connected                                                                             */
 
+/* The weight layout of mcu_fully_connected_s8 (build time, emitter/kernels/mcu_fully_connected_s8.py
+ * pack_weights()): rows [0, N - N % 4) in blocks of MCU_FC_BLOCK_ROWS = 4 rows, each block 4 * K
+ * bytes: chunk after chunk of MCU_FC_CHUNK = 16 inputs, row 0's 16 weights, then row 1's, row 2's,
+ * row 3's; then the last K % 16 inputs, row 0's K % 16 weights, then rows 1, 2, 3. The last N % 4
+ * rows follow, row-major. N * K bytes in all. */
+#define MCU_FC_BLOCK_ROWS 4
+#define MCU_FC_CHUNK 16
+
 typedef struct {
     int32_t batches;      /**< rows of the input, >= 1 */
-    int32_t in_features;  /**< K */
+    int32_t in_features;  /**< K, 1..65535 */
     int32_t out_features; /**< N */
-    mcu_quant_io_t q;
+    mcu_quant_io_t q;     /**< q.input_offset only documents the sums: it is in kernel_sums */
     int32_t per_channel;       /**< 0: multiplier[0]/shift[0] for every output; 1: one per output */
     const int32_t *multiplier;
     const int32_t *shift;
 } mcu_fc_params_t;
 
 /**
- * @brief int8 fully connected: in [batches, K], weights [N, K] row-major, bias [N] (may be NULL),
- * out [batches, N].
+ * @brief int8 fully connected: in [batches, K], weights [N, K] in the MCU_FC_BLOCK_ROWS layout
+ * above, out [batches, N]:
+ *   out[b,n] = output_stage(sum_k in[b,k] * w[n,k] + kernel_sums[n]),
+ *   kernel_sums[n] = bias[n] + input_offset * sum_k w[n,k] (build time; may be NULL: all 0),
+ * which is TFLite's sum_k (in[b,k] + input_offset) * w[n,k] + bias[n], as integers.
  */
 mcu_status_t mcu_fully_connected_s8(const mcu_context_t *ctx, const mcu_fc_params_t *params,
                                     const int8_t *input, const int8_t *weights,
-                                    const int32_t *bias, int8_t *output);
+                                    const int32_t *kernel_sums, int8_t *output);
 
 /** @brief Scratch bytes mcu_fully_connected_s8 needs on `isa` (MCU_ISA_*): none on any. */
 int32_t mcu_fully_connected_s8_get_buffer_size(const mcu_fc_params_t *params,
-                                               const int32_t *bias, int32_t isa);
+                                               const int32_t *kernel_sums, int32_t isa);
 
-/** @brief The code path (MCU_PATH_*) mcu_fully_connected_s8 takes on `isa`: its dot products in
- * that instruction set. */
-int32_t mcu_fully_connected_s8_path(const mcu_fc_params_t *params, const int32_t *bias,
+/** @brief The code path (MCU_PATH_*) mcu_fully_connected_s8 takes on `isa`: MCU_PATH_MVE on MVE;
+ * MCU_PATH_DSP on DSP for TFLite rounding and requant2_ok() constants (mcu_kernel_util.h) on every
+ * output, with the kernel sums as bias; else MCU_PATH_GENERIC. */
+int32_t mcu_fully_connected_s8_path(const mcu_fc_params_t *params, const int32_t *kernel_sums,
                                     int32_t isa);
 
 /* ------------------------------------------------------------------------------------------- */

@@ -67,10 +67,13 @@ class FC(NamedTuple):
     k: int
     n: int
     per_channel: bool = True
+    wide: bool = False
+    big_bias: bool = False  # |acc| >= 2^30 on some output: the DSP path's exact fallback
 
 
 FCS = {"k33_n5_b2": FC(2, 33, 5), "k300_n6_tensor": FC(1, 300, 6, False), "k1_n4": FC(3, 1, 4),
-       "k64_n10": FC(1, 64, 10)}
+       "k64_n10": FC(1, 64, 10), "k8_n16_tensor": FC(1, 8, 16, False), "k20_n9_b2": FC(2, 20, 9),
+       "k48_n8_wide": FC(1, 48, 8, wide=True), "k16_n4_big_bias": FC(1, 16, 4, False, big_bias=True)}
 
 
 def conv_case(spec: Conv, rng: np.random.Generator) -> tuple[ConvParams, list[Any]]:
@@ -91,12 +94,16 @@ def conv_case(spec: Conv, rng: np.random.Generator) -> tuple[ConvParams, list[An
 
 
 def fc_case(spec: FC, rng: np.random.Generator) -> tuple[FCParams, list[Any]]:
-    mult, shift = realistic_multipliers(rng, spec.n if spec.per_channel else 1, spec.k)
+    channels = spec.n if spec.per_channel else 1
+    mult, shift = wide_multipliers(rng, channels) if spec.wide else realistic_multipliers(rng, channels, spec.k)
     p = FCParams(spec.batches, spec.k, spec.n, QuantIO(int(rng.integers(-127, 129)), 3, -128, 127),
                  int(spec.per_channel), mult, shift)
     x = rng.integers(-128, 128, (spec.batches, spec.k), dtype=np.int8)
     w = rng.integers(-128, 128, (spec.n, spec.k), dtype=np.int8)
-    return p, [x, w, rng.integers(-(1 << 13), 1 << 13, spec.n).astype(np.int32)]
+    b = rng.integers(-(1 << 13), 1 << 13, spec.n).astype(np.int32)
+    if spec.big_bias:
+        b[1:3] = (1 << 30) + (1 << 20), -(1 << 30) - (1 << 20)
+    return p, [x, w, b]
 
 
 def arr(ctype: str, name: str, a: np.ndarray) -> str:
@@ -131,6 +138,8 @@ def net_c(cases: list[tuple[str, Any, list[Any]]]) -> str:
     every case's output, output 1 per case its path (1 byte) and scratch need (int32, LE)."""
     decls, calls, off = [], [], 0
     for k, (kind, p, (x, w, b)) in enumerate(cases):
+        if kind == "fc":  # the C takes the block layout and the kernel sums
+            w, b = fc_twin.pack_weights(w), fc_twin.kernel_sums(p, w, b)
         decls += [arr("int8_t", f"x{k}", x), arr("int8_t", f"w{k}", w), arr("int32_t", f"b{k}", b),
                   arr("int32_t", f"m{k}", p.multiplier), arr("int32_t", f"s{k}", p.shift)]
         if kind == "conv":

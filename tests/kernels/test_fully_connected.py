@@ -1,5 +1,7 @@
 """mcu_fully_connected_s8: host C kernel == its C reference (mcu_fully_connected_s8_ref.c) == numpy
-golden (emitter/kernels/mcu_fully_connected_s8.py), bit for bit."""
+golden (emitter/kernels/mcu_fully_connected_s8.py), bit for bit. The C gets the weights in the
+block layout and the kernel sums (the twin's pack_weights / kernel_sums), the golden the logical
+weights and bias."""
 from __future__ import annotations
 
 import ctypes
@@ -12,7 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emitter.kernels.common import QuantIO
-from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
+from emitter.kernels.mcu_fully_connected_s8 import (
+    FCParams,
+    kernel_sums,
+    mcu_fully_connected_s8,
+    pack_weights,
+    unpack_weights,
+)
 from tests.harness.ckernels import (
     MCU_ERR_ARG,
     MCU_OK,
@@ -52,6 +60,12 @@ CASES = {
     "relu": Case(zp_out=-5, act=(-5, 127)),
     "narrow_act": Case(batches=2, act=(-10, 20)),
     "no_bias": Case(batches=2, bias=False),
+    "no_bias_zp": Case(batches=2, bias=False, zp_in=-7),
+    "blocks_tail": Case(k=37, n=11),
+    "chunks_only": Case(k=64, n=8, per_channel=False),
+    "k8_n128": Case(k=8, n=128, per_channel=False, zp_in=-128),
+    "k640_n12": Case(k=640, n=12, per_channel=False, zp_in=5),
+    "k3_n4": Case(k=3, n=4),
 }
 
 
@@ -70,14 +84,36 @@ def build(case: Case, rng: np.random.Generator) -> tuple[FCParams, list[Any]]:
     return p, [x, w, b]
 
 
+def c_operands(p: FCParams, inputs: list[Any]) -> list[Any]:
+    """[x, w, bias] -> what the C kernel takes: [x, packed w, kernel sums]."""
+    x, w, b = inputs
+    return [x, pack_weights(w), kernel_sums(p, w, b)]
+
+
 def check(p: FCParams, inputs: list[Any]) -> None:
     expected = mcu_fully_connected_s8(p, *inputs)
+    c_in = c_operands(p, inputs)
     ctx, _keep = scratch_context(0)  # no scratch on any isa
     got = np.full((p.batches, p.out_features), 0x5A, dtype=np.int8)
-    assert call_raw("mcu_fully_connected_s8", ctypes.byref(ctx), p, *inputs, got) == MCU_OK
+    assert call_raw("mcu_fully_connected_s8", ctypes.byref(ctx), p, *c_in, got) == MCU_OK
     np.testing.assert_array_equal(got, expected)
-    ref = call_kernel("mcu_fully_connected_s8_ref", p, inputs, (p.batches, p.out_features))
+    ref = call_kernel("mcu_fully_connected_s8_ref", p, c_in, (p.batches, p.out_features))
     np.testing.assert_array_equal(ref, expected)
+    if inputs[2] is None and p.q.input_offset == 0:  # NULL kernel sums: all zero
+        assert call_raw("mcu_fully_connected_s8", ctypes.byref(ctx), p, c_in[0], c_in[1], None, got) == MCU_OK
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("n,k", [(1, 1), (4, 16), (5, 17), (8, 33), (7, 3), (12, 48), (3, 40)])
+def test_layout_round_trip(n: int, k: int) -> None:
+    """pack_weights is a permutation, undone by unpack_weights; a block's first chunk is the four
+    rows' first 16 weights one after the other."""
+    w = np.arange(n * k).reshape(n, k)
+    packed = pack_weights(w)
+    assert sorted(packed.tolist()) == list(range(n * k))
+    np.testing.assert_array_equal(unpack_weights(packed, n, k), w)
+    if n >= 4 and k >= 16:
+        np.testing.assert_array_equal(packed[:64], w[:4, :16].ravel())
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -144,8 +180,8 @@ def test_invalid_params(name: str) -> None:
     p, (x, w, b) = build(Case(batches=2), np.random.default_rng(0))
     out = np.full((p.batches, p.out_features), 0x5A, dtype=np.int8)
     ctx, _keep = scratch_context(0)
-    args: dict[str, Any] = {"ctx": ctypes.byref(ctx), "params": p, "input": x, "weights": w, "bias": b,
-                            "output": out}
+    args: dict[str, Any] = {"ctx": ctypes.byref(ctx), "params": p, "input": x, "weights": pack_weights(w),
+                            "kernel_sums": kernel_sums(p, w, b), "output": out}
     if name in INVALID:
         args["params"] = INVALID[name](p)
     else:

@@ -121,7 +121,7 @@ int hello_fc_run_multi(const int8_t *const inputs[], int8_t *const outputs[])
      * out [1,16] ONNX order, s=0.0246399418 zp=-128, arena+0 (16 bytes)
      *   'hello/dense_0/MatMul;hello/dense_0/Relu;hello/dense_0/BiasAdd'
      */
-    status = mcu_fully_connected_s8(&hello_fc_l0_ctx, &hello_fc_l0_params, inputs[0], hello_fc_l0_weights, hello_fc_l0_bias, (arena + 0));
+    status = mcu_fully_connected_s8(&hello_fc_l0_ctx, &hello_fc_l0_params, inputs[0], hello_fc_l0_weights_blocked, hello_fc_l0_kernel_sums, (arena + 0));
     if (status != MCU_OK) {
         return (int)status;
     }
@@ -136,7 +136,7 @@ int hello_fc_run_multi(const int8_t *const inputs[], int8_t *const outputs[])
      * out [1,16] ONNX order, s=0.0261927824 zp=-128, arena+16 (16 bytes)
      *   'hello/dense_1/MatMul;hello/dense_1/Relu;hello/dense_1/BiasAdd'
      */
-    status = mcu_fully_connected_s8(&hello_fc_l1_ctx, &hello_fc_l1_params, (arena + 0), hello_fc_l1_weights, hello_fc_l1_bias, (arena + 16));
+    status = mcu_fully_connected_s8(&hello_fc_l1_ctx, &hello_fc_l1_params, (arena + 0), hello_fc_l1_weights_blocked, hello_fc_l1_kernel_sums, (arena + 16));
     if (status != MCU_OK) {
         return (int)status;
     }
@@ -149,7 +149,7 @@ int hello_fc_run_multi(const int8_t *const inputs[], int8_t *const outputs[])
      *   'hello/dense_1/MatMul;hello/dense_1/Relu;hello/dense_1/BiasAdd'
      * out [1,1] ONNX order, s=0.00810758024 zp=1, caller's output 0 'Identity:0'
      */
-    status = mcu_fully_connected_s8(&hello_fc_l2_ctx, &hello_fc_l2_params, (arena + 16), hello_fc_l2_weights, hello_fc_l2_bias, outputs[0]);
+    status = mcu_fully_connected_s8(&hello_fc_l2_ctx, &hello_fc_l2_params, (arena + 16), hello_fc_l2_weights_blocked, hello_fc_l2_kernel_sums, outputs[0]);
     if (status != MCU_OK) {
         return (int)status;
     }

@@ -36,14 +36,14 @@ const int32_t hello_fc_l0_shift[1] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED 
     -6,
 };
 
-/* Layer 0 fc: weights [N_out=16, K=1], a row per output, columns in the input's stored order */
-const int8_t hello_fc_l0_weights[16] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED = {
+/* Layer 0 fc: weights, 4-row blocks of 16-input chunks [N_out*K=16] (MCU_FC_BLOCK_ROWS) */
+const int8_t hello_fc_l0_weights_blocked[16] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED = {
     127, 127, 127, 127, 127, 127, 127, 127, 127, 127, 127, 127, 127, 127, 127, 127,
 };
 
-/* Layer 0 fc: bias [C_out=16], in input scale x weight scale units */
-const int32_t hello_fc_l0_bias[16] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED = {
-    0, -2024, -4048, -6072, -8096, -10120, -12144, -14168, -16193, -18217, -20241, -22265, -24289, -26313, -28337, -30361,
+/* Layer 0 fc: kernel sums [N_out=16]: bias + input offset x the row's sum of weights */
+const int32_t hello_fc_l0_kernel_sums[16] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED = {
+    16256, 14232, 12208, 10184, 8160, 6136, 4112, 2088, 63, -1961, -3985, -6009, -8033, -10057, -12081, -14105,
 };
 
 /*
@@ -62,8 +62,8 @@ const int32_t hello_fc_l1_shift[1] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED 
     -6,
 };
 
-/* Layer 1 fc: weights [N_out=16, K=16], a row per output, columns in the input's stored order */
-const int8_t hello_fc_l1_weights[256] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED = {
+/* Layer 1 fc: weights, 4-row blocks of 16-input chunks [N_out*K=256] (MCU_FC_BLOCK_ROWS) */
+const int8_t hello_fc_l1_weights_blocked[256] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED = {
     107, 3, 0, 5, -5, -4, 3, 12, -1, -6, -9, -5, -4, 6, -6, 5,
     -5, 125, 3, -6, 5, 6, -7, 9, -3, 0, 8, 5, 11, -5, -4, 2,
     2, 4, 117, 6, 9, -4, 1, 5, -7, -3, 6, -6, 6, 2, -5, -1,
@@ -82,9 +82,9 @@ const int8_t hello_fc_l1_weights[256] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGN
     8, -4, 6, 4, -4, -6, 3, 4, 4, 1, -6, 4, -2, -7, 7, 120,
 };
 
-/* Layer 1 fc: bias [C_out=16], in input scale x weight scale units */
-const int32_t hello_fc_l1_bias[16] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED = {
-    113, 120, 221, 181, 108, -234, -91, -320, -204, 424, -444, 119, -70, 411, -104, -191,
+/* Layer 1 fc: kernel sums [N_out=16]: bias + input offset x the row's sum of weights */
+const int32_t hello_fc_l1_kernel_sums[16] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED = {
+    13041, 18552, 17117, 14389, 15084, 18070, 16805, 18112, 20020, 12584, 15812, 13815, 8890, 11419, 16792, 16705,
 };
 
 /*
@@ -102,12 +102,12 @@ const int32_t hello_fc_l2_shift[1] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED 
     -5,
 };
 
-/* Layer 2 fc: weights [N_out=1, K=16], a row per output, columns in the input's stored order */
-const int8_t hello_fc_l2_weights[16] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED = {
+/* Layer 2 fc: weights, 4-row blocks of 16-input chunks [N_out*K=16] (MCU_FC_BLOCK_ROWS) */
+const int8_t hello_fc_l2_weights_blocked[16] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED = {
     124, -4, -43, -38, -47, -29, -51, -20, 0, 57, 7, 127, 45, 125, 14, -35,
 };
 
-/* Layer 2 fc: bias [C_out=1], in input scale x weight scale units */
-const int32_t hello_fc_l2_bias[1] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED = {
-    -646,
+/* Layer 2 fc: kernel sums [N_out=1]: bias + input offset x the row's sum of weights */
+const int32_t hello_fc_l2_kernel_sums[1] HELLO_FC_WEIGHTS_ATTRIBUTES HELLO_FC_ALIGNED = {
+    29050,
 };

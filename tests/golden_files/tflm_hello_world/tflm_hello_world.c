@@ -121,7 +121,7 @@ int tflm_hello_world_run_multi(const int8_t *const inputs[], int8_t *const outpu
      * out [1,16] ONNX order, s=0.013325124 zp=-128, arena+0 (16 bytes)
      *   'sequential/dense/MatMul;sequential/dense/Relu;sequential/dense/BiasAdd'
      */
-    status = mcu_fully_connected_s8(&tflm_hello_world_l0_ctx, &tflm_hello_world_l0_params, inputs[0], tflm_hello_world_l0_weights, tflm_hello_world_l0_bias, (arena + 0));
+    status = mcu_fully_connected_s8(&tflm_hello_world_l0_ctx, &tflm_hello_world_l0_params, inputs[0], tflm_hello_world_l0_weights_blocked, tflm_hello_world_l0_kernel_sums, (arena + 0));
     if (status != MCU_OK) {
         return (int)status;
     }
@@ -136,7 +136,7 @@ int tflm_hello_world_run_multi(const int8_t *const inputs[], int8_t *const outpu
      * out [1,16] ONNX order, s=0.0127752693 zp=-128, arena+16 (16 bytes)
      *   'sequential/dense_1/MatMul;sequential/dense_1/Relu;sequential/dense_1/BiasAdd'
      */
-    status = mcu_fully_connected_s8(&tflm_hello_world_l1_ctx, &tflm_hello_world_l1_params, (arena + 0), tflm_hello_world_l1_weights, tflm_hello_world_l1_bias, (arena + 16));
+    status = mcu_fully_connected_s8(&tflm_hello_world_l1_ctx, &tflm_hello_world_l1_params, (arena + 0), tflm_hello_world_l1_weights_blocked, tflm_hello_world_l1_kernel_sums, (arena + 16));
     if (status != MCU_OK) {
         return (int)status;
     }
@@ -149,7 +149,7 @@ int tflm_hello_world_run_multi(const int8_t *const inputs[], int8_t *const outpu
      *   'sequential/dense_1/MatMul;sequential/dense_1/Relu;sequential/dense_1/BiasAdd'
      * out [1,1] ONNX order, s=0.00829095673 zp=5, caller's output 0 'StatefulPartitionedCall:0'
      */
-    status = mcu_fully_connected_s8(&tflm_hello_world_l2_ctx, &tflm_hello_world_l2_params, (arena + 16), tflm_hello_world_l2_weights, tflm_hello_world_l2_bias, outputs[0]);
+    status = mcu_fully_connected_s8(&tflm_hello_world_l2_ctx, &tflm_hello_world_l2_params, (arena + 16), tflm_hello_world_l2_weights_blocked, tflm_hello_world_l2_kernel_sums, outputs[0]);
     if (status != MCU_OK) {
         return (int)status;
     }

@@ -36,14 +36,14 @@ const int32_t tflm_hello_world_l0_shift[1] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES T
     -7,
 };
 
-/* Layer 0 fc: weights [N_out=16, K=1], a row per output, columns in the input's stored order */
-const int8_t tflm_hello_world_l0_weights[16] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES TFLM_HELLO_WORLD_ALIGNED = {
+/* Layer 0 fc: weights, 4-row blocks of 16-input chunks [N_out*K=16] (MCU_FC_BLOCK_ROWS) */
+const int8_t tflm_hello_world_l0_weights_blocked[16] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES TFLM_HELLO_WORLD_ALIGNED = {
     -9, -54, 57, 71, 104, 115, 98, 99, 64, -26, 127, 25, -82, 68, 95, 86,
 };
 
-/* Layer 0 fc: bias [C_out=16], in input scale x weight scale units */
-const int32_t tflm_hello_world_l0_bias[16] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES TFLM_HELLO_WORLD_ALIGNED = {
-    0, 0, -5438, -5515, -1352, -1500, -4152, -84, 3396, 0, 1981, -5581, 0, -6964, 3407, -7217,
+/* Layer 0 fc: kernel sums [N_out=16]: bias + input offset x the row's sum of weights */
+const int32_t tflm_hello_world_l0_kernel_sums[16] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES TFLM_HELLO_WORLD_ALIGNED = {
+    -1152, -6912, 1858, 3573, 11960, 13220, 8392, 12588, 11588, -3328, 18237, -2381, -10496, 1740, 15567, 3791,
 };
 
 /*
@@ -62,8 +62,8 @@ const int32_t tflm_hello_world_l1_shift[1] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES T
     -6,
 };
 
-/* Layer 1 fc: weights [N_out=16, K=16], a row per output, columns in the input's stored order */
-const int8_t tflm_hello_world_l1_weights[256] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES TFLM_HELLO_WORLD_ALIGNED = {
+/* Layer 1 fc: weights, 4-row blocks of 16-input chunks [N_out*K=256] (MCU_FC_BLOCK_ROWS) */
+const int8_t tflm_hello_world_l1_weights_blocked[256] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES TFLM_HELLO_WORLD_ALIGNED = {
     -12, 26, -19, 9, 25, 33, -12, 36, -32, 33, -17, -68, -9, -11, -6, 25,
     3, -36, -46, 2, 6, -7, -12, 2, -1, -6, -17, -15, -17, -45, 39, -31,
     -5, 39, -35, -21, -37, -28, 5, 26, 23, -4, 36, 18, 21, -17, 30, -28,
@@ -82,9 +82,9 @@ const int8_t tflm_hello_world_l1_weights[256] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTE
     8, 34, 38, 33, 9, 8, 15, 11, -32, 18, -12, 127, -36, 88, -27, 38,
 };
 
-/* Layer 1 fc: bias [C_out=16], in input scale x weight scale units */
-const int32_t tflm_hello_world_l1_bias[16] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES TFLM_HELLO_WORLD_ALIGNED = {
-    -729, 1954, 610, 0, 241, -471, -35, -867, 571, 581, 4260, 3943, 591, 0, -889, -5103,
+/* Layer 1 fc: kernel sums [N_out=16]: bias + input offset x the row's sum of weights */
+const int32_t tflm_hello_world_l1_kernel_sums[16] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES TFLM_HELLO_WORLD_ALIGNED = {
+    -601, -21214, 3554, -20864, 1905, 15529, -12323, 6557, 21307, 8389, -20572, -23705, -2481, -11520, 2951, 35857,
 };
 
 /*
@@ -102,12 +102,12 @@ const int32_t tflm_hello_world_l2_shift[1] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES T
     -5,
 };
 
-/* Layer 2 fc: weights [N_out=1, K=16], a row per output, columns in the input's stored order */
-const int8_t tflm_hello_world_l2_weights[16] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES TFLM_HELLO_WORLD_ALIGNED = {
+/* Layer 2 fc: weights, 4-row blocks of 16-input chunks [N_out*K=16] (MCU_FC_BLOCK_ROWS) */
+const int8_t tflm_hello_world_l2_weights_blocked[16] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES TFLM_HELLO_WORLD_ALIGNED = {
     -39, 59, 39, 21, 28, -32, -34, -35, 15, 27, -59, -41, 18, -35, -7, 127,
 };
 
-/* Layer 2 fc: bias [C_out=1], in input scale x weight scale units */
-const int32_t tflm_hello_world_l2_bias[1] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES TFLM_HELLO_WORLD_ALIGNED = {
-    429,
+/* Layer 2 fc: kernel sums [N_out=1]: bias + input offset x the row's sum of weights */
+const int32_t tflm_hello_world_l2_kernel_sums[1] TFLM_HELLO_WORLD_WEIGHTS_ATTRIBUTES TFLM_HELLO_WORLD_ALIGNED = {
+    7085,
 };

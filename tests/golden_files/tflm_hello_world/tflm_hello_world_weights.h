@@ -9,15 +9,15 @@
 
 extern const int32_t tflm_hello_world_l0_multiplier[1];
 extern const int32_t tflm_hello_world_l0_shift[1];
-extern const int8_t tflm_hello_world_l0_weights[16];
-extern const int32_t tflm_hello_world_l0_bias[16];
+extern const int8_t tflm_hello_world_l0_weights_blocked[16];
+extern const int32_t tflm_hello_world_l0_kernel_sums[16];
 extern const int32_t tflm_hello_world_l1_multiplier[1];
 extern const int32_t tflm_hello_world_l1_shift[1];
-extern const int8_t tflm_hello_world_l1_weights[256];
-extern const int32_t tflm_hello_world_l1_bias[16];
+extern const int8_t tflm_hello_world_l1_weights_blocked[256];
+extern const int32_t tflm_hello_world_l1_kernel_sums[16];
 extern const int32_t tflm_hello_world_l2_multiplier[1];
 extern const int32_t tflm_hello_world_l2_shift[1];
-extern const int8_t tflm_hello_world_l2_weights[16];
-extern const int32_t tflm_hello_world_l2_bias[1];
+extern const int8_t tflm_hello_world_l2_weights_blocked[16];
+extern const int32_t tflm_hello_world_l2_kernel_sums[1];
 
 #endif /* TFLM_HELLO_WORLD_WEIGHTS_H */

@@ -1,0 +1,125 @@
+/*
+ * mcu_fully_connected_s8_generic.c - the generic path of mcu_fully_connected_s8 (pure C99, every
+ * target, the host included; see mcu_fully_connected_s8.c for the dispatch).
+ *
+ * A block of four rows at a time: every input byte is loaded once for four weights (on Armv6-M,
+ * whose eight low registers hold no more, twice for two). The products go into one int32 sum
+ * per row (|sum| <= K * 2^14 < 2^31), the kernel sum is added with int32 wrap-around: exactly the
+ * reference's int32 accumulator. Requantized by output_stage().
+ */
+#include <stdint.h>
+
+#include "../support/mcu_dot_s8.h"
+#include "mcu_fully_connected_s8_internal.h"
+#include "mcu_kernel_util.h"
+#include "mcu_math.h"
+#include "mcu_nn.h"
+
+#if defined(__thumb__) && !defined(__thumb2__)
+/* a[r] += sum_i x[i] * w[r * stride + i], r = 0, 1, i < len; indexed from -len up to 0 off the
+ * ends, the one addressing mode LDRSB has on Armv6-M. */
+static inline void dot2(const int8_t *x, const int8_t *w, int32_t stride, int32_t len,
+                        int32_t a[2])
+{
+    const int8_t *const x_end = x + len;
+    const int8_t *const w0_end = w + len;
+    const int8_t *const w1_end = w0_end + stride;
+    int32_t a0 = a[0], a1 = a[1];
+    for (int32_t i = -len; i != 0; ++i) {
+        const int32_t xv = (int32_t)x_end[i];
+        a0 += xv * (int32_t)w0_end[i];
+        a1 += xv * (int32_t)w1_end[i];
+    }
+    a[0] = a0;
+    a[1] = a1;
+}
+
+/* a[r] = sum_k x[k] * w[r, k], r < 4, over one block of the layout */
+static void block4(const int8_t *x, const int8_t *w, int32_t k, int32_t a[4])
+{
+    a[0] = a[1] = a[2] = a[3] = 0;
+    for (int32_t c = k / MCU_FC_CHUNK; c > 0; --c) {
+        dot2(x, w, MCU_FC_CHUNK, MCU_FC_CHUNK, a);
+        dot2(x, w + 2 * MCU_FC_CHUNK, MCU_FC_CHUNK, MCU_FC_CHUNK, a + 2);
+        x += MCU_FC_CHUNK;
+        w += 4 * MCU_FC_CHUNK;
+    }
+    const int32_t tail = k % MCU_FC_CHUNK;
+    if (tail > 0) {
+        dot2(x, w, tail, tail, a);
+        dot2(x, w + 2 * tail, tail, tail, a + 2);
+    }
+}
+
+#else
+
+/* a[r] = sum_k x[k] * w[r, k], r < 4, over one block of the layout */
+static void block4(const int8_t *x, const int8_t *w, int32_t k, int32_t a[4])
+{
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    for (int32_t c = k / MCU_FC_CHUNK; c > 0; --c) {
+        for (int32_t i = 0; i < MCU_FC_CHUNK; ++i) {
+            const int32_t xv = (int32_t)x[i];
+            a0 += xv * (int32_t)w[i];
+            a1 += xv * (int32_t)w[MCU_FC_CHUNK + i];
+            a2 += xv * (int32_t)w[2 * MCU_FC_CHUNK + i];
+            a3 += xv * (int32_t)w[3 * MCU_FC_CHUNK + i];
+        }
+        x += MCU_FC_CHUNK;
+        w += 4 * MCU_FC_CHUNK;
+    }
+    const int32_t tail = k % MCU_FC_CHUNK;
+    for (int32_t i = 0; i < tail; ++i) {
+        const int32_t xv = (int32_t)x[i];
+        a0 += xv * (int32_t)w[i];
+        a1 += xv * (int32_t)w[tail + i];
+        a2 += xv * (int32_t)w[2 * tail + i];
+        a3 += xv * (int32_t)w[3 * tail + i];
+    }
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
+}
+
+#endif
+
+void mcu_fully_connected_s8_rows(const mcu_fc_params_t *p, const int8_t *in_row,
+                                 const int8_t *weights, const int32_t *sums, int32_t first,
+                                 int8_t *out_row)
+{
+    const int32_t k = p->in_features;
+    for (int32_t n = first; n < p->out_features; ++n) {
+        const int32_t c = p->per_channel ? n : 0;
+        /* |sum of products| <= K * 2^14 < 2^31; + kernel sum: the int32 TFLite accumulator */
+        const int32_t acc = (int32_t)((uint32_t)mcu_dot1_s8(in_row, weights + n * k, k) +
+                                      (uint32_t)(sums != NULL ? sums[n] : 0));
+        out_row[n] = output_stage(acc, p->multiplier[c], p->shift[c], &p->q);
+    }
+}
+
+void mcu_fully_connected_s8_generic(const mcu_fc_params_t *p, const int8_t *input,
+                                    const int8_t *weights, const int32_t *sums, int8_t *output)
+{
+    const int32_t k = p->in_features;
+    const int32_t n_out = p->out_features;
+    const int32_t blocked = n_out - n_out % MCU_FC_BLOCK_ROWS;
+    const int32_t step = p->per_channel; /* 1: per-channel, 0: per-tensor */
+    for (int32_t b = 0; b < p->batches; ++b) {
+        const int8_t *const in_row = input + b * k;
+        int8_t *const out_row = output + b * n_out;
+        const int8_t *w = weights;
+        for (int32_t n = 0; n < blocked; n += MCU_FC_BLOCK_ROWS) {
+            int32_t acc[4];
+            block4(in_row, w, k, acc);
+            w += MCU_FC_BLOCK_ROWS * k;
+            for (int32_t r = 0; r < 4; ++r) {
+                const int32_t a = (int32_t)((uint32_t)acc[r] +
+                                            (uint32_t)(sums != NULL ? sums[n + r] : 0));
+                const int32_t c = step * (n + r);
+                out_row[n + r] = output_stage(a, p->multiplier[c], p->shift[c], &p->q);
+            }
+        }
+        mcu_fully_connected_s8_rows(p, in_row, weights, sums, blocked, out_row);
+    }
+}

@@ -1,0 +1,40 @@
+/*
+ * mcu_fully_connected_s8_internal.h - what the dispatcher mcu_fully_connected_s8.c and its path
+ * files (mcu_fully_connected_s8_generic.c, _dsp.c, _mve.c) share: the path entry points and the
+ * output stage of the rows that are not in a block. Internal to mcu_runtime.
+ *
+ * Each path computes out[b, n] = output_stage(sum_k in[b, k] * w[n, k] + kernel_sums[n]) over the
+ * weight layout of mcu_nn.h (MCU_FC_BLOCK_ROWS rows per block in MCU_FC_CHUNK-input chunks, then
+ * the last N % 4 rows row-major).
+ */
+#ifndef MCU_FULLY_CONNECTED_S8_INTERNAL_H
+#define MCU_FULLY_CONNECTED_S8_INTERNAL_H
+
+#include <stdint.h>
+
+#include "mcu_nn.h"
+
+/* mcu_fully_connected_s8_generic.c: pure C99, every target (the host included). */
+void mcu_fully_connected_s8_generic(const mcu_fc_params_t *p, const int8_t *input,
+                                    const int8_t *weights, const int32_t *sums, int8_t *output);
+
+#if MCU_ISA_NATIVE == MCU_ISA_DSP
+/* mcu_fully_connected_s8_dsp.c: mcu_fully_connected_s8_path() chose MCU_PATH_DSP. */
+void mcu_fully_connected_s8_dsp(const mcu_fc_params_t *p, const int8_t *input,
+                                const int8_t *weights, const int32_t *sums, int8_t *output);
+#endif
+
+#if MCU_ISA_NATIVE == MCU_ISA_MVE
+/* mcu_fully_connected_s8_mve.c */
+void mcu_fully_connected_s8_mve(const mcu_fc_params_t *p, const int8_t *input,
+                                const int8_t *weights, const int32_t *sums, int8_t *output);
+#endif
+
+/* mcu_fully_connected_s8_generic.c: the rows [first, N) that follow the blocks (row-major, K
+ * bytes each) of one input row, every path's last N % 4 outputs (out of line: it keeps the paths'
+ * loops lean). */
+void mcu_fully_connected_s8_rows(const mcu_fc_params_t *p, const int8_t *in_row,
+                                 const int8_t *weights, const int32_t *sums, int32_t first,
+                                 int8_t *out_row);
+
+#endif /* MCU_FULLY_CONNECTED_S8_INTERNAL_H */
