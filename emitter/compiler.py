@@ -47,6 +47,7 @@ class Compiled:
     cmsis_version: CmsisVersion | None = None  # of the CMSIS-NN at cmsis_path
     options: tuple[tuple[str, Any], ...] = ()  # compile_model's arguments after the path
     memory: memplan.Choice | None = None  # the plan candidates and why this plan (None: whole layers asked)
+    kernel_choices: tuple[Any, ...] = ()  # cmsis-nn backend: kernel_choice.Choice per conv/depthwise/FC layer
 
     @property
     def input_shapes(self) -> list[tuple[int, ...]]:
@@ -119,15 +120,18 @@ def compile_model(path: str | Path, name: str | None = None,
                   board: Board | None = None, cmsis_path: Path | None = None, guard: bool = False,
                   cmsis_choice: str = "fastest", cmsis_sizes_for: str | None = None,
                   isa: str | None = None, memory: str = "layer", ram_budget: int | None = None,
-                  budget_src: str = "--ram-budget", numerics: str | None = None) -> Compiled:
+                  budget_src: str = "--ram-budget", numerics: str | None = None, tune: bool = False) -> Compiled:
     """memory: "layer" (whole layers, the liveness bound), "overlap", "stream" (the smallest plan
     of that kind) or "auto" (emitter/memplan.choose: by `ram_budget`, else the smallest within 5 %
     estimated overhead). Guard builds always plan whole layers. numerics: "tflite" or
-    "onnxruntime" (the rounding contract); None chooses from the model (numerics_of)."""
+    "onnxruntime" (the rounding contract); None chooses from the model (numerics_of). tune: the
+    cmsis-nn backend measures both candidates of each conv/depthwise/FC layer in QEMU (cached)
+    instead of reading the cost table (emitter/backends/kernel_choice.py)."""
     options = (("name", name), ("input_shapes", input_shapes), ("io_nhwc", io_nhwc), ("alignment", alignment),
                ("backend", backend), ("board", board), ("cmsis_path", cmsis_path), ("guard", guard),
                ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for), ("isa", isa),
-               ("memory", memory), ("ram_budget", ram_budget), ("budget_src", budget_src), ("numerics", numerics))
+               ("memory", memory), ("ram_budget", ram_budget), ("budget_src", budget_src), ("numerics", numerics),
+               ("tune", tune))
     m = frontend.load(path, input_shapes)
     name = check_name(name) if name is not None else c_name(Path(path).stem)
     g = lower(m)
@@ -140,6 +144,7 @@ def compile_model(path: str | Path, name: str | None = None,
     g = replace(g, numerics=numerics if numerics is not None else numerics_of(m))
     prepared = prepare_all(g, isa if isa is not None else isa_of(board))  # isa: override (host builds)
     portable: list[tuple[int, str, str]] = []
+    choices: list[Any] = []
     version = None
     from emitter.backends import cmsis_nn
 
@@ -148,7 +153,13 @@ def compile_model(path: str | Path, name: str | None = None,
             raise UsageError("the cmsis-nn backend needs a board and CMSIS_NN_PATH")
         version = cmsis_nn.check_version(cmsis_path)
         cmsis_path = Path(cmsis_path).resolve()
-        prepared, portable = cmsis_nn.convert_all(prepared, board, cmsis_path, cmsis_choice, cmsis_sizes_for)
+        tuned = None
+        if tune and cmsis_choice == "fastest":
+            from emitter.backends.cost_measure import tune_layers
+
+            tuned = tune_layers(prepared, board, cmsis_path, str(version))
+        prepared, portable, choices = cmsis_nn.convert_all(prepared, board, cmsis_path, cmsis_choice,
+                                                           cmsis_sizes_for, tuned)
     elif backend != "portable":
         raise UsageError(f"unknown backend '{backend}': use portable or cmsis-nn")
     # scratch buffers need 16-byte alignment for the CMSIS-NN kernels (mcugen's own need 4)
@@ -163,7 +174,8 @@ def compile_model(path: str | Path, name: str | None = None,
         chosen = choice.chosen.plan
     return Compiled(name, m, g, prepared, chosen, io_nhwc,
                     backend, tuple(sorted({kernel for _, kernel, _ in portable})),
-                    cmsis_path if backend == "cmsis-nn" else None, tuple(portable), version, options, choice)
+                    cmsis_path if backend == "cmsis-nn" else None, tuple(portable), version, options, choice,
+                    tuple(choices))
 
 
 def memory_plan(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: int, isa: str, memory: str,
