@@ -162,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
                 for s, n in zip(shapes, counts, strict=True)]
         head = {"core": board.name, "isa": board.isa, "cmsis_nn": version, "cmsis_opt": CMSIS_OPT,
                 "bundle_opt": "-O2", "arm_none_eabi_gcc": compiler_version(), "kernels": kernel_sources_hash(),
-                "command": "python scripts/cost_tables.py", "seconds": round(seconds), "shape_fields": list(SHAPE_FIELDS)}
+                "command": "python scripts/cost_tables.py", "seconds": round(seconds),
+                "shape_fields": list(SHAPE_FIELDS)}
         text = json.dumps(head, indent=1)[:-2] + ',\n "cases": [\n  ' + ",\n  ".join(rows) + "\n ]\n}\n"
         (args.out / f"{board.name}.json").write_text(text)
         wins = sum(1 for n in counts if n.cmsis is not None and n.ours < n.cmsis)

@@ -168,7 +168,8 @@ def _scales(c: Case) -> np.ndarray:
     assert c.multiplier is not None and c.shift is not None
     m = np.asarray(c.multiplier, np.float64) * np.exp2(np.asarray(c.shift, np.float64) - 31)
     channels = c.shape.c_out if c.shape.kind != "fc" or c.shape.per_channel else 1
-    return np.broadcast_to(m.ravel()[:channels] if m.size >= channels else m.ravel()[:1], (channels,)).astype(np.float32)
+    m = np.maximum(m.ravel()[:channels] if m.size >= channels else m.ravel()[:1], 1e-9)  # a dead channel: M = 0
+    return np.broadcast_to(m, (channels,)).astype(np.float32)
 
 
 def branch(c: Case, i: int) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto], onnx.ValueInfoProto,
@@ -177,19 +178,19 @@ def branch(c: Case, i: int) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto
     s, t = c.shape, f"c{i}_"
     assert c.weights is not None
     w_s = _scales(c)
-    axis = {"axis": 0} if w_s.size > 1 else {}
     inits = [NH.from_array(np.array(1.0, np.float32), t + "s1"),
              NH.from_array(np.array(c.zp_in, np.int8), t + "xz"), NH.from_array(np.array(c.zp_out, np.int8), t + "yz"),
              NH.from_array(c.weights, t + "wq"), NH.from_array(w_s if w_s.size > 1 else w_s.reshape(()), t + "ws"),
              NH.from_array(np.zeros(w_s.shape, np.int8), t + "wz")]
     nodes = [H.make_node("DequantizeLinear", [t + "x", t + "s1", t + "xz"], [t + "xf"], name=t + "dqx"),
-             H.make_node("DequantizeLinear", [t + "wq", t + "ws", t + "wz"], [t + "wf"], name=t + "dqw", **axis)]
+             H.make_node("DequantizeLinear", [t + "wq", t + "ws", t + "wz"], [t + "wf"], name=t + "dqw", axis=0)]
     ins = [t + "xf", t + "wf"]
     if c.bias is not None:
         inits += [NH.from_array(c.bias.astype(np.int32), t + "bq"),
                   NH.from_array(np.broadcast_to(w_s, (s.c_out,)).astype(np.float32), t + "bs"),
                   NH.from_array(np.zeros(s.c_out, np.int32), t + "bz")]
-        nodes.append(H.make_node("DequantizeLinear", [t + "bq", t + "bs", t + "bz"], [t + "bf"], name=t + "dqb", axis=0))
+        nodes.append(H.make_node("DequantizeLinear", [t + "bq", t + "bs", t + "bz"], [t + "bf"], name=t + "dqb",
+                                 axis=0))
         ins.append(t + "bf")
     if s.kind == "fc":
         nodes.append(H.make_node("Gemm", ins, [t + "y"], name=t + "layer", transB=1))

@@ -62,7 +62,8 @@ def _chunks(cases: list[Case], board: Board) -> list[list[Case]]:
 
 
 def _profile(cases: list[Case], board: Board, cmsis: Path | None, work: Path) -> list[tuple[str, int, str]]:
-    """(kernel, instructions, mcugen's code path) per case, with the portable backend (cmsis None) or CMSIS-NN everywhere."""
+    """(kernel, instructions, mcugen's code path) per case, with the portable backend (cmsis None)
+    or CMSIS-NN everywhere."""
     from emitter.backends.kernel_choice import path_of
     from emitter.bundle import write_bundle
     from emitter.compiler import compile_model

@@ -11,9 +11,10 @@ The rule, for a layer the table does not hold:
    path mcugen's kernel takes on this layer (the twin's path(): "dsp", "mve" or "generic"), and the
    function CMSIS-NN's wrapper dispatches to (cmsis_fn: 1x1 fast, 1xN, generic, depthwise 3x3 /
    opt / generic, FC per tensor / per channel). No case of that group: CMSIS-NN.
-2. Among them, the K=3 nearest in log2 space of (kh, kw, C_in, C_out, output rows, output columns,
-   batches) plus strides, dilations and the depth multiplier.
-3. The predicted ratio ours/CMSIS-NN is their ratios' geometric mean, weighted by 1/(distance+0.25);
+2. Among them, the K=5 nearest in log2 space of (kh, kw, C_in, C_out, output rows, output columns,
+   batches) plus strides, dilations and the depth multiplier, weighted (WEIGHTS: window, channels,
+   strides x2 or x1.5; feature-map size x0.5).
+3. The predicted ratio ours/CMSIS-NN is their ratios' geometric mean, weighted by 1/(distance+0.1)^2;
    each candidate's predicted count is the neighbours' weighted instructions per MAC x the layer's
    MACs. mcugen's kernel runs where the predicted ratio is below 1.
 Cores without a table use the table of a core with the same instruction set (DSP: cortex-m4, MVE:
@@ -38,7 +39,10 @@ from emitter.ops.base import ConstArg, Prepared
 
 TABLES = Path(__file__).resolve().parent / "cost_tables"
 SAME_ISA = {"dsp": "cortex-m4", "mve": "cortex-m55"}
-NEIGHBOURS = 3
+NEIGHBOURS = 5
+# Weight of each feature in the distance: the window and the channel counts decide a kernel's
+# cost per MAC far more than the feature map's size (chosen by leave-one-out over the tables).
+WEIGHTS = np.array([2, 2, 1.5, 2, 0.5, 0.5, 0.5, 2, 2, 2, 2, 2], dtype=np.float64)
 # CMSIS-NN v7 arm_depthwise_conv_wrapper_s8 on MVE: in_c == 1 and out_c above this -> a convolution
 DW_TO_CONV_ABOVE = 64
 
@@ -93,8 +97,8 @@ def cmsis_fn(s: Shape, isa: str) -> str:
 
 def features(s: Shape) -> np.ndarray:
     lg = [math.log2(max(v, 1)) for v in (s.kh, s.kw, s.c_in, s.c_out, s.out_h, s.out_w, s.batches)]
-    return np.array(lg + [s.sh - 1, s.sw - 1, s.dh > 1, s.dw > 1, math.log2(max(s.c_out // max(s.c_in, 1), 1))],
-                    dtype=np.float64)
+    rest = [s.sh - 1, s.sw - 1, s.dh > 1, s.dw > 1, math.log2(max(s.c_out // max(s.c_in, 1), 1))]
+    return WEIGHTS * np.array(lg + rest, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,7 @@ def predict(rows: tuple[Row, ...], s: Shape, path: str, isa: str) -> tuple[int, 
     if dist[order[0]] == 0.0:
         r = group[int(order[0])]
         return r.ours, r.cmsis, True
-    wts = 1.0 / (dist[order] + 0.25)
+    wts = 1.0 / (dist[order] + 0.1) ** 2
     near = [group[int(i)] for i in order]
     log_ratio = sum(w * math.log(r.ours / r.cmsis) for w, r in zip(wts, near, strict=True)) / wts.sum()
     cmsis_per_mac = sum(w * r.cmsis / r.shape.macs for w, r in zip(wts, near, strict=True)) / wts.sum()
@@ -142,7 +146,8 @@ def predict(rows: tuple[Row, ...], s: Shape, path: str, isa: str) -> tuple[int, 
     return max(1, int(round(cmsis * math.exp(log_ratio)))), cmsis, False
 
 
-def choose(p: Prepared, index: int, core: str, isa: str, measured: tuple[int, int | None] | None = None) -> Choice | None:
+def choose(p: Prepared, index: int, core: str, isa: str,
+           measured: tuple[int, int | None] | None = None) -> Choice | None:
     """The candidates of one layer on `core`, or None (not a conv/depthwise/FC layer, a plain-C
     core, or nothing measured of its kind). measured: (ours, cmsis) from --tune."""
     s = shape_of(p)
