@@ -3,7 +3,7 @@
 
     CMSIS_NN_PATH=/path/to/CMSIS-NN python scripts/cost_tables.py [--cores cortex-m4,cortex-m7,cortex-m55]
 
-The sweep (sweep_shapes(): ~400 single-layer shapes, seeded): convolutions 1x1, KxK up to 15,
+The sweep (sweep_cases(): ~600 single-layer cases, seeded): convolutions 1x1, KxK up to 15,
 Kx1 and 1xK (1-D), strides 1-2, dilation 2, 1-512 channels; depthwise KxK / Kx1 / 1xK with depth
 multipliers 1-8 and dilation; fully connected 8-4096 inputs. Each core runs them in one
 multi-branch firmware per candidate (chunked only where the test image's flash is too small),
@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from emitter.backends.cmsis_nn import check_version, cmsis_path  # noqa: E402
-from emitter.backends.cost_cases import SHAPE_FIELDS, Shape, random_case  # noqa: E402
+from emitter.backends.cost_cases import SHAPE_FIELDS, Case, Shape, random_case  # noqa: E402
 from emitter.backends.cost_measure import CMSIS_OPT, compiler_version, kernel_sources_hash, measure  # noqa: E402
 from emitter.backends.kernel_choice import TABLES  # noqa: E402
 from emitter.boards import load_board  # noqa: E402
@@ -78,8 +78,8 @@ def sweep_shapes(seed: int = 12) -> list[Shape]:
         for co in (4, 8, 16, 32, 64, 128, 256):
             h, w = pick(maps)  # type: ignore[misc]
             out.append(fit(conv(h, w, ci, co, 1, 1, pad=False)))
-    for _ in range(10):
-        h, w = pick(maps[3:6])  # type: ignore[misc]
+    for _ in range(30):
+        h, w = pick(maps[2:6])  # type: ignore[misc]
         out.append(fit(conv(h, w, int(pick(chans[2:14])), int(pick(chans[4:14])), 1, 1, s=2, pad=False)))
     # KxK convolutions, 'same' padding, stride 1 and 2
     for k in (3, 5, 7):
@@ -98,8 +98,9 @@ def sweep_shapes(seed: int = 12) -> list[Shape]:
             out.append(fit(conv(int(pick([25, 49, 98])), 1, ci, co, k, 1, s=int(pick([1, 1, 2])))))
             out.append(fit(conv(1, int(pick([25, 49, 98])), ci, co, 1, k, s=int(pick([1, 1, 2])))))
     # first layers of audio/vision models: tall windows on one channel
-    for kh, kw in ((10, 4), (10, 8), (8, 4), (4, 10)):
-        out.append(fit(conv(49, 10 if kw < 8 else 40, 1, int(pick([8, 16, 64])), kh, kw, s=2)))
+    for kh, kw in ((10, 4), (10, 8), (8, 4), (4, 10), (3, 3), (5, 5), (7, 7)):
+        for co in (8, 16, 32, 64):
+            out.append(fit(conv(49, 10 if kw < 8 else 40, 1, co, kh, kw, s=int(pick([1, 2])))))
     for _ in range(10):  # dilation 2
         k = int(pick([3, 5]))
         out.append(fit(conv(16, 16, int(pick(chans[2:12])), int(pick([8, 16, 32])), k, k, d=2)))
@@ -124,8 +125,8 @@ def sweep_shapes(seed: int = 12) -> list[Shape]:
         out.append(fit(conv(16, 16, c, c, 3, 3, d=2, kind="dw")))
     # fully connected, 8..4096 inputs, per tensor (TFLite) and per channel
     for k in (8, 16, 32, 64, 100, 128, 250, 256, 400, 512, 640, 1024, 2048, 4096):
-        for n in (2, 8, 10, 12, 16, 32, 64, 128, 256):
-            if k * n <= MAX_WEIGHTS:
+        for n in (2, 8, 10, 12, 16, 32, 64, 128, 256, 512, 640):
+            if k * n <= MAX_WEIGHTS or (n >= 512 and k <= 128):  # wide outputs: few inputs
                 out.append(Shape("fc", c_in=k, c_out=n, per_channel=int(r.random() < 0.3)))
     seen: set[Shape] = set()
     shapes = []
@@ -134,6 +135,15 @@ def sweep_shapes(seed: int = 12) -> list[Shape]:
             seen.add(s)
             shapes.append(s)
     return shapes
+
+
+def sweep_cases(seed: int = 12) -> list[Case]:
+    """The sweep's shapes with typical requantization, and every third conv/depthwise shape again
+    with shifts >= 0 (mcugen's generic path)."""
+    shapes = sweep_shapes(seed)
+    cases = [random_case(f"s{i}", s, i) for i, s in enumerate(shapes)]
+    again = [s for s in shapes if s.kind != "fc"][::3]
+    return cases + [random_case(f"g{i}", s, 10_000 + i, wide=True) for i, s in enumerate(again)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -147,19 +157,18 @@ def main(argv: list[str] | None = None) -> int:
         print("scripts/cost_tables.py: set CMSIS_NN_PATH to a CMSIS-NN v7 checkout", file=sys.stderr)
         return 2
     version = str(check_version(path))
-    shapes = sweep_shapes()
+    cases = sweep_cases()
     if args.limit:
-        shapes = shapes[:args.limit]
+        cases = cases[:args.limit]
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     for core in args.cores.split(","):
         t0 = time.perf_counter()
         board = load_board(core)
-        cases = [random_case(f"s{i}", s, i) for i, s in enumerate(shapes)]
         counts = measure(cases, board, path)
         seconds = time.perf_counter() - t0
         rows = [json.dumps({"shape": s.as_list(), "path": n.path, "ours": n.ours, "cmsis": n.cmsis})
-                for s, n in zip(shapes, counts, strict=True)]
+                for s, n in zip((c.shape for c in cases), counts, strict=True)]
         head = {"core": board.name, "isa": board.isa, "cmsis_nn": version, "cmsis_opt": CMSIS_OPT,
                 "bundle_opt": "-O2", "arm_none_eabi_gcc": compiler_version(), "kernels": kernel_sources_hash(),
                 "command": "python scripts/cost_tables.py", "seconds": round(seconds),
@@ -167,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         text = json.dumps(head, indent=1)[:-2] + ',\n "cases": [\n  ' + ",\n  ".join(rows) + "\n ]\n}\n"
         (args.out / f"{board.name}.json").write_text(text)
         wins = sum(1 for n in counts if n.cmsis is not None and n.ours < n.cmsis)
-        print(f"{board.name}: {len(shapes)} shapes, mcugen faster on {wins}, {seconds:.0f} s", flush=True)
+        print(f"{board.name}: {len(cases)} cases, mcugen faster on {wins}, {seconds:.0f} s", flush=True)
     print(f"cost tables written to {args.out} in {time.perf_counter() - start:.0f} s")
     return 0
 

@@ -146,11 +146,12 @@ def case_of(p: Prepared, name: str) -> Case | None:
                 -int(c.q.input_offset), int(c.q.output_offset))
 
 
-def random_case(name: str, s: Shape, seed: int) -> Case:
-    """Seeded weights and bias, effective scales 2^-10..2^-7 (every fast path's range)."""
+def random_case(name: str, s: Shape, seed: int, wide: bool = False) -> Case:
+    """Seeded weights and bias, effective scales 2^-10..2^-7 (every fast path's range), or with
+    `wide` 2^-1..2^0.9 (shifts >= 0: mcugen's kernels take their generic path)."""
     rng = np.random.default_rng(seed)
     channels = s.c_out if s.kind != "fc" or s.per_channel else 1
-    scale = 2.0 ** rng.uniform(-10, -7, channels)
+    scale = 2.0 ** (rng.uniform(-1, 0.9, channels) if wide else rng.uniform(-10, -7, channels))
     mult = np.round(np.frexp(scale)[0] * (1 << 31)).astype(np.int64).clip(1 << 30, (1 << 31) - 1)
     shift = np.frexp(scale)[1].astype(np.int32)
     if s.kind == "conv":
