@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from emitter.backends import kernel_choice as kc  # noqa: E402
 from emitter.backends.cmsis_nn import check_version, cmsis_path  # noqa: E402
 from emitter.backends.cost_cases import SHAPE_FIELDS, Case, Shape, random_case  # noqa: E402
 from emitter.backends.cost_measure import CMSIS_OPT, compiler_version, kernel_sources_hash, measure  # noqa: E402
@@ -104,11 +105,14 @@ def sweep_shapes(seed: int = 12) -> list[Shape]:
     for _ in range(10):  # dilation 2
         k = int(pick([3, 5]))
         out.append(fit(conv(16, 16, int(pick(chans[2:12])), int(pick([8, 16, 32])), k, k, d=2)))
-    # depthwise KxK (multiplier 1), stride 1 and 2
-    for k in (3, 5, 7):
+    # depthwise KxK (multiplier 1), stride 1 and 2, on small and large maps
+    dw_maps = [(3, 3), (6, 6), (8, 8), (12, 12), (16, 16), (24, 24), (32, 32), (25, 5), (49, 10)]
+    for k, per in ((3, 2), (5, 1), (7, 1)):
         for c in (4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512):
-            h, w = pick(maps[2:])  # type: ignore[misc]
-            out.append(fit(conv(max(h, k), max(w, k), c, c, k, k, s=int(r.integers(1, 3)), kind="dw")))
+            for s in ((1, 2) if k < 7 else (int(r.integers(1, 3)),)):
+                for _ in range(per):
+                    h, w = pick(dw_maps)  # type: ignore[misc]
+                    out.append(fit(conv(max(h, k), max(w, k), c, c, k, k, s=s, kind="dw")))
     # depthwise 1-D: Kx1 and 1xK, K 3..15, 16..256 channels
     for k in (3, 5, 7, 9, 11, 13, 15):
         for c in (8, 16, 40, 64, 80, 96, 128, 256):
@@ -146,12 +150,47 @@ def sweep_cases(seed: int = 12) -> list[Case]:
     return cases + [random_case(f"g{i}", s, 10_000 + i, wide=True) for i, s in enumerate(again)]
 
 
+def leave_one_out(core: str, isa: str) -> tuple[int, int]:
+    """(cases, cases where the rule, predicting each case from all the others, picks a candidate
+    more than 3 % slower than the better one)."""
+    rows = kc.load_table(core)
+    misses = 0
+    for i, r in enumerate(rows):
+        got = kc.predict(rows[:i] + rows[i + 1:], r.shape, r.path, isa)
+        chosen = r.ours if got is not None and got[0] < got[1] else r.cmsis
+        misses += chosen > 1.03 * min(r.ours, r.cmsis)
+    return len(rows), misses
+
+
+def summary(cores: list[str]) -> str:
+    """Markdown: per core and group, the cases, where mcugen's kernel wins and the median ratio."""
+    lines = ["| core | kernel | mcugen path | cases | mcugen faster | median mcugen / CMSIS-NN |",
+             "| --- | --- | --- | ---: | ---: | ---: |"]
+    loo = []
+    for core in cores:
+        board = load_board(core)
+        rows = kc.load_table(core)
+        for kind in ("conv", "dw", "fc"):
+            for path in sorted({r.path for r in rows if r.shape.kind == kind}):
+                g = [r for r in rows if r.shape.kind == kind and r.path == path]
+                ratio = float(np.median([r.ours / r.cmsis for r in g]))
+                lines.append(f"| {core} | {kind} | {path} | {len(g)} | {sum(r.ours < r.cmsis for r in g)} | "
+                             f"{ratio:.2f} |")
+        n, miss = leave_one_out(core, board.isa)
+        loo.append(f"- {core}: {miss} of {n} cases more than 3 % slower than the better candidate")
+    return "\n".join(lines + ["", "Leave-one-out (each case predicted from the others):", ""] + loo)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python scripts/cost_tables.py", description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--cores", default=",".join(CORES))
     ap.add_argument("--out", type=Path, default=TABLES)
     ap.add_argument("--limit", type=int, default=0, help="only the first N shapes (a quick check)")
+    ap.add_argument("--summary", action="store_true", help="print the committed tables' figures (markdown)")
     args = ap.parse_args(argv)
+    if args.summary:
+        print(summary(args.cores.split(",")))
+        return 0
     path = cmsis_path()
     if path is None:
         print("scripts/cost_tables.py: set CMSIS_NN_PATH to a CMSIS-NN v7 checkout", file=sys.stderr)

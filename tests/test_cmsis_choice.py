@@ -13,8 +13,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from emitter.backends.cmsis_nn import cmsis_path
 from emitter.backends import kernel_choice as kc
+from emitter.backends.cmsis_nn import cmsis_path
 from emitter.backends.kernel_choice import ours_is_faster
 from emitter.boards import load_board
 from emitter.compiler import compile_model

@@ -152,8 +152,8 @@ def test_tune_end_to_end(tmp_path, monkeypatch, capsys):
 
 # -- acceptance -------------------------------------------------------------------------------------
 
-def model_cases(core: str) -> list[tuple[str, object, str]]:
-    """(label, case, path) of every conv/depthwise/FC layer of the shared and zoo models and of a
+def model_cases(core: str) -> list[tuple[str, object]]:
+    """(label, case) of every conv/depthwise/FC layer of the shared and zoo models and of a
     held-back-style 1-D depthwise-separable audio model (M55 only), deduplicated by shape and path."""
     from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, shared_model
 
@@ -176,14 +176,21 @@ def model_cases(core: str) -> list[tuple[str, object, str]]:
             key = (case.shape, kc.path_of(p, board.isa))
             if key not in seen:
                 seen.add(key)
-                out.append((f"{label} layer {k} {case.shape.label()}", case, key[1]))
+                out.append((f"{label} layer {k} {case.shape.label()}", case))
     if core == "cortex-m55":  # depthwise Kx1, K 3..15, 40..128 channels, then 1x1 convs
         for i, (k, ch, t) in enumerate([(3, 40, 99), (5, 56, 61), (7, 72, 99), (9, 88, 61), (11, 104, 49),
                                         (13, 120, 49), (15, 128, 37), (9, 40, 99), (15, 64, 61)]):
             for s in (Shape("dw", t, 1, ch, ch, k, 1, pt=k // 2, pb=k // 2), Shape("conv", t, 1, ch, ch, 1, 1)):
                 case = random_case(f"audio1d:{i}", s, 1000 + i)
-                out.append((f"audio1d {s.label()}", case, "?"))
+                out.append((f"audio1d {s.label()}", case))
     return out
+
+
+def prepared_of(cases: list, board) -> list:
+    """The portable layer each case compiles to on `board` (for its code path)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        onnx.save(onnx_of(cases), str(Path(tmp) / "m.onnx"))
+        return list(compile_model(Path(tmp) / "m.onnx", name="m", io_nhwc=True, board=board).prepared)
 
 
 @needs_cmsis
@@ -194,16 +201,18 @@ def model_cases(core: str) -> list[tuple[str, object, str]]:
 def test_default_choice_within_3_percent_of_the_better_measured(core):
     from emitter.backends.cmsis_nn import check_version
     from emitter.backends.cost_cases import Case
-    from emitter.backends.cost_measure import measure
+    from emitter.backends.cost_measure import tuned_counts
 
     board = load_board(core)
     items = model_cases(core)
-    cases: list[Case] = [c for _, c, _ in items]  # type: ignore[misc]
-    check_version(cmsis_path())
-    counts = measure(cases, board, cmsis_path())  # type: ignore[arg-type]
+    cases: list[Case] = [c for _, c in items]  # type: ignore[misc]
+    paths = [kc.path_of(p, board.isa) for p in prepared_of(cases, board)]
+    # measured in QEMU, one firmware per core and candidate (the --tune cache keeps them)
+    version = str(check_version(cmsis_path()))  # type: ignore[arg-type]
+    counts = tuned_counts(cases, paths, board, cmsis_path(), version)  # type: ignore[arg-type]
     misses = []
     rows = kc.table_for(core, board.isa)
-    for (label, case, _), n in zip(items, counts, strict=True):
+    for (label, case), n in zip(items, counts, strict=True):
         if n.cmsis is None:  # CMSIS-NN does not take this layer: no choice to make
             continue
         got = kc.predict(rows, case.shape, n.path, board.isa)  # type: ignore[attr-defined]

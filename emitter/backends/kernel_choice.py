@@ -11,9 +11,9 @@ The rule, for a layer the table does not hold:
    path mcugen's kernel takes on this layer (the twin's path(): "dsp", "mve" or "generic"), and the
    function CMSIS-NN's wrapper dispatches to (cmsis_fn: 1x1 fast, 1xN, generic, depthwise 3x3 /
    opt / generic, FC per tensor / per channel). No case of that group: CMSIS-NN.
-2. Among them, the K=5 nearest in log2 space of (kh, kw, C_in, C_out, output rows, output columns,
-   batches) plus strides, dilations and the depth multiplier, weighted (WEIGHTS: window, channels,
-   strides x2 or x1.5; feature-map size x0.5).
+2. Among them, the K=3 nearest in log2 space of (kh, kw, C_in, C_out, output rows, output columns,
+   batches) plus strides, dilations and the depth multiplier, weighted (WEIGHTS: window, output
+   channels, dilations, multiplier x2; input channels x1.5; output map and strides x1; batches x0.5).
 3. The predicted ratio ours/CMSIS-NN is their ratios' geometric mean, weighted by 1/(distance+0.1)^2;
    each candidate's predicted count is the neighbours' weighted instructions per MAC x the layer's
    MACs. mcugen's kernel runs where the predicted ratio is below 1.
@@ -39,10 +39,10 @@ from emitter.ops.base import ConstArg, Prepared
 
 TABLES = Path(__file__).resolve().parent / "cost_tables"
 SAME_ISA = {"dsp": "cortex-m4", "mve": "cortex-m55"}
-NEIGHBOURS = 5
+NEIGHBOURS = 3
 # Weight of each feature in the distance: the window and the channel counts decide a kernel's
 # cost per MAC far more than the feature map's size (chosen by leave-one-out over the tables).
-WEIGHTS = np.array([2, 2, 1.5, 2, 0.5, 0.5, 0.5, 2, 2, 2, 2, 2], dtype=np.float64)
+WEIGHTS = np.array([2, 2, 1.5, 2, 1, 1, 0.5, 1, 1, 2, 2, 2], dtype=np.float64)
 # CMSIS-NN v7 arm_depthwise_conv_wrapper_s8 on MVE: in_c == 1 and out_c above this -> a convolution
 DW_TO_CONV_ABOVE = 64
 
