@@ -13,7 +13,8 @@ The rule, for a layer the table does not hold:
    opt / generic, FC per tensor / per channel). No case of that group: CMSIS-NN.
 2. Among them, the K=3 nearest in log2 space of (kh, kw, C_in, C_out, output rows, output columns,
    batches) plus strides, dilations and the depth multiplier, weighted (WEIGHTS: window, output
-   channels, dilations, multiplier x2; input channels x1.5; output map and strides x1; batches x0.5).
+   channels, dilations, multiplier x2; input channels x1.5; output map (depthwise: x2) and strides
+   x1; batches x0.5).
 3. The predicted ratio ours/CMSIS-NN is their ratios' geometric mean, weighted by 1/(distance+0.1)^2;
    each candidate's predicted count is the neighbours' weighted instructions per MAC x the layer's
    MACs. mcugen's kernel runs where the predicted ratio is below 1.
@@ -43,6 +44,7 @@ NEIGHBOURS = 3
 # Weight of each feature in the distance: the window and the channel counts decide a kernel's
 # cost per MAC far more than the feature map's size (chosen by leave-one-out over the tables).
 WEIGHTS = np.array([2, 2, 1.5, 2, 1, 1, 0.5, 1, 1, 2, 2, 2], dtype=np.float64)
+DW_MAP_WEIGHT = 2.0  # depthwise: the per-row set-up makes the cost per MAC depend on the map size
 # CMSIS-NN v7 arm_depthwise_conv_wrapper_s8 on MVE: in_c == 1 and out_c above this -> a convolution
 DW_TO_CONV_ABOVE = 64
 
@@ -98,7 +100,10 @@ def cmsis_fn(s: Shape, isa: str) -> str:
 def features(s: Shape) -> np.ndarray:
     lg = [math.log2(max(v, 1)) for v in (s.kh, s.kw, s.c_in, s.c_out, s.out_h, s.out_w, s.batches)]
     rest = [s.sh - 1, s.sw - 1, s.dh > 1, s.dw > 1, math.log2(max(s.c_out // max(s.c_in, 1), 1))]
-    return WEIGHTS * np.array(lg + rest, dtype=np.float64)
+    v = WEIGHTS * np.array(lg + rest, dtype=np.float64)
+    if s.kind == "dw":
+        v[4:6] *= DW_MAP_WEIGHT
+    return v
 
 
 @dataclass(frozen=True)
