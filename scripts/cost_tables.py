@@ -79,6 +79,9 @@ def sweep_shapes(seed: int = 12) -> list[Shape]:
         for co in (4, 8, 16, 32, 64, 128, 256):
             h, w = pick(maps)  # type: ignore[misc]
             out.append(fit(conv(h, w, ci, co, 1, 1, pad=False)))
+    for ci, co in ((8, 4), (16, 4), (16, 8), (24, 8), (32, 8), (4, 16), (8, 16), (8, 24), (8, 32), (32, 16),
+                   (64, 16), (16, 64), (96, 24), (24, 96), (128, 32), (32, 128), (256, 64), (64, 256)):
+        out.append(conv(1, 1, ci, co, 1, 1, pad=False))  # squeeze-and-excite 1x1 convs on a 1x1 map
     for _ in range(30):
         h, w = pick(maps[2:6])  # type: ignore[misc]
         out.append(fit(conv(h, w, int(pick(chans[2:14])), int(pick(chans[4:14])), 1, 1, s=2, pad=False)))
@@ -131,6 +134,9 @@ def sweep_shapes(seed: int = 12) -> list[Shape]:
     for k in (8, 16, 32, 64, 100, 128, 250, 256, 400, 512, 640, 1024, 2048, 4096):
         for n in (2, 8, 10, 12, 16, 32, 64, 128, 256, 512, 640):
             if k * n <= MAX_WEIGHTS or (n >= 512 and k <= 128):  # wide outputs: few inputs
+                out.append(Shape("fc", c_in=k, c_out=n, per_channel=int(r.random() < 0.3)))
+        for n in (3, 4, 6):  # classifier heads: many inputs, few outputs
+            if k >= 1024:
                 out.append(Shape("fc", c_in=k, c_out=n, per_channel=int(r.random() < 0.3)))
     seen: set[Shape] = set()
     shapes = []

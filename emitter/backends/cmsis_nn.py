@@ -147,7 +147,7 @@ def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice
         if ch is not None:
             choices.append(ch)
         if ch is not None and ch.ours_wins:
-            why[k] = f"faster than CMSIS-NN here ({reason(ch)})"
+            why[k] = f"faster than CMSIS-NN here: {reason(ch)}"
             staged.append((p, None))
         else:
             staged.append(conv.convert(p))

@@ -179,5 +179,5 @@ def ours_is_faster(p: Prepared, var: str, core: str | None = None) -> str | None
 
 
 def reason(ch: Choice) -> str:
-    return (f"{ch.source}: {ch.ours:,} vs CMSIS-NN {ch.cmsis:,} instructions "
-            f"({ch.ours / ch.cmsis:.2f}x, {ch.path} path)")
+    return (f"{ch.ours:,} vs CMSIS-NN {ch.cmsis:,} instructions "
+            f"({ch.ours / ch.cmsis:.2f}x, {ch.path} path, {ch.source})")
