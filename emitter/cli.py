@@ -154,6 +154,10 @@ def _bundle_options(p: argparse.ArgumentParser) -> None:
                    help="cmsis-nn backend: call CMSIS-NN for every layer it supports, also where "
                         "mcugen's kernel was measured faster on this core (kept by default; the "
                         "summary lists those layers and why)")
+    p.add_argument("--tune", action="store_true",
+                   help="cmsis-nn backend: measure mcugen's kernel and CMSIS-NN's on each conv/depthwise/FC "
+                        "layer of this model on the board's core in QEMU (cached in ~/.cache/mcugen/tune) and "
+                        "keep the faster, instead of the committed cost table; the summary lists both counts")
     p.add_argument("--ram-budget", help="the memory plan must fit RAM = arena + the caller's input/output buffers "
                                         "within this, e.g. 40K; default: the board's RAM minus --ram-reserve")
     p.add_argument("--ram-reserve", default="0",
@@ -279,6 +283,10 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
     board = load_board(args.board)
     backend, cmsis, why = choose_backend(args.backend, board)
+    if getattr(args, "tune", False) and backend != "cmsis-nn":
+        raise UsageError("--tune measures mcugen's kernels against CMSIS-NN's: it needs the cmsis-nn backend "
+                         "and CMSIS_NN_PATH set to a CMSIS-NN source tree (e.g. export CMSIS_NN_PATH=/opt/cmsis-nn)"
+                         + ("" if cmsis is None else f"; backend {backend} was chosen"))
     t0 = time.perf_counter()
     ram, ram_src = ram_budget(args, board)
     # a front end keeps feature rows in the model input between runs: the input stays the caller's
@@ -288,7 +296,8 @@ def cmd_emit(args: argparse.Namespace) -> int:
                              board=board, cmsis_path=cmsis,
                              cmsis_choice="cmsis" if args.cmsis_everywhere else "fastest",
                              memory=memory, ram_budget=ram, budget_src=ram_src,
-                             numerics=None if args.numerics == "auto" else args.numerics, optimize=args.optimize)
+                             numerics=None if args.numerics == "auto" else args.numerics, optimize=args.optimize,
+                             tune=getattr(args, "tune", False))
     from emitter.features.cli import bind_frontend
 
     frontend = bind_frontend(args, compiled)

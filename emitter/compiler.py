@@ -51,6 +51,7 @@ class Compiled:
     cmsis_version: CmsisVersion | None = None  # of the CMSIS-NN at cmsis_path
     options: tuple[tuple[str, Any], ...] = ()  # compile_model's arguments after the path
     memory: memplan.Choice | None = None  # the plan candidates and why this plan (None: whole layers asked)
+    kernel_choices: tuple[Any, ...] = ()  # cmsis-nn backend: kernel_choice.Choice per conv/depthwise/FC layer
 
     @property
     def plan_isa(self) -> str:
@@ -138,18 +139,20 @@ def compile_model(path: str | Path, name: str | None = None,
                   cmsis_choice: str = "fastest", cmsis_sizes_for: str | None = None,
                   isa: str | None = None, memory: str = "layer", ram_budget: int | None = None,
                   budget_src: str = "--ram-budget", numerics: str | None = None,
-                  optimize: str = "speed") -> Compiled:
+                  optimize: str = "speed", tune: bool = False) -> Compiled:
     """memory: "layer" (whole layers, the liveness bound), "overlap", "stream" (the smallest plan
     of that kind) or "auto" (emitter/memplan.choose: by `ram_budget`, else the smallest within 5 %
     estimated overhead). Guard builds always plan whole layers. numerics: "tflite" or
     "onnxruntime" (the rounding contract); None chooses from the model (numerics_of). optimize:
     "speed" (each kernel's fastest path for the shape) or "size" (the bundle defines
-    MCU_OPTIMIZE_SIZE: every kernel plans its generic path, as on plain C; emitter/optimize.py)."""
+    MCU_OPTIMIZE_SIZE: every kernel plans its generic path, as on plain C; emitter/optimize.py).
+    tune: the cmsis-nn backend measures both candidates of each conv/depthwise/FC layer in QEMU
+    (cached) instead of reading the cost table (emitter/backends/kernel_choice.py)."""
     options = (("name", name), ("input_shapes", input_shapes), ("io_nhwc", io_nhwc), ("alignment", alignment),
                ("backend", backend), ("board", board), ("cmsis_path", cmsis_path), ("guard", guard),
                ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for), ("isa", isa),
                ("memory", memory), ("ram_budget", ram_budget), ("budget_src", budget_src), ("numerics", numerics),
-               ("optimize", optimize))
+               ("optimize", optimize), ("tune", tune))
     if optimize not in OPTIMIZE:
         raise UsageError(f"unknown --optimize '{optimize}': use {' or '.join(OPTIMIZE)}")
     if optimize == "size" and isa is None:
@@ -170,7 +173,8 @@ def compile_model(path: str | Path, name: str | None = None,
     build = functools.partial(build_plan, name=name, m=m, io_nhwc=io_nhwc, alignment=alignment, backend=backend,
                               board=board, cmsis_path=cmsis_path, guard=guard, cmsis_choice=cmsis_choice,
                               cmsis_sizes_for=cmsis_sizes_for, isa=plan_isa, memory=memory,
-                              ram_budget=ram_budget, budget_src=budget_src, options=options, optimize=optimize)
+                              ram_budget=ram_budget, budget_src=budget_src, options=options, optimize=optimize,
+                              tune=tune)
     if len(fused.nodes) == len(g.nodes) or guard or memory == "layer":  # whole layers: fusing only saves RAM
         return build(fused)
     try:
@@ -206,11 +210,13 @@ def residual_fusion(isa: str, backend: str, board: Board | None, cmsis_choice: s
 def build_plan(g: Graph, *, name: str, m: frontend.OnnxModel, io_nhwc: bool, alignment: int, backend: str,
                board: Board | None, cmsis_path: Path | None, guard: bool, cmsis_choice: str,
                cmsis_sizes_for: str | None, isa: str, memory: str, ram_budget: int | None, budget_src: str,
-               options: tuple[tuple[str, Any], ...], optimize: str) -> Compiled:
+               options: tuple[tuple[str, Any], ...], optimize: str, tune: bool) -> Compiled:
     """Prepare, backend and memory plan of the graph after its passes (isa: the one planned for)."""
     prepared = prepare_all(g, isa)
     portable: list[tuple[int, str, str]] = []
+    choices: list[Any] = []
     version = None
+    tuned = None
     from emitter.backends import cmsis_nn
 
     native = prepared
@@ -221,7 +227,12 @@ def build_plan(g: Graph, *, name: str, m: frontend.OnnxModel, io_nhwc: bool, ali
         cmsis_path = Path(cmsis_path).resolve()
         # size: mcugen's kernels have no fast path left to prefer over CMSIS-NN's
         cmsis_choice = "cmsis" if optimize == "size" else cmsis_choice
-        prepared, portable = cmsis_nn.convert_all(prepared, board, cmsis_path, cmsis_choice, cmsis_sizes_for)
+        if tune and cmsis_choice == "fastest":
+            from emitter.backends.cost_measure import tune_layers
+
+            tuned = tune_layers(prepared, board, cmsis_path, str(version))
+        prepared, portable, choices = cmsis_nn.convert_all(prepared, board, cmsis_path, cmsis_choice,
+                                                           cmsis_sizes_for, tuned)
     elif backend != "portable":
         raise UsageError(f"unknown backend '{backend}': use portable or cmsis-nn")
     choice = None
@@ -230,16 +241,16 @@ def build_plan(g: Graph, *, name: str, m: frontend.OnnxModel, io_nhwc: bool, ali
         chosen = plan(g, [p.scratch for p in prepared], align, GUARD_BYTES if guard else 0)
     else:
         target = isa
-        variants: list[Variant] = [(prepared, portable)]
+        variants: list[Variant] = [(prepared, portable, choices)]
         keep = frozenset[int]()
         if backend == "cmsis-nn":  # layers kept portable so that they can run by rows, when the budget needs it
             keep = frozenset(k for k, p in enumerate(native) if can_stream(p)) - {k for k, _, _ in portable}
             if keep:
                 assert board is not None and cmsis_path is not None
                 variants.append(lambda: cmsis_nn.convert_all(native, board, cmsis_path, cmsis_choice,  # type: ignore[arg-type]
-                                                             cmsis_sizes_for, keep))
-        order, prepared, portable, choice = memory_variants(g, variants, alignment, target, memory, ram_budget,
-                                                            budget_src)
+                                                             cmsis_sizes_for, tuned, keep))
+        order, prepared, portable, choices, choice = memory_variants(g, variants, alignment, target, memory,
+                                                                     ram_budget, budget_src)
         for _ in range(3):  # only the layers that do run by rows stay portable (while the plan still fits)
             rows = {order[st.step] for s in choice.chosen.plan.schedule.segments
                     if choice.chosen.plan.modes.get(s.first, "whole") != "whole" for st in s.stages}
@@ -247,21 +258,22 @@ def build_plan(g: Graph, *, name: str, m: frontend.OnnxModel, io_nhwc: bool, ali
             if kept <= rows:
                 break
             assert board is not None and cmsis_path is not None
-            narrow = cmsis_nn.convert_all(native, board, cmsis_path, cmsis_choice, cmsis_sizes_for,
+            narrow = cmsis_nn.convert_all(native, board, cmsis_path, cmsis_choice, cmsis_sizes_for, tuned,
                                           frozenset(kept & rows))
             try:
                 got = memory_variants(g, [narrow], alignment, target, memory, ram_budget, budget_src)
             except BudgetError:
                 break
-            if memory != "auto" and memplan.activation_ram(reorder(g, got[0]), got[3].chosen.plan) > \
+            if memory != "auto" and memplan.activation_ram(reorder(g, got[0]), got[4].chosen.plan) > \
                     memplan.activation_ram(reorder(g, order), choice.chosen.plan):
                 break
-            order, prepared, portable, choice = got
+            order, prepared, portable, choices, choice = got
         g = reorder(g, order)
         chosen = choice.chosen.plan
     return Compiled(name, m, g, prepared, chosen, io_nhwc,
                     backend, tuple(sorted({kernel for _, kernel, _ in portable})),
-                    cmsis_path if backend == "cmsis-nn" else None, tuple(portable), version, options, choice)
+                    cmsis_path if backend == "cmsis-nn" else None, tuple(portable), version, options, choice,
+                    tuple(choices))
 
 
 def arena_alignment(prepared: tuple[Prepared, ...], alignment: int) -> int:
@@ -270,22 +282,24 @@ def arena_alignment(prepared: tuple[Prepared, ...], alignment: int) -> int:
 
 
 Portable = list[tuple[int, str, str]]
-Variant = tuple[tuple[Prepared, ...], Portable] | Callable[[], tuple[tuple[Prepared, ...], Portable]]
+Calls = tuple[tuple[Prepared, ...], Portable, list[Any]]  # the calls, the portable layers, kernel choices
+Variant = Calls | Callable[[], Calls]
 
 
 def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str, memory: str,
                     ram_budget: int | None, budget_src: str
-                    ) -> tuple[list[int], tuple[Prepared, ...], Portable, memplan.Choice]:
+                    ) -> tuple[list[int], tuple[Prepared, ...], Portable, list[Any], memplan.Choice]:
     """The memory plan of the first kernel choice (e.g. CMSIS-NN's calls), or of a later one (more
     layers portable, to run by rows; a callable, made only when asked) when the first misses the
     budget, or when the smallest plan is asked and the later one is smaller. Returns the execution
-    order, the calls in that order, the portable layers (by position in that order) and the plan."""
+    order, the calls in that order, the portable layers and kernel choices (by position in that
+    order) and the plan."""
     best = None
     error: BudgetError | None = None
     for k, variant in enumerate(variants):
         if k > 0 and best is not None and memory == "auto":
             break  # the first choice fits: its kernels are the fastest
-        prepared, portable = variant() if callable(variant) else variant
+        prepared, portable, choices = variant() if callable(variant) else variant
         try:
             order, choice = memory_order(g, prepared, arena_alignment(prepared, alignment), isa, memory, ram_budget,
                                          budget_src)
@@ -296,11 +310,12 @@ def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str,
         if best is None or ram < best[0]:
             at = {step: pos for pos, step in enumerate(order)}
             moved = sorted((at[i], kernel, why) for i, kernel, why in portable)
-            best = (ram, order, tuple(prepared[i] for i in order), moved, choice)
+            chose = sorted((replace(x, index=at[x.index]) for x in choices), key=lambda x: x.index)
+            best = (ram, order, tuple(prepared[i] for i in order), moved, chose, choice)
     if best is None:
         assert error is not None
         raise error
-    return best[1], best[2], best[3], best[4]
+    return best[1], best[2], best[3], best[4], best[5]
 
 
 def memory_order(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str, memory: str,

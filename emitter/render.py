@@ -427,7 +427,10 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
         "cpu_flags": ctx["cpu_flags"],
     } | code_estimate(ctx["board"], ctx["kernels"], c.optimize, tuple(ctx["runtime_sources"]), len(ctx["layers"])) | (
         {"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
-        {"portable_layers": [{"index": k, "kernel": kernel, "why": why} for k, kernel, why in c.portable_layers]}
+        {"portable_layers": [{"index": k, "kernel": kernel, "why": why} for k, kernel, why in c.portable_layers],
+         "kernel_choices": [{"index": x.index, "kernel": x.kernel, "mcugen": x.ours, "cmsis_nn": x.cmsis,
+                             "source": x.source, "chosen": "mcugen" if x.ours_wins else "cmsis-nn"}
+                            for x in c.kernel_choices]}
         if c.backend == "cmsis-nn" else {})
 
 

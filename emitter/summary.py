@@ -89,7 +89,25 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
         lines.append(f"CMSIS-NN: {kernels - len(c.portable_layers)} of {kernels} layers call CMSIS-NN directly"
                      + ("; portable kernels:" if c.portable_layers else ""))
         lines += [f"  layer {k} {kernel}: {why}" for k, kernel, why in c.portable_layers]
+        lines += choice_lines(c)
     return "\n".join(lines)
+
+
+def choice_lines(c: Compiled) -> list[str]:
+    """The kernel choice: one line, plus one per layer with --tune (both candidates' counts)."""
+    ch = c.kernel_choices
+    if not ch:
+        return []
+    measured = sum(1 for x in ch if x.source == "measured")
+    ours = sum(1 for x in ch if x.ours_wins)
+    src = (f"{measured} measured in QEMU (--tune)" if measured == len(ch) else
+           f"{len(ch) - measured} from the cost table" + (f", {measured} measured (--tune)" if measured else ""))
+    lines = [f"kernel choice: {len(ch)} conv/depthwise/FC layers, {src}; mcugen's kernel on {ours}, "
+             "CMSIS-NN on the rest (fewer executed instructions)"]
+    if dict(c.options).get("tune"):
+        lines += [f"  layer {x.index:>3} {x.kernel:<24} mcugen {x.ours:>10,}  CMSIS-NN {x.cmsis:>10,}  "
+                  f"{x.source:<8} -> {'mcugen' if x.ours_wins else 'CMSIS-NN'}" for x in ch]
+    return lines
 
 
 def numerics_note(c: Compiled) -> str:

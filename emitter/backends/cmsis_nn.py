@@ -26,7 +26,7 @@ from pathlib import Path
 
 from emitter.backends.cmsis_api import API, ScratchRequest, operands, sizer_query
 from emitter.backends.cmsis_version import CmsisVersion, detect
-from emitter.backends.kernel_choice import ours_is_faster
+from emitter.backends.kernel_choice import Choice, choose, reason
 from emitter.boards import Board
 from emitter.errors import ToolchainError
 from emitter.kernels import twin
@@ -139,25 +139,32 @@ KEPT = "runs by rows to meet the RAM budget (CMSIS-NN's kernel takes whole tenso
 
 
 def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice: str = "fastest",
-                sizes_for: str | None = None, keep: frozenset[int] = frozenset()
-                ) -> tuple[tuple[Prepared, ...], list[tuple[int, str, str]]]:
+                sizes_for: str | None = None, tuned: dict[int, tuple[int, int | None]] | None = None,
+                keep: frozenset[int] = frozenset()
+                ) -> tuple[tuple[Prepared, ...], list[tuple[int, str, str]], list[Choice]]:
     """Every call CMSIS-NN can take, with its scratch size.
 
-    Returns (calls, portable layers as (index, kernel, why)). choice "fastest" keeps mcugen's
-    kernel where ours_is_faster() says so; "cmsis" converts every call CMSIS-NN can take. `keep`:
-    steps that stay portable so that they can run by rows (a RAM budget the CMSIS-NN calls miss).
-    sizes_for ("c", "dsp", "mve") sizes the scratch for that code path instead of the board's:
-    "c" for a host build, which runs CMSIS-NN's plain C path (emitter.verify.host_twin)."""
+    Returns (calls, portable layers as (index, kernel, why), the kernel choices made). choice
+    "fastest" keeps mcugen's kernel where it executes fewer instructions on the board's core
+    (kernel_choice.choose: the cost table, or `tuned` counts measured by --tune); "cmsis" converts
+    every call CMSIS-NN can take. `keep`: steps that stay portable so that they can run by rows (a
+    RAM budget the CMSIS-NN calls miss). sizes_for ("c", "dsp", "mve") sizes the scratch for that
+    code path instead of the board's: "c" for a host build, which runs CMSIS-NN's plain C path
+    (emitter.verify.host_twin)."""
     conv = Converter(path, board, sizes_for)
     staged: list[tuple[Prepared, ScratchRequest | None]] = []
     why: dict[int, str] = {}
+    choices: list[Choice] = []
     for k, p in enumerate(prepared):
-        faster = ours_is_faster(p, conv.var) if choice == "fastest" and p.kernel else None
+        ch = choose(p, k, board.name, conv.var, (tuned or {}).get(k)) if choice == "fastest" and p.kernel else None
         if p.kernel and rounding_of(p.params) != 0:
             why[k] = "onnxruntime numerics: CMSIS-NN rounds as TFLite (double rounding, ties away from zero)"
             staged.append((p, None))
-        elif faster:
-            why[k] = f"faster than CMSIS-NN here: {faster}"
+            continue
+        if ch is not None:
+            choices.append(ch)
+        if ch is not None and ch.ours_wins:
+            why[k] = f"faster than CMSIS-NN here: {reason(ch)}"
             staged.append((p, None))
         elif k in keep:
             why[k] = KEPT
@@ -174,7 +181,7 @@ def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice
         if p.kernel == orig.kernel and p.kernel:
             portable.append((k, p.kernel, why.get(k) or no_cmsis_reason(conv, p)))
         out.append(p)
-    return tuple(out), portable
+    return tuple(out), portable, choices
 
 
 def no_cmsis_reason(conv: Converter, p: Prepared) -> str:

@@ -1,37 +1,68 @@
-"""Where mcugen's own kernel beats CMSIS-NN v7.0.0, per layer: the cmsis-nn backend keeps it there.
+"""Per layer and core, mcugen's kernel or CMSIS-NN's: the one with fewer executed instructions.
 
-Each rule is the condition under which the portable kernel takes its fast path on that target,
-asked of the kernel's twin (emitter/kernels/mcu_conv2d_s8.py path(), which equals the C
-dispatcher's mcu_conv2d_s8_path(); its constants are read from the C; likewise
-emitter/kernels/mcu_depthwise_conv2d_s8.py path() for depthwise), narrowed to the shapes where it was
-measured faster, instruction for instruction in QEMU, than CMSIS-NN v7.0.0 built at -Ofast (the
-bundle at -O2): `python benchmarks/cmsis_nn.py`, per-layer tables in docs/cmsis_nn.md. Cores
-without DSP or MVE keep CMSIS-NN (its plain C was not beaten).
+The figures are measured, never rules fitted to a few models (docs/kernel_choice.md):
+- by default from the committed cost table of the board's core (cost_tables/<core>.json, written
+  by `python scripts/cost_tables.py`: ~300 single-layer cases per core, both candidates counted in
+  QEMU), interpolated by the rule below;
+- with `--tune`, measured on the model's own layers (emitter/backends/cost_measure.py, cached).
+
+The rule, for a layer the table does not hold:
+1. Only the table's cases of the same *group* count: kernel kind (conv, depthwise, FC), the code
+   path mcugen's kernel takes on this layer (the twin's path(): "dsp", "mve" or "generic"), and the
+   function CMSIS-NN's wrapper dispatches to (cmsis_fn: 1x1 fast, 1xN, generic, depthwise 3x3 /
+   opt / generic, FC per tensor / per channel). No case of that group: CMSIS-NN.
+2. Among them, the K=3 nearest in log2 space of (kh, kw, C_in, C_out, output rows, output columns,
+   batches) plus strides, dilations and the depth multiplier, weighted (WEIGHTS: window, output
+   channels, dilations, multiplier x2; input channels x1.5; output map (depthwise: x2) and strides
+   x1; batches x0.5).
+3. The predicted ratio ours/CMSIS-NN is their ratios' geometric mean, weighted by 1/(distance+0.1)^2;
+   each candidate's predicted count is the neighbours' weighted instructions per MAC x the layer's
+   MACs. mcugen's kernel runs where the predicted ratio is below 1.
+Cores without a table use the table of a core with the same instruction set (DSP: cortex-m4, MVE:
+cortex-m55); plain-C cores (no DSP, no MVE) keep CMSIS-NN, whose C mcugen's C does not beat.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from emitter.backends.cost_cases import Shape, shape_of
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
 from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 from emitter.kernels import mcu_fully_connected_s8 as fc_twin
 from emitter.ops.base import ConstArg, Prepared
 
-# Measured narrowings (benchmarks/cmsis_nn.py, docs/cmsis_nn.md), not C constants:
-DSP_CONV_1X1_MIN_OUT = 8  # CMSIS-NN's 1x1 fast kernel beat ours at 16 -> 4 channels (0.75x); 16 -> 8 won
-MVE_FC_MIN_INPUTS = 128  # 1.19-1.82x fewer instructions at 128..4000 inputs, a tie at 64
-# MVE depthwise: border windows are its slow part; it beat CMSIS-NN at >= 55% whole windows (Kx1
-# 0.6-0.8x, KWS 3x3 25x5 0.95x) and tied or lost below (VWW 6x6 0.44: 1.0x, 3x3 0.11: 1.3x)
-MVE_DW_MIN_WHOLE = 0.5
+TABLES = Path(__file__).resolve().parent / "cost_tables"
+SAME_ISA = {"dsp": "cortex-m4", "mve": "cortex-m55"}
+NEIGHBOURS = 3
+# Weight of each feature in the distance: the window and the channel counts decide a kernel's
+# cost per MAC far more than the feature map's size (chosen by leave-one-out over the tables).
+WEIGHTS = np.array([2, 2, 1.5, 2, 1, 1, 0.5, 1, 1, 2, 2, 2], dtype=np.float64)
+DW_MAP_WEIGHT = 2.0  # depthwise: the per-row set-up makes the cost per MAC depend on the map size
+# CMSIS-NN v7 arm_depthwise_conv_wrapper_s8 on MVE: in_c == 1 and out_c above this -> a convolution
+DW_TO_CONV_ABOVE = 64
 
 
-def cmsis_1x1_fast(c: Any) -> bool:
-    """The convolution arm_convolve_wrapper_s8 hands to arm_convolve_1x1_s8_fast."""
-    return (c.filter.h == c.filter.w == 1 and c.stride_h == c.stride_w == 1 and c.pad_top == c.pad_left == 0
-            and c.dilation_h == c.dilation_w == 1)
+@dataclass(frozen=True)
+class Choice:
+    """One layer's candidates: instructions of mcugen's kernel and CMSIS-NN's, 'measured' (--tune,
+    or the table holds this very shape) or 'table' (interpolated), and which runs."""
+    index: int
+    kernel: str
+    ours: int
+    cmsis: int
+    source: str
+    path: str
+
+    @property
+    def ours_wins(self) -> bool:
+        return self.ours < self.cmsis
 
 
 def bias_of(p: Prepared) -> np.ndarray | None:
@@ -40,34 +71,113 @@ def bias_of(p: Prepared) -> np.ndarray | None:
     return b.data if isinstance(b, ConstArg) else None
 
 
-def ours_is_faster(p: Prepared, var: str) -> str | None:
-    """Why mcugen's kernel is faster than CMSIS-NN's on this layer for code path `var` ("c",
-    "dsp", "mve"); None where CMSIS-NN is as fast or faster (or not measured)."""
-    c: Any = p.params
-    if var == "c" or c is None:
+def path_of(p: Prepared, isa: str) -> str:
+    """The code path mcugen's kernel takes for this layer on `isa`."""
+    twin: Any = {"mcu_conv2d_s8": conv_twin, "mcu_depthwise_conv2d_s8": dw_twin,
+                 "mcu_fully_connected_s8": fc_twin}[p.kernel]
+    return str(twin.path(p.params, bias_of(p), isa))
+
+
+def cmsis_fn(s: Shape, isa: str) -> str:
+    """The function arm_convolve_wrapper_s8 / arm_depthwise_conv_wrapper_s8 (v7) dispatches to."""
+    if s.kind == "fc":
+        return "fc_per_channel" if s.per_channel else "fc"
+    if s.kind == "conv":
+        if s.pt == s.pl == 0 and s.kh == s.kw == 1 and s.dh == s.dw == 1:
+            return "1x1_fast" if s.sh == s.sw == 1 else "1x1"
+        if s.h == 1 and s.dw == 1 and s.kh == 1 and s.sw * s.c_in % 4 == 0:
+            return "1xn"
+        return "conv"
+    if isa == "mve" and s.c_in == 1 and s.c_out > DW_TO_CONV_ABOVE:
+        return "dw_to_conv"
+    if s.c_out == s.c_in and s.batches == 1 and s.dh == s.dw == 1:
+        if isa != "mve" and s.kh == s.kw == 3 and s.pt <= 1 and s.pl <= 1:
+            return "dw_3x3"
+        return "dw_opt"
+    return "dw"
+
+
+def features(s: Shape) -> np.ndarray:
+    lg = [math.log2(max(v, 1)) for v in (s.kh, s.kw, s.c_in, s.c_out, s.out_h, s.out_w, s.batches)]
+    rest = [s.sh - 1, s.sw - 1, s.dh > 1, s.dw > 1, math.log2(max(s.c_out // max(s.c_in, 1), 1))]
+    v = WEIGHTS * np.array(lg + rest, dtype=np.float64)
+    if s.kind == "dw":
+        v[4:6] *= DW_MAP_WEIGHT
+    return v
+
+
+@dataclass(frozen=True)
+class Row:
+    shape: Shape
+    path: str
+    ours: int
+    cmsis: int
+
+
+@lru_cache(maxsize=8)
+def load_table(core: str) -> tuple[Row, ...]:
+    """The committed cost table of `core` (empty when there is none)."""
+    f = TABLES / f"{core}.json"
+    if not f.is_file():
+        return ()
+    data = json.loads(f.read_text())
+    return tuple(Row(Shape.from_list(r["shape"]), r["path"], r["ours"], r["cmsis"])
+                 for r in data["cases"] if r["cmsis"] is not None)
+
+
+def table_for(core: str, isa: str) -> tuple[Row, ...]:
+    rows = load_table(core)
+    return rows if rows or isa not in SAME_ISA else load_table(SAME_ISA[isa])
+
+
+def predict(rows: tuple[Row, ...], s: Shape, path: str, isa: str) -> tuple[int, int, bool] | None:
+    """(ours, cmsis, exact) predicted for shape `s` whose kernel takes `path`, from the table rows;
+    None when the table has no case of its group."""
+    fn = cmsis_fn(s, isa)
+    group = [r for r in rows if r.shape.kind == s.kind and r.path == path and cmsis_fn(r.shape, isa) == fn]
+    if not group:
         return None
-    if p.kernel == "mcu_depthwise_conv2d_s8":
-        if dw_twin.path(c, bias_of(p), var) == var and (
-                var != "mve" or dw_twin.whole_fraction(c) >= MVE_DW_MIN_WHOLE):
-            return (f"{var.upper()} depthwise fast path ({c.filter.h}x{c.filter.w}, "
-                    f"{c.output.c} channels)")
-    elif p.kernel == "mcu_conv2d_s8":
-        k = c.filter.h * c.filter.w * c.input.c
-        path = conv_twin.path(c, bias_of(p), var)
-        if (var == "dsp" and path == "dsp"
-                and not (cmsis_1x1_fast(c) and c.output.c < DSP_CONV_1X1_MIN_OUT)):
-            return f"DSP convolution fast path (window of {k} taps)"
-        # measured: only one-input-channel windows of the four-position MVE loop (K <= MVE_K)
-        if var == "mve" and path == "mve" and c.input.c == 1 and k <= conv_twin.MVE_K:
-            return f"MVE convolution fast path (one input channel, window of {k} taps)"
-    elif p.kernel == "mcu_conv2d_add_s8":  # the residual Add fused: where our conv wins on DSP (measured
-        # there: the fused Add costs fewer instructions than CMSIS-NN's separate one); on MVE CMSIS-NN's add is faster
-        conv = ours_is_faster(replace(p, kernel="mcu_conv2d_s8", params=c.conv), var) if var == "dsp" else None
-        return f"{conv}, residual add fused" if conv else None
-    elif p.kernel == "mcu_fully_connected_s8":
-        if var == "mve" and c.in_features >= MVE_FC_MIN_INPUTS:
-            return f"MVE fully connected ({c.in_features} inputs)"
-        # measured: 1..640 inputs from 4 outputs (one block of the layout; fewer run one row at a time)
-        if var == "dsp" and c.out_features >= fc_twin.BLOCK_ROWS and fc_twin.path(c, None, var) == "dsp":
-            return f"DSP fully connected ({c.in_features} inputs)"
-    return None
+    here = features(s)
+    dist = np.array([float(np.linalg.norm(features(r.shape) - here)) for r in group])
+    order = np.argsort(dist, kind="stable")[:NEIGHBOURS]
+    if dist[order[0]] == 0.0:
+        r = group[int(order[0])]
+        return r.ours, r.cmsis, True
+    wts = 1.0 / (dist[order] + 0.1) ** 2
+    near = [group[int(i)] for i in order]
+    log_ratio = sum(w * math.log(r.ours / r.cmsis) for w, r in zip(wts, near, strict=True)) / wts.sum()
+    cmsis_per_mac = sum(w * r.cmsis / r.shape.macs for w, r in zip(wts, near, strict=True)) / wts.sum()
+    cmsis = max(1, int(round(cmsis_per_mac * s.macs)))
+    return max(1, int(round(cmsis * math.exp(log_ratio)))), cmsis, False
+
+
+def choose(p: Prepared, index: int, core: str, isa: str,
+           measured: tuple[int, int | None] | None = None) -> Choice | None:
+    """The candidates of one layer on `core`, or None (not a conv/depthwise/FC layer, a plain-C
+    core, or nothing measured of its kind). measured: (ours, cmsis) from --tune."""
+    s = shape_of(p)
+    if s is None or isa not in ("dsp", "mve"):
+        return None
+    path = path_of(p, isa)
+    if measured is not None and measured[1] is not None:
+        return Choice(index, p.kernel, measured[0], measured[1], "measured", path)
+    got = predict(table_for(core, isa), s, path, isa)
+    if got is None:
+        return None
+    ours, cmsis, _ = got
+    return Choice(index, p.kernel, ours, cmsis, "table", path)
+
+
+def ours_is_faster(p: Prepared, var: str, core: str | None = None) -> str | None:
+    """Why mcugen's kernel is faster than CMSIS-NN's on this layer for code path `var` ("c",
+    "dsp", "mve") on `core` (default: the table of that instruction set's reference core); None
+    where CMSIS-NN is predicted as fast or faster."""
+    if var not in SAME_ISA or not p.kernel:
+        return None
+    ch = choose(p, 0, core or SAME_ISA[var], var)
+    return reason(ch) if ch is not None and ch.ours_wins else None
+
+
+def reason(ch: Choice) -> str:
+    return (f"{ch.ours:,} vs CMSIS-NN {ch.cmsis:,} instructions "
+            f"({ch.ours / ch.cmsis:.2f}x, {ch.path} path, {ch.source})")

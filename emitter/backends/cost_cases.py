@@ -1,0 +1,223 @@
+"""Single-layer cases for the kernel-choice measurements (scripts/cost_tables.py, `mcugen --tune`).
+
+A Shape is one conv / depthwise / fully connected layer's geometry; a Case is a Shape plus, when it
+copies a model's layer, that layer's weights, bias, requantization and offsets (so mcugen's kernel
+takes the same code path as in the model), else seeded random ones with a typical requantization
+(effective scale 2^-10..2^-7, input and output zero point -128). `onnx_of(cases)` writes every case
+as one independent branch (int8 input -> DequantizeLinear -> Conv / Gemm -> QuantizeLinear -> int8
+output) of ONE model, so one firmware per core runs them all (emitter/backends/cost_measure.py).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import astuple, dataclass, fields
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto as TP
+from onnx import helper as H
+from onnx import numpy_helper as NH
+
+from emitter.ops.base import ConstArg, Prepared
+
+KERNELS = {"conv": "mcu_conv2d_s8", "dw": "mcu_depthwise_conv2d_s8", "fc": "mcu_fully_connected_s8"}
+KIND_OF = {v: k for k, v in KERNELS.items()}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """kind "conv" / "dw": input h x w x c_in (n = batches), kh x kw window, strides, dilations,
+    pads top/bottom/left/right, c_out (depthwise: c_in * multiplier). kind "fc": c_in = inputs,
+    c_out = outputs, batches rows, per_channel requantization."""
+    kind: str
+    h: int = 1
+    w: int = 1
+    c_in: int = 1
+    c_out: int = 1
+    kh: int = 1
+    kw: int = 1
+    sh: int = 1
+    sw: int = 1
+    dh: int = 1
+    dw: int = 1
+    pt: int = 0
+    pb: int = 0
+    pl: int = 0
+    pr: int = 0
+    batches: int = 1
+    per_channel: int = 1
+
+    @property
+    def out_h(self) -> int:
+        return (self.h + self.pt + self.pb - self.dh * (self.kh - 1) - 1) // self.sh + 1
+
+    @property
+    def out_w(self) -> int:
+        return (self.w + self.pl + self.pr - self.dw * (self.kw - 1) - 1) // self.sw + 1
+
+    @property
+    def taps(self) -> int:
+        """Multiply-accumulates per output value."""
+        return {"conv": self.kh * self.kw * self.c_in, "dw": self.kh * self.kw, "fc": self.c_in}[self.kind]
+
+    @property
+    def outputs(self) -> int:
+        if self.kind == "fc":
+            return self.batches * self.c_out
+        return self.batches * self.out_h * self.out_w * self.c_out
+
+    @property
+    def macs(self) -> int:
+        return self.taps * self.outputs
+
+    def label(self) -> str:
+        if self.kind == "fc":
+            return f"fc {self.c_in}->{self.c_out}" + (f" x{self.batches}" if self.batches > 1 else "")
+        extra = "".join([f" s{self.sh}x{self.sw}" if (self.sh, self.sw) != (1, 1) else "",
+                         f" d{self.dh}x{self.dw}" if (self.dh, self.dw) != (1, 1) else "",
+                         " pad" if self.pt + self.pb + self.pl + self.pr else ""])
+        return (f"{self.kind} {self.h}x{self.w}x{self.c_in} k{self.kh}x{self.kw}{extra} -> "
+                f"{self.out_h}x{self.out_w}x{self.c_out}")
+
+    def as_list(self) -> list[Any]:
+        return list(astuple(self))
+
+    @staticmethod
+    def from_list(values: list[Any]) -> Shape:
+        return Shape(*values)
+
+    def key(self) -> str:
+        return hashlib.sha256(repr(astuple(self)).encode()).hexdigest()[:16]
+
+
+SHAPE_FIELDS = tuple(f.name for f in fields(Shape))
+
+
+@dataclass(frozen=True, eq=False)
+class Case:
+    """A shape and, for a model's layer, its constants: weights in the ONNX layout, int32 bias,
+    per-channel multipliers and shifts, input and output zero points."""
+    name: str
+    shape: Shape
+    weights: np.ndarray | None = None
+    bias: np.ndarray | None = None
+    multiplier: np.ndarray | None = None
+    shift: np.ndarray | None = None
+    zp_in: int = -128
+    zp_out: int = -128
+
+
+def shape_of(p: Prepared) -> Shape | None:
+    """The Shape of a portable conv / depthwise / FC layer, None for any other layer."""
+    c: Any = p.params
+    kind = KIND_OF.get(p.kernel)
+    if kind is None or c is None:
+        return None
+    if kind == "fc":
+        return Shape("fc", c_in=c.in_features, c_out=c.out_features, batches=c.batches,
+                     per_channel=int(c.per_channel))
+    i, f, o = c.input, c.filter, c.output
+    pb = max(0, (o.h - 1) * c.stride_h + c.dilation_h * (f.h - 1) + 1 - i.h - c.pad_top)
+    pr = max(0, (o.w - 1) * c.stride_w + c.dilation_w * (f.w - 1) + 1 - i.w - c.pad_left)
+    return Shape(kind, i.h, i.w, i.c, o.c, f.h, f.w, c.stride_h, c.stride_w, c.dilation_h, c.dilation_w,
+                 c.pad_top, pb, c.pad_left, pr, batches=i.n)
+
+
+def case_of(p: Prepared, name: str) -> Case | None:
+    """A layer of a compiled model as a Case with its own constants (None: not conv/dw/FC)."""
+    s = shape_of(p)
+    if s is None:
+        return None
+    c: Any = p.params
+    key = "weights" if s.kind == "fc" else "filter"
+    w, b = p.operands.get(key), p.operands.get("bias")
+    if not isinstance(w, ConstArg):
+        return None
+    data = np.asarray(w.data, dtype=np.int8)
+    if s.kind == "conv":
+        weights = data.reshape(s.c_out, s.kh, s.kw, s.c_in).transpose(0, 3, 1, 2)
+    elif s.kind == "dw":
+        weights = data.reshape(s.kh, s.kw, s.c_out).transpose(2, 0, 1)[:, None]
+    else:
+        weights = data.reshape(s.c_out, s.c_in)
+    bias = np.asarray(b.data, np.int32) if isinstance(b, ConstArg) else None
+    return Case(name, s, weights, bias, np.asarray(c.multiplier), np.asarray(c.shift),
+                -int(c.q.input_offset), int(c.q.output_offset))
+
+
+def random_case(name: str, s: Shape, seed: int, wide: bool = False) -> Case:
+    """Seeded weights and bias, effective scales 2^-10..2^-7 (every fast path's range), or with
+    `wide` 2^-1..2^0.9 (shifts >= 0: mcugen's kernels take their generic path)."""
+    rng = np.random.default_rng(seed)
+    channels = s.c_out if s.kind != "fc" or s.per_channel else 1
+    scale = 2.0 ** (rng.uniform(-1, 0.9, channels) if wide else rng.uniform(-10, -7, channels))
+    mult = np.round(np.frexp(scale)[0] * (1 << 31)).astype(np.int64).clip(1 << 30, (1 << 31) - 1)
+    shift = np.frexp(scale)[1].astype(np.int32)
+    if s.kind == "conv":
+        shape: tuple[int, ...] = (s.c_out, s.c_in, s.kh, s.kw)
+    elif s.kind == "dw":
+        shape = (s.c_out, 1, s.kh, s.kw)
+    else:
+        shape = (s.c_out, s.c_in)
+    return Case(name, s, rng.integers(-127, 128, shape).astype(np.int8),
+                rng.integers(-(1 << 12), 1 << 12, s.c_out).astype(np.int32), mult.astype(np.int32), shift)
+
+
+def _scales(c: Case) -> np.ndarray:
+    """Weight scales giving the case's multipliers with input and output scale 1."""
+    assert c.multiplier is not None and c.shift is not None
+    m = np.asarray(c.multiplier, np.float64) * np.exp2(np.asarray(c.shift, np.float64) - 31)
+    channels = c.shape.c_out if c.shape.kind != "fc" or c.shape.per_channel else 1
+    m = np.maximum(m.ravel()[:channels] if m.size >= channels else m.ravel()[:1], 1e-9)  # a dead channel: M = 0
+    return np.broadcast_to(m, (channels,)).astype(np.float32)
+
+
+def branch(c: Case, i: int) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto], onnx.ValueInfoProto,
+                                     onnx.ValueInfoProto]:
+    """Case i as ONNX nodes, initializers, input and output."""
+    s, t = c.shape, f"c{i}_"
+    assert c.weights is not None
+    w_s = _scales(c)
+    inits = [NH.from_array(np.array(1.0, np.float32), t + "s1"),
+             NH.from_array(np.array(c.zp_in, np.int8), t + "xz"), NH.from_array(np.array(c.zp_out, np.int8), t + "yz"),
+             NH.from_array(c.weights, t + "wq"), NH.from_array(w_s if w_s.size > 1 else w_s.reshape(()), t + "ws"),
+             NH.from_array(np.zeros(w_s.shape, np.int8), t + "wz")]
+    nodes = [H.make_node("DequantizeLinear", [t + "x", t + "s1", t + "xz"], [t + "xf"], name=t + "dqx"),
+             H.make_node("DequantizeLinear", [t + "wq", t + "ws", t + "wz"], [t + "wf"], name=t + "dqw", axis=0)]
+    ins = [t + "xf", t + "wf"]
+    if c.bias is not None:
+        inits += [NH.from_array(c.bias.astype(np.int32), t + "bq"),
+                  NH.from_array(np.broadcast_to(w_s, (s.c_out,)).astype(np.float32), t + "bs"),
+                  NH.from_array(np.zeros(s.c_out, np.int32), t + "bz")]
+        nodes.append(H.make_node("DequantizeLinear", [t + "bq", t + "bs", t + "bz"], [t + "bf"], name=t + "dqb",
+                                 axis=0))
+        ins.append(t + "bf")
+    if s.kind == "fc":
+        nodes.append(H.make_node("Gemm", ins, [t + "y"], name=t + "layer", transB=1))
+        x_shape, y_shape = [s.batches, s.c_in], [s.batches, s.c_out]
+    else:
+        nodes.append(H.make_node("Conv", ins, [t + "y"], name=t + "layer", kernel_shape=[s.kh, s.kw],
+                                 strides=[s.sh, s.sw], dilations=[s.dh, s.dw], pads=[s.pt, s.pl, s.pb, s.pr],
+                                 group=s.c_in if s.kind == "dw" else 1))
+        x_shape, y_shape = [s.batches, s.c_in, s.h, s.w], [s.batches, s.c_out, s.out_h, s.out_w]
+    nodes.append(H.make_node("QuantizeLinear", [t + "y", t + "s1", t + "yz"], [t + "q"], name=t + "qy"))
+    return (nodes, inits, H.make_tensor_value_info(t + "x", TP.INT8, x_shape),
+            H.make_tensor_value_info(t + "q", TP.INT8, y_shape))
+
+
+def onnx_of(cases: list[Case]) -> onnx.ModelProto:
+    """One model holding every case as an independent branch, in order."""
+    nodes: list[onnx.NodeProto] = []
+    inits: list[onnx.TensorProto] = []
+    ins, outs = [], []
+    for i, c in enumerate(cases):
+        n, t, x, y = branch(c, i)
+        nodes += n
+        inits += t
+        ins.append(x)
+        outs.append(y)
+    m = H.make_model(H.make_graph(nodes, "cost_cases", ins, outs, inits),
+                     opset_imports=[H.make_opsetid("", 13)], producer_name="mcugen-cost-cases")
+    m.ir_version = 8
+    return m

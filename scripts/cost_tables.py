@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Regenerate the kernel-choice cost tables: emitter/backends/cost_tables/<core>.json.
+
+    CMSIS_NN_PATH=/path/to/CMSIS-NN python scripts/cost_tables.py [--cores cortex-m4,cortex-m7,cortex-m55]
+
+The sweep (sweep_cases(): ~600 single-layer cases, seeded): convolutions 1x1, KxK up to 15,
+Kx1 and 1xK (1-D), strides 1-2, dilation 2, 1-512 channels; depthwise KxK / Kx1 / 1xK with depth
+multipliers 1-8 and dilation; fully connected 8-4096 inputs. Each core runs them in one
+multi-branch firmware per candidate (chunked only where the test image's flash is too small),
+mcugen's kernel and CMSIS-NN's, counted in QEMU (emitter/backends/cost_measure.py). Run it again
+after any change to mcugen's kernels or to the CMSIS-NN version; it prints how long it took.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from emitter.backends import kernel_choice as kc  # noqa: E402
+from emitter.backends.cmsis_nn import check_version, cmsis_path  # noqa: E402
+from emitter.backends.cost_cases import SHAPE_FIELDS, Case, Shape, random_case  # noqa: E402
+from emitter.backends.cost_measure import CMSIS_OPT, compiler_version, kernel_sources_hash, measure  # noqa: E402
+from emitter.backends.kernel_choice import TABLES  # noqa: E402
+from emitter.boards import load_board  # noqa: E402
+
+CORES = ("cortex-m4", "cortex-m7", "cortex-m55")
+MAX_MACS = 400_000
+MAX_WEIGHTS = 24_000
+
+
+def same(n: int, k: int, s: int, d: int = 1) -> tuple[int, int]:
+    """TF 'same' padding (before, after) of one axis."""
+    out = -(-n // s)
+    total = max((out - 1) * s + d * (k - 1) + 1 - n, 0)
+    return total // 2, total - total // 2
+
+
+def conv(h: int, w: int, ci: int, co: int, kh: int, kw: int, s: int = 1, d: int = 1, pad: bool = True,
+         kind: str = "conv", dm: int = 1) -> Shape:
+    pt, pb = same(h, kh, s, d) if pad else (0, 0)
+    pl, pr = same(w, kw, s, d) if pad else (0, 0)
+    return Shape(kind, h, w, ci, ci * dm if kind == "dw" else co, kh, kw, s, s, d, d, pt, pb, pl, pr)
+
+
+def fit(s: Shape) -> Shape | None:
+    """Shrink the feature map until the case costs at most MAX_MACS; None if even 1 row is too big
+    or the weights exceed MAX_WEIGHTS."""
+    weights = s.taps * s.c_out
+    if weights > MAX_WEIGHTS or s.out_h < 1 or s.out_w < 1:
+        return None
+    while s.macs > MAX_MACS and (s.h > max(s.kh, 2) or s.w > max(s.kw, 2)):
+        h = s.h if s.h <= s.w and s.w > max(s.kw, 2) else max(s.kh, s.h * 2 // 3)
+        w = s.w if h != s.h else max(s.kw, s.w * 2 // 3)
+        pt, pb = same(h, s.kh, s.sh, s.dh) if s.pt + s.pb else (0, 0)
+        pl, pr = same(w, s.kw, s.sw, s.dw) if s.pl + s.pr else (0, 0)
+        s = Shape(s.kind, h, w, s.c_in, s.c_out, s.kh, s.kw, s.sh, s.sw, s.dh, s.dw, pt, pb, pl, pr)
+    return s if s.macs <= MAX_MACS * 2 else None
+
+
+def sweep_shapes(seed: int = 12) -> list[Shape]:
+    r = np.random.default_rng(seed)
+    out: list[Shape | None] = []
+    chans = [1, 2, 3, 4, 8, 12, 16, 24, 32, 40, 48, 64, 96, 128, 192, 256, 384, 512]
+    maps = [(1, 1), (2, 2), (4, 4), (8, 8), (16, 16), (32, 32), (25, 5), (49, 10), (12, 12), (6, 6), (3, 3)]
+
+    def pick(seq: list) -> object:
+        return seq[int(r.integers(len(seq)))]
+
+    # 1x1 convolutions (CMSIS-NN's 1x1 fast kernel), strided 1x1
+    for ci in chans[2:]:
+        for co in (4, 8, 16, 32, 64, 128, 256):
+            h, w = pick(maps)  # type: ignore[misc]
+            out.append(fit(conv(h, w, ci, co, 1, 1, pad=False)))
+    for ci, co in ((8, 4), (16, 4), (16, 8), (24, 8), (32, 8), (4, 16), (8, 16), (8, 24), (8, 32), (32, 16),
+                   (64, 16), (16, 64), (96, 24), (24, 96), (128, 32), (32, 128), (256, 64), (64, 256)):
+        out.append(conv(1, 1, ci, co, 1, 1, pad=False))  # squeeze-and-excite 1x1 convs on a 1x1 map
+    for _ in range(30):
+        h, w = pick(maps[2:6])  # type: ignore[misc]
+        out.append(fit(conv(h, w, int(pick(chans[2:14])), int(pick(chans[4:14])), 1, 1, s=2, pad=False)))
+    # KxK convolutions, 'same' padding, stride 1 and 2
+    for k in (3, 5, 7):
+        for ci in (1, 2, 3, 4, 8, 16, 24, 32, 48, 64, 128, 256):
+            for co in (8, 16, 32, 64, 128):
+                if r.random() < 0.55:
+                    h, w = pick(maps[2:])  # type: ignore[misc]
+                    out.append(fit(conv(max(h, k), max(w, k), ci, co, k, k, s=int(r.integers(1, 3)))))
+    for k in (9, 11, 15):
+        for ci in (1, 3, 8, 16):
+            out.append(fit(conv(24, 24, ci, int(pick([8, 16, 32])), k, k, s=int(r.integers(1, 3)))))
+    # 1-D convolutions: Kx1 over time (W = 1) and 1xK over one row (H = 1)
+    for k in (3, 5, 7, 9, 11, 15):
+        for ci in (1, 4, 16, 40, 64, 128):
+            co = int(pick([16, 32, 64, 128]))
+            out.append(fit(conv(int(pick([25, 49, 98])), 1, ci, co, k, 1, s=int(pick([1, 1, 2])))))
+            out.append(fit(conv(1, int(pick([25, 49, 98])), ci, co, 1, k, s=int(pick([1, 1, 2])))))
+    # first layers of audio/vision models: tall windows on one channel
+    for kh, kw in ((10, 4), (10, 8), (8, 4), (4, 10), (3, 3), (5, 5), (7, 7)):
+        for co in (8, 16, 32, 64):
+            out.append(fit(conv(49, 10 if kw < 8 else 40, 1, co, kh, kw, s=int(pick([1, 2])))))
+    for _ in range(10):  # dilation 2
+        k = int(pick([3, 5]))
+        out.append(fit(conv(16, 16, int(pick(chans[2:12])), int(pick([8, 16, 32])), k, k, d=2)))
+    # depthwise KxK (multiplier 1), stride 1 and 2, on small and large maps
+    dw_maps = [(3, 3), (6, 6), (8, 8), (12, 12), (16, 16), (24, 24), (32, 32), (25, 5), (49, 10)]
+    for k, per in ((3, 2), (5, 1), (7, 1)):
+        for c in (4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512):
+            for s in ((1, 2) if k < 7 else (int(r.integers(1, 3)),)):
+                for _ in range(per):
+                    h, w = pick(dw_maps)  # type: ignore[misc]
+                    out.append(fit(conv(max(h, k), max(w, k), c, c, k, k, s=s, kind="dw")))
+    # depthwise 1-D: Kx1 and 1xK, K 3..15, 16..256 channels
+    for k in (3, 5, 7, 9, 11, 13, 15):
+        for c in (8, 16, 40, 64, 80, 96, 128, 256):
+            t = int(pick([25, 49, 98, 101]))
+            out.append(fit(conv(t, 1, c, c, k, 1, s=int(pick([1, 1, 2])), kind="dw")))
+            if r.random() < 0.5:
+                out.append(fit(conv(1, t, c, c, 1, k, s=int(pick([1, 1, 2])), kind="dw")))
+    # depthwise with multipliers, dilation, one input channel
+    for _ in range(16):
+        c = int(pick([1, 2, 3, 4, 8, 16, 32]))
+        out.append(fit(conv(12, 12, c, 0, 3, 3, s=int(r.integers(1, 3)), kind="dw", dm=int(pick([2, 4, 8])))))
+    for _ in range(8):
+        c = int(pick([8, 16, 32, 64]))
+        out.append(fit(conv(16, 16, c, c, 3, 3, d=2, kind="dw")))
+    # fully connected, 8..4096 inputs, per tensor (TFLite) and per channel
+    for k in (8, 16, 32, 64, 100, 128, 250, 256, 400, 512, 640, 1024, 2048, 4096):
+        for n in (2, 8, 10, 12, 16, 32, 64, 128, 256, 512, 640):
+            if k * n <= MAX_WEIGHTS or (n >= 512 and k <= 128):  # wide outputs: few inputs
+                out.append(Shape("fc", c_in=k, c_out=n, per_channel=int(r.random() < 0.3)))
+        for n in (3, 4, 6):  # classifier heads: many inputs, few outputs
+            if k >= 1024:
+                out.append(Shape("fc", c_in=k, c_out=n, per_channel=int(r.random() < 0.3)))
+    seen: set[Shape] = set()
+    shapes = []
+    for s in out:
+        if s is not None and s not in seen:
+            seen.add(s)
+            shapes.append(s)
+    return shapes
+
+
+def sweep_cases(seed: int = 12) -> list[Case]:
+    """The sweep's shapes with typical requantization, and every third conv/depthwise shape again
+    with shifts >= 0 (mcugen's generic path)."""
+    shapes = sweep_shapes(seed)
+    cases = [random_case(f"s{i}", s, i) for i, s in enumerate(shapes)]
+    again = [s for s in shapes if s.kind != "fc"][::3]
+    return cases + [random_case(f"g{i}", s, 10_000 + i, wide=True) for i, s in enumerate(again)]
+
+
+def leave_one_out(core: str, isa: str) -> tuple[int, int]:
+    """(cases, cases where the rule, predicting each case from all the others, picks a candidate
+    more than 3 % slower than the better one)."""
+    rows = kc.load_table(core)
+    misses = 0
+    for i, r in enumerate(rows):
+        got = kc.predict(rows[:i] + rows[i + 1:], r.shape, r.path, isa)
+        chosen = r.ours if got is not None and got[0] < got[1] else r.cmsis
+        misses += chosen > 1.03 * min(r.ours, r.cmsis)
+    return len(rows), misses
+
+
+def summary(cores: list[str]) -> str:
+    """Markdown: per core and group, the cases, where mcugen's kernel wins and the median ratio."""
+    lines = ["| core | kernel | mcugen path | cases | mcugen faster | median mcugen / CMSIS-NN |",
+             "| --- | --- | --- | ---: | ---: | ---: |"]
+    loo = []
+    for core in cores:
+        board = load_board(core)
+        rows = kc.load_table(core)
+        for kind in ("conv", "dw", "fc"):
+            for path in sorted({r.path for r in rows if r.shape.kind == kind}):
+                g = [r for r in rows if r.shape.kind == kind and r.path == path]
+                ratio = float(np.median([r.ours / r.cmsis for r in g]))
+                lines.append(f"| {core} | {kind} | {path} | {len(g)} | {sum(r.ours < r.cmsis for r in g)} | "
+                             f"{ratio:.2f} |")
+        n, miss = leave_one_out(core, board.isa)
+        loo.append(f"- {core}: {miss} of {n} cases more than 3 % slower than the better candidate")
+    return "\n".join(lines + ["", "Leave-one-out (each case predicted from the others):", ""] + loo)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python scripts/cost_tables.py", description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--cores", default=",".join(CORES))
+    ap.add_argument("--out", type=Path, default=TABLES)
+    ap.add_argument("--limit", type=int, default=0, help="only the first N shapes (a quick check)")
+    ap.add_argument("--summary", action="store_true", help="print the committed tables' figures (markdown)")
+    args = ap.parse_args(argv)
+    if args.summary:
+        print(summary(args.cores.split(",")))
+        return 0
+    path = cmsis_path()
+    if path is None:
+        print("scripts/cost_tables.py: set CMSIS_NN_PATH to a CMSIS-NN v7 checkout", file=sys.stderr)
+        return 2
+    version = str(check_version(path))
+    cases = sweep_cases()
+    if args.limit:
+        cases = cases[:args.limit]
+    args.out.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    for core in args.cores.split(","):
+        t0 = time.perf_counter()
+        board = load_board(core)
+        counts = measure(cases, board, path)
+        seconds = time.perf_counter() - t0
+        rows = [json.dumps({"shape": s.as_list(), "path": n.path, "ours": n.ours, "cmsis": n.cmsis})
+                for s, n in zip((c.shape for c in cases), counts, strict=True)]
+        head = {"core": board.name, "isa": board.isa, "cmsis_nn": version, "cmsis_opt": CMSIS_OPT,
+                "bundle_opt": "-O2", "arm_none_eabi_gcc": compiler_version(), "kernels": kernel_sources_hash(),
+                "command": "python scripts/cost_tables.py", "seconds": round(seconds),
+                "shape_fields": list(SHAPE_FIELDS)}
+        text = json.dumps(head, indent=1)[:-2] + ',\n "cases": [\n  ' + ",\n  ".join(rows) + "\n ]\n}\n"
+        (args.out / f"{board.name}.json").write_text(text)
+        wins = sum(1 for n in counts if n.cmsis is not None and n.ours < n.cmsis)
+        print(f"{board.name}: {len(cases)} cases, mcugen faster on {wins}, {seconds:.0f} s", flush=True)
+    print(f"cost tables written to {args.out} in {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
