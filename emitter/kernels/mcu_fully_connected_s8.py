@@ -168,4 +168,4 @@ def sink_c(p: FCParams, params: str, ops: dict[str, str], row: str, y: str, row_
            acc: str) -> tuple[str, str]:
     """C of the sink: the statement adding input row y (at `row`), the call that finishes."""
     return (f"{SINK_C[0]}(&{params}, {row}, {y} * {row_bytes}, {row_bytes}, {ops['weights']}, {acc});",
-            f"{SINK_C[1]}(&{params}, {acc}, {ops['bias']}, {ops['output']})")
+            f"{SINK_C[1]}(&{params}, {acc}, {ops['kernel_sums']}, {ops['output']})")

@@ -6,26 +6,55 @@
 #include "mcu_dot_s8.h"
 #include "mcu_math.h"
 
+/* Where weight (n, k) lies in the block layout of the weights (mcu_nn.h, MCU_FC_BLOCK_ROWS), and
+ * through *run how many weights of row n from column k on follow it contiguously. */
+static int32_t weight_at(const mcu_fc_params_t *p, int32_t n, int32_t k, int32_t *run)
+{
+    const int32_t k_in = p->in_features;
+    const int32_t blocked = p->out_features - p->out_features % MCU_FC_BLOCK_ROWS;
+    const int32_t full = k_in - k_in % MCU_FC_CHUNK;
+    if (n >= blocked) { /* the last rows: row-major */
+        *run = k_in - k;
+        return n * k_in + k;
+    }
+    const int32_t base = (n - n % MCU_FC_BLOCK_ROWS) * k_in;
+    const int32_t r = n % MCU_FC_BLOCK_ROWS;
+    if (k < full) { /* chunk k / 16: the block's rows' 16 weights one after another */
+        *run = MCU_FC_CHUNK - k % MCU_FC_CHUNK;
+        return base + (k - k % MCU_FC_CHUNK) * MCU_FC_BLOCK_ROWS + r * MCU_FC_CHUNK + k % MCU_FC_CHUNK;
+    }
+    *run = k_in - k; /* the last K % 16 columns, row after row */
+    return base + full * MCU_FC_BLOCK_ROWS + r * (k_in - full) + (k - full);
+}
+
 void mcu_fully_connected_s8_acc(const mcu_fc_params_t *params, const int8_t *x, int32_t k0,
                                 int32_t len, const int8_t *weights, int32_t *acc)
 {
-    const int32_t k = params->in_features;
     for (int32_t n = 0; n < params->out_features; ++n) {
-        acc[n] += mcu_dot1_offset_s8(x, weights + n * k + k0, len, params->q.input_offset);
+        int32_t sum = 0;
+        for (int32_t k = k0; k < k0 + len;) {
+            int32_t run;
+            const int32_t at = weight_at(params, n, k, &run);
+            if (run > k0 + len - k) {
+                run = k0 + len - k;
+            }
+            sum += mcu_dot1_s8(x + (k - k0), weights + at, run);
+            k += run;
+        }
+        acc[n] += sum;
     }
 }
 
 mcu_status_t mcu_fully_connected_s8_finish(const mcu_fc_params_t *params, const int32_t *acc,
-                                           const int32_t *bias, int8_t *output)
+                                           const int32_t *kernel_sums, int8_t *output)
 {
     if (params->batches != 1) {
         return MCU_ERR_ARG;
     }
     for (int32_t n = 0; n < params->out_features; ++n) {
         const int32_t c = params->per_channel ? n : 0;
-        const int32_t out = mcu_requantize_mode(acc[n] + (bias != NULL ? bias[n] : 0),
-                                                params->multiplier[c], params->shift[c],
-                                                params->q.rounding) +
+        const int32_t out = mcu_requantize_mode(acc[n] + kernel_sums[n], params->multiplier[c],
+                                                params->shift[c], params->q.rounding) +
                             params->q.output_offset;
         output[n] = (int8_t)mcu_clamp_s32(out, params->q.act_min, params->q.act_max);
     }

@@ -17,13 +17,14 @@
 
 #include "mcu_nn.h"
 
-/* acc[n] += sum_k (x[k] + input_offset) * weights[n * in_features + k0 + k], k < len (batch 1). */
+/* acc[n] += sum_k x[k] * w[n, k0 + k], k < len (batch 1; weights in mcu_fully_connected_s8's
+ * block layout). */
 void mcu_fully_connected_s8_acc(const mcu_fc_params_t *params, const int8_t *x, int32_t k0,
                                 int32_t len, const int8_t *weights, int32_t *acc);
 
-/* output[n] = the layer's output from acc[n] + bias[n] (bias may be NULL). */
+/* output[n] = the layer's output from acc[n] + kernel_sums[n] (bias + input_offset * row sum). */
 mcu_status_t mcu_fully_connected_s8_finish(const mcu_fc_params_t *params, const int32_t *acc,
-                                           const int32_t *bias, int8_t *output);
+                                           const int32_t *kernel_sums, int8_t *output);
 
 /* acc[c] += sum of the `pixels` positions of x (NHWC, `channels` per position). */
 void mcu_pool_sum_s8(const int8_t *x, int32_t pixels, int32_t channels, int32_t *acc);
