@@ -103,15 +103,17 @@ def test_reasons_name_both_counts_and_plain_c_keeps_cmsis():
     assert why_off is None or "generic path" in why_off
 
 
-def test_held_back_1d_depthwise_on_m55_calls_cmsis_nn():
-    """Depthwise Kx1 (K 9..15) over 40..128 channels: mcugen's MVE depthwise spends far more
-    instructions than CMSIS-NN there (issue 12); the table says so."""
+def test_held_back_1d_depthwise_on_m55_keeps_the_faster_mve_kernel():
+    """Depthwise Kx1 (K 9..15) over 40..128 channels, the held-back audio model's class (issue 12):
+    mcugen's MVE depthwise used to spend 1.3-2.4x CMSIS-NN's instructions there; its whole-window
+    runs now spend fewer (0.55-0.85x measured), and the M55 table, measured on the kernels of this
+    tree, says so."""
     from emitter.backends.cost_cases import Shape
 
     rows = kc.load_table("cortex-m55")
     for k, ch in ((9, 64), (11, 96), (15, 128), (13, 40)):
         got = kc.predict(rows, Shape("dw", 49, 1, ch, ch, k, 1, pt=k // 2, pb=k // 2), "mve", "mve")
-        assert got is not None and got[0] > got[1], (k, ch, got)
+        assert got is not None and got[0] < got[1], (k, ch, got)
 
 
 @needs_cmsis

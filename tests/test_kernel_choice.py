@@ -134,7 +134,7 @@ def test_tune_end_to_end(tmp_path, monkeypatch, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "kernel choice: 3 conv/depthwise/FC layers, 3 measured in QEMU (--tune)" in out
-    lines = [ln for ln in out.splitlines() if "mcu_fully_connected_s8" in ln and "measured" in ln]
+    lines = [ln for ln in out.splitlines() if "mcu_fully_connected_s8" in ln and "measured ->" in ln]
     assert len(lines) == 3
     cached = list((tmp_path / "cache" / "tune").glob("*.json"))
     assert len(cached) == 3
