@@ -274,6 +274,7 @@ def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, we
 
 def cmd_emit(args: argparse.Namespace) -> int:
     """emit, and verify (= emit --verify)."""
+    from emitter.backends.cost_measure import tune_layers
     from emitter.boards import load_board
     from emitter.bundle import write_bundle
     from emitter.compiler import compile_model
@@ -297,7 +298,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
                              cmsis_choice="cmsis" if args.cmsis_everywhere else "fastest",
                              memory=memory, ram_budget=ram, budget_src=ram_src,
                              numerics=None if args.numerics == "auto" else args.numerics, optimize=args.optimize,
-                             tune=getattr(args, "tune", False))
+                             tune=tune_layers if getattr(args, "tune", False) else None)
     from emitter.features.cli import bind_frontend
 
     frontend = bind_frontend(args, compiled)

@@ -139,15 +139,16 @@ def compile_model(path: str | Path, name: str | None = None,
                   cmsis_choice: str = "fastest", cmsis_sizes_for: str | None = None,
                   isa: str | None = None, memory: str = "layer", ram_budget: int | None = None,
                   budget_src: str = "--ram-budget", numerics: str | None = None,
-                  optimize: str = "speed", tune: bool = False) -> Compiled:
+                  optimize: str = "speed", tune: Tuner | None = None) -> Compiled:
     """memory: "layer" (whole layers, the liveness bound), "overlap", "stream" (the smallest plan
     of that kind) or "auto" (emitter/memplan.choose: by `ram_budget`, else the smallest within 5 %
     estimated overhead). Guard builds always plan whole layers. numerics: "tflite" or
     "onnxruntime" (the rounding contract); None chooses from the model (numerics_of). optimize:
     "speed" (each kernel's fastest path for the shape) or "size" (the bundle defines
     MCU_OPTIMIZE_SIZE: every kernel plans its generic path, as on plain C; emitter/optimize.py).
-    tune: the cmsis-nn backend measures both candidates of each conv/depthwise/FC layer in QEMU
-    (cached) instead of reading the cost table (emitter/backends/kernel_choice.py)."""
+    tune: how the cmsis-nn backend measures both candidates of each conv/depthwise/FC layer instead
+    of reading the cost table (emitter/backends/kernel_choice.py): --tune passes
+    emitter.backends.cost_measure.tune_layers (QEMU, cached)."""
     options = (("name", name), ("input_shapes", input_shapes), ("io_nhwc", io_nhwc), ("alignment", alignment),
                ("backend", backend), ("board", board), ("cmsis_path", cmsis_path), ("guard", guard),
                ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for), ("isa", isa),
@@ -210,7 +211,7 @@ def residual_fusion(isa: str, backend: str, board: Board | None, cmsis_choice: s
 def build_plan(g: Graph, *, name: str, m: frontend.OnnxModel, io_nhwc: bool, alignment: int, backend: str,
                board: Board | None, cmsis_path: Path | None, guard: bool, cmsis_choice: str,
                cmsis_sizes_for: str | None, isa: str, memory: str, ram_budget: int | None, budget_src: str,
-               options: tuple[tuple[str, Any], ...], optimize: str, tune: bool) -> Compiled:
+               options: tuple[tuple[str, Any], ...], optimize: str, tune: Tuner | None) -> Compiled:
     """Prepare, backend and memory plan of the graph after its passes (isa: the one planned for)."""
     prepared = prepare_all(g, isa)
     portable: list[tuple[int, str, str]] = []
@@ -227,10 +228,8 @@ def build_plan(g: Graph, *, name: str, m: frontend.OnnxModel, io_nhwc: bool, ali
         cmsis_path = Path(cmsis_path).resolve()
         # size: mcugen's kernels have no fast path left to prefer over CMSIS-NN's
         cmsis_choice = "cmsis" if optimize == "size" else cmsis_choice
-        if tune and cmsis_choice == "fastest":
-            from emitter.backends.cost_measure import tune_layers
-
-            tuned = tune_layers(prepared, board, cmsis_path, str(version))
+        if tune is not None and cmsis_choice == "fastest":
+            tuned = tune(prepared, board, cmsis_path, str(version))
         prepared, portable, choices = cmsis_nn.convert_all(prepared, board, cmsis_path, cmsis_choice,
                                                            cmsis_sizes_for, tuned)
     elif backend != "portable":
@@ -282,6 +281,7 @@ def arena_alignment(prepared: tuple[Prepared, ...], alignment: int) -> int:
 
 
 Portable = list[tuple[int, str, str]]
+Tuner = Callable[[tuple[Prepared, ...], Board, Path, str], dict[int, tuple[int, int | None]]]
 Calls = tuple[tuple[Prepared, ...], Portable, list[Any]]  # the calls, the portable layers, kernel choices
 Variant = Calls | Callable[[], Calls]
 

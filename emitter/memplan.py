@@ -25,6 +25,7 @@ from emitter.ir import Graph
 from emitter.ops.base import Prepared
 from emitter.planner import Plan, plan
 from emitter.stream import Schedule, Segment, Stage, exact_in_place, make_segment, stage_of
+from emitter.views import roots
 
 CALL_INSTRUCTIONS = 3000  # a row call: band params, checks, the kernel's per-call set-up (fitted on QEMU counts)
 WEIGHT_PASS_INSTRUCTIONS = 30.0  # per filter element and call, divided by the positions of a row: a
@@ -65,8 +66,6 @@ def runs(g: Graph, prepared: tuple[Prepared, ...]) -> list[list[int]]:
     is the previous one's output (or a view of it: views are skipped), read by no one else and not
     a graph output. A sink (stream.sink_of) ends its run."""
     from emitter.ops import VIEW_OPS
-    from emitter.planner import roots
-
     root = roots(g)
     readers: dict[str, list[int]] = {}
     for k, node in enumerate(g.nodes):
@@ -105,8 +104,6 @@ def rows_agree(producer: Stage | None, consumer: Stage | None) -> bool:
 
 def stages(g: Graph, prepared: tuple[Prepared, ...], steps: list[int]) -> list[Stage] | None:
     """The steps as the stages of one segment (None: the first cannot start one, e.g. a sink)."""
-    from emitter.planner import roots
-
     root = roots(g)
     out: list[Stage] = []
     for k in steps:

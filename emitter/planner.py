@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from emitter.ir import Graph
 from emitter.ops import REGISTRY
 from emitter.stream import Schedule
+from emitter.views import roots
 
 GUARD_BYTES = 16  # per side of every arena buffer in guard (debug) builds; a multiple of 16
 SEARCH_MAX_BUFFERS = 16  # the exact search runs on small plans only (budget: see search())
@@ -72,16 +73,6 @@ def overlaps(a: Buffer, b: Buffer) -> bool:
     time = a.first <= b.last and b.first <= a.last
     space = a.offset < b.offset + b.size and b.offset < a.offset + a.size
     return time and space
-
-
-def roots(g: Graph) -> dict[str, str]:
-    from emitter.ops import VIEW_OPS
-
-    root = {n: n for n in g.inputs}
-    for node in g.nodes:
-        for o in node.outputs:
-            root[o] = root[node.inputs[0]] if node.op in VIEW_OPS else o
-    return root
 
 
 def lifetimes(g: Graph, scratch: list[int],

@@ -32,6 +32,7 @@ from typing import Any
 
 from emitter.ir import Graph
 from emitter.ops.base import Prepared
+from emitter.views import roots
 
 BAND_KERNELS = ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8", "mcu_maxpool_s8", "mcu_avgpool_s8",
                 "mcu_avgpool_requant_s8", "mcu_add_s8")
@@ -107,8 +108,6 @@ def rows_of(g: Graph, name: str) -> tuple[int, int] | None:
 
 def sink_of(g: Graph, step: int, p: Prepared, main: str) -> Stage | None:
     """The layer at `step` as a sink reading `main` (or a view of it) row by row, or None."""
-    from emitter.planner import roots
-
     if not p.kernel.startswith("mcu_") or p.then or p.params is None:
         return None
     try:

@@ -26,6 +26,7 @@ import numpy as np
 
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
+from emitter.kernels import mcu_fully_connected_s8 as fc_twin
 from emitter.kernels.common import Bcast, QuantIO
 from emitter.kernels.mcu_add_s16 import LEFT_SHIFT, mcu_add_s16
 from emitter.kernels.mcu_avgpool_requant_s16 import mcu_avgpool_requant_s16
@@ -117,12 +118,13 @@ def fc_rule(node: Node, g: Graph, base: Prepared) -> Prepared:
     p: Any = base.params
     check_shifts(node, g, p.shift)
     ops = base.operands
-    w = ops["weights"]
-    assert isinstance(w, ConstArg)
-    bias = ops["bias"]
-    if isinstance(bias, ConstArg) and bias.data.size != p.out_features:
-        raise refuse(node, g, f"a bias of shape {list(bias.data.shape)} (one per output row)")
-    bias = bias64(bias)
+    packed, sums = ops["weights"], ops["kernel_sums"]
+    assert isinstance(packed, ConstArg) and isinstance(sums, ConstArg)
+    # the int8 Prepare stores its weights in its kernel's block layout and the bias as kernel sums
+    # (emitter/kernels/mcu_fully_connected_s8.py): the int16 kernel takes them row-major, plain
+    rows = fc_twin.unpack_weights(packed.data, p.out_features, p.in_features)
+    w = ConstArg("weights", rows)
+    bias = bias64(ConstArg("bias", fc_twin.bias_of_sums(p, rows, sums.data)))
     b = bias.data if isinstance(bias, ConstArg) else None
     x = node.inputs[0]
 
