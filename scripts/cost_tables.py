@@ -138,6 +138,17 @@ def sweep_shapes(seed: int = 12) -> list[Shape]:
         for n in (3, 4, 6):  # classifier heads: many inputs, few outputs
             if k >= 1024:
                 out.append(Shape("fc", c_in=k, c_out=n, per_channel=int(r.random() < 0.3)))
+    # near-ties the first tables mispredicted (tests/test_kernel_choice.py's 3 % test): classifier
+    # heads of few inputs and outputs, strided 1x1 convs on large maps, 3x3 depthwise on small maps
+    for k in (1, 2, 4, 12, 16, 20, 24, 28, 32, 36, 40, 48):
+        for n in (4, 6, 8, 10, 12, 16, 20):  # n % 4 matters: the kernel's blocks of four rows
+            out += [Shape("fc", c_in=k, c_out=n), Shape("fc", c_in=k, c_out=n, per_channel=1)]
+    for ci, co in ((8, 16), (16, 32), (24, 48), (16, 16), (32, 64)):
+        for h in (16, 32):
+            out.append(fit(conv(h, h, ci, co, 1, 1, s=2, pad=False)))
+    for c in (32, 48, 64, 96, 128):
+        for h in (4, 6, 8):
+            out.append(fit(conv(h, h, c, c, 3, 3, kind="dw")))
     seen: set[Shape] = set()
     shapes = []
     for s in out:
