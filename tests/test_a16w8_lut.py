@@ -28,7 +28,8 @@ GOLDEN = {"mcu_sigmoid_s16": (mcu_sigmoid_s16, 25, np.vectorize(lambda v: 1 / (1
 ORT_BOUND = {"sigmoid": 1, "tanh": 2}
 
 
-def params(kernel: str, s_in: float, s_out: float | None, act: tuple[int, int] = (-32768, 32767)) -> ActivationS16Params:
+def params(kernel: str, s_in: float, s_out: float | None,
+           act: tuple[int, int] = (-32768, 32767)) -> ActivationS16Params:
     m, sh = input_rescale(s_in)
     if s_out is None:
         return ActivationS16Params(ALL_INT16.size, m, sh, 0, 0, 0, *act)

@@ -44,6 +44,7 @@ from emitter.kernels.mcu_requantize_s16 import mcu_requantize_s16
 from emitter.kernels.mcu_requantize_s16_s8 import mcu_requantize_s16_s8
 from emitter.kernels.mcu_transpose_s16 import mcu_transpose_s16
 from emitter.kernels.s16 import SHIFT_MAX, SHIFT_MIN
+from emitter.layout import index_map
 from emitter.ops.a16_lut import LUT_FUNCTIONS, lut_rule
 from emitter.ops.base import ConstArg, NullArg, Prepared, TensorArg
 from emitter.quant import quantize_multiplier
@@ -125,13 +126,15 @@ def conv_rule(node: Node, g: Graph, base: Prepared) -> Prepared:
 def fc_rule(node: Node, g: Graph, base: Prepared) -> Prepared:
     p: Any = base.params
     check_shifts(node, g, p.shift)
-    ops = base.operands
-    w = ops["weights"]
-    assert isinstance(w, ConstArg)
-    bias = ops["bias"]
-    if isinstance(bias, ConstArg) and bias.data.size != p.out_features:
-        raise refuse(node, g, f"a bias of shape {list(bias.data.shape)} (one per output row)")
-    bias = bias64(bias)
+    ops = base.operands  # the int8 call takes blocked weights and kernel sums: the plain [N, K] ones here
+    x_t, w_t = g.t(node.inputs[0]), g.t(node.inputs[1])
+    assert w_t.data is not None and x_t.layout is not None
+    wd = w_t.data if p.batches != 1 else np.ascontiguousarray(w_t.data[:, index_map(x_t.layout)])
+    w = ConstArg("weights", wd)
+    b_t = g.t(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
+    if b_t is not None and b_t.data is not None and b_t.data.size != p.out_features:
+        raise refuse(node, g, f"a bias of shape {list(b_t.data.shape)} (one per output row)")
+    bias = bias64(ConstArg("bias", b_t.data) if b_t is not None and b_t.data is not None else NullArg())
     b = bias.data if isinstance(bias, ConstArg) else None
     x = node.inputs[0]
 
