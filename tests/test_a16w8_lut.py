@@ -1,10 +1,12 @@
-"""int16 activations (A16W8) through table ops: Sigmoid and Tanh as TFLite's int16 LOGISTIC/TANH
-(emitter/ops/a16_lut.py, mcu_sigmoid_s16 / mcu_tanh_s16). Kernels: golden == host C bit for bit over
-every int16 input, in both output modes (TFLite's 2^-15, and requantized to another scale); the table
-is TFLite's; models from onnxruntime quantize_static (QInt16, ActivationSymmetric): golden == host C ==
+"""int16 activations (A16W8) through table ops: Sigmoid, Tanh and Softmax as TFLite's int16 LOGISTIC, TANH
+and SOFTMAX (emitter/ops/a16_lut.py, mcu_sigmoid_s16 / mcu_tanh_s16 / mcu_softmax_s16). Kernels: golden ==
+host C bit for bit (sigmoid/tanh over every int16 input), in both output modes (TFLite's 2^-15, and
+requantized to another scale), also in place; the tables are TFLite's; models from onnxruntime
+quantize_static (QInt16, ActivationSymmetric) and DQ -> op -> Q graphs over int16 codes: golden == host C ==
 QEMU (M4, M55), golden vs onnxruntime within the stated bound (printed)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -12,8 +14,9 @@ import pytest
 
 from emitter.compiler import compile_model, golden_run
 from emitter.kernels.mcu_sigmoid_s16 import ActivationS16Params, mcu_sigmoid_s16
+from emitter.kernels.mcu_softmax_s16 import SoftmaxS16Params, mcu_softmax_s16
 from emitter.kernels.mcu_tanh_s16 import mcu_tanh_s16
-from emitter.ops.a16_lut import input_rescale, sigmoid_table
+from emitter.ops.a16_lut import input_rescale, sigmoid_table, softmax_tables
 from emitter.quant import quantize_multiplier
 from emitter.verify import ort_run
 from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
@@ -87,7 +90,6 @@ def test_kernel_clamp_and_invalid_params(kernel: str) -> None:
     assert got.min() >= -100 and got.max() <= 20000
     x = ALL_INT16[:8].copy()
     base = params(kernel, 3e-4, None)
-    from dataclasses import replace
     for bad in (replace(base, size=0), replace(base, input_multiplier=0), replace(base, input_multiplier=40000),
                 replace(base, input_shift=32), replace(base, output_mode=2), replace(base, output_shift=1),
                 replace(base, act_min=5, act_max=4)):
@@ -138,7 +140,7 @@ def test_single_op_golden_vs_onnxruntime(op: str, tmp_path: Path) -> None:
 @pytest.mark.skipif(bool(MISSING), reason="QEMU tier needs: " + "; ".join(MISSING))
 @pytest.mark.parametrize("board", ["cortex-m4", "cortex-m55"])
 def test_lut_ops_qemu(board: str, tmp_path: Path) -> None:
-    for op in ("sigmoid", "tanh"):
+    for op in ("sigmoid", "tanh", "softmax"):
         print(verify(a16.single(op, tmp_path / f"{op}.onnx"), board, tmp_path / op))
 
 
@@ -146,4 +148,90 @@ def test_lut_ops_qemu(board: str, tmp_path: Path) -> None:
 @pytest.mark.skipif(bool(MISSING), reason="QEMU tier needs: " + "; ".join(MISSING))
 @pytest.mark.skipif(CMSIS is None, reason="CMSIS_NN_PATH is not set")
 def test_lut_ops_stay_portable_on_cmsis_nn(tmp_path: Path) -> None:
-    print(verify(a16.single("sigmoid", tmp_path / "sigmoid.onnx"), "cortex-m55", tmp_path, backend="cmsis-nn"))
+    for op in ("sigmoid", "softmax"):
+        print(verify(a16.single(op, tmp_path / f"{op}.onnx"), "cortex-m55", tmp_path / op, backend="cmsis-nn"))
+
+
+# --- Softmax ------------------------------------------------------------------------------------------------------
+
+SOFTMAX_CASES = {"tflite": (1e-3, 2 ** -15, 3, 10), "ort": (2.4e-4, 1 / 32767, 3, 10),
+                 "long_rows": (3e-4, 1 / 32767, 2, 1000), "single": (5e-4, 2 ** -15, 4, 1),
+                 "coarse_out": (4e-4, 1 / 1000, 2, 16), "tiny_in": (1e-7, 1 / 32767, 2, 8),
+                 "wide_in": (4.0, 2 ** -15, 2, 8)}
+
+
+@pytest.mark.parametrize("case", list(SOFTMAX_CASES))
+def test_softmax_kernel_c_equals_golden(case: str, tmp_path: Path) -> None:
+    s_in, s_out, rows, row_size = SOFTMAX_CASES[case]
+    model = a16.unary_int16("Softmax", s_in, s_out, tmp_path / "sm.onnx", rows * row_size)
+    p = compile_model(model).prepared[0]
+    assert p.kernel == "mcu_softmax_s16"
+    params = replace(p.params, rows=rows, row_size=row_size)
+    exp_lut, recip_lut = softmax_tables()
+    rng = np.random.default_rng(11)
+    for spread in (65535, 4000, 40, 0):
+        x = rng.integers(-32768, 32768 - spread, (rows, row_size)) + rng.integers(0, spread + 1, (rows, row_size))
+        x = x.astype(np.int16)
+        expected = mcu_softmax_s16(params, exp_lut, recip_lut, x)
+        got = call_kernel("mcu_softmax_s16", params, [exp_lut, recip_lut, x], (x.size,), np.int16)
+        np.testing.assert_array_equal(got, expected)
+        in_place = x.ravel().copy()
+        assert call_raw("mcu_softmax_s16", params, exp_lut, recip_lut, in_place, in_place) == 0
+        np.testing.assert_array_equal(in_place, expected)
+
+
+def test_softmax_invalid_params() -> None:
+    exp_lut, recip_lut = softmax_tables()
+    base = SoftmaxS16Params(1, 4, 1 << 30, 1, 0, 0, 0)
+    x = np.zeros(4, np.int16)
+    bad_lut = exp_lut.copy()
+    bad_lut[100] = -1
+    for p, e in ((replace(base, rows=0), exp_lut), (replace(base, input_shift=16), exp_lut),
+                 (replace(base, output_mode=2), exp_lut), (replace(base, output_shift=15), exp_lut),
+                 (base, bad_lut), (base, np.zeros(513, np.int16))):
+        assert call_status("mcu_softmax_s16", p, [e, recip_lut, x], (4,), np.int16)[0] == MCU_ERR_ARG
+        with pytest.raises(ValueError):
+            mcu_softmax_s16(p, e, recip_lut, x)
+
+
+def test_softmax_tables_are_tflites_gen_lut() -> None:
+    exp_lut, recip_lut = softmax_tables()
+    assert exp_lut.shape == recip_lut.shape == (513,)
+    assert exp_lut[512] == 32767 and recip_lut[0] == 32767 and recip_lut[512] == 16384  # exp(0), 1/1, 1/2
+    assert exp_lut[0] == 2  # exp(-10) * 32768 = 1.49, less half the midpoint error: TFLite's floor for far elements
+    xs = np.linspace(-10, 0, 513)
+    assert np.abs(exp_lut - np.exp(xs) * 32768).max() < 1.5
+
+
+@pytest.mark.parametrize("case", ["tflite", "ort", "long_rows"])
+def test_softmax_alone_vs_onnxruntime(case: str, tmp_path: Path) -> None:
+    """TFLite's int16 softmax floors exp at exp(-10) (2 quanta): each element more than 10 below its row's
+    maximum adds about 2 / 32768 to the row sum, so the bound is 3 + 2 per such element (measured)."""
+    s_in, s_out, rows, row_size = SOFTMAX_CASES[case]
+    model = a16.unary_int16("Softmax", s_in, s_out, tmp_path / "sm.onnx", row_size)
+    c = compile_model(model)
+    rng = np.random.default_rng(12)
+    worst, worst_far = 0, 0
+    for k in range(16):
+        x = (rng.integers(-32768, 32768, (1, row_size)) // (1 + 3 * k)).astype(np.int16)
+        d = np.abs(golden_run(c, [x])[0].astype(np.int64) - ort_run(c, model, [[x]])[0][0].astype(np.int64))
+        far = int(((x.astype(np.float64) - x.max()) * float(np.float32(s_in)) < -10).sum())
+        worst, worst_far = max(worst, int(d.max())), max(worst_far, far)
+        assert d.max() <= 3 + 2 * far, (k, far, d.max())
+    print(f"softmax {case}: golden vs onnxruntime max |diff| {worst} (up to {worst_far} elements below exp(-10))")
+    verify(model, "cortex-m4", tmp_path, qemu=False)
+
+
+def test_softmax_single_op_golden_vs_onnxruntime(tmp_path: Path) -> None:
+    """quantize_static's model (1x1 conv, then Softmax over rows of 6): the bound of the op alone with every
+    other element of a row below exp(-10), plus the conv's one quantum through the slope (<= 1/4) of softmax."""
+    model = a16.single("softmax", tmp_path / "softmax.onnx")
+    c = compile_model(model)
+    kernels = [p.kernel for p in c.prepared if p.kernel]
+    assert "mcu_softmax_s16" in kernels and all(k.endswith("_s16") for k in kernels), kernels
+    differ, total, worst = ort_diff(model, float_npz(model, (1, 4, 6, 6)))
+    print(f"softmax: golden vs onnxruntime {differ}/{total} differ, max |diff| {worst}")
+    node = next(n for n in c.graph.nodes if n.op == "softmax")
+    s_in, s_out = (c.graph.t(t).quant.s for t in (node.inputs[0], node.outputs[0]))  # type: ignore[union-attr]
+    assert worst <= 3 + 2 * (node.attrs["row_size"] - 1) + int(np.ceil(s_in / s_out / 4))
+    verify(model, "cortex-m4", tmp_path, qemu=False)

@@ -66,6 +66,17 @@ static inline uint32_t mcu_sigmoid_interp_u16(const uint16_t *table, uint32_t ab
     return (base << frac_bits) + (abs_x & ((1u << frac_bits) - 1u)) * slope;
 }
 
+/** Params of mcu_softmax_s16 (TFLite's int16 SOFTMAX, zero points 0). */
+typedef struct {
+    int32_t rows;              /* >= 1 */
+    int32_t row_size;          /* 1..65536 */
+    int32_t input_multiplier;  /* Q31, with input_shift: the difference to the row max scaled so 65535 is 10.0 */
+    int32_t input_shift;       /* -31..15, > 0 a left shift */
+    int32_t output_mode;       /* 0: TFLite's Q0.15 output (scale 2^-15); 1: requantized to the output scale */
+    int32_t output_multiplier; /* mode 1: Q31 multiplier of 2^-15 / s_out */
+    int32_t output_shift;      /* mode 1: its shift, -31..14 */
+} mcu_softmax_s16_params_t;
+
 /** @brief int16x8 convolution: NHWC int16 input/output, OHWI int8 filter, int64 bias (may be NULL).
  * out = clamp(requantize_s64(sum in * w + bias[oc], multiplier[oc], shift[oc]), act_min, act_max).
  * Offsets must be 0. No scratch. MCU_ERR_ARG for parameters out of range. */
@@ -121,6 +132,12 @@ mcu_status_t mcu_sigmoid_s16(const mcu_activation_s16_params_t *params, const ui
  * over 8 bits; mode 0 writes TFLite's Q0.15 result, mode 1 requantizes the Q0.23 value. In place OK. */
 mcu_status_t mcu_tanh_s16(const mcu_activation_s16_params_t *params, const uint16_t *table, const int16_t *input,
                           int16_t *output);
+
+/** @brief int16 SOFTMAX over the last axis (TFLite int16): exp and 1/(1+x) through 513-entry int16 tables
+ * (exp_lut over [-10, 0], recip_lut over [0, 1], both non-negative, exp(0) >= 16384); [rows, row_size] int16.
+ * The output holds the exponentials between the passes, so input == output is allowed. */
+mcu_status_t mcu_softmax_s16(const mcu_softmax_s16_params_t *params, const int16_t *exp_lut, const int16_t *recip_lut,
+                             const int16_t *input, int16_t *output);
 
 #ifdef __cplusplus
 }
