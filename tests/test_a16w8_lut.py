@@ -12,13 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from emitter.boards import load_board
+from emitter.bundle import write_bundle
 from emitter.compiler import compile_model, golden_run
 from emitter.kernels.mcu_sigmoid_s16 import ActivationS16Params, mcu_sigmoid_s16
 from emitter.kernels.mcu_softmax_s16 import SoftmaxS16Params, mcu_softmax_s16
 from emitter.kernels.mcu_tanh_s16 import mcu_tanh_s16
 from emitter.ops.a16_lut import input_rescale, sigmoid_table, softmax_tables
 from emitter.quant import quantize_multiplier
-from emitter.verify import ort_run
+from emitter.render import render_bundle
+from emitter.verify import ort_run, run_verify
 from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 from tests.models import a16
 from tests.test_a16w8 import CMSIS, MISSING, float_npz, ort_diff, verify
@@ -148,8 +151,20 @@ def test_lut_ops_qemu(board: str, tmp_path: Path) -> None:
 @pytest.mark.skipif(bool(MISSING), reason="QEMU tier needs: " + "; ".join(MISSING))
 @pytest.mark.skipif(CMSIS is None, reason="CMSIS_NN_PATH is not set")
 def test_lut_ops_stay_portable_on_cmsis_nn(tmp_path: Path) -> None:
-    for op in ("sigmoid", "softmax"):
-        print(verify(a16.single(op, tmp_path / f"{op}.onnx"), "cortex-m55", tmp_path / op, backend="cmsis-nn"))
+    """The conv runs CMSIS-NN's s16 kernel, the table op stays portable with its reason; bit-exact in QEMU."""
+    b = load_board("cortex-m55")
+    for op in ("sigmoid", "tanh", "softmax"):
+        model = a16.single(op, tmp_path / f"{op}.onnx")
+        c = compile_model(model, board=b, backend="cmsis-nn", cmsis_path=Path(str(CMSIS)))
+        kernels = [p.kernel for p in c.prepared if p.kernel]
+        assert "arm_convolve_wrapper_s16" in kernels and f"mcu_{op}_s16" in kernels, kernels
+        why = dict((k, w) for _, k, w in c.portable_layers)[f"mcu_{op}_s16"]
+        assert "stays portable" in why, why
+        bundle = tmp_path / f"bundle_{op}"
+        write_bundle(render_bundle(c, " ".join(b.cflags), b.name), bundle, force=True)
+        rep = run_verify(c, bundle, b, model, None, 4, qemu=True, work=tmp_path / f"work_{op}")
+        assert rep.ok, rep.text()
+        print(rep.text())
 
 
 # --- Softmax ------------------------------------------------------------------------------------------------------

@@ -19,8 +19,10 @@ from typing import ClassVar
 
 import numpy as np
 
+from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import check_range
 from emitter.kernels.s16 import check_clamp
+from emitter.ops.base import Prepared
 from emitter.quant import requantize
 
 TABLE_SIZE = 256
@@ -83,3 +85,9 @@ def mcu_sigmoid_s16(p: ActivationS16Params, table: np.ndarray, x: np.ndarray) ->
 
 
 EXACT_IN_PLACE = True  # element i is read before element i is written
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    conv.refusal = ("int16 Sigmoid stays portable: "
+                    "CMSIS-NN's arm_nn_activation_s16 takes power-of-two input scales and the 2^-15 output scale only")
+    return None

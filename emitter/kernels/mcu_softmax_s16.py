@@ -19,7 +19,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import check_range
+from emitter.ops.base import Prepared
 from emitter.quant import requantize, rounding_divide_by_pot, srdhm
 
 LUT_SIZE = 513
@@ -82,3 +84,9 @@ def mcu_softmax_s16(p: SoftmaxS16Params, exp_lut: np.ndarray, recip_lut: np.ndar
         y = srdhm(product, p.output_multiplier)
         out = np.clip(rounding_divide_by_pot(y, np.minimum(right - p.output_shift, 31)), -32768, 32767)
     return out.astype(np.int16).ravel()
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    conv.refusal = ("int16 Softmax stays portable: "
+                    "CMSIS-NN's arm_softmax_s16 has TFLite's 2^-15 output scale only and its own tables")
+    return None

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.mcu_sigmoid_s16 import ActivationS16Params, check, interpolate, rescale
+from emitter.ops.base import Prepared
 from emitter.quant import requantize
 
 
@@ -30,3 +32,9 @@ def mcu_tanh_s16(p: ActivationS16Params, table: np.ndarray, x: np.ndarray) -> np
 
 
 EXACT_IN_PLACE = True  # element i is read before element i is written
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    conv.refusal = ("int16 Tanh stays portable: "
+                    "CMSIS-NN's arm_nn_activation_s16 takes power-of-two input scales and the 2^-15 output scale only")
+    return None
