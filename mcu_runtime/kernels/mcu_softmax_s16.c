@@ -79,7 +79,8 @@ mcu_status_t mcu_softmax_s16(const mcu_softmax_s16_params_t *params, const int16
                 value = mcu_clamp_s32(value, 0, MCU_INT16_MAX);
             } else {
                 const int32_t exponent = right - p->output_shift;
-                value = mcu_rounding_divide_by_pot(mcu_srdhm(product, p->output_multiplier), exponent > 31 ? 31 : exponent);
+                const int32_t scaled = mcu_srdhm(product, p->output_multiplier);
+                value = mcu_rounding_divide_by_pot(scaled, exponent > 31 ? 31 : exponent);
                 value = mcu_clamp_s32(value, MCU_INT16_MIN, MCU_INT16_MAX);
             }
             out[c] = (int16_t)value;
