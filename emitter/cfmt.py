@@ -11,7 +11,7 @@ import jinja2
 import numpy as np
 
 C_TYPES = {"int8": "int8_t", "int32": "int32_t", "uint8": "uint8_t", "int16": "int16_t", "int64": "int64_t",
-           "uint32": "uint32_t", "float32": "float"}
+           "uint32": "uint32_t", "uint16": "uint16_t", "float32": "float"}
 
 
 def c_int(v: int) -> str:

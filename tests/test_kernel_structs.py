@@ -1,4 +1,4 @@
-"""The params dataclasses of emitter/kernels/ against the typedef structs of mcu_nn.h: every twin's
+"""The params dataclasses of emitter/kernels/ against the typedef structs of mcu_nn.h (and mcu_nn_s16.h): every twin's
 CTYPE is declared there with the same field names in the same order and compatible C types
 (int -> int32_t/int, float -> float, np.ndarray -> pointer, tuple -> [MCU_MAX_RANK] array, nested
 dataclass -> the nested struct of its CTYPE), and every params struct of mcu_nn.h has a twin.
@@ -18,6 +18,11 @@ from emitter.kernels import KERNELS
 
 HEADER = Path(__file__).resolve().parent.parent / "mcu_runtime" / "include" / "mcu_nn.h"
 C_KERNELS = HEADER.parent.parent / "kernels"
+HEADER_S16 = HEADER.parent / "mcu_nn_s16.h"  # the params structs of the int16-activation kernels only
+
+
+def headers() -> str:
+    return HEADER.read_text() + HEADER_S16.read_text()
 
 
 def c_structs(text: str) -> dict[str, list[tuple[str, str]]]:
@@ -86,13 +91,13 @@ def mismatches(structs: dict[str, list[tuple[str, str]]], classes: dict[str, typ
 def test_every_params_dataclass_matches_its_struct() -> None:
     classes = twins()
     assert len(classes) >= 20  # 17 params structs + Dims, QuantIO, Bcast, PoolParams
-    assert mismatches(c_structs(HEADER.read_text()), classes) == []
+    assert mismatches(c_structs(headers()), classes) == []
 
 
 @pytest.mark.parametrize("side", ["c", "python"])
 def test_a_field_added_on_one_side_is_found(side: str) -> None:
     """The check above can fail: one extra field in the header, or in a dataclass, is reported."""
-    text, classes = HEADER.read_text(), twins()
+    text, classes = headers(), twins()
     if side == "c":
         text = text.replace("    int32_t shift;\n} mcu_requantize_params_t;",
                             "    int32_t shift;\n    int32_t extra;\n} mcu_requantize_params_t;")
@@ -105,7 +110,7 @@ def test_a_field_added_on_one_side_is_found(side: str) -> None:
 
 
 def test_a_changed_field_type_is_found() -> None:
-    text = HEADER.read_text().replace("    int32_t perm[MCU_MAX_RANK];", "    int32_t perm;")
+    text = headers().replace("    int32_t perm[MCU_MAX_RANK];", "    int32_t perm;")
     assert mismatches(c_structs(text), twins()) == [
         "mcu_transpose_params_t.perm: C type `int32_t` does not hold a Python tuple[int, ...]"]
 

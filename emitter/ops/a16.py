@@ -15,6 +15,10 @@ module's Prepare (the int8 params structs are shared), then the int16 kernel rep
     # relayout              -> mcu_transpose_s16        # reshape / transpose views: free
     # requantize int8 -> int16, int16 -> int8, int16 -> int16 (a QuantizeLinear between the types, a
     #   standalone Relu/Clip) -> mcu_requantize_s8_s16 / _s16_s8 / _s16: mixed graphs in one arena
+    # Sigmoid, Tanh (lut)   -> mcu_sigmoid_s16 / mcu_tanh_s16 (emitter/ops/a16_lut.py: their own Prepare)
+    # softmax               -> mcu_softmax_s16 (emitter/ops/a16_lut.py)
+The cmsis-nn backend keeps the table ops portable: CMSIS-NN's arm_nn_activation_s16 takes power-of-two input
+scales and TFLite's output scale only, and its arm_softmax_s16 TFLite's output scale only.
 """
 from __future__ import annotations
 
@@ -42,11 +46,13 @@ from emitter.kernels.mcu_requantize_s16 import mcu_requantize_s16
 from emitter.kernels.mcu_requantize_s16_s8 import mcu_requantize_s16_s8
 from emitter.kernels.mcu_transpose_s16 import mcu_transpose_s16
 from emitter.kernels.s16 import SHIFT_MAX, SHIFT_MIN
+from emitter.ops.a16_lut import LUT_FUNCTIONS, lut_rule, softmax_rule
 from emitter.ops.base import ConstArg, NullArg, Prepared, TensorArg
 from emitter.quant import quantize_multiplier
 
 SUPPORTED = ("Conv (regular and depthwise), Gemm/MatMul, Add, Mul, MaxPool, AveragePool, GlobalAveragePool, "
-             "ReduceMean, Reshape/Flatten/Transpose, Relu/Clip and QuantizeLinear between int8 and int16")
+             f"ReduceMean, {', '.join(LUT_FUNCTIONS)}, Softmax, Reshape/Flatten/Transpose, Relu/Clip and "
+             "QuantizeLinear between int8 and int16")
 
 
 def involves(node: Node, g: Graph) -> bool:
@@ -71,6 +77,12 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     if any(t.dtype != "int16" for t in ins) or g.t(node.outputs[0]).dtype != "int16":
         raise refuse(node, g, "int8 and int16 activations in one layer; give its input and output one type "
                      "(a QuantizeLinear between them becomes a requantize layer)")
+    if node.op == "lut":  # Sigmoid, Tanh: TFLite's int16 table kernels, their own Prepare
+        if node.attrs["function"] not in LUT_FUNCTIONS:
+            raise refuse(node, g)
+        return lut_rule(node, g)
+    if node.op == "softmax":
+        return softmax_rule(node, g)
     rule = RULES.get(node.op)
     if rule is None:
         raise refuse(node, g)

@@ -84,6 +84,9 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     unknown = set(q.attrs) - set(defaults)
     if unknown:
         raise NodeUnsupported(f"unknown attributes {sorted(unknown)}")
+    if ctx.tensors[x.name].dtype == "int16":  # TFLite's int16 kernels, no table here (emitter/ops/a16_lut.py)
+        ctx.emit(q, "lut", [x.name], q.output, {"function": q.op_type, "act_min": q.act_min, "act_max": q.act_max})
+        return
     fn = build({**defaults, **q.attrs})
     t = table(fn, x.quant.s, x.quant.zp, q.out_quant.s, q.out_quant.zp, q.act_min, q.act_max)
     ctx.emit(q, "lut", [x.name], q.output, {"table": t, "function": q.op_type})

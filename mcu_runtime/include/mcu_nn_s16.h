@@ -37,6 +37,46 @@ static inline int32_t mcu_requantize_s64(int64_t acc, int32_t multiplier, int32_
     return (int32_t)(uint32_t)(uint64_t)(rounded >> total_shift);
 }
 
+/** Params of mcu_sigmoid_s16 and mcu_tanh_s16 (TFLite's int16 LOGISTIC and TANH, zero points 0). */
+typedef struct {
+    int32_t size;              /* elements, >= 1 */
+    int32_t input_multiplier;  /* 1..32767: (in * input_multiplier) >> input_shift is the input in 1/(3*4096) units */
+    int32_t input_shift;       /* right shift with rounding, 0..31 */
+    int32_t output_mode;       /* 0: TFLite's Q0.15 output (scale 2^-15); 1: requantized to the output scale */
+    int32_t output_multiplier; /* mode 1: Q31 multiplier of 2^-25 / s_out (sigmoid) or 2^-23 / s_out (tanh) */
+    int32_t output_shift;      /* mode 1: its shift, -31..0 (a right shift) */
+    int32_t act_min;           /* clamp, within int16 */
+    int32_t act_max;
+} mcu_activation_s16_params_t;
+
+/**
+ * The sigmoid table of TFLite's int16 LOGISTIC/TANH (table[i] ~ 65536 * sigmoid(i / 24), 256 entries,
+ * non-decreasing) interpolated at abs_x, which has frac_bits fraction bits per table step: sigmoid in
+ * Q0.(16 + frac_bits); `saturated` beyond the last step.
+ */
+static inline uint32_t mcu_sigmoid_interp_u16(const uint16_t *table, uint32_t abs_x, uint32_t frac_bits,
+                                              uint32_t saturated)
+{
+    const uint32_t index = abs_x >> frac_bits;
+    if (index >= 255u) {
+        return saturated;
+    }
+    const uint32_t base = table[index];
+    const uint32_t slope = (uint32_t)table[index + 1u] - base;
+    return (base << frac_bits) + (abs_x & ((1u << frac_bits) - 1u)) * slope;
+}
+
+/** Params of mcu_softmax_s16 (TFLite's int16 SOFTMAX, zero points 0). */
+typedef struct {
+    int32_t rows;              /* >= 1 */
+    int32_t row_size;          /* 1..65536 */
+    int32_t input_multiplier;  /* Q31, with input_shift: the difference to the row max scaled so 65535 is 10.0 */
+    int32_t input_shift;       /* -31..15, > 0 a left shift */
+    int32_t output_mode;       /* 0: TFLite's Q0.15 output (scale 2^-15); 1: requantized to the output scale */
+    int32_t output_multiplier; /* mode 1: Q31 multiplier of 2^-15 / s_out */
+    int32_t output_shift;      /* mode 1: its shift, -31..14 */
+} mcu_softmax_s16_params_t;
+
 /** @brief int16x8 convolution: NHWC int16 input/output, OHWI int8 filter, int64 bias (may be NULL).
  * out = clamp(requantize_s64(sum in * w + bias[oc], multiplier[oc], shift[oc]), act_min, act_max).
  * Offsets must be 0. No scratch. MCU_ERR_ARG for parameters out of range. */
@@ -81,6 +121,23 @@ mcu_status_t mcu_transpose_s16(const mcu_transpose_params_t *params, const int16
 mcu_status_t mcu_requantize_s16(const mcu_requantize_params_t *params, const int16_t *input, int16_t *output);
 mcu_status_t mcu_requantize_s8_s16(const mcu_requantize_params_t *params, const int8_t *input, int16_t *output);
 mcu_status_t mcu_requantize_s16_s8(const mcu_requantize_params_t *params, const int16_t *input, int8_t *output);
+
+/** @brief int16 LOGISTIC (TFLite int16): the input rescaled to 1/(3*4096) units, the 256-entry uint16 sigmoid
+ * table interpolated over 9 bits; mode 0 writes TFLite's Q0.15 result, mode 1 requantizes the Q0.25 value.
+ * In place OK. MCU_ERR_ARG for parameters out of range. */
+mcu_status_t mcu_sigmoid_s16(const mcu_activation_s16_params_t *params, const uint16_t *table, const int16_t *input,
+                             int16_t *output);
+
+/** @brief int16 TANH (TFLite int16) through the same sigmoid table (tanh(x) = 2 sigmoid(2x) - 1), interpolated
+ * over 8 bits; mode 0 writes TFLite's Q0.15 result, mode 1 requantizes the Q0.23 value. In place OK. */
+mcu_status_t mcu_tanh_s16(const mcu_activation_s16_params_t *params, const uint16_t *table, const int16_t *input,
+                          int16_t *output);
+
+/** @brief int16 SOFTMAX over the last axis (TFLite int16): exp and 1/(1+x) through 513-entry int16 tables
+ * (exp_lut over [-10, 0], recip_lut over [0, 1], both non-negative, exp(0) >= 16384); [rows, row_size] int16.
+ * The output holds the exponentials between the passes, so input == output is allowed. */
+mcu_status_t mcu_softmax_s16(const mcu_softmax_s16_params_t *params, const int16_t *exp_lut, const int16_t *recip_lut,
+                             const int16_t *input, int16_t *output);
 
 #ifdef __cplusplus
 }

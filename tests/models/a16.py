@@ -28,9 +28,10 @@ def feeds(shape: tuple[int, ...], n: int = 8, seed: int = 1) -> list[dict[str, n
 
 def quantize16(nodes: Sequence[onnx.NodeProto], inits: dict[str, np.ndarray], in_shape: tuple[int, ...],
                out: Path, *, symmetric: bool = True, overrides: dict[str, Any] | None = None,
-               per_channel: bool = True) -> Path:
+               per_channel: bool = True, op_types: list[str] | None = None) -> Path:
     """Quantize the float graph x -> nodes -> y with int16 activations (zero point 0 when symmetric);
-    `overrides`: onnxruntime's TensorQuantOverrides with int8 activations elsewhere (a mixed graph)."""
+    `overrides`: onnxruntime's TensorQuantOverrides with int8 activations elsewhere (a mixed graph);
+    `op_types`: onnxruntime's op_types_to_quantize (its default list leaves Tanh in float)."""
     graph = helper.make_graph(list(nodes), "a16", [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                               [numpy_helper.from_array(v.astype(np.float32), k) for k, v in inits.items()])
@@ -39,6 +40,7 @@ def quantize16(nodes: Sequence[onnx.NodeProto], inits: dict[str, np.ndarray], in
     f32 = out.with_suffix(".f32.onnx")
     onnx.save(model, f32)
     quantize_static(str(f32), str(out), _Feeds(feeds(in_shape)), quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                    op_types_to_quantize=op_types,
                     activation_type=QuantType.QInt8 if overrides else QuantType.QInt16, weight_type=QuantType.QInt8,
                     extra_options={"TensorQuantOverrides": overrides} if overrides
                     else {"ActivationSymmetric": symmetric})
@@ -99,6 +101,10 @@ def single(op: str, out: Path) -> Path:
     if op == "gap":
         return quantize16([lead, helper.make_node("GlobalAveragePool", ["c"], ["y"])], {"w": _w(rng, 4, 4, 1, 1)},
                           (1, 4, 6, 6), out)
+    if op in ("sigmoid", "tanh", "softmax"):  # behind a 1x1 conv that spreads the inputs over about +-8
+        kind = op.capitalize()
+        return quantize16([lead, helper.make_node(kind, ["c"], ["y"])], {"w": _w(rng, 4, 4, 1, 1, s=3.0)},
+                          (1, 4, 6, 6), out, op_types=["Conv", kind])
     raise ValueError(op)
 
 
@@ -142,6 +148,21 @@ def tflite_style(out: Path) -> Path:
     graph = helper.make_graph(nodes, "tflite16x8",
                               [helper.make_tensor_value_info("x", TensorProto.INT16, [1, 3, 4, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.INT16, [1, 5])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = 10
+    onnx.save(model, out)
+    return out
+
+
+def unary_int16(op: str, s_in: float, s_out: float, out: Path, n: int = 65536) -> Path:
+    """int16 x [1, n] -> DequantizeLinear -> `op` (Sigmoid, Tanh, Softmax) -> QuantizeLinear(int16) -> y, zero
+    points 0: the op alone, on int16 codes the caller chooses (every code: n = 65536)."""
+    inits = [numpy_helper.from_array(a, k) for k, a in [
+        ("s_x", np.float32(s_in)), ("s_y", np.float32(s_out)), ("z16", np.int16(0))]]
+    nodes = [helper.make_node("DequantizeLinear", ["x", "s_x", "z16"], ["xf"]), helper.make_node(op, ["xf"], ["f"]),
+             helper.make_node("QuantizeLinear", ["f", "s_y", "z16"], ["y"])]
+    graph = helper.make_graph(nodes, f"{op}16", [helper.make_tensor_value_info("x", TensorProto.INT16, [1, n])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT16, [1, n])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
     model.ir_version = 10
     onnx.save(model, out)

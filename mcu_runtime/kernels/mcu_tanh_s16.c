@@ -1,0 +1,41 @@
+/*
+ * mcu_tanh_s16.c - TFLite int16 TANH, zero points 0 (twin: emitter/kernels/mcu_tanh_s16.py), through the
+ * sigmoid table: tanh(x) = 2 * sigmoid(2x) - 1.
+ *   x = (in * input_multiplier + round) >> input_shift              the input in 1/(3*4096) units
+ *   r = sigmoid(2|x|) in Q0.24, the table interpolated over 8 bits (saturated beyond step 255)
+ *   mode 0: out = x >= 0 ? (r - 2^23 + 2^7) >> 8 : (2^23 - r + 2^7 - 1) >> 8      Q0.15, TFLite's
+ *   mode 1: out = requant(x >= 0 ? r - 2^23 : 2^23 - r, output_multiplier, output_shift)   (tanh in Q0.23)
+ * clamped to [act_min, act_max]. Element i is read before it is written.
+ */
+#include "mcu_math.h"
+#include "mcu_nn_s16.h"
+
+mcu_status_t mcu_tanh_s16(const mcu_activation_s16_params_t *params, const uint16_t *table, const int16_t *input,
+                          int16_t *output)
+{
+    if (params == NULL || table == NULL || input == NULL || output == NULL) {
+        return MCU_ERR_ARG;
+    }
+    const mcu_activation_s16_params_t *p = params;
+    if (p->size < 1 || p->input_multiplier < 1 || p->input_multiplier > 32767 || p->input_shift < 0 ||
+        p->input_shift > 31 || p->output_mode < 0 || p->output_mode > 1 || p->output_shift < -31 ||
+        p->output_shift > 0 || p->output_multiplier < 0 || p->act_min < MCU_INT16_MIN || p->act_max > MCU_INT16_MAX ||
+        p->act_min > p->act_max) {
+        return MCU_ERR_ARG;
+    }
+    const int32_t round = p->input_shift > 0 ? (int32_t)(1u << (p->input_shift - 1)) : 0;
+    const int32_t half = 1 << 23; /* sigmoid(0) in Q0.24 */
+    for (int32_t i = 0; i < p->size; ++i) {
+        const int32_t x = ((int32_t)input[i] * p->input_multiplier + round) >> p->input_shift;
+        const uint32_t abs_x = (uint32_t)(x < 0 ? -x : x);
+        const int32_t r = (int32_t)mcu_sigmoid_interp_u16(table, abs_x, 8u, 0xFFFFu << 8);
+        int32_t out;
+        if (p->output_mode == 0) {
+            out = x >= 0 ? (r - half + (1 << 7)) >> 8 : (half - r + (1 << 7) - 1) >> 8;
+        } else {
+            out = mcu_requantize(x >= 0 ? r - half : half - r, p->output_multiplier, p->output_shift);
+        }
+        output[i] = (int16_t)mcu_clamp_s32(out, p->act_min, p->act_max);
+    }
+    return MCU_OK;
+}
