@@ -84,5 +84,5 @@ def test_derived_registries() -> None:
     assert mapped == ["mcu_add_s16", "mcu_add_s8", "mcu_avgpool_s16", "mcu_avgpool_s8", "mcu_concat_s8",
                       "mcu_conv2d_s16", "mcu_conv2d_s8", "mcu_depthwise_conv2d_s16", "mcu_depthwise_conv2d_s8",
                       "mcu_fully_connected_s16", "mcu_fully_connected_s8", "mcu_maxpool_s16", "mcu_maxpool_s8",
-                      "mcu_mul_s16", "mcu_mul_s8", "mcu_pad_s8", "mcu_softmax_s8",
-                      "mcu_transpose_conv_s8", "mcu_transpose_s8"]
+                      "mcu_mul_s16", "mcu_mul_s8", "mcu_pad_s8", "mcu_sigmoid_s16", "mcu_softmax_s16", "mcu_softmax_s8",
+                      "mcu_tanh_s16", "mcu_transpose_conv_s8", "mcu_transpose_s8"]
