@@ -239,7 +239,6 @@ def build_plan(g: Graph, *, name: str, m: frontend.OnnxModel, io_nhwc: bool, ali
         align = arena_alignment(prepared, alignment)
         chosen = plan(g, [p.scratch for p in prepared], align, GUARD_BYTES if guard else 0)
     else:
-        target = isa
         variants: list[Variant] = [(prepared, portable, choices)]
         keep = frozenset[int]()
         if backend == "cmsis-nn":  # layers kept portable so that they can run by rows, when the budget needs it
@@ -248,7 +247,7 @@ def build_plan(g: Graph, *, name: str, m: frontend.OnnxModel, io_nhwc: bool, ali
                 assert board is not None and cmsis_path is not None
                 variants.append(lambda: cmsis_nn.convert_all(native, board, cmsis_path, cmsis_choice,  # type: ignore[arg-type]
                                                              cmsis_sizes_for, tuned, keep))
-        order, prepared, portable, choices, choice = memory_variants(g, variants, alignment, target, memory,
+        order, prepared, portable, choices, choice = memory_variants(g, variants, alignment, isa, memory,
                                                                      ram_budget, budget_src)
         for _ in range(3):  # only the layers that do run by rows stay portable (while the plan still fits)
             rows = {order[st.step] for s in choice.chosen.plan.schedule.segments
@@ -260,7 +259,7 @@ def build_plan(g: Graph, *, name: str, m: frontend.OnnxModel, io_nhwc: bool, ali
             narrow = cmsis_nn.convert_all(native, board, cmsis_path, cmsis_choice, cmsis_sizes_for, tuned,
                                           frozenset(kept & rows))
             try:
-                got = memory_variants(g, [narrow], alignment, target, memory, ram_budget, budget_src)
+                got = memory_variants(g, [narrow], alignment, isa, memory, ram_budget, budget_src)
             except BudgetError:
                 break
             if memory != "auto" and memplan.activation_ram(reorder(g, got[0]), got[4].chosen.plan) > \
