@@ -105,7 +105,6 @@ PATCH_BYTES = _C["MCU_CONV_PATCH_BYTES"]
 OC_BLOCK = _C["MCU_CONV_OC_BLOCK"]
 DSP_WORDS = _C["MCU_CONV_DSP_WORDS"]
 DSP_PATCH = _C["MCU_CONV_DSP_PATCH"]
-MVE_K = _C["MCU_CONV_MVE_K"]
 MVE_OC_BLOCK = _C["MCU_CONV_MVE_OC_BLOCK"]
 FAST_MAX_K = _C["MCU_CONV_FAST_MAX_K"]
 
@@ -140,12 +139,8 @@ def _plan(p: Any, bias: np.ndarray | None, isa: str) -> tuple[str, int]:
     if isa == "dsp" and (per_pass := dsp_positions(p, bias)) > 0:
         rq = 8 * p.output.c if p.q.rounding == ROUND_NEAREST_NO_TIE else 0  # lift and base' per channel
         return "dsp", 8 * per_pass * ((k + 3) >> 2) + (k if p.input.c % 4 != 0 and g else 0) + rq
-    if isa == "mve" and k <= PATCH_BYTES and k <= FAST_MAX_K and requant2_ok(p, bias):
-        if k <= MVE_K:
-            size = 8 * min(p.output.c, MVE_OC_BLOCK) + 4 * ((k + 15) & ~15)
-        else:
-            size = 8 * min(p.output.c, OC_BLOCK)
-        return "mve", size + (k if g else 0)
+    if isa == "mve" and (k <= PATCH_BYTES or not g) and k <= FAST_MAX_K and requant2_ok(p, bias):
+        return "mve", 20 * min(p.output.c, MVE_OC_BLOCK) + 48 * ((k + 15) >> 4) + (k if g else 0)
     return "generic", 4 * min(p.output.c, OC_BLOCK) + (k if k <= PATCH_BYTES and g else 0)
 
 

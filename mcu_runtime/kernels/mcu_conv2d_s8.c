@@ -13,9 +13,9 @@
  *   2 * MCU_CONV_DSP_WORDS and realistic requantization (requant2_ok for every channel): up to
  *   four output positions at a time, their windows extended to int16 once and interleaved in
  *   scratch, every channel's weights read once per pass (SMLAD).
- * - MVE (mcu_conv2d_s8_mve.c, __ARM_FEATURE_MVE) for K up to MCU_CONV_PATCH_BYTES and realistic
- *   requantization: four positions at a time (K <= MCU_CONV_MVE_K) or one, four channels per
- *   VMLADAVA pass, requantized four at a time (requant4).
+ * - MVE (mcu_conv2d_s8_mve.c, __ARM_FEATURE_MVE) for K up to MCU_CONV_PATCH_BYTES (any K when
+ *   every window is one run of the input) and realistic requantization: three positions and two
+ *   channels per tail-predicated VMLADAVA loop, requantized four channels at a time (requant4).
  * - Generic (mcu_conv2d_s8_generic.c, every target): the input offset taken out of the inner
  *   loops into per-channel corrections, windows read straight from the input or gathered into
  *   scratch, four channels per pass of the shared dot products (support/mcu_dot_s8.h, in the
@@ -28,9 +28,8 @@
  * - DSP: 8 * P * ceil(K / 4) bytes of interleaved windows, plus 8 * C_out bytes of per-channel
  *   requantization constants for MCU_ROUND_NEAREST_NO_TIE, plus K bytes of patch when
  *   C_in % 4 != 0 and some window is not one run of the input;
- * - MVE: 8 * min(C_out, block) bytes of corrections and requantization bases (block =
- *   MCU_CONV_MVE_OC_BLOCK when K <= MCU_CONV_MVE_K, else MCU_CONV_OC_BLOCK), plus
- *   4 * roundup16(K) bytes of interleaved windows when K <= MCU_CONV_MVE_K, plus K bytes of
+ * - MVE: 20 * min(C_out, MCU_CONV_MVE_OC_BLOCK) bytes of corrections, requantization bases and
+ *   three rows of sums, 48 * ceil(K / 16) bytes of three interleaved windows, plus K bytes of
  *   patch when some window is not one run of the input.
  */
 #include <stdint.h>
@@ -118,13 +117,9 @@ static int32_t plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa
             return MCU_PATH_DSP;
         }
     }
-    if (isa == MCU_ISA_MVE && k <= MCU_CONV_PATCH_BYTES && requant_fast(p, bias)) {
-        if (k <= MCU_CONV_MVE_K) {
-            *size = 8 * min32(p->output.c, MCU_CONV_MVE_OC_BLOCK) + 4 * ((k + 15) & ~15);
-        } else {
-            *size = 8 * min32(p->output.c, MCU_CONV_OC_BLOCK);
-        }
-        *size += gathers ? k : 0;
+    if (isa == MCU_ISA_MVE && (k <= MCU_CONV_PATCH_BYTES || !gathers) && requant_fast(p, bias)) {
+        *size = 20 * min32(p->output.c, MCU_CONV_MVE_OC_BLOCK) + 48 * ((k + 15) >> 4) +
+                (gathers ? k : 0);
         return MCU_PATH_MVE;
     }
     *size = 4 * min32(p->output.c, MCU_CONV_OC_BLOCK) +

@@ -25,10 +25,8 @@
  * larger windows need C_in % 4 == 0 and are read tap by tap). */
 #define MCU_CONV_DSP_WORDS 288
 #define MCU_CONV_DSP_PATCH 144
-/* MVE path: windows of at most this many bytes are computed four positions at a time
- * (interleaved in 4 * K bytes of scratch), in blocks of MCU_CONV_MVE_OC_BLOCK output channels
- * (2 words of scratch each); larger ones (up to MCU_CONV_PATCH_BYTES) one position at a time. */
-#define MCU_CONV_MVE_K 256
+/* MVE path: output channels whose constants and sums are kept at a time (5 words of scratch
+ * each: correction, requantization base, the sums of three positions). */
 #define MCU_CONV_MVE_OC_BLOCK 64
 /* Largest window whose requantization may take the fast, exact requant2/requant4 arithmetic
  * (|acc| < 2^29 + 16384 * 255 * 128 < 2^30 with requant2_ok() constants). */

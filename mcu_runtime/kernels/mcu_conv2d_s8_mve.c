@@ -1,20 +1,24 @@
 /*
  * mcu_conv2d_s8_mve.c - the MVE path of mcu_conv2d_s8 (__ARM_FEATURE_MVE; see mcu_conv2d_s8.c
  * for the dispatch): every channel's requantization realistic (requant2_ok) and windows of at
- * most MCU_CONV_PATCH_BYTES bytes.
+ * most MCU_CONV_PATCH_BYTES bytes, or windows that are one run of the input (1x1, any size).
  *
- * - Windows of at most MCU_CONV_MVE_K bytes: four output positions at a time, their windows
- *   (gathered with predicated vector copies) interleaved in 16-byte chunks in scratch, every
- *   channel's weight vectors meeting the four windows (VMLADAVA), the four sums requantized
- *   together (requant4) and scattered with one store; corrections kept for MCU_CONV_MVE_OC_BLOCK
- *   channels at a time (conv_block_mve). The last positions: one at a time (pixel_mve).
- * - Larger windows: one position at a time, four channels per pass (pixel_mve), corrections for
- *   MCU_CONV_OC_BLOCK channels at a time (conv_rows_mve).
- * Scratch: corrections and requantization bases (2 words per channel of a block), then (K <=
- * MCU_CONV_MVE_K) the 4 * roundup16(K) bytes of interleaved windows, then the K-byte patch.
+ * Three output positions at a time, in blocks of MCU_CONV_MVE_OC_BLOCK output channels:
+ * - each position's window is read where it lies in the input when it is one run of it, else
+ *   gathered into its own K-byte patch in scratch (padding taps holding the input zero point);
+ * - two channels at a time meet the three windows (pass_mve): per 16 window bytes, two weight
+ *   vectors and three input vectors, six VMLADAVA (16 products each), in a tail-predicated
+ *   low-overhead loop (so K % 16 needs no extra code): 12 instructions per 96 products. The six
+ *   sums start at the channels' corrections and go to an int32 row per position;
+ * - each position's row is requantized four channels per vector (requant_row: requant4, clamp,
+ *   one narrowing store).
+ * Scratch: corrections and requantization bases (2 words per channel of a block), the three rows
+ * of sums (3 words per channel of a block), the three windows interleaved in 16-byte chunks
+ * (48 * ceil(K / 16) bytes), then (some window gathered) a K-byte patch.
+ * Inline assembly where optimizing (gcc -O0 cannot give the pass its twelve registers); the same
+ * arithmetic in intrinsics otherwise.
  */
 #include <stdint.h>
-#include <string.h>
 
 #include "../support/mcu_dot_s8.h"
 #include "mcu_conv2d_s8_internal.h"
@@ -25,118 +29,174 @@
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
 #include <arm_mve.h>
 
-/* Every channel of the block at one position from its patch: four channels per pass over the
- * patch (VMLADAVA, 16 products per instruction, four sums in scalar registers), requantized
- * together (requant4), stored with one narrowing store. */
-static void pixel_mve(const mcu_conv_block_t *c, const int8_t *patch, int8_t *out_px)
+#if defined(__OPTIMIZE__) && defined(__GNUC__)
+#define MCU_CONV_MVE_ASM 1
+#else
+#define MCU_CONV_MVE_ASM 0
+#endif
+
+/*
+ * The sums of a pass, by channel pair m (channels oc_base + 2m, + 2m + 1) and window i:
+ *   sums[6 m + 2 i + b] = corr[2 m + b] + <window i, filter of channel oc_base + 2 m + b>;
+ * the windows interleaved in 16-byte chunks, xq[48 j + 16 i + b] = byte 16 j + b of window i, so
+ * that one pointer walks all three.
+ */
+#if MCU_CONV_MVE_ASM
+/* One channel pair (weights w0, w1 = w0 + k; corrections corr[0..1]) at the three windows. */
+MCU_CONV_INLINE void pair_mve(const int8_t *w0, const int8_t *xq, int32_t k, const int32_t *corr,
+                              int32_t *sums)
 {
-    const mcu_conv_params_t *const p = c->params;
-    const int32_t k = c->filter_size;
-    const int32x4_t lo = vdupq_n_s32(p->q.act_min);
-    const int32x4_t hi = vdupq_n_s32(p->q.act_max);
-    const mve_pred16_t tail = vctp8q((uint32_t)(k & 15));
-    int32_t oc = c->oc_base;
-    for (; oc + 4 <= c->oc_end; oc += 4) {
-        const int8_t *x = patch;
-        const int8_t *w0 = c->filter + oc * k;
-        const int8_t *w1 = w0 + k;
-        const int8_t *w2 = w1 + k;
-        const int8_t *w3 = w2 + k;
-        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-        for (int32_t n = k >> 4; n > 0; --n) {
-            const int8x16_t xv = vld1q_s8(x);
-            a0 = vmladavaq_s8(a0, xv, vld1q_s8(w0));
-            a1 = vmladavaq_s8(a1, xv, vld1q_s8(w1));
-            a2 = vmladavaq_s8(a2, xv, vld1q_s8(w2));
-            a3 = vmladavaq_s8(a3, xv, vld1q_s8(w3));
-            x += 16;
-            w0 += 16;
-            w1 += 16;
-            w2 += 16;
-            w3 += 16;
+    const int8_t *w1 = w0 + k;
+    int32_t s0 = corr[0], s1, s2, s3 = corr[1], s4, s5;
+    __asm__ volatile("wlstp.8 lr, %[k], 1f\n\t"
+                     "mov %[s1], %[s0]\n\t"
+                     "mov %[s2], %[s0]\n\t"
+                     "mov %[s4], %[s3]\n\t"
+                     "mov %[s5], %[s3]\n"
+                     "2:\n\t"
+                     "vldrb.8 q0, [%[u]], #16\n\t"
+                     "vldrb.8 q2, [%[x], #16]\n\t"
+                     "vldrb.8 q3, [%[x], #32]\n\t"
+                     "vldrb.8 q1, [%[x]], #48\n\t"
+                     "vmladava.s8 %[s0], q0, q1\n\t"
+                     "vmladava.s8 %[s1], q0, q2\n\t"
+                     "vmladava.s8 %[s2], q0, q3\n\t"
+                     "vldrb.8 q0, [%[v]], #16\n\t"
+                     "vmladava.s8 %[s3], q0, q1\n\t"
+                     "vmladava.s8 %[s4], q0, q2\n\t"
+                     "vmladava.s8 %[s5], q0, q3\n\t"
+                     "letp lr, 2b\n"
+                     "1:\n\t"
+                     "strd %[s0], %[s3], [%[o]]\n\t"
+                     "strd %[s1], %[s4], [%[o], #8]\n\t"
+                     "strd %[s2], %[s5], [%[o], #16]\n"
+                     : [s0] "+Te"(s0), [s1] "=&Te"(s1), [s2] "=&Te"(s2), [s3] "+Te"(s3),
+                       [s4] "=&Te"(s4), [s5] "=&Te"(s5), [u] "+r"(w0), [v] "+r"(w1), [x] "+r"(xq)
+                     : [k] "r"(k), [o] "r"(sums)
+                     : "q0", "q1", "q2", "q3", "memory", "r14");
+}
+#else
+static void pair_mve(const int8_t *w0, const int8_t *xq, int32_t k, const int32_t *corr,
+                     int32_t *sums)
+{
+    for (int32_t b = 0; b < 2; ++b) {
+        for (int32_t i = 0; i < 3; ++i) {
+            int32_t acc = corr[b];
+            const int8_t *w = w0 + b * k;
+            const int8_t *x = xq + 16 * i;
+            for (int32_t r = k; r > 0; r -= 16, w += 16, x += 48) {
+                const mve_pred16_t pr = vctp8q((uint32_t)r);
+                acc = vmladavaq_s8(acc, vldrbq_z_s8(x, pr), vldrbq_z_s8(w, pr));
+            }
+            sums[2 * i + b] = acc;
         }
-        if ((k & 15) != 0) {
-            const int8x16_t xv = vldrbq_z_s8(x, tail);
-            a0 = vmladavaq_s8(a0, xv, vldrbq_z_s8(w0, tail));
-            a1 = vmladavaq_s8(a1, xv, vldrbq_z_s8(w1, tail));
-            a2 = vmladavaq_s8(a2, xv, vldrbq_z_s8(w2, tail));
-            a3 = vmladavaq_s8(a3, xv, vldrbq_z_s8(w3, tail));
-        }
-        const int32_t i = oc - c->oc_base;
-        int32x4_t acc = vsetq_lane_s32(a3, vsetq_lane_s32(a2, vsetq_lane_s32(a1,
-                            vdupq_n_s32(a0), 1), 2), 3);
-        acc = vaddq_s32(acc, vldrwq_s32(c->corr + i));
-        int32x4_t v = requant4(acc, vldrwq_s32(p->multiplier + oc), vldrwq_s32(c->base + i),
-                               vldrwq_s32(p->shift + oc));
-        v = vminq_s32(vmaxq_s32(v, lo), hi);
-        vstrbq_s32(out_px + oc, v);
-    }
-    for (; oc < c->oc_end; ++oc) {
-        /* corr holds requant2_lift for requant4; output_stage takes the plain sum */
-        const int32_t corr = c->corr[oc - c->oc_base] - requant2_lift(p->multiplier[oc], &p->q);
-        const int32_t acc = mcu_conv_add_wrap(mcu_dot1_s8(patch, c->filter + oc * k, k), corr);
-        out_px[oc] = output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q);
     }
 }
+#endif
 
-/* Four positions at a time: their windows (filter_size = K bytes each, up to MCU_CONV_MVE_K)
- * copied into one buffer, interleaved in 16-byte chunks,
- *   xq[64 j + 16 i + b] = byte 16 j + b of position i's window
- * (a last partial chunk padded with zeros, which meet zero weights), so that one pointer walks
- * all four: 10 instructions per 64 multiply-accumulates (VMLADAVA) and few live registers. */
-
-/* Every channel of the block at four positions whose windows are interleaved in xq; output
- * pixels at out + i * out_step. Per channel: one pass over its weights, each 16-byte weight
- * vector meeting the four windows (VMLADAVA), the four sums plus corr requantized together
- * (requant4) and scattered with one store. */
-MCU_CONV_NOINLINE static void quad_mve(const mcu_conv_block_t *c, const int8_t *xq, int8_t *out,
-                                       int32_t out_step)
+/* The block's channels at the three interleaved windows, a pair at a time (an odd last channel
+ * paired with itself; corr has a word after the block's). */
+MCU_CONV_NOINLINE static void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums)
 {
-    const mcu_conv_params_t *const p = c->params;
     const int32_t k = c->filter_size;
-    const int32_t chunks = k >> 4;
-    const int32_t rest = k & 15;
-    const mve_pred16_t tail = vctp8q((uint32_t)rest);
-    const uint32x4_t offsets = vmulq_n_u32(vidupq_n_u32(0, 1), (uint32_t)out_step);
-    const int32x4_t lo = vdupq_n_s32(p->q.act_min);
-    const int32x4_t hi = vdupq_n_s32(p->q.act_max);
-    const int32_t *const corr = c->corr - c->oc_base;
-    const int32_t *const base = c->base - c->oc_base;
-    const int32_t *const multiplier = p->multiplier;
-    const int32_t *const shift = p->shift;
+    const int32_t n = c->oc_end - c->oc_base;
+    const int32_t *corr = c->corr;
     const int8_t *w = c->filter + c->oc_base * k;
-    for (int32_t oc = c->oc_base; oc < c->oc_end; ++oc) {
-        const int8_t *x = xq;
-        const int32_t init = corr[oc];
-        int32_t a0 = init, a1 = init, a2 = init, a3 = init;
-        for (int32_t n = chunks; n > 0; --n) {
-            const int8x16_t wv = vld1q_s8(w);
-            w += 16;
-            a0 = vmladavaq_s8(a0, vld1q_s8(x), wv);
-            x += 16;
-            a1 = vmladavaq_s8(a1, vld1q_s8(x), wv);
-            x += 16;
-            a2 = vmladavaq_s8(a2, vld1q_s8(x), wv);
-            x += 16;
-            a3 = vmladavaq_s8(a3, vld1q_s8(x), wv);
-            x += 16;
-        }
-        if (rest != 0) {
-            const int8x16_t wv = vldrbq_z_s8(w, tail);
-            a0 = vmladavaq_s8(a0, vld1q_s8(x), wv);
-            a1 = vmladavaq_s8(a1, vld1q_s8(x + 16), wv);
-            a2 = vmladavaq_s8(a2, vld1q_s8(x + 32), wv);
-            a3 = vmladavaq_s8(a3, vld1q_s8(x + 48), wv);
-            w += rest;
-        }
-        const int32x4_t acc = vsetq_lane_s32(
-            a3, vsetq_lane_s32(a2, vsetq_lane_s32(a1, vdupq_n_s32(a0), 1), 2), 3);
-        int32x4_t v = requant4(acc, vdupq_n_s32(multiplier[oc]), vdupq_n_s32(base[oc]),
-                               vdupq_n_s32(shift[oc]));
-        v = vminq_s32(vmaxq_s32(v, lo), hi);
-        vstrbq_scatter_offset_s32(out + oc, offsets, v);
+    for (int32_t m = n >> 1; m > 0; --m) {
+        pair_mve(w, xq, k, corr, sums);
+        w += 2 * k;
+        corr += 2;
+        sums += 6;
+    }
+    if ((n & 1) != 0) {
+        int32_t last[6];
+        pair_mve(w - k, xq, k, corr - 1, last); /* channels oc_end - 2 and oc_end - 1 */
+        sums[0] = last[1];
+        sums[2] = last[3];
+        sums[4] = last[5];
     }
 }
+
+/* The sums of windows 0 .. count - 1 requantized (requant4), clamped and stored at
+ * out + i * out_c + oc_base, four channels per vector (gathered from sums: pairs m, m + 1). */
+#if MCU_CONV_MVE_ASM
+MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int32_t *sums,
+                                           int8_t *out, int32_t count)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32x4_t lo = vdupq_n_s32(p->q.act_min);
+    const int32x4_t hi = vdupq_n_s32(p->q.act_max);
+    const uint32x4_t off = vcreateq_u32(((uint64_t)1 << 32), ((uint64_t)7 << 32) | 6u);
+    const int32_t n = c->oc_end - c->oc_base;
+    for (int32_t i = 0; i < count; ++i) {
+        const int32_t *s = sums + 2 * i;
+        const int32_t *mult = p->multiplier + c->oc_base;
+        const int32_t *shift = p->shift + c->oc_base;
+        const int32_t *base = c->base;
+        int8_t *o = out + i * p->output.c + c->oc_base;
+        __asm__ volatile("dlstp.32 lr, %[n]\n"
+                         "1:\n\t"
+                         "vldrw.u32 q0, [%[s], %q[off], uxtw #2]\n\t"
+                         "vldrw.u32 q1, [%[m]], #16\n\t"
+                         "vqrdmulh.s32 q1, q0, q1\n\t"
+                         "vldrw.u32 q2, [%[b]], #16\n\t"
+                         "vshr.s32 q0, q0, #31\n\t"
+                         "vadd.i32 q1, q1, q2\n\t"
+                         "vldrw.u32 q2, [%[sh]], #16\n\t"
+                         "vadd.i32 q1, q1, q0\n\t"
+                         "vshl.s32 q1, q1, q2\n\t"
+                         "vmax.s32 q1, q1, %q[lo]\n\t"
+                         "vmin.s32 q1, q1, %q[hi]\n\t"
+                         "add %[s], %[s], #48\n\t"
+                         "vstrb.32 q1, [%[o]], #4\n\t"
+                         "letp lr, 1b\n"
+                         : [s] "+r"(s), [m] "+r"(mult), [b] "+r"(base), [sh] "+r"(shift),
+                           [o] "+r"(o)
+                         : [n] "r"(n), [off] "w"(off), [lo] "w"(lo), [hi] "w"(hi)
+                         : "q0", "q1", "q2", "memory", "r14");
+    }
+}
+
+/* n bytes of src as window i of the interleaved buffer (xq_i = xq + 16 i, or further on by whole
+ * chunks). */
+MCU_CONV_INLINE void interleave_mve(int8_t *xq_i, const int8_t *src, int32_t n)
+{
+    __asm__ volatile("wlstp.8 lr, %[n], 1f\n"
+                     "2:\n\t"
+                     "vldrb.8 q0, [%[s]], #16\n\t"
+                     "vstrb.8 q0, [%[d]], #48\n\t"
+                     "letp lr, 2b\n"
+                     "1:\n"
+                     : [s] "+r"(src), [d] "+r"(xq_i)
+                     : [n] "r"(n)
+                     : "q0", "memory", "r14");
+}
+#else
+MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int32_t *sums,
+                                           int8_t *out, int32_t count)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t oc_base = c->oc_base;
+    for (int32_t i = 0; i < count; ++i) {
+        for (int32_t j = 0; j < c->oc_end - oc_base; ++j) {
+            const int32_t acc = sums[6 * (j >> 1) + 2 * i + (j & 1)];
+            const int32_t oc = oc_base + j;
+            const int64_t num = (int64_t)acc * 2 * p->multiplier[oc] + ((int64_t)1 << 31) +
+                                ((int64_t)c->base[j] - (acc < 0)) * ((int64_t)1 << 32);
+            const int32_t v = (int32_t)(num >> (32 - p->shift[oc]));
+            out[i * p->output.c + oc] = (int8_t)mcu_clamp_s32(v, p->q.act_min, p->q.act_max);
+        }
+    }
+}
+
+static void interleave_mve(int8_t *xq_i, const int8_t *src, int32_t n)
+{
+    for (; n > 0; n -= 16, src += 16, xq_i += 48) {
+        const mve_pred16_t pr = vctp8q((uint32_t)n);
+        vstrbq_p_s8(xq_i, vldrbq_z_s8(src, pr), pr);
+    }
+}
+#endif
 
 /* n bytes from src to dst / n copies of v's bytes to dst, 16 per predicated vector op */
 static inline void copy_mve(int8_t *dst, const int8_t *src, int32_t n)
@@ -154,7 +214,7 @@ static inline void fill_mve(int8_t *dst, int8x16_t v, int32_t n)
     }
 }
 
-/* gather_patch with predicated vector copies instead of memcpy/memset calls per tap row. */
+/* The window into patch, with predicated vector copies (padding taps: the input zero point). */
 static void gather_mve(const mcu_conv_block_t *c, const mcu_conv_window_t *win, int8_t *patch)
 {
     const mcu_conv_params_t *const p = c->params;
@@ -182,102 +242,96 @@ static void gather_mve(const mcu_conv_block_t *c, const mcu_conv_window_t *win, 
     }
 }
 
-/* One block of output channels (c->corr, c->base filled) through quad_mve: the positions four
- * at a time (the last one to three through pixel_mve), windows copied from the input when they
- * are one run of it, else gathered (padding taps holding the input zero point). */
-MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const int8_t *input,
-                                             int8_t *output, int8_t *xq, int8_t *patch)
+/* The window of output position (b, y, x), some tap outside the input or not in whole chunks,
+ * gathered into patch (padding taps holding the input zero point), then as window i (xq_i). */
+MCU_CONV_NOINLINE static void gathered_window(const mcu_conv_block_t *c, const int8_t *input,
+                                              int32_t b, int32_t y, int32_t x, int8_t *xq_i,
+                                              int8_t *patch)
 {
     const mcu_conv_params_t *const p = c->params;
-    const int32_t in_c = p->input.c;
-    const int32_t k_h = p->filter.h;
-    const int32_t k_w = p->filter.w;
-    const int32_t out_h = p->output.h;
-    const int32_t out_w = p->output.w;
-    const int32_t k = c->filter_size;
-    const int contiguous = k_h == 1 && (k_w == 1 || p->dilation_w == 1);
-    const int32_t positions = p->input.n * out_h * out_w;
-    /* a last partial chunk's padding: zeros (they meet zero weights) */
-    memset(xq + 4 * (k & ~15), 0, (size_t)(4 * ((k + 15) & ~15) - 4 * (k & ~15)));
-    for (int32_t n0 = 0; n0 < positions; n0 += 4) {
-        /* four positions; fewer at the end, one at a time through pixel_mve */
-        const int32_t count = positions - n0 < 4 ? positions - n0 : 4;
-        for (int32_t i = 0; i < count; ++i) {
-            const int32_t n = n0 + i;
-            const int32_t b = n / (out_h * out_w);
-            const int32_t out_y = n / out_w - b * out_h;
-            const int32_t out_x = n - (b * out_h + out_y) * out_w;
-            mcu_conv_window_t win;
-            win.in_batch = input + b * p->input.h * c->in_row;
-            win.y0 = out_y * p->stride_h - p->pad_top;
-            win.x0 = out_x * p->stride_w - p->pad_left;
-            valid_taps(win.y0, p->dilation_h, k_h, p->input.h, &win.ky_begin, &win.ky_end);
-            valid_taps(win.x0, p->dilation_w, k_w, p->input.w, &win.kx_begin, &win.kx_end);
-            const int inside = win.ky_begin == 0 && win.ky_end == k_h && win.kx_begin == 0 &&
-                               win.kx_end == k_w;
-            const int8_t *src = patch;
-            if (inside && contiguous) {
-                src = win.in_batch + win.y0 * c->in_row + win.x0 * in_c;
-            } else {
-                gather_mve(c, &win, patch);
-            }
-            if (count < 4) {
-                pixel_mve(c, src, output + n * p->output.c);
-                continue;
-            }
-            int8_t *dst = xq + 16 * i;
-            int32_t j = 0;
-            for (; j + 16 <= k; j += 16, dst += 64) {
-                vst1q_s8(dst, vld1q_s8(src + j));
-            }
-            if (j < k) {
-                vstrbq_p_s8(dst, vldrbq_z_s8(src + j, vctp8q((uint32_t)(k - j))),
-                            vctp8q((uint32_t)(k - j)));
-            }
-        }
-        if (count < 4) {
-            break;
-        }
-        quad_mve(c, xq, output + n0 * p->output.c, p->output.c);
-    }
+    mcu_conv_window_t win;
+    win.in_batch = input + b * p->input.h * c->in_row;
+    win.y0 = y * p->stride_h - p->pad_top;
+    win.x0 = x * p->stride_w - p->pad_left;
+    valid_taps(win.y0, p->dilation_h, p->filter.h, p->input.h, &win.ky_begin, &win.ky_end);
+    valid_taps(win.x0, p->dilation_w, p->filter.w, p->input.w, &win.kx_begin, &win.kx_end);
+    gather_mve(c, &win, patch);
+    interleave_mve(xq_i, patch, c->filter_size);
 }
 
-/* One block of output channels (c->corr, c->base filled) at every batch and output position, one
- * position at a time (windows larger than MCU_CONV_MVE_K): the generic path's loop nest with
- * pixel_mve. */
-MCU_CONV_NOINLINE static void conv_rows_mve(const mcu_conv_block_t *c, const int8_t *input,
-                                            int8_t *output, int8_t *patch_buf)
+/* First and last + 1 output coordinate whose window lies inside an input of `size`. */
+static void inside_range(int32_t out, int32_t stride, int32_t pad, int32_t span, int32_t size,
+                         int32_t *first, int32_t *end)
+{
+    int32_t f = 0;
+    while (f < out && f * stride - pad < 0) {
+        ++f;
+    }
+    int32_t e = f;
+    while (e < out && e * stride - pad + span <= size) {
+        ++e;
+    }
+    *first = f;
+    *end = e;
+}
+
+/* One block of output channels (c->corr, c->base filled) at every position, three at a time (the
+ * last one or two leave the other windows as they were and keep only their own rows). Windows
+ * inside the input are read from it: one run of it (KH = 1, or 1x1), or KH runs of whole
+ * 16-byte chunks (dilation_w = 1, KW * C_in % 16 == 0); the others are gathered. */
+MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const int8_t *input,
+                                             int8_t *output, int32_t *sums, int8_t *xq,
+                                             int8_t *patch)
 {
     const mcu_conv_params_t *const p = c->params;
-    const int32_t in_h = p->input.h;
-    const int32_t in_w = p->input.w;
-    const int32_t in_c = p->input.c;
-    const int32_t k_h = p->filter.h;
-    const int32_t k_w = p->filter.w;
     const int32_t out_h = p->output.h;
     const int32_t out_w = p->output.w;
-    const int32_t out_c = p->output.c;
-    const int contiguous = k_h == 1 && (k_w == 1 || p->dilation_w == 1);
-    for (int32_t b = 0; b < p->input.n; ++b) {
-        mcu_conv_window_t win;
-        win.in_batch = input + b * in_h * c->in_row;
-        for (int32_t out_y = 0; out_y < out_h; ++out_y) {
-            win.y0 = out_y * p->stride_h - p->pad_top;
-            valid_taps(win.y0, p->dilation_h, k_h, in_h, &win.ky_begin, &win.ky_end);
-            for (int32_t out_x = 0; out_x < out_w; ++out_x) {
-                win.x0 = out_x * p->stride_w - p->pad_left;
-                valid_taps(win.x0, p->dilation_w, k_w, in_w, &win.kx_begin, &win.kx_end);
-                int8_t *const out_px = output + ((b * out_h + out_y) * out_w + out_x) * out_c;
-                const int full = win.ky_begin == 0 && win.ky_end == k_h && win.kx_begin == 0 &&
-                                 win.kx_end == k_w;
-                if (full && contiguous) {
-                    pixel_mve(c, win.in_batch + win.y0 * c->in_row + win.x0 * in_c, out_px);
+    const int32_t in_c = p->input.c;
+    const int32_t k_h = p->filter.h;
+    const int32_t run = p->filter.w * in_c;
+    const int one_run = k_h == 1 && (p->filter.w == 1 || p->dilation_w == 1);
+    const int by_rows = !one_run && p->dilation_w == 1 && (run & 15) == 0;
+    const int32_t row_step = p->dilation_h * c->in_row;
+    const int32_t x_step = p->stride_w * in_c;
+    int32_t y_first, y_end, x_first, x_end;
+    inside_range(out_h, p->stride_h, p->pad_top, (k_h - 1) * p->dilation_h + 1, p->input.h,
+                 &y_first, &y_end);
+    inside_range(out_w, p->stride_w, p->pad_left, (p->filter.w - 1) * p->dilation_w + 1,
+                 p->input.w, &x_first, &x_end);
+    if (!one_run && !by_rows) {
+        x_end = x_first; /* every window gathered */
+    }
+    const int32_t positions = p->input.n * out_h * out_w;
+    int32_t b = 0, y = 0, x = 0; /* the next position */
+    const int8_t *row = input + (y * p->stride_h - p->pad_top) * c->in_row - p->pad_left * in_c;
+    for (int32_t n0 = 0; n0 < positions; n0 += 3) {
+        const int32_t count = positions - n0 < 3 ? positions - n0 : 3;
+        for (int32_t i = 0; i < count; ++i) {
+            int8_t *const xq_i = xq + 16 * i;
+            if (x >= x_first && x < x_end && y >= y_first && y < y_end) {
+                const int8_t *const src = row + x * x_step;
+                if (one_run) {
+                    interleave_mve(xq_i, src, run);
                 } else {
-                    mcu_conv2d_s8_gather(c, &win, patch_buf);
-                    pixel_mve(c, patch_buf, out_px);
+                    for (int32_t ky = 0; ky < k_h; ++ky) {
+                        interleave_mve(xq_i + 3 * ky * run, src + ky * row_step, run);
+                    }
                 }
+            } else {
+                gathered_window(c, input, b, y, x, xq_i, patch);
+            }
+            if (++x == out_w) {
+                x = 0;
+                if (++y == out_h) {
+                    y = 0;
+                    ++b;
+                }
+                row = input + ((b * p->input.h) + y * p->stride_h - p->pad_top) * c->in_row -
+                      p->pad_left * in_c;
             }
         }
+        pass_mve(c, xq, sums);
+        requant_rows(c, sums, output + n0 * p->output.c, count);
     }
 }
 
@@ -314,29 +368,25 @@ void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const in
                        const int32_t *bias, int8_t *output, void *scratch)
 {
     const int32_t out_c = p->output.c;
-    const int32_t filter_size = p->filter.h * p->filter.w * p->input.c;
-    const int quad = filter_size <= MCU_CONV_MVE_K;
-    const int32_t block = quad ? MCU_CONV_MVE_OC_BLOCK : MCU_CONV_OC_BLOCK;
+    const int32_t block = MCU_CONV_MVE_OC_BLOCK;
     const int32_t n = out_c < block ? out_c : block;
     int32_t *const corr = (int32_t *)scratch;
     int32_t *const base = corr + n;
-    int8_t *const xq = (int8_t *)(base + n);
-    int8_t *const patch = quad ? xq + 4 * ((filter_size + 15) & ~15) : xq;
+    int32_t *const sums = base + n;
+    int8_t *const xq = (int8_t *)(sums + 3 * n);
+    const int32_t k = p->filter.h * p->filter.w * p->input.c;
     mcu_conv_block_t c;
     c.params = p;
     c.filter = filter;
-    c.filter_size = filter_size;
+    c.filter_size = k;
     c.in_row = p->input.w * p->input.c;
     c.corr = corr;
     c.base = base;
+    c.fuse = NULL;
     for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += block) {
         c.oc_end = out_c - c.oc_base < block ? out_c : c.oc_base + block;
         block_constants(&c, bias, corr, base);
-        if (quad) {
-            conv_block_mve(&c, input, output, xq, patch);
-        } else {
-            conv_rows_mve(&c, input, output, patch);
-        }
+        conv_block_mve(&c, input, output, sums, xq, xq + 48 * ((k + 15) >> 4));
     }
 }
 
