@@ -36,17 +36,17 @@
 #endif
 
 /*
- * The sums of a pass, by channel pair m (channels oc_base + 2m, + 2m + 1) and window i:
- *   sums[6 m + 2 i + b] = corr[2 m + b] + <window i, filter of channel oc_base + 2 m + b>;
+ * The sums of a pass, by window i and channel oc_base + j of the block:
+ *   sums[i * MCU_CONV_MVE_SUMS_ROW + j] = corr[j] + <window i, filter of channel oc_base + j>;
  * the windows interleaved in 16-byte chunks, xq[48 j + 16 i + b] = byte 16 j + b of window i, so
  * that one pointer walks all three.
  */
 #if MCU_CONV_MVE_ASM
-/* One channel pair (weights w0, w1 = w0 + k; corrections corr[0..1]) at the three windows. */
-MCU_CONV_INLINE void pair_mve(const int8_t *w0, const int8_t *xq, int32_t k, const int32_t *corr,
-                              int32_t *sums)
+/* Two channels (weights w0, w1; corrections corr[0..1]) at the three windows: sums[0..1] of
+ * each row. */
+MCU_CONV_INLINE void pair_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
+                              const int32_t *corr, int32_t *sums)
 {
-    const int8_t *w1 = w0 + k;
     int32_t s0 = corr[0], s1, s2, s3 = corr[1], s4, s5;
     __asm__ volatile("wlstp.8 lr, %[k], 1f\n\t"
                      "mov %[s1], %[s0]\n\t"
@@ -68,34 +68,35 @@ MCU_CONV_INLINE void pair_mve(const int8_t *w0, const int8_t *xq, int32_t k, con
                      "letp lr, 2b\n"
                      "1:\n\t"
                      "strd %[s0], %[s3], [%[o]]\n\t"
-                     "strd %[s1], %[s4], [%[o], #8]\n\t"
-                     "strd %[s2], %[s5], [%[o], #16]\n"
+                     "strd %[s1], %[s4], [%[o], %[r1]]\n\t"
+                     "strd %[s2], %[s5], [%[o], %[r2]]\n"
                      : [s0] "+Te"(s0), [s1] "=&Te"(s1), [s2] "=&Te"(s2), [s3] "+Te"(s3),
                        [s4] "=&Te"(s4), [s5] "=&Te"(s5), [u] "+r"(w0), [v] "+r"(w1), [x] "+r"(xq)
-                     : [k] "r"(k), [o] "r"(sums)
+                     : [k] "r"(k), [o] "r"(sums), [r1] "i"(4 * MCU_CONV_MVE_SUMS_ROW),
+                       [r2] "i"(8 * MCU_CONV_MVE_SUMS_ROW)
                      : "q0", "q1", "q2", "q3", "memory", "r14");
 }
 #else
-static void pair_mve(const int8_t *w0, const int8_t *xq, int32_t k, const int32_t *corr,
-                     int32_t *sums)
+static void pair_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
+                     const int32_t *corr, int32_t *sums)
 {
     for (int32_t b = 0; b < 2; ++b) {
         for (int32_t i = 0; i < 3; ++i) {
             int32_t acc = corr[b];
-            const int8_t *w = w0 + b * k;
+            const int8_t *w = b == 0 ? w0 : w1;
             const int8_t *x = xq + 16 * i;
             for (int32_t r = k; r > 0; r -= 16, w += 16, x += 48) {
                 const mve_pred16_t pr = vctp8q((uint32_t)r);
                 acc = vmladavaq_s8(acc, vldrbq_z_s8(x, pr), vldrbq_z_s8(w, pr));
             }
-            sums[2 * i + b] = acc;
+            sums[i * MCU_CONV_MVE_SUMS_ROW + b] = acc;
         }
     }
 }
 #endif
 
 /* The block's channels at the three interleaved windows, a pair at a time (an odd last channel
- * paired with itself; corr has a word after the block's). */
+ * with the one before it, or a lone one with the block's constants after it). */
 MCU_CONV_NOINLINE static void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums)
 {
     const int32_t k = c->filter_size;
@@ -103,62 +104,63 @@ MCU_CONV_NOINLINE static void pass_mve(const mcu_conv_block_t *c, const int8_t *
     const int32_t *corr = c->corr;
     const int8_t *w = c->filter + c->oc_base * k;
     for (int32_t m = n >> 1; m > 0; --m) {
-        pair_mve(w, xq, k, corr, sums);
+        pair_mve(w, w + k, xq, k, corr, sums);
         w += 2 * k;
         corr += 2;
-        sums += 6;
+        sums += 2;
     }
     if ((n & 1) != 0) {
-        int32_t last[6];
-        pair_mve(w - k, xq, k, corr - 1, last); /* channels oc_end - 2 and oc_end - 1 */
-        sums[0] = last[1];
-        sums[2] = last[3];
-        sums[4] = last[5];
+        if (n > 1) {
+            pair_mve(w - k, w, xq, k, corr - 1, sums - 1);
+        } else {
+            pair_mve(w, w, xq, k, corr, sums); /* corr[1]: base[0]; sums[1] unused */
+        }
     }
 }
 
-/* The sums of windows 0 .. count - 1 requantized (requant4), clamped and stored at
- * out + i * out_c + oc_base, four channels per vector (gathered from sums: pairs m, m + 1). */
-#if MCU_CONV_MVE_ASM
+/* The sums of windows 0 .. count - 1 (rows i * MCU_CONV_MVE_SUMS_ROW) requantized (requant4),
+ * clamped and stored at out + i * out_c + oc_base, four channels per vector. */
+MCU_CONV_INLINE int32x4_t requant_quad(const int32_t *s, const int32_t *mult,
+                                       const int32_t *base, const int32_t *shift, int32x4_t lo,
+                                       int32x4_t hi, mve_pred16_t pr)
+{
+    const int32x4_t v = requant4(vldrwq_z_s32(s, pr), vldrwq_z_s32(mult, pr),
+                                 vldrwq_z_s32(base, pr), vldrwq_z_s32(shift, pr));
+    return vminq_s32(vmaxq_s32(v, lo), hi);
+}
+
 MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int32_t *sums,
                                            int8_t *out, int32_t count)
 {
     const mcu_conv_params_t *const p = c->params;
     const int32x4_t lo = vdupq_n_s32(p->q.act_min);
     const int32x4_t hi = vdupq_n_s32(p->q.act_max);
-    const uint32x4_t off = vcreateq_u32(((uint64_t)1 << 32), ((uint64_t)7 << 32) | 6u);
     const int32_t n = c->oc_end - c->oc_base;
+    const int32_t quads = n >> 2;
     for (int32_t i = 0; i < count; ++i) {
-        const int32_t *s = sums + 2 * i;
+        const int32_t *s = sums + i * MCU_CONV_MVE_SUMS_ROW;
         const int32_t *mult = p->multiplier + c->oc_base;
         const int32_t *shift = p->shift + c->oc_base;
         const int32_t *base = c->base;
         int8_t *o = out + i * p->output.c + c->oc_base;
-        __asm__ volatile("dlstp.32 lr, %[n]\n"
-                         "1:\n\t"
-                         "vldrw.u32 q0, [%[s], %q[off], uxtw #2]\n\t"
-                         "vldrw.u32 q1, [%[m]], #16\n\t"
-                         "vqrdmulh.s32 q1, q0, q1\n\t"
-                         "vldrw.u32 q2, [%[b]], #16\n\t"
-                         "vshr.s32 q0, q0, #31\n\t"
-                         "vadd.i32 q1, q1, q2\n\t"
-                         "vldrw.u32 q2, [%[sh]], #16\n\t"
-                         "vadd.i32 q1, q1, q0\n\t"
-                         "vshl.s32 q1, q1, q2\n\t"
-                         "vmax.s32 q1, q1, %q[lo]\n\t"
-                         "vmin.s32 q1, q1, %q[hi]\n\t"
-                         "add %[s], %[s], #48\n\t"
-                         "vstrb.32 q1, [%[o]], #4\n\t"
-                         "letp lr, 1b\n"
-                         : [s] "+r"(s), [m] "+r"(mult), [b] "+r"(base), [sh] "+r"(shift),
-                           [o] "+r"(o)
-                         : [n] "r"(n), [off] "w"(off), [lo] "w"(lo), [hi] "w"(hi)
-                         : "q0", "q1", "q2", "memory", "r14");
+        for (int32_t q = quads; q > 0; --q) {
+            vstrbq_s32(o, requant_quad(s, mult, base, shift, lo, hi, 0xffff));
+            s += 4;
+            mult += 4;
+            shift += 4;
+            base += 4;
+            o += 4;
+        }
+        if ((n & 3) != 0) {
+            const mve_pred16_t pr = vctp32q((uint32_t)(n & 3));
+            vstrbq_p_s32(o, requant_quad(s, mult, base, shift, lo, hi, pr), pr);
+        }
     }
 }
 
 /* n bytes of src as window i of the interleaved buffer (xq_i = xq + 16 i, or further on by whole
  * chunks). */
+#if MCU_CONV_MVE_ASM
 MCU_CONV_INLINE void interleave_mve(int8_t *xq_i, const int8_t *src, int32_t n)
 {
     __asm__ volatile("wlstp.8 lr, %[n], 1f\n"
@@ -172,23 +174,6 @@ MCU_CONV_INLINE void interleave_mve(int8_t *xq_i, const int8_t *src, int32_t n)
                      : "q0", "memory", "r14");
 }
 #else
-MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int32_t *sums,
-                                           int8_t *out, int32_t count)
-{
-    const mcu_conv_params_t *const p = c->params;
-    const int32_t oc_base = c->oc_base;
-    for (int32_t i = 0; i < count; ++i) {
-        for (int32_t j = 0; j < c->oc_end - oc_base; ++j) {
-            const int32_t acc = sums[6 * (j >> 1) + 2 * i + (j & 1)];
-            const int32_t oc = oc_base + j;
-            const int64_t num = (int64_t)acc * 2 * p->multiplier[oc] + ((int64_t)1 << 31) +
-                                ((int64_t)c->base[j] - (acc < 0)) * ((int64_t)1 << 32);
-            const int32_t v = (int32_t)(num >> (32 - p->shift[oc]));
-            out[i * p->output.c + oc] = (int8_t)mcu_clamp_s32(v, p->q.act_min, p->q.act_max);
-        }
-    }
-}
-
 static void interleave_mve(int8_t *xq_i, const int8_t *src, int32_t n)
 {
     for (; n > 0; n -= 16, src += 16, xq_i += 48) {
@@ -199,6 +184,20 @@ static void interleave_mve(int8_t *xq_i, const int8_t *src, int32_t n)
 #endif
 
 /* n bytes from src to dst / n copies of v's bytes to dst, 16 per predicated vector op */
+#if MCU_CONV_MVE_ASM
+MCU_CONV_INLINE void copy_mve(int8_t *dst, const int8_t *src, int32_t n)
+{
+    __asm__ volatile("wlstp.8 lr, %[n], 1f\n"
+                     "2:\n\t"
+                     "vldrb.8 q0, [%[s]], #16\n\t"
+                     "vstrb.8 q0, [%[d]], #16\n\t"
+                     "letp lr, 2b\n"
+                     "1:\n"
+                     : [s] "+r"(src), [d] "+r"(dst)
+                     : [n] "r"(n)
+                     : "q0", "memory", "r14");
+}
+#else
 static inline void copy_mve(int8_t *dst, const int8_t *src, int32_t n)
 {
     for (; n > 0; n -= 16, dst += 16, src += 16) {
@@ -206,6 +205,7 @@ static inline void copy_mve(int8_t *dst, const int8_t *src, int32_t n)
         vstrbq_p_s8(dst, vldrbq_z_s8(src, pr), pr);
     }
 }
+#endif
 
 static inline void fill_mve(int8_t *dst, int8x16_t v, int32_t n)
 {
@@ -277,8 +277,9 @@ static void inside_range(int32_t out, int32_t stride, int32_t pad, int32_t span,
 
 /* One block of output channels (c->corr, c->base filled) at every position, three at a time (the
  * last one or two leave the other windows as they were and keep only their own rows). Windows
- * inside the input are read from it: one run of it (KH = 1, or 1x1), or KH runs of whole
- * 16-byte chunks (dilation_w = 1, KW * C_in % 16 == 0); the others are gathered. */
+ * inside the input are read from it: one run of it (KH = 1, or 1x1), or KH runs (dilation_w =
+ * 1), straight into the buffer when each run is whole 16-byte chunks, else through patch; the
+ * others are gathered. */
 MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const int8_t *input,
                                              int8_t *output, int32_t *sums, int8_t *xq,
                                              int8_t *patch)
@@ -290,7 +291,8 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
     const int32_t k_h = p->filter.h;
     const int32_t run = p->filter.w * in_c;
     const int one_run = k_h == 1 && (p->filter.w == 1 || p->dilation_w == 1);
-    const int by_rows = !one_run && p->dilation_w == 1 && (run & 15) == 0;
+    const int by_rows = !one_run && p->dilation_w == 1;
+    const int whole_chunks = (run & 15) == 0;
     const int32_t row_step = p->dilation_h * c->in_row;
     const int32_t x_step = p->stride_w * in_c;
     int32_t y_first, y_end, x_first, x_end;
@@ -312,10 +314,15 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
                 const int8_t *const src = row + x * x_step;
                 if (one_run) {
                     interleave_mve(xq_i, src, run);
-                } else {
+                } else if (whole_chunks) {
                     for (int32_t ky = 0; ky < k_h; ++ky) {
                         interleave_mve(xq_i + 3 * ky * run, src + ky * row_step, run);
                     }
+                } else {
+                    for (int32_t ky = 0; ky < k_h; ++ky) {
+                        copy_mve(patch + ky * run, src + ky * row_step, run);
+                    }
+                    interleave_mve(xq_i, patch, c->filter_size);
                 }
             } else {
                 gathered_window(c, input, b, y, x, xq_i, patch);
@@ -335,6 +342,29 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
     }
 }
 
+/* The sum of n int8 (VADDVA, 16 per instruction). */
+#if MCU_CONV_MVE_ASM
+MCU_CONV_INLINE int32_t sum_mve(const int8_t *w, int32_t n)
+{
+    int32_t sum = 0;
+    __asm__ volatile("wlstp.8 lr, %[n], 1f\n"
+                     "2:\n\t"
+                     "vldrb.8 q0, [%[w]], #16\n\t"
+                     "vaddva.s8 %[sum], q0\n\t"
+                     "letp lr, 2b\n"
+                     "1:\n"
+                     : [sum] "+Te"(sum), [w] "+r"(w)
+                     : [n] "r"(n)
+                     : "q0", "memory", "r14");
+    return sum;
+}
+#else
+static int32_t sum_mve(const int8_t *w, int32_t n)
+{
+    return mcu_sum_s8(w, n);
+}
+#endif
+
 /* The block's corrections corr[oc] = bias[oc] + input_offset * sum of w[oc] and requantization
  * bases (out of line: its vector registers stay out of the frame the loop nest sits on). */
 MCU_CONV_NOINLINE static void block_constants(const mcu_conv_block_t *c, const int32_t *bias,
@@ -350,7 +380,7 @@ MCU_CONV_NOINLINE static void block_constants(const mcu_conv_block_t *c, const i
     const int32_t oc_base = c->oc_base;
     const int32_t oc_end = c->oc_end;
     for (int32_t oc = oc_base; oc < oc_end; ++oc) {
-        const int32_t w_sum = mcu_sum_s8(filter + oc * k, k);
+        const int32_t w_sum = sum_mve(filter + oc * k, k);
         corr[oc - oc_base] = mcu_conv_add_wrap(bias != NULL ? bias[oc] : 0,
                                                (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
         base[oc - oc_base] = requant2_base(shift[oc], q.output_offset);
@@ -373,7 +403,7 @@ void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const in
     int32_t *const corr = (int32_t *)scratch;
     int32_t *const base = corr + n;
     int32_t *const sums = base + n;
-    int8_t *const xq = (int8_t *)(sums + 3 * n);
+    int8_t *const xq = (int8_t *)(sums + 2 * MCU_CONV_MVE_SUMS_ROW + n + (n & 1));
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     mcu_conv_block_t c;
     c.params = p;
