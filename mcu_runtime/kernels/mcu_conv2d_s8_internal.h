@@ -28,8 +28,8 @@
 /* MVE path: output channels whose constants and sums are kept at a time (2 words each, and three
  * rows of sums MCU_CONV_MVE_SUMS_ROW words apart, the last row as long as the block, rounded up to
  * even). */
-#define MCU_CONV_MVE_OC_BLOCK 32
-#define MCU_CONV_MVE_SUMS_ROW 32
+#define MCU_CONV_MVE_OC_BLOCK 64
+#define MCU_CONV_MVE_SUMS_ROW 64
 #if MCU_CONV_MVE_SUMS_ROW < MCU_CONV_MVE_OC_BLOCK || MCU_CONV_MVE_SUMS_ROW > 127
 #error "MCU_CONV_MVE_SUMS_ROW: a block's row of sums, reached by STRD immediates"
 #endif

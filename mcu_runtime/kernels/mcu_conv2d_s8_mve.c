@@ -120,15 +120,7 @@ MCU_CONV_NOINLINE static void pass_mve(const mcu_conv_block_t *c, const int8_t *
 
 /* The sums of windows 0 .. count - 1 (rows i * MCU_CONV_MVE_SUMS_ROW) requantized (requant4),
  * clamped and stored at out + i * out_c + oc_base, four channels per vector. */
-MCU_CONV_INLINE int32x4_t requant_quad(const int32_t *s, const int32_t *mult,
-                                       const int32_t *base, const int32_t *shift, int32x4_t lo,
-                                       int32x4_t hi, mve_pred16_t pr)
-{
-    const int32x4_t v = requant4(vldrwq_z_s32(s, pr), vldrwq_z_s32(mult, pr),
-                                 vldrwq_z_s32(base, pr), vldrwq_z_s32(shift, pr));
-    return vminq_s32(vmaxq_s32(v, lo), hi);
-}
-
+#if MCU_CONV_MVE_ASM
 MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int32_t *sums,
                                            int8_t *out, int32_t count)
 {
@@ -136,27 +128,61 @@ MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int3
     const int32x4_t lo = vdupq_n_s32(p->q.act_min);
     const int32x4_t hi = vdupq_n_s32(p->q.act_max);
     const int32_t n = c->oc_end - c->oc_base;
-    const int32_t quads = n >> 2;
     for (int32_t i = 0; i < count; ++i) {
         const int32_t *s = sums + i * MCU_CONV_MVE_SUMS_ROW;
         const int32_t *mult = p->multiplier + c->oc_base;
         const int32_t *shift = p->shift + c->oc_base;
         const int32_t *base = c->base;
         int8_t *o = out + i * p->output.c + c->oc_base;
-        for (int32_t q = quads; q > 0; --q) {
-            vstrbq_s32(o, requant_quad(s, mult, base, shift, lo, hi, 0xffff));
+        __asm__ volatile("dlstp.32 lr, %[n]\n"
+                         "1:\n\t"
+                         "vldrw.u32 q0, [%[s]], #16\n\t"
+                         "vldrw.u32 q1, [%[m]], #16\n\t"
+                         "vqrdmulh.s32 q1, q0, q1\n\t"
+                         "vldrw.u32 q2, [%[b]], #16\n\t"
+                         "vshr.s32 q0, q0, #31\n\t"
+                         "vadd.i32 q1, q1, q2\n\t"
+                         "vldrw.u32 q2, [%[sh]], #16\n\t"
+                         "vadd.i32 q1, q1, q0\n\t"
+                         "vshl.s32 q1, q1, q2\n\t"
+                         "vmax.s32 q1, q1, %q[lo]\n\t"
+                         "vmin.s32 q1, q1, %q[hi]\n\t"
+                         "vstrb.32 q1, [%[o]], #4\n\t"
+                         "letp lr, 1b\n"
+                         : [s] "+r"(s), [m] "+r"(mult), [b] "+r"(base), [sh] "+r"(shift),
+                           [o] "+r"(o)
+                         : [n] "r"(n), [lo] "w"(lo), [hi] "w"(hi)
+                         : "q0", "q1", "q2", "memory", "r14");
+    }
+}
+#else
+MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int32_t *sums,
+                                           int8_t *out, int32_t count)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32x4_t lo = vdupq_n_s32(p->q.act_min);
+    const int32x4_t hi = vdupq_n_s32(p->q.act_max);
+    const int32_t n = c->oc_end - c->oc_base;
+    for (int32_t i = 0; i < count; ++i) {
+        const int32_t *s = sums + i * MCU_CONV_MVE_SUMS_ROW;
+        const int32_t *mult = p->multiplier + c->oc_base;
+        const int32_t *shift = p->shift + c->oc_base;
+        const int32_t *base = c->base;
+        int8_t *o = out + i * p->output.c + c->oc_base;
+        for (int32_t r = n; r > 0; r -= 4) {
+            const mve_pred16_t pr = vctp32q((uint32_t)r);
+            const int32x4_t v = requant4(vldrwq_z_s32(s, pr), vldrwq_z_s32(mult, pr),
+                                         vldrwq_z_s32(base, pr), vldrwq_z_s32(shift, pr));
+            vstrbq_p_s32(o, vminq_s32(vmaxq_s32(v, lo), hi), pr);
             s += 4;
             mult += 4;
             shift += 4;
             base += 4;
             o += 4;
         }
-        if ((n & 3) != 0) {
-            const mve_pred16_t pr = vctp32q((uint32_t)(n & 3));
-            vstrbq_p_s32(o, requant_quad(s, mult, base, shift, lo, hi, pr), pr);
-        }
     }
 }
+#endif
 
 /* n bytes of src as window i of the interleaved buffer (xq_i = xq + 16 i, or further on by whole
  * chunks). */
