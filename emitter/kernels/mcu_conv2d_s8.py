@@ -106,7 +106,6 @@ OC_BLOCK = _C["MCU_CONV_OC_BLOCK"]
 DSP_WORDS = _C["MCU_CONV_DSP_WORDS"]
 DSP_PATCH = _C["MCU_CONV_DSP_PATCH"]
 MVE_OC_BLOCK = _C["MCU_CONV_MVE_OC_BLOCK"]
-MVE_SUMS_ROW = _C["MCU_CONV_MVE_SUMS_ROW"]
 FAST_MAX_K = _C["MCU_CONV_FAST_MAX_K"]
 
 
@@ -142,7 +141,8 @@ def _plan(p: Any, bias: np.ndarray | None, isa: str) -> tuple[str, int]:
         return "dsp", 8 * per_pass * ((k + 3) >> 2) + (k if p.input.c % 4 != 0 and g else 0) + rq
     if isa == "mve" and (k <= PATCH_BYTES or not g) and k <= FAST_MAX_K and requant2_ok(p, bias):
         n = min(p.output.c, MVE_OC_BLOCK)
-        return "mve", 8 * n + 4 * (2 * MVE_SUMS_ROW + n + (n & 1)) + 48 * ((k + 15) >> 4) + (k if g else 0)
+        row = next(r for r in (8, 16, 32, 64) if n <= r)  # sums_row() in mcu_conv2d_s8_mve.c
+        return "mve", 8 * n + 4 * (2 * row + n + (n & 1)) + 48 * ((k + 15) >> 4) + (k if g else 0)
     return "generic", 4 * min(p.output.c, OC_BLOCK) + (k if k <= PATCH_BYTES and g else 0)
 
 

@@ -29,7 +29,8 @@
  *   requantization constants for MCU_ROUND_NEAREST_NO_TIE, plus K bytes of patch when
  *   C_in % 4 != 0 and some window is not one run of the input;
  * - MVE: for n = min(C_out, MCU_CONV_MVE_OC_BLOCK), 8 * n bytes of corrections and
- *   requantization bases, 4 * (2 * MCU_CONV_MVE_SUMS_ROW + n rounded up to even) of sums, 48 * ceil(K / 16) bytes of three interleaved windows, plus K bytes of
+ *   requantization bases, 4 * (2 * row + n rounded up to even) of sums (row: n rounded up to
+ *   8, 16, 32 or 64), 48 * ceil(K / 16) bytes of three interleaved windows, plus K bytes of
  *   patch when some window is not one run of the input.
  */
 #include <stdint.h>
@@ -119,7 +120,8 @@ static int32_t plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa
     }
     if (isa == MCU_ISA_MVE && (k <= MCU_CONV_PATCH_BYTES || !gathers) && requant_fast(p, bias)) {
         const int32_t n = min32(p->output.c, MCU_CONV_MVE_OC_BLOCK);
-        *size = 8 * n + 4 * (2 * MCU_CONV_MVE_SUMS_ROW + n + (n & 1)) + 48 * ((k + 15) >> 4) +
+        const int32_t row = n <= 8 ? 8 : n <= 16 ? 16 : n <= 32 ? 32 : 64;
+        *size = 8 * n + 4 * (2 * row + n + (n & 1)) + 48 * ((k + 15) >> 4) +
                 (gathers ? k : 0);
         return MCU_PATH_MVE;
     }

@@ -25,14 +25,9 @@
  * larger windows need C_in % 4 == 0 and are read tap by tap). */
 #define MCU_CONV_DSP_WORDS 288
 #define MCU_CONV_DSP_PATCH 144
-/* MVE path: output channels whose constants and sums are kept at a time (2 words each, and three
- * rows of sums MCU_CONV_MVE_SUMS_ROW words apart, the last row as long as the block, rounded up to
- * even). */
+/* MVE path: output channels whose constants (2 words each) and sums (three rows, 8, 16, 32 or 64
+ * words apart: the block's channels rounded up) are kept at a time. */
 #define MCU_CONV_MVE_OC_BLOCK 64
-#define MCU_CONV_MVE_SUMS_ROW 64
-#if MCU_CONV_MVE_SUMS_ROW < MCU_CONV_MVE_OC_BLOCK || MCU_CONV_MVE_SUMS_ROW > 127
-#error "MCU_CONV_MVE_SUMS_ROW: a block's row of sums, reached by STRD immediates"
-#endif
 /* Largest window whose requantization may take the fast, exact requant2/requant4 arithmetic
  * (|acc| < 2^29 + 16384 * 255 * 128 < 2^30 with requant2_ok() constants). */
 #define MCU_CONV_FAST_MAX_K 16384

@@ -37,7 +37,8 @@
 
 /*
  * The sums of a pass, by window i and channel oc_base + j of the block:
- *   sums[i * MCU_CONV_MVE_SUMS_ROW + j] = corr[j] + <window i, filter of channel oc_base + j>;
+ *   sums[i * row + j] = corr[j] + <window i, filter of channel oc_base + j>
+ * (row: sums_row(), the block's channels rounded up to 8, 16, 32 or 64);
  * the windows interleaved in 16-byte chunks, xq[48 j + 16 i + b] = byte 16 j + b of window i, so
  * that one pointer walks all three.
  */
@@ -45,7 +46,7 @@
 /* Two channels (weights w0, w1; corrections corr[0..1]) at the three windows: sums[0..1] of
  * each row. */
 MCU_CONV_INLINE void pair_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
-                              const int32_t *corr, int32_t *sums)
+                              const int32_t *corr, int32_t *sums, int32_t row)
 {
     int32_t s0 = corr[0], s1, s2, s3 = corr[1], s4, s5;
     __asm__ volatile("wlstp.8 lr, %[k], 1f\n\t"
@@ -72,13 +73,12 @@ MCU_CONV_INLINE void pair_mve(const int8_t *w0, const int8_t *w1, const int8_t *
                      "strd %[s2], %[s5], [%[o], %[r2]]\n"
                      : [s0] "+Te"(s0), [s1] "=&Te"(s1), [s2] "=&Te"(s2), [s3] "+Te"(s3),
                        [s4] "=&Te"(s4), [s5] "=&Te"(s5), [u] "+r"(w0), [v] "+r"(w1), [x] "+r"(xq)
-                     : [k] "r"(k), [o] "r"(sums), [r1] "i"(4 * MCU_CONV_MVE_SUMS_ROW),
-                       [r2] "i"(8 * MCU_CONV_MVE_SUMS_ROW)
+                     : [k] "r"(k), [o] "r"(sums), [r1] "n"(4 * row), [r2] "n"(8 * row)
                      : "q0", "q1", "q2", "q3", "memory", "r14");
 }
 #else
 static void pair_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
-                     const int32_t *corr, int32_t *sums)
+                     const int32_t *corr, int32_t *sums, int32_t row)
 {
     for (int32_t b = 0; b < 2; ++b) {
         for (int32_t i = 0; i < 3; ++i) {
@@ -89,47 +89,84 @@ static void pair_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32
                 const mve_pred16_t pr = vctp8q((uint32_t)r);
                 acc = vmladavaq_s8(acc, vldrbq_z_s8(x, pr), vldrbq_z_s8(w, pr));
             }
-            sums[i * MCU_CONV_MVE_SUMS_ROW + b] = acc;
+            sums[i * row + b] = acc;
         }
     }
 }
 #endif
 
-/* The block's channels at the three interleaved windows, a pair at a time (an odd last channel
- * with the one before it, or a lone one with the block's constants after it). */
-MCU_CONV_NOINLINE static void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums)
+/* The block's channels at the three interleaved windows (rows of sums `row` words apart), a pair
+ * at a time (an odd last channel with the one before it, or a lone one with the block's constants
+ * after it). One function per row length (an immediate in pair_mve). */
+MCU_CONV_INLINE void pass_rows(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums,
+                               int32_t row)
 {
     const int32_t k = c->filter_size;
     const int32_t n = c->oc_end - c->oc_base;
     const int32_t *corr = c->corr;
     const int8_t *w = c->filter + c->oc_base * k;
     for (int32_t m = n >> 1; m > 0; --m) {
-        pair_mve(w, w + k, xq, k, corr, sums);
+        pair_mve(w, w + k, xq, k, corr, sums, row);
         w += 2 * k;
         corr += 2;
         sums += 2;
     }
     if ((n & 1) != 0) {
         if (n > 1) {
-            pair_mve(w - k, w, xq, k, corr - 1, sums - 1);
+            pair_mve(w - k, w, xq, k, corr - 1, sums - 1, row);
         } else {
-            pair_mve(w, w, xq, k, corr, sums); /* corr[1]: base[0]; sums[1] unused */
+            pair_mve(w, w, xq, k, corr, sums, row); /* corr[1]: base[0]; sums[1] unused */
         }
     }
 }
 
-/* The sums of windows 0 .. count - 1 (rows i * MCU_CONV_MVE_SUMS_ROW) requantized (requant4),
+#define MCU_CONV_PASS(ROW)                                                                         \
+    MCU_CONV_NOINLINE static void pass_##ROW(const mcu_conv_block_t *c, const int8_t *xq,        \
+                                             int32_t *sums)                                       \
+    {                                                                                              \
+        pass_rows(c, xq, sums, ROW);                                                               \
+    }
+MCU_CONV_PASS(8)
+MCU_CONV_PASS(16)
+MCU_CONV_PASS(32)
+MCU_CONV_PASS(64)
+
+/* Words between rows of sums for a block of n channels (n <= MCU_CONV_MVE_OC_BLOCK). */
+static int32_t sums_row(int32_t n)
+{
+    return n <= 8 ? 8 : n <= 16 ? 16 : n <= 32 ? 32 : 64;
+}
+
+static void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums, int32_t row)
+{
+    switch (row) {
+    case 8:
+        pass_8(c, xq, sums);
+        break;
+    case 16:
+        pass_16(c, xq, sums);
+        break;
+    case 32:
+        pass_32(c, xq, sums);
+        break;
+    default:
+        pass_64(c, xq, sums);
+        break;
+    }
+}
+
+/* The sums of windows 0 .. count - 1 (rows `row` words apart) requantized (requant4),
  * clamped and stored at out + i * out_c + oc_base, four channels per vector. */
 #if MCU_CONV_MVE_ASM
 MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int32_t *sums,
-                                           int8_t *out, int32_t count)
+                                           int32_t row, int8_t *out, int32_t count)
 {
     const mcu_conv_params_t *const p = c->params;
     const int32x4_t lo = vdupq_n_s32(p->q.act_min);
     const int32x4_t hi = vdupq_n_s32(p->q.act_max);
     const int32_t n = c->oc_end - c->oc_base;
     for (int32_t i = 0; i < count; ++i) {
-        const int32_t *s = sums + i * MCU_CONV_MVE_SUMS_ROW;
+        const int32_t *s = sums + i * row;
         const int32_t *mult = p->multiplier + c->oc_base;
         const int32_t *shift = p->shift + c->oc_base;
         const int32_t *base = c->base;
@@ -150,21 +187,21 @@ MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int3
                          "vstrb.32 q1, [%[o]], #4\n\t"
                          "letp lr, 1b\n"
                          : [s] "+r"(s), [m] "+r"(mult), [b] "+r"(base), [sh] "+r"(shift),
-                           [o] "+r"(o)
+                           [o] "+l"(o)
                          : [n] "r"(n), [lo] "w"(lo), [hi] "w"(hi)
                          : "q0", "q1", "q2", "memory", "r14");
     }
 }
 #else
 MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int32_t *sums,
-                                           int8_t *out, int32_t count)
+                                           int32_t row, int8_t *out, int32_t count)
 {
     const mcu_conv_params_t *const p = c->params;
     const int32x4_t lo = vdupq_n_s32(p->q.act_min);
     const int32x4_t hi = vdupq_n_s32(p->q.act_max);
     const int32_t n = c->oc_end - c->oc_base;
     for (int32_t i = 0; i < count; ++i) {
-        const int32_t *s = sums + i * MCU_CONV_MVE_SUMS_ROW;
+        const int32_t *s = sums + i * row;
         const int32_t *mult = p->multiplier + c->oc_base;
         const int32_t *shift = p->shift + c->oc_base;
         const int32_t *base = c->base;
@@ -330,6 +367,7 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
         x_end = x_first; /* every window gathered */
     }
     const int32_t positions = p->input.n * out_h * out_w;
+    const int32_t sums_len = sums_row(c->oc_end - c->oc_base);
     int32_t b = 0, y = 0, x = 0; /* the next position */
     const int8_t *row = input + (y * p->stride_h - p->pad_top) * c->in_row - p->pad_left * in_c;
     for (int32_t n0 = 0; n0 < positions; n0 += 3) {
@@ -363,8 +401,8 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
                       p->pad_left * in_c;
             }
         }
-        pass_mve(c, xq, sums);
-        requant_rows(c, sums, output + n0 * p->output.c, count);
+        pass_mve(c, xq, sums, sums_len);
+        requant_rows(c, sums, sums_len, output + n0 * p->output.c, count);
     }
 }
 
@@ -429,7 +467,7 @@ void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const in
     int32_t *const corr = (int32_t *)scratch;
     int32_t *const base = corr + n;
     int32_t *const sums = base + n;
-    int8_t *const xq = (int8_t *)(sums + 2 * MCU_CONV_MVE_SUMS_ROW + n + (n & 1));
+    int8_t *const xq = (int8_t *)(sums + 2 * sums_row(n) + n + (n & 1));
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     mcu_conv_block_t c;
     c.params = p;

@@ -228,10 +228,9 @@ def test_every_path_bit_exact_on_every_core(core: str, opt: str, cases, tmp_path
     got = np.frombuffer(raw[:want.size], np.int8)
     names = [*CONVS, *FCS]
     names += [f"{n} (onnxruntime numerics)" for n in names] + [f"{[*CONVS][0]} (onnxruntime, generic)"]
-    bad = [names[k] for k, (g, start) in enumerate(zip(golden, np.cumsum([0] + [g.size for g in golden]), strict=False)) if not np.array_equal(got[start:start + g.size], g)]
-    print("BAD", bad)
-    for k, (g, start) in enumerate(zip(golden, np.cumsum([0] + [g.size for g in golden]), strict=False)):
-        assert np.array_equal(got[start:start + g.size], g), f"{names[k]} differs from the golden on {core} {opt}"
+    starts = np.cumsum([0] + [g.size for g in golden])
+    bad = [names[k] for k, g in enumerate(golden) if not np.array_equal(got[starts[k]:starts[k] + g.size], g)]
+    assert not bad, f"{bad} differ from the golden on {core} {opt}"
     meta = raw[want.size:]
     got_meta = [(meta[5 * k], int.from_bytes(meta[5 * k + 1:5 * k + 5], "little", signed=True))
                 for k in range(len(cases))]

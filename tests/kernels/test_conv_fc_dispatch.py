@@ -79,7 +79,7 @@ def test_fc_path_and_buffer_size_equal_the_c() -> None:
                                                                  p, bias, ISA[isa])
 
 
-@pytest.mark.parametrize("name", ["MCU_CONV_PATCH_BYTES", "MCU_CONV_DSP_WORDS", "MCU_CONV_MVE_OC_BLOCK"])
+@pytest.mark.parametrize("name", ["MCU_CONV_PATCH_BYTES", "MCU_CONV_DSP_WORDS", "MCU_CONV_FAST_MAX_K"])
 def test_no_c_constant_copied_into_python(name: str) -> None:
     """The tuning constants have one definition, the C header; Python reads them."""
     value = c_defines("kernels/mcu_conv2d_s8_internal.h")[name]
