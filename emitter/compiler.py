@@ -190,17 +190,15 @@ def compile_model(path: str | Path, name: str | None = None,
 
 def residual_fusion(isa: str, backend: str, board: Board | None, cmsis_choice: str) -> Callable[[Node, Graph], bool]:
     """Which conv -> add pairs become one mcu_conv2d_add_s8 layer: where mcugen's convolution runs the
-    conv on a path that applies the Add in its output stage (generic or DSP). Not where the conv would
-    take the MVE path (faster than the fused generic one) or CMSIS-NN's kernel (whose separate add is
-    then kept: measured, docs/cmsis_nn.md)."""
-    from emitter.backends.kernel_choice import bias_of, ours_is_faster
-    from emitter.kernels import mcu_conv2d_s8 as conv_twin
+    conv (every path applies the Add in its output stage). Not where CMSIS-NN's kernel runs it (its
+    separate add is then kept: measured, docs/cmsis_nn.md)."""
+    from emitter.backends.kernel_choice import ours_is_faster
     from emitter.kernels.common import rounding_of
     from emitter.ops import conv
 
     def keep(node: Node, g: Graph) -> bool:
         p = conv.prepare(node, g, isa)
-        if p.kernel != "mcu_conv2d_s8" or (isa == "mve" and conv_twin.path(p.params, bias_of(p), isa) == "mve"):
+        if p.kernel != "mcu_conv2d_s8":
             return False
         if backend == "cmsis-nn" and board is not None and rounding_of(p.params) == 0:
             return cmsis_choice != "cmsis" and bool(ours_is_faster(p, board.isa))

@@ -3,7 +3,8 @@ emitter/ops/conv_add.py, mcu_runtime/kernels/mcu_conv2d_add_s8.c): QDQ models Co
 with onnx.helper over odd shapes, strides, paddings, both operand orders, Sub, different scales and
 zero points, ReLU on the conv value and on the sum. Per case: the pass fused it; the fused golden
 equals the unfused golden bit for bit; the host C equals the golden; and in QEMU on cortex-m4,
-cortex-m7 (DSP path and its generic fallback) and cortex-m55 (MVE path, the Add after it) too."""
+cortex-m7 (DSP path and its generic fallback) and cortex-m55 (MVE path, the Add in its requantization
+loop, and the generic fallback) too."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,6 +20,7 @@ from onnx import numpy_helper as NH
 from emitter import compiler
 from emitter.boards import load_board
 from emitter.compiler import compile_model, golden_run
+from emitter.kernels import kernel_path
 from emitter.target.toolchain import missing_tools
 from tests.harness.bundles import build_library, emit, int8_inputs, run_c
 from tests.harness.qemu import MergedCase, run_merged
@@ -205,17 +207,19 @@ def test_overlap_plan_writes_only_over_the_skip(models):
 @pytest.mark.skipif(bool(missing_tools()), reason="the QEMU tier needs missing tools")
 @pytest.mark.parametrize("core", QEMU_CORES)
 def test_qemu_equals_golden(core, models, tmp_path, monkeypatch):
-    """Every case fused, on M55 too (where the compiler keeps the MVE conv unfused by default): the
-    fused kernel's generic path with MVE stores."""
+    """Every case fused, on each core's paths (M55: the MVE path, the Add on four lanes)."""
     monkeypatch.setattr(compiler, "residual_fusion", lambda *a: (lambda n, g: True))
     board = load_board(core)
-    cases, golden = [], {}
+    cases, golden, paths = [], {}, set()
     for k, (cid, (path, xs)) in enumerate(models.items()):
         c = compile_model(path, name=f"fq{k}", board=board)
         assert "conv_add" in [n.op for n in c.graph.nodes]
+        paths |= {kernel_path(p.kernel, p.params, p.operands, c.plan_isa) for p in c.prepared
+                  if p.kernel == "mcu_conv2d_add_s8"}
         sample = int8_inputs(c, xs)
         cases.append(MergedCase(cid, c, sample))
         golden[cid] = golden_run(c, sample)
+    assert paths >= ({"mve"} if board.has_mve else {"dsp"}), paths
     run = run_merged(cases, board, tmp_path, werror=True)
     assert not run.failures, run.failures
     for m, got in zip(cases, run.outputs, strict=True):

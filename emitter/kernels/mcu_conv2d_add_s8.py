@@ -55,19 +55,14 @@ def mcu_conv2d_add_s8(p: ConvAddParams, input: np.ndarray, filter: np.ndarray, b
     return add_twin.mcu_add_s8(p.add, skip, v) if p.skip_first else add_twin.mcu_add_s8(p.add, v, skip)
 
 
-def _isa(isa: str) -> str:
-    """The C dispatcher plans a fused call on MVE as on plain C: the generic path (with MVE stores)."""
-    return "c" if isa == "mve" else isa
-
-
 def buffer_size(p: Any, bias: np.ndarray | None, isa: str) -> int:
     """Bytes of arena scratch: the convolution's on the path it takes (the Add needs none)."""
-    return conv_twin.buffer_size(p.conv, bias, _isa(isa))
+    return conv_twin.buffer_size(p.conv, bias, isa)
 
 
 def path(p: Any, bias: np.ndarray | None, isa: str) -> str:
-    """The convolution's code path on `isa`: "generic" or "dsp", never "mve" (mcu_conv2d_s8.c)."""
-    return conv_twin.path(p.conv, bias, _isa(isa))
+    """The convolution's code path on `isa` (mcu_conv2d_s8.c): each applies the Add."""
+    return conv_twin.path(p.conv, bias, isa)
 
 
 # Every path reads skip element i just before it writes output element i, and computes each

@@ -3,10 +3,10 @@
  * mcu_conv2d_s8 computes each int8 value exactly as it would store it (its own requantization,
  * output offset and clamp), and its output stage stores add(value, skip) instead, with the Add's
  * TFLite arithmetic (mcu_add_s8.c, operands in the Add's order). Bit for bit mcu_conv2d_s8 then
- * mcu_add_s8, without writing or reading back the intermediate tensor. The generic and DSP
- * paths apply the Add where they store (mcu_conv2d_s8_generic.c, _dsp.c), each element once, so
- * the output may lie exactly on the skip; on MVE targets a fused call takes the generic path
- * (with MVE stores; mcu_conv2d_s8.c). mcugen's own kernel: CMSIS-NN has none.
+ * mcu_add_s8, without writing or reading back the intermediate tensor. Every path applies the
+ * Add where it stores (mcu_conv2d_s8_generic.c, _dsp.c, _mve.c), each element's skip value read
+ * just before the element is written, so the output may lie exactly on the skip. mcugen's own
+ * kernel: CMSIS-NN has none.
  */
 #include <stdint.h>
 

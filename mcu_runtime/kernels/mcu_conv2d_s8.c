@@ -173,12 +173,6 @@ static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *pa
         return MCU_ERR_ARG;
     }
     int32_t size, per_pass;
-    /* With a residual Add the MVE path is not taken (the generic one, with MVE stores, is):
-     * mcu_conv2d_add_s8 reads skip element i just before it writes output element i, so the
-     * output may lie exactly on the skip operand; the MVE path could only apply the Add after. */
-    if (fuse != NULL && isa == MCU_ISA_MVE) {
-        isa = MCU_ISA_C;
-    }
     const int32_t path = plan(params, bias, isa, &size, &per_pass);
     if (!scratch_ok(ctx, size)) {
         return MCU_ERR_SCRATCH;
@@ -191,7 +185,7 @@ static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *pa
     }
 #elif MCU_ISA_PLAN == MCU_ISA_MVE
     if (path == MCU_PATH_MVE) {
-        mcu_conv2d_s8_mve(params, input, filter, bias, output, scratch);
+        mcu_conv2d_s8_mve(params, input, filter, bias, output, scratch, fuse);
         return MCU_OK;
     }
 #endif

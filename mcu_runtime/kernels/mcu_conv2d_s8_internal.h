@@ -168,9 +168,10 @@ void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const in
 #endif
 
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
-/* mcu_conv2d_s8_mve.c */
+/* mcu_conv2d_s8_mve.c; fuse: mcu_conv2d_add_s8's residual Add, or NULL */
 void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
-                       const int32_t *bias, int8_t *output, void *scratch);
+                       const int32_t *bias, int8_t *output, void *scratch,
+                       const mcu_conv_fuse_t *fuse);
 #endif
 
 #endif /* MCU_CONV2D_S8_INTERNAL_H */

@@ -10,8 +10,9 @@
  *   vectors and three input vectors, six VMLADAVA (16 products each), in a tail-predicated
  *   low-overhead loop (so K % 16 needs no extra code): 12 instructions per 96 products. The six
  *   sums start at the channels' corrections and go to an int32 row per position;
- * - each position's row is requantized four channels per vector (requant_row: requant4, clamp,
- *   one narrowing store).
+ * - each position's row is requantized four channels per vector (requant_rows: requant4, clamp,
+ *   one narrowing store); with mcu_conv2d_add_s8's residual Add, the Add follows on the same four
+ *   lanes (requant_rows_fused).
  * Scratch: corrections and requantization bases (2 words per channel of a block), the three rows
  * of sums (3 words per channel of a block), the three windows interleaved in 16-byte chunks
  * (48 * ceil(K / 16) bytes), then (some window gathered) a K-byte patch.
@@ -157,6 +158,57 @@ static void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums,
 
 /* The sums of windows 0 .. count - 1 (rows `row` words apart) requantized (requant4),
  * clamped and stored at out + i * out_c + oc_base, four channels per vector. */
+/* mcu_conv_fuse_rdbpot on four lanes */
+MCU_CONV_INLINE int32x4_t fuse_rdbpot4(int32x4_t x, int32_t e, int32_t mask)
+{
+    const int32x4_t threshold =
+        vaddq_n_s32(vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(x), 31)), mask >> 1);
+    const int32x4_t r = vshlq_s32(x, vdupq_n_s32(-e));
+    return vaddq_m_n_s32(r, r, 1, vcmpgtq_s32(vandq_s32(x, vdupq_n_s32(mask)), threshold));
+}
+
+/* mcu_conv_fuse_one on four lanes: conv values v, skip values s (SMMULR is VRMULH). */
+MCU_CONV_INLINE int32x4_t fuse4(const mcu_conv_fuse_t *f, int32x4_t v, int32x4_t s)
+{
+    const int32x4_t shift1 = vdupq_n_s32(f->shift1);
+    const int32x4_t x1 = vshlq_s32(vaddq_n_s32(v, f->conv_offset), shift1);
+    const int32x4_t x2 = vshlq_s32(vaddq_n_s32(s, f->skip_offset), shift1);
+    const int32x4_t s1 = fuse_rdbpot4(vrmulhq_s32(x1, vdupq_n_s32(f->conv_mult)), f->conv_exp,
+                                      f->conv_mask);
+    const int32x4_t s2 = fuse_rdbpot4(vrmulhq_s32(x2, vdupq_n_s32(f->skip_mult)), f->skip_exp,
+                                      f->skip_mask);
+    const int32x4_t sum2 = vshlq_n_s32(vaddq_s32(s1, s2), 1);
+    const int32x4_t raw = vaddq_n_s32(
+        fuse_rdbpot4(vrmulhq_s32(sum2, vdupq_n_s32(f->out_mult)), f->out_exp, f->out_mask),
+        f->out_offset);
+    return vminq_s32(vmaxq_s32(raw, vdupq_n_s32(f->act_min)), vdupq_n_s32(f->act_max));
+}
+
+/* requant_rows with the residual Add of mcu_conv2d_add_s8 (c->fuse): each element's skip value read
+ * just before the element is written (the output may lie exactly on the skip). */
+MCU_CONV_NOINLINE static void requant_rows_fused(const mcu_conv_block_t *c, const int32_t *sums,
+                                                 int32_t row, int8_t *out, int32_t count)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const mcu_conv_fuse_t *const f = c->fuse;
+    const int32x4_t lo = vdupq_n_s32(p->q.act_min);
+    const int32x4_t hi = vdupq_n_s32(p->q.act_max);
+    const int32_t n = c->oc_end - c->oc_base;
+    for (int32_t i = 0; i < count; ++i) {
+        const int32_t *s = sums + i * row;
+        int8_t *o = out + i * p->output.c + c->oc_base;
+        const int8_t *skip = f->skip + (o - f->output);
+        for (int32_t j = 0; j < n; j += 4) {
+            const mve_pred16_t pr = vctp32q((uint32_t)(n - j));
+            const int32_t oc = c->oc_base + j;
+            int32x4_t v = requant4(vldrwq_z_s32(s + j, pr), vldrwq_z_s32(p->multiplier + oc, pr),
+                                   vldrwq_z_s32(c->base + j, pr), vldrwq_z_s32(p->shift + oc, pr));
+            v = vminq_s32(vmaxq_s32(v, lo), hi);
+            vstrbq_p_s32(o + j, fuse4(f, v, vldrbq_z_s32(skip + j, pr)), pr);
+        }
+    }
+}
+
 #if MCU_CONV_MVE_ASM
 MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int32_t *sums,
                                            int32_t row, int8_t *out, int32_t count)
@@ -402,7 +454,11 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
             }
         }
         pass_mve(c, xq, sums, sums_len);
-        requant_rows(c, sums, sums_len, output + n0 * p->output.c, count);
+        if (c->fuse != NULL) {
+            requant_rows_fused(c, sums, sums_len, output + n0 * p->output.c, count);
+        } else {
+            requant_rows(c, sums, sums_len, output + n0 * p->output.c, count);
+        }
     }
 }
 
@@ -459,7 +515,8 @@ MCU_CONV_NOINLINE static void block_constants(const mcu_conv_block_t *c, const i
 }
 
 void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
-                       const int32_t *bias, int8_t *output, void *scratch)
+                       const int32_t *bias, int8_t *output, void *scratch,
+                       const mcu_conv_fuse_t *fuse)
 {
     const int32_t out_c = p->output.c;
     const int32_t block = MCU_CONV_MVE_OC_BLOCK;
@@ -476,7 +533,7 @@ void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const in
     c.in_row = p->input.w * p->input.c;
     c.corr = corr;
     c.base = base;
-    c.fuse = NULL;
+    c.fuse = fuse;
     for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += block) {
         c.oc_end = out_c - c.oc_base < block ? out_c : c.oc_base + block;
         block_constants(&c, bias, corr, base);
