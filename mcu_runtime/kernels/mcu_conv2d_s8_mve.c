@@ -158,30 +158,28 @@ static void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums,
 
 /* The sums of windows 0 .. count - 1 (rows `row` words apart) requantized (requant4),
  * clamped and stored at out + i * out_c + oc_base, four channels per vector. */
-/* mcu_conv_fuse_rdbpot on four lanes */
-MCU_CONV_INLINE int32x4_t fuse_rdbpot4(int32x4_t x, int32_t e, int32_t mask)
+/* mcu_conv2d_add_s8's Add on four lanes, its constants in vectors: SMMULR is VRMULH, and
+ * mcu_conv_fuse_rdbpot (RoundingDivideByPOT) is VRSHL by -e after adding -1 to negative values
+ * (rounding half up then rounds their halves away from zero, as CMSIS-NN's MVE add does). */
+typedef struct {
+    int32x4_t shift1, conv_mult, skip_mult, out_mult, conv_e, skip_e, out_e, act_min, act_max;
+    int32_t conv_offset, skip_offset, out_offset;
+} fuse4_t;
+
+MCU_CONV_INLINE int32x4_t rdbpot4(int32x4_t x, int32x4_t neg_e)
 {
-    const int32x4_t threshold =
-        vaddq_n_s32(vreinterpretq_s32_u32(vshrq_n_u32(vreinterpretq_u32_s32(x), 31)), mask >> 1);
-    const int32x4_t r = vshlq_s32(x, vdupq_n_s32(-e));
-    return vaddq_m_n_s32(r, r, 1, vcmpgtq_s32(vandq_s32(x, vdupq_n_s32(mask)), threshold));
+    return vrshlq_s32(vqaddq_s32(x, vshrq_n_s32(vandq_s32(x, neg_e), 31)), neg_e);
 }
 
-/* mcu_conv_fuse_one on four lanes: conv values v, skip values s (SMMULR is VRMULH). */
-MCU_CONV_INLINE int32x4_t fuse4(const mcu_conv_fuse_t *f, int32x4_t v, int32x4_t s)
+MCU_CONV_INLINE int32x4_t fuse4(const fuse4_t *f, int32x4_t v, int32x4_t s)
 {
-    const int32x4_t shift1 = vdupq_n_s32(f->shift1);
-    const int32x4_t x1 = vshlq_s32(vaddq_n_s32(v, f->conv_offset), shift1);
-    const int32x4_t x2 = vshlq_s32(vaddq_n_s32(s, f->skip_offset), shift1);
-    const int32x4_t s1 = fuse_rdbpot4(vrmulhq_s32(x1, vdupq_n_s32(f->conv_mult)), f->conv_exp,
-                                      f->conv_mask);
-    const int32x4_t s2 = fuse_rdbpot4(vrmulhq_s32(x2, vdupq_n_s32(f->skip_mult)), f->skip_exp,
-                                      f->skip_mask);
-    const int32x4_t sum2 = vshlq_n_s32(vaddq_s32(s1, s2), 1);
-    const int32x4_t raw = vaddq_n_s32(
-        fuse_rdbpot4(vrmulhq_s32(sum2, vdupq_n_s32(f->out_mult)), f->out_exp, f->out_mask),
-        f->out_offset);
-    return vminq_s32(vmaxq_s32(raw, vdupq_n_s32(f->act_min)), vdupq_n_s32(f->act_max));
+    const int32x4_t x1 = vshlq_s32(vaddq_n_s32(v, f->conv_offset), f->shift1);
+    const int32x4_t x2 = vshlq_s32(vaddq_n_s32(s, f->skip_offset), f->shift1);
+    const int32x4_t sum = vaddq_s32(rdbpot4(vrmulhq_s32(x1, f->conv_mult), f->conv_e),
+                                    rdbpot4(vrmulhq_s32(x2, f->skip_mult), f->skip_e));
+    const int32x4_t raw =
+        vaddq_n_s32(rdbpot4(vrmulhq_s32(vshlq_n_s32(sum, 1), f->out_mult), f->out_e), f->out_offset);
+    return vminq_s32(vmaxq_s32(raw, f->act_min), f->act_max);
 }
 
 /* requant_rows with the residual Add of mcu_conv2d_add_s8 (c->fuse): each element's skip value read
@@ -191,20 +189,35 @@ MCU_CONV_NOINLINE static void requant_rows_fused(const mcu_conv_block_t *c, cons
 {
     const mcu_conv_params_t *const p = c->params;
     const mcu_conv_fuse_t *const f = c->fuse;
+    const fuse4_t v4 = {vdupq_n_s32(f->shift1), vdupq_n_s32(f->conv_mult), vdupq_n_s32(f->skip_mult),
+                        vdupq_n_s32(f->out_mult), vdupq_n_s32(-f->conv_exp),
+                        vdupq_n_s32(-f->skip_exp), vdupq_n_s32(-f->out_exp),
+                        vdupq_n_s32(f->act_min), vdupq_n_s32(f->act_max), f->conv_offset,
+                        f->skip_offset, f->out_offset};
     const int32x4_t lo = vdupq_n_s32(p->q.act_min);
     const int32x4_t hi = vdupq_n_s32(p->q.act_max);
     const int32_t n = c->oc_end - c->oc_base;
+    const int32_t *const mult = p->multiplier + c->oc_base;
+    const int32_t *const shift = p->shift + c->oc_base;
+    const int32_t *const base = c->base;
+    const int8_t *const skip0 = f->skip - (f->output - out);
     for (int32_t i = 0; i < count; ++i) {
-        const int32_t *s = sums + i * row;
-        int8_t *o = out + i * p->output.c + c->oc_base;
-        const int8_t *skip = f->skip + (o - f->output);
-        for (int32_t j = 0; j < n; j += 4) {
-            const mve_pred16_t pr = vctp32q((uint32_t)(n - j));
-            const int32_t oc = c->oc_base + j;
-            int32x4_t v = requant4(vldrwq_z_s32(s + j, pr), vldrwq_z_s32(p->multiplier + oc, pr),
-                                   vldrwq_z_s32(c->base + j, pr), vldrwq_z_s32(p->shift + oc, pr));
+        const int32_t *const s = sums + i * row;
+        int8_t *const o = out + i * p->output.c + c->oc_base;
+        const int8_t *const skip = skip0 + i * p->output.c + c->oc_base;
+        int32_t j = 0;
+        for (; j + 4 <= n; j += 4) {
+            int32x4_t v = requant4(vld1q_s32(s + j), vld1q_s32(mult + j), vld1q_s32(base + j),
+                                   vld1q_s32(shift + j));
             v = vminq_s32(vmaxq_s32(v, lo), hi);
-            vstrbq_p_s32(o + j, fuse4(f, v, vldrbq_z_s32(skip + j, pr)), pr);
+            vstrbq_s32(o + j, fuse4(&v4, v, vldrbq_s32(skip + j)));
+        }
+        if (j < n) {
+            const mve_pred16_t pr = vctp32q((uint32_t)(n - j));
+            int32x4_t v = requant4(vldrwq_z_s32(s + j, pr), vldrwq_z_s32(mult + j, pr),
+                                   vldrwq_z_s32(base + j, pr), vldrwq_z_s32(shift + j, pr));
+            v = vminq_s32(vmaxq_s32(v, lo), hi);
+            vstrbq_p_s32(o + j, fuse4(&v4, v, vldrbq_z_s32(skip + j, pr)), pr);
         }
     }
 }
