@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from emitter import __version__, memplan, render_stream
-from emitter.backends.cmsis_api import RETURNS_VOID, precheck
+from emitter import __version__, render_stream
+from emitter.backends.cmsis_api import precheck
 from emitter.backends.cmsis_version import supported as cmsis_supported
+from emitter.bundle_files import runtime_files, s16_kernels
 from emitter.cdoc import array_role, named, tensor_text
 from emitter.cfmt import (
     C_TYPES,
@@ -30,114 +31,18 @@ from emitter.cfmt import (
 from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.features.sources import DEFINES as DSP_DEFINES
-from emitter.kernels import twin
-from emitter.ops.base import CArg, ConstArg, CRef, IntArg, Prepared, StructArg, TensorArg, TensorListArg
+from emitter.ops.base import CArg, ConstArg, CRef, IntArg, StructArg, TensorArg, TensorListArg
 from emitter.optimize import CMSIS_OPT_FLAGS, CONFIG, OPT_FLAGS, config_header
 from emitter.planner import scratch_of
+from emitter.render_types import ConstArray, Layer, LayerCall, call_kind, ctx_offset, ctx_size
 from emitter.report_html import report_html
-from emitter.reportdata import code_estimate, memory
+from emitter.reportdata import report
 from emitter.resources import data_dir
 from emitter.stream import Segment, Stage
 from emitter.stream import twin as kernel_twin
 
 if TYPE_CHECKING:
     from emitter.features.render import FrontEnd
-
-RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_kernel_util.h", "mcu_config.h")
-
-
-def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
-    """The mcu_runtime/ files (relative to mcu_runtime/) a bundle calling `kernels` ships.
-
-    A kernel is `kernels/<kernel>.c` (its dispatcher, or the whole kernel) plus its path files
-    `kernels/<kernel>_<path>.c` (`_generic`, `_dsp`, `_mve`; each wholly inside its `#if`) and
-    its private header `kernels/<kernel>_internal.h`; its `_ref.c` reference is for the tests
-    only. `support/` (code shared by several kernels) and the public headers always ship, but
-    support/mcu_band.* (row bands and rings) and mcu_sink.* (accumulating segment ends) only when
-    some layer runs by rows (`bands`)."""
-    rt = data_dir("mcu_runtime")
-    out = [f"include/{h}" for h in RUNTIME_HEADERS + (("mcu_nn_s16.h",) if s16_kernels(kernels) else ())]
-    out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]")
-                  if bands or p.stem not in ("mcu_band", "mcu_sink"))
-    deps = [d for k in kernels for d in getattr(twin(k), "RUNTIME_DEPS", ())]  # a fused kernel's parts
-    for kern in dict.fromkeys([*kernels, *deps]):
-        out.append(f"kernels/{kern}.c")
-        out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.[ch]")
-                      if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve", "internal"))
-    return out
-
-
-def s16_kernels(kernels: list[str]) -> bool:
-    """Does the bundle call an int16-activation kernel (mcu_runtime/include/mcu_nn_s16.h)?"""
-    return any("_s16" in k for k in kernels)
-
-
-@dataclass(frozen=True)
-class ConstArray:
-    ctype: str
-    ident: str
-    values: np.ndarray
-    layer: int  # `Layer k` of the node it belongs to
-    comment: str  # `Layer k <op>: <what it holds, with its shape>`
-    header: tuple[str, ...] = ()  # the first array of a layer: the layer's name and kernel
-
-    @property
-    def count(self) -> int:
-        return int(self.values.size)
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.values.nbytes)
-
-
-@dataclass(frozen=True)
-class LayerCall:
-    text: str  # the C call expression
-    kind: str  # "mcu": returns mcu_status_t; "cmsis": arm_cmsis_nn_status; "void"
-
-
-def call_kind(kernel: str) -> str:
-    return "mcu" if kernel.startswith("mcu_") else ("void" if kernel in RETURNS_VOID else "cmsis")
-
-
-@dataclass(frozen=True)
-class Layer:
-    index: int
-    name: str
-    op: str
-    source: str
-    kernel: str
-    summary: str
-    params_type: str | None
-    params_ident: str | None
-    params_init: str | None
-    locals: tuple[str, ...]
-    calls: tuple[LayerCall, ...]  # usually one; CMSIS-NN's concatenation makes one per input
-    comment: tuple[str, ...]
-    out_ptr: str
-    out_shape: tuple[int, ...]
-    out_bytes: int
-    out_offset: int | None
-    macs: int
-    weight_bytes: int
-    structs: tuple[tuple[str, str, str], ...] = ()  # CMSIS-NN: (C type, identifier, initializer)
-    precheck: str | None = None  # C condition, checked in <prefix>_init(): more scratch than planned
-    inside: bool = False  # runs inside the row loop of a later layer's block
-    block: tuple[str, ...] = ()  # the row loop of a segment ending here (emitter/render_stream.py)
-
-
-def ctx_size(p: Prepared) -> int:
-    """The size field of a CMSIS-NN call's context (0 for calls without one)."""
-    ctx = p.operands.get("ctx")
-    return int(ctx.fields["size"]) if isinstance(ctx, StructArg) and ctx.ctype == "cmsis_nn_context" else 0
-
-
-def ctx_offset(p: Prepared) -> int:
-    """Where a CMSIS-NN call's context starts in its layer's scratch (after its other buffers)."""
-    ctx = p.operands.get("ctx")
-    buf = ctx.fields["buf"] if isinstance(ctx, StructArg) and ctx.ctype == "cmsis_nn_context" else None
-    return buf.offset if isinstance(buf, CRef) else 0
-
 
 class BundleBuilder:
     def __init__(self, c: Compiled):
@@ -404,34 +309,6 @@ class BundleBuilder:
                 out.append({"offset": b.offset, "bytes": b.size, "fill_at": fill_at, "last": b.last,
                             "name": c_comment(b.name)})
         return out
-
-
-def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "mcugen_version": __version__, "model": c.model.path.name, "model_sha256": c.model.sha256,
-        "name": c.name, "backend": c.backend, "portable_fallbacks": list(c.fallbacks),
-        "numerics": c.graph.numerics, "optimize": c.optimize,
-        "cmsis_nn_version": None if c.cmsis_version is None else {
-            "release": c.cmsis_version.release, "revision": c.cmsis_version.revision_text,
-            "tested": c.cmsis_version.tested},
-        "arena_bytes": ctx["arena_size"], "liveness_lower_bound_bytes": ctx["lower_bound"],
-        "arena_gap_bytes": ctx["arena_size"] - ctx["lower_bound"],
-        "weight_bytes": ctx["weight_bytes"], "macs": ctx["macs"],
-        "io_bytes": {"inputs": [i["size"] for i in ctx["inputs"]], "outputs": [o["size"] for o in ctx["outputs"]]},
-        "layers": [{"index": lay.index, "name": lay.name, "op": lay.op, "onnx": lay.source,
-                    "kernel": lay.kernel, "output_shape": list(lay.out_shape), "macs": lay.macs,
-                    "arena_offset": lay.out_offset, "output_bytes": lay.out_bytes,
-                    "weight_bytes": lay.weight_bytes} for lay in ctx["layers"]],
-        "memory_plan": memplan.report(c.graph, c.plan, c.memory),
-        "memory": memory(c.plan, len(c.graph.nodes), c.graph.inputs), "board": ctx["board"],
-        "cpu_flags": ctx["cpu_flags"],
-    } | code_estimate(ctx["board"], ctx["kernels"], c.optimize, tuple(ctx["runtime_sources"]), len(ctx["layers"])) | (
-        {"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
-        {"portable_layers": [{"index": k, "kernel": kernel, "why": why} for k, kernel, why in c.portable_layers],
-         "kernel_choices": [{"index": x.index, "kernel": x.kernel, "mcugen": x.ours, "cmsis_nn": x.cmsis,
-                             "source": x.source, "chosen": "mcugen" if x.ours_wins else "cmsis-nn"}
-                            for x in c.kernel_choices]}
-        if c.backend == "cmsis-nn" else {})
 
 
 def render_bundle(c: Compiled, board_flags: str, board_name: str,

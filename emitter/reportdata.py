@@ -1,4 +1,4 @@
-"""The memory plan and the code-size estimate as report.json states them (render.report() calls these).
+"""The memory plan and the code-size estimate as report.json states them (and report(), the whole of report.json).
 
   "memory": {"arena_bytes", "liveness_lower_bound_bytes", "steps",
              "buffers": [{"name", "offset", "bytes", "first", "last", "kind"}, ...]}
@@ -16,9 +16,13 @@
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from emitter import __version__, memplan
 from emitter.planner import Buffer, Plan
+
+if TYPE_CHECKING:
+    from emitter.compiler import Compiled
 
 
 def kind(b: Buffer, inputs: tuple[str, ...]) -> str:
@@ -66,3 +70,32 @@ def code_estimate(board: str, kernels: list[str], optimize: str = "speed", sourc
     return {"code_estimate": {"about": about + " (mcu_runtime/code_sizes.json, scripts/code_sizes.py)",
                               "toolchain": table()["compiler"], "support": support, "kernels": per_kernel}
             | {"optimize": optimize, "bytes": code_bytes(sources, calls, core, optimize)[0]}}
+
+
+def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
+    """report.json of a bundle: the compiled model and the render context `ctx`."""
+    return {
+        "mcugen_version": __version__, "model": c.model.path.name, "model_sha256": c.model.sha256,
+        "name": c.name, "backend": c.backend, "portable_fallbacks": list(c.fallbacks),
+        "numerics": c.graph.numerics, "optimize": c.optimize,
+        "cmsis_nn_version": None if c.cmsis_version is None else {
+            "release": c.cmsis_version.release, "revision": c.cmsis_version.revision_text,
+            "tested": c.cmsis_version.tested},
+        "arena_bytes": ctx["arena_size"], "liveness_lower_bound_bytes": ctx["lower_bound"],
+        "arena_gap_bytes": ctx["arena_size"] - ctx["lower_bound"],
+        "weight_bytes": ctx["weight_bytes"], "macs": ctx["macs"],
+        "io_bytes": {"inputs": [i["size"] for i in ctx["inputs"]], "outputs": [o["size"] for o in ctx["outputs"]]},
+        "layers": [{"index": lay.index, "name": lay.name, "op": lay.op, "onnx": lay.source,
+                    "kernel": lay.kernel, "output_shape": list(lay.out_shape), "macs": lay.macs,
+                    "arena_offset": lay.out_offset, "output_bytes": lay.out_bytes,
+                    "weight_bytes": lay.weight_bytes} for lay in ctx["layers"]],
+        "memory_plan": memplan.report(c.graph, c.plan, c.memory),
+        "memory": memory(c.plan, len(c.graph.nodes), c.graph.inputs), "board": ctx["board"],
+        "cpu_flags": ctx["cpu_flags"],
+    } | code_estimate(ctx["board"], ctx["kernels"], c.optimize, tuple(ctx["runtime_sources"]), len(ctx["layers"])) | (
+        {"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
+        {"portable_layers": [{"index": k, "kernel": kernel, "why": why} for k, kernel, why in c.portable_layers],
+         "kernel_choices": [{"index": x.index, "kernel": x.kernel, "mcugen": x.ours, "cmsis_nn": x.cmsis,
+                             "source": x.source, "chosen": "mcugen" if x.ours_wins else "cmsis-nn"}
+                            for x in c.kernel_choices]}
+        if c.backend == "cmsis-nn" else {})

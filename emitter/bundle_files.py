@@ -1,0 +1,34 @@
+"""Which mcu_runtime/ files a bundle ships (render.py copies them; the kernel benchmarks and tests list
+them the same way)."""
+from __future__ import annotations
+
+from emitter.kernels import twin
+from emitter.resources import data_dir
+
+RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_kernel_util.h", "mcu_config.h")
+
+
+def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
+    """The mcu_runtime/ files (relative to mcu_runtime/) a bundle calling `kernels` ships.
+
+    A kernel is `kernels/<kernel>.c` (its dispatcher, or the whole kernel) plus its path files
+    `kernels/<kernel>_<path>.c` (`_generic`, `_dsp`, `_mve`; each wholly inside its `#if`) and
+    its private header `kernels/<kernel>_internal.h`; its `_ref.c` reference is for the tests
+    only. `support/` (code shared by several kernels) and the public headers always ship, but
+    support/mcu_band.* (row bands and rings) and mcu_sink.* (accumulating segment ends) only when
+    some layer runs by rows (`bands`)."""
+    rt = data_dir("mcu_runtime")
+    out = [f"include/{h}" for h in RUNTIME_HEADERS + (("mcu_nn_s16.h",) if s16_kernels(kernels) else ())]
+    out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]")
+                  if bands or p.stem not in ("mcu_band", "mcu_sink"))
+    deps = [d for k in kernels for d in getattr(twin(k), "RUNTIME_DEPS", ())]  # a fused kernel's parts
+    for kern in dict.fromkeys([*kernels, *deps]):
+        out.append(f"kernels/{kern}.c")
+        out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.[ch]")
+                      if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve", "internal"))
+    return out
+
+
+def s16_kernels(kernels: list[str]) -> bool:
+    """Does the bundle call an int16-activation kernel (mcu_runtime/include/mcu_nn_s16.h)?"""
+    return any("_s16" in k for k in kernels)
