@@ -108,6 +108,34 @@ static inline int8_t mcu_conv_fuse_one(const mcu_conv_fuse_t *f, int32_t v, int3
     return (int8_t)mcu_clamp_s32(raw, f->act_min, f->act_max);
 }
 
+#if MCU_ISA_NATIVE == MCU_ISA_MVE
+#include <arm_mve.h>
+
+/* mcu_conv2d_add_s8's Add on four lanes, its constants in vectors: SMMULR is VRMULH, and
+ * mcu_conv_fuse_rdbpot (RoundingDivideByPOT) is VRSHL by -e after adding -1 to negative values
+ * (rounding half up then rounds their halves away from zero, as CMSIS-NN's MVE add does). */
+typedef struct {
+    int32x4_t shift1, conv_mult, skip_mult, out_mult, conv_e, skip_e, out_e, act_min, act_max;
+    int32_t conv_offset, skip_offset, out_offset;
+} mcu_conv_fuse4_t;
+
+static inline int32x4_t mcu_conv_rdbpot4(int32x4_t x, int32x4_t neg_e)
+{
+    return vrshlq_s32(vqaddq_s32(x, vshrq_n_s32(vandq_s32(x, neg_e), 31)), neg_e);
+}
+
+static inline int32x4_t mcu_conv_fuse4(const mcu_conv_fuse4_t *f, int32x4_t v, int32x4_t s)
+{
+    const int32x4_t x1 = vshlq_s32(vaddq_n_s32(v, f->conv_offset), f->shift1);
+    const int32x4_t x2 = vshlq_s32(vaddq_n_s32(s, f->skip_offset), f->shift1);
+    const int32x4_t sum = vaddq_s32(mcu_conv_rdbpot4(vrmulhq_s32(x1, f->conv_mult), f->conv_e),
+                                    mcu_conv_rdbpot4(vrmulhq_s32(x2, f->skip_mult), f->skip_e));
+    const int32x4_t out = mcu_conv_rdbpot4(vrmulhq_s32(vshlq_n_s32(sum, 1), f->out_mult), f->out_e);
+    const int32x4_t raw = vaddq_n_s32(out, f->out_offset);
+    return vminq_s32(vmaxq_s32(raw, f->act_min), f->act_max);
+}
+#endif
+
 /* What every output position of one call (and one block of output channels) shares. */
 typedef struct {
     const mcu_conv_params_t *params;

@@ -158,30 +158,6 @@ static void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums,
 
 /* The sums of windows 0 .. count - 1 (rows `row` words apart) requantized (requant4),
  * clamped and stored at out + i * out_c + oc_base, four channels per vector. */
-/* mcu_conv2d_add_s8's Add on four lanes, its constants in vectors: SMMULR is VRMULH, and
- * mcu_conv_fuse_rdbpot (RoundingDivideByPOT) is VRSHL by -e after adding -1 to negative values
- * (rounding half up then rounds their halves away from zero, as CMSIS-NN's MVE add does). */
-typedef struct {
-    int32x4_t shift1, conv_mult, skip_mult, out_mult, conv_e, skip_e, out_e, act_min, act_max;
-    int32_t conv_offset, skip_offset, out_offset;
-} fuse4_t;
-
-MCU_CONV_INLINE int32x4_t rdbpot4(int32x4_t x, int32x4_t neg_e)
-{
-    return vrshlq_s32(vqaddq_s32(x, vshrq_n_s32(vandq_s32(x, neg_e), 31)), neg_e);
-}
-
-MCU_CONV_INLINE int32x4_t fuse4(const fuse4_t *f, int32x4_t v, int32x4_t s)
-{
-    const int32x4_t x1 = vshlq_s32(vaddq_n_s32(v, f->conv_offset), f->shift1);
-    const int32x4_t x2 = vshlq_s32(vaddq_n_s32(s, f->skip_offset), f->shift1);
-    const int32x4_t sum = vaddq_s32(rdbpot4(vrmulhq_s32(x1, f->conv_mult), f->conv_e),
-                                    rdbpot4(vrmulhq_s32(x2, f->skip_mult), f->skip_e));
-    const int32x4_t raw =
-        vaddq_n_s32(rdbpot4(vrmulhq_s32(vshlq_n_s32(sum, 1), f->out_mult), f->out_e), f->out_offset);
-    return vminq_s32(vmaxq_s32(raw, f->act_min), f->act_max);
-}
-
 /* requant_rows with the residual Add of mcu_conv2d_add_s8 (c->fuse): each element's skip value read
  * just before the element is written (the output may lie exactly on the skip). */
 MCU_CONV_NOINLINE static void requant_rows_fused(const mcu_conv_block_t *c, const int32_t *sums,
@@ -189,7 +165,7 @@ MCU_CONV_NOINLINE static void requant_rows_fused(const mcu_conv_block_t *c, cons
 {
     const mcu_conv_params_t *const p = c->params;
     const mcu_conv_fuse_t *const f = c->fuse;
-    const fuse4_t v4 = {vdupq_n_s32(f->shift1), vdupq_n_s32(f->conv_mult), vdupq_n_s32(f->skip_mult),
+    const mcu_conv_fuse4_t v4 = {vdupq_n_s32(f->shift1), vdupq_n_s32(f->conv_mult), vdupq_n_s32(f->skip_mult),
                         vdupq_n_s32(f->out_mult), vdupq_n_s32(-f->conv_exp),
                         vdupq_n_s32(-f->skip_exp), vdupq_n_s32(-f->out_exp),
                         vdupq_n_s32(f->act_min), vdupq_n_s32(f->act_max), f->conv_offset,
@@ -210,125 +186,88 @@ MCU_CONV_NOINLINE static void requant_rows_fused(const mcu_conv_block_t *c, cons
             int32x4_t v = requant4(vld1q_s32(s + j), vld1q_s32(mult + j), vld1q_s32(base + j),
                                    vld1q_s32(shift + j));
             v = vminq_s32(vmaxq_s32(v, lo), hi);
-            vstrbq_s32(o + j, fuse4(&v4, v, vldrbq_s32(skip + j)));
+            vstrbq_s32(o + j, mcu_conv_fuse4(&v4, v, vldrbq_s32(skip + j)));
         }
         if (j < n) {
             const mve_pred16_t pr = vctp32q((uint32_t)(n - j));
             int32x4_t v = requant4(vldrwq_z_s32(s + j, pr), vldrwq_z_s32(mult + j, pr),
                                    vldrwq_z_s32(base + j, pr), vldrwq_z_s32(shift + j, pr));
             v = vminq_s32(vmaxq_s32(v, lo), hi);
-            vstrbq_p_s32(o + j, fuse4(&v4, v, vldrbq_z_s32(skip + j, pr)), pr);
+            vstrbq_p_s32(o + j, mcu_conv_fuse4(&v4, v, vldrbq_z_s32(skip + j, pr)), pr);
         }
     }
 }
 
+/* One row of n sums s requantized (requant4), clamped and stored at o, four per vector. */
 #if MCU_CONV_MVE_ASM
+MCU_CONV_INLINE void requant_row(const int32_t *s, const int32_t *mult, const int32_t *base,
+                                 const int32_t *shift, int8_t *o, int32_t n, int32x4_t lo,
+                                 int32x4_t hi)
+{
+    __asm__ volatile("dlstp.32 lr, %[n]\n"
+                     "1:\n\t"
+                     "vldrw.u32 q0, [%[s]], #16\n\t"
+                     "vldrw.u32 q1, [%[m]], #16\n\t"
+                     "vqrdmulh.s32 q1, q0, q1\n\t"
+                     "vldrw.u32 q2, [%[b]], #16\n\t"
+                     "vshr.s32 q0, q0, #31\n\t"
+                     "vadd.i32 q1, q1, q2\n\t"
+                     "vldrw.u32 q2, [%[sh]], #16\n\t"
+                     "vadd.i32 q1, q1, q0\n\t"
+                     "vshl.s32 q1, q1, q2\n\t"
+                     "vmax.s32 q1, q1, %q[lo]\n\t"
+                     "vmin.s32 q1, q1, %q[hi]\n\t"
+                     "vstrb.32 q1, [%[o]], #4\n\t"
+                     "letp lr, 1b\n"
+                     : [s] "+r"(s), [m] "+r"(mult), [b] "+r"(base), [sh] "+r"(shift), [o] "+l"(o)
+                     : [n] "r"(n), [lo] "w"(lo), [hi] "w"(hi)
+                     : "q0", "q1", "q2", "memory", "r14");
+}
+#else
+static void requant_row(const int32_t *s, const int32_t *mult, const int32_t *base,
+                        const int32_t *shift, int8_t *o, int32_t n, int32x4_t lo, int32x4_t hi)
+{
+    for (; n > 0; n -= 4, s += 4, mult += 4, base += 4, shift += 4, o += 4) {
+        const mve_pred16_t pr = vctp32q((uint32_t)n);
+        const int32x4_t v = requant4(vldrwq_z_s32(s, pr), vldrwq_z_s32(mult, pr),
+                                     vldrwq_z_s32(base, pr), vldrwq_z_s32(shift, pr));
+        vstrbq_p_s32(o, vminq_s32(vmaxq_s32(v, lo), hi), pr);
+    }
+}
+#endif
+
 MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int32_t *sums,
                                            int32_t row, int8_t *out, int32_t count)
 {
     const mcu_conv_params_t *const p = c->params;
     const int32x4_t lo = vdupq_n_s32(p->q.act_min);
     const int32x4_t hi = vdupq_n_s32(p->q.act_max);
-    const int32_t n = c->oc_end - c->oc_base;
     for (int32_t i = 0; i < count; ++i) {
-        const int32_t *s = sums + i * row;
-        const int32_t *mult = p->multiplier + c->oc_base;
-        const int32_t *shift = p->shift + c->oc_base;
-        const int32_t *base = c->base;
-        int8_t *o = out + i * p->output.c + c->oc_base;
-        __asm__ volatile("dlstp.32 lr, %[n]\n"
-                         "1:\n\t"
-                         "vldrw.u32 q0, [%[s]], #16\n\t"
-                         "vldrw.u32 q1, [%[m]], #16\n\t"
-                         "vqrdmulh.s32 q1, q0, q1\n\t"
-                         "vldrw.u32 q2, [%[b]], #16\n\t"
-                         "vshr.s32 q0, q0, #31\n\t"
-                         "vadd.i32 q1, q1, q2\n\t"
-                         "vldrw.u32 q2, [%[sh]], #16\n\t"
-                         "vadd.i32 q1, q1, q0\n\t"
-                         "vshl.s32 q1, q1, q2\n\t"
-                         "vmax.s32 q1, q1, %q[lo]\n\t"
-                         "vmin.s32 q1, q1, %q[hi]\n\t"
-                         "vstrb.32 q1, [%[o]], #4\n\t"
-                         "letp lr, 1b\n"
-                         : [s] "+r"(s), [m] "+r"(mult), [b] "+r"(base), [sh] "+r"(shift),
-                           [o] "+l"(o)
-                         : [n] "r"(n), [lo] "w"(lo), [hi] "w"(hi)
-                         : "q0", "q1", "q2", "memory", "r14");
+        requant_row(sums + i * row, p->multiplier + c->oc_base, c->base, p->shift + c->oc_base,
+                    out + i * p->output.c + c->oc_base, c->oc_end - c->oc_base, lo, hi);
     }
 }
-#else
-MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int32_t *sums,
-                                           int32_t row, int8_t *out, int32_t count)
-{
-    const mcu_conv_params_t *const p = c->params;
-    const int32x4_t lo = vdupq_n_s32(p->q.act_min);
-    const int32x4_t hi = vdupq_n_s32(p->q.act_max);
-    const int32_t n = c->oc_end - c->oc_base;
-    for (int32_t i = 0; i < count; ++i) {
-        const int32_t *s = sums + i * row;
-        const int32_t *mult = p->multiplier + c->oc_base;
-        const int32_t *shift = p->shift + c->oc_base;
-        const int32_t *base = c->base;
-        int8_t *o = out + i * p->output.c + c->oc_base;
-        for (int32_t r = n; r > 0; r -= 4) {
-            const mve_pred16_t pr = vctp32q((uint32_t)r);
-            const int32x4_t v = requant4(vldrwq_z_s32(s, pr), vldrwq_z_s32(mult, pr),
-                                         vldrwq_z_s32(base, pr), vldrwq_z_s32(shift, pr));
-            vstrbq_p_s32(o, vminq_s32(vmaxq_s32(v, lo), hi), pr);
-            s += 4;
-            mult += 4;
-            shift += 4;
-            base += 4;
-            o += 4;
-        }
-    }
-}
-#endif
 
-/* n bytes of src as window i of the interleaved buffer (xq_i = xq + 16 i, or further on by whole
- * chunks). */
+/* n bytes from src, 16 at a time, to dst + step * j for chunk j (step 16: a copy; 48: window i
+ * of the interleaved buffer, dst = xq + 16 i, or further on by whole chunks); fill_mve: n
+ * copies of v's bytes. */
 #if MCU_CONV_MVE_ASM
-MCU_CONV_INLINE void interleave_mve(int8_t *xq_i, const int8_t *src, int32_t n)
+MCU_CONV_INLINE void copy_mve(int8_t *dst, const int8_t *src, int32_t n, int32_t step)
 {
     __asm__ volatile("wlstp.8 lr, %[n], 1f\n"
                      "2:\n\t"
                      "vldrb.8 q0, [%[s]], #16\n\t"
-                     "vstrb.8 q0, [%[d]], #48\n\t"
-                     "letp lr, 2b\n"
-                     "1:\n"
-                     : [s] "+r"(src), [d] "+r"(xq_i)
-                     : [n] "r"(n)
-                     : "q0", "memory", "r14");
-}
-#else
-static void interleave_mve(int8_t *xq_i, const int8_t *src, int32_t n)
-{
-    for (; n > 0; n -= 16, src += 16, xq_i += 48) {
-        const mve_pred16_t pr = vctp8q((uint32_t)n);
-        vstrbq_p_s8(xq_i, vldrbq_z_s8(src, pr), pr);
-    }
-}
-#endif
-
-/* n bytes from src to dst / n copies of v's bytes to dst, 16 per predicated vector op */
-#if MCU_CONV_MVE_ASM
-MCU_CONV_INLINE void copy_mve(int8_t *dst, const int8_t *src, int32_t n)
-{
-    __asm__ volatile("wlstp.8 lr, %[n], 1f\n"
-                     "2:\n\t"
-                     "vldrb.8 q0, [%[s]], #16\n\t"
-                     "vstrb.8 q0, [%[d]], #16\n\t"
+                     "vstrb.8 q0, [%[d]], %[step]\n\t"
                      "letp lr, 2b\n"
                      "1:\n"
                      : [s] "+r"(src), [d] "+r"(dst)
-                     : [n] "r"(n)
+                     : [n] "r"(n), [step] "n"(step)
                      : "q0", "memory", "r14");
 }
 #else
-static inline void copy_mve(int8_t *dst, const int8_t *src, int32_t n)
+static void copy_mve(int8_t *dst, const int8_t *src, int32_t n, int32_t step)
 {
-    for (; n > 0; n -= 16, dst += 16, src += 16) {
+    for (; n > 0; n -= 16, dst += step, src += 16) {
         const mve_pred16_t pr = vctp8q((uint32_t)n);
         vstrbq_p_s8(dst, vldrbq_z_s8(src, pr), pr);
     }
@@ -360,10 +299,10 @@ static void gather_mve(const mcu_conv_block_t *c, const mcu_conv_window_t *win, 
         fill_mve(dst, pad, win->kx_begin * in_c);
         if (p->dilation_w == 1) {
             copy_mve(dst + win->kx_begin * in_c, src + (win->x0 + win->kx_begin) * in_c,
-                     (win->kx_end - win->kx_begin) * in_c);
+                     (win->kx_end - win->kx_begin) * in_c, 16);
         } else {
             for (int32_t kx = win->kx_begin; kx < win->kx_end; ++kx) {
-                copy_mve(dst + kx * in_c, src + (win->x0 + kx * p->dilation_w) * in_c, in_c);
+                copy_mve(dst + kx * in_c, src + (win->x0 + kx * p->dilation_w) * in_c, in_c, 16);
             }
         }
         fill_mve(dst + win->kx_end * in_c, pad, (k_w - win->kx_end) * in_c);
@@ -384,7 +323,7 @@ MCU_CONV_NOINLINE static void gathered_window(const mcu_conv_block_t *c, const i
     valid_taps(win.y0, p->dilation_h, p->filter.h, p->input.h, &win.ky_begin, &win.ky_end);
     valid_taps(win.x0, p->dilation_w, p->filter.w, p->input.w, &win.kx_begin, &win.kx_end);
     gather_mve(c, &win, patch);
-    interleave_mve(xq_i, patch, c->filter_size);
+    copy_mve(xq_i, patch, c->filter_size, 48);
 }
 
 /* First and last + 1 output coordinate whose window lies inside an input of `size`. */
@@ -442,16 +381,16 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
             if (x >= x_first && x < x_end && y >= y_first && y < y_end) {
                 const int8_t *const src = row + x * x_step;
                 if (one_run) {
-                    interleave_mve(xq_i, src, run);
+                    copy_mve(xq_i, src, run, 48);
                 } else if (whole_chunks) {
                     for (int32_t ky = 0; ky < k_h; ++ky) {
-                        interleave_mve(xq_i + 3 * ky * run, src + ky * row_step, run);
+                        copy_mve(xq_i + 3 * ky * run, src + ky * row_step, run, 48);
                     }
                 } else {
                     for (int32_t ky = 0; ky < k_h; ++ky) {
-                        copy_mve(patch + ky * run, src + ky * row_step, run);
+                        copy_mve(patch + ky * run, src + ky * row_step, run, 16);
                     }
-                    interleave_mve(xq_i, patch, c->filter_size);
+                    copy_mve(xq_i, patch, c->filter_size, 48);
                 }
             } else {
                 gathered_window(c, input, b, y, x, xq_i, patch);
