@@ -7,7 +7,6 @@
  */
 #include "mcu_dot_s8.h"
 
-
 #include "mcu_kernel_util.h"
 #include "mcu_nn.h"
 
@@ -66,62 +65,6 @@ MCU_DOT_NOINLINE int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t l
         w += 16;
     }
     return acc;
-}
-
-/* Two rows: sum x * w (VMLADAVA.S8) and sum w (VADDVA.S8), then + input_offset * sum w. Two rows
- * per pass keep the four scalar accumulators in the even registers VMLADAVA needs. */
-MCU_DOT_NOINLINE static void dot2_offset(const int8_t *x, const int8_t *w, int32_t len,
-                                         int32_t input_offset, int32_t acc[2])
-{
-    const int8_t *w0 = w;
-    const int8_t *w1 = w + len;
-    int32_t s0 = 0, s1 = 0, ws0 = 0, ws1 = 0;
-    for (int32_t n = len >> 4; n > 0; --n) {
-        const int8x16_t xv = vld1q_s8(x);
-        const int8x16_t v0 = vld1q_s8(w0);
-        const int8x16_t v1 = vld1q_s8(w1);
-        s0 = vmladavaq_s8(s0, xv, v0);
-        ws0 = vaddvaq_s8(ws0, v0);
-        s1 = vmladavaq_s8(s1, xv, v1);
-        ws1 = vaddvaq_s8(ws1, v1);
-        x += 16;
-        w0 += 16;
-        w1 += 16;
-    }
-    if ((len & 15) != 0) {
-        const mve_pred16_t p = vctp8q((uint32_t)(len & 15));
-        const int8x16_t xv = vldrbq_z_s8(x, p);
-        const int8x16_t v0 = vldrbq_z_s8(w0, p);
-        const int8x16_t v1 = vldrbq_z_s8(w1, p);
-        s0 = vmladavaq_s8(s0, xv, v0);
-        ws0 = vaddvaq_s8(ws0, v0);
-        s1 = vmladavaq_s8(s1, xv, v1);
-        ws1 = vaddvaq_s8(ws1, v1);
-    }
-    acc[0] = s0 + input_offset * ws0;
-    acc[1] = s1 + input_offset * ws1;
-}
-
-MCU_DOT_NOINLINE void mcu_dot4_offset_s8(const int8_t *x, const int8_t *w, int32_t len,
-                                         int32_t input_offset, int32_t acc[4])
-{
-    dot2_offset(x, w, len, input_offset, acc);
-    dot2_offset(x, w + 2 * len, len, input_offset, acc + 2);
-}
-
-MCU_DOT_NOINLINE int32_t mcu_dot1_offset_s8(const int8_t *x, const int8_t *w, int32_t len,
-                                            int32_t input_offset)
-{
-    int32_t s = 0, ws = 0;
-    for (int32_t left = len; left > 0; left -= 16) {
-        const mve_pred16_t p = vctp8q((uint32_t)left);
-        const int8x16_t wv = vldrbq_z_s8(w, p);
-        s = vmladavaq_s8(s, vldrbq_z_s8(x, p), wv);
-        ws = vaddvaq_s8(ws, wv);
-        x += 16;
-        w += 16;
-    }
-    return s + input_offset * ws;
 }
 
 #elif MCU_ISA_NATIVE == MCU_ISA_DSP
@@ -186,70 +129,6 @@ MCU_DOT_NOINLINE int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t l
     return acc;
 }
 
-MCU_DOT_NOINLINE void mcu_dot4_offset_s8(const int8_t *x, const int8_t *w, int32_t len,
-                                         int32_t input_offset, int32_t acc[4])
-{
-    /* Two int16 lanes of (x + input_offset), in [-255, 255], against two int16 lanes of w:
-     * SMLAD adds both products, exactly as two scalar MACs. Rows 0/1 are read at wa and
-     * wa + len, rows 2/3 at wb and wb + len. */
-    const int32_t offset2 = (int32_t)(((uint32_t)input_offset & 0xFFFFu) |
-                                      ((uint32_t)input_offset << 16));
-    const int8_t *wa = w;
-    const int8_t *wb = w + 2 * len;
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    for (int32_t n = len >> 2; n > 0; --n) {
-        const uint32_t xv = read_s8x4(x);
-        const int32_t x02 = __sxtab16(offset2, (int32_t)xv);
-        const int32_t x13 = sxtab16_ror8(offset2, xv);
-        const uint32_t v0 = read_s8x4(wa);
-        a0 = __smlad(x02, __sxtb16((int32_t)v0), a0);
-        a0 = __smlad(x13, sxtb16_ror8(v0), a0);
-        const uint32_t v1 = read_s8x4(wa + len);
-        a1 = __smlad(x02, __sxtb16((int32_t)v1), a1);
-        a1 = __smlad(x13, sxtb16_ror8(v1), a1);
-        const uint32_t v2 = read_s8x4(wb);
-        a2 = __smlad(x02, __sxtb16((int32_t)v2), a2);
-        a2 = __smlad(x13, sxtb16_ror8(v2), a2);
-        const uint32_t v3 = read_s8x4(wb + len);
-        a3 = __smlad(x02, __sxtb16((int32_t)v3), a3);
-        a3 = __smlad(x13, sxtb16_ror8(v3), a3);
-        x += 4;
-        wa += 4;
-        wb += 4;
-    }
-    for (int32_t i = 0; i < (len & 3); ++i) {
-        const int32_t xv = (int32_t)x[i] + input_offset;
-        a0 += xv * (int32_t)wa[i];
-        a1 += xv * (int32_t)wa[len + i];
-        a2 += xv * (int32_t)wb[i];
-        a3 += xv * (int32_t)wb[len + i];
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-}
-
-MCU_DOT_NOINLINE int32_t mcu_dot1_offset_s8(const int8_t *x, const int8_t *w, int32_t len,
-                                            int32_t input_offset)
-{
-    const int32_t offset2 = (int32_t)(((uint32_t)input_offset & 0xFFFFu) |
-                                      ((uint32_t)input_offset << 16));
-    int32_t acc = 0;
-    for (int32_t n = len >> 2; n > 0; --n) {
-        const uint32_t xv = read_s8x4(x);
-        const uint32_t wv = read_s8x4(w);
-        acc = __smlad(__sxtab16(offset2, (int32_t)xv), __sxtb16((int32_t)wv), acc);
-        acc = __smlad(sxtab16_ror8(offset2, xv), sxtb16_ror8(wv), acc);
-        x += 4;
-        w += 4;
-    }
-    for (int32_t i = 0; i < (len & 3); ++i) {
-        acc += ((int32_t)x[i] + input_offset) * (int32_t)w[i];
-    }
-    return acc;
-}
-
 #else /* pure C99 */
 
 /* The loops index from -len up to 0 off pointers to the ends: on Armv6-M every load then has the
@@ -279,28 +158,6 @@ MCU_DOT_NOINLINE void mcu_dot4_s8(const int8_t *x, const int8_t *w, int32_t w_st
     dot2(x, w + 2 * w_stride, w_stride, len, acc + 2);
 }
 
-MCU_DOT_NOINLINE static void dot2_offset(const int8_t *x, const int8_t *w, int32_t len,
-                                         int32_t input_offset, int32_t acc[2])
-{
-    const int8_t *const x_end = x + len;
-    const int8_t *const w0_end = w + len;
-    const int8_t *const w1_end = w0_end + len;
-    int32_t a0 = 0, a1 = 0;
-    for (int32_t i = -len; i != 0; ++i) {
-        const int32_t xv = (int32_t)x_end[i] + input_offset;
-        a0 += xv * (int32_t)w0_end[i];
-        a1 += xv * (int32_t)w1_end[i];
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-}
-
-MCU_DOT_NOINLINE void mcu_dot4_offset_s8(const int8_t *x, const int8_t *w, int32_t len,
-                                         int32_t input_offset, int32_t acc[4])
-{
-    dot2_offset(x, w, len, input_offset, acc);
-    dot2_offset(x, w + 2 * len, len, input_offset, acc + 2);
-}
 #else
 MCU_DOT_NOINLINE void mcu_dot4_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len,
                                   int32_t acc[4])
@@ -324,27 +181,6 @@ MCU_DOT_NOINLINE void mcu_dot4_s8(const int8_t *x, const int8_t *w, int32_t w_st
     acc[3] = a3;
 }
 
-MCU_DOT_NOINLINE void mcu_dot4_offset_s8(const int8_t *x, const int8_t *w, int32_t len,
-                                         int32_t input_offset, int32_t acc[4])
-{
-    const int8_t *const x_end = x + len;
-    const int8_t *const w0_end = w + len;
-    const int8_t *const w1_end = w0_end + len;
-    const int8_t *const w2_end = w1_end + len;
-    const int8_t *const w3_end = w2_end + len;
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    for (int32_t i = -len; i != 0; ++i) {
-        const int32_t xv = (int32_t)x_end[i] + input_offset;
-        a0 += xv * (int32_t)w0_end[i];
-        a1 += xv * (int32_t)w1_end[i];
-        a2 += xv * (int32_t)w2_end[i];
-        a3 += xv * (int32_t)w3_end[i];
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-}
 #endif
 
 MCU_DOT_NOINLINE int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t len)
@@ -354,18 +190,6 @@ MCU_DOT_NOINLINE int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t l
     int32_t acc = 0;
     for (int32_t i = -len; i != 0; ++i) {
         acc += (int32_t)x_end[i] * (int32_t)w_end[i];
-    }
-    return acc;
-}
-
-MCU_DOT_NOINLINE int32_t mcu_dot1_offset_s8(const int8_t *x, const int8_t *w, int32_t len,
-                                            int32_t input_offset)
-{
-    const int8_t *const x_end = x + len;
-    const int8_t *const w_end = w + len;
-    int32_t acc = 0;
-    for (int32_t i = -len; i != 0; ++i) {
-        acc += ((int32_t)x_end[i] + input_offset) * (int32_t)w_end[i];
     }
     return acc;
 }

@@ -22,14 +22,6 @@ int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t len);
 /* sum_i w[i]: static inline (below), as kernels call it once per output channel */
 static inline int32_t mcu_sum_s8(const int8_t *w, int32_t len);
 
-/* acc[r] = sum_i (x[i] + input_offset) * w[r * len + i], r = 0..3 (four consecutive rows),
- * input_offset in [-127, 128] */
-void mcu_dot4_offset_s8(const int8_t *x, const int8_t *w, int32_t len, int32_t input_offset,
-                        int32_t acc[4]);
-
-/* sum_i (x[i] + input_offset) * w[i] */
-int32_t mcu_dot1_offset_s8(const int8_t *x, const int8_t *w, int32_t len, int32_t input_offset);
-
 #include "mcu_kernel_util.h"
 #include "mcu_nn.h"
 
