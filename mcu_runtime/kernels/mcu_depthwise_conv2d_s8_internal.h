@@ -120,6 +120,74 @@ typedef struct {
     int32_t shift[2][4];
 } mcu_dw_mve_scratch_t;
 
+/* _mve.c with GCC: the whole windows of 3x3 filters in full groups through one inline-assembly
+ * block (gcc's code for the intrinsics reloads constants and pointers from the stack); its nine
+ * taps are read at base + off[t]. */
+#if MCU_ISA_NATIVE == MCU_ISA_MVE && defined(__GNUC__)
+#define DW_ASM3 1
+
+#define DW_TAP(t, wb)                                                                             \
+    "ldr %[a], [%[off], #" #t "*4]\n\t"                                                           \
+    "add %[a], %[base]\n\t"                                                                       \
+    "vldrb.s16 q2, [%[a]]\n\t"                                                                    \
+    "vldrh.u16 q3, [%[g], #" wb "]\n\t"                                                           \
+    "vmullb.s16 q4, q2, q3\n\t"                                                                   \
+    "vadd.i32 q0, q0, q4\n\t"                                                                     \
+    "vmullt.s16 q4, q2, q3\n\t"                                                                   \
+    "vadd.i32 q1, q1, q4\n\t"
+
+_Static_assert(__builtin_offsetof(mcu_dw_mve_scratch_t, bias_full) == 432 &&
+                   __builtin_offsetof(mcu_dw_mve_scratch_t, mult) == 464 &&
+                   __builtin_offsetof(mcu_dw_mve_scratch_t, base) == 496 &&
+                   __builtin_offsetof(mcu_dw_mve_scratch_t, shift) == 528,
+               "the offsets in mve_window3x3's assembly");
+
+/* One output position (eight channels, full group): sums from bias_full over the nine taps at
+ * base + off[t] (weights g->w[t]), requant4, clamp to [lo, hi], one narrowing store. */
+static inline __attribute__((always_inline)) void mve_window3x3(const mcu_dw_mve_scratch_t *g,
+                                                                const int8_t *base,
+                                                                const int32_t *off, int8_t *out,
+                                                                int32_t lo, int32_t hi)
+{
+    const int8_t *a;
+    __asm__ volatile(
+        "vldrw.u32 q0, [%[g], #432]\n\t"
+        "vldrw.u32 q1, [%[g], #448]\n\t"
+        DW_TAP(0, "0") DW_TAP(1, "16") DW_TAP(2, "32") DW_TAP(3, "48") DW_TAP(4, "64")
+        DW_TAP(5, "80") DW_TAP(6, "96") DW_TAP(7, "112") DW_TAP(8, "128")
+        "vldrw.u32 q2, [%[q], #0]\n\t"
+        "vqrdmulh.s32 q3, q0, q2\n\t"
+        "vldrw.u32 q2, [%[q], #32]\n\t"
+        "vadd.i32 q3, q3, q2\n\t"
+        "vshr.s32 q2, q0, #31\n\t"
+        "vadd.i32 q3, q3, q2\n\t"
+        "vldrw.u32 q2, [%[q], #64]\n\t"
+        "vshl.s32 q0, q3, q2\n\t"
+        "vldrw.u32 q2, [%[q], #16]\n\t"
+        "vqrdmulh.s32 q3, q1, q2\n\t"
+        "vldrw.u32 q2, [%[q], #48]\n\t"
+        "vadd.i32 q3, q3, q2\n\t"
+        "vshr.s32 q2, q1, #31\n\t"
+        "vadd.i32 q3, q3, q2\n\t"
+        "vldrw.u32 q2, [%[q], #80]\n\t"
+        "vshl.s32 q1, q3, q2\n\t"
+        "vqmovnb.s32 q2, q0\n\t"
+        "vqmovnt.s32 q2, q1\n\t"
+        "vdup.16 q3, %[lo]\n\t"
+        "vmax.s16 q2, q2, q3\n\t"
+        "vdup.16 q3, %[hi]\n\t"
+        "vmin.s16 q2, q2, q3\n\t"
+        "vstrb.16 q2, [%[out]]\n\t"
+        : [a] "=&l"(a)
+        : [g] "r"(g), [q] "r"(g->mult), [base] "r"(base), [off] "r"(off), [out] "l"(out), [lo] "r"(lo),
+          [hi] "r"(hi)
+        : "q0", "q1", "q2", "q3", "q4", "memory");
+}
+
+#else
+#define DW_ASM3 0
+#endif
+
 /* ---- the paths ---- */
 
 /* _generic.c: output channels first_oc .. C_out - 1 of every position (first_oc is 0, or the

@@ -52,6 +52,7 @@ CASES = {
     "3x3_dilation2": Case(h=8, w=8, c_in=4, dilation=(2, 2), pads=(2, 2, 2, 2)),
     "3x3_dilation5_10_borders": Case(h=11, w=11, c_in=8, dilation=(5, 5), pads=(5, 5, 5, 5)),
     "3x3_narrow_act": Case(h=5, w=6, c_in=8, pads=P1, act=(-20, 40), zp_out=-3),
+    "3x3_c24_stride2_act": Case(h=7, w=8, c_in=24, stride=(2, 2), pads=P1, act=(-90, 70)),
     "3x3_batch2": Case(n=2, h=5, w=4, c_in=4, pads=(0, 0, 1, 0)),
     "3x3_c3": Case(h=5, w=5, c_in=3, pads=P1),
     "5x5_c6_tail": Case(h=7, w=6, c_in=6, kh=5, kw=5, pads=(2, 2, 2, 2)),
