@@ -63,7 +63,7 @@ def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
     for kern in dict.fromkeys([*kernels, *deps]):
         out.append(f"kernels/{kern}.c")
         out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.[ch]")
-                      if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve", "internal"))
+                      if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve", "mve_ring", "internal"))
     return out
 
 

@@ -59,17 +59,18 @@ int32_t mcu_depthwise_conv2d_s8_path(const mcu_depthwise_conv_params_t *params,
     return isa == MCU_ISA_MVE ? MCU_PATH_MVE : MCU_PATH_DSP;
 }
 
-/* Scratch bytes of a path (mcu_depthwise_conv2d_s8_path's value). */
-static int32_t path_scratch(int32_t path)
+/* Scratch bytes of a path (mcu_depthwise_conv2d_s8_path's value); the MVE path's ring too. */
+static int32_t path_scratch(const mcu_depthwise_conv_params_t *params, int32_t path)
 {
-    return path == MCU_PATH_DSP ? MCU_DW_DSP_SCRATCH_BYTES
-                                : (path == MCU_PATH_MVE ? MCU_DW_MVE_SCRATCH_BYTES : 0);
+    return path == MCU_PATH_DSP
+               ? MCU_DW_DSP_SCRATCH_BYTES
+               : (path == MCU_PATH_MVE ? MCU_DW_MVE_SCRATCH_BYTES + dw_mve_ring_bytes(params) : 0);
 }
 
 int32_t mcu_depthwise_conv2d_s8_get_buffer_size(const mcu_depthwise_conv_params_t *params,
                                                 const int32_t *bias, int32_t isa)
 {
-    return path_scratch(mcu_depthwise_conv2d_s8_path(params, bias, isa));
+    return path_scratch(params, mcu_depthwise_conv2d_s8_path(params, bias, isa));
 }
 
 /* The scratch of `size` bytes (at least 4-byte aligned) from ctx, NULL when ctx holds less. */
@@ -104,7 +105,7 @@ static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv
         return MCU_ERR_ARG;
     }
     const int32_t path = mcu_depthwise_conv2d_s8_path(params, bias, isa);
-    void *const scratch = scratch_of(ctx, path_scratch(path));
+    void *const scratch = scratch_of(ctx, path_scratch(params, path));
     if (path != MCU_PATH_GENERIC && scratch == NULL) {
         return MCU_ERR_SCRATCH;
     }

@@ -221,8 +221,10 @@ DW_NOINLINE static void run_3x3(const mve_ctx_t *m, const int8_t *x, int8_t *o, 
 {
     const mve_run_t r = run_of(m);
 #if DW_ASM3
+    const int16x8_t lo = vdupq_n_s16((int16_t)r.lo);
+    const int16x8_t hi = vdupq_n_s16((int16_t)r.hi);
     for (; n > 0; --n, x += x_step, o += r.out_c) {
-        mve_window3x3(r.g, x, m->whole, o, r.lo, r.hi);
+        mve_window3x3(r.g, x, m->whole, o, lo, hi);
     }
 #else
     const int16x8_t none = vdupq_n_s16(0);
@@ -392,6 +394,7 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
     const int32_t out_c = p->output.c;
     const int32_t in_batch = p->input.h * in_w * p->input.c;
     const int32_t out_batch = p->output.h * p->output.w * out_c;
+    const int32_t ring_bytes = dw_mve_ring_bytes(p);
     mve_ctx_t m;
     m.p = p;
     m.g = scratch;
@@ -416,7 +419,10 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
         }
         m.pred = vctp16q((uint32_t)(out_c - c));
         for (int32_t b = 0; b < p->input.n; ++b) {
-            if (c + 8 <= out_c) {
+            if (c + 8 <= out_c && ring_bytes > 0) {
+                mcu_dw_mve_ring(scratch, (int8_t *)(scratch + 1), p, input + b * in_batch + c,
+                                output + b * out_batch + c);
+            } else if (c + 8 <= out_c) {
                 mve_group(&m, input + b * in_batch + c, output + b * out_batch + c);
             } else {
                 mve_group_partial(&m, input + b * in_batch + c, output + b * out_batch + c);
