@@ -31,10 +31,20 @@ static void mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params
     const int32_t taps = p->filter.h * p->filter.w;
     const mve_pred16_t lanes = vctp16q((uint32_t)(out_c - c));
     int16x8_t w_sum = vdupq_n_s16(0);
-    for (int32_t t = 0; t < taps; ++t) {
-        const int16x8_t w = vldrbq_z_s16(filter + t * out_c + c, lanes);
-        vst1q_s16(g->w[t], w);
-        w_sum = vaddq_s16(w_sum, w); /* |sum| <= 25 * 128 */
+    const int8_t *f = filter + c;
+    int16_t *gw = g->w[0];
+    if (out_c - c >= 8) { /* (no predication) */
+        for (int32_t t = taps; t > 0; --t, f += out_c, gw += 8) {
+            const int16x8_t w = vldrbq_s16(f);
+            vst1q_s16(gw, w);
+            w_sum = vaddq_s16(w_sum, w); /* |sum| <= 25 * 128 */
+        }
+    } else {
+        for (int32_t t = taps; t > 0; --t, f += out_c, gw += 8) {
+            const int16x8_t w = vldrbq_z_s16(f, lanes);
+            vst1q_s16(gw, w);
+            w_sum = vaddq_s16(w_sum, w);
+        }
     }
     /* even and odd channels: lanes c + 2 j and c + 2 j + 1 */
     const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2u);
