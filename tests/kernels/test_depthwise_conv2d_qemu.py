@@ -53,6 +53,10 @@ CASES = {
     "3x3_dilation5_10_borders": Case(h=11, w=11, c_in=8, dilation=(5, 5), pads=(5, 5, 5, 5)),
     "3x3_narrow_act": Case(h=5, w=6, c_in=8, pads=P1, act=(-20, 40), zp_out=-3),
     "3x3_c24_stride2_act": Case(h=7, w=8, c_in=24, stride=(2, 2), pads=P1, act=(-90, 70)),
+    "3x3_ring_pad_bottom_c16": Case(h=7, w=6, c_in=16, pads=(0, 2, 1, 1)),
+    "3x3_ring_pad2_stride3_c8": Case(h=8, w=9, c_in=8, stride=(3, 3), pads=(2, 2, 2, 2)),
+    "3x3_ring_widest_c8": Case(h=3, w=30, c_in=8, pads=P1, act=(-128, 0)),
+    "3x3_past_ring_c8": Case(h=4, w=33, c_in=8, pads=P1),
     "3x3_batch2": Case(n=2, h=5, w=4, c_in=4, pads=(0, 0, 1, 0)),
     "3x3_c3": Case(h=5, w=5, c_in=3, pads=P1),
     "5x5_c6_tail": Case(h=7, w=6, c_in=6, kh=5, kw=5, pads=(2, 2, 2, 2)),
@@ -127,7 +131,7 @@ def net_c(built: list[tuple[str, DepthwiseConvParams, list[Any]]]) -> tuple[str,
 int net_run_multi(const int8_t *const *inputs, int8_t *const *outputs);
 
 /* scratch, as the arena would give it: aligned, with room for every path */
-static int32_t scratch[256];
+static int32_t scratch[512];
 
 {"".join(decls)}
 static void run_case(const mcu_depthwise_conv_params_t *p, const int8_t *x, const int8_t *w,
