@@ -17,29 +17,34 @@
 
 #include "mcu_depthwise_conv2d_s8_internal.h"
 
-/* Padded input row `row` (channels c .. c + 7 at in) into dst: `cols` columns of 8 bytes. */
-static void ring_row(int8_t *dst, const mcu_depthwise_conv_params_t *p, const int8_t *in,
-                     int32_t row, int32_t cols)
+/* The columns of a padded row inside the input: [left, left + inside) of `cols`. */
+typedef struct {
+    int32_t left;
+    int32_t inside;
+    int32_t right;
+    int32_t cols;
+    int32_t in_c;
+    int16x8_t zp;
+} ring_cols_t;
+
+/* One padded row into dst: src (the input row at channel c), or zero points when src is NULL. */
+static void ring_row(int8_t *dst, const ring_cols_t *rc, const int8_t *src)
 {
-    const int16x8_t zp = vdupq_n_s16((int16_t)-p->q.input_offset);
-    const int32_t in_y = row - p->pad_top;
-    int32_t left = cols;
-    int32_t inside = 0;
-    if (in_y >= 0 && in_y < p->input.h) {
-        left = p->pad_left < cols ? p->pad_left : cols;
-        const int32_t end = p->pad_left + p->input.w < cols ? p->pad_left + p->input.w : cols;
-        inside = end > left ? end - left : 0;
+    const int16x8_t zp = rc->zp;
+    if (src == NULL) {
+        for (int32_t i = rc->cols; i > 0; --i, dst += 8) {
+            vstrbq_s16(dst, zp);
+        }
+        return;
     }
-    const int32_t right = cols - left - inside;
-    for (int32_t i = left; i > 0; --i, dst += 8) {
+    for (int32_t i = rc->left; i > 0; --i, dst += 8) {
         vstrbq_s16(dst, zp);
     }
-    const int32_t in_c = p->input.c;
-    const int8_t *src = inside > 0 ? in + in_y * p->input.w * in_c : in;
-    for (int32_t i = inside; i > 0; --i, dst += 8, src += in_c) {
+    const int32_t in_c = rc->in_c;
+    for (int32_t i = rc->inside; i > 0; --i, dst += 8, src += in_c) {
         vstrbq_s16(dst, vldrbq_s16(src));
     }
-    for (int32_t i = right; i > 0; --i, dst += 8) {
+    for (int32_t i = rc->right; i > 0; --i, dst += 8) {
         vstrbq_s16(dst, zp);
     }
 }
@@ -113,22 +118,38 @@ void mcu_dw_mve_ring(const mcu_dw_mve_scratch_t *g, int8_t *ring,
 {
     const int32_t out_c = p->output.c;
     const int32_t out_w = p->output.w;
-    const int32_t cols = (out_w - 1) * p->stride_w + 3;
-    const int32_t ring_row_bytes = 8 * cols;
+    const int32_t in_h = p->input.h;
+    const int32_t in_row = p->input.w * p->input.c;
+    ring_cols_t rc;
+    rc.cols = (out_w - 1) * p->stride_w + 3;
+    rc.left = p->pad_left < rc.cols ? p->pad_left : rc.cols;
+    const int32_t end = p->pad_left + p->input.w < rc.cols ? p->pad_left + p->input.w : rc.cols;
+    rc.inside = end > rc.left ? end - rc.left : 0;
+    rc.right = rc.cols - rc.left - rc.inside;
+    rc.in_c = p->input.c;
+    rc.zp = vdupq_n_s16((int16_t)-p->q.input_offset);
+    const int32_t row_bytes = 8 * rc.cols;
     const int32_t x_step = 8 * p->stride_w;
     const int16x8_t lo = vdupq_n_s16((int16_t)p->q.act_min);
     const int16x8_t hi = vdupq_n_s16((int16_t)p->q.act_max);
-    int32_t next = 0; /* the first padded row not in the ring yet */
-    for (int32_t out_y = 0; out_y < p->output.h; ++out_y) {
-        const int32_t top = out_y * p->stride_h;
-        next = next > top ? next : top;
-        for (; next < top + 3; ++next) {
-            ring_row(ring + (next % 3) * ring_row_bytes, p, in, next, cols);
+    int8_t *const slot[3] = {ring, ring + row_bytes, ring + 2 * row_bytes};
+    int32_t next = 0;      /* the first padded row not in the ring yet */
+    int32_t next_slot = 0; /* its slot: next % 3 */
+    int8_t *o = out;
+    for (int32_t top = 0, n_y = p->output.h; n_y > 0; --n_y, top += p->stride_h) {
+        if (next < top) { /* (strides over 3 skip rows) */
+            next_slot = (next_slot + top - next) % 3;
+            next = top;
         }
-        const int8_t *const r0 = ring + (top % 3) * ring_row_bytes;
-        const int8_t *const r1 = ring + ((top + 1) % 3) * ring_row_bytes;
-        const int8_t *const r2 = ring + ((top + 2) % 3) * ring_row_bytes;
-        int8_t *o = out + out_y * out_w * out_c;
+        for (; next < top + 3; ++next) {
+            const int32_t in_y = next - p->pad_top;
+            ring_row(slot[next_slot], &rc, in_y >= 0 && in_y < in_h ? in + in_y * in_row : NULL);
+            next_slot = next_slot == 2 ? 0 : next_slot + 1;
+        }
+        /* rows top, top + 1, top + 2 are the three before `next`: slots next_slot, +1, +2 */
+        const int8_t *const r0 = slot[next_slot];
+        const int8_t *const r1 = slot[next_slot == 2 ? 0 : next_slot + 1];
+        const int8_t *const r2 = slot[next_slot == 0 ? 2 : next_slot - 1];
         for (int32_t xo = 0, n = out_w; n > 0; --n, xo += x_step, o += out_c) {
             ring_window(g, r0, r1, r2, xo, o, lo, hi);
         }
