@@ -195,19 +195,35 @@ static inline __attribute__((always_inline)) void mve_window3x3(const mcu_dw_mve
 /* The MVE path's ring of three input rows padded with the input zero point (-input_offset,
  * whose products cancel bias_full's share of the taps outside the input): for 3x3 filters
  * with dilation 1, at least eight channels and outputs at most DW_MVE_RING_COLS padded columns
- * wide, every window of a full group of eight channels reads whole rows there (_mve_ring.c).
- * Its bytes follow mcu_dw_mve_scratch_t in the scratch; they depend on the output width only
- * (the same for every row band of the layer). */
+ * wide, every window of a full group reads whole rows there (_mve_ring.c). Groups of sixteen
+ * channels (a second mcu_dw_mve_scratch_t, then a ring of 16 bytes a column) when there are at
+ * least 16 channels and at most DW_MVE_RING16_COLS columns, else of eight (8 bytes a column):
+ * at most MCU_DW_MVE_SCRATCH_BYTES + 3 * 8 * DW_MVE_RING_COLS bytes after the scratch either
+ * way. They depend on the output width only (the same for every row band of the layer). */
 #define DW_MVE_RING_COLS 32
+#define DW_MVE_RING16_COLS 16
 
-static inline int32_t dw_mve_ring_bytes(const mcu_depthwise_conv_params_t *p)
+/* The ring's columns (0: no ring) and its channels a group (8 or 16). */
+static inline int32_t dw_mve_ring_cols(const mcu_depthwise_conv_params_t *p, int32_t *lanes)
 {
+    *lanes = 0;
     if (p->filter.h != 3 || p->filter.w != 3 || p->dilation_h != 1 || p->dilation_w != 1 ||
         p->output.c < 8 || p->output.w > DW_MVE_RING_COLS || p->stride_w > DW_MVE_RING_COLS) {
         return 0;
     }
     const int32_t cols = (p->output.w - 1) * p->stride_w + 3;
-    return cols <= DW_MVE_RING_COLS ? 3 * 8 * cols : 0;
+    if (cols > DW_MVE_RING_COLS) {
+        return 0;
+    }
+    *lanes = p->output.c >= 16 && cols <= DW_MVE_RING16_COLS ? 16 : 8;
+    return cols;
+}
+
+static inline int32_t dw_mve_ring_bytes(const mcu_depthwise_conv_params_t *p)
+{
+    int32_t lanes;
+    const int32_t cols = dw_mve_ring_cols(p, &lanes);
+    return lanes == 16 ? MCU_DW_MVE_SCRATCH_BYTES + 3 * 16 * cols : 3 * lanes * cols;
 }
 
 /* ---- the paths ---- */
@@ -235,10 +251,12 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
                         const int8_t *input, const int8_t *filter, const int32_t *bias,
                         int8_t *output);
 
-/* _mve_ring.c: every output of the full group of channels c .. c + 7 (in/out: the batch's
- * tensors at channel c) through the ring (dw_mve_ring_bytes(p) bytes at `ring`). */
+/* _mve_ring.c: every output of the full group of channels c .. c + lanes - 1 (lanes 8 or 16;
+ * in/out: the batch's tensors at channel c; g[0] and for 16 g[1] prepared) through the ring
+ * (`ring`: 3 * lanes * dw_mve_ring_cols() bytes). */
 void mcu_dw_mve_ring(const mcu_dw_mve_scratch_t *g, int8_t *ring,
-                     const mcu_depthwise_conv_params_t *p, const int8_t *in, int8_t *out);
+                     const mcu_depthwise_conv_params_t *p, const int8_t *in, int8_t *out,
+                     int32_t lanes);
 
 /* _mve.c, for the generic loops on MVE targets (depth_multiplier == 1): every channel of one
  * output position, eight at a time; returns C_out (the channels done). */

@@ -404,7 +404,9 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
     const int32_t out_c = p->output.c;
     const int32_t in_batch = p->input.h * in_w * p->input.c;
     const int32_t out_batch = p->output.h * p->output.w * out_c;
-    const int32_t ring_bytes = dw_mve_ring_bytes(p);
+    int32_t ring_lanes; /* 16: groups of sixteen channels through the ring, 8: of eight */
+    (void)dw_mve_ring_cols(p, &ring_lanes);
+    int8_t *const ring = (int8_t *)(scratch + (ring_lanes == 16 ? 2 : 1));
     mve_ctx_t m;
     m.p = p;
     m.g = scratch;
@@ -422,16 +424,19 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
            &m.x_end);
     inside(p->pad_top, p->stride_h, p->dilation_h, p->filter.h, p->input.h, p->output.h,
            &m.y_begin, &m.y_end);
-    for (int32_t c = 0; c < out_c; c += 8) {
-        mve_prepare(scratch, p, filter, bias, c);
-        if (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) {
-            mve_prepare_no_tie(scratch, p, c);
+    for (int32_t c = 0, lanes = 8; c < out_c; c += lanes) {
+        lanes = ring_lanes == 16 && c + 16 <= out_c ? 16 : 8;
+        for (int32_t k = 0; k < lanes; k += 8) {
+            mve_prepare(scratch + k / 8, p, filter, bias, c + k);
+            if (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) {
+                mve_prepare_no_tie(scratch + k / 8, p, c + k);
+            }
         }
         m.pred = vctp16q((uint32_t)(out_c - c));
         for (int32_t b = 0; b < p->input.n; ++b) {
-            if (c + 8 <= out_c && ring_bytes > 0) {
-                mcu_dw_mve_ring(scratch, (int8_t *)(scratch + 1), p, input + b * in_batch + c,
-                                output + b * out_batch + c);
+            if (c + 8 <= out_c && ring_lanes > 0) {
+                mcu_dw_mve_ring(scratch, ring, p, input + b * in_batch + c,
+                                output + b * out_batch + c, lanes);
             } else if (c + 8 <= out_c) {
                 mve_group(&m, input + b * in_batch + c, output + b * out_batch + c);
             } else {

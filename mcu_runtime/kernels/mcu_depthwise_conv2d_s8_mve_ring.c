@@ -24,28 +24,31 @@ typedef struct {
     int32_t right;
     int32_t cols;
     int32_t in_c;
-    int16x8_t zp;
+    int8x16_t zp; /* (as int16 lanes for 8-byte columns: vstrb.16 stores their low bytes) */
 } ring_cols_t;
 
-/* One padded row into dst: src (the input row at channel c), or zero points when src is NULL. */
-static void ring_row(int8_t *dst, const ring_cols_t *rc, const int8_t *src)
+/* One padded row into dst: src (the input row at channel c), or zero points when src is NULL;
+ * 8 or, wide, 16 bytes a column. */
+static inline __attribute__((always_inline)) void ring_row(int8_t *dst, const ring_cols_t *rc,
+                                                           const int8_t *src, int wide)
 {
-    const int16x8_t zp = rc->zp;
+    const int32_t step = wide ? 16 : 8;
+    const int8x16_t zp = rc->zp;
     if (src == NULL) {
-        for (int32_t i = rc->cols; i > 0; --i, dst += 8) {
-            vstrbq_s16(dst, zp);
+        for (int32_t i = rc->cols; i > 0; --i, dst += step) {
+            wide ? vst1q_s8(dst, zp) : vstrbq_s16(dst, vreinterpretq_s16_s8(zp));
         }
         return;
     }
-    for (int32_t i = rc->left; i > 0; --i, dst += 8) {
-        vstrbq_s16(dst, zp);
+    for (int32_t i = rc->left; i > 0; --i, dst += step) {
+        wide ? vst1q_s8(dst, zp) : vstrbq_s16(dst, vreinterpretq_s16_s8(zp));
     }
     const int32_t in_c = rc->in_c;
-    for (int32_t i = rc->inside; i > 0; --i, dst += 8, src += in_c) {
-        vstrbq_s16(dst, vldrbq_s16(src));
+    for (int32_t i = rc->inside; i > 0; --i, dst += step, src += in_c) {
+        wide ? vst1q_s8(dst, vld1q_s8(src)) : vstrbq_s16(dst, vldrbq_s16(src));
     }
-    for (int32_t i = rc->right; i > 0; --i, dst += 8) {
-        vstrbq_s16(dst, zp);
+    for (int32_t i = rc->right; i > 0; --i, dst += step) {
+        wide ? vst1q_s8(dst, zp) : vstrbq_s16(dst, vreinterpretq_s16_s8(zp));
     }
 }
 
@@ -84,6 +87,90 @@ static inline __attribute__((always_inline)) void ring_window(const mcu_dw_mve_s
         : "q0", "q1", "q2", "q3", "q4", "memory");
 }
 
+/* Tap t of a 16-channel window: column bytes x of the row at %[a], weights g[0].w[t] and
+ * g[1].w[t] (at %[g] and %[g2] + w bytes); q0/q1 the even/odd sums of channels 0..7, q2/q3 of
+ * 8..15. */
+#define DW_RING16_TAP(x, x8, w)                                                                   \
+    "vldrb.s16 q4, [%[a], #" x "]\n\t"                                                            \
+    "vldrh.u16 q5, [%[g], #" w "]\n\t"                                                            \
+    "vmullb.s16 q6, q4, q5\n\t"                                                                   \
+    "vadd.i32 q0, q0, q6\n\t"                                                                     \
+    "vmullt.s16 q6, q4, q5\n\t"                                                                   \
+    "vadd.i32 q1, q1, q6\n\t"                                                                     \
+    "vldrb.s16 q4, [%[a], #" x8 "]\n\t"                                                           \
+    "vldrh.u16 q5, [%[g2], #" w "]\n\t"                                                           \
+    "vmullb.s16 q6, q4, q5\n\t"                                                                   \
+    "vadd.i32 q2, q2, q6\n\t"                                                                     \
+    "vmullt.s16 q6, q4, q5\n\t"                                                                   \
+    "vadd.i32 q3, q3, q6\n\t"
+
+/* requant4 of E (even) and O (odd channels) with the constants at %[a] (mult), temps q4, q5 */
+#define DW_RING16_RQ(E, O)                                                                        \
+    "vldrw.u32 q4, [%[a], #0]\n\t"                                                                \
+    "vqrdmulh.s32 q5, " E ", q4\n\t"                                                              \
+    "vldrw.u32 q4, [%[a], #32]\n\t"                                                               \
+    "vadd.i32 q5, q5, q4\n\t"                                                                     \
+    "vshr.s32 q4, " E ", #31\n\t"                                                                 \
+    "vadd.i32 q5, q5, q4\n\t"                                                                     \
+    "vldrw.u32 q4, [%[a], #64]\n\t"                                                               \
+    "vshl.s32 " E ", q5, q4\n\t"                                                                  \
+    "vldrw.u32 q4, [%[a], #16]\n\t"                                                               \
+    "vqrdmulh.s32 q5, " O ", q4\n\t"                                                              \
+    "vldrw.u32 q4, [%[a], #48]\n\t"                                                               \
+    "vadd.i32 q5, q5, q4\n\t"                                                                     \
+    "vshr.s32 q4, " O ", #31\n\t"                                                                 \
+    "vadd.i32 q5, q5, q4\n\t"                                                                     \
+    "vldrw.u32 q4, [%[a], #80]\n\t"                                                               \
+    "vshl.s32 " O ", q5, q4\n\t"
+
+/* One output position of sixteen channels (g[0]: channels 0..7, g[1]: 8..15; 16-byte ring
+ * columns): as ring_window; lohi: act_min in its low, act_max in its high half. */
+static inline __attribute__((always_inline)) void ring_window16(const mcu_dw_mve_scratch_t *g,
+                                                                const int8_t *const rows[3],
+                                                                int32_t xo, int8_t *out,
+                                                                int32_t lohi)
+{
+    const int8_t *a;
+    __asm__ volatile(
+        "vldrw.u32 q0, [%[g], #432]\n\t"
+        "vldrw.u32 q1, [%[g], #448]\n\t"
+        "vldrw.u32 q2, [%[g2], #432]\n\t"
+        "vldrw.u32 q3, [%[g2], #448]\n\t"
+        "ldr %[a], [%[rows], #0]\n\t"
+        "add %[a], %[xo]\n\t"
+        DW_RING16_TAP("0", "8", "0") DW_RING16_TAP("16", "24", "16")
+        DW_RING16_TAP("32", "40", "32")
+        "ldr %[a], [%[rows], #4]\n\t"
+        "add %[a], %[xo]\n\t"
+        DW_RING16_TAP("0", "8", "48") DW_RING16_TAP("16", "24", "64")
+        DW_RING16_TAP("32", "40", "80")
+        "ldr %[a], [%[rows], #8]\n\t"
+        "add %[a], %[xo]\n\t"
+        DW_RING16_TAP("0", "8", "96") DW_RING16_TAP("16", "24", "112")
+        DW_RING16_TAP("32", "40", "128")
+        "add %[a], %[g], #464\n\t"
+        DW_RING16_RQ("q0", "q1")
+        "add %[a], %[g2], #464\n\t"
+        DW_RING16_RQ("q2", "q3")
+        "vqmovnb.s32 q4, q0\n\t"
+        "vqmovnt.s32 q4, q1\n\t"
+        "vqmovnb.s32 q5, q2\n\t"
+        "vqmovnt.s32 q5, q3\n\t"
+        "vdup.16 q6, %[lohi]\n\t"
+        "vmax.s16 q4, q4, q6\n\t"
+        "vmax.s16 q5, q5, q6\n\t"
+        "asrs %[a], %[lohi], #16\n\t"
+        "vdup.16 q6, %[a]\n\t"
+        "vmin.s16 q4, q4, q6\n\t"
+        "vmin.s16 q5, q5, q6\n\t"
+        "vstrb.16 q4, [%[out]]\n\t"
+        "vstrb.16 q5, [%[out], #8]\n\t"
+        : [a] "=&l"(a)
+        : [g] "r"(g), [g2] "r"(g + 1), [rows] "r"(rows), [xo] "r"(xo), [out] "l"(out),
+          [lohi] "r"(lohi)
+        : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "memory", "cc");
+}
+
 #else
 
 static inline void ring_tap(int32x4_t *e, int32x4_t *o, const int8_t *x, const int16_t *w)
@@ -94,15 +181,17 @@ static inline void ring_tap(int32x4_t *e, int32x4_t *o, const int8_t *x, const i
     *o = vaddq_s32(*o, vmulltq_int_s16(xv, wv));
 }
 
-/* ring_window in intrinsics (compilers without GCC's inline assembly). */
-static void ring_window(const mcu_dw_mve_scratch_t *g, const int8_t *r0, const int8_t *r1,
-                        const int8_t *r2, int32_t xo, int8_t *out, int16x8_t lo, int16x8_t hi)
+/* ring_window in intrinsics (compilers without GCC's inline assembly), columns `col` bytes
+ * apart. */
+static void ring_window_c(const mcu_dw_mve_scratch_t *g, const int8_t *r0, const int8_t *r1,
+                          const int8_t *r2, int32_t xo, int8_t *out, int16x8_t lo, int16x8_t hi,
+                          int32_t col)
 {
     int32x4_t e = vld1q_s32(g->bias_full[0]);
     int32x4_t o = vld1q_s32(g->bias_full[1]);
     const int8_t *const rows[3] = {r0 + xo, r1 + xo, r2 + xo};
     for (int32_t t = 0; t < 9; ++t) {
-        ring_tap(&e, &o, rows[t / 3] + 8 * (t % 3), g->w[t]);
+        ring_tap(&e, &o, rows[t / 3] + col * (t % 3), g->w[t]);
     }
     e = requant4(e, vld1q_s32(g->mult[0]), vld1q_s32(g->base[0]), vld1q_s32(g->shift[0]));
     o = requant4(o, vld1q_s32(g->mult[1]), vld1q_s32(g->base[1]), vld1q_s32(g->shift[1]));
@@ -111,11 +200,36 @@ static void ring_window(const mcu_dw_mve_scratch_t *g, const int8_t *r0, const i
     vstrbq_s16(out, v);
 }
 
+static void ring_window(const mcu_dw_mve_scratch_t *g, const int8_t *r0, const int8_t *r1,
+                        const int8_t *r2, int32_t xo, int8_t *out, int16x8_t lo, int16x8_t hi)
+{
+    ring_window_c(g, r0, r1, r2, xo, out, lo, hi, 8);
+}
+
+/* ring_window16 as two ring_windows (16-byte columns: the second eight channels 8 bytes on). */
+static void ring_window16(const mcu_dw_mve_scratch_t *g, const int8_t *const rows[3], int32_t xo,
+                          int8_t *out, int32_t lohi)
+{
+    const int8_t *const r0 = rows[0];
+    const int8_t *const r1 = rows[1];
+    const int8_t *const r2 = rows[2];
+    const int16x8_t lo = vdupq_n_s16((int16_t)lohi);
+    const int16x8_t hi = vdupq_n_s16((int16_t)(lohi >> 16));
+    ring_window_c(g, r0, r1, r2, xo, out, lo, hi, 16);
+    ring_window_c(g + 1, r0 + 8, r1 + 8, r2 + 8, xo, out + 8, lo, hi, 16);
+}
+
 #endif
 
-void mcu_dw_mve_ring(const mcu_dw_mve_scratch_t *g, int8_t *ring,
-                     const mcu_depthwise_conv_params_t *p, const int8_t *in, int8_t *out)
+/* The rows of one group: the ring filled as the windows move down, each output row's windows
+ * from its three ring rows. */
+static inline __attribute__((always_inline)) void ring_rows(const mcu_dw_mve_scratch_t *g,
+                                                            int8_t *ring,
+                                                            const mcu_depthwise_conv_params_t *p,
+                                                            const int8_t *in, int8_t *out,
+                                                            int wide)
 {
+    const int32_t lanes = wide ? 16 : 8;
     const int32_t out_c = p->output.c;
     const int32_t out_w = p->output.w;
     const int32_t in_h = p->input.h;
@@ -127,11 +241,12 @@ void mcu_dw_mve_ring(const mcu_dw_mve_scratch_t *g, int8_t *ring,
     rc.inside = end > rc.left ? end - rc.left : 0;
     rc.right = rc.cols - rc.left - rc.inside;
     rc.in_c = p->input.c;
-    rc.zp = vdupq_n_s16((int16_t)-p->q.input_offset);
-    const int32_t row_bytes = 8 * rc.cols;
-    const int32_t x_step = 8 * p->stride_w;
+    rc.zp = vdupq_n_s8((int8_t)-p->q.input_offset);
+    const int32_t row_bytes = lanes * rc.cols;
+    const int32_t x_step = lanes * p->stride_w;
     const int16x8_t lo = vdupq_n_s16((int16_t)p->q.act_min);
     const int16x8_t hi = vdupq_n_s16((int16_t)p->q.act_max);
+    const int32_t lohi = (int32_t)(((uint32_t)p->q.act_max << 16) | ((uint32_t)p->q.act_min & 0xFFFFu));
     int8_t *const slot[3] = {ring, ring + row_bytes, ring + 2 * row_bytes};
     int32_t next = 0;      /* the first padded row not in the ring yet */
     int32_t next_slot = 0; /* its slot: next % 3 */
@@ -143,16 +258,34 @@ void mcu_dw_mve_ring(const mcu_dw_mve_scratch_t *g, int8_t *ring,
         }
         for (; next < top + 3; ++next) {
             const int32_t in_y = next - p->pad_top;
-            ring_row(slot[next_slot], &rc, in_y >= 0 && in_y < in_h ? in + in_y * in_row : NULL);
+            ring_row(slot[next_slot], &rc, in_y >= 0 && in_y < in_h ? in + in_y * in_row : NULL,
+                     wide);
             next_slot = next_slot == 2 ? 0 : next_slot + 1;
         }
         /* rows top, top + 1, top + 2 are the three before `next`: slots next_slot, +1, +2 */
-        const int8_t *const r0 = slot[next_slot];
-        const int8_t *const r1 = slot[next_slot == 2 ? 0 : next_slot + 1];
-        const int8_t *const r2 = slot[next_slot == 0 ? 2 : next_slot - 1];
+        const int8_t *const rows[3] = {slot[next_slot], slot[next_slot == 2 ? 0 : next_slot + 1],
+                                       slot[next_slot == 0 ? 2 : next_slot - 1]};
+        const int8_t *const r0 = rows[0];
+        const int8_t *const r1 = rows[1];
+        const int8_t *const r2 = rows[2];
         for (int32_t xo = 0, n = out_w; n > 0; --n, xo += x_step, o += out_c) {
-            ring_window(g, r0, r1, r2, xo, o, lo, hi);
+            if (wide) {
+                ring_window16(g, rows, xo, o, lohi);
+            } else {
+                ring_window(g, r0, r1, r2, xo, o, lo, hi);
+            }
         }
+    }
+}
+
+void mcu_dw_mve_ring(const mcu_dw_mve_scratch_t *g, int8_t *ring,
+                     const mcu_depthwise_conv_params_t *p, const int8_t *in, int8_t *out,
+                     int32_t lanes)
+{
+    if (lanes == 16) {
+        ring_rows(g, ring, p, in, out, 1);
+    } else {
+        ring_rows(g, ring, p, in, out, 0);
     }
 }
 
