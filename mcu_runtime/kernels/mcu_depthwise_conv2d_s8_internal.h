@@ -251,12 +251,18 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
                         const int8_t *input, const int8_t *filter, const int32_t *bias,
                         int8_t *output);
 
-/* _mve_ring.c: every output of the full group of channels c .. c + lanes - 1 (lanes 8 or 16;
- * in/out: the batch's tensors at channel c; g[0] and for 16 g[1] prepared) through the ring
- * (`ring`: 3 * lanes * dw_mve_ring_cols() bytes). */
-void mcu_dw_mve_ring(const mcu_dw_mve_scratch_t *g, int8_t *ring,
-                     const mcu_depthwise_conv_params_t *p, const int8_t *in, int8_t *out,
-                     int32_t lanes);
+/* _mve.c: channels c .. c + 7 of the weights and requantization constants into g (those past
+ * C_out zero). */
+void mcu_dw_mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
+                        const int8_t *filter, const int32_t *bias, int32_t c);
+
+/* _mve_ring.c: every output of the full groups of eight channels (of sixteen where
+ * dw_mve_ring_cols() says so) through the ring, after the prepared group(s) at the start of
+ * the scratch (dw_mve_ring_cols() > 0). Returns the first channel left: C_out rounded down
+ * to a multiple of 8. */
+int32_t mcu_dw_mve_ring(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
+                        const int8_t *input, const int8_t *filter, const int32_t *bias,
+                        int8_t *output);
 
 /* _mve.c, for the generic loops on MVE targets (depth_multiplier == 1): every channel of one
  * output position, eight at a time; returns C_out (the channels done). */

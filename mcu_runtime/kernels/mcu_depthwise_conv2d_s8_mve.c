@@ -87,6 +87,16 @@ static void mve_prepare_no_tie(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv
     }
 }
 
+/* mve_prepare, and mve_prepare_no_tie for onnxruntime's rounding (for _mve_ring.c too). */
+void mcu_dw_mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
+                        const int8_t *filter, const int32_t *bias, int32_t c)
+{
+    mve_prepare(g, p, filter, bias, c);
+    if (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) {
+        mve_prepare_no_tie(g, p, c);
+    }
+}
+
 /* What a group's positions share. */
 typedef struct {
     const mcu_depthwise_conv_params_t *p;
@@ -404,9 +414,8 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
     const int32_t out_c = p->output.c;
     const int32_t in_batch = p->input.h * in_w * p->input.c;
     const int32_t out_batch = p->output.h * p->output.w * out_c;
-    int32_t ring_lanes; /* 16: groups of sixteen channels through the ring, 8: of eight */
+    int32_t ring_lanes;
     (void)dw_mve_ring_cols(p, &ring_lanes);
-    int8_t *const ring = (int8_t *)(scratch + (ring_lanes == 16 ? 2 : 1));
     mve_ctx_t m;
     m.p = p;
     m.g = scratch;
@@ -424,20 +433,13 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
            &m.x_end);
     inside(p->pad_top, p->stride_h, p->dilation_h, p->filter.h, p->input.h, p->output.h,
            &m.y_begin, &m.y_end);
-    for (int32_t c = 0, lanes = 8; c < out_c; c += lanes) {
-        lanes = ring_lanes == 16 && c + 16 <= out_c ? 16 : 8;
-        for (int32_t k = 0; k < lanes; k += 8) {
-            mve_prepare(scratch + k / 8, p, filter, bias, c + k);
-            if (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) {
-                mve_prepare_no_tie(scratch + k / 8, p, c + k);
-            }
-        }
+    /* the full groups through the ring when it is planned (dw_mve_ring_bytes() > 0) */
+    for (int32_t c = ring_lanes > 0 ? mcu_dw_mve_ring(scratch, p, input, filter, bias, output) : 0;
+         c < out_c; c += 8) {
+        mcu_dw_mve_prepare(scratch, p, filter, bias, c);
         m.pred = vctp16q((uint32_t)(out_c - c));
         for (int32_t b = 0; b < p->input.n; ++b) {
-            if (c + 8 <= out_c && ring_lanes > 0) {
-                mcu_dw_mve_ring(scratch, ring, p, input + b * in_batch + c,
-                                output + b * out_batch + c, lanes);
-            } else if (c + 8 <= out_c) {
+            if (c + 8 <= out_c) {
                 mve_group(&m, input + b * in_batch + c, output + b * out_batch + c);
             } else {
                 mve_group_partial(&m, input + b * in_batch + c, output + b * out_batch + c);

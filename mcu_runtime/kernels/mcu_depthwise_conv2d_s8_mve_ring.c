@@ -221,32 +221,31 @@ static void ring_window16(const mcu_dw_mve_scratch_t *g, const int8_t *const row
 
 #endif
 
+/* What every group's rows share. */
+typedef struct {
+    ring_cols_t rc;
+    int32_t row_bytes; /* of one ring row */
+    int32_t x_step;    /* from one window to the next in a ring row */
+    int32_t in_row;    /* bytes of one input row */
+    int16x8_t lo;      /* act_min, act_max */
+    int16x8_t hi;
+    int32_t lohi;      /* act_min in the low, act_max in the high half */
+} ring_t;
+
 /* The rows of one group: the ring filled as the windows move down, each output row's windows
  * from its three ring rows. */
 static inline __attribute__((always_inline)) void ring_rows(const mcu_dw_mve_scratch_t *g,
-                                                            int8_t *ring,
+                                                            int8_t *ring, const ring_t *r,
                                                             const mcu_depthwise_conv_params_t *p,
                                                             const int8_t *in, int8_t *out,
                                                             int wide)
 {
-    const int32_t lanes = wide ? 16 : 8;
     const int32_t out_c = p->output.c;
     const int32_t out_w = p->output.w;
     const int32_t in_h = p->input.h;
-    const int32_t in_row = p->input.w * p->input.c;
-    ring_cols_t rc;
-    rc.cols = (out_w - 1) * p->stride_w + 3;
-    rc.left = p->pad_left < rc.cols ? p->pad_left : rc.cols;
-    const int32_t end = p->pad_left + p->input.w < rc.cols ? p->pad_left + p->input.w : rc.cols;
-    rc.inside = end > rc.left ? end - rc.left : 0;
-    rc.right = rc.cols - rc.left - rc.inside;
-    rc.in_c = p->input.c;
-    rc.zp = vdupq_n_s8((int8_t)-p->q.input_offset);
-    const int32_t row_bytes = lanes * rc.cols;
-    const int32_t x_step = lanes * p->stride_w;
-    const int16x8_t lo = vdupq_n_s16((int16_t)p->q.act_min);
-    const int16x8_t hi = vdupq_n_s16((int16_t)p->q.act_max);
-    const int32_t lohi = (int32_t)(((uint32_t)p->q.act_max << 16) | ((uint32_t)p->q.act_min & 0xFFFFu));
+    const int32_t in_row = r->in_row;
+    const int32_t row_bytes = r->row_bytes;
+    const int32_t x_step = r->x_step;
     int8_t *const slot[3] = {ring, ring + row_bytes, ring + 2 * row_bytes};
     int32_t next = 0;      /* the first padded row not in the ring yet */
     int32_t next_slot = 0; /* its slot: next % 3 */
@@ -258,35 +257,78 @@ static inline __attribute__((always_inline)) void ring_rows(const mcu_dw_mve_scr
         }
         for (; next < top + 3; ++next) {
             const int32_t in_y = next - p->pad_top;
-            ring_row(slot[next_slot], &rc, in_y >= 0 && in_y < in_h ? in + in_y * in_row : NULL,
-                     wide);
+            ring_row(slot[next_slot], &r->rc,
+                     in_y >= 0 && in_y < in_h ? in + in_y * in_row : NULL, wide);
             next_slot = next_slot == 2 ? 0 : next_slot + 1;
         }
         /* rows top, top + 1, top + 2 are the three before `next`: slots next_slot, +1, +2 */
         const int8_t *const rows[3] = {slot[next_slot], slot[next_slot == 2 ? 0 : next_slot + 1],
                                        slot[next_slot == 0 ? 2 : next_slot - 1]};
-        const int8_t *const r0 = rows[0];
-        const int8_t *const r1 = rows[1];
-        const int8_t *const r2 = rows[2];
         for (int32_t xo = 0, n = out_w; n > 0; --n, xo += x_step, o += out_c) {
             if (wide) {
-                ring_window16(g, rows, xo, o, lohi);
+                ring_window16(g, rows, xo, o, r->lohi);
             } else {
-                ring_window(g, r0, r1, r2, xo, o, lo, hi);
+                ring_window(g, rows[0], rows[1], rows[2], xo, o, r->lo, r->hi);
             }
         }
     }
 }
 
-void mcu_dw_mve_ring(const mcu_dw_mve_scratch_t *g, int8_t *ring,
-                     const mcu_depthwise_conv_params_t *p, const int8_t *in, int8_t *out,
-                     int32_t lanes)
+DW_NOINLINE static void ring_rows8(const mcu_dw_mve_scratch_t *g, int8_t *ring, const ring_t *r,
+                                   const mcu_depthwise_conv_params_t *p, const int8_t *in,
+                                   int8_t *out)
 {
-    if (lanes == 16) {
-        ring_rows(g, ring, p, in, out, 1);
-    } else {
-        ring_rows(g, ring, p, in, out, 0);
+    ring_rows(g, ring, r, p, in, out, 0);
+}
+
+DW_NOINLINE static void ring_rows16(const mcu_dw_mve_scratch_t *g, int8_t *ring,
+                                    const ring_t *r, const mcu_depthwise_conv_params_t *p,
+                                    const int8_t *in, int8_t *out)
+{
+    ring_rows(g, ring, r, p, in, out, 1);
+}
+
+int32_t mcu_dw_mve_ring(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
+                        const int8_t *input, const int8_t *filter, const int32_t *bias,
+                        int8_t *output)
+{
+    int32_t lanes;
+    ring_t r;
+    r.rc.cols = dw_mve_ring_cols(p, &lanes);
+    r.rc.left = p->pad_left < r.rc.cols ? p->pad_left : r.rc.cols;
+    const int32_t end = p->pad_left + p->input.w;
+    r.rc.inside = (end < r.rc.cols ? end : r.rc.cols) - r.rc.left;
+    r.rc.inside = r.rc.inside > 0 ? r.rc.inside : 0;
+    r.rc.right = r.rc.cols - r.rc.left - r.rc.inside;
+    r.rc.in_c = p->input.c;
+    r.rc.zp = vdupq_n_s8((int8_t)-p->q.input_offset);
+    r.in_row = p->input.w * p->input.c;
+    r.lo = vdupq_n_s16((int16_t)p->q.act_min);
+    r.hi = vdupq_n_s16((int16_t)p->q.act_max);
+    r.lohi = (int32_t)(((uint32_t)p->q.act_max << 16) | ((uint32_t)p->q.act_min & 0xFFFFu));
+    int8_t *const ring = (int8_t *)(scratch + (lanes == 16 ? 2 : 1));
+    const int32_t out_c = p->output.c;
+    const int32_t in_batch = p->input.h * r.in_row;
+    const int32_t out_batch = p->output.h * p->output.w * out_c;
+    int32_t c = 0;
+    for (; c + 8 <= out_c; c += lanes) {
+        lanes = lanes == 16 && c + 16 <= out_c ? 16 : 8;
+        r.row_bytes = lanes * r.rc.cols;
+        r.x_step = lanes * p->stride_w;
+        for (int32_t k = 0; k < lanes; k += 8) {
+            mcu_dw_mve_prepare(scratch + k / 8, p, filter, bias, c + k);
+        }
+        for (int32_t b = 0; b < p->input.n; ++b) {
+            if (lanes == 16) {
+                ring_rows16(scratch, ring, &r, p, input + b * in_batch + c,
+                            output + b * out_batch + c);
+            } else {
+                ring_rows8(scratch, ring, &r, p, input + b * in_batch + c,
+                           output + b * out_batch + c);
+            }
+        }
     }
+    return c;
 }
 
 #endif
