@@ -11,7 +11,9 @@
  * Paths (mcu_depthwise_conv2d_s8_path), each in its own file, each bit-exact with the reference
  * (every output channel's sum has exactly the reference's integer terms; only the order differs):
  * - _mve.c (Helium): depth_multiplier == 1, at most DW_MVE_MAX_TAPS taps and requantization in
- *   requant2's fast range for every channel; eight channels at a time over the whole output.
+ *   requant2's fast range for every channel; eight channels at a time over the whole output
+ *   (3x3 filters on narrow outputs: sixteen, every window through a zero-point-padded row ring,
+ *   _mve_ring.c).
  * - _dsp.c (DSP extension): the same conditions with
  *   DW_DSP_MAX_TAPS and at least four channels; four channels at a time over the whole output,
  *   3x3 filters in output row pairs; the C_out % 4 tail channels run the generic loops.
@@ -20,7 +22,8 @@
  *   depth_multiplier == 1) or one at a time.
  * Under MCU_OPTIMIZE_SIZE (mcu_config.h) it plans as on MCU_ISA_C (MCU_ISA_PLAN): generic only.
  * Scratch (mcu_depthwise_conv2d_s8_get_buffer_size): the fast paths prepare a group's weights
- * and requantization constants once, in ctx->buf; the generic path needs none.
+ * and requantization constants once, in ctx->buf (MVE: then the ring, dw_mve_ring_bytes());
+ * the generic path needs none.
  */
 #include <stdint.h>
 

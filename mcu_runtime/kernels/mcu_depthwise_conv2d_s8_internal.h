@@ -251,8 +251,8 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
                         const int8_t *input, const int8_t *filter, const int32_t *bias,
                         int8_t *output);
 
-/* _mve.c: channels c .. c + 7 of the weights and requantization constants into g (those past
- * C_out zero). */
+/* _mve_ring.c, for both MVE files: channels c .. c + 7 of the weights and requantization
+ * constants into g (those past C_out zero). */
 void mcu_dw_mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
                         const int8_t *filter, const int32_t *bias, int32_t c);
 

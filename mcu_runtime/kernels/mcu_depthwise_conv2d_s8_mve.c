@@ -7,9 +7,12 @@
  * outside the input), VMULLB/VMULLT by the weights into two int32x4 accumulators (even and odd
  * channels); per position: requant4 (mcu_kernel_util.h) of both, VMOVNB/VMOVNT back into channel
  * order, one narrowing store. Whole windows (every tap inside the input) start from bias_full
- * and read the inputs without the offset, in runs: 3x3 unrolled, one-row/one-column filters
- * (Kx1, 1xK: 1-D convolutions) two positions per weight load, others nested; border windows
- * take their valid taps with the offset.
+ * and read the inputs without the offset, in runs: 3x3 in one inline-assembly block (with GCC,
+ * mve_window3x3 in the internal header), one-row/one-column filters (Kx1, 1xK: 1-D
+ * convolutions) two positions per weight load, others nested; border windows take their valid
+ * taps with the offset. 3x3 filters on narrow outputs (dw_mve_ring_cols() > 0) run their full
+ * groups in _mve_ring.c instead (every window whole, through a zero-point-padded row ring);
+ * the groups' preparation (mcu_dw_mve_prepare) is there too.
  * Conditions (mcu_depthwise_conv2d_s8_path; else the generic loops run, their channel blocks
  * from mcu_dw_channel_blocks_mve at the end of this file): requant2_ok() for every channel,
  * KH * KW <= DW_MVE_MAX_TAPS (then |acc| < 2^29 + 25 * 255 * 128 < 2^30).
@@ -22,80 +25,6 @@
 #include <stdint.h>
 
 #include "mcu_depthwise_conv2d_s8_internal.h"
-
-/* Channels c .. c + 7 (those below C; the others get zero weights and constants). */
-static void mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
-                        const int8_t *filter, const int32_t *bias, int32_t c)
-{
-    const int32_t out_c = p->output.c;
-    const int32_t taps = p->filter.h * p->filter.w;
-    const mve_pred16_t lanes = vctp16q((uint32_t)(out_c - c));
-    int16x8_t w_sum = vdupq_n_s16(0);
-    const int8_t *f = filter + c;
-    int16_t *gw = g->w[0];
-    if (out_c - c >= 8) { /* (no predication) */
-        for (int32_t t = taps; t > 0; --t, f += out_c, gw += 8) {
-            const int16x8_t w = vldrbq_s16(f);
-            vst1q_s16(gw, w);
-            w_sum = vaddq_s16(w_sum, w); /* |sum| <= 25 * 128 */
-        }
-    } else {
-        for (int32_t t = taps; t > 0; --t, f += out_c, gw += 8) {
-            const int16x8_t w = vldrbq_z_s16(f, lanes);
-            vst1q_s16(gw, w);
-            w_sum = vaddq_s16(w_sum, w);
-        }
-    }
-    /* even and odd channels: lanes c + 2 j and c + 2 j + 1 */
-    const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2u);
-    const mve_pred16_t p_even = vctp32q((uint32_t)(out_c - c + 1) / 2u);
-    const mve_pred16_t p_odd = vctp32q((uint32_t)(out_c - c) / 2u);
-    const int32x4_t zero = vdupq_n_s32(0);
-    for (int32_t odd = 0; odd < 2; ++odd) {
-        const mve_pred16_t pr = odd ? p_odd : p_even;
-        const int32_t ch = c + odd;
-        const int32x4_t b = bias != NULL ? vldrwq_gather_shifted_offset_z_s32(bias + ch, even, pr)
-                                         : zero;
-        const int32x4_t shift = vldrwq_gather_shifted_offset_z_s32(p->shift + ch, even, pr);
-        const int32x4_t sum = odd ? vmovltq_s16(w_sum) : vmovlbq_s16(w_sum);
-        vst1q_s32(g->bias[odd], b);
-        vst1q_s32(g->bias_full[odd], vmlaq_n_s32(b, sum, p->q.input_offset));
-        vst1q_s32(g->mult[odd], vldrwq_gather_shifted_offset_z_s32(p->multiplier + ch, even, pr));
-        /* base = 2^(r - 1) + output_offset * 2^r, r = -shift (lanes past C: r = 1 and
-         * multiplier 0; their outputs are not stored) */
-        const int32x4_t r = vnegq_s32(vpselq_s32(shift, vdupq_n_s32(-1), pr));
-        const int32x4_t base = vaddq_s32(vshlq_s32(vdupq_n_s32(1), vsubq_s32(r, vdupq_n_s32(1))),
-                                         vshlq_s32(vdupq_n_s32(p->q.output_offset), r));
-        vst1q_s32(g->shift[odd], vnegq_s32(r));
-        vst1q_s32(g->base[odd], base);
-    }
-}
-
-/* onnxruntime's rounding (MCU_ROUND_NEAREST_NO_TIE) for mve_prepare's channels c .. c + 7:
- * requant2_lift added to the sums' starting values, base' (requant2_no_tie). */
-static void mve_prepare_no_tie(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
-                               int32_t c)
-{
-    for (int32_t k = 0; k < 8 && c + k < p->output.c; ++k) {
-        const int32_t odd = k & 1;
-        const int32_t j = k >> 1;
-        int32_t lift2;
-        g->base[odd][j] = requant2_no_tie(p->multiplier[c + k], p->shift[c + k],
-                                          p->q.output_offset, &lift2);
-        g->bias[odd][j] += lift2 / 2;
-        g->bias_full[odd][j] += lift2 / 2;
-    }
-}
-
-/* mve_prepare, and mve_prepare_no_tie for onnxruntime's rounding (for _mve_ring.c too). */
-void mcu_dw_mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
-                        const int8_t *filter, const int32_t *bias, int32_t c)
-{
-    mve_prepare(g, p, filter, bias, c);
-    if (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) {
-        mve_prepare_no_tie(g, p, c);
-    }
-}
 
 /* What a group's positions share. */
 typedef struct {

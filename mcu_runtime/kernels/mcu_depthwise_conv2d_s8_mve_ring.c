@@ -1,12 +1,15 @@
 /*
- * mcu_depthwise_conv2d_s8_mve_ring.c - the MVE path of mcu_depthwise_conv2d_s8 for 3x3 filters
- * on narrow outputs (dw_mve_ring_bytes() > 0): one full group of eight channels at a time, the
- * input rows its windows read copied into a ring of three rows padded with the input zero point
+ * mcu_depthwise_conv2d_s8_mve_ring.c - part of the MVE path of mcu_depthwise_conv2d_s8 (see
+ * _mve.c): the preparation of a group of eight channels (mcu_dw_mve_prepare: int16 weights,
+ * requantization constants, bias_full), and 3x3 filters with dilation 1 on narrow outputs
+ * (dw_mve_ring_cols() > 0): the full groups of sixteen (or eight) channels, the input rows
+ * their windows read copied into a ring of three rows padded with the input zero point
  * (zp = -input_offset), so that every window, the border ones too, is whole: nine taps from
- * bias_full (zp * w = -input_offset * w cancels the tap's share of it), no per-position tests.
- * Ring row r holds padded input row r (input row r - pad_top, zp outside the input) in slot
- * r % 3, its columns from padded column 0 (input column -pad_left), 8 bytes each.
- * Same sums as mcu_dw_mve's other loops (bit-exact with the reference, see _mve.c).
+ * bias_full (zp * w = -input_offset * w cancels the tap's share of it), no per-position tests,
+ * one inline-assembly block a window with GCC.
+ * Padded row r (input row r - pad_top; zp outside the input) lies in ring slot r % 3, its
+ * columns from padded column 0 (input column -pad_left), 8 or 16 bytes each (the group's
+ * channels). Same integer sums as the reference (bit-exact), as the rest of the path.
  */
 #include "mcu_nn.h"
 
@@ -16,6 +19,80 @@
 #include <stdint.h>
 
 #include "mcu_depthwise_conv2d_s8_internal.h"
+
+/* Channels c .. c + 7 (those below C; the others get zero weights and constants). */
+static void mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
+                        const int8_t *filter, const int32_t *bias, int32_t c)
+{
+    const int32_t out_c = p->output.c;
+    const int32_t taps = p->filter.h * p->filter.w;
+    const mve_pred16_t lanes = vctp16q((uint32_t)(out_c - c));
+    int16x8_t w_sum = vdupq_n_s16(0);
+    const int8_t *f = filter + c;
+    int16_t *gw = g->w[0];
+    if (out_c - c >= 8) { /* (no predication) */
+        for (int32_t t = taps; t > 0; --t, f += out_c, gw += 8) {
+            const int16x8_t w = vldrbq_s16(f);
+            vst1q_s16(gw, w);
+            w_sum = vaddq_s16(w_sum, w); /* |sum| <= 25 * 128 */
+        }
+    } else {
+        for (int32_t t = taps; t > 0; --t, f += out_c, gw += 8) {
+            const int16x8_t w = vldrbq_z_s16(f, lanes);
+            vst1q_s16(gw, w);
+            w_sum = vaddq_s16(w_sum, w);
+        }
+    }
+    /* even and odd channels: lanes c + 2 j and c + 2 j + 1 */
+    const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2u);
+    const mve_pred16_t p_even = vctp32q((uint32_t)(out_c - c + 1) / 2u);
+    const mve_pred16_t p_odd = vctp32q((uint32_t)(out_c - c) / 2u);
+    const int32x4_t zero = vdupq_n_s32(0);
+    for (int32_t odd = 0; odd < 2; ++odd) {
+        const mve_pred16_t pr = odd ? p_odd : p_even;
+        const int32_t ch = c + odd;
+        const int32x4_t b = bias != NULL ? vldrwq_gather_shifted_offset_z_s32(bias + ch, even, pr)
+                                         : zero;
+        const int32x4_t shift = vldrwq_gather_shifted_offset_z_s32(p->shift + ch, even, pr);
+        const int32x4_t sum = odd ? vmovltq_s16(w_sum) : vmovlbq_s16(w_sum);
+        vst1q_s32(g->bias[odd], b);
+        vst1q_s32(g->bias_full[odd], vmlaq_n_s32(b, sum, p->q.input_offset));
+        vst1q_s32(g->mult[odd], vldrwq_gather_shifted_offset_z_s32(p->multiplier + ch, even, pr));
+        /* base = 2^(r - 1) + output_offset * 2^r, r = -shift (lanes past C: r = 1 and
+         * multiplier 0; their outputs are not stored) */
+        const int32x4_t r = vnegq_s32(vpselq_s32(shift, vdupq_n_s32(-1), pr));
+        const int32x4_t base = vaddq_s32(vshlq_s32(vdupq_n_s32(1), vsubq_s32(r, vdupq_n_s32(1))),
+                                         vshlq_s32(vdupq_n_s32(p->q.output_offset), r));
+        vst1q_s32(g->shift[odd], vnegq_s32(r));
+        vst1q_s32(g->base[odd], base);
+    }
+}
+
+/* onnxruntime's rounding (MCU_ROUND_NEAREST_NO_TIE) for mve_prepare's channels c .. c + 7:
+ * requant2_lift added to the sums' starting values, base' (requant2_no_tie). */
+static void mve_prepare_no_tie(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
+                               int32_t c)
+{
+    for (int32_t k = 0; k < 8 && c + k < p->output.c; ++k) {
+        const int32_t odd = k & 1;
+        const int32_t j = k >> 1;
+        int32_t lift2;
+        g->base[odd][j] = requant2_no_tie(p->multiplier[c + k], p->shift[c + k],
+                                          p->q.output_offset, &lift2);
+        g->bias[odd][j] += lift2 / 2;
+        g->bias_full[odd][j] += lift2 / 2;
+    }
+}
+
+/* mve_prepare, and mve_prepare_no_tie for onnxruntime's rounding (for _mve_ring.c too). */
+void mcu_dw_mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
+                        const int8_t *filter, const int32_t *bias, int32_t c)
+{
+    mve_prepare(g, p, filter, bias, c);
+    if (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) {
+        mve_prepare_no_tie(g, p, c);
+    }
+}
 
 /* The columns of a padded row inside the input: [left, left + inside) of `cols`. */
 typedef struct {
