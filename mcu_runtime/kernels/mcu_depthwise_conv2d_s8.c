@@ -54,6 +54,21 @@ static int requant2_ok_all(const int32_t *mult, const int32_t *shift, const int3
     }
     return bad == 0;
 }
+
+/* shifts_valid() (mcu_kernel_util.h) four at a time: shift + 31 in [0, 61] as unsigned. */
+static int shifts_valid4(const int32_t *shift, int32_t n)
+{
+    mve_pred16_t bad = 0;
+    for (int32_t c = 0; c < n; c += 4) {
+        const mve_pred16_t p = vctp32q((uint32_t)(n - c));
+        const int32x4_t s = vaddq_n_s32(vldrwq_z_s32(shift + c, p), 31);
+        bad |= vcmphiq_m_n_u32(vreinterpretq_u32_s32(s), 61u, p);
+    }
+    return bad == 0;
+}
+#define DW_SHIFTS_VALID shifts_valid4
+#else
+#define DW_SHIFTS_VALID shifts_valid
 #endif
 
 /* No unproven onnxruntime rounding, and requant2_ok() (mcu_kernel_util.h) for every output channel. */
@@ -134,7 +149,7 @@ static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv
     }
     /* (the fast paths' requant2_ok() shifts, in [-20, -1], are valid) */
     const int32_t path = mcu_depthwise_conv2d_s8_path(params, bias, isa);
-    if (path == MCU_PATH_GENERIC && !shifts_valid(params->shift, out_dims->c)) {
+    if (path == MCU_PATH_GENERIC && !DW_SHIFTS_VALID(params->shift, out_dims->c)) {
         return MCU_ERR_ARG;
     }
     void *const scratch = scratch_of(ctx, path_scratch(params, path));

@@ -191,10 +191,34 @@ def ort_variant(p: DepthwiseConvParams, w: np.ndarray, b: np.ndarray | None) -> 
                    multiplier=mult, shift=shift)
 
 
+Built = list[tuple[str, DepthwiseConvParams, list[Any]]]
+
+
+def edge_variants(name: str, p: DepthwiseConvParams, inputs: list[Any]) -> Built:
+    """requant2_ok()'s edges on the last channel of a case (the MVE dispatcher checks four
+    channels at a time): a bias of 2^29 - 1 keeps the fast path; -2^29 and a shift of -21 or 0
+    leave it (negative multipliers: test_depthwise_conv2d_dispatch.py)."""
+    k = p.output.c - 1
+    x, w, b = inputs
+    out = []
+    for label, bias_k, shift_k in (("bias 2^29-1", (1 << 29) - 1, None), ("bias -2^29", -(1 << 29), None),
+                                   ("shift -21", None, -21), ("shift 0", None, 0)):
+        b2 = b.copy()
+        shift = p.shift.copy()
+        if bias_k is not None:
+            b2[k] = bias_k
+        if shift_k is not None:
+            shift[k] = shift_k
+        out.append((f"{name} ({label})", replace(p, shift=shift), [x, w, b2]))
+    return out
+
+
 @pytest.fixture(scope="module")
 def built() -> list[tuple[str, DepthwiseConvParams, list[Any]]]:
     cases = [(name, *build(case, np.random.default_rng(sum(map(ord, name)))))
              for name, case in ALL_CASES.items()]
+    cases += [v for name, p, inputs in cases if name in ("3x3_pairs", "3x3_ring16_c20_tail")
+              for v in edge_variants(name, p, inputs)]
     ort = [(f"{name} (onnxruntime numerics)", ort_variant(p, inputs[1], inputs[2]), inputs)
            for name, p, inputs in cases]
     assert sum(p.q.rounding == ROUND_NEAREST_NO_TIE for _, p, _ in ort) >= len(ort) // 2
