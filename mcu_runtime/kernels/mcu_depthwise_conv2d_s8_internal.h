@@ -196,12 +196,15 @@ static inline __attribute__((always_inline)) void mve_window3x3(const mcu_dw_mve
  * whose products cancel bias_full's share of the taps outside the input): for 3x3 filters
  * with dilation 1, at least eight channels and outputs at most DW_MVE_RING_COLS padded columns
  * wide, every window of a full group reads whole rows there (_mve_ring.c). Groups of sixteen
- * channels (a second mcu_dw_mve_scratch_t, then a ring of 16 bytes a column) when there are at
- * least 16 channels and at most DW_MVE_RING16_COLS columns, else of eight (8 bytes a column):
- * at most MCU_DW_MVE_SCRATCH_BYTES + 3 * 8 * DW_MVE_RING_COLS bytes after the scratch either
- * way. They depend on the output width only (the same for every row band of the layer). */
+ * channels (a second mcu_dw_mve_scratch_t, then a ring of 16 bytes a column: half the per-group
+ * costs, which weigh on the small maps of many channels) when there are at least
+ * DW_MVE_RING16_MIN_C channels and at most DW_MVE_RING16_COLS columns, else of eight (8 bytes
+ * a column): at most MCU_DW_MVE_SCRATCH_BYTES + 3 * 8 * DW_MVE_RING_COLS bytes after the
+ * scratch either way. They depend on the output width and channels only (the same for every
+ * row band of the layer). */
 #define DW_MVE_RING_COLS 32
 #define DW_MVE_RING16_COLS 16
+#define DW_MVE_RING16_MIN_C 128
 
 /* The ring's columns (0: no ring) and its channels a group (8 or 16). */
 static inline int32_t dw_mve_ring_cols(const mcu_depthwise_conv_params_t *p, int32_t *lanes)
@@ -215,7 +218,7 @@ static inline int32_t dw_mve_ring_cols(const mcu_depthwise_conv_params_t *p, int
     if (cols > DW_MVE_RING_COLS) {
         return 0;
     }
-    *lanes = p->output.c >= 16 && cols <= DW_MVE_RING16_COLS ? 16 : 8;
+    *lanes = p->output.c >= DW_MVE_RING16_MIN_C && cols <= DW_MVE_RING16_COLS ? 16 : 8;
     return cols;
 }
 

@@ -76,7 +76,7 @@ def test_mve_ring_scratch_equals_c() -> None:
     ring = plain = 0
     for w in range(1, 40):
         for sw in (1, 2, 3):
-            c = int(rng.choice([8, 12, 16, 64]))
+            c = int(rng.choice([8, 12, 16, 64, 120, 128, 136]))
             pads = [int(v) for v in rng.integers(0, 3, 4)]
             mult, shift = realistic_multipliers(rng, c, 9)
             h = int(rng.integers(1, 9))

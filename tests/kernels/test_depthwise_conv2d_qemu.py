@@ -57,9 +57,11 @@ CASES = {
     "3x3_ring_pad2_stride3_c8": Case(h=8, w=9, c_in=8, stride=(3, 3), pads=(2, 2, 2, 2)),
     "3x3_ring_widest_c8": Case(h=3, w=30, c_in=8, pads=P1, act=(-128, 0)),
     "3x3_past_ring_c8": Case(h=4, w=33, c_in=8, pads=P1),
-    "3x3_ring16_c40_zp_act": Case(h=4, w=5, c_in=40, pads=P1, act=(-100, 100), zp_in=-128, zp_out=127),
-    "3x3_ring16_c20_tail": Case(h=3, w=4, c_in=20, pads=(0, 1, 0, 1), stride=(2, 2)),
-    "3x3_ring8_c16_cols17": Case(h=3, w=15, c_in=16, pads=P1),
+    "3x3_ring8_c40_zp_act": Case(h=4, w=5, c_in=40, pads=P1, act=(-100, 100), zp_in=-128, zp_out=127),
+    "3x3_ring8_c20_tail": Case(h=3, w=4, c_in=20, pads=(0, 1, 0, 1), stride=(2, 2)),
+    "3x3_ring16_c140_tails": Case(h=3, w=4, c_in=140, pads=P1, act=(-100, 100), zp_in=-128, zp_out=127),
+    "3x3_ring16_c128_stride2": Case(h=6, w=6, c_in=128, pads=(0, 1, 0, 1), stride=(2, 2)),
+    "3x3_ring8_c128_cols17": Case(h=2, w=15, c_in=128, pads=P1),
     "3x3_batch2": Case(n=2, h=5, w=4, c_in=4, pads=(0, 0, 1, 0)),
     "3x3_c3": Case(h=5, w=5, c_in=3, pads=P1),
     "5x5_c6_tail": Case(h=7, w=6, c_in=6, kh=5, kw=5, pads=(2, 2, 2, 2)),
@@ -217,7 +219,7 @@ def edge_variants(name: str, p: DepthwiseConvParams, inputs: list[Any]) -> Built
 def built() -> list[tuple[str, DepthwiseConvParams, list[Any]]]:
     cases = [(name, *build(case, np.random.default_rng(sum(map(ord, name)))))
              for name, case in ALL_CASES.items()]
-    cases += [v for name, p, inputs in cases if name in ("3x3_pairs", "3x3_ring16_c20_tail")
+    cases += [v for name, p, inputs in cases if name in ("3x3_pairs", "3x3_ring8_c20_tail", "3x3_ring16_c140_tails")
               for v in edge_variants(name, p, inputs)]
     ort = [(f"{name} (onnxruntime numerics)", ort_variant(p, inputs[1], inputs[2]), inputs)
            for name, p, inputs in cases]
