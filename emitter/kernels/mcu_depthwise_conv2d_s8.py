@@ -96,6 +96,9 @@ DW_DSP_MAX_TAPS = _C["DW_DSP_MAX_TAPS"]
 DW_MVE_MAX_TAPS = _C["DW_MVE_MAX_TAPS"]
 DSP_SCRATCH_BYTES = _C["MCU_DW_DSP_SCRATCH_BYTES"]
 MVE_SCRATCH_BYTES = _C["MCU_DW_MVE_SCRATCH_BYTES"]
+DW_MVE_RING_COLS = _C["DW_MVE_RING_COLS"]
+DW_MVE_RING16_COLS = _C["DW_MVE_RING16_COLS"]
+DW_MVE_RING16_MIN_C = _C["DW_MVE_RING16_MIN_C"]
 
 
 def path(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> str:
@@ -127,9 +130,26 @@ def whole_fraction(p: DepthwiseConvParams) -> float:
 
 
 def buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> int:
-    """Scratch bytes of the call on `isa`: the fast path's prepared group, none on the generic
-    path."""
-    return {"dsp": DSP_SCRATCH_BYTES, "mve": MVE_SCRATCH_BYTES}.get(path(p, bias, isa), 0)
+    """Scratch bytes of the call on `isa`: the fast path's prepared group (and on MVE its ring),
+    none on the generic path."""
+    chosen = path(p, bias, isa)
+    return DSP_SCRATCH_BYTES if chosen == "dsp" else (MVE_SCRATCH_BYTES + ring_bytes(p) if chosen == "mve" else 0)
+
+
+def ring_bytes(p: DepthwiseConvParams) -> int:
+    """dw_mve_ring_bytes(): the MVE path's ring of three zero-point-padded input rows (3x3
+    filters, dilation 1, at least 8 channels, at most DW_MVE_RING_COLS padded columns; groups of
+    16 channels, with a second prepared group, from DW_MVE_RING16_MIN_C channels on and at most
+    DW_MVE_RING16_COLS columns)."""
+    if ((p.filter.h, p.filter.w, p.dilation_h, p.dilation_w) != (3, 3, 1, 1) or p.output.c < 8
+            or p.output.w > DW_MVE_RING_COLS or p.stride_w > DW_MVE_RING_COLS):
+        return 0
+    cols = (p.output.w - 1) * p.stride_w + 3
+    if cols > DW_MVE_RING_COLS:
+        return 0
+    if p.output.c >= DW_MVE_RING16_MIN_C and cols <= DW_MVE_RING16_COLS:
+        return MVE_SCRATCH_BYTES + 3 * 16 * cols
+    return 3 * 8 * cols
 
 
 LEAN_C = "mcu_depthwise_conv2d_s8_lean"  # the generic path on every target: no scratch

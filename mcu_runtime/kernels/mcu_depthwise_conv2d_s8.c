@@ -11,7 +11,9 @@
  * Paths (mcu_depthwise_conv2d_s8_path), each in its own file, each bit-exact with the reference
  * (every output channel's sum has exactly the reference's integer terms; only the order differs):
  * - _mve.c (Helium): depth_multiplier == 1, at most DW_MVE_MAX_TAPS taps and requantization in
- *   requant2's fast range for every channel; eight channels at a time over the whole output.
+ *   requant2's fast range for every channel; eight channels at a time over the whole output
+ *   (3x3 filters on narrow outputs: sixteen, every window through a zero-point-padded row ring,
+ *   _mve_ring.c).
  * - _dsp.c (DSP extension): the same conditions with
  *   DW_DSP_MAX_TAPS and at least four channels; four channels at a time over the whole output,
  *   3x3 filters in output row pairs; the C_out % 4 tail channels run the generic loops.
@@ -20,7 +22,8 @@
  *   depth_multiplier == 1) or one at a time.
  * Under MCU_OPTIMIZE_SIZE (mcu_config.h) it plans as on MCU_ISA_C (MCU_ISA_PLAN): generic only.
  * Scratch (mcu_depthwise_conv2d_s8_get_buffer_size): the fast paths prepare a group's weights
- * and requantization constants once, in ctx->buf; the generic path needs none.
+ * and requantization constants once, in ctx->buf (MVE: then the ring, dw_mve_ring_bytes());
+ * the generic path needs none.
  */
 #include <stdint.h>
 
@@ -31,12 +34,52 @@ _Static_assert(sizeof(mcu_dw_dsp_scratch_t) == MCU_DW_DSP_SCRATCH_BYTES,
 _Static_assert(sizeof(mcu_dw_mve_scratch_t) == MCU_DW_MVE_SCRATCH_BYTES,
                "MCU_DW_MVE_SCRATCH_BYTES is sizeof(mcu_dw_mve_scratch_t)");
 
+#if MCU_ISA_NATIVE == MCU_ISA_MVE
+#include <arm_mve.h>
+
+/* requant2_ok() of every channel, four at a time: shift + 20 in [0, 19] and
+ * bias + 2^29 - 1 in [0, 2^30 - 2] as unsigned, multiplier >= 0. */
+static int requant2_ok_all(const int32_t *mult, const int32_t *shift, const int32_t *bias,
+                           int32_t n)
+{
+    mve_pred16_t bad = 0;
+    for (int32_t c = 0; c < n; c += 4) {
+        const mve_pred16_t p = vctp32q((uint32_t)(n - c));
+        const int32x4_t s = vaddq_n_s32(vldrwq_z_s32(shift + c, p), 20);
+        const int32x4_t b = bias != NULL ? vldrwq_z_s32(bias + c, p) : vdupq_n_s32(0);
+        const int32x4_t b1 = vaddq_n_s32(b, (1 << 29) - 1);
+        bad |= vcmphiq_m_n_u32(vreinterpretq_u32_s32(s), 19u, p);
+        bad |= vcmpltq_m_n_s32(vldrwq_z_s32(mult + c, p), 0, p);
+        bad |= vcmphiq_m_n_u32(vreinterpretq_u32_s32(b1), (1u << 30) - 2u, p);
+    }
+    return bad == 0;
+}
+
+/* shifts_valid() (mcu_kernel_util.h) four at a time: shift + 31 in [0, 61] as unsigned. */
+static int shifts_valid4(const int32_t *shift, int32_t n)
+{
+    mve_pred16_t bad = 0;
+    for (int32_t c = 0; c < n; c += 4) {
+        const mve_pred16_t p = vctp32q((uint32_t)(n - c));
+        const int32x4_t s = vaddq_n_s32(vldrwq_z_s32(shift + c, p), 31);
+        bad |= vcmphiq_m_n_u32(vreinterpretq_u32_s32(s), 61u, p);
+    }
+    return bad == 0;
+}
+#define DW_SHIFTS_VALID shifts_valid4
+#else
+#define DW_SHIFTS_VALID shifts_valid
+#endif
+
 /* No unproven onnxruntime rounding, and requant2_ok() (mcu_kernel_util.h) for every output channel. */
 static int requant_fast(const mcu_depthwise_conv_params_t *p, const int32_t *bias)
 {
     if (p->q.rounding == MCU_ROUND_NEAREST_EVEN) {
         return 0;
     }
+#if MCU_ISA_NATIVE == MCU_ISA_MVE
+    return requant2_ok_all(p->multiplier, p->shift, bias, p->output.c);
+#endif
     for (int32_t c = 0; c < p->output.c; ++c) {
         if (!requant2_ok(p->multiplier[c], p->shift[c], bias != NULL ? bias[c] : 0)) {
             return 0;
@@ -59,17 +102,18 @@ int32_t mcu_depthwise_conv2d_s8_path(const mcu_depthwise_conv_params_t *params,
     return isa == MCU_ISA_MVE ? MCU_PATH_MVE : MCU_PATH_DSP;
 }
 
-/* Scratch bytes of a path (mcu_depthwise_conv2d_s8_path's value). */
-static int32_t path_scratch(int32_t path)
+/* Scratch bytes of a path (mcu_depthwise_conv2d_s8_path's value); the MVE path's ring too. */
+static int32_t path_scratch(const mcu_depthwise_conv_params_t *params, int32_t path)
 {
-    return path == MCU_PATH_DSP ? MCU_DW_DSP_SCRATCH_BYTES
-                                : (path == MCU_PATH_MVE ? MCU_DW_MVE_SCRATCH_BYTES : 0);
+    return path == MCU_PATH_DSP
+               ? MCU_DW_DSP_SCRATCH_BYTES
+               : (path == MCU_PATH_MVE ? MCU_DW_MVE_SCRATCH_BYTES + dw_mve_ring_bytes(params) : 0);
 }
 
 int32_t mcu_depthwise_conv2d_s8_get_buffer_size(const mcu_depthwise_conv_params_t *params,
                                                 const int32_t *bias, int32_t isa)
 {
-    return path_scratch(mcu_depthwise_conv2d_s8_path(params, bias, isa));
+    return path_scratch(params, mcu_depthwise_conv2d_s8_path(params, bias, isa));
 }
 
 /* The scratch of `size` bytes (at least 4-byte aligned) from ctx, NULL when ctx holds less. */
@@ -100,11 +144,15 @@ static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv
         out_dims->c % params->depth_multiplier != 0 || out_dims->n != in_dims->n ||
         params->stride_h < 1 || params->stride_w < 1 || params->dilation_h < 1 ||
         params->dilation_w < 1 || params->pad_top < 0 || params->pad_left < 0 ||
-        !quant_io_valid(&params->q) || !shifts_valid(params->shift, out_dims->c)) {
+        !quant_io_valid(&params->q)) {
         return MCU_ERR_ARG;
     }
+    /* (the fast paths' requant2_ok() shifts, in [-20, -1], are valid) */
     const int32_t path = mcu_depthwise_conv2d_s8_path(params, bias, isa);
-    void *const scratch = scratch_of(ctx, path_scratch(path));
+    if (path == MCU_PATH_GENERIC && !DW_SHIFTS_VALID(params->shift, out_dims->c)) {
+        return MCU_ERR_ARG;
+    }
+    void *const scratch = scratch_of(ctx, path_scratch(params, path));
     if (path != MCU_PATH_GENERIC && scratch == NULL) {
         return MCU_ERR_SCRATCH;
     }

@@ -120,6 +120,115 @@ typedef struct {
     int32_t shift[2][4];
 } mcu_dw_mve_scratch_t;
 
+/* _mve.c with GCC: the whole windows of 3x3 filters in full groups through one inline-assembly
+ * block (gcc's code for the intrinsics reloads constants and pointers from the stack); its nine
+ * taps are read at base + off[t]. */
+#if MCU_ISA_NATIVE == MCU_ISA_MVE && defined(__GNUC__)
+#define DW_ASM3 1
+
+#define DW_TAP(t, wb)                                                                             \
+    "ldr %[a], [%[off], #" #t "*4]\n\t"                                                            \
+    "add %[a], %[base]\n\t"                                                                        \
+    "vldrb.s16 q2, [%[a]]\n\t"                                                                     \
+    "vldrh.u16 q3, [%[g], #" wb "]\n\t"                                                            \
+    "vmullb.s16 q4, q2, q3\n\t"                                                                    \
+    "vadd.i32 q0, q0, q4\n\t"                                                                      \
+    "vmullt.s16 q4, q2, q3\n\t"                                                                    \
+    "vadd.i32 q1, q1, q4\n\t"
+
+_Static_assert(__builtin_offsetof(mcu_dw_mve_scratch_t, bias_full) == 432 &&
+                   __builtin_offsetof(mcu_dw_mve_scratch_t, mult) == 464 &&
+                   __builtin_offsetof(mcu_dw_mve_scratch_t, base) == 496 &&
+                   __builtin_offsetof(mcu_dw_mve_scratch_t, shift) == 528,
+               "the offsets in mve_window3x3's assembly");
+
+/* The end of the assembly windows: requant4 of q0 (even) and q1 (odd channels) with the
+ * constants at %[q] (g->mult), both saturated to int16 into channel order, clamped to
+ * [%[lo], %[hi]] (int16x8_t operands), one narrowing store at %[out]. */
+#define DW_REQUANT_STORE                                                                          \
+    "vldrw.u32 q2, [%[q], #0]\n\t"                                                                 \
+    "vqrdmulh.s32 q3, q0, q2\n\t"                                                                  \
+    "vldrw.u32 q2, [%[q], #32]\n\t"                                                                \
+    "vadd.i32 q3, q3, q2\n\t"                                                                      \
+    "vshr.s32 q2, q0, #31\n\t"                                                                     \
+    "vadd.i32 q3, q3, q2\n\t"                                                                      \
+    "vldrw.u32 q2, [%[q], #64]\n\t"                                                                \
+    "vshl.s32 q0, q3, q2\n\t"                                                                      \
+    "vldrw.u32 q2, [%[q], #16]\n\t"                                                                \
+    "vqrdmulh.s32 q3, q1, q2\n\t"                                                                  \
+    "vldrw.u32 q2, [%[q], #48]\n\t"                                                                \
+    "vadd.i32 q3, q3, q2\n\t"                                                                      \
+    "vshr.s32 q2, q1, #31\n\t"                                                                     \
+    "vadd.i32 q3, q3, q2\n\t"                                                                      \
+    "vldrw.u32 q2, [%[q], #80]\n\t"                                                                \
+    "vshl.s32 q1, q3, q2\n\t"                                                                      \
+    "vqmovnb.s32 q2, q0\n\t"                                                                       \
+    "vqmovnt.s32 q2, q1\n\t"                                                                       \
+    "vmax.s16 q2, q2, %q[lo]\n\t"                                                                  \
+    "vmin.s16 q2, q2, %q[hi]\n\t"                                                                  \
+    "vstrb.16 q2, [%[out]]\n\t"
+
+/* One output position (eight channels, full group): sums from bias_full over the nine taps at
+ * base + off[t] (weights g->w[t]), requant4, clamp to [lo, hi], one narrowing store. */
+static inline __attribute__((always_inline)) void mve_window3x3(const mcu_dw_mve_scratch_t *g,
+                                                                const int8_t *base,
+                                                                const int32_t *off, int8_t *out,
+                                                                int16x8_t lo, int16x8_t hi)
+{
+    const int8_t *a;
+    __asm__ volatile(
+        "vldrw.u32 q0, [%[g], #432]\n\t"
+        "vldrw.u32 q1, [%[g], #448]\n\t"
+        DW_TAP(0, "0") DW_TAP(1, "16") DW_TAP(2, "32") DW_TAP(3, "48") DW_TAP(4, "64")
+        DW_TAP(5, "80") DW_TAP(6, "96") DW_TAP(7, "112") DW_TAP(8, "128")
+        DW_REQUANT_STORE
+        : [a] "=&l"(a)
+        : [g] "r"(g), [q] "r"(g->mult), [base] "r"(base), [off] "r"(off), [out] "l"(out),
+          [lo] "w"(lo), [hi] "w"(hi)
+        : "q0", "q1", "q2", "q3", "q4", "memory");
+}
+
+#else
+#define DW_ASM3 0
+#endif
+
+/* The MVE path's ring of three input rows padded with the input zero point (-input_offset,
+ * whose products cancel bias_full's share of the taps outside the input): for 3x3 filters
+ * with dilation 1, at least eight channels and outputs at most DW_MVE_RING_COLS padded columns
+ * wide, every window of a full group reads whole rows there (_mve_ring.c). Groups of sixteen
+ * channels (a second mcu_dw_mve_scratch_t, then a ring of 16 bytes a column: half the per-group
+ * costs, which weigh on the small maps of many channels) when there are at least
+ * DW_MVE_RING16_MIN_C channels and at most DW_MVE_RING16_COLS columns, else of eight (8 bytes
+ * a column): at most MCU_DW_MVE_SCRATCH_BYTES + 3 * 8 * DW_MVE_RING_COLS bytes after the
+ * scratch either way. They depend on the output width and channels only (the same for every
+ * row band of the layer). */
+#define DW_MVE_RING_COLS 32
+#define DW_MVE_RING16_COLS 16
+#define DW_MVE_RING16_MIN_C 128
+
+/* The ring's columns (0: no ring) and its channels a group (8 or 16). */
+static inline int32_t dw_mve_ring_cols(const mcu_depthwise_conv_params_t *p, int32_t *lanes)
+{
+    *lanes = 0;
+    if (p->filter.h != 3 || p->filter.w != 3 || p->dilation_h != 1 || p->dilation_w != 1 ||
+        p->output.c < 8 || p->output.w > DW_MVE_RING_COLS || p->stride_w > DW_MVE_RING_COLS) {
+        return 0;
+    }
+    const int32_t cols = (p->output.w - 1) * p->stride_w + 3;
+    if (cols > DW_MVE_RING_COLS) {
+        return 0;
+    }
+    *lanes = p->output.c >= DW_MVE_RING16_MIN_C && cols <= DW_MVE_RING16_COLS ? 16 : 8;
+    return cols;
+}
+
+static inline int32_t dw_mve_ring_bytes(const mcu_depthwise_conv_params_t *p)
+{
+    int32_t lanes;
+    const int32_t cols = dw_mve_ring_cols(p, &lanes);
+    return lanes == 16 ? MCU_DW_MVE_SCRATCH_BYTES + 3 * 16 * cols : 3 * lanes * cols;
+}
+
 /* ---- the paths ---- */
 
 /* _generic.c: output channels first_oc .. C_out - 1 of every position (first_oc is 0, or the
@@ -142,6 +251,19 @@ enum { DW_ROWS_ALL, DW_ROWS_NO_TOP, DW_ROWS_NO_BOTTOM };
 
 /* _mve.c: every output (mcu_depthwise_conv2d_s8_path() == MCU_PATH_MVE). Returns MCU_OK. */
 mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
+                        const int8_t *input, const int8_t *filter, const int32_t *bias,
+                        int8_t *output);
+
+/* _mve_ring.c, for both MVE files: channels c .. c + 7 of the weights and requantization
+ * constants into g (those past C_out zero). */
+void mcu_dw_mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
+                        const int8_t *filter, const int32_t *bias, int32_t c);
+
+/* _mve_ring.c: every output of the full groups of eight channels (of sixteen where
+ * dw_mve_ring_cols() says so) through the ring, after the prepared group(s) at the start of
+ * the scratch (dw_mve_ring_cols() > 0). Returns the first channel left: C_out rounded down
+ * to a multiple of 8. */
+int32_t mcu_dw_mve_ring(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
                         const int8_t *input, const int8_t *filter, const int32_t *bias,
                         int8_t *output);
 

@@ -7,9 +7,12 @@
  * outside the input), VMULLB/VMULLT by the weights into two int32x4 accumulators (even and odd
  * channels); per position: requant4 (mcu_kernel_util.h) of both, VMOVNB/VMOVNT back into channel
  * order, one narrowing store. Whole windows (every tap inside the input) start from bias_full
- * and read the inputs without the offset, in runs: 3x3 unrolled, one-row/one-column filters
- * (Kx1, 1xK: 1-D convolutions) two positions per weight load, others nested; border windows
- * take their valid taps with the offset.
+ * and read the inputs without the offset, in runs: 3x3 in one inline-assembly block (with GCC,
+ * mve_window3x3 in the internal header), one-row/one-column filters (Kx1, 1xK: 1-D
+ * convolutions) two positions per weight load, others nested; border windows take their valid
+ * taps with the offset. 3x3 filters on narrow outputs (dw_mve_ring_cols() > 0) run their full
+ * groups in _mve_ring.c instead (every window whole, through a zero-point-padded row ring);
+ * the groups' preparation (mcu_dw_mve_prepare) is there too.
  * Conditions (mcu_depthwise_conv2d_s8_path; else the generic loops run, their channel blocks
  * from mcu_dw_channel_blocks_mve at the end of this file): requant2_ok() for every channel,
  * KH * KW <= DW_MVE_MAX_TAPS (then |acc| < 2^29 + 25 * 255 * 128 < 2^30).
@@ -22,60 +25,6 @@
 #include <stdint.h>
 
 #include "mcu_depthwise_conv2d_s8_internal.h"
-
-/* Channels c .. c + 7 (those below C; the others get zero weights and constants). */
-static void mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
-                        const int8_t *filter, const int32_t *bias, int32_t c)
-{
-    const int32_t out_c = p->output.c;
-    const int32_t taps = p->filter.h * p->filter.w;
-    const mve_pred16_t lanes = vctp16q((uint32_t)(out_c - c));
-    int16x8_t w_sum = vdupq_n_s16(0);
-    for (int32_t t = 0; t < taps; ++t) {
-        const int16x8_t w = vldrbq_z_s16(filter + t * out_c + c, lanes);
-        vst1q_s16(g->w[t], w);
-        w_sum = vaddq_s16(w_sum, w); /* |sum| <= 25 * 128 */
-    }
-    /* even and odd channels: lanes c + 2 j and c + 2 j + 1 */
-    const uint32x4_t even = vmulq_n_u32(vidupq_n_u32(0, 1), 2u);
-    const mve_pred16_t p_even = vctp32q((uint32_t)(out_c - c + 1) / 2u);
-    const mve_pred16_t p_odd = vctp32q((uint32_t)(out_c - c) / 2u);
-    const int32x4_t zero = vdupq_n_s32(0);
-    for (int32_t odd = 0; odd < 2; ++odd) {
-        const mve_pred16_t pr = odd ? p_odd : p_even;
-        const int32_t ch = c + odd;
-        const int32x4_t b = bias != NULL ? vldrwq_gather_shifted_offset_z_s32(bias + ch, even, pr)
-                                         : zero;
-        const int32x4_t shift = vldrwq_gather_shifted_offset_z_s32(p->shift + ch, even, pr);
-        const int32x4_t sum = odd ? vmovltq_s16(w_sum) : vmovlbq_s16(w_sum);
-        vst1q_s32(g->bias[odd], b);
-        vst1q_s32(g->bias_full[odd], vmlaq_n_s32(b, sum, p->q.input_offset));
-        vst1q_s32(g->mult[odd], vldrwq_gather_shifted_offset_z_s32(p->multiplier + ch, even, pr));
-        /* base = 2^(r - 1) + output_offset * 2^r, r = -shift (lanes past C: r = 1 and
-         * multiplier 0; their outputs are not stored) */
-        const int32x4_t r = vnegq_s32(vpselq_s32(shift, vdupq_n_s32(-1), pr));
-        const int32x4_t base = vaddq_s32(vshlq_s32(vdupq_n_s32(1), vsubq_s32(r, vdupq_n_s32(1))),
-                                         vshlq_s32(vdupq_n_s32(p->q.output_offset), r));
-        vst1q_s32(g->shift[odd], vnegq_s32(r));
-        vst1q_s32(g->base[odd], base);
-    }
-}
-
-/* onnxruntime's rounding (MCU_ROUND_NEAREST_NO_TIE) for mve_prepare's channels c .. c + 7:
- * requant2_lift added to the sums' starting values, base' (requant2_no_tie). */
-static void mve_prepare_no_tie(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
-                               int32_t c)
-{
-    for (int32_t k = 0; k < 8 && c + k < p->output.c; ++k) {
-        const int32_t odd = k & 1;
-        const int32_t j = k >> 1;
-        int32_t lift2;
-        g->base[odd][j] = requant2_no_tie(p->multiplier[c + k], p->shift[c + k],
-                                          p->q.output_offset, &lift2);
-        g->bias[odd][j] += lift2 / 2;
-        g->bias_full[odd][j] += lift2 / 2;
-    }
-}
 
 /* What a group's positions share. */
 typedef struct {
@@ -91,6 +40,7 @@ typedef struct {
     int32_t y_end;
     mve_pred16_t pred; /* the group's channels (all 8 unless the last group is partial) */
     int full;          /* act_min == -128 and act_max == 127 */
+    int32_t whole[9];  /* 3x3 filters: tap t's input bytes from its window's first tap */
 } mve_ctx_t;
 
 /* acc_e/acc_o += (x + offset) * w over one tap: x the eight inputs at xp (lanes past `pred`
@@ -214,11 +164,18 @@ static mve_run_t run_of(const mve_ctx_t *m)
     return r;
 }
 
-/* 3x3 windows, unrolled. */
+/* 3x3 windows, unrolled (with GCC: mve_window3x3). */
 DW_NOINLINE static void run_3x3(const mve_ctx_t *m, const int8_t *x, int8_t *o, int32_t n,
                                 int32_t x_step)
 {
     const mve_run_t r = run_of(m);
+#if DW_ASM3
+    const int16x8_t lo = vdupq_n_s16((int16_t)r.lo);
+    const int16x8_t hi = vdupq_n_s16((int16_t)r.hi);
+    for (; n > 0; --n, x += x_step, o += r.out_c) {
+        mve_window3x3(r.g, x, m->whole, o, lo, hi);
+    }
+#else
     const int16x8_t none = vdupq_n_s16(0);
     const mve_pred16_t all = vctp16q(8u);
     for (; n > 0; --n, x += x_step, o += r.out_c) {
@@ -233,6 +190,7 @@ DW_NOINLINE static void run_3x3(const mve_ctx_t *m, const int8_t *x, int8_t *o, 
         }
         mve_store(r.g, r.full, r.lo, r.hi, e, od, o, all, 0);
     }
+#endif
 }
 
 /* One-row or one-column filters (`taps` taps, x_tap bytes apart): two positions at a time, each
@@ -361,6 +319,7 @@ DW_NOINLINE static void mve_group_partial(const mve_ctx_t *m, const int8_t *in, 
     mve_group_body(m, in, out, 1);
 }
 
+
 /* Output positions [*begin, *end) along one axis have every tap inside the input: origin
  * o * stride - pad >= 0 and origin + (taps - 1) * dilation < size (an empty range when none). */
 static void inside(int32_t pad, int32_t stride, int32_t dilation, int32_t taps, int32_t size,
@@ -384,6 +343,8 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
     const int32_t out_c = p->output.c;
     const int32_t in_batch = p->input.h * in_w * p->input.c;
     const int32_t out_batch = p->output.h * p->output.w * out_c;
+    int32_t ring_lanes;
+    (void)dw_mve_ring_cols(p, &ring_lanes);
     mve_ctx_t m;
     m.p = p;
     m.g = scratch;
@@ -392,15 +353,19 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
     m.x_col = p->dilation_w * p->input.c;
     m.x_step = p->stride_w * p->input.c;
     m.full = p->q.act_min == MCU_INT8_MIN && p->q.act_max == MCU_INT8_MAX;
+    if (p->filter.h == 3 && p->filter.w == 3) {
+        for (int32_t t = 0; t < 9; ++t) {
+            m.whole[t] = (t / 3) * m.x_row + (t % 3) * m.x_col;
+        }
+    }
     inside(p->pad_left, p->stride_w, p->dilation_w, p->filter.w, in_w, p->output.w, &m.x_begin,
            &m.x_end);
     inside(p->pad_top, p->stride_h, p->dilation_h, p->filter.h, p->input.h, p->output.h,
            &m.y_begin, &m.y_end);
-    for (int32_t c = 0; c < out_c; c += 8) {
-        mve_prepare(scratch, p, filter, bias, c);
-        if (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) {
-            mve_prepare_no_tie(scratch, p, c);
-        }
+    /* the full groups through the ring when it is planned (dw_mve_ring_bytes() > 0) */
+    for (int32_t c = ring_lanes > 0 ? mcu_dw_mve_ring(scratch, p, input, filter, bias, output) : 0;
+         c < out_c; c += 8) {
+        mcu_dw_mve_prepare(scratch, p, filter, bias, c);
         m.pred = vctp16q((uint32_t)(out_c - c));
         for (int32_t b = 0; b < p->input.n; ++b) {
             if (c + 8 <= out_c) {

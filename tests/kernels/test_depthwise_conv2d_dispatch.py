@@ -67,3 +67,29 @@ def test_twin_equals_c_dispatcher(isa: str) -> None:
         seen.add(PATHS[c_path])
     assert seen == ({"generic", isa} if isa != "c" else {"generic"}), seen
 
+
+
+def test_mve_ring_scratch_equals_c() -> None:
+    """The MVE path's ring (3x3, dilation 1, at least 8 channels, narrow outputs): the twin's
+    scratch equals the C's across the edges of its width limit, and a row band needs no more."""
+    rng = np.random.default_rng(31)
+    ring = plain = 0
+    for w in range(1, 40):
+        for sw in (1, 2, 3):
+            c = int(rng.choice([8, 12, 16, 64, 120, 128, 136]))
+            pads = [int(v) for v in rng.integers(0, 3, 4)]
+            mult, shift = realistic_multipliers(rng, c, 9)
+            h = int(rng.integers(1, 9))
+            p = DepthwiseConvParams(
+                input=Dims(1, h, w, c), filter=Dims(1, 3, 3, c),
+                output=Dims(1, conv_out_size(h, 3, 1, 1, pads[0], pads[1]),
+                            conv_out_size(w, 3, sw, 1, pads[2], pads[3]), c),
+                depth_multiplier=1, stride_h=1, stride_w=sw, dilation_h=1, dilation_w=1,
+                pad_top=pads[0], pad_left=pads[2], q=QuantIO(int(rng.integers(-127, 129)), 0, -128, 127),
+                multiplier=mult.astype(np.int32), shift=shift.astype(np.int32))
+            size = call_raw("mcu_depthwise_conv2d_s8_get_buffer_size", p, None, ISAS.index("mve"))
+            assert twin.buffer_size(p, None, "mve") == size, p
+            assert twin.buffer_size(twin.band(p, 0, 1)[0], None, "mve") <= size
+            ring += size > twin.MVE_SCRATCH_BYTES
+            plain += size == twin.MVE_SCRATCH_BYTES
+    assert ring > 20 and plain > 20, (ring, plain)

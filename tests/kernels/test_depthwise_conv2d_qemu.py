@@ -52,6 +52,16 @@ CASES = {
     "3x3_dilation2": Case(h=8, w=8, c_in=4, dilation=(2, 2), pads=(2, 2, 2, 2)),
     "3x3_dilation5_10_borders": Case(h=11, w=11, c_in=8, dilation=(5, 5), pads=(5, 5, 5, 5)),
     "3x3_narrow_act": Case(h=5, w=6, c_in=8, pads=P1, act=(-20, 40), zp_out=-3),
+    "3x3_c24_stride2_act": Case(h=7, w=8, c_in=24, stride=(2, 2), pads=P1, act=(-90, 70)),
+    "3x3_ring_pad_bottom_c16": Case(h=7, w=6, c_in=16, pads=(0, 2, 1, 1)),
+    "3x3_ring_pad2_stride3_c8": Case(h=8, w=9, c_in=8, stride=(3, 3), pads=(2, 2, 2, 2)),
+    "3x3_ring_widest_c8": Case(h=3, w=30, c_in=8, pads=P1, act=(-128, 0)),
+    "3x3_past_ring_c8": Case(h=4, w=33, c_in=8, pads=P1),
+    "3x3_ring8_c40_zp_act": Case(h=4, w=5, c_in=40, pads=P1, act=(-100, 100), zp_in=-128, zp_out=127),
+    "3x3_ring8_c20_tail": Case(h=3, w=4, c_in=20, pads=(0, 1, 0, 1), stride=(2, 2)),
+    "3x3_ring16_c140_tails": Case(h=3, w=4, c_in=140, pads=P1, act=(-100, 100), zp_in=-128, zp_out=127),
+    "3x3_ring16_c128_stride2": Case(h=6, w=6, c_in=128, pads=(0, 1, 0, 1), stride=(2, 2)),
+    "3x3_ring8_c128_cols17": Case(h=2, w=15, c_in=128, pads=P1),
     "3x3_batch2": Case(n=2, h=5, w=4, c_in=4, pads=(0, 0, 1, 0)),
     "3x3_c3": Case(h=5, w=5, c_in=3, pads=P1),
     "5x5_c6_tail": Case(h=7, w=6, c_in=6, kh=5, kw=5, pads=(2, 2, 2, 2)),
@@ -126,7 +136,7 @@ def net_c(built: list[tuple[str, DepthwiseConvParams, list[Any]]]) -> tuple[str,
 int net_run_multi(const int8_t *const *inputs, int8_t *const *outputs);
 
 /* scratch, as the arena would give it: aligned, with room for every path */
-static int32_t scratch[256];
+static int32_t scratch[512];
 
 {"".join(decls)}
 static void run_case(const mcu_depthwise_conv_params_t *p, const int8_t *x, const int8_t *w,
@@ -183,10 +193,34 @@ def ort_variant(p: DepthwiseConvParams, w: np.ndarray, b: np.ndarray | None) -> 
                    multiplier=mult, shift=shift)
 
 
+Built = list[tuple[str, DepthwiseConvParams, list[Any]]]
+
+
+def edge_variants(name: str, p: DepthwiseConvParams, inputs: list[Any]) -> Built:
+    """requant2_ok()'s edges on the last channel of a case (the MVE dispatcher checks four
+    channels at a time): a bias of 2^29 - 1 keeps the fast path; -2^29 and a shift of -21 or 0
+    leave it (negative multipliers: test_depthwise_conv2d_dispatch.py)."""
+    k = p.output.c - 1
+    x, w, b = inputs
+    out = []
+    for label, bias_k, shift_k in (("bias 2^29-1", (1 << 29) - 1, None), ("bias -2^29", -(1 << 29), None),
+                                   ("shift -21", None, -21), ("shift 0", None, 0)):
+        b2 = b.copy()
+        shift = p.shift.copy()
+        if bias_k is not None:
+            b2[k] = bias_k
+        if shift_k is not None:
+            shift[k] = shift_k
+        out.append((f"{name} ({label})", replace(p, shift=shift), [x, w, b2]))
+    return out
+
+
 @pytest.fixture(scope="module")
 def built() -> list[tuple[str, DepthwiseConvParams, list[Any]]]:
     cases = [(name, *build(case, np.random.default_rng(sum(map(ord, name)))))
              for name, case in ALL_CASES.items()]
+    cases += [v for name, p, inputs in cases if name in ("3x3_pairs", "3x3_ring8_c20_tail", "3x3_ring16_c140_tails")
+              for v in edge_variants(name, p, inputs)]
     ort = [(f"{name} (onnxruntime numerics)", ort_variant(p, inputs[1], inputs[2]), inputs)
            for name, p, inputs in cases]
     assert sum(p.q.rounding == ROUND_NEAREST_NO_TIE for _, p, _ in ort) >= len(ort) // 2
