@@ -16,6 +16,7 @@
  * into one vector by two VMOVs, the per-tensor constants in registers for the whole row. Every
  * other case (and unoptimized builds) runs the same arithmetic as intrinsics (fc_row_c).
  */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mcu_fully_connected_s8_internal.h"
@@ -26,8 +27,14 @@
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
 #include <arm_mve.h>
 
+#if defined(__GNUC__)
+#define MCU_FC_NOINLINE __attribute__((noinline))
+#else
+#define MCU_FC_NOINLINE
+#endif
+
 /* One input row through the intrinsics: any rounding, shift, NULL kernel sums. */
-static void fc_row_c(const mcu_fc_params_t *p, const int8_t *x, const int8_t *weights,
+MCU_FC_NOINLINE static void fc_row_c(const mcu_fc_params_t *p, const int8_t *x, const int8_t *weights,
                      const int32_t *sums, int8_t *out)
 {
     const int32_t k = p->in_features;
@@ -72,31 +79,62 @@ static void fc_row_c(const mcu_fc_params_t *p, const int8_t *x, const int8_t *we
     }
 }
 
+/* Every shift[i], i < count, in [-31, 30]: the largest shift + 31 (unsigned) at most 61. */
+int mcu_fully_connected_s8_mve_shifts_ok(const int32_t *shift, int32_t count)
+{
+    if (count == 1) {
+        return (uint32_t)shift[0] + 31u <= 61u;
+    }
+    uint32_t worst = 0;
+#if defined(__OPTIMIZE__) && defined(__GNUC__)
+    const uint32_t bias = 31u;
+    int32x4_t v;
+    __asm__("dlstp.32 lr, %[n]\n"
+            "1:\n\t"
+            "vldrw.32 %q[v], [%[s]], #16\n\t"
+            "vadd.i32 %q[v], %q[v], %[b]\n\t"
+            "vmaxv.u32 %[worst], %q[v]\n\t"
+            "letp    lr, 1b"
+            : [worst] "+r"(worst), [s] "+r"(shift), [v] "=&w"(v)
+            : [n] "r"(count), [b] "r"(bias), "m"(*(const int32_t(*)[])shift)
+            : "lr");
+#else
+    for (int32_t i = 0; i < count; i += 4) {
+        const int32x4_t v = vldrwq_z_s32(shift + i, vctp32q((uint32_t)(count - i)));
+        worst = vmaxvq_u32(worst, vreinterpretq_u32_s32(vaddq_n_s32(v, 31)));
+    }
+#endif
+    return worst <= 61u;
+}
+
 #if defined(__OPTIMIZE__) && defined(__GNUC__)
 
-/* What the assembly loads (LDM into r1, r3, r5, r8 - r12, then the constants): keep the order. */
-typedef struct {
-    const int8_t *x;       /* r1: the input row */
-    const int8_t *w;       /* r3: the weights of the first row */
-    const int32_t *s;      /* r5: its kernel sum */
-    int8_t *out;           /* r7 (a low register: VSTRB.32 takes no other) */
-    int32_t chunks;        /* r8: K / 16 (remainder rows: K) */
-    int32_t tail;          /* r9: K % 16 (remainder rows: their count, 1..3) */
-    int32_t blocks;        /* r10: blocks of four rows, >= 1 */
-    uintptr_t m;           /* r11: per-tensor: the multiplier; per-channel: their address */
-    uintptr_t shift;       /* r12: per-tensor: the shift (<= 0); per-channel: their address */
-    int32_t lo, hi, offset, right; /* q4, q5, q6, q7 (right: per-channel 0) */
-} fc_job_t;
-
-/* r0 = the job; the row's constants into q4 - q7 */
-#define FC_LOAD                                                                                    \
-    "ldm     r0, {r1, r3, r5, r7, r8, r9, r10, r11, r12}\n\t"                                     \
-    "ldrd    r2, r4, [r0, #36]\n\t"                                                                \
+/* One input row in the assembly: r0 = the params (kept on the stack), r1 the input row, r3 the
+ * weights, r5 the kernel sums, r7 the output row (a low register: VSTRB.32 takes no other). From
+ * the params: r8 = K / 16, r9 = K % 16, r10 = N / 4, r11 / r12 the multipliers / shifts (PER
+ * loads a per-tensor multiplier and shift into them and the shift into q7, or sets q7 = 0 per
+ * channel), q4 / q5 / q6 act_min / act_max / output offset; q3 the input's tail (zero past it),
+ * P0 its predicate. */
+#define FC_LOAD(PER)                                                                               \
+    "push    {r0}\n\t"                                                                             \
+    "ldrd    r8, r10, [r0, #%c[o_k]]\n\t"                                                          \
+    "ldrd    r2, r4, [r0, #%c[o_min]]\n\t"                                                         \
     "vdup.32 q4, r2\n\t"                                                                           \
     "vdup.32 q5, r4\n\t"                                                                           \
-    "ldrd    r2, r4, [r0, #44]\n\t"                                                                \
+    "ldr     r2, [r0, #%c[o_off]]\n\t"                                                             \
     "vdup.32 q6, r2\n\t"                                                                           \
-    "vdup.32 q7, r4\n\t"
+    "ldrd    r11, r12, [r0, #%c[o_m]]\n\t"                                                         \
+    PER                                                                                            \
+    "and     r9, r8, #15\n\t"                                                                      \
+    "lsr     r8, r8, #4\n\t"                                                                       \
+    "lsr     r10, r10, #2\n\t"                                                                     \
+    "add     lr, r1, r8, lsl #4\n\t"                                                               \
+    "vctp.8  r9\n\t"                                                                               \
+    "vpst\n\t"                                                                                     \
+    "vldrbt.8 q3, [lr]\n\t"
+
+#define FC_PER_TENSOR "ldr     r11, [r11]\n\tldr     r12, [r12]\n\tvdup.32 q7, r12\n\t"
+#define FC_PER_CHANNEL "vmov.i32 q7, #0\n\t"
 
 /* q0 = requantized q0 (TFLite rounding): per-tensor multiplier r11, right shift r12 and q7 */
 #define FC_REQUANT_TENSOR                                                                          \
@@ -126,15 +164,13 @@ typedef struct {
     "vmax.s32 q0, q0, q4\n\t"                                                                      \
     "vmin.s32 q0, q0, q5\n\t"
 
-/* The blocks of one input row: per block r0, r2, r4, r6 the four sums from the kernel sums at
- * r5, the chunks (r8 of them) in a low-overhead loop, the tail (r9 inputs; q3 the input's tail,
- * loaded once, P0 its predicate) by predicated loads, one vector requantized and stored. */
+
+/* The blocks: per block r0, r2, r4, r6 the four sums from the kernel sums at r5, the chunks
+ * (r8) in a low-overhead loop, the tail (r9 inputs, predicated loads), the four sums into q0
+ * (VMOV Qd[i+2], Qd[i], Rt, Rt2 puts Rt in lane i), requantized, stored. */
 #define FC_BLOCKS(REQUANT)                                                                         \
-    FC_LOAD                                                                                        \
-    "add     lr, r1, r8, lsl #4\n\t"                                                               \
-    "vctp.8  r9\n\t"                                                                               \
-    "vpst\n\t"                                                                                     \
-    "vldrbt.8 q3, [lr]\n\t"                                                                        \
+    "cmp     r10, #0\n\t"                                                                          \
+    "beq     8f\n\t"                                                                               \
     "1:\n\t"                                                                                       \
     "ldrd    r0, r2, [r5], #8\n\t"                                                                 \
     "ldrd    r4, r6, [r5], #8\n\t"                                                                 \
@@ -175,7 +211,8 @@ typedef struct {
     FC_CLAMP                                                                                       \
     "vstrb.32 q0, [r7], #4\n\t"                                                                    \
     "subs    r10, r10, #1\n\t"                                                                     \
-    "bne     1b\n\t"
+    "bne     1b\n\t"                                                                               \
+    "8:\n\t"
 
 /* One remainder row's sum into ACC: its kernel sum at [r5, #OFF], its K = r8 weights at r3
  * (then r3 += K), a tail-predicated loop. */
@@ -192,10 +229,15 @@ typedef struct {
     "6:\n\t"                                                                                       \
     "add     r3, r3, r8\n\t"
 
-/* The remainder rows (r9 of them, 1..3), requantized as one vector, stored under the predicate
- * of their count (P0; per-channel constants loaded under it). */
+/* The last N % 4 rows (r9 = their count after the blocks), requantized as one vector, stored
+ * under the predicate of their count (P0; per-channel constants loaded under it); then the job
+ * pointer off the stack. */
 #define FC_REMAINDER(REQUANT)                                                                      \
-    FC_LOAD                                                                                        \
+    "ldr     r0, [sp]\n\t"                                                                         \
+    "add     r8, r9, r8, lsl #4\n\t"                                                               \
+    "ldr     r9, [r0, #%c[o_n]]\n\t"                                                               \
+    "ands    r9, r9, #3\n\t"                                                                       \
+    "beq     9f\n\t"                                                                               \
     FC_ROW("r0", "0")                                                                              \
     "cmp     r9, #2\n\t"                                                                           \
     "blt     7f\n\t"                                                                               \
@@ -210,7 +252,9 @@ typedef struct {
     REQUANT                                                                                        \
     FC_CLAMP                                                                                       \
     "vpst\n\t"                                                                                     \
-    "vstrbt.32 q0, [r7]\n\t"
+    "vstrbt.32 q0, [r7]\n"                                                                         \
+    "9:\n\t"                                                                                       \
+    "pop     {r0}\n\t"
 
 #define FC_LOAD_CHANNEL_S "vldrw.32 q1, [r12], #16\n\t"
 #define FC_LOAD_CHANNEL_M "vldrw.32 q2, [r11], #16\n\t"
@@ -218,37 +262,44 @@ typedef struct {
 #define FC_LOAD_CHANNEL_M_P "vpst\n\tvldrwt.32 q2, [r11]\n\t"
 
 #define FC_CLOBBERS                                                                                \
-    "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10", "r11", "r12", "lr", "q0", "q1",  \
-        "q2", "q3", "q4", "q5", "q6", "q7", "cc", "memory"
+    "r2", "r4", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "q0", "q1", "q2", "q3", "q4", "q5",   \
+        "q6", "q7", "cc", "memory"
 
-static void blocks_tensor(const fc_job_t *job)
+#define FC_OPERANDS                                                                                \
+    : "+r"(r0), "+r"(r1), "+r"(r3), "+r"(r5), "+r"(r7)                                             \
+    : [o_k] "i"(offsetof(mcu_fc_params_t, in_features)),                                           \
+      [o_n] "i"(offsetof(mcu_fc_params_t, out_features)),                                          \
+      [o_min] "i"(offsetof(mcu_fc_params_t, q.act_min)),                                           \
+      [o_off] "i"(offsetof(mcu_fc_params_t, q.output_offset)),                                     \
+      [o_m] "i"(offsetof(mcu_fc_params_t, multiplier))                                             \
+    : FC_CLOBBERS
+
+/* the registers of FC_LOAD (act_max follows act_min, shift follows multiplier: LDRD) */
+#define FC_ARGS                                                                                    \
+    register const mcu_fc_params_t *r0 __asm__("r0") = p;                                          \
+    register const int8_t *r1 __asm__("r1") = x;                                                   \
+    register const int8_t *r3 __asm__("r3") = w;                                                   \
+    register const int32_t *r5 __asm__("r5") = s;                                                  \
+    register int8_t *r7 __asm__("r7") = out
+
+/* One input row, per-tensor constants (shift <= 0) */
+static inline void row_tensor(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
+                              const int32_t *s, int8_t *out)
 {
-    register const fc_job_t *r0 __asm__("r0") = job;
-    __asm__ volatile(FC_BLOCKS(FC_REQUANT_TENSOR) : "+r"(r0) : : FC_CLOBBERS);
+    FC_ARGS;
+    __asm__ volatile(FC_LOAD(FC_PER_TENSOR) FC_BLOCKS(FC_REQUANT_TENSOR)
+                         FC_REMAINDER(FC_REQUANT_TENSOR) FC_OPERANDS);
 }
 
-static void blocks_channel(const fc_job_t *job)
+/* One input row, per-channel constants */
+static inline void row_channel(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
+                               const int32_t *s, int8_t *out)
 {
-    register const fc_job_t *r0 __asm__("r0") = job;
-    __asm__ volatile(FC_BLOCKS(FC_REQUANT_CHANNEL(FC_LOAD_CHANNEL_S, FC_LOAD_CHANNEL_M))
-                     : "+r"(r0)
-                     :
-                     : FC_CLOBBERS);
-}
-
-static void remainder_tensor(const fc_job_t *job)
-{
-    register const fc_job_t *r0 __asm__("r0") = job;
-    __asm__ volatile(FC_REMAINDER(FC_REQUANT_TENSOR) : "+r"(r0) : : FC_CLOBBERS);
-}
-
-static void remainder_channel(const fc_job_t *job)
-{
-    register const fc_job_t *r0 __asm__("r0") = job;
-    __asm__ volatile(FC_REMAINDER(FC_REQUANT_CHANNEL(FC_LOAD_CHANNEL_S_P, FC_LOAD_CHANNEL_M_P))
-                     : "+r"(r0)
-                     :
-                     : FC_CLOBBERS);
+    FC_ARGS;
+    __asm__ volatile(FC_LOAD(FC_PER_CHANNEL)
+                         FC_BLOCKS(FC_REQUANT_CHANNEL(FC_LOAD_CHANNEL_S, FC_LOAD_CHANNEL_M))
+                             FC_REMAINDER(FC_REQUANT_CHANNEL(FC_LOAD_CHANNEL_S_P,
+                                                             FC_LOAD_CHANNEL_M_P)) FC_OPERANDS);
 }
 
 void mcu_fully_connected_s8_mve(const mcu_fc_params_t *p, const int8_t *input,
@@ -256,51 +307,21 @@ void mcu_fully_connected_s8_mve(const mcu_fc_params_t *p, const int8_t *input,
 {
     const int32_t k = p->in_features;
     const int32_t n_out = p->out_features;
-    const int32_t per_channel = p->per_channel;
-    if (p->q.rounding != MCU_ROUND_TFLITE || sums == NULL || (!per_channel && p->shift[0] > 0)) {
+    if (p->q.rounding != MCU_ROUND_TFLITE || sums == NULL ||
+        (p->per_channel == 0 && p->shift[0] > 0)) {
         for (int32_t b = 0; b < p->batches; ++b) {
             fc_row_c(p, input + b * k, weights, sums, output + b * n_out);
         }
         return;
     }
-    const int32_t blocks = n_out >> 2;
-    const int32_t rest = n_out & 3;
-    fc_job_t job = {.x = input, .w = weights, .s = sums, .chunks = k >> 4, .tail = k & 15,
-                    .out = output, .blocks = blocks, .m = (uintptr_t)p->multiplier,
-                    .shift = (uintptr_t)p->shift, .lo = p->q.act_min, .hi = p->q.act_max,
-                    .offset = p->q.output_offset, .right = 0};
-    if (!per_channel) {
-        job.m = (uintptr_t)(uint32_t)p->multiplier[0];
-        job.shift = (uintptr_t)(uint32_t)p->shift[0];
-        job.right = p->shift[0];
-    }
-    fc_job_t rem = job;
-    rem.w = weights + 4 * blocks * k;
-    rem.s = sums + 4 * blocks;
-    rem.chunks = k;
-    rem.tail = rest;
-    if (per_channel) {
-        rem.m = (uintptr_t)(p->multiplier + 4 * blocks);
-        rem.shift = (uintptr_t)(p->shift + 4 * blocks);
-    }
-    for (int32_t b = 0; b < p->batches; ++b) {
-        job.x = rem.x = input + b * k;
-        job.out = output + b * n_out;
-        rem.out = job.out + 4 * blocks;
-        if (blocks > 0) {
-            if (per_channel) {
-                blocks_channel(&job);
-            } else {
-                blocks_tensor(&job);
-            }
+    for (int32_t b = p->batches; b > 0; --b) {
+        if (p->per_channel) {
+            row_channel(p, input, weights, sums, output);
+        } else {
+            row_tensor(p, input, weights, sums, output);
         }
-        if (rest > 0) {
-            if (per_channel) {
-                remainder_channel(&rem);
-            } else {
-                remainder_tensor(&rem);
-            }
-        }
+        input += k;
+        output += n_out;
     }
 }
 
