@@ -83,9 +83,10 @@ mcu_status_t mcu_fully_connected_s8(const mcu_context_t *ctx, const mcu_fc_param
         return MCU_ERR_ARG;
     }
 #if MCU_ISA_PLAN == MCU_ISA_MVE
-    /* (the shifts checked 4 at a time: no requant2 flag needed) */
-    if (!mcu_fully_connected_s8_mve_shifts_ok(params->shift,
-                                              params->per_channel ? params->out_features : 1)) {
+    /* shift in [-31, 30] (per channel four at a time; no requant2 flag needed) */
+    if (params->per_channel ? !mcu_fully_connected_s8_mve_shifts_ok(params->shift,
+                                                                    params->out_features)
+                            : (uint32_t)params->shift[0] + 31u > 61u) {
         return MCU_ERR_ARG;
     }
     mcu_fully_connected_s8_mve(params, input, weights, kernel_sums, output);

@@ -34,7 +34,7 @@
 #endif
 
 /* One input row through the intrinsics: any rounding, shift, NULL kernel sums. */
-MCU_FC_NOINLINE static void fc_row_c(const mcu_fc_params_t *p, const int8_t *x, const int8_t *weights,
+static void fc_row_c(const mcu_fc_params_t *p, const int8_t *x, const int8_t *weights,
                      const int32_t *sums, int8_t *out)
 {
     const int32_t k = p->in_features;
@@ -107,24 +107,37 @@ int mcu_fully_connected_s8_mve_shifts_ok(const int32_t *shift, int32_t count)
     return worst <= 61u;
 }
 
+/* Every input row through the intrinsics */
+MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *input,
+                                      const int8_t *weights, const int32_t *sums, int8_t *output)
+{
+    for (int32_t b = 0; b < p->batches; ++b) {
+        fc_row_c(p, input + b * p->in_features, weights, sums, output + b * p->out_features);
+    }
+}
+
 #if defined(__OPTIMIZE__) && defined(__GNUC__)
 
-/* One input row in the assembly: r0 = the params (kept on the stack), r1 the input row, r3 the
- * weights, r5 the kernel sums, r7 the output row (a low register: VSTRB.32 takes no other). From
- * the params: r8 = K / 16, r9 = K % 16, r10 = N / 4, r11 / r12 the multipliers / shifts (PER
- * loads a per-tensor multiplier and shift into them and the shift into q7, or sets q7 = 0 per
- * channel), q4 / q5 / q6 act_min / act_max / output offset; q3 the input's tail (zero past it),
+/* Every input row in one assembly block. Entry: r0 = the params, r1 the input, r3 the weights,
+ * r5 the kernel sums, r7 the output (a low register: VSTRB.32 takes no other); kept on the stack
+ * as [sp] params, [sp, #4] input row, [sp, #8] rows left, [sp, #12] weights, [sp, #16] sums,
+ * [sp, #20] output row. q4 / q5 / q6 = act_min / act_max / output offset for the whole call;
+ * ONCE loads the per-tensor multiplier and shift into r11 / r12 and the shift into q7 (or sets
+ * q7 = 0 per channel). Per row (label 0) r8 = K / 16, r9 = K % 16, r10 = N / 4, ROW loads the
+ * per-channel multiplier / shift addresses into r11 / r12; q3 the input's tail (zero past it),
  * P0 its predicate. */
-#define FC_LOAD(PER)                                                                               \
-    "push    {r0}\n\t"                                                                             \
-    "ldrd    r8, r10, [r0, #%c[o_k]]\n\t"                                                          \
+#define FC_LOAD(ONCE, ROW)                                                                         \
+    "ldr     r2, [r0]\n\t"                                                                         \
+    "push    {r0, r1, r2, r3, r5, r7}\n\t"                                                         \
     "ldrd    r2, r4, [r0, #%c[o_min]]\n\t"                                                         \
     "vdup.32 q4, r2\n\t"                                                                           \
     "vdup.32 q5, r4\n\t"                                                                           \
     "ldr     r2, [r0, #%c[o_off]]\n\t"                                                             \
     "vdup.32 q6, r2\n\t"                                                                           \
-    "ldrd    r11, r12, [r0, #%c[o_m]]\n\t"                                                         \
-    PER                                                                                            \
+    ONCE                                                                                           \
+    "0:\n\t"                                                                                       \
+    "ldrd    r8, r10, [r0, #%c[o_k]]\n\t"                                                          \
+    ROW                                                                                            \
     "and     r9, r8, #15\n\t"                                                                      \
     "lsr     r8, r8, #4\n\t"                                                                       \
     "lsr     r10, r10, #2\n\t"                                                                     \
@@ -133,8 +146,30 @@ int mcu_fully_connected_s8_mve_shifts_ok(const int32_t *shift, int32_t count)
     "vpst\n\t"                                                                                     \
     "vldrbt.8 q3, [lr]\n\t"
 
-#define FC_PER_TENSOR "ldr     r11, [r11]\n\tldr     r12, [r12]\n\tvdup.32 q7, r12\n\t"
-#define FC_PER_CHANNEL "vmov.i32 q7, #0\n\t"
+#define FC_ONCE_TENSOR                                                                             \
+    "ldrd    r11, r12, [r0, #%c[o_m]]\n\t"                                                         \
+    "ldr     r11, [r11]\n\t"                                                                       \
+    "ldr     r12, [r12]\n\t"                                                                       \
+    "vdup.32 q7, r12\n\t"
+#define FC_ONCE_CHANNEL "vmov.i32 q7, #0\n\t"
+#define FC_ROW_CHANNEL "ldrd    r11, r12, [r0, #%c[o_m]]\n\t"
+
+/* The next input row (back to label 0), or the stack released. */
+#define FC_NEXT                                                                                    \
+    "ldr     r0, [sp]\n\t"                                                                         \
+    "ldrd    r8, r10, [r0, #%c[o_k]]\n\t"                                                          \
+    "ldrd    r1, r2, [sp, #4]\n\t"                                                                 \
+    "subs    r2, r2, #1\n\t"                                                                       \
+    "beq     10f\n\t"                                                                              \
+    "add     r1, r1, r8\n\t"                                                                       \
+    "strd    r1, r2, [sp, #4]\n\t"                                                                 \
+    "ldrd    r3, r5, [sp, #12]\n\t"                                                                \
+    "ldr     r7, [sp, #20]\n\t"                                                                    \
+    "add     r7, r7, r10\n\t"                                                                      \
+    "str     r7, [sp, #20]\n\t"                                                                    \
+    "b       0b\n"                                                                                  \
+    "10:\n\t"                                                                                      \
+    "add     sp, sp, #24\n\t"
 
 /* q0 = requantized q0 (TFLite rounding): per-tensor multiplier r11, right shift r12 and q7 */
 #define FC_REQUANT_TENSOR                                                                          \
@@ -253,8 +288,7 @@ int mcu_fully_connected_s8_mve_shifts_ok(const int32_t *shift, int32_t count)
     FC_CLAMP                                                                                       \
     "vpst\n\t"                                                                                     \
     "vstrbt.32 q0, [r7]\n"                                                                         \
-    "9:\n\t"                                                                                       \
-    "pop     {r0}\n\t"
+    "9:\n\t"
 
 #define FC_LOAD_CHANNEL_S "vldrw.32 q1, [r12], #16\n\t"
 #define FC_LOAD_CHANNEL_M "vldrw.32 q2, [r11], #16\n\t"
@@ -282,46 +316,38 @@ int mcu_fully_connected_s8_mve_shifts_ok(const int32_t *shift, int32_t count)
     register const int32_t *r5 __asm__("r5") = s;                                                  \
     register int8_t *r7 __asm__("r7") = out
 
-/* One input row, per-tensor constants (shift <= 0) */
-static inline void row_tensor(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
-                              const int32_t *s, int8_t *out)
-{
-    FC_ARGS;
-    __asm__ volatile(FC_LOAD(FC_PER_TENSOR) FC_BLOCKS(FC_REQUANT_TENSOR)
-                         FC_REMAINDER(FC_REQUANT_TENSOR) FC_OPERANDS);
-}
-
-/* One input row, per-channel constants */
-static inline void row_channel(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
+/* Every input row, per-tensor constants (shift <= 0) */
+static inline void rows_tensor(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
                                const int32_t *s, int8_t *out)
 {
     FC_ARGS;
-    __asm__ volatile(FC_LOAD(FC_PER_CHANNEL)
+    __asm__ volatile(FC_LOAD(FC_ONCE_TENSOR, "") FC_BLOCKS(FC_REQUANT_TENSOR)
+                         FC_REMAINDER(FC_REQUANT_TENSOR) FC_NEXT FC_OPERANDS);
+}
+
+/* Every input row, per-channel constants */
+static inline void rows_channel(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
+                                const int32_t *s, int8_t *out)
+{
+    FC_ARGS;
+    __asm__ volatile(FC_LOAD(FC_ONCE_CHANNEL, FC_ROW_CHANNEL)
                          FC_BLOCKS(FC_REQUANT_CHANNEL(FC_LOAD_CHANNEL_S, FC_LOAD_CHANNEL_M))
                              FC_REMAINDER(FC_REQUANT_CHANNEL(FC_LOAD_CHANNEL_S_P,
-                                                             FC_LOAD_CHANNEL_M_P)) FC_OPERANDS);
+                                                             FC_LOAD_CHANNEL_M_P)) FC_NEXT
+                                 FC_OPERANDS);
 }
 
 void mcu_fully_connected_s8_mve(const mcu_fc_params_t *p, const int8_t *input,
                                 const int8_t *weights, const int32_t *sums, int8_t *output)
 {
-    const int32_t k = p->in_features;
-    const int32_t n_out = p->out_features;
-    if (p->q.rounding != MCU_ROUND_TFLITE || sums == NULL ||
-        (p->per_channel == 0 && p->shift[0] > 0)) {
-        for (int32_t b = 0; b < p->batches; ++b) {
-            fc_row_c(p, input + b * k, weights, sums, output + b * n_out);
-        }
-        return;
-    }
-    for (int32_t b = p->batches; b > 0; --b) {
-        if (p->per_channel) {
-            row_channel(p, input, weights, sums, output);
-        } else {
-            row_tensor(p, input, weights, sums, output);
-        }
-        input += k;
-        output += n_out;
+    if (p->q.rounding != MCU_ROUND_TFLITE || sums == NULL) {
+        fc_rows_c(p, input, weights, sums, output);
+    } else if (p->per_channel) {
+        rows_channel(p, input, weights, sums, output);
+    } else if (p->shift[0] <= 0) {
+        rows_tensor(p, input, weights, sums, output);
+    } else {
+        fc_rows_c(p, input, weights, sums, output);
     }
 }
 
@@ -330,9 +356,7 @@ void mcu_fully_connected_s8_mve(const mcu_fc_params_t *p, const int8_t *input,
 void mcu_fully_connected_s8_mve(const mcu_fc_params_t *p, const int8_t *input,
                                 const int8_t *weights, const int32_t *sums, int8_t *output)
 {
-    for (int32_t b = 0; b < p->batches; ++b) {
-        fc_row_c(p, input + b * p->in_features, weights, sums, output + b * p->out_features);
-    }
+    fc_rows_c(p, input, weights, sums, output);
 }
 
 #endif
