@@ -74,7 +74,6 @@ mcu_status_t mcu_fully_connected_s8(const mcu_context_t *ctx, const mcu_fc_param
                                     const int8_t *input, const int8_t *weights,
                                     const int32_t *kernel_sums, int8_t *output)
 {
-    (void)ctx; /* no scratch on any path */
     if (params == NULL || input == NULL || weights == NULL || output == NULL ||
         params->multiplier == NULL || params->shift == NULL || params->batches < 1 ||
         params->in_features < 1 || params->in_features > 65535 || params->out_features < 1 ||
@@ -89,8 +88,9 @@ mcu_status_t mcu_fully_connected_s8(const mcu_context_t *ctx, const mcu_fc_param
                             : (uint32_t)params->shift[0] + 31u > 61u) {
         return MCU_ERR_ARG;
     }
-    mcu_fully_connected_s8_mve(params, input, weights, kernel_sums, output);
+    return mcu_fully_connected_s8_mve(ctx, params, input, weights, kernel_sums, output);
 #else
+    (void)ctx; /* no scratch on any path */
     int fast = 0;
     if (!quant_valid(params, &fast)) {
         return MCU_ERR_ARG;
@@ -105,6 +105,6 @@ mcu_status_t mcu_fully_connected_s8(const mcu_context_t *ctx, const mcu_fc_param
     (void)fast;
     mcu_fully_connected_s8_generic(params, input, weights, kernel_sums, output);
 #endif
-#endif
     return MCU_OK;
+#endif
 }

@@ -33,7 +33,8 @@
 #define MCU_FC_NOINLINE
 #endif
 
-/* One input row through the intrinsics: any rounding, shift, NULL kernel sums. */
+/* One input row through the intrinsics: any rounding, shift, NULL kernel sums; the sums of a
+ * block (or of one remainder row) requantized lane by lane (one output_stage: small code). */
 static void fc_row_c(const mcu_fc_params_t *p, const int8_t *x, const int8_t *weights,
                      const int32_t *sums, int8_t *out)
 {
@@ -42,40 +43,36 @@ static void fc_row_c(const mcu_fc_params_t *p, const int8_t *x, const int8_t *we
     const int32_t tail = k & (MCU_FC_CHUNK - 1);
     const mve_pred16_t pred = vctp8q((uint32_t)tail);
     const int8x16_t xt = vldrbq_z_s8(x + (k - tail), pred);
-    const int32_t step = p->per_channel ? 4 : 0;
     const int8_t *w = weights;
-    int32_t n = 0;
-    for (; n + MCU_FC_BLOCK_ROWS <= n_out; n += MCU_FC_BLOCK_ROWS) {
+    for (int32_t n = 0; n < n_out;) {
         int32_t a[4];
-        for (int32_t r = 0; r < 4; ++r) {
+        const int32_t rows = n_out - n >= MCU_FC_BLOCK_ROWS ? MCU_FC_BLOCK_ROWS : 1;
+        for (int32_t r = 0; r < rows; ++r) {
             a[r] = sums != NULL ? sums[n + r] : 0;
         }
-        const int8_t *xc = x;
-        for (int32_t c = k >> 4; c > 0; --c) {
-            const int8x16_t xv = vld1q_s8(xc);
-            for (int32_t r = 0; r < 4; ++r) {
-                a[r] = vmladavaq_s8(a[r], xv, vld1q_s8(w + r * MCU_FC_CHUNK));
+        if (rows == MCU_FC_BLOCK_ROWS) {
+            for (int32_t c = k >> 4, i = 0; c > 0; --c, i += MCU_FC_CHUNK) {
+                const int8x16_t xv = vld1q_s8(x + i);
+                for (int32_t r = 0; r < 4; ++r) {
+                    a[r] = vmladavaq_s8(a[r], xv, vld1q_s8(w + r * MCU_FC_CHUNK));
+                }
+                w += 4 * MCU_FC_CHUNK;
             }
-            xc += MCU_FC_CHUNK;
-            w += 4 * MCU_FC_CHUNK;
+            for (int32_t r = 0; r < 4 && tail != 0; ++r) {
+                a[r] = vmladavaq_s8(a[r], xt, vldrbq_z_s8(w + r * tail, pred));
+            }
+            w += 4 * tail;
+        } else {
+            for (int32_t i = 0; i < k; i += MCU_FC_CHUNK) {
+                const mve_pred16_t pi = vctp8q((uint32_t)(k - i));
+                a[0] = vmladavaq_s8(a[0], vldrbq_z_s8(x + i, pi), vldrbq_z_s8(w + i, pi));
+            }
+            w += k;
         }
-        for (int32_t r = 0; r < 4 && tail != 0; ++r) {
-            a[r] = vmladavaq_s8(a[r], xt, vldrbq_z_s8(w + r * tail, pred));
+        for (int32_t r = 0; r < rows; ++r, ++n) {
+            const int32_t c = p->per_channel ? n : 0;
+            out[n] = output_stage(a[r], p->multiplier[c], p->shift[c], &p->q);
         }
-        w += 4 * tail;
-        const int32_t c = step != 0 ? n : 0;
-        const int32x4_t m = step != 0 ? vld1q_s32(p->multiplier + c) : vdupq_n_s32(p->multiplier[0]);
-        const int32x4_t s = step != 0 ? vld1q_s32(p->shift + c) : vdupq_n_s32(p->shift[0]);
-        vstrbq_s32(out + n, output_stage4(vld1q_s32(a), m, s, &p->q));
-    }
-    for (; n < n_out; ++n, w += k) {
-        int32_t a = sums != NULL ? sums[n] : 0;
-        for (int32_t i = 0; i < k; i += MCU_FC_CHUNK) {
-            const mve_pred16_t pi = vctp8q((uint32_t)(k - i));
-            a = vmladavaq_s8(a, vldrbq_z_s8(x + i, pi), vldrbq_z_s8(w + i, pi));
-        }
-        const int32_t c = p->per_channel ? n : 0;
-        out[n] = output_stage(a, p->multiplier[c], p->shift[c], &p->q);
     }
 }
 
@@ -337,9 +334,11 @@ static inline void rows_channel(const mcu_fc_params_t *p, const int8_t *x, const
                                  FC_OPERANDS);
 }
 
-void mcu_fully_connected_s8_mve(const mcu_fc_params_t *p, const int8_t *input,
-                                const int8_t *weights, const int32_t *sums, int8_t *output)
+mcu_status_t mcu_fully_connected_s8_mve(const mcu_context_t *ctx, const mcu_fc_params_t *p,
+                                        const int8_t *input, const int8_t *weights,
+                                        const int32_t *sums, int8_t *output)
 {
+    (void)ctx; /* no scratch */
     if (p->q.rounding != MCU_ROUND_TFLITE || sums == NULL) {
         fc_rows_c(p, input, weights, sums, output);
     } else if (p->per_channel) {
@@ -349,14 +348,18 @@ void mcu_fully_connected_s8_mve(const mcu_fc_params_t *p, const int8_t *input,
     } else {
         fc_rows_c(p, input, weights, sums, output);
     }
+    return MCU_OK;
 }
 
 #else /* unoptimized builds: the intrinsics */
 
-void mcu_fully_connected_s8_mve(const mcu_fc_params_t *p, const int8_t *input,
-                                const int8_t *weights, const int32_t *sums, int8_t *output)
+mcu_status_t mcu_fully_connected_s8_mve(const mcu_context_t *ctx, const mcu_fc_params_t *p,
+                                        const int8_t *input, const int8_t *weights,
+                                        const int32_t *sums, int8_t *output)
 {
+    (void)ctx; /* no scratch */
     fc_rows_c(p, input, weights, sums, output);
+    return MCU_OK;
 }
 
 #endif
