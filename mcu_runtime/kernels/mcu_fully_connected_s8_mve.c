@@ -10,11 +10,15 @@
  * exact for any int32), stored with one narrowing store. The last N % 4 rows (row-major): one
  * tail-predicated loop per row, their sums requantized as one vector, a predicated store.
  *
- * Optimized builds with TFLite rounding, kernel sums and (per-tensor) shift <= 0 run one input row
- * as inline assembly (gcc -O2 spills and predicates the intrinsics badly): the chunk loop a
- * low-overhead loop (WLS/LE), the remainder rows tail-predicated ones (WLSTP/LETP), the four sums
- * into one vector by two VMOVs, the per-tensor constants in registers for the whole row. Every
- * other case (and unoptimized builds) runs the same arithmetic as intrinsics (fc_row_c).
+ * K < 4: lanes over outputs instead, per block one gathered weight column and one VMLA per input.
+ *
+ * Optimized builds with TFLite rounding, kernel sums and (per-tensor) shift <= 0 run every input
+ * row in one inline assembly block (gcc -O2 spills and predicates the intrinsics badly: ~100
+ * extra instructions per block): the chunk loop a low-overhead loop (WLS/LE), the remainder rows
+ * tail-predicated ones (WLSTP/LETP), the four sums into one vector by two VMOVs, the constants in
+ * registers for the whole call (q4 - q7 are callee-saved: one VPUSH/VPOP per call). Every other
+ * case (onnxruntime rounding, NULL kernel sums, a per-tensor left shift) and unoptimized builds
+ * run the same sums as intrinsics, requantized lane by lane (fc_row_c).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -197,12 +201,56 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
     "vmin.s32 q0, q0, q5\n\t"
 
 
+/* K < 4 (r8 = 0, r9 = K): lanes over outputs. x[k] in r0, r2, r4; q3 = {0, K, 2K, 3K}, the
+ * offsets of a block's weight column (the block is row-major); per block the four kernel sums,
+ * one gathered column and one VMLA (four MACs) per input; then as FC_BLOCKS. */
+#define FC_LANES(REQUANT)                                                                          \
+    "cmp     r8, #0\n\t"                                                                           \
+    "bne     1f\n\t"                                                                               \
+    "cmp     r9, #4\n\t"                                                                           \
+    "bge     1f\n\t"                                                                               \
+    "ldrsb   r0, [r1]\n\t"                                                                         \
+    "cmp     r9, #2\n\t"                                                                           \
+    "blt     13f\n\t"                                                                              \
+    "ldrsb   r2, [r1, #1]\n\t"                                                                     \
+    "cmp     r9, #3\n\t"                                                                           \
+    "blt     13f\n\t"                                                                              \
+    "ldrsb   r4, [r1, #2]\n"                                                                       \
+    "13:\n\t"                                                                                      \
+    "movs    r6, #0\n\t"                                                                           \
+    "vidup.u32 q3, r6, #1\n\t"                                                                     \
+    "vmul.i32 q3, q3, r9\n\t"                                                                      \
+    "lsl     r6, r9, #2\n"                                                                         \
+    "11:\n\t"                                                                                      \
+    "vldrw.32 q0, [r5], #16\n\t"                                                                   \
+    "vldrb.s32 q1, [r3, q3]\n\t"                                                                   \
+    "vmla.s32 q0, q1, r0\n\t"                                                                      \
+    "cmp     r9, #2\n\t"                                                                           \
+    "blt     12f\n\t"                                                                              \
+    "add     lr, r3, #1\n\t"                                                                       \
+    "vldrb.s32 q1, [lr, q3]\n\t"                                                                   \
+    "vmla.s32 q0, q1, r2\n\t"                                                                      \
+    "cmp     r9, #3\n\t"                                                                           \
+    "blt     12f\n\t"                                                                              \
+    "add     lr, r3, #2\n\t"                                                                       \
+    "vldrb.s32 q1, [lr, q3]\n\t"                                                                   \
+    "vmla.s32 q0, q1, r4\n"                                                                        \
+    "12:\n\t"                                                                                      \
+    "add     r3, r3, r6\n\t"                                                                       \
+    REQUANT                                                                                        \
+    FC_CLAMP                                                                                       \
+    "vstrb.32 q0, [r7], #4\n\t"                                                                    \
+    "subs    r10, r10, #1\n\t"                                                                     \
+    "bne     11b\n\t"                                                                              \
+    "b       8f\n\t"
+
 /* The blocks: per block r0, r2, r4, r6 the four sums from the kernel sums at r5, the chunks
  * (r8) in a low-overhead loop, the tail (r9 inputs, predicated loads), the four sums into q0
  * (VMOV Qd[i+2], Qd[i], Rt, Rt2 puts Rt in lane i), requantized, stored. */
 #define FC_BLOCKS(REQUANT)                                                                         \
     "cmp     r10, #0\n\t"                                                                          \
     "beq     8f\n\t"                                                                               \
+    FC_LANES(REQUANT)                                                                              \
     "1:\n\t"                                                                                       \
     "ldrd    r0, r2, [r5], #8\n\t"                                                                 \
     "ldrd    r4, r6, [r5], #8\n\t"                                                                 \
