@@ -340,6 +340,10 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
 #define FC_LOAD_CHANNEL_S_P "vpst\n\tvldrwt.32 q1, [r12]\n\t"
 #define FC_LOAD_CHANNEL_M_P "vpst\n\tvldrwt.32 q2, [r11]\n\t"
 
+/* The assembly takes r7 (every core register): no frame pointer in its functions, whatever the
+ * build's -fno-omit-frame-pointer. */
+#define FC_ASM_FUNC __attribute__((optimize("omit-frame-pointer")))
+
 #define FC_CLOBBERS                                                                                \
     "r2", "r4", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "q0", "q1", "q2", "q3", "q4", "q5",   \
         "q6", "q7", "cc", "memory"
@@ -362,7 +366,7 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
     register int8_t *r7 __asm__("r7") = out
 
 /* Every input row, per-tensor constants (shift <= 0) */
-static inline void rows_tensor(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
+FC_ASM_FUNC static inline void rows_tensor(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
                                const int32_t *s, int8_t *out)
 {
     FC_ARGS;
@@ -371,7 +375,7 @@ static inline void rows_tensor(const mcu_fc_params_t *p, const int8_t *x, const 
 }
 
 /* Every input row, per-channel constants */
-static inline void rows_channel(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
+FC_ASM_FUNC static inline void rows_channel(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
                                 const int32_t *s, int8_t *out)
 {
     FC_ARGS;
@@ -382,9 +386,10 @@ static inline void rows_channel(const mcu_fc_params_t *p, const int8_t *x, const
                                  FC_OPERANDS);
 }
 
-mcu_status_t mcu_fully_connected_s8_mve(const mcu_context_t *ctx, const mcu_fc_params_t *p,
-                                        const int8_t *input, const int8_t *weights,
-                                        const int32_t *sums, int8_t *output)
+FC_ASM_FUNC mcu_status_t mcu_fully_connected_s8_mve(const mcu_context_t *ctx,
+                                                    const mcu_fc_params_t *p, const int8_t *input,
+                                                    const int8_t *weights, const int32_t *sums,
+                                                    int8_t *output)
 {
     (void)ctx; /* no scratch */
     if (p->q.rounding != MCU_ROUND_TFLITE || sums == NULL) {
