@@ -12,13 +12,13 @@
  *
  * K < 4: lanes over outputs instead, per block one gathered weight column and one VMLA per input.
  *
- * Optimized builds with TFLite rounding, kernel sums and (per-tensor) shift <= 0 run every input
- * row in one inline assembly block (gcc -O2 spills and predicates the intrinsics badly: ~100
- * extra instructions per block): the chunk loop a low-overhead loop (WLS/LE), the remainder rows
- * tail-predicated ones (WLSTP/LETP), the four sums into one vector by two VMOVs, the constants in
- * registers for the whole call (q4 - q7 are callee-saved: one VPUSH/VPOP per call). Every other
- * case (onnxruntime rounding, NULL kernel sums, a per-tensor left shift) and unoptimized builds
- * run the same sums as intrinsics, requantized lane by lane (fc_row_c).
+ * Optimized gcc builds with TFLite rounding, kernel sums and (per-tensor) shift <= 0 run every
+ * input row in one inline assembly block (gcc -O2 spills and predicates the intrinsics badly:
+ * ~100 extra instructions per block): the chunk loop a low-overhead loop (WLS/LE), the remainder
+ * rows tail-predicated ones (WLSTP/LETP), the four sums into one vector by two VMOVs, the
+ * constants in registers for the whole call (q4 - q7 are callee-saved: one VPUSH/VPOP per call).
+ * Every other case (onnxruntime rounding, NULL kernel sums, a per-tensor left shift) and the
+ * other builds run the same sums as intrinsics, requantized lane by lane (fc_row_c).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -87,7 +87,7 @@ int mcu_fully_connected_s8_mve_shifts_ok(const int32_t *shift, int32_t count)
         return (uint32_t)shift[0] + 31u <= 61u;
     }
     uint32_t worst = 0;
-#if defined(__OPTIMIZE__) && defined(__GNUC__)
+#if defined(__OPTIMIZE__) && defined(__GNUC__) && !defined(__clang__)
     const uint32_t bias = 31u;
     int32x4_t v;
     __asm__("dlstp.32 lr, %[n]\n"
@@ -117,7 +117,7 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
     }
 }
 
-#if defined(__OPTIMIZE__) && defined(__GNUC__)
+#if defined(__OPTIMIZE__) && defined(__GNUC__) && !defined(__clang__)
 
 /* Every input row in one assembly block. Entry: r0 = the params, r1 the input, r3 the weights,
  * r5 the kernel sums, r7 the output (a low register: VSTRB.32 takes no other); kept on the stack
