@@ -168,7 +168,7 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
     "ldr     r7, [sp, #20]\n\t"                                                                    \
     "add     r7, r7, r10\n\t"                                                                      \
     "str     r7, [sp, #20]\n\t"                                                                    \
-    "b       0b\n"                                                                                  \
+    "b       0b\n"                                                                                 \
     "10:\n\t"                                                                                      \
     "add     sp, sp, #24\n\t"
 
@@ -366,8 +366,8 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
     register int8_t *r7 __asm__("r7") = out
 
 /* Every input row, per-tensor constants (shift <= 0) */
-FC_ASM_FUNC static inline void rows_tensor(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
-                               const int32_t *s, int8_t *out)
+FC_ASM_FUNC static inline void rows_tensor(const mcu_fc_params_t *p, const int8_t *x,
+                                           const int8_t *w, const int32_t *s, int8_t *out)
 {
     FC_ARGS;
     __asm__ volatile(FC_LOAD(FC_ONCE_TENSOR, "") FC_BLOCKS(FC_REQUANT_TENSOR)
@@ -375,8 +375,8 @@ FC_ASM_FUNC static inline void rows_tensor(const mcu_fc_params_t *p, const int8_
 }
 
 /* Every input row, per-channel constants */
-FC_ASM_FUNC static inline void rows_channel(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
-                                const int32_t *s, int8_t *out)
+FC_ASM_FUNC static inline void rows_channel(const mcu_fc_params_t *p, const int8_t *x,
+                                            const int8_t *w, const int32_t *s, int8_t *out)
 {
     FC_ARGS;
     __asm__ volatile(FC_LOAD(FC_ONCE_CHANNEL, FC_ROW_CHANNEL)
