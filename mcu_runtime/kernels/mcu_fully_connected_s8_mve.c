@@ -18,7 +18,7 @@
  * rows tail-predicated ones (WLSTP/LETP), the four sums into one vector by two VMOVs, the
  * constants in registers for the whole call (q4 - q7 are callee-saved: one VPUSH/VPOP per call).
  * Every other case (onnxruntime rounding, NULL kernel sums, a per-tensor left shift) and the
- * other builds run the same sums as intrinsics, requantized lane by lane (fc_row_c).
+ * other builds run the same sums as intrinsics (fc_rows_c), requantized by output_stage4.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -36,49 +36,6 @@
 #else
 #define MCU_FC_NOINLINE
 #endif
-
-/* One input row through the intrinsics: any rounding, shift, NULL kernel sums; the sums of a
- * block (or of one remainder row) requantized lane by lane (one output_stage: small code). */
-static void fc_row_c(const mcu_fc_params_t *p, const int8_t *x, const int8_t *weights,
-                     const int32_t *sums, int8_t *out)
-{
-    const int32_t k = p->in_features;
-    const int32_t n_out = p->out_features;
-    const int32_t tail = k & (MCU_FC_CHUNK - 1);
-    const mve_pred16_t pred = vctp8q((uint32_t)tail);
-    const int8x16_t xt = vldrbq_z_s8(x + (k - tail), pred);
-    const int8_t *w = weights;
-    for (int32_t n = 0; n < n_out;) {
-        int32_t a[4];
-        const int32_t rows = n_out - n >= MCU_FC_BLOCK_ROWS ? MCU_FC_BLOCK_ROWS : 1;
-        for (int32_t r = 0; r < rows; ++r) {
-            a[r] = sums != NULL ? sums[n + r] : 0;
-        }
-        if (rows == MCU_FC_BLOCK_ROWS) {
-            for (int32_t c = k >> 4, i = 0; c > 0; --c, i += MCU_FC_CHUNK) {
-                const int8x16_t xv = vld1q_s8(x + i);
-                for (int32_t r = 0; r < 4; ++r) {
-                    a[r] = vmladavaq_s8(a[r], xv, vld1q_s8(w + r * MCU_FC_CHUNK));
-                }
-                w += 4 * MCU_FC_CHUNK;
-            }
-            for (int32_t r = 0; r < 4 && tail != 0; ++r) {
-                a[r] = vmladavaq_s8(a[r], xt, vldrbq_z_s8(w + r * tail, pred));
-            }
-            w += 4 * tail;
-        } else {
-            for (int32_t i = 0; i < k; i += MCU_FC_CHUNK) {
-                const mve_pred16_t pi = vctp8q((uint32_t)(k - i));
-                a[0] = vmladavaq_s8(a[0], vldrbq_z_s8(x + i, pi), vldrbq_z_s8(w + i, pi));
-            }
-            w += k;
-        }
-        for (int32_t r = 0; r < rows; ++r, ++n) {
-            const int32_t c = p->per_channel ? n : 0;
-            out[n] = output_stage(a[r], p->multiplier[c], p->shift[c], &p->q);
-        }
-    }
-}
 
 /* Every shift[i], i < count, in [-31, 30]: the largest shift + 31 (unsigned) at most 61. */
 int mcu_fully_connected_s8_mve_shifts_ok(const int32_t *shift, int32_t count)
@@ -108,12 +65,62 @@ int mcu_fully_connected_s8_mve_shifts_ok(const int32_t *shift, int32_t count)
     return worst <= 61u;
 }
 
-/* Every input row through the intrinsics */
+/* Every input row through the intrinsics (any rounding, shift, NULL kernel sums): per block the
+ * four sums as scalars, requantized by output_stage4; the last N % 4 rows by the generic path's
+ * mcu_fully_connected_s8_rows. */
 MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *input,
                                       const int8_t *weights, const int32_t *sums, int8_t *output)
 {
+    const int32_t k = p->in_features;
+    const int32_t n_out = p->out_features;
+    const int32_t blocked = n_out - n_out % MCU_FC_BLOCK_ROWS;
+    const int32_t tail = k & (MCU_FC_CHUNK - 1);
+    const mve_pred16_t pred = vctp8q((uint32_t)tail);
+    int32x4_t m = vdupq_n_s32(p->multiplier[0]);
+    int32x4_t shift = vdupq_n_s32(p->shift[0]);
     for (int32_t b = 0; b < p->batches; ++b) {
-        fc_row_c(p, input + b * p->in_features, weights, sums, output + b * p->out_features);
+        const int8_t *const in_row = input + b * k;
+        int8_t *const out_row = output + b * n_out;
+        const int8x16_t xt = vldrbq_z_s8(in_row + (k - tail), pred);
+        const int8_t *w = weights;
+        for (int32_t n = 0; n < blocked; n += MCU_FC_BLOCK_ROWS) {
+            int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+            if (sums != NULL) {
+                a0 = sums[n];
+                a1 = sums[n + 1];
+                a2 = sums[n + 2];
+                a3 = sums[n + 3];
+            }
+            const int8_t *x = in_row;
+            for (int32_t c = k >> 4; c > 0; --c) {
+                const int8x16_t xv = vld1q_s8(x);
+                a0 = vmladavaq_s8(a0, xv, vld1q_s8(w));
+                a1 = vmladavaq_s8(a1, xv, vld1q_s8(w + MCU_FC_CHUNK));
+                a2 = vmladavaq_s8(a2, xv, vld1q_s8(w + 2 * MCU_FC_CHUNK));
+                a3 = vmladavaq_s8(a3, xv, vld1q_s8(w + 3 * MCU_FC_CHUNK));
+                x += MCU_FC_CHUNK;
+                w += 4 * MCU_FC_CHUNK;
+            }
+            if (tail != 0) {
+                a0 = vmladavaq_s8(a0, xt, vldrbq_z_s8(w, pred));
+                a1 = vmladavaq_s8(a1, xt, vldrbq_z_s8(w + tail, pred));
+                a2 = vmladavaq_s8(a2, xt, vldrbq_z_s8(w + 2 * tail, pred));
+                a3 = vmladavaq_s8(a3, xt, vldrbq_z_s8(w + 3 * tail, pred));
+                w += 4 * tail;
+            }
+            int32x4_t acc = vdupq_n_s32(a0);
+            acc = vsetq_lane_s32(a1, acc, 1);
+            acc = vsetq_lane_s32(a2, acc, 2);
+            acc = vsetq_lane_s32(a3, acc, 3);
+            if (p->per_channel) {
+                m = vld1q_s32(p->multiplier + n);
+                shift = vld1q_s32(p->shift + n);
+            }
+            vstrbq_s32(out_row + n, output_stage4(acc, m, shift, &p->q));
+        }
+        if (blocked < n_out) {
+            mcu_fully_connected_s8_rows(p, in_row, weights, sums, blocked, out_row);
+        }
     }
 }
 
