@@ -7,8 +7,9 @@
  * VMLADAVA.S8 (16 products each; two chunks per loop pass); the last K % 16 inputs: the input's
  * tail (inactive lanes 0, loaded once per input row) against each row's K % 16 weights
  * (predicated loads). The four sums go into one vector and are requantized together (CMSIS-NN's
- * arm_requantize_mve arithmetic, exact for any int32), stored with one narrowing store. The last N % 4 rows (row-major): one
- * tail-predicated loop per row, their sums requantized as one vector, a predicated store.
+ * arm_requantize_mve arithmetic, exact for any int32), stored with one narrowing store. The last
+ * N % 4 rows (row-major): one tail-predicated loop per row, their sums requantized as one vector,
+ * a predicated store.
  *
  * K < 4: lanes over outputs instead, per block one gathered weight column and one VMLA per input.
  *
