@@ -11,7 +11,8 @@
  * N % 4 rows (row-major): one tail-predicated loop per row, their sums requantized as one vector,
  * a predicated store.
  *
- * K < 4: lanes over outputs instead, per block one gathered weight column and one VMLA per input.
+ * K < 4 (the assembly): lanes over outputs, per block one gathered weight column and one VMLA
+ * per input.
  *
  * Optimized gcc builds with TFLite rounding, kernel sums and (per-tensor) shift <= 0 run every
  * input row in one inline assembly block (gcc -O2 spills and predicates the intrinsics badly:
