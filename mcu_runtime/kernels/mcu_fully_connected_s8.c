@@ -74,19 +74,28 @@ mcu_status_t mcu_fully_connected_s8(const mcu_context_t *ctx, const mcu_fc_param
                                     const int8_t *input, const int8_t *weights,
                                     const int32_t *kernel_sums, int8_t *output)
 {
-    (void)ctx; /* no scratch on any path */
-    int fast = 0;
     if (params == NULL || input == NULL || weights == NULL || output == NULL ||
         params->multiplier == NULL || params->shift == NULL || params->batches < 1 ||
         params->in_features < 1 || params->in_features > 65535 || params->out_features < 1 ||
         (params->per_channel != 0 && params->per_channel != 1) ||
-        !quant_io_valid(&params->q) || !quant_valid(params, &fast)) {
+        !quant_io_valid(&params->q)) {
         return MCU_ERR_ARG;
     }
 #if MCU_ISA_PLAN == MCU_ISA_MVE
-    mcu_fully_connected_s8_mve(params, input, weights, kernel_sums, output);
-    (void)fast;
-#elif MCU_ISA_PLAN == MCU_ISA_DSP
+    /* shift in [-31, 30] (per channel four at a time; no requant2 flag needed) */
+    if (params->per_channel ? !mcu_fully_connected_s8_mve_shifts_ok(params->shift,
+                                                                    params->out_features)
+                            : (uint32_t)params->shift[0] + 31u > 61u) {
+        return MCU_ERR_ARG;
+    }
+    return mcu_fully_connected_s8_mve(ctx, params, input, weights, kernel_sums, output);
+#else
+    (void)ctx; /* no scratch on any path */
+    int fast = 0;
+    if (!quant_valid(params, &fast)) {
+        return MCU_ERR_ARG;
+    }
+#if MCU_ISA_PLAN == MCU_ISA_DSP
     if (fast && params->q.rounding == MCU_ROUND_TFLITE) {
         mcu_fully_connected_s8_dsp(params, input, weights, kernel_sums, output);
     } else {
@@ -97,4 +106,5 @@ mcu_status_t mcu_fully_connected_s8(const mcu_context_t *ctx, const mcu_fc_param
     mcu_fully_connected_s8_generic(params, input, weights, kernel_sums, output);
 #endif
     return MCU_OK;
+#endif
 }

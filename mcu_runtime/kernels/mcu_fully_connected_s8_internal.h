@@ -25,9 +25,14 @@ void mcu_fully_connected_s8_dsp(const mcu_fc_params_t *p, const int8_t *input,
 #endif
 
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
-/* mcu_fully_connected_s8_mve.c */
-void mcu_fully_connected_s8_mve(const mcu_fc_params_t *p, const int8_t *input,
-                                const int8_t *weights, const int32_t *sums, int8_t *output);
+/* mcu_fully_connected_s8_mve.c: every shift[i], i < count, in [-31, 30] */
+int mcu_fully_connected_s8_mve_shifts_ok(const int32_t *shift, int32_t count);
+
+/* mcu_fully_connected_s8_mve.c: the dispatcher's own arguments, checked (so that its call is a
+ * tail call); returns MCU_OK. */
+mcu_status_t mcu_fully_connected_s8_mve(const mcu_context_t *ctx, const mcu_fc_params_t *p,
+                                        const int8_t *input, const int8_t *weights,
+                                        const int32_t *sums, int8_t *output);
 #endif
 
 /* mcu_fully_connected_s8_generic.c: the rows [first, N) that follow the blocks (row-major, K

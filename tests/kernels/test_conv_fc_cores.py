@@ -73,7 +73,12 @@ class FC(NamedTuple):
 
 FCS = {"k33_n5_b2": FC(2, 33, 5), "k300_n6_tensor": FC(1, 300, 6, False), "k1_n4": FC(3, 1, 4),
        "k64_n10": FC(1, 64, 10), "k8_n16_tensor": FC(1, 8, 16, False), "k20_n9_b2": FC(2, 20, 9),
-       "k48_n8_wide": FC(1, 48, 8, wide=True), "k16_n4_big_bias": FC(1, 16, 4, False, big_bias=True)}
+       "k48_n8_wide": FC(1, 48, 8, wide=True), "k16_n4_big_bias": FC(1, 16, 4, False, big_bias=True),
+       # the MVE assembly: tiny K (tail only), N % 4 of 1..3 alone or after blocks, K % 16 tails,
+       # batches, per-tensor with shift > 0 (the intrinsics)
+       "k1_n16_tensor": FC(1, 1, 16, False), "k2_n7_b3": FC(3, 2, 7), "k16_n1_tensor": FC(2, 16, 1, False),
+       "k47_n3_b2": FC(2, 47, 3), "k17_n6_tensor_b2": FC(2, 17, 6, False), "k32_n2": FC(1, 32, 2),
+       "k20_n5_wide_tensor": FC(2, 20, 5, False, wide=True)}
 
 
 def conv_case(spec: Conv, rng: np.random.Generator) -> tuple[ConvParams, list[Any]]:
@@ -122,13 +127,17 @@ def quant(q: QuantIO) -> str:
 def ort_variant(p: Any, w: np.ndarray, b: np.ndarray, force_generic: bool = False) -> Any:
     """The same case in onnxruntime numerics: each channel's scale rounded to float32 and held
     exactly, rounding MCU_ROUND_NEAREST_NO_TIE where fast_round_ok() proves it (the fast DSP/MVE
-    paths with requant2_lift), else (or when forced) MCU_ROUND_NEAREST_EVEN (generic loops)."""
+    paths with requant2_lift; fully connected: its exact lanes), else (or when forced)
+    MCU_ROUND_NEAREST_EVEN (generic loops)."""
     real = np.asarray(p.multiplier, np.float64) * np.exp2(np.asarray(p.shift, np.float64) - 31)
     mult, shift = exact_multipliers(real.astype(np.float32))
     c_out = mult.size
     rounding = ROUND_NEAREST_EVEN
-    bound = acc_bound(w.reshape(c_out, -1), b, c_out)
-    if isinstance(p, ConvParams) and not force_generic and fast_round_ok(mult, shift, bound):
+    rows = w.shape[0]
+    bound = acc_bound(w.reshape(rows, -1), b, rows)  # per output channel
+    if c_out == 1:  # per-tensor: every output's
+        bound = bound.max(keepdims=True)
+    if not force_generic and fast_round_ok(mult, shift, bound):
         rounding = ROUND_NEAREST_NO_TIE
     return replace(p, q=replace(p.q, rounding=rounding), multiplier=mult, shift=shift)
 
@@ -235,3 +244,52 @@ def test_every_path_bit_exact_on_every_core(core: str, opt: str, cases, tmp_path
     got_meta = [(meta[5 * k], int.from_bytes(meta[5 * k + 1:5 * k + 5], "little", signed=True))
                 for k in range(len(cases))]
     assert got_meta == metas, dict(zip(names, zip(got_meta, metas, strict=False), strict=False))
+
+
+BAD_SHIFTS_C = """#include <stdint.h>
+#include <stddef.h>
+#include "mcu_runtime/include/mcu_nn.h"
+
+int net_run_multi(const int8_t *const *inputs, int8_t *const *outputs);
+
+/* Per N in 1..12, per channel i and value v: the status of a per-channel layer whose shift[i]
+ * is v (others -5), one byte each; per-tensor too (N = 1 column). */
+int net_run_multi(const int8_t *const *inputs, int8_t *const *outputs)
+{
+    static const int32_t values[4] = {-32, 31, -31, 30};
+    static int32_t mult[12], shift[12], sums[12];
+    static int8_t x[5], w[60], out[12];
+    int8_t *res = outputs[0];
+    (void)inputs;
+    for (int32_t n = 1; n <= 12; ++n) {
+        for (int32_t i = 0; i < n; ++i) {
+            for (int v = 0; v < 4; ++v) {
+                for (int32_t j = 0; j < 12; ++j) {
+                    mult[j] = 1 << 30;
+                    shift[j] = -5;
+                }
+                shift[i] = values[v];
+                const mcu_fc_params_t p = {.batches = 1, .in_features = 5, .out_features = n,
+                    .q = {.input_offset = 0, .output_offset = 0, .act_min = -128, .act_max = 127,
+                          .rounding = 0},
+                    .per_channel = n > 1 || i > 0 ? 1 : (v & 1), .multiplier = mult, .shift = shift};
+                const mcu_context_t ctx = {NULL, 0};
+                *res++ = (int8_t)mcu_fully_connected_s8(&ctx, &p, x, w, sums, out);
+            }
+        }
+    }
+    return 0;
+}
+"""
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("opt", ["-O0", "-O2"])
+def test_fc_shift_range_checked_on_mve(opt: str, tmp_path: Path) -> None:
+    """MCU_ERR_ARG for a shift outside [-31, 30] on any channel (the MVE dispatcher checks the
+    shifts four at a time), MCU_OK for the limits themselves."""
+    count = 4 * sum(range(1, 13))
+    raw = run_bundle_on_qemu("cortex-m55", ["mcu_fully_connected_s8"], BAD_SHIFTS_C, [1], [count],
+                             b"\0", tmp_path, opt)
+    want = [1, 1, 0, 0] * (count // 4)
+    assert list(raw[:count]) == want

@@ -66,6 +66,11 @@ CASES = {
     "k8_n128": Case(k=8, n=128, per_channel=False, zp_in=-128),
     "k640_n12": Case(k=640, n=12, per_channel=False, zp_in=5),
     "k3_n4": Case(k=3, n=4),
+    "k1_n16_per_tensor": Case(k=1, n=16, per_channel=False),
+    "k2_n7_batches3": Case(batches=3, k=2, n=7),
+    "k16_n1_per_tensor_batches2": Case(batches=2, k=16, n=1, per_channel=False),
+    "k47_n3_batches2": Case(batches=2, k=47, n=3),
+    "k17_n6_per_tensor": Case(batches=2, k=17, n=6, per_channel=False),
 }
 
 
