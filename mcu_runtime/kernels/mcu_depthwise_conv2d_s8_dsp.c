@@ -487,18 +487,22 @@ void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t
     if (s.x_end < s.x_begin) {
         s.x_end = s.x_begin;
     }
+    if ((p->filter.w == 1 || p->filter.h == 1) && mcu_dw_dsp_line_ok(p)) { /* 1-D filters */
+        for (int32_t c = 0; c + 4 <= out_c; c += 4) {
+            prepare_group(g, l, p, filter, bias, c);
+            for (int32_t b = 0; b < p->input.n; ++b) {
+                mcu_dw_dsp_lines(&s, input + b * in_batch + c, output + b * out_batch + c);
+            }
+        }
+        return;
+    }
     const int pairs = p->filter.h == 3 && p->filter.w == 3 && p->stride_h == 1 &&
                       p->dilation_h == 1 && plan_segments(&s);
-    const int lines = !pairs && (p->filter.w == 1 || p->filter.h == 1) && mcu_dw_dsp_line_ok(p);
     for (int32_t c = 0; c + 4 <= out_c; c += 4) {
         prepare_group(g, l, p, filter, bias, c);
         for (int32_t b = 0; b < p->input.n; ++b) {
             const int8_t *const in = input + b * in_batch + c; /* 4-byte loads */
             int8_t *const out = output + b * out_batch + c;
-            if (lines) {
-                mcu_dw_dsp_lines(&s, in, out);
-                continue;
-            }
             for (int32_t y = 0; y < out_h;) {
                 /* rows y, y + 1 (y = out_h - 2 for the last of an odd count, redoing row y):
                  * input rows in_y .. in_y + 3, stride 1 */
