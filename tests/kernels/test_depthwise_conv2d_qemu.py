@@ -4,8 +4,8 @@ fallback bit-exact with the golden model.
 One firmware per (core, optimization level) runs a table of cases chosen to reach each path of
 the dispatcher and each branch inside them: the DSP path's 3x3 row pairs (all rows, padding on top
 or bottom, odd heights, windows shifted inward at the borders; its inline assembly at -O2 and its
-C fallback at -O0), its single-row sweep (other filters, strides, dilations), its C_out % 4 tail, its 1-D lines (Kx1, 1xK: borders, strides,
-dilation, windows taller than the input);
+C fallback at -O0), its single-row sweep (other filters, strides, dilations), its C_out % 4 tail,
+its 1-D lines (Kx1, 1xK: borders, strides, dilation, windows taller than the input);
 the MVE path's whole-window runs (3x3, one-row/one-column filters two positions at a time,
 others), border windows, partial groups and clamping; the generic loops with their DSP/MVE
 channel blocks (out-of-range requantization), with depth multipliers > 1 and fewer than four
