@@ -7,9 +7,8 @@
  * The four channels of the current group (mcu_dw_pass_t.g, prepared by _dsp.c: weights doubled,
  * in tap order, which is the line's order for both orientations) over each line, one output
  * position at a time: the valid taps of the window (all K inside the line's interior), two taps
- * per step (tap_pairs: inline assembly, beside its C fallback for unoptimized builds); per tap
- * one 4-byte load, two of the weights, two SXTAB16 (input offset) and four SMLABB/SMLATT;
- * requantization as in _dsp.c (requant2).
+ * per step; per tap one 4-byte load, two SXTAB16 (input offset) and four SMLABB/SMLATT, 2
+ * instructions per MAC; requantization as in _dsp.c (requant2).
  *
  * Two output positions of a line sharing input rows (pairs of taps per SMLAD) would save the
  * loads but spend as much again on packing the lanes (PKHBT/PKHTB) with 4 channels in 14
@@ -37,59 +36,6 @@ DW_INLINE void mac4(int32_t *a0, int32_t *a1, int32_t *a2, int32_t *a3, const in
     *a3 = __smlatt(odd, w[1], *a3);
 }
 
-/*
- * acc (a0..a3) += 2 * pairs taps from x (step bytes apart), weights w (two words per tap), in
- * assembly: gcc spills one accumulator in this loop. Per two taps: two LDR of the input, four
- * of the weights (not LDRD: 12 registers, which gcc finds at every optimization level), four
- * SXTAB16, eight SMLAxy, the loop (21 instructions, 8 MACs). It reads memory: the "memory"
- * clobber keeps gcc from moving the stores that fill it.
- */
-#if defined(__OPTIMIZE__) && defined(__GNUC__)
-
-#define DW_LINE_TAP(ADDR)                                                                      \
-    "ldr     %[v], " ADDR "\n\t"                                                               \
-    "ldr     %[wt], [%[w]], #4\n\t"                                                            \
-    "sxtab16 %[e], %[off], %[v]\n\t"                                                           \
-    "sxtab16 %[v], %[off], %[v], ror #8\n\t"                                                   \
-    "smlabb  %[a0], %[e], %[wt], %[a0]\n\t"                                                    \
-    "smlatt  %[a1], %[e], %[wt], %[a1]\n\t"                                                    \
-    "ldr     %[wt], [%[w]], #4\n\t"                                                            \
-    "smlabb  %[a2], %[v], %[wt], %[a2]\n\t"                                                    \
-    "smlatt  %[a3], %[v], %[wt], %[a3]\n\t"
-
-DW_INLINE void tap_pairs(int32_t *a0, int32_t *a1, int32_t *a2, int32_t *a3, const int8_t *x,
-                         int32_t step, const int32_t *w, int32_t pairs, int32_t offset2)
-{
-    int32_t t0 = *a0, t1 = *a1, t2 = *a2, t3 = *a3;
-    int32_t v, e, wt;
-    __asm__("1:\n\t"
-            DW_LINE_TAP("[%[x]]") DW_LINE_TAP("[%[x], %[step]]")
-            "add     %[x], %[x], %[step], lsl #1\n\t"
-            "subs    %[n], %[n], #1\n\t"
-            "bne     1b\n\t"
-            : [a0] "+r"(t0), [a1] "+r"(t1), [a2] "+r"(t2), [a3] "+r"(t3), [x] "+r"(x),
-              [w] "+r"(w), [n] "+r"(pairs), [v] "=&r"(v), [e] "=&r"(e), [wt] "=&r"(wt)
-            : [step] "r"(step), [off] "r"(offset2)
-            : "cc", "memory");
-    *a0 = t0;
-    *a1 = t1;
-    *a2 = t2;
-    *a3 = t3;
-}
-
-#else /* unoptimized builds cannot give the assembly its 12 registers: the same in C */
-
-DW_INLINE void tap_pairs(int32_t *a0, int32_t *a1, int32_t *a2, int32_t *a3, const int8_t *x,
-                         int32_t step, const int32_t *w, int32_t pairs, int32_t offset2)
-{
-    for (; pairs > 0; --pairs, x += 2 * step, w += 4) {
-        mac4(a0, a1, a2, a3, x, w, offset2);
-        mac4(a0, a1, a2, a3, x + step, w + 2, offset2);
-    }
-}
-
-#endif
-
 /* One output position, four channels: n taps, input at x + i * step, weights w[i]; requantized
  * into out[0..3]. */
 DW_INLINE void line4_px(const mcu_dw_pass_t *s, const int8_t *x, int32_t step,
@@ -98,12 +44,12 @@ DW_INLINE void line4_px(const mcu_dw_pass_t *s, const int8_t *x, int32_t step,
     const mcu_dw_group4_t *const g = s->g;
     const int32_t offset2 = s->offset2;
     int32_t a0 = g->bias2[0], a1 = g->bias2[1], a2 = g->bias2[2], a3 = g->bias2[3];
-    const int32_t pairs = n >> 1;
-    if (pairs > 0) {
-        tap_pairs(&a0, &a1, &a2, &a3, x, step, w[0], pairs, offset2);
+    for (; n >= 2; n -= 2, x += 2 * step, w += 2) {
+        mac4(&a0, &a1, &a2, &a3, x, w[0], offset2);
+        mac4(&a0, &a1, &a2, &a3, x + step, w[1], offset2);
     }
-    if (n & 1) {
-        mac4(&a0, &a1, &a2, &a3, x + 2 * pairs * step, w[2 * pairs], offset2);
+    if (n > 0) {
+        mac4(&a0, &a1, &a2, &a3, x, w[0], offset2);
     }
     a0 = requant2(a0, g->mult[0], g->base[0], g->right[0]);
     a1 = requant2(a1, g->mult[1], g->base[1], g->right[1]);
