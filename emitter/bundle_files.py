@@ -5,6 +5,7 @@ from __future__ import annotations
 from emitter.kernels import twin
 from emitter.resources import data_dir
 
+PATH_FILES = ("generic", "dsp", "dsp1d", "mve", "mve_ring", "internal")  # <kernel>_<path>.c / .h
 RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_kernel_util.h", "mcu_config.h")
 
 
@@ -12,9 +13,9 @@ def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
     """The mcu_runtime/ files (relative to mcu_runtime/) a bundle calling `kernels` ships.
 
     A kernel is `kernels/<kernel>.c` (its dispatcher, or the whole kernel) plus its path files
-    `kernels/<kernel>_<path>.c` (`_generic`, `_dsp`, `_mve`, `_mve_ring`; each wholly inside its `#if`) and
-    its private header `kernels/<kernel>_internal.h`; its `_ref.c` reference is for the tests
-    only. `support/` (code shared by several kernels) and the public headers always ship, but
+    `kernels/<kernel>_<path>.c` (`_generic`, `_dsp`, `_dsp1d`, `_mve`, `_mve_ring`; each wholly
+    inside its `#if`) and its private header `kernels/<kernel>_internal.h`; its `_ref.c` reference
+    is for the tests only. `support/` (code shared by several kernels) and the public headers always ship, but
     support/mcu_band.* (row bands and rings) and mcu_sink.* (accumulating segment ends) only when
     some layer runs by rows (`bands`)."""
     rt = data_dir("mcu_runtime")
@@ -25,7 +26,7 @@ def runtime_files(kernels: list[str], bands: bool = False) -> list[str]:
     for kern in dict.fromkeys([*kernels, *deps]):
         out.append(f"kernels/{kern}.c")
         out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.[ch]")
-                      if p.stem[len(kern) + 1:] in ("generic", "dsp", "mve", "mve_ring", "internal"))
+                      if p.stem[len(kern) + 1:] in PATH_FILES)
     return out
 
 

@@ -16,7 +16,8 @@
  *   _mve_ring.c).
  * - _dsp.c (DSP extension): the same conditions with
  *   DW_DSP_MAX_TAPS and at least four channels; four channels at a time over the whole output,
- *   3x3 filters in output row pairs; the C_out % 4 tail channels run the generic loops.
+ *   3x3 filters in output row pairs, 1-D filters (Kx1, 1xK) as lines (_dsp1d.c); the C_out % 4
+ *   tail channels run the generic loops.
  * - _generic.c: everything else, on every target: per output position the valid tap ranges,
  *   then the channels in blocks (four in plain C, four per 4-byte load with DSP, eight with MVE;
  *   depth_multiplier == 1) or one at a time.

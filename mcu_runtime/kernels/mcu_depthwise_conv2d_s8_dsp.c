@@ -14,8 +14,8 @@
  * right is shifted inward and meets zero weights instead (mcu_dw_lanes2_t.wcol has two zero
  * columns on each side, plan_segments); one that sticks out at the top or bottom by one row
  * skips that row (DW_ROWS_NO_TOP/NO_BOTTOM); an odd last row is redone as the bottom of an
- * overlapping pair. Other rows and filters run row_sweep: one output row, all four channels of
- * each load (valid taps only).
+ * overlapping pair. 1-D filters (Kx1, 1xK) run as lines (_dsp1d.c). Other rows and filters
+ * run row_sweep: one output row, all four channels of each load (valid taps only).
  *
  * Requantization in four instructions (requant2 in mcu_kernel_util.h): the weights are stored
  * doubled, so the accumulators hold 2 * acc exactly. Conditions (mcu_depthwise_conv2d_s8_path;
@@ -486,6 +486,15 @@ void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t
     }
     if (s.x_end < s.x_begin) {
         s.x_end = s.x_begin;
+    }
+    if ((p->filter.w == 1 || p->filter.h == 1) && mcu_dw_dsp_line_ok(p)) { /* 1-D filters */
+        for (int32_t c = 0; c + 4 <= out_c; c += 4) {
+            prepare_group(g, l, p, filter, bias, c);
+            for (int32_t b = 0; b < p->input.n; ++b) {
+                mcu_dw_dsp_lines(&s, input + b * in_batch + c, output + b * out_batch + c);
+            }
+        }
+        return;
     }
     const int pairs = p->filter.h == 3 && p->filter.w == 3 && p->stride_h == 1 &&
                       p->dilation_h == 1 && plan_segments(&s);

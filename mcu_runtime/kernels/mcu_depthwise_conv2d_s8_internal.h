@@ -242,6 +242,14 @@ mcu_status_t mcu_dw_generic(const mcu_depthwise_conv_params_t *p, const int8_t *
 void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
                 const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
 
+/* _dsp1d.c: whether the DSP path runs a 1-D filter (KW == 1 or KH == 1) as lines
+ * (mcu_dw_dsp_lines): no padding across the lines, every line inside the input. */
+int mcu_dw_dsp_line_ok(const mcu_depthwise_conv_params_t *p);
+
+/* _dsp1d.c: the four channels s->g of every output of one batch, line by line (in, out: the
+ * batch at channel c). */
+void mcu_dw_dsp_lines(const mcu_dw_pass_t *s, const int8_t *in, int8_t *out);
+
 /* _dsp.c, for the generic loops on DSP targets: acc[k] = sum over the taps of
  * (x[c + k] + input_offset) * w[c + k], k = 0..3. */
 void mcu_dw_taps4_dsp(const mcu_dw_taps_t *t, int32_t c, int32_t input_offset, int32_t acc[4]);

@@ -4,7 +4,8 @@ fallback bit-exact with the golden model.
 One firmware per (core, optimization level) runs a table of cases chosen to reach each path of
 the dispatcher and each branch inside them: the DSP path's 3x3 row pairs (all rows, padding on top
 or bottom, odd heights, windows shifted inward at the borders; its inline assembly at -O2 and its
-C fallback at -O0), its single-row sweep (other filters, strides, dilations), its C_out % 4 tail;
+C fallback at -O0), its single-row sweep (other filters, strides, dilations), its C_out % 4 tail,
+its 1-D lines (Kx1, 1xK: borders, strides, dilation, windows taller than the input);
 the MVE path's whole-window runs (3x3, one-row/one-column filters two positions at a time,
 others), border windows, partial groups and clamping; the generic loops with their DSP/MVE
 channel blocks (out-of-range requantization), with depth multipliers > 1 and fewer than four
@@ -71,6 +72,16 @@ CASES = {
     "dm2": Case(h=5, w=5, c_in=3, depth_multiplier=2, pads=P1),
     "dm8_c1": Case(h=4, w=4, c_in=1, depth_multiplier=8, pads=P1),
     "zp_extremes": Case(h=5, w=5, c_in=8, pads=P1, zp_in=-128, zp_out=127),
+    # the DSP path's lines (_dsp1d.c): Kx1 / 1xK, odd and even K, borders, no interior
+    "k7x1_lines_c12": Case(h=13, w=1, c_in=12, kh=7, kw=1, pads=(3, 3, 0, 0)),
+    "k4x1_even_c9_tail": Case(h=10, w=1, c_in=9, kh=4, kw=1, pads=(2, 1, 0, 0)),
+    "k15x1_stride2_w3": Case(h=20, w=3, c_in=8, kh=15, kw=1, stride=(2, 2), pads=(7, 7, 0, 0)),
+    "k5x1_dilation2": Case(h=11, w=2, c_in=4, kh=5, kw=1, dilation=(2, 1), pads=(4, 4, 0, 0)),
+    "k9x1_taller_than_input": Case(h=3, w=1, c_in=8, kh=9, kw=1, pads=(6, 6, 0, 0), zp_out=5),
+    "k6x1_narrow_act": Case(h=9, w=2, c_in=4, kh=6, kw=1, pads=(3, 2, 0, 0), act=(-30, 50)),
+    "k1x9_lines_c16": Case(h=2, w=12, c_in=16, kh=1, kw=9, pads=(0, 0, 4, 4)),
+    "k1x8_stride_2x2": Case(h=5, w=15, c_in=5, kh=1, kw=8, stride=(2, 2), pads=(0, 0, 4, 3)),
+    "k3x1_pad_left_rows": Case(h=6, w=3, c_in=4, kh=3, kw=1, pads=(1, 1, 1, 0)),
 }
 
 
