@@ -14,8 +14,9 @@
  *   one narrowing store); with mcu_conv2d_add_s8's residual Add, the Add follows on the same four
  *   lanes (requant_rows_fused).
  * Scratch: corrections and requantization bases (2 words per channel of a block), the three rows
- * of sums (3 words per channel of a block), the three windows interleaved in 16-byte chunks
- * (48 * ceil(K / 16) bytes), then (some window gathered) a K-byte patch.
+ * of sums (sums_row() words apart, the last one as long as the block rounded up to even), the
+ * three windows interleaved in 16-byte chunks (48 * ceil(K / 16) bytes), then (some window
+ * gathered) a K-byte patch.
  * Inline assembly where optimizing (gcc -O0 cannot give the pass its twelve registers); the same
  * arithmetic in intrinsics otherwise.
  */
@@ -156,8 +157,6 @@ static void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums,
     }
 }
 
-/* The sums of windows 0 .. count - 1 (rows `row` words apart) requantized (requant4),
- * clamped and stored at out + i * out_c + oc_base, four channels per vector. */
 /* requant_rows with the residual Add of mcu_conv2d_add_s8 (c->fuse): each element's skip value read
  * just before the element is written (the output may lie exactly on the skip). */
 MCU_CONV_NOINLINE static void requant_rows_fused(const mcu_conv_block_t *c, const int32_t *sums,
@@ -165,11 +164,11 @@ MCU_CONV_NOINLINE static void requant_rows_fused(const mcu_conv_block_t *c, cons
 {
     const mcu_conv_params_t *const p = c->params;
     const mcu_conv_fuse_t *const f = c->fuse;
-    const mcu_conv_fuse4_t v4 = {vdupq_n_s32(f->shift1), vdupq_n_s32(f->conv_mult), vdupq_n_s32(f->skip_mult),
-                        vdupq_n_s32(f->out_mult), vdupq_n_s32(-f->conv_exp),
-                        vdupq_n_s32(-f->skip_exp), vdupq_n_s32(-f->out_exp),
-                        vdupq_n_s32(f->act_min), vdupq_n_s32(f->act_max), f->conv_offset,
-                        f->skip_offset, f->out_offset};
+    const mcu_conv_fuse4_t v4 = {
+        vdupq_n_s32(f->shift1),     vdupq_n_s32(f->conv_mult),  vdupq_n_s32(f->skip_mult),
+        vdupq_n_s32(f->out_mult),   vdupq_n_s32(-f->conv_exp),  vdupq_n_s32(-f->skip_exp),
+        vdupq_n_s32(-f->out_exp),   vdupq_n_s32(f->act_min),    vdupq_n_s32(f->act_max),
+        f->conv_offset,             f->skip_offset,             f->out_offset};
     const int32x4_t lo = vdupq_n_s32(p->q.act_min);
     const int32x4_t hi = vdupq_n_s32(p->q.act_max);
     const int32_t n = c->oc_end - c->oc_base;
@@ -236,6 +235,8 @@ static void requant_row(const int32_t *s, const int32_t *mult, const int32_t *ba
 }
 #endif
 
+/* The sums of windows 0 .. count - 1 (rows `row` words apart) requantized, clamped and stored at
+ * out + i * out_c + oc_base. */
 MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int32_t *sums,
                                            int32_t row, int8_t *out, int32_t count)
 {
@@ -373,13 +374,14 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
     const int32_t positions = p->input.n * out_h * out_w;
     const int32_t sums_len = sums_row(c->oc_end - c->oc_base);
     int32_t b = 0, y = 0, x = 0; /* the next position */
-    const int8_t *row = input + (y * p->stride_h - p->pad_top) * c->in_row - p->pad_left * in_c;
+    /* offset of the window of (b, y, 0) in the input (negative above and left of it) */
+    int32_t row = -p->pad_top * c->in_row - p->pad_left * in_c;
     for (int32_t n0 = 0; n0 < positions; n0 += 3) {
         const int32_t count = positions - n0 < 3 ? positions - n0 : 3;
         for (int32_t i = 0; i < count; ++i) {
             int8_t *const xq_i = xq + 16 * i;
             if (x >= x_first && x < x_end && y >= y_first && y < y_end) {
-                const int8_t *const src = row + x * x_step;
+                const int8_t *const src = input + row + x * x_step;
                 if (one_run) {
                     copy_mve(xq_i, src, run, 48);
                 } else if (whole_chunks) {
@@ -401,7 +403,7 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
                     y = 0;
                     ++b;
                 }
-                row = input + ((b * p->input.h) + y * p->stride_h - p->pad_top) * c->in_row -
+                row = (b * p->input.h + y * p->stride_h - p->pad_top) * c->in_row -
                       p->pad_left * in_c;
             }
         }
