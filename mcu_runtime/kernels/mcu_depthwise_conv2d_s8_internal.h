@@ -106,6 +106,48 @@ typedef struct {
     int32_t segments;
 } mcu_dw_pass_t;
 
+#if MCU_ISA_NATIVE == MCU_ISA_DSP
+#include <arm_acle.h>
+
+/* acc (mcu_dw_group4_t order) += the four channels of the input pixel at x times the weights w
+ * (SXTAB16 adds the input offset to two channels as int16 lanes; SMLABB/SMLATT one lane each) */
+DW_INLINE void mcu_dw_mac4(int32_t *a0, int32_t *a1, int32_t *a2, int32_t *a3, const int8_t *x,
+                           const int32_t w[2], int32_t offset2)
+{
+    const uint32_t v = read_s8x4(x);
+    const int32_t even = __sxtab16(offset2, (int32_t)v);
+    const int32_t odd = sxtab16_ror8(offset2, v);
+    *a0 = __smlabb(even, w[0], *a0);
+    *a1 = __smlatt(even, w[0], *a1);
+    *a2 = __smlabb(odd, w[1], *a2);
+    *a3 = __smlatt(odd, w[1], *a3);
+}
+
+/* The four sums of s->g's channels (doubled) requantized (requant2), clamped and stored at
+ * out[0..3] in channel order. */
+DW_INLINE void mcu_dw_store4(const mcu_dw_pass_t *s, int32_t a0, int32_t a1, int32_t a2,
+                             int32_t a3, int8_t *out)
+{
+    const mcu_dw_group4_t *const g = s->g;
+    a0 = requant2(a0, g->mult[0], g->base[0], g->right[0]);
+    a1 = requant2(a1, g->mult[1], g->base[1], g->right[1]);
+    a2 = requant2(a2, g->mult[2], g->base[2], g->right[2]);
+    a3 = requant2(a3, g->mult[3], g->base[3], g->right[3]);
+    if (!s->full) {
+        const int32_t lo = s->p->q.act_min;
+        const int32_t hi = s->p->q.act_max;
+        a0 = mcu_clamp_s32(a0, lo, hi);
+        a1 = mcu_clamp_s32(a1, lo, hi);
+        a2 = mcu_clamp_s32(a2, lo, hi);
+        a3 = mcu_clamp_s32(a3, lo, hi);
+    }
+    out[0] = (int8_t)a0;
+    out[2] = (int8_t)a1;
+    out[1] = (int8_t)a2;
+    out[3] = (int8_t)a3;
+}
+#endif
+
 /* ---- MVE fast path (see _mve.c) ---- */
 
 /* Eight channels c .. c + 7, prepared once per group. */
