@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from emitter.boards import list_boards  # noqa: E402
+from emitter.bundle_files import PATH_FILES  # noqa: E402
 from emitter.resources import data_dir  # noqa: E402
 from emitter.target.firmware import input_sections  # noqa: E402
 
@@ -59,7 +60,7 @@ def linked_sizes(objects: dict[str, Path], flags: list[str], work: Path) -> dict
     """Flash bytes of each object (by source name) in one --gc-sections link of all of them, rooted
     at every kernel's entry point and mcu_band.c's functions (undefined library calls ignored)."""
     roots = [Path(f).stem for f in objects if f.startswith("kernels/") and
-             not Path(f).stem.endswith(("_generic", "_dsp", "_mve"))]
+             not Path(f).stem.endswith(tuple(f"_{s}" for s in PATH_FILES))]
     band = [f for f in objects if f == "support/mcu_band.c"]
     for f in band:
         nm = subprocess.run(["arm-none-eabi-nm", "--defined-only", "-g", str(objects[f])], capture_output=True,

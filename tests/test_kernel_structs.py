@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from emitter.bundle_files import PATH_FILES
 from emitter.kernels import KERNELS
 
 HEADER = Path(__file__).resolve().parent.parent / "mcu_runtime" / "include" / "mcu_nn.h"
@@ -118,5 +119,6 @@ def test_a_changed_field_type_is_found() -> None:
 def test_one_twin_per_c_kernel() -> None:
     """emitter/kernels/mcu_<k>.py beside every mcu_runtime/kernels/mcu_<k>.c (path files and the
     _ref.c reference belong to their kernel)."""
-    kernels = {p.stem for p in C_KERNELS.glob("mcu_*.c") if not re.search(r"_(generic|dsp|mve|ref)$", p.stem)}
+    paths = "|".join((*PATH_FILES, "ref"))
+    kernels = {p.stem for p in C_KERNELS.glob("mcu_*.c") if not re.search(rf"_({paths})$", p.stem)}
     assert set(KERNELS) == kernels and len(KERNELS) >= 32  # int8 kernels and those with int16 activations
