@@ -21,22 +21,22 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import numpy as np
+import numpy as np  # noqa: E402
 
-from emitter import __version__
-from emitter.compiler import golden_run
-from emitter.errors import QuantError, UnsupportedError
-from emitter.verify import diff_stats, ort_run
-from tests.harness.bundles import build_library, run_c
-from tests.models.zoo.catalog import CATALOG
-from tests.harness.zoo_runs import (
+from emitter import __version__  # noqa: E402
+from emitter.compiler import golden_run  # noqa: E402
+from emitter.errors import QuantError, UnsupportedError  # noqa: E402
+from emitter.verify import diff_stats, ort_run  # noqa: E402
+from tests.harness.bundles import build_library, run_c  # noqa: E402
+from tests.harness.zoo_runs import (  # noqa: E402
     Outcome,
     compile_variants,
     int8_samples,
     quant_ops,
     top1_agreement,
 )
-from tests.models.zoo.variants import FULL, REJECTED, VARIANTS
+from tests.models.zoo.catalog import CATALOG  # noqa: E402
+from tests.models.zoo.variants import FULL, REJECTED, VARIANTS  # noqa: E402
 
 QEMU_SAMPLES = 2
 
@@ -101,7 +101,7 @@ def qemu_rows(runnable: list[Outcome], by_id: dict[str, dict], work: Path) -> No
         members = [runnable[i] for i in part]
         samples = [int8_samples(o.compiled, o.variant, QEMU_SAMPLES) for o in members]
         run = build_and_run([o.compiled for o in members], samples, board, work / f"qemu{k}")
-        for o, ss, got, ins in zip(members, samples, run.outputs, run.instructions):
+        for o, ss, got, ins in zip(members, samples, run.outputs, run.instructions, strict=False):
             gold = [golden_run(o.compiled, s) for s in ss]
             row = by_id[o.variant.id]
             row["qemu_m7_bit_exact"] = diff_stats(got, gold)[0] == 0
