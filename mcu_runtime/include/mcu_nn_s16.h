@@ -49,6 +49,15 @@ typedef struct {
     int32_t act_max;
 } mcu_activation_s16_params_t;
 
+/** Parameters of mcu_sigmoid_s16 / mcu_tanh_s16 in range (both kernels' argument check). */
+static inline int mcu_activation_s16_valid(const mcu_activation_s16_params_t *p)
+{
+    return p->size >= 1 && p->input_multiplier >= 1 && p->input_multiplier <= 32767 && p->input_shift >= 0 &&
+           p->input_shift <= 31 && p->output_mode >= 0 && p->output_mode <= 1 && p->output_shift >= -31 &&
+           p->output_shift <= 0 && p->output_multiplier >= 0 && p->act_min >= MCU_INT16_MIN &&
+           p->act_max <= MCU_INT16_MAX && p->act_min <= p->act_max;
+}
+
 /**
  * The sigmoid table of TFLite's int16 LOGISTIC/TANH (table[i] ~ 65536 * sigmoid(i / 24), 256 entries,
  * non-decreasing) interpolated at abs_x, which has frac_bits fraction bits per table step: sigmoid in

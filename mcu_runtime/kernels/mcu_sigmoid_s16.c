@@ -16,10 +16,7 @@ mcu_status_t mcu_sigmoid_s16(const mcu_activation_s16_params_t *params, const ui
         return MCU_ERR_ARG;
     }
     const mcu_activation_s16_params_t *p = params;
-    if (p->size < 1 || p->input_multiplier < 1 || p->input_multiplier > 32767 || p->input_shift < 0 ||
-        p->input_shift > 31 || p->output_mode < 0 || p->output_mode > 1 || p->output_shift < -31 ||
-        p->output_shift > 0 || p->output_multiplier < 0 || p->act_min < MCU_INT16_MIN || p->act_max > MCU_INT16_MAX ||
-        p->act_min > p->act_max) {
+    if (!mcu_activation_s16_valid(p)) {
         return MCU_ERR_ARG;
     }
     const int32_t round = p->input_shift > 0 ? (int32_t)(1u << (p->input_shift - 1)) : 0;
