@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything mcugen needs on a fresh Debian/Ubuntu machine: the Arm cross toolchain,
 # newlib, QEMU, host build tools, chromium (headless: the report.html tests), and mcugen itself
-# (editable) with its test dependencies.
+# (editable) with its test dependencies at the versions in scripts/constraints.txt.
 # Run as root, or as a user with sudo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,14 +21,16 @@ if [ -n "$missing" ]; then
 fi
 
 PY=${PYTHON:-python3}
-echo "== pip install -e .[test]"
+# Python packages at the tested versions (scripts/constraints.txt), or the newest the registry gives
+# with MCUGEN_NEWEST=1. cmsisdsp (the front end's host reference) is a runtime dependency.
+CONSTRAINTS=(-c scripts/constraints.txt)
+if [ "${MCUGEN_NEWEST:-0}" = 1 ]; then CONSTRAINTS=(--upgrade --upgrade-strategy eager); fi
+echo "== pip install -e .[test] ${CONSTRAINTS[*]}"
 # (a Debian system Python marks itself externally managed: then install next to it anyway)
-$PY -m pip install -q --disable-pip-version-check -e ".[test]" ||
-    $PY -m pip install -q --disable-pip-version-check --break-system-packages -e ".[test]"
+$PY -m pip install -q --disable-pip-version-check "${CONSTRAINTS[@]}" -e ".[test]" ||
+    $PY -m pip install -q --disable-pip-version-check --break-system-packages "${CONSTRAINTS[@]}" -e ".[test]"
 
-# The feature front end (docs/frontend.md): the cmsisdsp package (built from its sdist where no wheel
-# fits), and CMSIS-DSP's C sources from the same release, extracted outside the repository.
-echo "== pip install cmsisdsp; CMSIS-DSP sources"
-$PY -m pip install -q --disable-pip-version-check "cmsisdsp==1.10.3" ||
-    $PY -m pip install -q --disable-pip-version-check --break-system-packages "cmsisdsp==1.10.3"
+# The feature front end (docs/frontend.md): CMSIS-DSP's C sources from the cmsisdsp release that is
+# installed, extracted outside the repository.
+echo "== CMSIS-DSP sources"
 $PY -m emitter.features.sources fetch
