@@ -4,7 +4,6 @@ the cmsis-nn backend with CMSIS_NN_PATH), golden vs onnxruntime within one quant
 requantizes in float, TFLite's int16x8 rule reduces the multiplier to 16 bits), refusals by name."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,11 +17,12 @@ from emitter.compiler import compile_model, golden_run
 from emitter.render import render_bundle
 from emitter.target.toolchain import missing_tools
 from emitter.verify import load_inputs, ort_run, run_verify
+from tests.harness.cmsis import CMSIS_NN
 from tests.models import a16
 
 OPS = ("conv", "depthwise", "fc", "add", "mul", "maxpool", "avgpool", "gap")
 MISSING = missing_tools()
-CMSIS = os.environ.get("CMSIS_NN_PATH")
+CMSIS = CMSIS_NN
 
 
 def float_npz(model: Path, shape: tuple[int, ...], n: int = 6) -> Path:

@@ -14,22 +14,22 @@ import numpy as np
 import pytest
 
 from emitter.backends import kernel_choice as kc
-from emitter.backends.cmsis_nn import cmsis_path
 from emitter.backends.kernel_choice import ours_is_faster
 from emitter.boards import load_board
 from emitter.compiler import compile_model
 from emitter.summary import summary
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, shared_model
+from tests.harness.cmsis import CMSIS_NN
 
 pytestmark = pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared/models is not present")
-needs_cmsis = pytest.mark.skipif(cmsis_path() is None, reason="CMSIS_NN_PATH is not set: CMSIS-NN is the "
+needs_cmsis = pytest.mark.skipif(CMSIS_NN is None, reason="CMSIS_NN_PATH is not set: CMSIS-NN is the "
                                  "user's library; point CMSIS_NN_PATH at a CMSIS-NN v7.0.0 checkout to run these")
 CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m55")
 
 
 def compiled(name: str, core: str, choice: str = "fastest", backend: str = "cmsis-nn"):
     return compile_model(shared_model(name), name="net", backend=backend, board=load_board(core),
-                         cmsis_path=cmsis_path() if backend == "cmsis-nn" else None, cmsis_choice=choice)
+                         cmsis_path=CMSIS_NN if backend == "cmsis-nn" else None, cmsis_choice=choice)
 
 
 @needs_cmsis

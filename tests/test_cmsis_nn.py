@@ -30,7 +30,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from emitter.backends.cmsis_nn import Converter, cmsis_path
+from emitter.backends.cmsis_nn import Converter
 from emitter.backends.cmsis_nn import sources as cmsis_sources
 from emitter.boards import load_board
 from emitter.bundle import write_bundle
@@ -44,11 +44,12 @@ from emitter.render import render_bundle
 from emitter.target.toolchain import missing_tools
 from emitter.verify import run_verify
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, STRICT, int8_inputs, shared_model
+from tests.harness.cmsis import CMSIS_NN
 from tests.harness.qemu import MergedCase, MergedRun, run_merged
 from tests.models.ops import CASES, IR_VERSION, OpCase, _const, _conv_w, _fc_w, _i64, case_model
 from tests.models.tiny import tiny_qdq_conv
 
-CMSIS = cmsis_path()
+CMSIS = CMSIS_NN
 MISSING = missing_tools()
 pytestmark = pytest.mark.skipif(
     CMSIS is None, reason="CMSIS_NN_PATH is not set: CMSIS-NN is the user's library; point "
@@ -108,8 +109,8 @@ def test_version_of_the_users_cmsis_nn_in_bundle(tmp_path):
     the bundle's header, README and report.json."""
     from emitter.backends.cmsis_version import api_changes, detect
 
-    assert api_changes(cmsis_path() / "Include") == []
-    v = detect(cmsis_path())
+    assert api_changes(CMSIS_NN / "Include") == []
+    v = detect(CMSIS_NN)
     c, _ = emit("tflm_hello_world", "cortex-m4", tmp_path / "b")
     assert c.cmsis_version == v
     report = json.loads((tmp_path / "b" / "report.json").read_text())
@@ -146,7 +147,7 @@ def arm_cmsis_lib(tmp_path_factory) -> Path:
     """The user's CMSIS-NN built once with arm-none-eabi-gcc for cortex-m4 at -Ofast (outside the repo)."""
     if missing_tools(("arm-none-eabi-gcc",)):
         pytest.skip("arm-none-eabi-gcc missing")
-    root = cmsis_path()
+    root = CMSIS_NN
     assert root is not None
     work = tmp_path_factory.mktemp("arm_cmsis")
     flags = [*load_board("cortex-m4").cflags, "-Ofast", "-ffunction-sections", "-fdata-sections"]
@@ -166,7 +167,7 @@ def test_cmsis_make_builds_library(tmp_path):
     """Default: CMSIS-NN compiled from CMSIS_NN_PATH into libnet.a at -Ofast (CMSIS_OPT overrides)."""
     _, b = emit("mlperf_kws_dscnn", "cortex-m4", tmp_path / "b")
     res = subprocess.run(["make", "-C", str(tmp_path / "b"), "-j2", "CC=arm-none-eabi-gcc",
-                          f"CMSIS_NN_PATH={os.environ['CMSIS_NN_PATH']}"],
+                          f"CMSIS_NN_PATH={str(CMSIS_NN)}"],
                          capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
     cmsis_compiles = [line for line in res.stdout.splitlines() if "/Source/" in line and " -c " in line]
@@ -175,7 +176,7 @@ def test_cmsis_make_builds_library(tmp_path):
     symbols = link_firmware(b, [tmp_path / "b" / "libnet.a"], tmp_path / "fw.elf", tmp_path / "b")
     assert {"net_init", "net_run", "arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8"} <= symbols
     dry = subprocess.run(["make", "-C", str(tmp_path / "b"), "-n", "-B", "CC=arm-none-eabi-gcc", "CMSIS_OPT=-O2",
-                          f"CMSIS_NN_PATH={os.environ['CMSIS_NN_PATH']}"], capture_output=True, text=True, check=True)
+                          f"CMSIS_NN_PATH={str(CMSIS_NN)}"], capture_output=True, text=True, check=True)
     assert all("-Ofast" not in line and " -O2 " in line for line in dry.stdout.splitlines() if "/Source/" in line)
 
 
@@ -184,7 +185,7 @@ def test_cmsis_make_links_prebuilt_library(tmp_path, arm_cmsis_lib):
     """make CMSIS_NN_LIB=FILE: libnet.a holds the model only; the firmware links it with FILE."""
     _, b = emit("mlperf_kws_dscnn", "cortex-m4", tmp_path / "b")
     res = subprocess.run(["make", "-C", str(tmp_path / "b"), "-j2", "CC=arm-none-eabi-gcc",
-                          f"CMSIS_NN_PATH={os.environ['CMSIS_NN_PATH']}", f"CMSIS_NN_LIB={arm_cmsis_lib}"],
+                          f"CMSIS_NN_PATH={str(CMSIS_NN)}", f"CMSIS_NN_LIB={arm_cmsis_lib}"],
                          capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "/Source/" not in res.stdout  # nothing of CMSIS-NN compiled
@@ -194,7 +195,7 @@ def test_cmsis_make_links_prebuilt_library(tmp_path, arm_cmsis_lib):
     symbols = link_firmware(b, [tmp_path / "b" / "libnet.a", arm_cmsis_lib], tmp_path / "fw.elf", tmp_path / "b")
     assert {"net_init", "arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8_get_buffer_size"} <= symbols
     bad = subprocess.run(["make", "-C", str(tmp_path / "b"), "CC=arm-none-eabi-gcc", "CMSIS_NN_LIB=/no/such.a",
-                          f"CMSIS_NN_PATH={os.environ['CMSIS_NN_PATH']}"], capture_output=True, text=True, check=False)
+                          f"CMSIS_NN_PATH={str(CMSIS_NN)}"], capture_output=True, text=True, check=False)
     assert bad.returncode != 0 and "CMSIS_NN_LIB=/no/such.a does not exist" in bad.stderr
 
 
@@ -228,7 +229,7 @@ def test_cmsis_cmake_builds_and_links(mode, tmp_path, arm_cmsis_lib):
     (tmp_path / "app" / "CMakeLists.txt").write_text(CMAKE_APP)
     (tmp_path / "app" / "main.c").write_text(FIRMWARE_MAIN)
     (tmp_path / "arm.cmake").write_text(CMAKE_TOOLCHAIN.format(flags=" ".join(b.cflags)))
-    root = str(cmsis_path())
+    root = str(CMSIS_NN)
     options = {"source": [f"-DCMSIS_NN_PATH={root}"],
                "library-file": [f"-DCMSIS_NN_PATH={root}", f"-DCMSIS_NN_LIB={arm_cmsis_lib}"],
                "cmake-target": ["-DCMSIS_NN_PATH=", f"-DCMSIS_NN_SUBDIR={root}", "-DCMSIS_NN_LIB=cmsis-nn"]}[mode]
@@ -267,7 +268,7 @@ def test_scons_prebuilt_library_bit_exact_in_qemu(tmp_path, arm_cmsis_lib):
     ref = SHARED_MODELS / name / f"{name}_ref.npz"
     samples = load_inputs(c, str(ref), 0)
     write_glue(c, tmp_path / "glue")
-    fw = build_firmware(tmp_path / "b", tmp_path / "glue", b, tmp_path / "fw", cmsis_nn=cmsis_path(),
+    fw = build_firmware(tmp_path / "b", tmp_path / "glue", b, tmp_path / "fw", cmsis_nn=CMSIS_NN,
                         cmsis_nn_lib=arm_cmsis_lib, jobs=2)
     assert not (tmp_path / "fw" / "cmsis_nn").exists()
     assert f"{arm_cmsis_lib}(arm_convolve_wrapper_s8.o)" in fw.map_file.read_text()
@@ -346,7 +347,7 @@ INIT_HOOK = "extern int layers_run;\n#define NET_AFTER_LAYER(index, output, byte
 @pytest.fixture(scope="module")
 def host_cmsis_lib(tmp_path_factory) -> Path:
     """The user's CMSIS-NN compiled once with the host gcc (its plain C path) into libcmsis-nn.a."""
-    root = cmsis_path()
+    root = CMSIS_NN
     assert root is not None
     work = tmp_path_factory.mktemp("host_cmsis")
     sources = [str(p) for p in cmsis_sources(root)]
@@ -371,7 +372,7 @@ def test_init_checks_scratch_once(undersized, tmp_path, monkeypatch, host_cmsis_
     model = tmp_path / "tiny.onnx"
     onnx.save(tiny_qdq_conv(), model)
     b = load_board("cortex-m0plus")  # plain C code path: the same sizes as the host build of CMSIS-NN
-    c = compile_model(model, name="net", backend="cmsis-nn", board=b, cmsis_path=cmsis_path())
+    c = compile_model(model, name="net", backend="cmsis-nn", board=b, cmsis_path=CMSIS_NN)
     conv = next(k for k, p in enumerate(c.prepared) if p.kernel == "arm_convolve_wrapper_s8")
     assert c.prepared[conv].scratch > 0 or undersized
     bundle = tmp_path / "b"
@@ -385,7 +386,7 @@ def test_init_checks_scratch_once(undersized, tmp_path, monkeypatch, host_cmsis_
     sources = [str(p) for p in sorted(bundle.glob("*.c")) + sorted(bundle.glob("mcu_runtime/*/*.c"))]
     exe = tmp_path / "init_test"
     res = subprocess.run(["gcc", "-O1", *STRICT, "-include", str(tmp_path / "hook.h"), f"-I{bundle}",
-                          f"-I{bundle / 'mcu_runtime' / 'include'}", f"-I{cmsis_path() / 'Include'}",
+                          f"-I{bundle / 'mcu_runtime' / 'include'}", f"-I{CMSIS_NN / 'Include'}",
                           str(tmp_path / "main.c"), *sources, str(host_cmsis_lib), "-lm", "-o", str(exe)],
                          capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr[-3000:]

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ from emitter.target.firmware import Firmware, build_firmware
 from emitter.target.qemu import run_qemu
 from emitter.target.toolchain import missing_tools
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, shared_model
+from tests.harness.cmsis import CMSIS_NN
 from tests.models.tiny import HELLO, tiny_qdq_conv
 
 MISSING = missing_tools()
@@ -83,11 +83,11 @@ def test_size_mode_is_bit_exact_in_qemu(core: str, tmp_path: Path) -> None:
 
 @needs_qemu
 @needs_models
-@pytest.mark.skipif(not os.environ.get("CMSIS_NN_PATH"), reason="CMSIS_NN_PATH is not set (the user's CMSIS-NN)")
+@pytest.mark.skipif(not CMSIS_NN, reason="CMSIS_NN_PATH is not set (the user's CMSIS-NN)")
 def test_cmsis_nn_size_mode_calls_cmsis_nn_everywhere_bit_exact(tmp_path: Path) -> None:
     """The cmsis-nn backend under --optimize size: every layer CMSIS-NN takes calls it (mcugen has
     no fast path left to prefer), CMSIS-NN at -Os; KWS on M7 bit-exact, its code below speed's."""
-    cmsis = Path(os.environ["CMSIS_NN_PATH"])
+    cmsis = Path(str(CMSIS_NN))
     fw, c = firmware("mlperf_kws_dscnn", "cortex-m7", "size", tmp_path, cmsis)
     assert not c.portable_layers and all(not p.kernel.startswith("mcu_") for p in c.prepared if p.kernel)
     run_reference(fw, c, "mlperf_kws_dscnn", tmp_path / "run")

@@ -15,7 +15,6 @@ guard-byte build are emitted, and for each bundle:
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -29,9 +28,10 @@ from emitter.render import render_bundle
 from emitter.resources import data_dir
 from emitter.summary import summary
 from tests.harness.bundles import SHARED_MODELS, STRICT
+from tests.harness.cmsis import CMSIS_NN
 
 GOLDEN = Path(__file__).resolve().parent / "golden_files"
-CMSIS = os.environ.get("CMSIS_NN_PATH")
+CMSIS = CMSIS_NN
 WIDTH = 120
 
 

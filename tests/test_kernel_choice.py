@@ -19,13 +19,13 @@ import onnx
 import pytest
 
 from emitter.backends import kernel_choice as kc
-from emitter.backends.cmsis_nn import cmsis_path
 from emitter.backends.cost_cases import Shape, case_of, onnx_of, random_case, shape_of
 from emitter.backends.cost_measure import cache_key
 from emitter.boards import load_board
 from emitter.compiler import compile_model
+from tests.harness.cmsis import CMSIS_NN
 
-needs_cmsis = pytest.mark.skipif(cmsis_path() is None, reason="CMSIS_NN_PATH is not set: point it at a CMSIS-NN "
+needs_cmsis = pytest.mark.skipif(CMSIS_NN is None, reason="CMSIS_NN_PATH is not set: point it at a CMSIS-NN "
                                  "v7.0.0 checkout to measure CMSIS-NN's kernels")
 needs_qemu = pytest.mark.skipif(shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None,
                                 reason="needs qemu-system-arm and arm-none-eabi-gcc")
@@ -208,8 +208,8 @@ def test_default_choice_within_3_percent_of_the_better_measured(core):
     cases: list[Case] = [c for _, c in items]  # type: ignore[misc]
     paths = [kc.path_of(p, board.isa) for p in prepared_of(cases, board)]
     # measured in QEMU, one firmware per core and candidate (the --tune cache keeps them)
-    version = str(check_version(cmsis_path()))  # type: ignore[arg-type]
-    counts = tuned_counts(cases, paths, board, cmsis_path(), version)  # type: ignore[arg-type]
+    version = str(check_version(CMSIS_NN))  # type: ignore[arg-type]
+    counts = tuned_counts(cases, paths, board, CMSIS_NN, version)  # type: ignore[arg-type]
     misses = []
     rows = kc.table_for(core, board.isa)
     for (label, case), n in zip(items, counts, strict=True):

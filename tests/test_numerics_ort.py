@@ -4,7 +4,6 @@ golden (host gcc, and QEMU on M0+, M4, M7, M55 for a deep onnxruntime-quantized 
 of the mode from the model, and the drift figures of docs/numerics_onnxruntime.md."""
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from emitter.target.qemu import run_qemu
 from emitter.target.toolchain import missing_tools
 from emitter.verify import ort_run, run_host
 from tests.harness.bundles import STRICT, emit
+from tests.harness.cmsis import CMSIS_NN
 from tests.models.deep import build, feeds
 
 
@@ -166,11 +166,11 @@ def test_onnxruntime_mode_bit_exact_in_qemu(deep, core):
     assert min(run.instructions) > 0
 
 
-@pytest.mark.skipif(not os.environ.get("CMSIS_NN_PATH"), reason="CMSIS_NN_PATH is not set")
+@pytest.mark.skipif(not CMSIS_NN, reason="CMSIS_NN_PATH is not set")
 def test_cmsis_nn_backend_keeps_onnxruntime_rounded_layers_portable(deep):
     """CMSIS-NN rounds as TFLite: in onnxruntime numerics its conv/FC/pool calls stay portable, named
     in the summary's list with that reason; in tflite numerics CMSIS-NN takes them."""
-    board, cmsis = load_board("cortex-m4"), Path(os.environ["CMSIS_NN_PATH"])
+    board, cmsis = load_board("cortex-m4"), Path(str(CMSIS_NN))
     ort = compile_model(deep["path"], name="deep", backend="cmsis-nn", board=board, cmsis_path=cmsis,
                         cmsis_choice="cmsis")
     assert ort.graph.numerics == "onnxruntime"

@@ -9,7 +9,6 @@ the verification figures, the code-size table) need no browser.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 import subprocess
@@ -25,6 +24,7 @@ from emitter.cli import main
 from emitter.compiler import compile_model
 from emitter.planner import Plan
 from tests.harness.bundles import shared_model
+from tests.harness.cmsis import CMSIS_NN
 from tests.models.tiny import tiny_qdq_conv
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -237,7 +237,7 @@ def test_code_estimate_reads_the_one_code_size_table(tiny):
     assert code_estimate("host", ["mcu_conv2d_s8"]) == {}
 
 
-@pytest.mark.skipif(not os.environ.get("CMSIS_NN_PATH"), reason="CMSIS_NN_PATH is not set (the user's CMSIS-NN)")
+@pytest.mark.skipif(not CMSIS_NN, reason="CMSIS_NN_PATH is not set (the user's CMSIS-NN)")
 def test_cmsis_nn_layers_say_which_backend_and_why(tmp_path, tiny):
     """A cmsis-nn bundle: each layer's row names its backend; a portable layer gives the summary's reason."""
     out = tmp_path / "b"

@@ -12,18 +12,18 @@ from onnx import TensorProto as TP
 from onnx import helper as H
 from onnx import numpy_helper as NH
 
-from emitter.backends.cmsis_nn import cmsis_path
 from emitter.boards import load_board
 from emitter.compiler import compile_model, golden_run
 from emitter.errors import McugenError
 from emitter.target.toolchain import missing_tools
 from emitter.verify import diff_stats, ort_run
 from tests.harness.bundles import build_library, emit, int8_inputs, run_c
+from tests.harness.cmsis import CMSIS_NN
 from tests.harness.qemu import MergedCase, run_merged
 from tests.models.ops import CASES, case_model, quantize
 from tests.test_robustness import expect_error
 
-CMSIS = cmsis_path()
+CMSIS = CMSIS_NN
 CONVT = CASES["ConvTranspose"]
 
 

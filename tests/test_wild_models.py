@@ -9,20 +9,20 @@ import numpy as np
 import onnx
 import pytest
 
-from emitter.backends.cmsis_nn import cmsis_path
 from emitter.boards import load_board
 from emitter.compiler import compile_model, golden_run
 from emitter.errors import McugenError
 from emitter.target.toolchain import missing_tools
 from emitter.verify import diff_stats, load_inputs, ort_run
 from tests.harness.bundles import build_library, emit, run_c
+from tests.harness.cmsis import CMSIS_NN
 from tests.harness.qemu import MergedCase, MergedRun, run_merged
 from tests.models.wild import WILD_CASES, WILD_REFUSALS
 from tests.test_robustness import expect_error
 
 SAMPLES = 4
 QEMU_CORES = ("cortex-m4", "cortex-m55")
-CMSIS = cmsis_path()
+CMSIS = CMSIS_NN
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from emitter.backends.cmsis_nn import cmsis_path, sources
+from emitter.backends.cmsis_nn import sources
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_transpose_conv_s8 import TransposeConvParams, cmsis_problem, mcu_transpose_conv_s8
 from emitter.quant import ROUND_TFLITE
 from tests.harness.ckernels import build_lib, realistic_multipliers
+from tests.harness.cmsis import CMSIS_NN
 
-CMSIS = cmsis_path()
+CMSIS = CMSIS_NN
 pytestmark = pytest.mark.skipif(CMSIS is None, reason="CMSIS_NN_PATH is not set")
 
 

@@ -4,7 +4,6 @@ portable kernels and, when CMSIS_NN_PATH is set, the cmsis-nn backend; and the a
 figures of the memory issue, as activation RAM (arena + the caller's input/output buffers)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +21,12 @@ from emitter.target.qemu import run_qemu
 from emitter.target.toolchain import missing_tools
 from emitter.verify import run_host
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, emit, shared_model
+from tests.harness.cmsis import CMSIS_NN
 
 MISSING = missing_tools()
 needs_models = pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared/models is not present")
 needs_qemu = pytest.mark.skipif(bool(MISSING), reason="needs missing tools: " + "; ".join(MISSING))
-CMSIS = os.environ.get("CMSIS_NN_PATH")
+CMSIS = CMSIS_NN
 
 # activation RAM the smallest plan must reach (the memory issue's table; TFLM's arena is larger)
 REQUIRED = {"mlperf_vww_mobilenetv1": 36_000, "mlperf_kws_dscnn": 9_000, "mlperf_ic_resnet8": 32_000,
