@@ -17,8 +17,12 @@ INSTALL_HINT: dict[str, str] = {
     "arm-none-eabi-objdump": "apt-get install binutils-arm-none-eabi",
     "qemu-system-arm": "apt-get install qemu-system-arm",
     "gcc": "apt-get install gcc",
-    "scons": "pip install scons (or apt-get install scons)",
+    "scons": "pip install scons (a dependency of mcugen: reinstall mcugen, or apt-get install scons)",
     "newlib": "apt-get install libnewlib-arm-none-eabi",
+    "make": "apt-get install make",
+    "cmake": "apt-get install cmake",
+    "chromium": "apt-get install chromium (headless: the report.html tests)",
+    "espeak-ng": "apt-get install espeak-ng (the keyword example's speech)",
 }
 
 TARGET_TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-size", "arm-none-eabi-objdump", "newlib",
@@ -75,5 +79,5 @@ def missing_tools(names: tuple[str, ...] = QEMU_TOOLS) -> list[str]:
             else:
                 find_tool(name)
         except ToolchainError:
-            missing.append(f"{name} ({INSTALL_HINT[name]})")
+            missing.append(f"{name} ({INSTALL_HINT.get(name, 'install it')})")
     return missing
