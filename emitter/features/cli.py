@@ -4,7 +4,9 @@
     mcugen emit|verify MODEL.onnx --frontend SPEC.toml [--audio clips.npz] [--features-ref feats.npz]
 
 AUDIO: 16-bit mono .wav files at the spec's sample rate, or .npz files holding `pcm` (int16,
-[clips, samples]) and optionally `labels`. feats.npz holds `features` (float32 [clips, frames,
+[clips, samples]) or `mulaw` (uint8 [clips, samples]) with `table` (int16 [256]: pcm = table[mulaw],
+the keyword example's form), optionally `labels` and `rate` (read_npz). --audio's .npz clips must be
+one window of the front end long. feats.npz holds `features` (float32 [clips, frames,
 coeffs], the real values: raw / 2^7 for q15, raw / 2^23 for q31 (spectrogram: 2^14, 2^30), as is
 for f32), `raw` (the
 arithmetic's integers), `labels` when the inputs had them, and with --model `inputs` (int8, the
@@ -34,7 +36,8 @@ def add_features_command(sub: argparse._SubParsersAction[argparse.ArgumentParser
                        description="Compute the features of a front-end spec for audio clips through the "
                                    "cmsisdsp package: the same numbers the generated C computes on the device.")
     p.add_argument("spec", help="the front-end spec (TOML, see docs/frontend.md)")
-    p.add_argument("audio", nargs="+", help="16-bit mono .wav files, or .npz files with `pcm` [clips, samples]")
+    p.add_argument("audio", nargs="+", help="16-bit mono .wav files, or .npz files with `pcm` int16 [clips, "
+                                            "samples], or `mulaw` uint8 [clips, samples] and `table` int16 [256]")
     p.add_argument("-o", "--output", required=True, metavar="FEATS.npz", help="where to write the features")
     p.add_argument("--frames", type=int, help="frames per clip (clips are cut or zero-padded to that window); "
                                               "default: the model input's, else as many as the shortest clip holds")
@@ -48,35 +51,98 @@ def add_frontend_options(p: argparse.ArgumentParser, verify: bool) -> None:
                    help="compile this feature front end (docs/frontend.md) into the bundle")
     if verify:
         p.add_argument("--audio", metavar="CLIPS.npz",
-                       help="with --frontend: PCM clips (`pcm` [clips, samples] int16, or .wav) to verify "
-                            "PCM -> features -> network with (default: random noise and tones)")
+                       help="with --frontend: clips to verify PCM -> features -> network with: an .npz "
+                            "holding `pcm` int16 [clips, samples], or `mulaw` uint8 [clips, samples] with "
+                            "`table` int16 [256] (the keyword example's heldout.npz), samples = one window "
+                            "of the front end; or a 16-bit mono .wav (default: noise and tones)")
         p.add_argument("--features-ref", metavar="FEATS.npz",
                        help="with --frontend: the features you trained on (`features` [clips, frames, "
                             "coeffs], real values, same clips as --audio); report the device's mismatch "
                             "per coefficient in quanta")
 
 
-def read_audio(paths: list[str], rate: int) -> tuple[list[np.ndarray], np.ndarray | None]:
-    """int16 clips from .wav / .npz files, and the labels of .npz files that carry them."""
+NPZ_FORMS = ("`pcm` (int16 [clips, samples]), or `mulaw` (uint8 [clips, samples]) with `table` "
+             "(int16 [256], the value of each code)")
+
+
+def read_npz(path: Path, rate: int, samples: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """int16 clips [clips, samples] of an .npz file and its `labels` (or None). It holds `pcm`
+    int16 [clips, samples], or mu-law `mulaw` uint8 [clips, samples] with `table` int16 [256]
+    (the example's form, decoded exactly: pcm = table[mulaw]); optionally `labels` [clips] and
+    `rate` (Hz). With `samples`, every clip must be that long (one window of the front end). Any
+    other content is one UsageError naming the key and what is expected."""
+    try:
+        data = np.load(path)
+    except (OSError, ValueError, EOFError) as exc:
+        raise UsageError(f"cannot read '{path}' as an .npz file: {exc}") from None
+    if not hasattr(data, "files"):
+        raise UsageError(f"'{path}' holds one bare array, not named arrays: it must hold {NPZ_FORMS}")
+    keys = data.files
+
+    def arr(key: str) -> np.ndarray:
+        try:
+            return np.asarray(data[key])
+        except (OSError, ValueError) as exc:  # e.g. an object array (allow_pickle is off)
+            raise UsageError(f"'{path}': cannot read `{key}`: {exc}") from None
+
+    def shape(a: np.ndarray) -> str:
+        return f"{a.dtype} {list(a.shape)}"
+
+    if "pcm" in keys and "mulaw" in keys:
+        raise UsageError(f"'{path}' holds both `pcm` and `mulaw`: keep one of them ({NPZ_FORMS})")
+    if "pcm" in keys:
+        key, pcm = "pcm", arr("pcm")
+        if pcm.dtype != np.int16 or pcm.ndim != 2:
+            raise UsageError(f"'{path}': `pcm` must be int16 [clips, samples] (2-D, one row per clip), "
+                             f"got {shape(pcm)}")
+    elif "mulaw" in keys:
+        key, codes = "mulaw", arr("mulaw")
+        if codes.dtype != np.uint8 or codes.ndim != 2:
+            raise UsageError(f"'{path}': `mulaw` must be uint8 [clips, samples] (2-D, one row per clip), "
+                             f"got {shape(codes)}")
+        if "table" not in keys:
+            raise UsageError(f"'{path}': `mulaw` needs `table` (int16 [256], the PCM value of each code) "
+                             f"beside it; keys: {keys}")
+        table = arr("table")
+        if table.dtype != np.int16 or table.shape != (256,):
+            raise UsageError(f"'{path}': `table` must be int16 [256] (the PCM value of each mu-law code), "
+                             f"got {shape(table)}")
+        pcm = table[codes.astype(np.intp)]
+    else:
+        raise UsageError(f"'{path}' has no audio: it must hold {NPZ_FORMS}; keys: {keys}")
+    if len(pcm) == 0:
+        raise UsageError(f"'{path}': `{key}` holds no clips")
+    if samples is not None and pcm.shape[1] != samples:
+        raise UsageError(f"'{path}': `{key}` clips are {pcm.shape[1]} samples long; the front end takes "
+                         f"windows of exactly {samples} samples ({samples / rate:g} s at {rate} Hz): "
+                         f"cut or pad the clips to [clips, {samples}]")
+    if "rate" in keys:
+        r = arr("rate")
+        if r.size != 1 or not np.issubdtype(r.dtype, np.number):
+            raise UsageError(f"'{path}': `rate` must be one number (Hz), got {shape(r)}")
+        if int(r.item()) != rate:
+            raise UsageError(f"'{path}' is sampled at {int(r.item())} Hz (`rate`); the spec wants {rate} Hz")
+    labels = None
+    if "labels" in keys:
+        labels = arr("labels")
+        if labels.ndim == 0 or len(labels) != len(pcm):
+            raise UsageError(f"'{path}': `labels` must hold one label per clip ([{len(pcm)}] for its "
+                             f"{len(pcm)} clips), got {shape(labels)}")
+    return pcm.astype(np.int16, copy=False), labels
+
+
+def read_audio(paths: list[str], rate: int, samples: int | None = None) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """int16 clips from .wav / .npz files (read_npz), and the labels of .npz files that carry them.
+    `samples`: the length every .npz clip must have (.wav files are cut or padded by the caller)."""
     clips: list[np.ndarray] = []
     labels: list[np.ndarray] = []
     for path in paths:
         p = Path(path)
         if p.suffix.lower() == ".npz":
-            try:
-                data = np.load(p)
-            except (OSError, ValueError) as exc:
-                raise UsageError(f"cannot read '{p}': {exc}") from None
-            if "pcm" not in data.files:
-                raise UsageError(f"'{p}' has no array `pcm` (int16 [clips, samples]); keys: {data.files}")
-            pcm = data["pcm"]
-            if pcm.dtype != np.int16 or pcm.ndim != 2:
-                raise UsageError(f"'{p}': `pcm` must be int16 [clips, samples], got {pcm.dtype} {list(pcm.shape)}")
-            if "rate" in data.files and int(data["rate"]) != rate:
-                raise UsageError(f"'{p}' is sampled at {int(data['rate'])} Hz; the spec wants {rate} Hz")
+            pcm, lab = read_npz(p, rate, samples)
             clips += list(pcm)
-            if "labels" in data.files:
-                labels.append(np.asarray(data["labels"]))
+            if lab is not None:
+                labels.append(lab)
             continue
         try:
             with wave.open(str(p), "rb") as w:
@@ -106,10 +172,12 @@ def real_features(spec: FrontendSpec, raw: np.ndarray) -> np.ndarray:
 
 
 def cmd_features(args: argparse.Namespace) -> int:
+    from emitter.features.dsp import cmsisdsp
     from emitter.features.reference import features_raw, quantize_raw, to_layout
     from emitter.features.spec import load_spec
 
     spec = load_spec(args.spec)
+    cmsisdsp()  # one clear message when the package is missing, before any work
     clips, labels = read_audio(args.audio, spec.sample_rate)
     if not clips:
         raise UsageError("no audio clips given")
@@ -141,13 +209,32 @@ def cmd_features(args: argparse.Namespace) -> int:
 
 
 def bind_frontend(args: argparse.Namespace, c: Compiled) -> FrontEnd | None:
+    """The front end of --frontend bound to the model, and every input it will use checked now,
+    before anything is written or built: the `cmsisdsp` package, CMSIS-DSP's sources (verify),
+    the clips of --audio (args.audio_clips, one window each) and the shape of --features-ref."""
     if not getattr(args, "frontend", None):
+        for flag in ("audio", "features_ref"):
+            if getattr(args, flag, None):
+                raise UsageError(f"--{flag.replace('_', '-')} goes with --frontend SPEC.toml (the front end "
+                                 "whose features it checks)")
         return None
+    from emitter.features.dsp import cmsisdsp
     from emitter.features.render import bind
     from emitter.features.sources import cmsis_dsp_path
     from emitter.features.spec import load_spec
 
-    fe = bind(load_spec(args.frontend), c)
+    spec = load_spec(args.frontend)
+    cmsisdsp()  # one clear message when the package is missing
+    fe = bind(spec, c)
+    clips = default_clips(fe)
+    if getattr(args, "audio", None):
+        got, _ = read_audio([args.audio], spec.sample_rate, fe.window_samples)
+        if not got:
+            raise UsageError(f"--audio '{args.audio}' holds no clips")
+        clips = [fit(x, fe.window_samples) for x in got]  # .wav: cut or zero-padded to one window
+    args.audio_clips = clips
+    if getattr(args, "features_ref", None):
+        read_features_ref(fe, args.features_ref, len(clips))
     if getattr(args, "verify", False):
         cmsis_dsp_path()  # fail early when CMSIS-DSP's sources are missing
     return fe
@@ -204,10 +291,7 @@ def verify_frontend(args: argparse.Namespace, fe: FrontEnd, c: Compiled, bundle:
 
     from emitter.features.run import F32_TOLERANCE, check
 
-    clips = default_clips(fe)
-    if args.audio:
-        got, _ = read_audio([args.audio], fe.spec.sample_rate)
-        clips = [fit(x, fe.window_samples) for x in got]
+    clips = getattr(args, "audio_clips", None) or default_clips(fe)  # bind_frontend read --audio
     figures: dict = {}
     with tempfile.TemporaryDirectory(prefix="mcugen-fe-") as tmp:
         targets: list[Board | None] = [None] + ([] if args.no_qemu or not board.qemu_machine else [board])
@@ -239,18 +323,25 @@ def verify_frontend(args: argparse.Namespace, fe: FrontEnd, c: Compiled, bundle:
     return figures
 
 
+def read_features_ref(fe: FrontEnd, path: str, clips: int) -> np.ndarray:
+    """`features` of --features-ref: float [clips, frames, coeffs], the clips of --audio in order."""
+    try:
+        data = np.load(path)
+        ref = np.asarray(data["features"])
+    except (OSError, ValueError, EOFError, KeyError, IndexError, TypeError) as exc:
+        raise UsageError(f"cannot read `features` from --features-ref '{path}': {exc}") from None
+    want = (clips, fe.frames, fe.coeffs)
+    if ref.shape != want or not np.issubdtype(ref.dtype, np.number):
+        raise UsageError(f"--features-ref '{path}': `features` is {ref.dtype} {list(ref.shape)}, expected real "
+                         f"values {list(want)} (clips x frames x coefficients, the clips of --audio in order)")
+    return ref.astype(np.float64)
+
+
 def compare_reference(fe: FrontEnd, path: str, device: list[np.ndarray]) -> str:
     """The device's int8 features (per clip [frames, coeffs], from the last run: QEMU when it ran)
     vs the user's training features quantized with the model input's scale and zero point, per
     coefficient, in quanta."""
-    try:
-        ref = np.load(path)["features"].astype(np.float64)
-    except (OSError, ValueError, KeyError) as exc:
-        raise UsageError(f"cannot read `features` from --features-ref '{path}': {exc}") from None
-    want = (len(device), fe.frames, fe.coeffs)
-    if ref.shape != want:
-        raise UsageError(f"--features-ref '{path}': `features` is {list(ref.shape)}, expected {list(want)} "
-                         "(clips x frames x coefficients, the clips of --audio in order)")
+    ref = read_features_ref(fe, path, len(device))
     q = fe.quant
     user = np.clip(np.floor(np.abs(ref / q.scale) + 0.5) * np.sign(ref) + q.zero_point, -128, 127)
     dev = np.stack(device).astype(np.int64)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from emitter.errors import UsageError
+from emitter.features.dsp import cmsisdsp
 from emitter.features.spec import FrontendSpec
 from emitter.features.tables import DTYPES, Tables, fraction_bits, make_tables
 from emitter.quant import quantize_multiplier, requantize
@@ -56,7 +57,7 @@ def feature_quant(spec: FrontendSpec, scale: float, zero_point: int) -> FeatureQ
 
 @functools.lru_cache(maxsize=8)
 def _instance(spec: FrontendSpec) -> tuple[Any, Tables]:
-    import cmsisdsp as dsp
+    dsp = cmsisdsp()
 
     t = make_tables(spec)
     a = spec.arithmetic
@@ -97,7 +98,7 @@ def frame_input(spec: FrontendSpec, frame_pcm: np.ndarray) -> np.ndarray:
 
 def frame_features(spec: FrontendSpec, frame_pcm: np.ndarray) -> np.ndarray:
     """arm_mfcc_<arith> of one frame (frame_length int16 samples): raw features [coeffs]."""
-    import cmsisdsp as dsp
+    dsp = cmsisdsp()
 
     if len(frame_pcm) != spec.frame_length:
         raise UsageError(f"a frame has {spec.frame_length} samples, got {len(frame_pcm)}")
@@ -117,7 +118,7 @@ def frame_features(spec: FrontendSpec, frame_pcm: np.ndarray) -> np.ndarray:
 
 def _spectrum(spec: FrontendSpec, inst: Any, t: Tables, x: np.ndarray) -> np.ndarray:
     """Window, real FFT and magnitude of bins 0..N/2, as the generated C calls them."""
-    import cmsisdsp as dsp
+    dsp = cmsisdsp()
 
     a, n = spec.arithmetic, spec.fft_length
     w = getattr(dsp, f"arm_mult_{a}")(x, t.window)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from emitter.errors import UsageError
+from emitter.features.dsp import cmsisdsp
 from emitter.features.spec import FrontendSpec
 
 DTYPES: dict[str, np.dtype[Any]] = {"q15": np.dtype(np.int16), "q31": np.dtype(np.int32),
@@ -49,8 +50,7 @@ class Tables:
 
 
 def _cmsis_format(arith: str) -> int:
-    import cmsisdsp.datatype as dt
-
+    dt = cmsisdsp().datatype
     return {"q15": dt.Q15, "q31": dt.Q31, "f32": dt.F32}[arith]
 
 
@@ -64,8 +64,8 @@ def window_values(spec: FrontendSpec) -> np.ndarray:
 
 def make_tables(spec: FrontendSpec) -> Tables:
     """Every table of the spec, in its arithmetic's type."""
-    import cmsisdsp.datatype as dt
-    import cmsisdsp.mfcc as mf
+    dsp = cmsisdsp()
+    dt, mf = dsp.datatype, dsp.mfcc
 
     fmt, dtype = _cmsis_format(spec.arithmetic), DTYPES[spec.arithmetic]
     window = np.asarray(dt.convert(window_values(spec), fmt), dtype=dtype)
