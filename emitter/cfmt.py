@@ -102,7 +102,13 @@ def _c_struct(value: Any, refs: Mapping[str, str] | Callable[[str, Any], str], i
     return "{\n" + "\n".join(parts) + "\n" + "    " * (indent - 1) + "}"
 
 
+# mcu_runtime/include/mcu_nn.h's MCU_ROUND_* (quant.ROUND_*): a `rounding` field renders by name
+ROUNDING_NAMES = {0: "MCU_ROUND_TFLITE", 1: "MCU_ROUND_NEAREST_EVEN", 2: "MCU_ROUND_NEAREST_NO_TIE"}
+
+
 def _c_value(v: Any, path: str, is_float: bool, refs: Mapping[str, str] | Callable[[str, Any], str]) -> str:
+    if path.rsplit(".", 1)[-1] == "rounding" and isinstance(v, (int, np.integer)) and int(v) in ROUNDING_NAMES:
+        return ROUNDING_NAMES[int(v)]
     if isinstance(v, tuple):
         return f"{{{', '.join(c_int(x) for x in v)}}}"
     if v is None:
@@ -154,7 +160,7 @@ def upper_ident(name: str) -> str:
     return re.sub(r"[^0-9A-Za-z_]", "_", name).upper()
 
 
-COMMENT_WIDTH = 120  # no line of a generated comment is longer (wrap_comments)
+COMMENT_WIDTH = 100  # no line of a generated comment is longer (wrap_comments)
 _BREAK_AFTER = " ;/,"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -53,10 +54,17 @@ class BundleBuilder:
         self.stage_calls: dict[int, tuple[str, str]] = {}  # segment step -> (params ident, call with band params)
         self.segment_comments: list[str] = []
 
+    @property
+    def isa(self) -> str:
+        """The board's instruction set (Board.isa), "any" for a bundle made without a board: which
+        ISA path files of mcu_runtime/ the bundle ships."""
+        board = dict(self.c.options).get("board")
+        return "any" if board is None else str(board.isa)
+
     def ptr(self, name: str) -> str:
         kind, where = self.c.plan.location[self.c.plan.root[name]]
         if kind == "arena":
-            return f"(arena + {where})"
+            return "arena" if where == 0 else f"(arena + {where})"
         return f"inputs[{where}]" if kind == "input" else f"outputs[{where}]"
 
     def describe(self, role: str, name: str) -> list[str]:
@@ -239,7 +247,8 @@ class BundleBuilder:
         if v.kind == "scratch":
             at = scratch_of(self.c.plan, node_name)
             assert at is not None, f"layer '{node_name}' has no scratch in the plan"
-            return f"(void *)({self.prefix}_arena + {at + v.offset})"
+            return f"(void *){self.prefix}_arena" if at + v.offset == 0 else \
+                f"(void *)({self.prefix}_arena + {at + v.offset})"
         return "NULL"
 
     def io(self, names: tuple[str, ...], kind: str) -> list[dict[str, Any]]:
@@ -260,17 +269,18 @@ class BundleBuilder:
         layers = [lay for lay in (self.layer(k) for k in range(len(self.g.nodes))) if lay is not None]
         kernels = sorted({lay.kernel for lay in layers if lay.kernel.startswith("mcu_")})
         bands = any(lay.block for lay in layers)
-        sources = [f"mcu_runtime/{f}" for f in runtime_files(kernels, bands) if f.endswith(".c")]
+        sources = [f"mcu_runtime/{f}" for f in runtime_files(kernels, bands, self.isa) if f.endswith(".c")]
         m = self.c.model
         inputs, outputs = self.io(self.g.inputs, "INPUT"), self.io(self.g.outputs, "OUTPUT")
         return {
             "version": __version__, "prefix": self.prefix, "PREFIX": upper_ident(self.prefix),
             "model_file": c_comment(m.path.name), "sha256": m.sha256, "opset": m.opset,
             "layers": layers, "arrays": self.arrays, "kernels": kernels, "runtime_sources": sources,
-            "bands": bands, "plan_kind": self.c.plan.schedule.kind,
+            "bands": bands, "isa": self.isa, "plan_kind": self.c.plan.schedule.kind,
             "hosted_inputs": [{"index": k, "offset": self.c.plan.offset_of(n), "size": self.g.t(n).nbytes}
                               for k, n in enumerate(self.g.inputs) if self.c.plan.offset_of(n) is not None],
             "inputs": inputs, "outputs": outputs,
+            "uses": self.uses(layers),
             "single_io": len(inputs) == 1 and len(outputs) == 1,
             "arena_size": self.c.plan.arena_size, "lower_bound": self.c.plan.lower_bound,
             "weight_bytes": sum(a.nbytes for a in self.arrays),
@@ -288,6 +298,15 @@ class BundleBuilder:
             "optimize": self.c.optimize, "opt": OPT_FLAGS[self.c.optimize],
             "cmsis_opt": CMSIS_OPT_FLAGS[self.c.optimize],
         }
+
+    def uses(self, layers: list[Layer]) -> dict[str, bool]:
+        """Which of <prefix>_run_multi()'s `arena` and `inputs` its layers' code reads (the others
+        get a `(void)x;`). <PREFIX>_AFTER_LAYER's arguments do not count: its default expands to
+        nothing."""
+        hosted = any(self.c.plan.offset_of(n) is not None for n in self.g.inputs)
+        text = "\n".join(line for lay in layers if not lay.inside
+                         for line in (*lay.locals, *lay.block, *(c.text for c in lay.calls)))
+        return {name: hosted or re.search(rf"\b{name}\b", text) is not None for name in ("arena", "inputs")}
 
     def scratch_checks(self, layers: list[Layer]) -> list[dict[str, Any]]:
         """CMSIS-NN calls whose scratch <prefix>_init() checks once against the linked library."""
@@ -347,7 +366,7 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str,
     out["report.json"] = (json.dumps(rep, indent=1, sort_keys=True) + "\n").encode()
     out["report.html"] = report_html(json.loads(out["report.json"])).encode()
     rt = data_dir("mcu_runtime")
-    for rel in runtime_files(ctx["kernels"], ctx["bands"]):
+    for rel in runtime_files(ctx["kernels"], ctx["bands"], ctx["isa"]):
         out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()
     out[CONFIG] = config_header(out[CONFIG], c.optimize)  # the one runtime file a bundle's options change
     return out

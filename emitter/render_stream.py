@@ -65,12 +65,16 @@ def segment(seg: Segment, names: list[str], ring_at: Callable[[str], int], calls
     input row to `acc`) ends with `finish`."""
     st, n = seg.stages, len(seg.stages)
     last = st[-1]
+
+    def at(name: str) -> str:  # arena + offset, no `+ 0`
+        return "arena" if ring_at(name) == 0 else f"arena + {ring_at(name)}"
+
     out: list[str] = ["{"]
     for i, s in enumerate(st[:-1]):
-        out.append(f"    mcu_ring_t ring{i} = {{arena + {ring_at(s.output)}, {s.out_row_bytes}, {seg.caps[i]}, 0, 0}};"
+        out.append(f"    mcu_ring_t ring{i} = {{{at(s.output)}, {s.out_row_bytes}, {seg.caps[i]}, 0, 0}};"
                    f" /* layer {s.step}: {seg.caps[i]} rows */")
     if last.sink:
-        out.append(f"    int32_t *const acc = (int32_t *)(void *)(arena + {ring_at(last.output + '#acc')});"
+        out.append(f"    int32_t *const acc = (int32_t *)(void *)({at(last.output + '#acc')});"
                    f" /* layer {last.step}: {last.sink} sums */")
     for i, s in enumerate(st):
         if not s.sink:

@@ -30,10 +30,12 @@
 
 #include "mcu_depthwise_conv2d_s8_internal.h"
 
-_Static_assert(sizeof(mcu_dw_dsp_scratch_t) == MCU_DW_DSP_SCRATCH_BYTES,
-               "MCU_DW_DSP_SCRATCH_BYTES is sizeof(mcu_dw_dsp_scratch_t)");
-_Static_assert(sizeof(mcu_dw_mve_scratch_t) == MCU_DW_MVE_SCRATCH_BYTES,
-               "MCU_DW_MVE_SCRATCH_BYTES is sizeof(mcu_dw_mve_scratch_t)");
+/* MCU_DW_*_SCRATCH_BYTES are the sizes of the scratch structs (a C99 compile-time check: a
+ * negative array size fails the build) */
+typedef char mcu_dw_dsp_scratch_bytes_ok
+    [sizeof(mcu_dw_dsp_scratch_t) == MCU_DW_DSP_SCRATCH_BYTES ? 1 : -1];
+typedef char mcu_dw_mve_scratch_bytes_ok
+    [sizeof(mcu_dw_mve_scratch_t) == MCU_DW_MVE_SCRATCH_BYTES ? 1 : -1];
 
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
 #include <arm_mve.h>

@@ -6,11 +6,12 @@
  * The tuning constants and scratch sizes below are the one definition: the emitter reads them
  * from this file (emitter/kernels/mcu_depthwise_conv2d_s8.py) to predict the path and the scratch
  * of a layer. The scratch layouts hold int32/int16 data only, so their sizes are the same on
- * every target and on the host (checked by _Static_assert in the dispatcher).
+ * every target and on the host (checked at compile time in the dispatcher).
  */
 #ifndef MCU_DEPTHWISE_CONV2D_S8_INTERNAL_H
 #define MCU_DEPTHWISE_CONV2D_S8_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "mcu_kernel_util.h"
@@ -178,11 +179,12 @@ typedef struct {
     "vmullt.s16 q4, q2, q3\n\t"                                                                    \
     "vadd.i32 q1, q1, q4\n\t"
 
-_Static_assert(__builtin_offsetof(mcu_dw_mve_scratch_t, bias_full) == 432 &&
-                   __builtin_offsetof(mcu_dw_mve_scratch_t, mult) == 464 &&
-                   __builtin_offsetof(mcu_dw_mve_scratch_t, base) == 496 &&
-                   __builtin_offsetof(mcu_dw_mve_scratch_t, shift) == 528,
-               "the offsets in mve_window3x3's assembly");
+/* the offsets in mve_window3x3's assembly (a C99 compile-time check) */
+typedef char mcu_dw_mve_asm_offsets_ok[offsetof(mcu_dw_mve_scratch_t, bias_full) == 432 &&
+                                               offsetof(mcu_dw_mve_scratch_t, mult) == 464 &&
+                                               offsetof(mcu_dw_mve_scratch_t, base) == 496 &&
+                                               offsetof(mcu_dw_mve_scratch_t, shift) == 528
+                                           ? 1 : -1];
 
 /* The end of the assembly windows: requant4 of q0 (even) and q1 (odd channels) with the
  * constants at %[q] (g->mult), both saturated to int16 into channel order, clamped to

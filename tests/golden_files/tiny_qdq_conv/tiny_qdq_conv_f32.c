@@ -18,7 +18,10 @@ int tiny_qdq_conv_run_f32(const float *input, float *output)
     for (i = 0; i < TINY_QDQ_CONV_INPUT_SIZE; ++i) {
         float v = input[i] / TINY_QDQ_CONV_INPUT0_SCALE;
         v = v < -1000.0f ? -1000.0f : (v > 1000.0f ? 1000.0f : v); /* keeps the cast defined */
-        int32_t q = (int32_t)(v >= 0.0f ? v + 0.5f : v - 0.5f) + TINY_QDQ_CONV_INPUT0_ZERO_POINT;
+        /* round half to even, as ONNX QuantizeLinear: for |v| < 2^22, v + 1.5 * 2^23 has a float
+         * spacing of 1, so the addition itself rounds v to the nearest integer (ties to even) */
+        v = (v + 0x1.8p23f) - 0x1.8p23f;
+        int32_t q = (int32_t)v + TINY_QDQ_CONV_INPUT0_ZERO_POINT;
         q = q < -128 ? -128 : (q > 127 ? 127 : q);
         tiny_qdq_conv_in_q[i] = (int8_t)q;
     }
