@@ -93,14 +93,17 @@ def reference_outputs(c: Compiled, npz: str | Path | None, count: int) -> list[l
 
 
 def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]],
-            optimize: bool = False) -> list[list[np.ndarray]]:
+            optimize: bool = False, config: dict[str, str] | None = None) -> list[list[np.ndarray]]:
     """onnxruntime (CPU) on the same samples, outputs as our int8. Graph optimizations off by
     default: QDQ runs as float ops between QuantizeLinear/DequantizeLinear (the float QDQ
-    reference); `optimize` turns them on (onnxruntime fuses QDQ groups into its integer QLinear
-    kernels where its CPU provider has them)."""
+    reference); `optimize` turns them on, as a default session has them (onnxruntime fuses QDQ
+    groups into its integer QLinear kernels where its CPU provider has them). `config`: session
+    config entries (SessionOptions.add_session_config_entry)."""
     import onnxruntime as ort
 
     so = ort.SessionOptions()
+    for key, value in (config or {}).items():
+        so.add_session_config_entry(key, value)
     so.graph_optimization_level = (ort.GraphOptimizationLevel.ORT_ENABLE_ALL if optimize
                                    else ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
     so.log_severity_level = 3
@@ -270,4 +273,42 @@ def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str
     rep.note(f"golden ({c.graph.numerics} numerics) vs onnxruntime: {d}/{n} elements differ "
              f"({100.0 * d / max(n, 1):.2f}%), max |diff| {mx} (reported, not an error)")
     rep.figures.update(ort_differ=d, ort_elements=n, ort_max_diff=mx)
+    for line in ort_optimized_lines(c, model, samples, ort_out, rep.figures):
+        rep.note(line)
     return rep
+
+
+# x86-64 without AVX-512 VNNI: onnxruntime's u8s8 integer kernels add pairs of uint8 x int8 products
+# in saturating 16-bit lanes (docs/onnxruntime_optimized_graph.md); this session entry makes them u8u8
+X64_PRECISION = {"session.x64quantprecision": "1"}
+
+
+def ort_optimized_lines(c: Compiled, model: Path, samples: list[list[np.ndarray]],
+                        reference: list[list[np.ndarray]], figures: dict | None = None) -> list[str]:
+    """onnxruntime's optimized session (a default session: every graph optimization on) against
+    its own QDQ reference (`reference`: optimizations off); lines to print when the two differ by
+    more than one quantum, none otherwise. The figures go into `figures` (ort_optimized_*)."""
+    try:
+        opt = ort_run(c, model, samples, optimize=True)
+    except Exception as exc:  # noqa: BLE001 - an optimizer failure is reported, not fatal
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        return [f"onnxruntime's optimized session could not run the model ({type(exc).__name__}: {first})"]
+    d, n, mx = diff_stats(opt, reference)
+    if figures is not None:
+        figures.update(ort_optimized_differ=d, ort_optimized_elements=n, ort_optimized_max_diff=mx)
+    if mx <= 1:
+        return []
+    lines = [f"onnxruntime's optimized graph differs from its own QDQ reference: {d}/{n} elements, "
+             f"max |diff| {mx}; accuracy measured with a default onnxruntime session is not this model's"]
+    try:
+        fixed = diff_stats(ort_run(c, model, samples, optimize=True, config=X64_PRECISION), reference)[2] <= 1
+    except Exception:  # noqa: BLE001 - only a diagnosis
+        fixed = False
+    if fixed:
+        lines.append("  cause: its u8s8 integer kernels saturate 16-bit pair sums on this x86-64 CPU (no "
+                     "AVX-512 VNNI); the session config entry session.x64quantprecision=1 gives the "
+                     "reference's outputs (docs/onnxruntime_optimized_graph.md)")
+    else:
+        lines.append("  see docs/onnxruntime_optimized_graph.md to find which graph transformer makes the "
+                     "difference (InferenceSession(..., disabled_optimizers=[...]))")
+    return lines

@@ -66,7 +66,20 @@ def run_debug(c: Compiled, bundle: Path, board: Board, samples: Samples, qemu: b
                          + (f"first layer off by more than one quantum: #{worst.layer.index} "
                             f"'{short_name(worst.layer.name)}'" if worst is not None
                             else "every compared layer within one quantum"))
+        rep.notes.extend(_ort_optimized(c, samples))
     return rep
+
+
+def _ort_optimized(c: Compiled, samples: Samples) -> list[str]:
+    """The graph outputs of onnxruntime's optimized session against its QDQ reference (the column
+    above): a line when they differ by more than one quantum (emitter/verify.py)."""
+    from emitter.verify import ort_optimized_lines, ort_run
+
+    try:
+        reference = ort_run(c, c.model.path, samples)
+    except Exception:  # noqa: BLE001 - e.g. --io-layout nhwc: the layers above are compared already
+        return []
+    return ort_optimized_lines(c, c.model.path, samples, reference)
 
 
 def _bundle_report(folder: Path) -> dict:
