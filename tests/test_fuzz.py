@@ -6,10 +6,20 @@ temporary folder left) -- never another exception, a crash, a hang (per-case dea
 partial bundle. Seeds: the tiny models of tests/models/tiny.py
 (hello_fc among them), and the shared tflm_hello_world model where ../shared/models is present.
 
-Case counts per run (default 2,500 byte-level + 2,500 structural, about 25 s; derandomized so CI runs the same
-cases every time): scale with MCUGEN_FUZZ_EXAMPLES=<per test>, explore fresh cases with
-MCUGEN_FUZZ_RANDOM=1. The count and time are printed (`pytest -s`) and recorded as properties
-(`--junitxml`).
+Two tiers (this file and tests/test_fuzz_wild.py):
+- the default run (the README's test command) cannot fail by chance: a fixed seed (the same cases
+  every run for a given hypothesis version), 2,500 byte-level + 2,500 structural cases (about 25 s),
+  plus every crash ever found, replayed: the REGRESSIONS below (@example) and the committed
+  database tests/.hypothesis-db (read-only here);
+- the wide tier hunts for new cases: fresh random seeds, 20,000 cases per test, and a failing case
+  is saved into tests/.hypothesis-db:
+
+      MCUGEN_FUZZ=wide python -m pytest -q -s -p no:cacheprovider tests/test_fuzz.py tests/test_fuzz_wild.py
+
+  Every crash it finds becomes a committed regression case: fix it, add its bytes' builder to
+  REGRESSIONS (or a case in a regression test), and commit tests/.hypothesis-db.
+MCUGEN_FUZZ_EXAMPLES=<per test> sets the count in either tier (MCUGEN_FUZZ_RANDOM=1: the wide tier,
+as before). The count and time are printed (`pytest -s`) and recorded as properties (`--junitxml`).
 """
 from __future__ import annotations
 
@@ -27,8 +37,9 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, seed, settings
 from hypothesis import strategies as st
+from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 from onnx import TensorProto as TP
 from onnx import numpy_helper as NH
 
@@ -39,8 +50,19 @@ from emitter.render import render_bundle
 from tests.harness.bundles import SHARED_MODELS, shared_model
 from tests.models.tiny import TINY_MODELS, hello_fc
 
-EXAMPLES = int(os.environ.get("MCUGEN_FUZZ_EXAMPLES", "2500"))
-DERANDOMIZE = os.environ.get("MCUGEN_FUZZ_RANDOM", "") != "1"
+WIDE = os.environ.get("MCUGEN_FUZZ", "") == "wide" or os.environ.get("MCUGEN_FUZZ_RANDOM", "") == "1"
+EXAMPLES = int(os.environ.get("MCUGEN_FUZZ_EXAMPLES", "20000" if WIDE else "2500"))
+FUZZ_SEED = 20260530  # the default tier's fixed seed (hypothesis' derandomize would turn the database off)
+DATABASE_DIR = Path(__file__).resolve().parent / ".hypothesis-db"
+
+
+def tiered(case: Callable[..., None], examples: int) -> Callable[..., None]:
+    """`case` (already under @given) with the tier's settings: the default tier a fixed seed and the
+    committed database read-only, the wide tier fresh seeds and the database written."""
+    db = DirectoryBasedExampleDatabase(str(DATABASE_DIR))
+    case = settings(max_examples=examples, deadline=None, derandomize=False,
+                    database=db if WIDE else ReadOnlyDatabase(db), suppress_health_check=list(HealthCheck))(case)
+    return case if WIDE else seed(FUZZ_SEED)(case)
 DEADLINE_S = 10  # per case; the slowest legitimate case takes well under a second
 
 SEEDS: dict[str, onnx.ModelProto] = {"hello_fc": hello_fc()}
@@ -114,11 +136,12 @@ def fuzz(record_property: Callable[[str, object], None], label: str,
          strategy: st.SearchStrategy[bytes]) -> None:
     stats: Counter[str] = Counter()
 
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(strategy)
     def case(raw: bytes) -> None:
         stats[run_case(raw)] += 1
+
+    for build in reversed(REGRESSIONS.get(label, [])):
+        case = example(build())(case)
+    case = tiered(given(strategy)(case), EXAMPLES)
 
     t0 = time.perf_counter()
     case()
@@ -325,6 +348,18 @@ def mutated_graph(draw: st.DrawFn) -> bytes:
         elif kind == "domain" and nodes:
             g.node[k].domain = draw(st.sampled_from(["", "com.microsoft", "ai.onnx.ml", "x.y"]))
     return m.SerializeToString()
+
+
+def sigmoid_output_scale_1e_30() -> bytes:
+    """Found by test_fuzz_graph_structure on a fresh machine (issue 30): a QDQ Sigmoid whose output
+    is quantized with scale ~1e-30; emitter/ops/lut.py table() raised OverflowError."""
+    from tests.test_lut_scales import lut_model
+
+    return lut_model("Sigmoid", 1 / 32, 1e-30).SerializeToString()
+
+
+# Crashes found by fuzzing, replayed first in every run (fuzz label -> builders of the case's bytes)
+REGRESSIONS: dict[str, list[Callable[[], bytes]]] = {"graph": [sigmoid_output_scale_1e_30]}
 
 
 def test_fuzz_graph_structure(record_property: Callable[[str, object], None]) -> None:

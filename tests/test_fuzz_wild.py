@@ -11,8 +11,10 @@ Every case must end in one of:
   - a build whose golden model is within one quantum of onnxruntime on random int8 samples
     (onnxruntime refusing the mutated model itself is counted, not failed), and, for a sample of
     the builds, whose host C equals the golden bit for bit (one shared library at the end).
-Derandomized (the same cases every CI run), MCUGEN_FUZZ_WILD_EXAMPLES cases (default 500, about
-20 s); MCUGEN_FUZZ_RANDOM=1 explores fresh ones. Counts are printed (`pytest -s`) and recorded.
+A fixed seed (the same cases every CI run), MCUGEN_FUZZ_WILD_EXAMPLES cases (default 500, about
+20 s), the committed tests/.hypothesis-db replayed; MCUGEN_FUZZ=wide explores fresh ones (5,000 by
+default) and saves failing cases there (tiers: tests/test_fuzz.py).
+Counts are printed (`pytest -s`) and recorded.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from onnx import TensorProto as TP
 from onnx import numpy_helper as NH
@@ -40,9 +42,9 @@ from tests.harness.bundles import build_library, emit, ort_u8s8_saturates, run_c
 from tests.models.onnx_backend import backend_models
 from tests.models.ops import CASES, case_model
 from tests.models.wild import WILD_CASES
-from tests.test_fuzz import DEADLINE_S, DERANDOMIZE, deadline, mutate_attribute
+from tests.test_fuzz import DEADLINE_S, WIDE, deadline, mutate_attribute, tiered
 
-EXAMPLES = int(os.environ.get("MCUGEN_FUZZ_WILD_EXAMPLES", "500"))
+EXAMPLES = int(os.environ.get("MCUGEN_FUZZ_WILD_EXAMPLES", "5000" if WIDE else "500"))
 HOST_CHECKED = 24  # builds whose host C is compared with the golden model, at most
 QUANTIZED = [("conv3x3_p1", "qdq", "int8"), ("conv3x3_s2", "qop", "uint8"), ("gemm_transb1", "qdq", "int8"),
              ("gemm_transb0", "qop", "int8"), ("matmul_add_bias", "qdq", "int8"),
@@ -217,11 +219,11 @@ def test_fuzz_real_quantized_graphs(seeds, tmp_path, record_property: Callable[[
     work = Path(tempfile.mkdtemp(prefix="fuzz-wild-", dir=tmp_path))
     counter = iter(range(10 ** 9))
 
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=DERANDOMIZE, database=None,
-              suppress_health_check=list(HealthCheck))
     @given(mutated(seeds))
     def case(labelled: tuple[str, bytes]) -> None:
         check_case(*labelled, work, builds, stats, next(counter))
+
+    case = tiered(case, EXAMPLES)
 
     t0 = time.perf_counter()
     case()

@@ -77,8 +77,11 @@ def read_qparams(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype], no
         raise NodeUnsupported(f"zero point '{zp_name}' of '{for_tensor}' is not a constant")
     else:
         zp, dtype = np.zeros(scale.shape, np.int64), np.dtype(np.uint8)
-    if not np.all(np.isfinite(scale)) or np.any(scale <= 0):
-        raise QuantError(f"{where}: scale {scale[:4]} must be finite and > 0; re-quantize "
+    f32 = np.finfo(np.float32)
+    bad = ~np.isfinite(scale) | ~(scale >= f32.tiny) | (scale > f32.max)  # NaN fails >= too
+    if bad.any():
+        raise QuantError(f"{where}: scale {scale[bad][:4]} must be finite and > 0, a normal float32 "
+                         f"({f32.tiny:.4g} to {f32.max:.4g}: not zero, subnormal, inf or NaN); re-quantize "
                          "the model with valid calibration data")
     if zp.size not in (1, scale.size):
         raise QuantError(f"{where}: {zp.size} zero points for {scale.size} scales; give one "

@@ -53,7 +53,8 @@ FUNCTIONS: dict[str, tuple[dict[str, Any], Callable[[dict[str, Any]], Fn]]] = {
     "HardSwish": ({}, lambda a: lambda v: v * max(0.0, min(1.0, v / 6.0 + 0.5))),
     "LeakyRelu": ({"alpha": 0.01}, lambda a: lambda v: v if v >= 0 else a["alpha"] * v),
     "Elu": ({"alpha": 1.0}, lambda a: lambda v: v if v >= 0 else a["alpha"] * math.expm1(v)),
-    "Celu": ({"alpha": 1.0}, lambda a: lambda v: max(0.0, v) + min(0.0, a["alpha"] * math.expm1(v / a["alpha"]))),
+    "Celu": ({"alpha": 1.0},  # exp's argument capped: beyond it min() picks 0 or the term saturates anyway
+             lambda a: lambda v: max(0.0, v) + min(0.0, a["alpha"] * math.expm1(min(v / a["alpha"], 700.0)))),
     "Selu": ({"alpha": 1.67326319217681884765625, "gamma": 1.05070102214813232421875},
              lambda a: lambda v: a["gamma"] * (v if v > 0 else a["alpha"] * math.expm1(v))),
     "ThresholdedRelu": ({"alpha": 1.0}, lambda a: lambda v: v if v > a["alpha"] else 0.0),
@@ -72,8 +73,23 @@ IR_OPS = ("lut",)
 
 def table(fn: Fn, s_in: float, zp_in: int, s_out: float, zp_out: int,
           act_min: int = -128, act_max: int = 127) -> np.ndarray:
-    vals = [round_half_away(fn(s_in * (c - zp_in)) / s_out) + zp_out for c in range(-128, 128)]
-    return np.clip(np.array(vals, dtype=np.int64), act_min, act_max).astype(np.int8)
+    """The 256 entries, in double precision and saturated to [act_min, act_max] before any integer
+    conversion: a function value far beyond the output range (a tiny output scale, an infinite
+    value) saturates. A value that is not a number is refused, naming the input code."""
+    out = []
+    for c in range(-128, 128):
+        real = s_in * (c - zp_in)
+        try:
+            v = fn(real) / s_out
+        except (OverflowError, ValueError, ZeroDivisionError) as exc:
+            raise NodeUnsupported(f"f({real:g}) (input code {c}) cannot be evaluated ({exc}); "
+                                  "check the input scale and the attributes") from None
+        if math.isnan(v):
+            raise NodeUnsupported(f"f({real:g}) (input code {c}) / output scale {s_out:g} is not a number; "
+                                  "check the scales and the attributes")
+        lo, hi = act_min - zp_out, act_max - zp_out  # beyond these the entry saturates anyway
+        out.append(act_min if v <= lo else act_max if v >= hi else round_half_away(v) + zp_out)
+    return np.clip(np.array(out, dtype=np.int64), act_min, act_max).astype(np.int8)
 
 
 def lower(ctx: LowerCtx, q: QNode) -> None:
