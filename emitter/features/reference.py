@@ -147,6 +147,7 @@ def quantize_raw(spec: FrontendSpec, q: FeatureQuant, raw: np.ndarray) -> np.nda
     """Raw features -> int8, as the generated C does it (see the module docstring)."""
     if spec.arithmetic == "f32":
         t = np.asarray(raw, dtype=np.float32) * np.float32(q.inv_scale)
+        t = np.clip(t, np.float32(-256.0), np.float32(255.0))  # as the C: saturate before the int conversion
         half = np.where(t >= 0, np.float32(0.5), np.float32(-0.5)).astype(np.float32)
         v = np.trunc((t + half).astype(np.float32)).astype(np.int64)
     else:
