@@ -7,6 +7,8 @@ import numpy as np
 from emitter.kernels.mcu_requantize_s8 import RequantizeParams
 from emitter.kernels.mcu_requantize_s16 import requantize_between
 
+RUNTIME_DEPS = ("mcu_requantize_s16",)  # its C is a wrapper of the shared loop in mcu_requantize_s16.c
+
 
 def mcu_requantize_s16_s8(p: RequantizeParams, x: np.ndarray) -> np.ndarray:
     return requantize_between(p, x, "int16", "int8")

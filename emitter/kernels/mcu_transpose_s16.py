@@ -9,6 +9,8 @@ import numpy as np
 from emitter.kernels.common import MAX_RANK, check_range
 from emitter.kernels.mcu_transpose_s8 import TransposeParams
 
+RUNTIME_DEPS = ("mcu_transpose_s8",)  # its C is a wrapper of the shared loop in mcu_transpose_s8.c
+
 
 def mcu_transpose_s16(p: TransposeParams, x: np.ndarray) -> np.ndarray:
     """int16 array of the physical shape in_shape[:rank] -> int16 array of the permuted shape."""

@@ -444,6 +444,11 @@ typedef struct {
     int32_t perm[MCU_MAX_RANK];     /**< output axis k takes input axis perm[k] */
 } mcu_transpose_params_t;
 
+/** @brief General N-D transpose of elem_bytes-byte elements (1 or 2): out = in.transpose(perm),
+ * the one odometer behind mcu_transpose_s8 and mcu_transpose_s16. Not in place. */
+mcu_status_t mcu_transpose(const mcu_transpose_params_t *params, const void *input, void *output,
+                           int32_t elem_bytes);
+
 /** @brief General N-D transpose: out = in.transpose(perm). Not in place. */
 mcu_status_t mcu_transpose_s8(const mcu_transpose_params_t *params, const int8_t *input,
                               int8_t *output);

@@ -128,6 +128,10 @@ mcu_status_t mcu_transpose_s16(const mcu_transpose_params_t *params, const int16
  * out = clamp(requant(in + input_offset, multiplier, shift) + output_offset, act_min, act_max).
  * int16 -> int16 may run in place; the widening and narrowing ones not. */
 mcu_status_t mcu_requantize_s16(const mcu_requantize_params_t *params, const int16_t *input, int16_t *output);
+/** @brief The one requantization loop of the three above: in_bytes / out_bytes (1: int8, 2: int16)
+ * are the element sizes of input and output; offsets and clamp range checked against them. */
+mcu_status_t mcu_requantize_mixed_s16(const mcu_requantize_params_t *params, const void *input,
+                                      int32_t in_bytes, void *output, int32_t out_bytes);
 mcu_status_t mcu_requantize_s8_s16(const mcu_requantize_params_t *params, const int8_t *input, int16_t *output);
 mcu_status_t mcu_requantize_s16_s8(const mcu_requantize_params_t *params, const int16_t *input, int8_t *output);
 

@@ -1,26 +1,10 @@
 /*
- * mcu_requantize_s16_s8.c - element-wise requantization int16 -> int8 (TFLite's QUANTIZE between
- * activation types, reference_ops::Requantize):
- *   out = clamp(requant(in + input_offset, multiplier, shift) + output_offset, act_min, act_max)
- * with the 32-bit double rounding of mcu_math.h, shift in [-31, 15].
+ * mcu_requantize_s16_s8.c - element-wise requantization int16 -> int8: mcu_requantize_mixed_s16() of
+ * mcu_requantize_s16.c (TFLite's QUANTIZE between activation types).
  */
-#include "mcu_math.h"
 #include "mcu_nn_s16.h"
 
 mcu_status_t mcu_requantize_s16_s8(const mcu_requantize_params_t *params, const int16_t *input, int8_t *output)
 {
-    if (params == NULL || input == NULL || output == NULL) {
-        return MCU_ERR_ARG;
-    }
-    const mcu_requantize_params_t *p = params;
-    if (p->size < 1 || p->q.input_offset < -(MCU_INT16_MAX) || p->q.input_offset > -(MCU_INT16_MIN) ||
-        p->q.output_offset < MCU_INT8_MIN || p->q.output_offset > MCU_INT8_MAX || p->shift < -31 || p->shift > 15 ||
-        p->q.rounding != 0 || p->q.act_min < MCU_INT8_MIN || p->q.act_max > MCU_INT8_MAX || p->q.act_min > p->q.act_max) {
-        return MCU_ERR_ARG;
-    }
-    for (int32_t i = 0; i < p->size; ++i) {
-        const int32_t raw = mcu_requantize((int32_t)input[i] + p->q.input_offset, p->multiplier, p->shift);
-        output[i] = (int8_t)mcu_clamp_s32(raw + p->q.output_offset, p->q.act_min, p->q.act_max);
-    }
-    return MCU_OK;
+    return mcu_requantize_mixed_s16(params, input, 2, output, 1);
 }
