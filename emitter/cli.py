@@ -11,7 +11,7 @@
                                                               (feature front end, docs/frontend.md)
 
 Any McugenError ends with one clear message and the exit code of its class (errors.exit_status:
-2, verification mismatches 1), and nothing half-written is left behind; a traceback only with
+1 a mismatch, 2 bad input or use, 3 a missing or failing tool; docs/ci.md), and nothing half-written is left behind; a traceback only with
 --debug. Ctrl-C exits 130; a reader closing stdout early (`mcugen boards | head`) ends quietly.
 """
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from emitter import __version__
-from emitter.errors import McugenError, UsageError, VerifyError, exit_status
+from emitter.errors import McugenError, ToolchainError, UsageError, VerifyError, exit_status
 from emitter.harness import LAYERS_FILE
 
 if TYPE_CHECKING:
@@ -198,15 +198,15 @@ def _frontend_options(p: argparse.ArgumentParser) -> None:
 
 def choose_backend(asked: str, board: Board) -> tuple[str, Path | None, str]:
     """(backend, CMSIS-NN path, a sentence saying which backend and why). auto: cmsis-nn on an Arm
-    Cortex-M board when CMSIS_NN_PATH is set, else portable. A CMSIS-NN mcugen cannot use is a
-    UsageError; a newer one whose API is unchanged gets a warning on stderr."""
+    Cortex-M board when CMSIS_NN_PATH is set, else portable. A CMSIS-NN mcugen cannot use (or none
+    for --backend cmsis-nn) is a ToolchainError; a newer one whose API is unchanged gets a warning on stderr."""
     from emitter.backends.cmsis_nn import check_version, cmsis_path
     from emitter.backends.cmsis_version import supported
 
     path = cmsis_path()
     arm = board.core.startswith("cortex-m")
-    if asked == "cmsis-nn" and path is None:
-        raise UsageError(f"--backend cmsis-nn needs CMSIS_NN_PATH set to a CMSIS-NN source tree "
+    if asked == "cmsis-nn" and path is None:  # the CMSIS-NN tree is a tool, as the compiler is
+        raise ToolchainError(f"--backend cmsis-nn needs CMSIS_NN_PATH set to a CMSIS-NN source tree "
                          f"({supported()}; see 'Getting CMSIS-NN' in the README)")
     if asked == "cmsis-nn" and not arm:
         raise UsageError(f"--backend cmsis-nn needs an Arm Cortex-M board; {board.name} has core {board.core}")

@@ -1,14 +1,21 @@
 """The one error hierarchy. Every message names the node or tensor and says what to do.
 
 The CLI turns any McugenError into one clear message and the exit code its class carries
-(exit_status() below is the whole mapping); anything else is a bug and keeps its traceback.
+(exit_status() below is the whole mapping, docs/ci.md its table); anything else is a bug and keeps
+its traceback:
+
+    0  verified (or: done)
+    1  a real mismatch: the generated C differs from the golden model or the reference outputs
+    2  bad input or use: model, flags, --inputs, --audio, --frontend, budgets, output folder
+    3  a missing or failing tool: compiler, QEMU, a CMSIS-NN tree
 """
 from __future__ import annotations
 
 from typing import ClassVar
 
 EXIT_MISMATCH = 1  # verification: the generated C differs from the golden model
-EXIT_ERROR = 2  # usage, model, unsupported node, quantization, budget, toolchain, output errors
+EXIT_ERROR = 2  # usage, model, unsupported node, quantization, budget, output errors
+EXIT_TOOL = 3  # a missing or failing external tool: compiler, QEMU, CMSIS-NN tree
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports SIGINT
 EXIT_BROKEN_PIPE = 141  # stdout closed early (`mcugen boards | head`), as a shell reports SIGPIPE
 
@@ -80,7 +87,9 @@ class BudgetError(McugenError):
 
 
 class ToolchainError(McugenError):
-    """A required external tool (compiler, QEMU) is missing or failed."""
+    """A required external tool (compiler, QEMU, a CMSIS-NN tree) is missing or failed."""
+
+    exit_code = EXIT_TOOL
 
 
 class VerifyError(McugenError):

@@ -162,11 +162,11 @@ def fake_cmsis(root: Path, revision: str | None,
     (None, ["no `$Revision: V.x.y.z` line"]),
     ("missing", ["holds no Include/arm_nnfunctions.h"]),
 ])
-def test_unusable_cmsis_nn_exit_2_nothing_written(revision, expect, tmp_path, monkeypatch, capsys):
+def test_unusable_cmsis_nn_exit_3_nothing_written(revision, expect, tmp_path, monkeypatch, capsys):
     tree = tmp_path / "cmsis" if revision == "missing" else fake_cmsis(tmp_path / "cmsis", revision)
     monkeypatch.setenv("CMSIS_NN_PATH", str(tree))
     for backend in ("auto", "cmsis-nn"):
-        assert main([str(HELLO), "--board=cortex-m4", "-o", str(tmp_path / "o"), "--backend", backend]) == 2
+        assert main([str(HELLO), "--board=cortex-m4", "-o", str(tmp_path / "o"), "--backend", backend]) == 3
         err = capsys.readouterr().err
         for text in expect + ["v7.0.0 (arm_nnfunctions.h V.18.0.0)", "git clone --branch v7.0.0", "--backend portable"]:
             assert text in err, err
@@ -193,7 +193,7 @@ def test_newer_cmsis_nn_other_api_refused(tmp_path, monkeypatch, capsys):
     changed["arm_softmax_s8"] = ("void", (*changed["arm_softmax_s8"][1], "int32_t"))
     del changed["arm_avgpool_s8_get_buffer_size_mve"]
     monkeypatch.setenv("CMSIS_NN_PATH", str(fake_cmsis(tmp_path / "cmsis", "V.20.0.0", changed)))
-    assert main([str(HELLO), "--board=cortex-m4", "-o", str(tmp_path / "o")]) == 2
+    assert main([str(HELLO), "--board=cortex-m4", "-o", str(tmp_path / "o")]) == 3
     err = capsys.readouterr().err
     assert "V.20.0.0, newer than tested v7.0.0" in err and "API mcugen calls changed: arm_softmax_s8" in err
     assert "int8_t*,int32_t)" in err and "(and 1 more)" in err and "v7.0.0" in err
@@ -204,7 +204,7 @@ def test_backend_choice_is_printed_with_its_reason(tmp_path, monkeypatch, capsys
     monkeypatch.delenv("CMSIS_NN_PATH", raising=False)
     assert main([str(HELLO), "--board=cortex-m4", "-o", str(tmp_path / "a")]) == 0
     assert "backend portable: mcugen's C99 kernels; auto: CMSIS_NN_PATH is not set" in capsys.readouterr().out
-    assert main([str(HELLO), "-o", str(tmp_path / "a"), "--backend", "cmsis-nn"]) == 2
+    assert main([str(HELLO), "-o", str(tmp_path / "a"), "--backend", "cmsis-nn"]) == 3
     assert "needs CMSIS_NN_PATH" in capsys.readouterr().err
     # every board file is an Arm Cortex-M today; a board without one stays portable, and says why
     monkeypatch.setenv("CMSIS_NN_PATH", str(fake_cmsis(tmp_path / "cmsis", "V.18.0.0")))
@@ -237,11 +237,13 @@ def test_help_lists_every_command_and_verify_shows_its_options(capsys):
 
 
 def test_exit_status_of_each_error_class():
-    from emitter.errors import BudgetError, OutputError, QuantError, UnsupportedError, VerifyError, exit_status
+    from emitter.errors import (BudgetError, OutputError, QuantError, ToolchainError, UnsupportedError, VerifyError,
+                                exit_status)
 
     assert exit_status(UsageError("x")) == exit_status(QuantError("x")) == exit_status(OutputError("x")) == 2
     assert exit_status(UnsupportedError([("n", "TopK", 13, "why")])) == exit_status(BudgetError("x")) == 2
     assert exit_status(VerifyError("x")) == 1
+    assert exit_status(ToolchainError("x")) == 3  # a missing or failing tool: compiler, QEMU, CMSIS-NN tree
     assert exit_status(KeyboardInterrupt()) == 130
     assert exit_status(BrokenPipeError()) == 141
     assert exit_status(ValueError("a bug")) is None

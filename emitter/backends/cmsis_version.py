@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from emitter.backends.cmsis_api import TYPES, declared_functions
-from emitter.errors import UsageError
+from emitter.errors import ToolchainError
 
 TESTED = ("v7.0.0", (18, 0, 0))
 RELEASES = {(11, 2, 0): "v4.0.0", (11, 3, 0): "v4.1.0", (12, 4, 0): "v5.0.0", (16, 0, 0): "v6.0.0",
@@ -122,27 +122,27 @@ def api_changes(include: Path) -> list[str]:
 
 
 def detect(path: Path | str) -> CmsisVersion:
-    """The CMSIS-NN version at `path`; UsageError (what was found, what is supported, what to do)
+    """The CMSIS-NN version at `path`; ToolchainError (what was found, what is supported, what to do)
     for a tree that is missing, unrecognised, older than supported, or newer with another API."""
     path = Path(path)
     header = path / "Include" / "arm_nnfunctions.h"
     if not header.is_file():
-        raise UsageError(f"CMSIS_NN_PATH={path} holds no Include/arm_nnfunctions.h, so it is not a CMSIS-NN "
+        raise ToolchainError(f"CMSIS_NN_PATH={path} holds no Include/arm_nnfunctions.h, so it is not a CMSIS-NN "
                          f"source tree (supported: {supported()}); {GET_IT}")
     m = re.search(r"\$Revision:\s*V\.(\d+)\.(\d+)\.(\d+)", header.read_text(errors="replace")[:8000])
     if m is None:
-        raise UsageError(f"CMSIS-NN at {path}: Include/arm_nnfunctions.h has no `$Revision: V.x.y.z` line, so "
+        raise ToolchainError(f"CMSIS-NN at {path}: Include/arm_nnfunctions.h has no `$Revision: V.x.y.z` line, so "
                          f"its version cannot be recognised (supported: {supported()}); {GET_IT}")
     revision = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
     found = "V." + ".".join(m.groups()) + (f" ({RELEASES[revision]})" if revision in RELEASES else "")
     if revision < TESTED[1]:
-        raise UsageError(f"CMSIS-NN at {path} is arm_nnfunctions.h {found}, older than supported. "
+        raise ToolchainError(f"CMSIS-NN at {path} is arm_nnfunctions.h {found}, older than supported. "
                          f"Supported: {supported()}; {GET_IT}")
     if revision == TESTED[1]:
         return CmsisVersion(revision, TESTED[0], True)
     changes = api_changes(path / "Include")
     if changes:
         more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
-        raise UsageError(f"CMSIS-NN at {path} is arm_nnfunctions.h {found}, newer than tested {tested()}, "
+        raise ToolchainError(f"CMSIS-NN at {path} is arm_nnfunctions.h {found}, newer than tested {tested()}, "
                          f"and the API mcugen calls changed: {changes[0]}{more}; {GET_IT}")
     return CmsisVersion(revision, RELEASES.get(revision), False)
