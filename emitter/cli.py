@@ -11,8 +11,9 @@
                                                               (feature front end, docs/frontend.md)
 
 Any McugenError ends with one clear message and the exit code of its class (errors.exit_status:
-1 a mismatch, 2 bad input or use, 3 a missing or failing tool; docs/ci.md), and nothing half-written is left behind; a traceback only with
---debug. Ctrl-C exits 130; a reader closing stdout early (`mcugen boards | head`) ends quietly.
+1 a mismatch, 2 bad input or use, 3 a missing or failing tool; docs/ci.md), and nothing
+half-written is left behind; a traceback only with --debug. Ctrl-C exits 130; a reader closing
+stdout early (`mcugen boards | head`) ends quietly.
 """
 from __future__ import annotations
 

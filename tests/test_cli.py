@@ -237,8 +237,15 @@ def test_help_lists_every_command_and_verify_shows_its_options(capsys):
 
 
 def test_exit_status_of_each_error_class():
-    from emitter.errors import (BudgetError, OutputError, QuantError, ToolchainError, UnsupportedError, VerifyError,
-                                exit_status)
+    from emitter.errors import (
+        BudgetError,
+        OutputError,
+        QuantError,
+        ToolchainError,
+        UnsupportedError,
+        VerifyError,
+        exit_status,
+    )
 
     assert exit_status(UsageError("x")) == exit_status(QuantError("x")) == exit_status(OutputError("x")) == 2
     assert exit_status(UnsupportedError([("n", "TopK", 13, "why")])) == exit_status(BudgetError("x")) == 2
