@@ -9,6 +9,7 @@ the verification figures, the code-size table) need no browser.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -169,11 +170,14 @@ def test_report_json_memory_is_the_plan(tmp_path, tiny):
     page = emit(tiny, tmp_path / "b")
     mem = json.loads(page.with_name("report.json").read_text())["memory"]
     c = compile_model(tiny, board=load_board("cortex-m7"), backend="portable")
-    assert mem == {"arena_bytes": c.plan.arena_size, "liveness_lower_bound_bytes": c.plan.lower_bound,
-                   "steps": len(c.graph.nodes),
+    steps = len(c.graph.nodes)
+    live = [sum(b.size for b in c.plan.buffers if b.first <= s <= b.last) for s in range(steps)]
+    assert mem == {"kind": "layer", "arena_bytes": c.plan.arena_size, "liveness_lower_bound_bytes": c.plan.lower_bound,
+                   "floor_bytes": c.plan.lower_bound, "steps": steps, "in_use_bytes": live, "floor_step_bytes": live,
                    "buffers": [{"name": b.name, "offset": b.offset, "bytes": b.size, "first": b.first,
                                 "last": b.last, "kind": "scratch" if b.name.endswith("#scratch") else "tensor"}
-                               for b in c.plan.buffers]}
+                               for b in c.plan.buffers],
+                   "overlaps": []}
     assert {"tensor", "scratch"} == {b["kind"] for b in mem["buffers"]}
 
 
@@ -253,3 +257,104 @@ def test_cmsis_nn_layers_say_which_backend_and_why(tmp_path, tiny):
         elif not lay["kernel"].startswith("mcu_"):
             assert '<td class="backend">CMSIS-NN</td>' in row
     assert "CMSIS-NN functions called" in html
+
+
+def in_use(plan: Plan, steps: int) -> list[int]:
+    """Per step, the bytes of the arena that some live buffer of the plan occupies (counted once)."""
+    return [len({i for b in plan.buffers if b.first <= s <= b.last for i in range(b.offset, b.offset + b.size)})
+            for s in range(steps)]
+
+
+@pytest.fixture(scope="module", params=["stream", "overlap"])
+def kws_plan(request, tmp_path_factory):
+    """KWS with a streamed or an overlapped plan: its report.html and the compiled model."""
+    if not KWS.is_file():
+        pytest.skip(f"shared model {KWS} is absent")
+    page = emit(KWS, tmp_path_factory.mktemp(request.param), "--memory", request.param)
+    c = compile_model(KWS, board=load_board("cortex-m7"), backend="portable", memory=request.param)
+    assert c.plan.schedule.kind == request.param
+    return request.param, page, c
+
+
+def test_streamed_and_overlapped_plans_are_reported_as_they_are(kws_plan):
+    """issue 22: a streamed plan's report said "liveness lower bound (gap -62)" and listed 8,000-byte
+    outputs at one offset for layers whose outputs are rings. Now: the bytes in use per step are the
+    plan's (shared bytes once), the floor (the least RAM this kind of plan can reach with its
+    buffers) is at most that at every step and the arena is never below it; rings and bands are
+    named; a ring layer's row gives its ring, not a whole output."""
+    kind, page, c = kws_plan
+    steps = len(c.graph.nodes)
+    data = json.loads(page.with_name("report.json").read_text())
+    mem = data["memory"]
+    assert c.plan.lower_bound > c.plan.arena_size  # the old "gap" was negative for this plan
+    assert mem["in_use_bytes"] == in_use(c.plan, steps)
+    assert all(f <= u for f, u in zip(mem["floor_step_bytes"], mem["in_use_bytes"], strict=True))
+    assert mem["floor_bytes"] == max(mem["floor_step_bytes"]) <= max(mem["in_use_bytes"]) <= c.plan.arena_size
+    assert data["plan_floor_bytes"] == mem["floor_bytes"]
+    assert data["arena_gap_bytes"] == c.plan.arena_size - mem["floor_bytes"] >= 0
+    for o in mem["overlaps"]:
+        assert 0 <= o["bytes"] <= o["allowed_bytes"]
+    html = page.read_text()
+    assert re.search(r"gap -|gap &minus;|liveness lower bound \(gap", html) is None
+    gap = c.plan.arena_size - mem["floor_bytes"]
+    assert f"least RAM of this {kind} plan (gap {gap:,})" in html
+    assert f"The floor, {mem['floor_bytes']:,} bytes, is the least RAM this kind of plan ({kind})" in html
+    rings = [b for b in c.plan.buffers if b.kind == "ring" and not b.of.endswith("#acc")]
+    by_node = {node.outputs[0]: k for k, node in enumerate(c.graph.nodes)}
+    if kind == "stream":
+        assert rings and f"{len(rings)} rings ({sum(b.size for b in rings):,} bytes): a streamed layer" in html
+        for b in rings:  # the layer's row: its ring, never its whole output at one offset
+            k = by_node[b.of]
+            row = html.split(f'<tr data-index="{k}">', 1)[1].split("</tr>", 1)[0]
+            whole = c.graph.t(b.of).nbytes
+            assert f'<td class="n">ring at {b.offset:,}</td>' in row, row
+            assert f"{b.size:,} of {whole:,} (ring of " in row and "never whole" in row, row
+            assert f'<td class="n">{whole:,}</td>' not in row
+    else:
+        bands = [k for k, m in c.plan.modes.items() if m in ("down", "up")]
+        assert bands and f"{len(bands)} layers run band by band and write their output over the input" in html
+        assert any(o["bytes"] and o["mode"] in ("down", "up") for o in mem["overlaps"])
+        for k in bands:
+            row = html.split(f'<tr data-index="{k}">', 1)[1].split("</tr>", 1)[0]
+            assert '<td class="runs">band by band, ' in row and "over its input</td>" in row, row
+
+
+@needs_browser
+def test_streamed_and_overlapped_plans_are_drawn_as_they_are(kws_plan, tmp_path):
+    """In the browser: one column per step whose live bytes are the plan's, the floor line where
+    the floor is, a hatched band for every output written over its input, rings in their colour;
+    and the page renders (the screenshot was looked at when this was written)."""
+    kind, page, c = kws_plan
+    steps = len(c.graph.nodes)
+    mem = json.loads(page.with_name("report.json").read_text())["memory"]
+    d = dom(page)
+    cols = sorted((int(a["data-step"]), int(a["data-live"]), int(a["data-floor"]))
+                  for tag, a in d.found if tag == "rect" and a.get("class") == "step")
+    assert [s for s, _, _ in cols] == list(range(steps))
+    assert [v for _, v, _ in cols] == in_use(c.plan, steps)
+    assert all(f <= v for _, v, f in cols)
+    for s, v, _ in cols:
+        title = next(a["<title>"] for tag, a in d.found if tag == "rect" and a.get("data-step") == str(s)
+                     and a.get("class") == "step")
+        assert f"{v:,} bytes in use" in title
+    arena_y, bottom = float(d.by_id("arena")["y1"]), float(d.by_id("x-axis")["y1"])
+    scale = (bottom - arena_y) / c.plan.arena_size
+    assert abs(float(d.by_id("lower-bound")["y1"]) - (bottom - mem["floor_bytes"] * scale)) < 0.02
+    assert float(d.by_id("lower-bound")["y1"]) >= arena_y  # the floor is never above the arena
+    peak = d.by_id("peak")
+    live = in_use(c.plan, steps)
+    assert int(peak["data-step"]) == live.index(max(live)) and f"{max(live):,} bytes live" in peak["<title>"]
+    bands = [a for tag, a in d.found if tag == "rect" and a.get("class") == "band" and "data-input" in a]
+    assert len(bands) == sum(1 for o in mem["overlaps"] if o["bytes"]) > 0
+    for a in bands:
+        assert f"{int(a['data-bytes']):,} bytes hold both, counted once" in a["<title>"]
+    ring_rects = [a for tag, a in d.found if tag == "rect" and a.get("data-kind") == "ring"]
+    assert len(ring_rects) == sum(1 for b in c.plan.buffers if b.kind == "ring")
+    for a in ring_rects:
+        if not a["data-name"].endswith("#acc"):
+            assert "(ring)" in a["<title>"] and "never exists whole" in a["<title>"]
+    shot = tmp_path / f"{kind}.png"
+    res = browser(page, "--hide-scrollbars", "--window-size=1100,1250", f"--screenshot={shot}")
+    assert console_messages(res.stderr) == []
+    head = shot.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", head[16:24]) == (1100, 1250)
