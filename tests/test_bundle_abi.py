@@ -57,6 +57,7 @@ TAGS = ("Tag_CPU_name", "Tag_CPU_arch", "Tag_ARM_ISA_use", "Tag_THUMB_ISA_use", 
 # What gcc 12 writes for each core's flags (the reference object must agree: see core_tags).
 EXPECTED = {
     "cortex-m4": {"Tag_CPU_name": '"7E-M"', "Tag_THUMB_ISA_use": "Thumb-2", "Tag_ABI_VFP_args": "VFP registers"},
+    "cortex-m7": {"Tag_CPU_name": '"7E-M"', "Tag_THUMB_ISA_use": "Thumb-2", "Tag_ABI_VFP_args": "VFP registers"},
     "cortex-m55": {"Tag_CPU_name": '"cortex-m55"', "Tag_THUMB_ISA_use": "Yes", "Tag_ABI_VFP_args": "VFP registers"},
     "cortex-m0plus": {"Tag_CPU_name": '"6S-M"', "Tag_THUMB_ISA_use": "Thumb-1", "Tag_ABI_VFP_args": None},
 }
