@@ -31,6 +31,7 @@ from emitter.harness import LAYERS_FILE
 
 if TYPE_CHECKING:
     from emitter.boards import Board
+    from emitter.ci_report import BoardResult
     from emitter.compiler import Compiled
     from emitter.features.render import FrontEnd
 
@@ -186,6 +187,11 @@ def _verify_options(p: argparse.ArgumentParser, when: str) -> None:
     p.add_argument("--inputs", help=f"{when}reference inputs (.npz; default: random samples)")
     p.add_argument("--samples", type=int, default=8, help=f"{when}random samples (default 8)")
     p.add_argument("--no-qemu", action="store_true", help=f"{when}host build only")
+    p.add_argument("--junit", metavar="RESULTS.xml",
+                   help=f"{when}write the results as JUnit XML: one test case per board and check "
+                        "(docs/ci.md)")
+    p.add_argument("--json", action="store_true",
+                   help=f"{when}print the results as one JSON document on stdout (the rest goes to stderr)")
     p.add_argument("--profile", action="store_true",
                    help=f"{when}also count instructions per layer in QEMU (a second build with "
                         "a marker after every layer) and print where they go")
@@ -274,7 +280,46 @@ def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, we
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
-    """emit, and verify (= emit --verify)."""
+    """emit, and verify (= emit --verify), for one board or a comma-separated list of boards (then
+    each bundle goes to <-o>/<board>); --junit/--json write the verification results (ci_report)."""
+    import contextlib
+
+    from emitter.ci_report import document, junit_xml, overall_status
+
+    names = [b.strip() for b in args.board.split(",") if b.strip()]
+    if not names:
+        raise UsageError(f"--board '{args.board}' names no board (see `mcugen boards`)")
+    if (args.junit or args.json) and not args.verify:
+        raise UsageError("--junit and --json report a verification: use them with `mcugen verify` or --verify")
+    out_dir = Path(args.output) if args.output else Path(Path(args.model).stem)
+    results = []
+    # --json: stdout holds the JSON document alone; everything else goes to stderr
+    with contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext():
+        for name in names:
+            result = emit_one(args, name, out_dir / name if len(names) > 1 else out_dir)
+            if result is not None:
+                results.append(result)
+    if not args.verify:
+        return 0
+    status = overall_status(results)
+    doc = document(args.model, results, status)
+    if args.junit:
+        Path(args.junit).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.junit).write_text(junit_xml(doc))
+    if args.json:
+        import json
+
+        print(json.dumps(doc, indent=1))
+    for r in results:
+        if r.error is not None:
+            raise r.error
+    return 0
+
+
+def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardResult | None:
+    """Emit (and with --verify verify) the bundle for one board into out_dir. A verification that
+    stops (a mismatch, a failing build or run) is returned in the result, not raised, so that the
+    other boards still run and the JUnit file is written; errors before it are raised."""
     from emitter.backends.cost_measure import tune_layers
     from emitter.boards import load_board
     from emitter.bundle import write_bundle
@@ -283,12 +328,14 @@ def cmd_emit(args: argparse.Namespace) -> int:
     from emitter.render import render_bundle
     from emitter.summary import summary
 
-    board = load_board(args.board)
+    board = load_board(board_name)
     backend, cmsis, why = choose_backend(args.backend, board)
     if getattr(args, "tune", False) and backend != "cmsis-nn":
         raise UsageError("--tune measures mcugen's kernels against CMSIS-NN's: it needs the cmsis-nn backend "
                          "and CMSIS_NN_PATH set to a CMSIS-NN source tree (e.g. export CMSIS_NN_PATH=/opt/cmsis-nn)"
                          + ("" if cmsis is None else f"; backend {backend} was chosen"))
+    if args.inputs and not Path(args.inputs).is_file():  # before the model is compiled: fast
+        raise UsageError(f"--inputs '{args.inputs}' is not a file (an .npz with one array per input name)")
     t0 = time.perf_counter()
     ram, ram_src = ram_budget(args, board)
     # a front end keeps feature rows in the model input between runs: the input stays the caller's
@@ -303,6 +350,12 @@ def cmd_emit(args: argparse.Namespace) -> int:
     from emitter.features.cli import bind_frontend
 
     frontend = bind_frontend(args, compiled)
+    if args.verify:  # every input verification reads, checked before anything is written or built
+        from emitter.verify import check_inputs
+
+        check_inputs(compiled, args.inputs, args.samples)
+    elif args.inputs:
+        raise UsageError("--inputs goes with --verify (the reference inputs to verify the bundle with)")
     files = render_bundle(compiled, " ".join(board.cflags), board.name, frontend)
     import json
 
@@ -311,7 +364,6 @@ def cmd_emit(args: argparse.Namespace) -> int:
     weight_bytes = json.loads(files["report.json"])["weight_bytes"]
     code = code_bytes(files, sum(1 for p in compiled.prepared if p.kernel), board.core, compiled.optimize)[0]
     check_budgets(args, board, compiled, weight_bytes, code, frontend)
-    out_dir = Path(args.output) if args.output else Path(Path(args.model).stem)
     kept = write_bundle(files, out_dir, force=args.force)
     elapsed = time.perf_counter() - t0
     if not args.quiet:
@@ -322,22 +374,35 @@ def cmd_emit(args: argparse.Namespace) -> int:
         print(summary_line(frontend))
     print(f"wrote {out_dir}/ ({len(files)} files) in {elapsed:.2f} s"
           + (f"; kept what mcugen did not write there: {', '.join(kept)}" if kept else ""))
-    if args.verify:
-        from emitter.verify import run_verify
+    if not args.verify:
+        return None
+    from emitter.ci_report import BoardResult
+    from emitter.verify import run_verify
 
+    result = BoardResult(board.name, frontend_asked=frontend is not None,
+                         qemu_skipped="--no-qemu" if args.no_qemu else None)
+    try:
         report = run_verify(compiled, out_dir, board, Path(args.model), args.inputs, args.samples,
                             qemu=not args.no_qemu)
+        result.figures = report.figures
         print(report.text())
         if frontend is not None and report.ok:
             from emitter.features.cli import verify_frontend
 
+            result.error_stage = "frontend"
             report.figures["frontend"] = verify_frontend(args, frontend, compiled, out_dir, board)
+            result.error_stage = "verify"
         if args.profile and not args.no_qemu and report.ok:
             report.figures["layers"] = profile_report(compiled, out_dir, board, args)
         record_figures(out_dir / "report.json", board.name, report.figures)
         if not report.ok:
+            result.error_stage = "mismatch"
             raise VerifyError(report.culprit())
-    return 0
+    except McugenError as exc:
+        if args.debug:
+            raise
+        result.error = exc
+    return result
 
 
 def profile_report(compiled: Compiled, out_dir: Path, board: Board, args: argparse.Namespace) -> list[dict]:

@@ -6,6 +6,7 @@ requantizes in float, so against it we report the share of differing elements an
 from __future__ import annotations
 
 import tempfile
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,29 +31,19 @@ def quantize(x: np.ndarray, scale: float, zp: int, dtype: str = "int8") -> np.nd
 def load_inputs(c: Compiled, npz: str | Path | None, samples: int, seed: int = 0) -> list[list[np.ndarray]]:
     """Reference inputs as int8 in the caller's layout: per sample, one array per graph input.
 
-    From an .npz: a key per ONNX input name (or 'inputs'/'images'/'x' for a single input), int8
-    as is, uint8 minus 128, float quantized with the input's scale and zero point; the first axis
-    runs over samples. Without one: `samples` uniform random int8 samples (seeded)."""
+    From an .npz (read_inputs: checked, UsageError otherwise): a key per ONNX input name (or
+    'inputs'/'images'/'x' for a single input), int8 as is, uint8 minus 128, float quantized with
+    the input's scale and zero point; the first axis runs over samples. Without one: `samples`
+    uniform random int8 samples (seeded)."""
     g = c.graph
     if npz is None:
         rng = np.random.default_rng(seed)
         return [[rng.integers(np.iinfo(g.t(n).dtype).min, np.iinfo(g.t(n).dtype).max + 1, size=g.t(n).shape,
                               dtype=g.t(n).dtype) for n in g.inputs]
                 for _ in range(samples)]
-    try:
-        data = np.load(npz)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read --inputs '{npz}': {exc}") from None
     per_input = []
-    for name in g.inputs:
-        b = g.boundaries[name]
-        keys = [b.onnx_name] + (["inputs", "images", "x"] if len(g.inputs) == 1 else [])
-        key = next((k for k in keys if k in data.files), None)
-        if key is None:
-            raise UsageError(f"--inputs '{npz}' has no array named '{b.onnx_name}' (keys: {data.files})")
-        arr = data[key]
+    for name, arr in zip(g.inputs, read_inputs(c, npz), strict=True):
         t = g.t(name)
-        arr = arr.reshape((-1,) + tuple(t.shape))
         if arr.dtype == np.dtype(t.dtype):
             q = arr
         elif arr.dtype == np.uint8:
@@ -65,14 +56,86 @@ def load_inputs(c: Compiled, npz: str | Path | None, samples: int, seed: int = 0
     return [[a[k] for a in per_input] for k in range(n)]
 
 
+INPUT_ALIASES = ("inputs", "images", "x")  # keys a one-input model's --inputs may use instead of its name
+
+
+def _npz(npz: str | Path) -> dict[str, np.ndarray]:
+    """Every array of an .npz file; UsageError when it cannot be read as one."""
+    try:
+        data = np.load(npz, allow_pickle=False)
+        if not hasattr(data, "files"):
+            raise UsageError(f"--inputs '{npz}' holds one bare array, not named arrays: save it with "
+                             "numpy.savez(path, <input name>=array, ...)")
+        return {k: np.asarray(data[k]) for k in data.files}
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        raise UsageError(f"cannot read --inputs '{npz}': {exc}") from None
+
+
+def read_inputs(c: Compiled, npz: str | Path) -> list[np.ndarray]:
+    """The arrays of --inputs, one per graph input, each [samples, *shape] and checked: the key
+    (the ONNX input name, or inputs/images/x for a one-input model), the shape (per sample the
+    input's element count: [N, *shape], or one sample as [*shape]), the dtype (the input's own,
+    uint8 for an int8 input, or float to quantize) and at least one sample; any problem is one
+    UsageError naming the file, the key, what was expected and what was found."""
+    g = c.graph
+    data = _npz(npz)
+    keys = sorted(data)
+    out = []
+    for name in g.inputs:
+        b, t = g.boundaries[name], g.t(name)
+        want = tuple(int(d) for d in t.shape)
+        allowed = [b.onnx_name] + (list(INPUT_ALIASES) if len(g.inputs) == 1 else [])
+        key = next((k for k in allowed if k in data), None)
+        if key is None:
+            raise UsageError(f"--inputs '{npz}' has no array for input '{b.onnx_name}': expected a key "
+                             f"{' or '.join(repr(k) for k in allowed)}; found keys {keys}")
+        arr = data[key]
+        size = int(np.prod(want))
+        ok_dtypes = f"{t.dtype}" + (", uint8 (minus 128)" if t.dtype == "int8" else "") + " or float"
+        if not (arr.dtype == np.dtype(t.dtype) or np.issubdtype(arr.dtype, np.floating)
+                or (arr.dtype == np.uint8 and t.dtype == "int8")):
+            raise UsageError(f"--inputs '{npz}': array '{key}' (input '{b.onnx_name}') is {arr.dtype}; "
+                             f"expected {ok_dtypes}")
+        if arr.shape == want:
+            arr = arr[None]
+        if arr.ndim < 1 or len(arr) == 0 or int(np.prod(arr.shape[1:])) != size:
+            raise UsageError(f"--inputs '{npz}': array '{key}' (input '{b.onnx_name}') has shape "
+                             f"{list(arr.shape)}; expected [samples, ...] with {size} values per sample "
+                             f"(the input is {list(want)}), at least one sample")
+        out.append(arr.reshape((-1,) + want))
+    return out
+
+
+def check_inputs(c: Compiled, npz: str | Path | None, samples: int) -> None:
+    """Everything verification will read, checked before anything is written or built: --samples,
+    the arrays of --inputs (read_inputs) and the reference outputs it may carry (tflm_outputs /
+    expected: numbers, the output's element count per sample). UsageError on any problem."""
+    if npz is None:
+        if samples < 1:
+            raise UsageError(f"--samples {samples}: verification needs at least one sample")
+        return
+    read_inputs(c, npz)
+    data = _npz(npz)
+    key = next((k for k in REFERENCE_KEYS if k in data), None)
+    if key is None or len(c.graph.outputs) != 1:
+        return
+    arr = data[key]
+    size = int(np.prod(c.output_shapes[0]))
+    if not np.issubdtype(arr.dtype, np.integer) or arr.ndim < 1 or len(arr) == 0 or \
+            int(np.prod(arr.shape[1:])) != size:
+        raise UsageError(f"--inputs '{npz}': reference outputs '{key}' are {arr.dtype} {list(arr.shape)}; "
+                         f"expected integers [samples, ...] with {size} values per sample (the output is "
+                         f"{list(c.output_shapes[0])})")
+
+
 REFERENCE_KEYS = {"tflm_outputs": ("TFLM outputs", "TensorFlow Lite Micro's interpreter on the same inputs"),
                   "expected": ("expected outputs", "as given with the inputs")}
 
 
 def reference_source(npz: str | Path) -> tuple[str, str] | None:
     """(short label, where they came from) of the reference outputs shipped in `npz`, if any."""
-    data = np.load(npz)
-    key = next((k for k in REFERENCE_KEYS if k in data.files), None)
+    data = _npz(npz)
+    key = next((k for k in REFERENCE_KEYS if k in data), None)
     if key is None:
         return None
     label, origin = REFERENCE_KEYS[key]
@@ -83,8 +146,8 @@ def reference_outputs(c: Compiled, npz: str | Path | None, count: int) -> list[l
     """Expected int8 outputs shipped with the inputs ('tflm_outputs' or 'expected'), if any."""
     if npz is None or len(c.graph.outputs) != 1:
         return None
-    data = np.load(npz)
-    key = next((k for k in REFERENCE_KEYS if k in data.files), None)
+    data = _npz(npz)
+    key = next((k for k in REFERENCE_KEYS if k in data), None)
     if key is None:
         return None
     shape = c.output_shapes[0]
@@ -148,6 +211,26 @@ def diff_stats(a: list[list[np.ndarray]], b: list[list[np.ndarray]]) -> tuple[in
     return d, n, mx
 
 
+# Every check a verification can make, by stable id (report.json checks[].check, JUnit case names).
+CHECKS = {"host_vs_golden": "host gcc vs golden", "qemu_vs_golden": "QEMU vs golden",
+          "qemu_vs_host": "QEMU vs host", "golden_vs_reference": "golden vs reference outputs",
+          "host_vs_reference": "host gcc vs reference outputs", "frontend": "front end"}
+
+
+def first_differences(a: list[list[np.ndarray]], b: list[list[np.ndarray]],
+                      limit: int = 10) -> list[dict[str, int]]:
+    """The first `limit` differing elements: sample, output, flat index, got (a) and want (b)."""
+    out: list[dict[str, int]] = []
+    for s, (ra, rb) in enumerate(zip(a, b, strict=False)):
+        for o, (x, y) in enumerate(zip(ra, rb, strict=True)):
+            for i in np.flatnonzero(x.reshape(-1).astype(np.int32) != y.reshape(-1).astype(np.int32)):
+                out.append({"sample": s, "output": o, "index": int(i), "got": int(x.reshape(-1)[i]),
+                            "want": int(y.reshape(-1)[i])})
+                if len(out) == limit:
+                    return out
+    return out
+
+
 def host_twin(c: Compiled) -> Compiled | None:
     """The bundle as the host runs it, when that differs from the board's bundle.
 
@@ -197,15 +280,17 @@ class VerifyReport:
 
     failed: list[str] = field(default_factory=list)  # the checks that found a difference
 
-    def check(self, what: str, got: list[list[np.ndarray]], want: list[list[np.ndarray]]) -> None:
+    def check(self, check: str, what: str, got: list[list[np.ndarray]], want: list[list[np.ndarray]]) -> None:
+        """Compare `got` with `want`; `check` is the check's stable id (CHECKS), `what` its line."""
         d, n, mx = diff_stats(got, want)
         good = d == 0
         self.ok &= good
         if not good:
             self.failed.append(what)
         self.lines.append(f"{what:<34} {'bit-exact' if good else 'MISMATCH'}: {d}/{n} elements differ, max |diff| {mx}")
-        self.figures.setdefault("checks", []).append({"what": what, "ok": good, "differ": d, "elements": n,
-                                                      "max_diff": mx})
+        self.figures.setdefault("checks", []).append({
+            "check": check, "what": what, "ok": good, "differ": d, "elements": n, "max_diff": mx,
+            "first_differences": first_differences(got, want)})
 
     def culprit(self) -> str:
         """What a failed verification blames: the generated C when it differs from the golden model
@@ -239,20 +324,20 @@ def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str
         w = Path(work) if work is not None else Path(tmp)
         host = run_host(c, bundle, samples, w)
         rep.outputs.update(golden=gold, host=host)
-        rep.check("host gcc vs golden", host, gold)
+        rep.check("host_vs_golden", "host gcc vs golden", host, gold)
         expected = reference_outputs(c, inputs, len(samples))
         source = reference_source(inputs) if expected is not None and inputs is not None else None
         if expected is not None and source is not None:
-            rep.check(f"golden vs {source[0]}", gold, expected)
-            rep.check(f"host gcc vs {source[0]}", host, expected)
+            rep.check("golden_vs_reference", f"golden vs {source[0]}", gold, expected)
+            rep.check("host_vs_reference", f"host gcc vs {source[0]}", host, expected)
             rep.note(f"{source[0]}: {source[1]}")
         if qemu:
             fw, run = run_in_qemu(bundle, w / "glue", board, w, samples, cmsis_nn=c.cmsis_path,
                                   opt=OPT_FLAGS[c.optimize], cmsis_opt=CMSIS_OPT_FLAGS[c.optimize])
             target = unpack(c, (run.workdir / "output.bin").read_bytes(), len(samples))
             rep.outputs["qemu"] = target
-            rep.check(f"QEMU {board.name} vs golden", target, gold)
-            rep.check(f"QEMU {board.name} vs host", target, host)
+            rep.check("qemu_vs_golden", f"QEMU {board.name} vs golden", target, gold)
+            rep.check("qemu_vs_host", f"QEMU {board.name} vs host", target, host)
             counts = sorted(set(run.instructions))
             opt = f"bundle {OPT_FLAGS[c.optimize]}" + (
                 f", CMSIS-NN {CMSIS_OPT_FLAGS[c.optimize]}" if c.cmsis_path else "")

@@ -36,12 +36,12 @@ def test_reference_differing_from_golden_is_a_numerics_difference(tmp_path, caps
 def test_c_differing_from_golden_is_blamed_on_the_c():
     rep = VerifyReport(1)
     same, other = [[np.zeros(3, np.int8)]], [[np.ones(3, np.int8)]]
-    rep.check("host gcc vs golden", other, same)
-    rep.check("golden vs expected outputs", same, other)
+    rep.check("host_vs_golden", "host gcc vs golden", other, same)
+    rep.check("golden_vs_reference", "golden vs expected outputs", same, other)
     assert not rep.ok and "does not match the golden model" in rep.culprit()
     assert "host gcc vs golden" in rep.culprit()
     rep = VerifyReport(1)
-    rep.check("host gcc vs golden", same, same)
-    rep.check("golden vs TFLM outputs", same, other)
-    rep.check("host gcc vs TFLM outputs", same, other)
+    rep.check("host_vs_golden", "host gcc vs golden", same, same)
+    rep.check("golden_vs_reference", "golden vs TFLM outputs", same, other)
+    rep.check("host_vs_reference", "host gcc vs TFLM outputs", same, other)
     assert "numerics difference" in rep.culprit()
