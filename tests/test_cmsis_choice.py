@@ -117,7 +117,7 @@ def test_held_back_1d_depthwise_on_m55_keeps_the_faster_mve_kernel():
 
 
 @needs_cmsis
-def test_cli_cmsis_everywhere(tmp_path, capsys):
+def test_cli_cmsis_everywhere(tmp_path, capsys, cmsis_env):
     """`--cmsis-everywhere` calls CMSIS-NN on every layer it supports; by default the summary
     names the layers kept portable."""
     from emitter.cli import main

@@ -123,7 +123,7 @@ def test_tune_needs_cmsis_nn(monkeypatch, capsys, tmp_path):
 @needs_cmsis
 @needs_qemu
 @pytest.mark.qemu
-def test_tune_end_to_end(tmp_path, monkeypatch, capsys):
+def test_tune_end_to_end(tmp_path, monkeypatch, capsys, cmsis_env):
     """--tune measures the model's layers on the board's core, caches them, and the summary and
     report.json show both candidates' counts per layer, marked measured."""
     from emitter.cli import main

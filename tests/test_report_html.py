@@ -242,7 +242,7 @@ def test_code_estimate_reads_the_one_code_size_table(tiny):
 
 
 @pytest.mark.skipif(not CMSIS_NN, reason="CMSIS_NN_PATH is not set (the user's CMSIS-NN)")
-def test_cmsis_nn_layers_say_which_backend_and_why(tmp_path, tiny):
+def test_cmsis_nn_layers_say_which_backend_and_why(tmp_path, tiny, cmsis_env):
     """A cmsis-nn bundle: each layer's row names its backend; a portable layer gives the summary's reason."""
     out = tmp_path / "b"
     assert main([str(tiny), "--board=cortex-m4", "--backend=cmsis-nn", "-o", str(out), "--quiet"]) == 0
