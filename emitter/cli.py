@@ -6,6 +6,7 @@
     mcugen debug MODEL.onnx --board=B [--inputs x.npz]       (per-layer host/QEMU/golden/ORT table)
     mcugen quantize FP32.onnx --calibration data.npz -o INT8.onnx [--labels test.npz]
     mcugen boards                                             (list the boards)
+    mcugen qemu-kit --board=B -o DIR                          (run your own firmware in QEMU)
     mcugen features SPEC.toml AUDIO... -o feats.npz           (front-end features via cmsisdsp)
     emit/verify ... --frontend SPEC.toml [--audio clips.npz] [--features-ref feats.npz]
                                                               (feature front end, docs/frontend.md)
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from emitter.compiler import Compiled
     from emitter.features.render import FrontEnd
 
-COMMANDS = ("emit", "verify", "debug", "quantize", "boards", "features")
+COMMANDS = ("emit", "verify", "debug", "quantize", "boards", "features", "qemu-kit")
 
 
 def parse_size(text: str) -> int:
@@ -111,6 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
     quantize.add_argument("--no-qemu", action="store_true", help="accuracy on the host only")
     _debug_option(quantize)
     quantize.set_defaults(run=cmd_quantize)
+
+    kit = _command(sub, "qemu-kit", help="write start-up code, linker script and a run script for your own "
+                                         "firmware in QEMU",
+                   description="Write what your own firmware needs to run in QEMU for a board: start-up code, "
+                               "a linker script with the board's memory, semihosting exit, a CMake toolchain "
+                               "file and a `run` script with the board's QEMU machine (docs/ci.md).")
+    kit.add_argument("--board", default="cortex-m7", help="board or core name (see `mcugen boards`)")
+    kit.add_argument("-o", "--output", required=True, metavar="DIR", help="the kit's folder")
+    _debug_option(kit)
+    kit.set_defaults(run=cmd_qemu_kit)
 
     boards = _command(sub, "boards", help="list the boards", description="List the boards and their cores.")
     boards.set_defaults(run=cmd_boards, debug=False)
@@ -238,6 +249,18 @@ def cmd_boards(args: argparse.Namespace) -> int:
     from emitter.boards import format_board_table
 
     print(format_board_table())
+    return 0
+
+
+def cmd_qemu_kit(args: argparse.Namespace) -> int:
+    from emitter.boards import load_board
+    from emitter.target.kit import write_kit
+
+    board = load_board(args.board)
+    out = Path(args.output)
+    written = write_kit(board, out)
+    print(f"wrote {out}/ ({len(written)} files) for {board.name} on QEMU {board.qemu_machine}: "
+          f"cmake -DCMAKE_TOOLCHAIN_FILE={out}/toolchain.cmake ..., then {out}/run APP.elf")
     return 0
 
 

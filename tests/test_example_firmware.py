@@ -64,3 +64,36 @@ def test_example_firmware_says_how_to_make_a_bundle(tmp_path: Path) -> None:
                          capture_output=True, text=True, check=False)
     assert res.returncode != 0 and "mcugen examples/digits_cnn_int8.onnx --board=cortex-m4" in " ".join(
         res.stderr.split())
+
+
+@pytest.mark.skipif(bool(missing_tools(("qemu-system-arm", "newlib"))), reason="qemu-system-arm or newlib missing")
+@pytest.mark.parametrize("board", ["cortex-m4", "cortex-m55"])
+def test_example_firmware_runs_in_qemu_through_the_qemu_kit(board: str, tmp_path: Path) -> None:
+    """`mcugen qemu-kit` (issue 31 item 4): the example's own main.c, built with the kit's toolchain
+    file and start-up code (no mcugen harness), runs on the board's QEMU machine through the kit's
+    `run` script, prints both predictions and exits with main()'s 0."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("CMSIS_NN_PATH", None)
+
+    def run(*cmd: str) -> subprocess.CompletedProcess[str]:
+        res = subprocess.run(list(cmd), cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+        assert res.returncode == 0, " ".join(cmd) + "\n" + res.stdout[-3000:] + res.stderr[-3000:]
+        return res
+
+    mcugen = (sys.executable, "-m", "emitter.cli")
+    run(*mcugen, str(REPO / "examples" / "digits_cnn_int8.onnx"), f"--board={board}", "--name", "digits",
+        "-o", "digits", "--quiet")
+    kit = run(*mcugen, "qemu-kit", f"--board={board}", "-o", "kit")
+    assert sorted(p.name for p in (tmp_path / "kit").iterdir()) == sorted(
+        ["startup.c", "syscalls.c", "board.ld", "toolchain.cmake", "qemu_kit.cmake", "run", "README.md"])
+    assert "wrote kit/" in kit.stdout
+    run("cmake", "-S", str(EXAMPLE), "-B", "fw", f"-DDIGITS_BUNDLE={tmp_path / 'digits'}",
+        f"-DCMAKE_TOOLCHAIN_FILE={tmp_path / 'kit' / 'toolchain.cmake'}")
+    build = run("cmake", "--build", "fw")
+    assert "warning:" not in build.stdout + build.stderr
+    res = subprocess.run(["kit/run", "fw/digits_app.elf"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert (res.returncode, res.stdout) == (0, "sample 0: predicted 8 (label 8)\nsample 1: predicted 3 (label 3)\n"), \
+        res.stderr
+    machine = {"cortex-m4": "mps2-an386", "cortex-m55": "mps3-an547"}[board]
+    assert f"-M {machine}" in (tmp_path / "kit" / "run").read_text()
