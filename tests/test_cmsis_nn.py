@@ -224,6 +224,9 @@ def test_cmsis_cmake_builds_and_links(mode, tmp_path, arm_cmsis_lib):
     """The bundle's CMakeLists.txt in a firmware project (arm-none-eabi toolchain file): CMSIS-NN
     from CMSIS_NN_PATH at -Ofast, or -DCMSIS_NN_LIB=<file>, or -DCMSIS_NN_LIB=cmsis-nn (CMSIS-NN's
     own CMake target); the firmware links in every case."""
+    if mode == "cmake-target" and not (Path(str(CMSIS_NN)) / "CMakeLists.txt").is_file():
+        pytest.skip(f"{CMSIS_NN} has no CMakeLists.txt (Include/ and Source/ only): CMSIS-NN's own CMake "
+                    "target needs a full CMSIS-NN checkout")
     _, b = emit("tflm_hello_world", "cortex-m4", tmp_path / "b")
     (tmp_path / "app").mkdir()
     (tmp_path / "app" / "CMakeLists.txt").write_text(CMAKE_APP)
