@@ -274,11 +274,19 @@ def check_build(core: str, variant: str, way: str, scratch: Path) -> None:
 # Every way for the bundle alone and for the bundle with all three kinds of objects (its own,
 # CMSIS-NN's, CMSIS-DSP's); the other two variants by the drop-in line here and in the QEMU test
 # (with CPU_FLAGS or the board's flags the libraries' flags do not depend on the variant).
+# The default tier builds the variant that holds all three kinds every way; the rest is the slow tier
+# (bash scripts/test.sh -m slow).
 M4_CASES = ([(v, w) for v in ("portable", "cmsis-nn+frontend") for w in WAYS]
             + [(v, "make-cflags") for v in ("portable+frontend", "cmsis-nn")])
+DEFAULT_TIER = ("cmsis-nn+frontend", "portable")
 
 
-@pytest.mark.parametrize("variant,way", M4_CASES)
+def tiered(cases: list[tuple[str, str]]) -> list[object]:
+    return [pytest.param(v, w, marks=() if v == DEFAULT_TIER[0] or (v, w) == (DEFAULT_TIER[1], "make-cflags")
+                         else pytest.mark.slow) for v, w in cases]
+
+
+@pytest.mark.parametrize("variant,way", tiered(M4_CASES))
 def test_every_object_built_for_cortex_m4_hard_float(variant: str, way: str, scratch: Path) -> None:
     check_build("cortex-m4", variant, way, scratch)
 
@@ -290,7 +298,8 @@ QEMU_CORES = ("cortex-m4", "cortex-m55", "cortex-m0plus")
 
 @needs_qemu
 @pytest.mark.qemu
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", [pytest.param(v, marks=() if v in DEFAULT_TIER else pytest.mark.slow)
+                                     for v in VARIANTS])
 @pytest.mark.parametrize("core", QEMU_CORES)
 def test_drop_in_make_library_runs_bit_exact_in_qemu(core: str, variant: str, scratch: Path) -> None:
     """`make CC=arm-none-eabi-gcc CFLAGS="-O2 <core flags>"`: every object built for the core, and
