@@ -198,3 +198,37 @@ def test_schema_check_fails_on_an_undocumented_key_and_a_wrong_type():
         check_schema(report)
     with pytest.raises(AssertionError, match="mcugen_version: int"):
         check_schema({"mcugen_version": 3})
+
+
+# ---- docs/ci.md's job ----
+
+def ci_job() -> str:
+    """The shell job of docs/ci.md, without its set-up line (this machine is set up already)."""
+    text = (REPO / "docs" / "ci.md").read_text()
+    job = text[text.index("```sh\n") + 6:]
+    job = job[:job.index("```")]
+    assert "bash scripts/setup.sh" in job
+    return "\n".join(line for line in job.splitlines() if not line.startswith("bash scripts/setup.sh"))
+
+
+@needs_qemu
+@pytest.mark.skipif(bool(missing_tools(("cmake",))), reason="cmake missing")
+def test_ci_job_of_the_docs_runs(tmp_path):
+    (tmp_path / "examples").symlink_to(REPO / "examples")  # the repository root, as the job runs there
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("CMSIS_NN_PATH", None)
+    script = f'mcugen() {{ "{sys.executable}" -m emitter.cli "$@"; }}\n' + ci_job()
+    res = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert res.stdout.endswith("sample 0: predicted 8 (label 8)\nsample 1: predicted 3 (label 3)\n")
+    root = ET.parse(tmp_path / "results" / "digits.xml").getroot()
+    assert [s.get("name") for s in root] == [f"mcugen verify {b}" for b in BOARDS]
+    passed = [c.get("name") for c in root.iter("testcase")
+              if not any(c.find(tag) is not None for tag in ("failure", "error", "skipped"))]
+    assert passed == ["host_vs_golden", "qemu_vs_golden", "qemu_vs_host"] * 2
+    skipped = [(c.get("name"), c.find("skipped").get("message")) for c in root.iter("testcase")
+               if c.find("skipped") is not None]  # digits_heldout.npz holds no reference outputs
+    assert [name for name, _ in skipped] == ["golden_vs_reference", "host_vs_reference"] * 2
+    assert "holds no reference outputs" in skipped[0][1]
+    for board in BOARDS:
+        assert (tmp_path / "out" / "verify" / board / "report.html").is_file()
