@@ -256,6 +256,7 @@ class Install:
     user: Path  # the folder outside the repository the commands run in
     wheel: Path
     log: list[str]
+    pip: list[str]  # the venv's pip: its own, or the outer pip aimed at it (a venv made without ensurepip)
 
     @property
     def bin(self) -> Path:
@@ -298,11 +299,19 @@ def build_install(root: Path) -> Install:
     pip_q = ["-q", "--disable-pip-version-check"]
     _run([sys.executable, "-m", "pip", "wheel", *pip_q, "--no-deps", "-w", str(dist), "."], log, cwd=src)
     wheel = next(dist.glob("mcugen-*.whl"))
-    _run([sys.executable, "-m", "venv", str(venv)], log)
+    py = str(venv / "bin" / "python")
+    try:
+        _run([sys.executable, "-m", "venv", str(venv)], log)
+        pip = [py, "-m", "pip"]
+    except RuntimeError:
+        # a Debian system Python without python3-venv has no ensurepip: a venv without pip, filled
+        # by the outer pip (pip >= 22.3: --python)
+        shutil.rmtree(venv, ignore_errors=True)
+        _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], log)
+        pip = [sys.executable, "-m", "pip", "--python", py]
     constraints = ([] if os.environ.get("MCUGEN_NEWEST") == "1"
                    else ["-c", str(src / "scripts" / "constraints.txt")])
-    py = str(venv / "bin" / "python")
-    _run([py, "-m", "pip", "install", *pip_q, *constraints, str(wheel)], log, cwd=root)
+    _run([*pip, "install", *pip_q, *constraints, str(wheel)], log, cwd=root)
     user.mkdir()
     shutil.copytree(src / "examples", user / "examples")
-    return Install(root, venv, user, wheel, log)
+    return Install(root, venv, user, wheel, log, pip)
