@@ -425,6 +425,8 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
         if args.debug:
             raise
         result.error = exc
+        if exc.verify_figures is not None:  # stopped part way: keep the checks that ran
+            result.figures = exc.verify_figures
     return result
 
 

@@ -41,6 +41,8 @@ class McugenError(Exception):
     """Base of every error mcugen reports to a user; exit_code is the CLI's exit status for it."""
 
     exit_code: ClassVar[int] = EXIT_ERROR
+    # a verification that stopped part way: the figures of the checks that ran (emitter/ci_report.py)
+    verify_figures: dict | None = None
 
     def __init__(self, *args: object) -> None:
         if args and isinstance(args[0], str):

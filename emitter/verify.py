@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from emitter.compiler import Compiled, golden_run
-from emitter.errors import UsageError, VerifyError
+from emitter.errors import McugenError, UsageError, VerifyError
 from emitter.harness import Samples, run_in_qemu, run_on_host, unpack, write_glue
 from emitter.optimize import CMSIS_OPT_FLAGS, OPT_FLAGS
 
@@ -320,6 +320,24 @@ def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str
         raise UsageError("no reference inputs to verify with")
     gold = [golden_run(c, s) for s in samples]
     rep = VerifyReport(len(samples))
+    try:
+        _run_checks(rep, c, bundle, board, samples, gold, inputs, qemu, work)
+    except McugenError as exc:  # e.g. QEMU missing: the host checks that ran still count
+        exc.verify_figures = rep.figures
+        raise
+    ort_out = ort_run(c, model, samples)
+    d, n, mx = diff_stats(gold, ort_out)
+    rep.note(f"golden ({c.graph.numerics} numerics) vs onnxruntime: {d}/{n} elements differ "
+             f"({100.0 * d / max(n, 1):.2f}%), max |diff| {mx} (reported, not an error)")
+    rep.figures.update(ort_differ=d, ort_elements=n, ort_max_diff=mx)
+    for line in ort_optimized_lines(c, model, samples, ort_out, rep.figures):
+        rep.note(line)
+    return rep
+
+
+def _run_checks(rep: VerifyReport, c: Compiled, bundle: Path, board: Board, samples: Samples,
+                gold: Samples, inputs: str | None, qemu: bool, work: Path | None) -> None:
+    """The host build and run, the reference outputs, and the QEMU build and run, into `rep`."""
     with tempfile.TemporaryDirectory(prefix="mcugen-verify-") as tmp:
         w = Path(work) if work is not None else Path(tmp)
         host = run_host(c, bundle, samples, w)
@@ -353,14 +371,6 @@ def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str
                      f"inference stack {run.stack_bytes} bytes")
             rep.note(f"code beyond the weights (linked firmware, --optimize {c.optimize}): "
                      f"{fw.model_code(c.name):,} bytes" + (" with CMSIS-NN's" if c.cmsis_path else ""))
-    ort_out = ort_run(c, model, samples)
-    d, n, mx = diff_stats(gold, ort_out)
-    rep.note(f"golden ({c.graph.numerics} numerics) vs onnxruntime: {d}/{n} elements differ "
-             f"({100.0 * d / max(n, 1):.2f}%), max |diff| {mx} (reported, not an error)")
-    rep.figures.update(ort_differ=d, ort_elements=n, ort_max_diff=mx)
-    for line in ort_optimized_lines(c, model, samples, ort_out, rep.figures):
-        rep.note(line)
-    return rep
 
 
 # x86-64 without AVX-512 VNNI: onnxruntime's u8s8 integer kernels add pairs of uint8 x int8 products

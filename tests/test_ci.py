@@ -76,6 +76,40 @@ def test_bad_inputs_exit_2_with_one_line_and_nothing_written(case, tmp_path):
     assert elapsed < 10, elapsed  # ~3 s measured; generous for a loaded CI machine
 
 
+def test_wrong_audio_exits_2_with_one_line_and_nothing_written(tmp_path):
+    pytest.importorskip("cmsisdsp")
+    kws = REPO / "examples" / "keyword_audio"
+    np.savez(tmp_path / "clips.npz", pcm=np.zeros((2, 100), np.int16))  # not one window of the front end
+    t0 = time.perf_counter()
+    res = mcugen("verify", str(kws / "keyword_int8.onnx"), "--board", "cortex-m4", "--frontend",
+                 str(kws / "frontend.toml"), "--audio", "clips.npz", "-o", "out", "--junit", "r.xml", cwd=tmp_path)
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "clips are 100 samples long" in res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["clips.npz"]
+    assert time.perf_counter() - t0 < 10
+
+
+@needs_qemu
+def test_missing_qemu_exits_3_and_the_junit_file_says_which_cases_it_stopped(tmp_path):
+    """Exit 3 for a missing tool; the host checks that ran still pass in the JUnit file."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        for tool in Path(folder).glob("*") if Path(folder).is_dir() else ():
+            if tool.name != "qemu-system-arm" and not (bin_dir / tool.name).exists():
+                (bin_dir / tool.name).symlink_to(tool)
+    npz = reference_npz(tmp_path / "ref.npz")
+    env = dict(os.environ, PYTHONPATH=str(REPO), PATH=str(bin_dir))
+    env.pop("CMSIS_NN_PATH", None)
+    res = subprocess.run([sys.executable, "-m", "emitter.cli", "verify", str(DIGITS), "--board", "cortex-m4",
+                          "-o", "out", "--inputs", str(npz), "--quiet", "--junit", "results.xml"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
+    assert res.returncode == 3, res.stderr[-2000:]
+    assert res.stderr.splitlines()[-1].startswith("mcugen: error: 'qemu-system-arm' was not found on PATH")
+    cases = {c.get("name"): [e.tag for e in c] for c in ET.parse(tmp_path / "results.xml").getroot().iter("testcase")}
+    assert cases == {"host_vs_golden": [], "golden_vs_reference": [], "host_vs_reference": [],
+                     "qemu_vs_golden": ["error"], "qemu_vs_host": ["error"]}
+
+
 def test_junit_without_verify_is_a_usage_error(tmp_path):
     res = mcugen("emit", str(DIGITS), "-o", "out", "--junit", "r.xml", cwd=tmp_path)
     assert res.returncode == 2 and "--junit and --json report a verification" in res.stderr
