@@ -5,7 +5,8 @@ block (after a blank line, an HTML comment or the start of the file) or a fenced
 is a shell's (```sh, ```bash, ```console, ```shell) or none; fenced blocks in another language
 (```c, ```toml) are not commands and are left out. In a block, lines starting with `$ ` are
 commands and the lines after one are its quoted output (a `$ ` block); otherwise every line is a
-command, except `# ` lines, which quote the output of the command above them.
+command, except `# ` lines, which quote the output of the command above them (in a fenced block
+they are comments); a line ending in a backslash continues on the next.
 
 Every block is either run by tests/test_user_path.py or marked by an HTML comment directly above
 it (the line above the block, or above the blank line before it); markers travel with their block:
@@ -75,6 +76,7 @@ class Block:
     intro: str  # the paragraph right above the block (its marker left out)
     marker: str | None = None  # the marker's body, e.g. "not run: needs torch"
     marker_line: int = 0
+    fenced: bool = False  # a ``` block: `#` lines are comments, not quoted output
 
     @property
     def where(self) -> str:
@@ -109,14 +111,20 @@ class Block:
         """The block's commands with the output quoted under each (see the module's docstring)."""
         dollar = any(line.startswith("$ ") for line in self.lines)
         cmds: list[Command] = []
+        joined: list[str] = []  # backslash continuations joined into one line
         for line in self.lines:
+            if joined and joined[-1].endswith("\\"):
+                joined[-1] = joined[-1][:-1].rstrip() + " " + line.strip()
+            else:
+                joined.append(line)
+        for line in joined:
             if dollar:
                 if line.startswith("$ "):
                     cmds.append(Command(line[2:].strip()))
                 elif cmds:
                     cmds[-1].output.append(line)
             elif line.startswith("#"):
-                if cmds:
+                if cmds and not self.fenced:
                     cmds[-1].output.append(line[1:].strip())
             elif line.strip():
                 cmds.append(Command(line.strip()))
@@ -180,7 +188,7 @@ def parse(path: Path) -> tuple[list[Block], list[int]]:
                 end += 1
             if fence.group(2).lower() in SHELL_LANGS:
                 marker, at = marker_above(k)
-                blocks.append(Block(rel, k + 2, lines[k + 1:end], intro_above(k, at), marker, at + 1))
+                blocks.append(Block(rel, k + 2, lines[k + 1:end], intro_above(k, at), marker, at + 1, fenced=True))
                 if at >= 0:
                     used.add(at)
             k = end + 1
