@@ -1,6 +1,6 @@
 """The `cmsisdsp` Python package (CMSIS-DSP's own C functions, the front end's host reference),
-imported in one place: a missing or broken install is one exit-2 message saying how to install
-it, never a traceback."""
+imported in one place: a missing or broken install is one exit-3 message (a missing tool,
+docs/ci.md) saying how to install it, never a traceback."""
 from __future__ import annotations
 
 from types import ModuleType
