@@ -1,6 +1,6 @@
 /*
- * mcu_kernel_util.h - helpers shared by the convolution and fully connected kernels:
- * parameter and scratch checks, the valid-tap range of a padded window, a fast exact
+ * mcu_kernel_util.h - helpers shared by the kernels: parameter and scratch checks, the valid-tap
+ * range of a padded window, the pooling window iterator (pool_run), a fast exact
  * requantization (scalar, and four lanes on MVE), and the DSP extension's byte loads and unpacks
  * (inline assembly in optimized builds, each beside its C fallback).
  * Internal to mcu_runtime (not part of the public API in mcu_nn.h).
@@ -59,6 +59,114 @@ static inline void valid_taps(int32_t origin, int32_t dilation, int32_t taps, in
     *end = past < taps ? past : taps;
     if (*end < *begin) {
         *end = *begin;
+    }
+}
+
+#if defined(__GNUC__)
+#define MCU_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define MCU_ALWAYS_INLINE static inline
+#endif
+
+/* ------------------------------------------------------------------------------------------- */
+/* The pooling window iterator (avgpool, avgpool_requant, maxpool; int8 and int16)            */
+
+/* The geometry checks every pool kernel makes (activation range and rounding are the caller's). */
+static inline int pool_geometry_valid(const mcu_pool_params_t *p)
+{
+    return dims_valid(&p->input) && p->output.n == p->input.n && p->output.h > 0 &&
+           p->output.w > 0 && p->output.c == p->input.c && p->filter_h > 0 && p->filter_w > 0 &&
+           p->stride_h > 0 && p->stride_w > 0 && p->pad_top >= 0 && p->pad_left >= 0;
+}
+
+/* Does every window hold at least one valid tap (TFLite Micro fails an average otherwise)? */
+static inline int pool_windows_nonempty(const mcu_pool_params_t *p)
+{
+    for (int32_t out_y = 0; out_y < p->output.h; ++out_y) {
+        const int32_t y0 = out_y * p->stride_h - p->pad_top;
+        if (y0 >= p->input.h || y0 + p->filter_h <= 0) {
+            return 0;
+        }
+    }
+    for (int32_t out_x = 0; out_x < p->output.w; ++out_x) {
+        const int32_t x0 = out_x * p->stride_w - p->pad_left;
+        if (x0 >= p->input.w || x0 + p->filter_w <= 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* What a pool computes per output element from the sum or maximum `acc` of its `count` taps. */
+typedef enum {
+    MCU_POOL_MAX,        /* clamp(max) */
+    MCU_POOL_AVG_AWAY,   /* clamp(acc / count), ties away from zero (TFLite) */
+    MCU_POOL_AVG_EVEN,   /* clamp(acc / count), ties to even (onnxruntime) */
+    MCU_POOL_AVG_REQUANT /* clamp(requant(acc + count * input_offset) + output_offset) */
+} mcu_pool_kind_t;
+
+/*
+ * Runs a pool over [N, H, W, C] int8 (s16 == 0) or int16 (s16 == 1) values: for each output
+ * element, the taps of its window that lie inside the input (padding taps are skipped; the valid
+ * rows and columns come from valid_taps), reduced by `kind`, clamped to [act_min, act_max].
+ * rq holds the requantization of MCU_POOL_AVG_REQUANT (else NULL). Always inlined: with s16 and
+ * kind constant, each kernel compiles to its own loops.
+ */
+MCU_ALWAYS_INLINE void pool_run(const mcu_pool_params_t *p, const mcu_avgpool_requant_params_t *rq,
+                                const void *input, void *output, int s16, mcu_pool_kind_t kind)
+{
+    const int32_t in_w = p->input.w;
+    const int32_t channels = p->input.c;
+    const size_t image = (size_t)p->input.h * (size_t)in_w * (size_t)channels;
+    size_t out_index = 0;
+    for (int32_t n = 0; n < p->output.n; ++n) {
+        const size_t batch = (size_t)n * image;
+        for (int32_t out_y = 0; out_y < p->output.h; ++out_y) {
+            const int32_t y0 = out_y * p->stride_h - p->pad_top;
+            int32_t ky_begin, ky_end;
+            valid_taps(y0, 1, p->filter_h, p->input.h, &ky_begin, &ky_end);
+            for (int32_t out_x = 0; out_x < p->output.w; ++out_x) {
+                const int32_t x0 = out_x * p->stride_w - p->pad_left;
+                int32_t kx_begin, kx_end;
+                valid_taps(x0, 1, p->filter_w, in_w, &kx_begin, &kx_end);
+                const int32_t count = (ky_end - ky_begin) * (kx_end - kx_begin);
+                for (int32_t ch = 0; ch < channels; ++ch) {
+                    int32_t acc = kind != MCU_POOL_MAX ? 0 : (s16 ? -32768 : MCU_INT8_MIN);
+                    for (int32_t ky = ky_begin; ky < ky_end; ++ky) {
+                        for (int32_t kx = kx_begin; kx < kx_end; ++kx) {
+                            const size_t at = batch + ((size_t)(y0 + ky) * (size_t)in_w +
+                                                       (size_t)(x0 + kx)) * (size_t)channels +
+                                              (size_t)ch;
+                            const int32_t v = s16 ? ((const int16_t *)input)[at]
+                                                  : ((const int8_t *)input)[at];
+                            acc = kind != MCU_POOL_MAX ? acc + v : (v > acc ? v : acc);
+                        }
+                    }
+                    int32_t out = acc;
+                    if (kind == MCU_POOL_AVG_AWAY) {
+                        out = mcu_div_round_away(acc, count);
+                    } else if (kind == MCU_POOL_AVG_EVEN) {
+                        out = mcu_div_round_even(acc, count);
+                    } else if (kind == MCU_POOL_AVG_REQUANT) {
+                        /* sum(in + offset) = sum(in) + count * offset: one multiply per output.
+                         * int8: a large left shift can bring the requantized value near
+                         * INT32_MAX; pre-clamping it to [-256, 256] keeps the offset add from
+                         * overflowing and changes no output. (int16: offsets are 0.) */
+                        out = mcu_requantize_mode(acc + count * rq->input_offset, rq->multiplier,
+                                                  rq->shift, p->rounding);
+                        if (!s16) {
+                            out = mcu_clamp_s32(out, -256, 256) + rq->output_offset;
+                        }
+                    }
+                    out = mcu_clamp_s32(out, p->act_min, p->act_max);
+                    if (s16) {
+                        ((int16_t *)output)[out_index++] = (int16_t)out;
+                    } else {
+                        ((int8_t *)output)[out_index++] = (int8_t)out;
+                    }
+                }
+            }
+        }
     }
 }
 
