@@ -10,8 +10,9 @@
      holds either the complete old bundle or the complete new one.
   5. Regenerating into an existing bundle keeps what mcugen did not write there (a `build/`, a
      `lib<name>.a`, notes): they are copied into the new bundle and listed (write_bundle's
-     result). mcugen's own files are the previous bundle's NAME*.c/.h (NAME from its report.json),
-     the fixed files (Makefile, CMakeLists.txt, README.md, report.*) and everything under
+     result). mcugen's own files are the previous bundle's NAME*.c/.h (NAME from its report.json,
+     the front end's NAME_frontend.c/.h included), the fixed files (Makefile, CMakeLists.txt,
+     README.md, report.*, the front end's cmsis_dsp_sources.txt) and everything under
      mcu_runtime/. A kept file that the new bundle would overwrite is refused, naming it, unless
      force.
 """
@@ -26,7 +27,8 @@ from pathlib import Path
 from emitter.errors import OutputError
 
 MARKER = "report.json"
-FIXED = ("Makefile", "CMakeLists.txt", "README.md", "report.json", "report.html")
+FIXED = ("Makefile", "CMakeLists.txt", "README.md", "report.json", "report.html", "cmsis_dsp_sources.txt")
+OWN_TAILS = (".c", ".h", "_weights.c", "_weights.h", "_f32.c", "_frontend.c", "_frontend.h")
 
 
 def is_bundle(folder: Path) -> bool:
@@ -40,7 +42,7 @@ def is_bundle(folder: Path) -> bool:
 def user_entries(folder: Path) -> list[str]:
     """The top-level entries of the bundle `folder` that mcugen did not write (sorted; see 5.)."""
     name = str(json.loads((folder / MARKER).read_text()).get("name", ""))
-    ours = {*FIXED, "mcu_runtime", *(f"{name}{tail}" for tail in (".c", ".h", "_weights.c", "_weights.h", "_f32.c"))}
+    ours = {*FIXED, "mcu_runtime", *(f"{name}{tail}" for tail in OWN_TAILS)}
     return sorted(p.name for p in folder.iterdir() if p.name not in ours)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 INTRO = "Expected demo output ("
-TOOL_LINES = ("instructions per inference", "firmware:")  # depend on the compiler and QEMU
+TOOL_LINES = ("instructions per inference", "firmware:", "code beyond the weights")  # compiler, QEMU
 ORT_WORD = "onnxruntime"  # a line naming onnxruntime quotes its figures, which depend on its version
 
 

@@ -45,16 +45,7 @@ OUTPUT_OF = {"Expected demo output (": "bash scripts/demo.sh"}
 # Commands that fail today through a bug in mcugen, keyed by the start of the command: (what its
 # output shows, the bug, whether it needs CMSIS_NN_PATH set). The test then xfails on that output
 # (any other failure fails), and fails once the command succeeds, so that the entry goes.
-KNOWN_BUGS = {
-    "mcugen verify examples/keyword_audio/keyword_int8.onnx --board=cortex-m4 --frontend": (
-        "arm_nnfunctions.h: No such file or directory",
-        "with CMSIS_NN_PATH set (backend cmsis-nn) the front end's harness builds without CMSIS-NN's include "
-        "path (emitter/features/run.py run_mode passes no cmsis_nn to run_on_host/run_in_qemu)", True),
-    "mcugen examples/keyword_audio/keyword_int8.onnx --board=cortex-m4 --frontend": (
-        "not written by mcugen",
-        "regenerating a bundle with a front end refuses the front end's own files (cmsis_dsp_sources.txt, "
-        "<name>_frontend.c/.h): emitter/bundle.py user_entries does not count them as mcugen's", False),
-}
+KNOWN_BUGS: dict[str, tuple[str, str, bool]] = {}
 
 
 def known_bug(command: str, cmsis_nn: bool) -> tuple[str, str, bool] | None:

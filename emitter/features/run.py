@@ -70,12 +70,12 @@ def run_mode(fe: FrontEnd, c: Compiled, bundle: Path, mode: str, pcm: list[np.nd
     counts: tuple[int, ...] = ()
     image: dict[str, int] = {}
     if board is None:
-        run_dir, res = run_on_host(bundle, glue, where, samples, werror=True)
+        run_dir, res = run_on_host(bundle, glue, where, samples, werror=True, cmsis_nn=c.cmsis_path)
         if res.returncode != 0:
             raise VerifyError(f"front end ({mode}) on the host exited {res.returncode}: "
                               f"{(res.stdout + res.stderr).strip()[-500:]}")
     else:
-        fw, qrun = run_in_qemu(bundle, glue, board, where, samples)
+        fw, qrun = run_in_qemu(bundle, glue, board, where, samples, cmsis_nn=c.cmsis_path)
         run_dir, counts = qrun.workdir, qrun.instructions
         image = {"flash": fw.model_flash, "ram": fw.model_ram, "stack": qrun.stack_bytes or 0}
     raw = (run_dir / OUTPUT_FILE).read_bytes()
