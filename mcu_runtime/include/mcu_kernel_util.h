@@ -1,8 +1,8 @@
 /*
  * mcu_kernel_util.h - helpers shared by the kernels: parameter and scratch checks, the valid-tap
- * range of a padded window, the pooling window iterator (pool_run), a fast exact
- * requantization (scalar, and four lanes on MVE), and the DSP extension's byte loads and unpacks
- * (inline assembly in optimized builds, each beside its C fallback).
+ * range of a padded window, the pooling window and broadcast iterators (pool_run, bcast_run), a
+ * fast exact requantization (scalar, and four lanes on MVE), and the DSP extension's byte loads
+ * and unpacks (inline assembly in optimized builds, each beside its C fallback).
  * Internal to mcu_runtime (not part of the public API in mcu_nn.h).
  */
 #ifndef MCU_KERNEL_UTIL_H
@@ -167,6 +167,41 @@ MCU_ALWAYS_INLINE void pool_run(const mcu_pool_params_t *p, const mcu_avgpool_re
                 }
             }
         }
+    }
+}
+
+/* ------------------------------------------------------------------------------------------- */
+/* The broadcast iterator (add, mul, minmax, eltwise_f32)                                      */
+
+static inline int bcast_valid(const mcu_bcast_t *b)
+{
+    return b->inner >= 1 && b->period >= 1;
+}
+
+/* One int8 output element from its two int8 operands; params is the kernel's parameter struct. */
+typedef int8_t (*mcu_bcast_one_t)(const void *params, int8_t a, int8_t b);
+
+/*
+ * output[i] = one(params, input1[(i / in1.inner) % in1.period], input2[likewise]) for i < size,
+ * with a plain loop when both operands are full tensors. Always inlined with a constant `one` (a
+ * static function of the kernel): the call becomes direct and the kernel's loops compile as if
+ * written out.
+ */
+MCU_ALWAYS_INLINE void bcast_run(const void *params, mcu_bcast_one_t one, int32_t size,
+                                 const mcu_bcast_t *in1, const mcu_bcast_t *in2,
+                                 const int8_t *input1, const int8_t *input2, int8_t *output)
+{
+    if (in1->inner == 1 && in1->period == size && in2->inner == 1 && in2->period == size) {
+        /* Fast path: both operands are full tensors. */
+        for (int32_t i = 0; i < size; ++i) {
+            output[i] = one(params, input1[i], input2[i]);
+        }
+        return;
+    }
+    for (int32_t i = 0; i < size; ++i) {
+        const int32_t i1 = (i / in1->inner) % in1->period;
+        const int32_t i2 = (i / in2->inner) % in2->period;
+        output[i] = one(params, input1[i1], input2[i2]);
     }
 }
 

@@ -16,13 +16,7 @@
  */
 #include <float.h>
 
-#include "mcu_math.h"
-#include "mcu_nn.h"
-
-static int32_t mcu_eltwise_f32_bcast_valid(const mcu_bcast_t *b)
-{
-    return b->inner >= 1 && b->period >= 1;
-}
+#include "mcu_kernel_util.h"
 
 /** finite and > 0 (false for NaN) */
 static int32_t mcu_eltwise_f32_scale_valid(float s)
@@ -40,8 +34,9 @@ static int32_t mcu_eltwise_f32_round(float v)
     return c >= 0.0f ? (int32_t)(c + 0.5f) : (int32_t)(c - 0.5f);
 }
 
-static int8_t mcu_eltwise_f32_one(const mcu_eltwise_f32_params_t *p, int8_t x1, int8_t x2)
+static int8_t mcu_eltwise_f32_one(const void *params, int8_t x1, int8_t x2)
 {
+    const mcu_eltwise_f32_params_t *p = params;
     const float a = p->input1_scale * (float)(x1 - p->input1_zero_point);
     const float b = p->input2_scale * (float)(x2 - p->input2_zero_point);
     float r;
@@ -65,8 +60,8 @@ mcu_status_t mcu_eltwise_f32_s8(const mcu_eltwise_f32_params_t *params, const in
         return MCU_ERR_ARG;
     }
     const mcu_eltwise_f32_params_t *p = params;
-    if (p->size < 1 || !mcu_eltwise_f32_bcast_valid(&p->in1) ||
-        !mcu_eltwise_f32_bcast_valid(&p->in2) || p->op < MCU_F32_ADD || p->op > MCU_F32_MAX ||
+    if (p->size < 1 || !bcast_valid(&p->in1) ||
+        !bcast_valid(&p->in2) || p->op < MCU_F32_ADD || p->op > MCU_F32_MAX ||
         !mcu_eltwise_f32_scale_valid(p->input1_scale) ||
         !mcu_eltwise_f32_scale_valid(p->input2_scale) ||
         !mcu_eltwise_f32_scale_valid(p->output_inv_scale) ||
@@ -77,20 +72,6 @@ mcu_status_t mcu_eltwise_f32_s8(const mcu_eltwise_f32_params_t *params, const in
         return MCU_ERR_ARG;
     }
 
-    const int32_t size = p->size;
-    const int32_t full1 = p->in1.inner == 1 && p->in1.period == size;
-    const int32_t full2 = p->in2.inner == 1 && p->in2.period == size;
-    if (full1 && full2) {
-        /* Fast path: both operands are full tensors. */
-        for (int32_t i = 0; i < size; ++i) {
-            output[i] = mcu_eltwise_f32_one(p, input1[i], input2[i]);
-        }
-        return MCU_OK;
-    }
-    for (int32_t i = 0; i < size; ++i) {
-        const int32_t i1 = (i / p->in1.inner) % p->in1.period;
-        const int32_t i2 = (i / p->in2.inner) % p->in2.period;
-        output[i] = mcu_eltwise_f32_one(p, input1[i1], input2[i2]);
-    }
+    bcast_run(p, mcu_eltwise_f32_one, p->size, &p->in1, &p->in2, input1, input2, output);
     return MCU_OK;
 }

@@ -9,18 +9,12 @@
  * Each input is brought to the output's scale (multiplier of s_in / s_out) before comparing. With
  * equal quantizations (multiplier 2^30, shift 1) the requantization is exact.
  */
-#include "mcu_math.h"
-#include "mcu_nn.h"
+#include "mcu_kernel_util.h"
 
 /* Requantized values are pre-clamped to +-MCU_MINMAX_BOUND before the output offset is added:
  * the bound lies outside every act range whatever the offset, and clamping commutes with min and
  * max, so the result is unchanged while the addition cannot overflow. */
 #define MCU_MINMAX_BOUND 512
-
-static int32_t mcu_minmax_bcast_valid(const mcu_bcast_t *b)
-{
-    return b->inner >= 1 && b->period >= 1;
-}
 
 static int32_t mcu_minmax_scale(int8_t v, int32_t offset, int32_t multiplier, int32_t shift,
                                 int32_t output_offset)
@@ -29,8 +23,9 @@ static int32_t mcu_minmax_scale(int8_t v, int32_t offset, int32_t multiplier, in
     return mcu_clamp_s32(scaled, -MCU_MINMAX_BOUND, MCU_MINMAX_BOUND) + output_offset;
 }
 
-static int8_t mcu_minmax_one(const mcu_minmax_params_t *p, int8_t a, int8_t b)
+static int8_t mcu_minmax_one(const void *params, int8_t a, int8_t b)
 {
+    const mcu_minmax_params_t *p = params;
     const int32_t a1 = mcu_minmax_scale(a, p->input1_offset, p->input1_multiplier,
                                         p->input1_shift, p->output_offset);
     const int32_t a2 = mcu_minmax_scale(b, p->input2_offset, p->input2_multiplier,
@@ -46,7 +41,7 @@ mcu_status_t mcu_minmax_s8(const mcu_minmax_params_t *params, const int8_t *inpu
         return MCU_ERR_ARG;
     }
     const mcu_minmax_params_t *p = params;
-    if (p->size < 1 || !mcu_minmax_bcast_valid(&p->in1) || !mcu_minmax_bcast_valid(&p->in2) ||
+    if (p->size < 1 || !bcast_valid(&p->in1) || !bcast_valid(&p->in2) ||
         (p->is_max != 0 && p->is_max != 1) ||
         p->input1_offset < -127 || p->input1_offset > 128 ||
         p->input2_offset < -127 || p->input2_offset > 128 ||
@@ -58,20 +53,6 @@ mcu_status_t mcu_minmax_s8(const mcu_minmax_params_t *params, const int8_t *inpu
         return MCU_ERR_ARG;
     }
 
-    const int32_t size = p->size;
-    const int32_t full1 = p->in1.inner == 1 && p->in1.period == size;
-    const int32_t full2 = p->in2.inner == 1 && p->in2.period == size;
-    if (full1 && full2) {
-        /* Fast path: both operands are full tensors. */
-        for (int32_t i = 0; i < size; ++i) {
-            output[i] = mcu_minmax_one(p, input1[i], input2[i]);
-        }
-        return MCU_OK;
-    }
-    for (int32_t i = 0; i < size; ++i) {
-        const int32_t i1 = (i / p->in1.inner) % p->in1.period;
-        const int32_t i2 = (i / p->in2.inner) % p->in2.period;
-        output[i] = mcu_minmax_one(p, input1[i1], input2[i2]);
-    }
+    bcast_run(p, mcu_minmax_one, p->size, &p->in1, &p->in2, input1, input2, output);
     return MCU_OK;
 }
