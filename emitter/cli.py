@@ -225,7 +225,7 @@ def choose_backend(asked: str, board: Board) -> tuple[str, Path | None, str]:
     arm = board.core.startswith("cortex-m")
     if asked == "cmsis-nn" and path is None:  # the CMSIS-NN tree is a tool, as the compiler is
         raise ToolchainError(f"--backend cmsis-nn needs CMSIS_NN_PATH set to a CMSIS-NN source tree "
-                         f"({supported()}; see 'Getting CMSIS-NN' in the README)")
+                         f"({supported()}; see docs/getting_cmsis_nn.md in mcugen's repository)")
     if asked == "cmsis-nn" and not arm:
         raise UsageError(f"--backend cmsis-nn needs an Arm Cortex-M board; {board.name} has core {board.core}")
     if asked == "cmsis-nn" or (asked == "auto" and path is not None and arm):

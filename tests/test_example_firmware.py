@@ -1,6 +1,6 @@
-"""examples/firmware (README "Adding mcugen to your firmware", issue #15 item 11), built by running
-the README's own lines: the digits bundle for cortex-m4, then the project with the host compiler
-(run: both held-out digits classified as the README shows) and with arm-none-eabi-gcc through
+"""examples/firmware (docs/firmware.md "Adding mcugen to your firmware", issue #15 item 11), built by running
+the page's own lines: the digits bundle for cortex-m4, then the project with the host compiler
+(run: both held-out digits classified as the page shows) and with arm-none-eabi-gcc through
 examples/firmware/cortex-m4.cmake (the ELF's attributes say FPv4 hard-float; no warning anywhere)."""
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ EXAMPLE = REPO / "examples" / "firmware"
 
 
 def readme_steps() -> list[tuple[list[str], str]]:
-    """The commands of README.md's "Adding mcugen to your firmware" block, each with the output
-    the README shows under it (its `# ` lines)."""
-    text = (REPO / "README.md").read_text()
+    """The commands of docs/firmware.md's "Adding mcugen to your firmware" block, each with the
+    output the page shows under it (its `# ` lines)."""
+    text = (REPO / "docs" / "firmware.md").read_text()
     lines = text[text.index("## Adding mcugen to your firmware"):].splitlines()
     first = next(k for k, line in enumerate(lines) if line.startswith("    "))
     steps: list[tuple[list[str], str]] = []

@@ -29,7 +29,7 @@ TESTED = ("v7.0.0", (18, 0, 0))
 RELEASES = {(11, 2, 0): "v4.0.0", (11, 3, 0): "v4.1.0", (12, 4, 0): "v5.0.0", (16, 0, 0): "v6.0.0",
             (18, 0, 0): "v7.0.0"}
 GET_IT = (f"use CMSIS-NN {TESTED[0]} (e.g. `git clone --branch {TESTED[0]} https://github.com/ARM-software/CMSIS-NN`, "
-          "see 'Getting CMSIS-NN' in mcugen's README) and point CMSIS_NN_PATH at it, or unset "
+          "see docs/getting_cmsis_nn.md in mcugen's repository) and point CMSIS_NN_PATH at it, or unset "
           "CMSIS_NN_PATH / pass --backend portable for mcugen's own kernels")
 
 # What the backend and mcu_runtime/tools/cmsis_sizer.c call, as declared in v7.0.0 (emitter/backends/cmsis_api.py).
