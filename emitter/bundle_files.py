@@ -11,7 +11,7 @@ PATH_FILES = ("generic", "dsp", "dsp1d", "mve", "mve_ring", "internal")  # <kern
 ISA_PATHS = {"c": frozenset(("generic", "internal")),
              "dsp": frozenset(("generic", "internal", "dsp", "dsp1d")),
              "mve": frozenset(PATH_FILES), "any": frozenset(PATH_FILES)}
-RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_kernel_util.h", "mcu_config.h")
+RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_requant.h", "mcu_kernel_util.h", "mcu_config.h")
 
 
 def runtime_files(kernels: list[str], bands: bool = False, isa: str = "any") -> list[str]:

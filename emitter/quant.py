@@ -183,19 +183,19 @@ def layer_multipliers(numerics: str, in_s: float, w_s: np.ndarray, out_s: float
 
 
 def fast_round_ok(multiplier: np.ndarray, shift: np.ndarray, acc_bound: np.ndarray) -> bool:
-    """ROUND_NEAREST_EVEN may run on the fast DSP/MVE requantization (requant2_lift in
-    mcu_kernel_util.h, which rounds half up) when, per channel with |acc| <= acc_bound:
+    """ROUND_NEAREST_EVEN may run on the fast DSP/MVE requantization (mcu_requant2_lift in
+    mcu_requant.h, which rounds half up) when, per channel with |acc| <= acc_bound:
     |acc| < 2^29 - 2^23 (the lifted accumulator stays in [0, 2^30)), and no acc that matters is
     a tie. acc M / 2^(31+r) is a tie only if acc M has exactly 30 + r trailing zero bits, i.e.
     acc has 30 + r - v of them (2^v the lowest set bit of M), impossible when 2^(30 + r - v) >
     |acc|; and a tie matters only inside the int8 range, |acc M / 2^(31+r)| <= 256, i.e. |acc| <=
-    2^(39+r) / M. Channels with shift >= 0 never take the fast path (requant2_ok); every
+    2^(39+r) / M. Channels with shift >= 0 never take the fast path (mcu_requant2_ok); every
     multiplier must be > 0."""
     for m, s, b in zip(np.asarray(multiplier, np.int64).ravel(), np.asarray(shift, np.int64).ravel(),
                        np.broadcast_to(np.asarray(acc_bound, np.int64), np.shape(multiplier)).ravel(),
                        strict=True):
         if m <= 0:
-            return False  # (a zero scale: the generic loops; requant2_no_tie assumes M > 0)
+            return False  # (a zero scale: the generic loops; mcu_requant2_no_tie assumes M > 0)
         if s >= 0:
             continue
         v = (int(m) & -int(m)).bit_length() - 1

@@ -166,28 +166,28 @@ def windows(p: PoolParams) -> list[tuple[int, int, int, int, int, int]]:
     return out
 
 
-# requant2_ok()'s body, whitespace collapsed; its numbers are captured
+# mcu_requant2_ok()'s body, whitespace collapsed; its numbers are captured
 _REQUANT2_OK = re.compile(
-    r"static inline int requant2_ok\(int32_t multiplier, int32_t shift, int32_t bias\) \{ "
+    r"static inline int mcu_requant2_ok\(int32_t multiplier, int32_t shift, int32_t bias\) \{ "
     r"return shift >= (-\d+) && shift <= (-\d+) && multiplier >= 0 && "
     r"bias > -\(1 << (\d+)\) && bias < \(1 << (\d+)\); \}")
 
 
 @cache
 def requant2_range() -> tuple[int, int, int]:
-    """(lowest shift, highest shift, bias bits) of requant2_ok() in mcu_kernel_util.h: shift in
+    """(lowest shift, highest shift, bias bits) of mcu_requant2_ok() in mcu_requant.h: shift in
     [lowest, highest], multiplier >= 0, |bias| < 2^bits."""
-    text = " ".join((data_dir("mcu_runtime") / "include" / "mcu_kernel_util.h").read_text().split())
+    text = " ".join((data_dir("mcu_runtime") / "include" / "mcu_requant.h").read_text().split())
     m = _REQUANT2_OK.search(text)
     if m is None or m[3] != m[4]:
-        raise RuntimeError("requant2_ok() in mcu_runtime/include/mcu_kernel_util.h no longer has "
+        raise RuntimeError("mcu_requant2_ok() in mcu_runtime/include/mcu_requant.h no longer has "
                            "the form emitter/kernels/common.py reads: update both")
     return int(m[1]), int(m[2]), int(m[3])
 
 
 def requant2_ok(p: Any, bias: np.ndarray | None) -> bool:
-    """requant2_ok() of mcu_kernel_util.h for every output channel of a conv/depthwise params: the
-    condition of the kernels' fast requantization (requant2/requant4)."""
+    """mcu_requant2_ok() of mcu_requant.h for every output channel of a conv/depthwise params: the
+    condition of the kernels' fast requantization (mcu_requant2/mcu_requant4)."""
     lo, hi, bits = requant2_range()
     m, s = np.asarray(p.multiplier, np.int64), np.asarray(p.shift, np.int64)
     b = np.zeros(1, np.int64) if bias is None else np.asarray(bias, np.int64)

@@ -1,8 +1,8 @@
 /*
  * mcu_kernel_util.h - helpers shared by the kernels: parameter and scratch checks, the valid-tap
- * range of a padded window, the pooling window and broadcast iterators (pool_run, bcast_run), a
- * fast exact requantization (scalar, and four lanes on MVE), and the DSP extension's byte loads
- * and unpacks (inline assembly in optimized builds, each beside its C fallback).
+ * range of a padded window, the pooling window and broadcast iterators (pool_run, bcast_run), and
+ * the DSP extension's byte loads and unpacks (inline assembly in optimized builds, each beside its
+ * C fallback). The requantization helpers are mcu_requant.h's (included here).
  * Internal to mcu_runtime (not part of the public API in mcu_nn.h).
  */
 #ifndef MCU_KERNEL_UTIL_H
@@ -12,6 +12,7 @@
 
 #include "mcu_math.h"
 #include "mcu_nn.h"
+#include "mcu_requant.h"
 
 static inline int dims_valid(const mcu_dims_t *d)
 {
@@ -205,168 +206,6 @@ MCU_ALWAYS_INLINE void bcast_run(const void *params, mcu_bcast_one_t one, int32_
     }
 }
 
-/*
- * gemmlowp's SaturatingRoundingDoublingHighMul without its saturating case (a = b = INT32_MIN,
- * which the caller handles): it truncates (a*b + nudge) / 2^31 toward zero with nudge = 2^30 for
- * a*b >= 0 and 1 - 2^30 otherwise; both cases equal floor((a*b + 2^30) / 2^31) (for a*b < 0:
- * trunc(v / 2^31) = floor((v + 2^31 - 1) / 2^31) with v = a*b + 1 - 2^30), one arithmetic shift.
- * (On Armv6-M gcc's __aeabi_lmul for the product is as fast as a hand-split 16x16 version.)
- */
-static inline int32_t high_mul(int32_t a, int32_t b)
-{
-    return (int32_t)(((int64_t)a * b + ((int64_t)1 << 30)) >> 31);
-}
-
-/*
- * One output element in TFLite rounding: mcu_requantize(acc, multiplier, shift) + output_offset, clamped to
- * [act_min, act_max]; bit for bit mcu_math.h's arithmetic in fewer instructions (high_mul above;
- * RoundingDivideByPOT keeps its remainder/threshold form, with a 32-bit mask).
- */
-static inline int8_t output_stage_tflite(int32_t acc, int32_t multiplier, int32_t shift,
-                                         const mcu_quant_io_t *q)
-{
-    const int32_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    const int32_t x = (int32_t)((uint32_t)acc << left);
-    const int32_t high =
-        (x == INT32_MIN && multiplier == INT32_MIN) ? INT32_MAX : high_mul(x, multiplier);
-    const int32_t mask = (int32_t)((1u << right) - 1u);
-    const int32_t remainder = high & mask;
-    const int32_t threshold = (mask >> 1) + (high < 0 ? 1 : 0);
-    const int32_t out = (high >> right) + (remainder > threshold ? 1 : 0) + q->output_offset;
-    return (int8_t)mcu_clamp_s32(out, q->act_min, q->act_max);
-}
-
-/* One output element in onnxruntime's rounding: mcu_requantize_rne(acc, multiplier, shift) +
- * output_offset, clamped to [act_min, act_max]. */
-static inline int8_t output_stage_rne(int32_t acc, int32_t multiplier, int32_t shift,
-                                      const mcu_quant_io_t *q)
-{
-    const int32_t v = mcu_requantize_mode(acc, multiplier, shift, q->rounding);
-    return (int8_t)mcu_clamp_s32(v + q->output_offset, q->act_min, q->act_max);
-}
-
-/* One output element in q->rounding. Loops over many outputs test q->rounding once and call
- * output_stage_tflite / output_stage_rne (a test per output costs the TFLite path ~3% on
- * Armv6-M). */
-static inline int8_t output_stage(int32_t acc, int32_t multiplier, int32_t shift,
-                                  const mcu_quant_io_t *q)
-{
-    return q->rounding == MCU_ROUND_TFLITE ? output_stage_tflite(acc, multiplier, shift, q)
-                                           : output_stage_rne(acc, multiplier, shift, q);
-}
-
-/*
- * A faster exact requantization for realistic constants (requant2 on the DSP extension,
- * requant4 on MVE): for accumulators with |acc| < 2^30,
- *   RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(acc, M), r) + output_offset
- *     = floor((2 acc M + 2^31 + 2^32 * (2^(r-1) - [acc < 0] + output_offset * 2^r)) / 2^(32+r))
- *     = SMMLAR(2 acc, M, base - [acc < 0]) >> r,   base = 2^(r-1) + output_offset * 2^r,
- * bit for bit output_stage() before its clamp, for r = -shift in [1, 20] and M >= 0:
- * - SRDHM(acc, M) = floor((acc M + 2^30) / 2^31) (see high_mul), no saturation as |acc| < 2^30;
- * - RoundingDivideByPOT(h, r) = floor((h + 2^(r-1) - [h < 0]) / 2^r) for r >= 1, and
- *   floor((floor(a / b) + n) / c) = floor((a + n b) / (b c)) nests the two roundings into one;
- * - [h < 0] may be replaced by [acc < 0] (M >= 0): they differ only when h == 0, where both
- *   give 0, since then 0 <= acc M + 2^30 < 2^31;
- * - the SMMLAR result cannot leave int32: |acc| < 2^30 and |base| < 2^28 for r <= 20.
- * requant2_ok() is the condition on one channel's constants (|bias| < 2^29 leaves the kernel
- * room for 2^29 / (255 * 128) = 16448 multiply-accumulates of offset inputs).
- */
-static inline int requant2_ok(int32_t multiplier, int32_t shift, int32_t bias)
-{
-    return shift >= -20 && shift <= -1 && multiplier >= 0 && bias > -(1 << 29) &&
-           bias < (1 << 29);
-}
-
-static inline int32_t requant2_base(int32_t shift, int32_t output_offset)
-{
-    return (int32_t)((1u << (-shift - 1)) + ((uint32_t)output_offset << -shift));
-}
-
-/*
- * onnxruntime's rounding on the fast paths (rounding == MCU_ROUND_NEAREST_NO_TIE): requant2 and
- * requant4 compute floor((2 a M + 2^31 + 2^32 (base - [a < 0])) / 2^(32+r)) for the accumulator
- * a they get. Give them a = acc + lift, lift = 2^29 + 2^(30 - v) with 2^v the lowest set bit of
- * M (v >= 7: M holds a float32 mantissa in its top 24 bits):
- * - a lies in [0, 2^30) for |acc| < 2^29 - 2^23, so [a < 0] = 0 (and 2a fits int32);
- * - 2 lift M = 2^(30+v) m + 2^31 m for M = m 2^v, m odd: 2^31 + 2^32 j with the integer
- *   j = M / 4 + (m - 1) / 2 = (M >> 2) + (M >> (v + 1));
- * - with base' = 2^(r-1) + output_offset 2^r - 1 - j (requant2_base_q) the numerator is
- *   2 acc M + 2^(31+r) + output_offset 2^(32+r): acc M / 2^(31+r) rounded half up, plus the
- *   output offset; half up is half to even as no reachable acc is a tie.
- * emitter/quant.py fast_round_ok() checks both bounds per channel at build time.
- */
-static inline int32_t requant2_lift(int32_t multiplier, const mcu_quant_io_t *q)
-{
-    if (q->rounding != MCU_ROUND_NEAREST_NO_TIE || multiplier <= 0) {
-        return 0;
-    }
-    const int32_t v = __builtin_ctz((uint32_t)multiplier); /* RBIT + CLZ */
-    return (int32_t)((1u << 29) + ((1u << 30) >> v));
-}
-
-/* requant2_lift() doubled and requant2_base_q() of one MCU_ROUND_NEAREST_NO_TIE channel with one
- * CTZ and no tests (fast_round_ok() gives every channel of such a layer a multiplier > 0) */
-static inline int32_t requant2_no_tie(int32_t multiplier, int32_t shift, int32_t output_offset,
-                                      int32_t *lift2)
-{
-    const int32_t v = __builtin_ctz((uint32_t)multiplier);
-    *lift2 = (int32_t)((1u << 30) + ((1u << 31) >> v));
-    return requant2_base(shift, output_offset) - 1 - (multiplier >> 2) - (multiplier >> (v + 1));
-}
-
-/* requant2_base(), or base' above for MCU_ROUND_NEAREST_NO_TIE */
-static inline int32_t requant2_base_q(int32_t multiplier, int32_t shift, const mcu_quant_io_t *q)
-{
-    const int32_t base = requant2_base(shift, q->output_offset);
-    if (q->rounding != MCU_ROUND_NEAREST_NO_TIE || multiplier <= 0) {
-        return base;
-    }
-    const int32_t v = __builtin_ctz((uint32_t)multiplier);
-    return base - 1 - (multiplier >> 2) - (multiplier >> (v + 1));
-}
-
-#if defined(__ARM_FEATURE_MVE) && (__ARM_FEATURE_MVE & 1) && !defined(__ARM_BIG_ENDIAN)
-#include <arm_mve.h>
-
-/* requantize (CMSIS-NN's arm_requantize_mve, bit-exact with output_stage: VQRDMULH is
- * SaturatingRoundingDoublingHighMul, VRSHL by -exponent after gemmlowp's fix-up of negative
- * values is RoundingDivideByPOT), add the output offset, clamp: four lanes. */
-static inline int32x4_t output_stage4(int32x4_t acc, int32x4_t multiplier, int32x4_t shift,
-                                      const mcu_quant_io_t *q)
-{
-    if (q->rounding != MCU_ROUND_TFLITE) { /* onnxruntime's rounding: output_stage per lane */
-        int32_t a[4], m[4], s[4], o[4];
-        vst1q_s32(a, acc);
-        vst1q_s32(m, multiplier);
-        vst1q_s32(s, shift);
-        for (int32_t r = 0; r < 4; ++r) {
-            o[r] = output_stage_rne(a[r], m[r], s[r], q);
-        }
-        return vld1q_s32(o);
-    }
-    const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
-    const int32x4_t right = vminq_s32(shift, vdupq_n_s32(0)); /* -exponent */
-    int32x4_t v = vqrdmulhq_s32(vshlq_s32(acc, left), multiplier);
-    v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, right), 31)), right);
-    v = vaddq_s32(v, vdupq_n_s32(q->output_offset));
-    v = vmaxq_s32(v, vdupq_n_s32(q->act_min));
-    return vminq_s32(v, vdupq_n_s32(q->act_max));
-}
-
-/* requant2's arithmetic on four lanes, for requant2_ok() constants and |acc| < 2^30: VQRDMULH is
- * SRDHM itself (no doubled accumulator needed), then floor((h + base - [acc < 0]) / 2^r) with
- * VSHL by shift = -r. Plus the output offset (in base); not clamped. */
-static inline int32x4_t requant4(int32x4_t acc, int32x4_t mult, int32x4_t base,
-                                 int32x4_t shift)
-{
-    int32x4_t v = vaddq_s32(vqrdmulhq_s32(acc, mult), base);
-    v = vaddq_s32(v, vshrq_n_s32(acc, 31));
-    return vshlq_s32(v, shift);
-}
-
-#endif
-
 #if defined(__ARM_FEATURE_DSP) && !defined(__ARM_BIG_ENDIAN)
 #include <arm_acle.h>
 #include <string.h>
@@ -398,22 +237,6 @@ static inline int32_t sxtab16_ror8(int32_t a, uint32_t v)
     return r;
 }
 
-/* floor((c * 2^32 + a * b + 2^31) / 2^32) */
-static inline int32_t smmlar(int32_t a, int32_t b, int32_t c)
-{
-    int32_t r;
-    __asm__("smmlar %0, %1, %2, %3" : "=r"(r) : "r"(a), "r"(b), "r"(c));
-    return r;
-}
-
-/* v saturated to [-128, 127] (SSAT; gcc 12's __ssat trips -Wsign-conversion) */
-static inline int32_t ssat8(int32_t v)
-{
-    int32_t r;
-    __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(v));
-    return r;
-}
-
 #else /* unoptimized builds: the same in C */
 
 static inline int32_t sxtb16_ror8(uint32_t v)
@@ -426,26 +249,7 @@ static inline int32_t sxtab16_ror8(int32_t a, uint32_t v)
     return __sxtab16(a, (int32_t)((v >> 8) | (v << 24)));
 }
 
-static inline int32_t smmlar(int32_t a, int32_t b, int32_t c)
-{
-    /* the 64-bit sum modulo 2^64, as the instruction computes it */
-    const uint64_t sum = ((uint64_t)(uint32_t)c << 32) + (uint64_t)((int64_t)a * b) + 0x80000000u;
-    return (int32_t)(uint32_t)(sum >> 32);
-}
-
-static inline int32_t ssat8(int32_t v)
-{
-    return mcu_clamp_s32(v, MCU_INT8_MIN, MCU_INT8_MAX);
-}
-
 #endif
-
-/* The requantized acc2 = 2 * acc, plus the output offset, saturated to int8 (not clamped to the
- * activation range). */
-static inline int32_t requant2(int32_t acc2, int32_t mult, int32_t base, int32_t right)
-{
-    return ssat8(smmlar(acc2, mult, base + (acc2 >> 31)) >> right);
-}
 
 #endif
 

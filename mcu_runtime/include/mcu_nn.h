@@ -90,7 +90,7 @@ typedef struct {
  * rounding of the exact product, half to even (mcu_requantize_rne; the multiplier holds the
  * float32 scale exactly). _NO_TIE is the latter where mcugen proved at build time that no
  * accumulator the layer can reach is a tie and |acc| < 2^29 - 2^23: the fast DSP/MVE paths then
- * run it too (requant2_lift in mcu_kernel_util.h); _NEAREST_EVEN runs the generic loops. */
+ * run it too (mcu_requant2_lift in mcu_requant.h); _NEAREST_EVEN runs the generic loops. */
 #define MCU_ROUND_TFLITE 0
 #define MCU_ROUND_NEAREST_EVEN 1
 #define MCU_ROUND_NEAREST_NO_TIE 2
@@ -185,7 +185,7 @@ mcu_status_t mcu_depthwise_conv2d_s8_lean(const mcu_context_t *ctx,
 /**
  * @brief The code path (MCU_PATH_*) mcu_depthwise_conv2d_s8 takes for these (valid) parameters on
  * `isa` (MCU_ISA_*): MCU_PATH_MVE / MCU_PATH_DSP for that ISA's fast path (depth_multiplier 1, a
- * filter of at most 25 taps, requantization in requant2's range), else MCU_PATH_GENERIC.
+ * filter of at most 25 taps, requantization in mcu_requant2's range), else MCU_PATH_GENERIC.
  */
 int32_t mcu_depthwise_conv2d_s8_path(const mcu_depthwise_conv_params_t *params,
                                      const int32_t *bias, int32_t isa);
@@ -245,7 +245,7 @@ typedef struct {
 /**
  * @brief int8 fully connected: in [batches, K], weights [N, K] in the MCU_FC_BLOCK_ROWS layout
  * above, out [batches, N]:
- *   out[b,n] = output_stage(sum_k in[b,k] * w[n,k] + kernel_sums[n]),
+ *   out[b,n] = mcu_output_stage(sum_k in[b,k] * w[n,k] + kernel_sums[n]),
  *   kernel_sums[n] = bias[n] + input_offset * sum_k w[n,k] (build time; may be NULL: all 0),
  * which is TFLite's sum_k (in[b,k] + input_offset) * w[n,k] + bias[n], as integers.
  */
@@ -258,7 +258,7 @@ int32_t mcu_fully_connected_s8_get_buffer_size(const mcu_fc_params_t *params,
                                                const int32_t *kernel_sums, int32_t isa);
 
 /** @brief The code path (MCU_PATH_*) mcu_fully_connected_s8 takes on `isa`: MCU_PATH_MVE on MVE;
- * MCU_PATH_DSP on DSP for TFLite rounding and requant2_ok() constants (mcu_kernel_util.h) on every
+ * MCU_PATH_DSP on DSP for TFLite rounding and mcu_requant2_ok() constants (mcu_requant.h) on every
  * output, with the kernel sums as bias; else MCU_PATH_GENERIC. */
 int32_t mcu_fully_connected_s8_path(const mcu_fc_params_t *params, const int32_t *kernel_sums,
                                     int32_t isa);

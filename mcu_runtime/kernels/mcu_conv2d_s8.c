@@ -10,12 +10,12 @@
  * Paths (each bit-exact with the reference: it adds the same integer terms in another order,
  * modulo 2^32 where a partial sum could leave int32):
  * - DSP (mcu_conv2d_s8_dsp.c, __ARM_FEATURE_DSP) for K = KH * KW * C_in up to
- *   2 * MCU_CONV_DSP_WORDS and realistic requantization (requant2_ok for every channel): up to
+ *   2 * MCU_CONV_DSP_WORDS and realistic requantization (mcu_requant2_ok for every channel): up to
  *   four output positions at a time, their windows extended to int16 once and interleaved in
  *   scratch, every channel's weights read once per pass (SMLAD).
  * - MVE (mcu_conv2d_s8_mve.c, __ARM_FEATURE_MVE) for K up to MCU_CONV_PATCH_BYTES (any K when
  *   every window is one run of the input) and realistic requantization: three positions and two
- *   channels per tail-predicated VMLADAVA loop, requantized four channels at a time (requant4).
+ *   channels per tail-predicated VMLADAVA loop, requantized four channels at a time (mcu_requant4).
  * - Generic (mcu_conv2d_s8_generic.c, every target): the input offset taken out of the inner
  *   loops into per-channel corrections, windows read straight from the input or gathered into
  *   scratch, four channels per pass of the shared dot products (support/mcu_dot_s8.h, in the
@@ -55,7 +55,7 @@ int32_t mcu_conv2d_s8_dsp_positions(const mcu_conv_params_t *p, const int32_t *b
         return 0; /* onnxruntime's rounding, not proven tie-free: generic loops */
     }
     for (int32_t oc = 0; oc < p->output.c; ++oc) {
-        if (!requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0)) {
+        if (!mcu_requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0)) {
             return 0;
         }
     }
@@ -82,7 +82,7 @@ int mcu_conv2d_s8_gathers(const mcu_conv_params_t *p)
     return !contiguous || border;
 }
 
-/* Every channel's constants allow requant2/requant4 (MVE path). */
+/* Every channel's constants allow mcu_requant2/mcu_requant4 (MVE path). */
 static int requant_fast(const mcu_conv_params_t *p, const int32_t *bias)
 {
     if (p->filter.h * p->filter.w * p->input.c > MCU_CONV_FAST_MAX_K ||
@@ -90,7 +90,7 @@ static int requant_fast(const mcu_conv_params_t *p, const int32_t *bias)
         return 0;
     }
     for (int32_t oc = 0; oc < p->output.c; ++oc) {
-        if (!requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0)) {
+        if (!mcu_requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0)) {
             return 0;
         }
     }

@@ -13,11 +13,11 @@
  * P = 1 takes two output channels per pass. Instructions per 16 multiply-accumulates: 17
  * (P = 4), 22 (P = 2), 26 (P = 1), in small inline-assembly loops (gcc splits the LDRD pairs
  * and spends a register per pointer), each beside its C fallback (unoptimized builds). The
- * doubled sums are requantized in four instructions (requant2 in mcu_kernel_util.h).
+ * doubled sums are requantized in four instructions (mcu_requant2 in mcu_requant.h).
  * A window is read straight from the input when it is one run of it, else tap by tap (zero
  * words for the padding taps; needs C_in % 4 == 0), else (K <= MCU_CONV_DSP_PATCH) gathered by
  * mcu_conv2d_s8_gather first.
- * Conditions (else the generic path): K <= 2 * MCU_CONV_DSP_WORDS, requant2_ok() for every
+ * Conditions (else the generic path): K <= 2 * MCU_CONV_DSP_WORDS, mcu_requant2_ok() for every
  * output channel (then |acc| < 2^29 + 576 * 255 * 128 < 2^30).
  * Scratch: 8 * P * ceil(K / 4) bytes of interleaved windows (xbuf), then the K-byte patch when
  * windows are gathered byte by byte.
@@ -211,11 +211,11 @@ static void tail_weights(const int8_t *w, int32_t tail, int32_t *we, int32_t *wo
     *wo = (int32_t)((uint32_t)w1 & 0xFFFFu);
 }
 
-/* requant2 of a doubled sum, clamped to the activation range unless it is the full int8 one */
+/* mcu_requant2 of a doubled sum, clamped to the activation range unless it is the full int8 one */
 static inline int8_t dsp_out(int32_t acc2, int32_t mult, int32_t base, int32_t shift,
                              const mcu_quant_io_t *q, int full)
 {
-    int32_t v = requant2(acc2, mult, base, -shift);
+    int32_t v = mcu_requant2(acc2, mult, base, -shift);
     if (!full) {
         v = mcu_clamp_s32(v, q->act_min, q->act_max);
     }
@@ -225,7 +225,7 @@ static inline int8_t dsp_out(int32_t acc2, int32_t mult, int32_t base, int32_t s
 /* Every output channel of P = per_pass (4 or 2, a constant where inlined) consecutive positions
  * whose windows are in xbuf; out: the first one's output pixel. no_tie (a constant where
  * inlined): rounding is MCU_ROUND_NEAREST_NO_TIE, rq[2 oc] and rq[2 oc + 1] channel oc's doubled
- * requant2_lift and base' (requant2_no_tie, computed once per call). */
+ * mcu_requant2_lift and base' (mcu_requant2_no_tie, computed once per call). */
 MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *xbuf,
                                   const int8_t *filter, const int32_t *bias, int8_t *out,
                                   int32_t per_pass, int no_tie, const int32_t *rq,
@@ -270,12 +270,12 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
         }
         const int32_t mult = multiplier[oc];
         const int32_t sh = shift[oc];
-        const int32_t base = no_tie ? base_no_tie : requant2_base(sh, q.output_offset);
-        a0 = requant2(a0, mult, base, -sh);
-        a1 = requant2(a1, mult, base, -sh);
+        const int32_t base = no_tie ? base_no_tie : mcu_requant2_base(sh, q.output_offset);
+        a0 = mcu_requant2(a0, mult, base, -sh);
+        a1 = mcu_requant2(a1, mult, base, -sh);
         if (per_pass == 4) {
-            a2 = requant2(a2, mult, base, -sh);
-            a3 = requant2(a3, mult, base, -sh);
+            a2 = mcu_requant2(a2, mult, base, -sh);
+            a3 = mcu_requant2(a3, mult, base, -sh);
         }
         if (!full) {
             a0 = mcu_clamp_s32(a0, q.act_min, q.act_max);
@@ -317,8 +317,8 @@ static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
         const int8_t *const w = filter + oc * k;
         const int32_t step = (oc1 - oc) * k;
         int32_t a[2] = {bias != NULL ? 2 * bias[oc] : 0, bias != NULL ? 2 * bias[oc1] : 0};
-        int32_t base0 = requant2_base(p->shift[oc], q.output_offset);
-        int32_t base1 = requant2_base(p->shift[oc1], q.output_offset);
+        int32_t base0 = mcu_requant2_base(p->shift[oc], q.output_offset);
+        int32_t base1 = mcu_requant2_base(p->shift[oc1], q.output_offset);
         if (no_tie) {
             a[0] += rq[2 * oc];
             base0 = rq[2 * oc + 1];
@@ -431,7 +431,7 @@ void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const in
     int8_t *const patch = (int8_t *)(rq + (no_tie ? 2 * p->output.c : 0));
     if (no_tie) {
         for (int32_t oc = 0; oc < p->output.c; ++oc) {
-            rq[2 * oc + 1] = requant2_no_tie(p->multiplier[oc], p->shift[oc], p->q.output_offset,
+            rq[2 * oc + 1] = mcu_requant2_no_tie(p->multiplier[oc], p->shift[oc], p->q.output_offset,
                                              &rq[2 * oc]);
         }
     }

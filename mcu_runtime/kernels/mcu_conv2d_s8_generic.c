@@ -70,17 +70,17 @@ static inline void put(const mcu_conv_fuse_t *fuse, int8_t *out_px, int32_t oc, 
     }
 }
 
-/* store4: out_px[oc + r] = output_stage(acc[r] + corr[r], multiplier[oc + r], shift[oc + r]),
+/* store4: out_px[oc + r] = mcu_output_stage(acc[r] + corr[r], multiplier[oc + r], shift[oc + r]),
  * r = 0..3 (put() with a residual Add) */
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
 #include <arm_mve.h>
 
-/* Four output channels: correction added, requantized (output_stage4), stored. */
+/* Four output channels: correction added, requantized (mcu_output_stage4), stored. */
 static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
                    const mcu_conv_params_t *params, int8_t *out_px, const mcu_conv_fuse_t *fuse)
 {
     const int32x4_t v = vaddq_s32(vldrwq_s32(acc), vldrwq_s32(corr));
-    const int32x4_t q = output_stage4(v, vldrwq_s32(params->multiplier + oc),
+    const int32x4_t q = mcu_output_stage4(v, vldrwq_s32(params->multiplier + oc),
                                       vldrwq_s32(params->shift + oc), &params->q);
     if (fuse == NULL) {
         vstrbq_s32(out_px + oc, q);
@@ -104,17 +104,17 @@ static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
     if (fuse != NULL) {
         int32_t vals[4];
         for (int32_t r = 0; r < 4; ++r) {
-            vals[r] = output_stage(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r], shift[r], &q);
+            vals[r] = mcu_output_stage(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r], shift[r], &q);
         }
         mcu_conv2d_s8_fuse_store(fuse, out_px + oc, 1, vals, 4);
     } else if (q.rounding == MCU_ROUND_TFLITE) {
         for (int32_t r = 0; r < 4; ++r) {
-            out[r] = output_stage_tflite(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r],
+            out[r] = mcu_output_stage_tflite(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r],
                                          shift[r], &q);
         }
     } else {
         for (int32_t r = 0; r < 4; ++r) {
-            out[r] = output_stage_rne(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r], shift[r],
+            out[r] = mcu_output_stage_rne(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r], shift[r],
                                       &q);
         }
     }
@@ -137,7 +137,7 @@ static void pixel_from_patch(const mcu_conv_block_t *c, const int8_t *patch, int
     for (; oc < c->oc_end; ++oc) {
         const int32_t acc = mcu_conv_add_wrap(mcu_dot1_s8(patch, c->filter + oc * k, k),
                                               c->corr[oc - c->oc_base]);
-        put(c->fuse, out_px, oc, output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q));
+        put(c->fuse, out_px, oc, mcu_output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q));
     }
 }
 
@@ -221,7 +221,7 @@ MCU_CONV_NOINLINE static void pixel_from_runs(const mcu_conv_block_t *c,
         } else {
             for (int32_t g = 0; g < group; ++g) {
                 put(c->fuse, out_px, oc + g,
-                    output_stage(mcu_conv_add_wrap(acc[g], corr[g]), p->multiplier[oc + g],
+                    mcu_output_stage(mcu_conv_add_wrap(acc[g], corr[g]), p->multiplier[oc + g],
                                  p->shift[oc + g], &p->q));
             }
         }

@@ -28,8 +28,8 @@
 /* MVE path: output channels whose constants (2 words each) and sums (three rows, 8, 16, 32 or 64
  * words apart: the block's channels rounded up) are kept at a time. */
 #define MCU_CONV_MVE_OC_BLOCK 64
-/* Largest window whose requantization may take the fast, exact requant2/requant4 arithmetic
- * (|acc| < 2^29 + 16384 * 255 * 128 < 2^30 with requant2_ok() constants). */
+/* Largest window whose requantization may take the fast, exact mcu_requant2/mcu_requant4 arithmetic
+ * (|acc| < 2^29 + 16384 * 255 * 128 < 2^30 with mcu_requant2_ok() constants). */
 #define MCU_CONV_FAST_MAX_K 16384
 
 #if defined(__GNUC__)
@@ -145,7 +145,7 @@ typedef struct {
     int32_t oc_base;     /* the block of output channels [oc_base, oc_end) */
     int32_t oc_end;
     const int32_t *corr; /* corr[oc - oc_base] = bias[oc] + input_offset * sum of w[oc] */
-    const int32_t *base; /* MVE path: requant2_base(shift[oc], ...) at [oc - oc_base] */
+    const int32_t *base; /* MVE path: mcu_requant2_base(shift[oc], ...) at [oc - oc_base] */
     const mcu_conv_fuse_t *fuse; /* generic path: the residual Add, or NULL */
 } mcu_conv_block_t;
 

@@ -1,6 +1,6 @@
 /*
  * mcu_conv2d_s8_mve.c - the MVE path of mcu_conv2d_s8 (__ARM_FEATURE_MVE; see mcu_conv2d_s8.c
- * for the dispatch): every channel's requantization realistic (requant2_ok) and windows of at
+ * for the dispatch): every channel's requantization realistic (mcu_requant2_ok) and windows of at
  * most MCU_CONV_PATCH_BYTES bytes, or windows that are one run of the input (1x1, any size).
  *
  * Three output positions at a time, in blocks of MCU_CONV_MVE_OC_BLOCK output channels:
@@ -10,7 +10,7 @@
  *   vectors and three input vectors, six VMLADAVA (16 products each), in a tail-predicated
  *   low-overhead loop (so K % 16 needs no extra code): 12 instructions per 96 products. The six
  *   sums start at the channels' corrections and go to an int32 row per position;
- * - each position's row is requantized four channels per vector (requant_rows: requant4, clamp,
+ * - each position's row is requantized four channels per vector (requant_rows: mcu_requant4, clamp,
  *   one narrowing store); with mcu_conv2d_add_s8's residual Add, the Add follows on the same four
  *   lanes (requant_rows_fused).
  * Scratch: corrections and requantization bases (2 words per channel of a block), the three rows
@@ -182,14 +182,14 @@ MCU_CONV_NOINLINE static void requant_rows_fused(const mcu_conv_block_t *c, cons
         const int8_t *const skip = skip0 + i * p->output.c + c->oc_base;
         int32_t j = 0;
         for (; j + 4 <= n; j += 4) {
-            int32x4_t v = requant4(vld1q_s32(s + j), vld1q_s32(mult + j), vld1q_s32(base + j),
+            int32x4_t v = mcu_requant4(vld1q_s32(s + j), vld1q_s32(mult + j), vld1q_s32(base + j),
                                    vld1q_s32(shift + j));
             v = vminq_s32(vmaxq_s32(v, lo), hi);
             vstrbq_s32(o + j, mcu_conv_fuse4(&v4, v, vldrbq_s32(skip + j)));
         }
         if (j < n) {
             const mve_pred16_t pr = vctp32q((uint32_t)(n - j));
-            int32x4_t v = requant4(vldrwq_z_s32(s + j, pr), vldrwq_z_s32(mult + j, pr),
+            int32x4_t v = mcu_requant4(vldrwq_z_s32(s + j, pr), vldrwq_z_s32(mult + j, pr),
                                    vldrwq_z_s32(base + j, pr), vldrwq_z_s32(shift + j, pr));
             v = vminq_s32(vmaxq_s32(v, lo), hi);
             vstrbq_p_s32(o + j, mcu_conv_fuse4(&v4, v, vldrbq_z_s32(skip + j, pr)), pr);
@@ -197,7 +197,7 @@ MCU_CONV_NOINLINE static void requant_rows_fused(const mcu_conv_block_t *c, cons
     }
 }
 
-/* One row of n sums s requantized (requant4), clamped and stored at o, four per vector. */
+/* One row of n sums s requantized (mcu_requant4), clamped and stored at o, four per vector. */
 #if MCU_CONV_MVE_ASM
 MCU_CONV_INLINE void requant_row(const int32_t *s, const int32_t *mult, const int32_t *base,
                                  const int32_t *shift, int8_t *o, int32_t n, int32x4_t lo,
@@ -228,7 +228,7 @@ static void requant_row(const int32_t *s, const int32_t *mult, const int32_t *ba
 {
     for (; n > 0; n -= 4, s += 4, mult += 4, base += 4, shift += 4, o += 4) {
         const mve_pred16_t pr = vctp32q((uint32_t)n);
-        const int32x4_t v = requant4(vldrwq_z_s32(s, pr), vldrwq_z_s32(mult, pr),
+        const int32x4_t v = mcu_requant4(vldrwq_z_s32(s, pr), vldrwq_z_s32(mult, pr),
                                      vldrwq_z_s32(base, pr), vldrwq_z_s32(shift, pr));
         vstrbq_p_s32(o, vminq_s32(vmaxq_s32(v, lo), hi), pr);
     }
@@ -457,12 +457,12 @@ MCU_CONV_NOINLINE static void block_constants(const mcu_conv_block_t *c, const i
         const int32_t w_sum = sum_mve(filter + oc * k, k);
         corr[oc - oc_base] = mcu_conv_add_wrap(bias != NULL ? bias[oc] : 0,
                                                (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
-        base[oc - oc_base] = requant2_base(shift[oc], q.output_offset);
+        base[oc - oc_base] = mcu_requant2_base(shift[oc], q.output_offset);
     }
-    if (q.rounding == MCU_ROUND_NEAREST_NO_TIE) { /* onnxruntime's rounding: requant2_lift */
+    if (q.rounding == MCU_ROUND_NEAREST_NO_TIE) { /* onnxruntime's rounding: mcu_requant2_lift */
         for (int32_t oc = oc_base; oc < oc_end; ++oc) {
             int32_t lift2;
-            base[oc - oc_base] = requant2_no_tie(multiplier[oc], shift[oc], q.output_offset, &lift2);
+            base[oc - oc_base] = mcu_requant2_no_tie(multiplier[oc], shift[oc], q.output_offset, &lift2);
             corr[oc - oc_base] = mcu_conv_add_wrap(corr[oc - oc_base], lift2 / 2);
         }
     }

@@ -11,7 +11,7 @@
  * Paths (mcu_depthwise_conv2d_s8_path), each in its own file, each bit-exact with the reference
  * (every output channel's sum has exactly the reference's integer terms; only the order differs):
  * - _mve.c (Helium): depth_multiplier == 1, at most DW_MVE_MAX_TAPS taps and requantization in
- *   requant2's fast range for every channel; eight channels at a time over the whole output
+ *   mcu_requant2's fast range for every channel; eight channels at a time over the whole output
  *   (3x3 filters on narrow outputs: sixteen, every window through a zero-point-padded row ring,
  *   _mve_ring.c).
  * - _dsp.c (DSP extension): the same conditions with
@@ -40,7 +40,7 @@ typedef char mcu_dw_mve_scratch_bytes_ok
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
 #include <arm_mve.h>
 
-/* requant2_ok() of every channel, four at a time: shift + 20 in [0, 19] and
+/* mcu_requant2_ok() of every channel, four at a time: shift + 20 in [0, 19] and
  * bias + 2^29 - 1 in [0, 2^30 - 2] as unsigned, multiplier >= 0. */
 static int requant2_ok_all(const int32_t *mult, const int32_t *shift, const int32_t *bias,
                            int32_t n)
@@ -74,7 +74,7 @@ static int shifts_valid4(const int32_t *shift, int32_t n)
 #define DW_SHIFTS_VALID shifts_valid
 #endif
 
-/* No unproven onnxruntime rounding, and requant2_ok() (mcu_kernel_util.h) for every output channel. */
+/* No unproven onnxruntime rounding, and mcu_requant2_ok() (mcu_requant.h) for every output channel. */
 static int requant_fast(const mcu_depthwise_conv_params_t *p, const int32_t *bias)
 {
     if (p->q.rounding == MCU_ROUND_NEAREST_EVEN) {
@@ -84,7 +84,7 @@ static int requant_fast(const mcu_depthwise_conv_params_t *p, const int32_t *bia
     return requant2_ok_all(p->multiplier, p->shift, bias, p->output.c);
 #endif
     for (int32_t c = 0; c < p->output.c; ++c) {
-        if (!requant2_ok(p->multiplier[c], p->shift[c], bias != NULL ? bias[c] : 0)) {
+        if (!mcu_requant2_ok(p->multiplier[c], p->shift[c], bias != NULL ? bias[c] : 0)) {
             return 0;
         }
     }
@@ -150,7 +150,7 @@ static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv
         !quant_io_valid(&params->q)) {
         return MCU_ERR_ARG;
     }
-    /* (the fast paths' requant2_ok() shifts, in [-20, -1], are valid) */
+    /* (the fast paths' mcu_requant2_ok() shifts, in [-20, -1], are valid) */
     const int32_t path = mcu_depthwise_conv2d_s8_path(params, bias, isa);
     if (path == MCU_PATH_GENERIC && !DW_SHIFTS_VALID(params->shift, out_dims->c)) {
         return MCU_ERR_ARG;

@@ -17,9 +17,9 @@
  * overlapping pair. 1-D filters (Kx1, 1xK) run as lines (_dsp1d.c). Other rows and filters
  * run row_sweep: one output row, all four channels of each load (valid taps only).
  *
- * Requantization in four instructions (requant2 in mcu_kernel_util.h): the weights are stored
+ * Requantization in four instructions (mcu_requant2 in mcu_requant.h): the weights are stored
  * doubled, so the accumulators hold 2 * acc exactly. Conditions (mcu_depthwise_conv2d_s8_path;
- * else the generic loops run): requant2_ok() for every channel, KH * KW <= DW_DSP_MAX_TAPS (then
+ * else the generic loops run): mcu_requant2_ok() for every channel, KH * KW <= DW_DSP_MAX_TAPS (then
  * |acc| < 2^29 + 25 * 255 * 128 < 2^30).
  *
  * Also here: mcu_dw_taps4_dsp, the four-channel block of the generic loops on DSP targets.
@@ -206,10 +206,10 @@ DW_INLINE void pair3x3_px(const mcu_dw_pass_t *s, const int8_t *x, const int32_t
      * every store) */
     const int32_t m0 = l->mult[0], m1 = l->mult[1], base0 = l->base[0], base1 = l->base[1];
     const int32_t r0 = l->right[0], r1 = l->right[1];
-    int32_t v0 = requant2(acc[0], m0, base0, r0);
-    int32_t v1 = requant2(acc[1], m1, base1, r1);
-    int32_t v2 = requant2(acc[2], m0, base0, r0);
-    int32_t v3 = requant2(acc[3], m1, base1, r1);
+    int32_t v0 = mcu_requant2(acc[0], m0, base0, r0);
+    int32_t v1 = mcu_requant2(acc[1], m1, base1, r1);
+    int32_t v2 = mcu_requant2(acc[2], m0, base0, r0);
+    int32_t v3 = mcu_requant2(acc[3], m1, base1, r1);
     if (!s->full) {
         const int32_t lo = s->p->q.act_min;
         const int32_t hi = s->p->q.act_max;
@@ -397,10 +397,10 @@ static void prepare_group(mcu_dw_group4_t *g, mcu_dw_lanes2_t l[2],
     }
     for (int32_t k = 0; k < 4; ++k) {
         const int32_t ch = c + (k >> 1) + 2 * (k & 1);
-        g->bias2[k] = 2 * ((bias != NULL ? bias[ch] : 0) + requant2_lift(p->multiplier[ch], &p->q));
+        g->bias2[k] = 2 * ((bias != NULL ? bias[ch] : 0) + mcu_requant2_lift(p->multiplier[ch], &p->q));
         g->mult[k] = p->multiplier[ch];
         g->right[k] = -p->shift[ch];
-        g->base[k] = requant2_base_q(p->multiplier[ch], p->shift[ch], &p->q);
+        g->base[k] = mcu_requant2_base_q(p->multiplier[ch], p->shift[ch], &p->q);
     }
     if (p->filter.h != 3 || p->filter.w != 3) {
         return;

@@ -8,7 +8,7 @@
  * in tap order, which is the line's order for both orientations) over each line, one output
  * position at a time: the valid taps of the window (all K inside the line's interior), two taps
  * per step; per tap one 4-byte load, two SXTAB16 (input offset) and four SMLABB/SMLATT, 2
- * instructions per MAC; requantization as in _dsp.c (requant2).
+ * instructions per MAC; requantization as in _dsp.c (mcu_requant2).
  *
  * Two output positions of a line sharing input rows (pairs of taps per SMLAD) would save the
  * loads but spend as much again on packing the lanes (PKHBT/PKHTB) with 4 channels in 14

@@ -90,7 +90,7 @@ static void channels4(const mcu_dw_taps_t *t, int32_t c, const mcu_depthwise_con
     taps4(t, c, q.input_offset, acc);
     for (int32_t k = 0; k < 4; ++k) {
         const int32_t sum = acc[k] + (bias != NULL ? bias[c + k] : 0);
-        out[k] = output_stage_tflite(sum, multiplier[k], shift[k], &q);
+        out[k] = mcu_output_stage_tflite(sum, multiplier[k], shift[k], &q);
     }
 }
 
@@ -106,7 +106,7 @@ DW_NOINLINE static int32_t channel_blocks_rne(const mcu_dw_taps_t *t,
         taps4(t, c, q.input_offset, acc);
         for (int32_t k = 0; k < 4; ++k) {
             const int32_t sum = acc[k] + (bias != NULL ? bias[c + k] : 0);
-            out_px[c + k] = output_stage_rne(sum, params->multiplier[c + k], params->shift[c + k], &q);
+            out_px[c + k] = mcu_output_stage_rne(sum, params->multiplier[c + k], params->shift[c + k], &q);
         }
     }
     return c;
@@ -187,7 +187,7 @@ mcu_status_t mcu_dw_generic(const mcu_depthwise_conv_params_t *params, const int
                 for (; oc < out_c; ++oc) {
                     const int32_t acc = taps1(&t, oc / depth_multiplier, oc, input_offset) +
                                         (bias != NULL ? bias[oc] : 0);
-                    out_px[oc] = output_stage(acc, params->multiplier[oc], params->shift[oc],
+                    out_px[oc] = mcu_output_stage(acc, params->multiplier[oc], params->shift[oc],
                                               &params->q);
                 }
             }

@@ -26,7 +26,7 @@
 #endif
 
 /* The DSP and MVE fast paths take filters of at most this many taps (KH * KW): then
- * |acc| < 2^29 + 25 * 255 * 128 < 2^30, the range of requant2/requant4 (mcu_kernel_util.h). */
+ * |acc| < 2^29 + 25 * 255 * 128 < 2^30, the range of mcu_requant2/mcu_requant4 (mcu_requant.h). */
 #define DW_DSP_MAX_TAPS 25
 #define DW_MVE_MAX_TAPS 25
 
@@ -124,16 +124,16 @@ DW_INLINE void mcu_dw_mac4(int32_t *a0, int32_t *a1, int32_t *a2, int32_t *a3, c
     *a3 = __smlatt(odd, w[1], *a3);
 }
 
-/* The four sums of s->g's channels (doubled) requantized (requant2), clamped and stored at
+/* The four sums of s->g's channels (doubled) requantized (mcu_requant2), clamped and stored at
  * out[0..3] in channel order. */
 DW_INLINE void mcu_dw_store4(const mcu_dw_pass_t *s, int32_t a0, int32_t a1, int32_t a2,
                              int32_t a3, int8_t *out)
 {
     const mcu_dw_group4_t *const g = s->g;
-    a0 = requant2(a0, g->mult[0], g->base[0], g->right[0]);
-    a1 = requant2(a1, g->mult[1], g->base[1], g->right[1]);
-    a2 = requant2(a2, g->mult[2], g->base[2], g->right[2]);
-    a3 = requant2(a3, g->mult[3], g->base[3], g->right[3]);
+    a0 = mcu_requant2(a0, g->mult[0], g->base[0], g->right[0]);
+    a1 = mcu_requant2(a1, g->mult[1], g->base[1], g->right[1]);
+    a2 = mcu_requant2(a2, g->mult[2], g->base[2], g->right[2]);
+    a3 = mcu_requant2(a3, g->mult[3], g->base[3], g->right[3]);
     if (!s->full) {
         const int32_t lo = s->p->q.act_min;
         const int32_t hi = s->p->q.act_max;
@@ -186,7 +186,7 @@ typedef char mcu_dw_mve_asm_offsets_ok[offsetof(mcu_dw_mve_scratch_t, bias_full)
                                                offsetof(mcu_dw_mve_scratch_t, shift) == 528
                                            ? 1 : -1];
 
-/* The end of the assembly windows: requant4 of q0 (even) and q1 (odd channels) with the
+/* The end of the assembly windows: mcu_requant4 of q0 (even) and q1 (odd channels) with the
  * constants at %[q] (g->mult), both saturated to int16 into channel order, clamped to
  * [%[lo], %[hi]] (int16x8_t operands), one narrowing store at %[out]. */
 #define DW_REQUANT_STORE                                                                          \
@@ -213,7 +213,7 @@ typedef char mcu_dw_mve_asm_offsets_ok[offsetof(mcu_dw_mve_scratch_t, bias_full)
     "vstrb.16 q2, [%[out]]\n\t"
 
 /* One output position (eight channels, full group): sums from bias_full over the nine taps at
- * base + off[t] (weights g->w[t]), requant4, clamp to [lo, hi], one narrowing store. */
+ * base + off[t] (weights g->w[t]), mcu_requant4, clamp to [lo, hi], one narrowing store. */
 static inline __attribute__((always_inline)) void mve_window3x3(const mcu_dw_mve_scratch_t *g,
                                                                 const int8_t *base,
                                                                 const int32_t *off, int8_t *out,

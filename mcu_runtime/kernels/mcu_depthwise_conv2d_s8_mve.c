@@ -5,7 +5,7 @@
  * group into the scratch (mcu_dw_mve_scratch_t).
  * Per tap: the eight inputs widened to int16 (plus the input offset where the window has taps
  * outside the input), VMULLB/VMULLT by the weights into two int32x4 accumulators (even and odd
- * channels); per position: requant4 (mcu_kernel_util.h) of both, VMOVNB/VMOVNT back into channel
+ * channels); per position: mcu_requant4 (mcu_requant.h) of both, VMOVNB/VMOVNT back into channel
  * order, one narrowing store. Whole windows (every tap inside the input) start from bias_full
  * and read the inputs without the offset, in runs: 3x3 in one inline-assembly block (with GCC,
  * mve_window3x3 in the internal header), one-row/one-column filters (Kx1, 1xK: 1-D
@@ -14,7 +14,7 @@
  * groups in _mve_ring.c instead (every window whole, through a zero-point-padded row ring);
  * the groups' preparation (mcu_dw_mve_prepare) is there too.
  * Conditions (mcu_depthwise_conv2d_s8_path; else the generic loops run, their channel blocks
- * from mcu_dw_channel_blocks_mve at the end of this file): requant2_ok() for every channel,
+ * from mcu_dw_channel_blocks_mve at the end of this file): mcu_requant2_ok() for every channel,
  * KH * KW <= DW_MVE_MAX_TAPS (then |acc| < 2^29 + 25 * 255 * 128 < 2^30).
  */
 #include "mcu_nn.h"
@@ -62,7 +62,7 @@ static inline __attribute__((always_inline)) void mve_tap(int32x4_t *acc_e, int3
 #endif
 }
 
-/* requant4 with the group's constants (g), clamp (full: to int8 only, else to [lo, hi]), back
+/* mcu_requant4 with the group's constants (g), clamp (full: to int8 only, else to [lo, hi]), back
  * into channel order, one narrowing store of the group's channels (`pred` when partial) */
 static inline __attribute__((always_inline)) void mve_store(const mcu_dw_mve_scratch_t *g,
                                                             int full, int32_t lo, int32_t hi,
@@ -70,8 +70,8 @@ static inline __attribute__((always_inline)) void mve_store(const mcu_dw_mve_scr
                                                             int8_t *out, mve_pred16_t pred,
                                                             int partial)
 {
-    e = requant4(e, vld1q_s32(g->mult[0]), vld1q_s32(g->base[0]), vld1q_s32(g->shift[0]));
-    o = requant4(o, vld1q_s32(g->mult[1]), vld1q_s32(g->base[1]), vld1q_s32(g->shift[1]));
+    e = mcu_requant4(e, vld1q_s32(g->mult[0]), vld1q_s32(g->base[0]), vld1q_s32(g->shift[0]));
+    o = mcu_requant4(o, vld1q_s32(g->mult[1]), vld1q_s32(g->base[1]), vld1q_s32(g->shift[1]));
     int16x8_t v;
     if (full) { /* saturate to int16 while restoring the channel order, then to int8 */
         v = vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), e), o);
@@ -427,11 +427,11 @@ static void channels8(const mcu_dw_taps_t *t, int32_t c, int32_t channels,
         even = vaddq_s32(even, vldrwq_gather_shifted_offset_z_s32(bias + c, lanes, p_even));
         odd = vaddq_s32(odd, vldrwq_gather_shifted_offset_z_s32(bias + c + 1, lanes, p_odd));
     }
-    even = output_stage4(
+    even = mcu_output_stage4(
         even, vldrwq_gather_shifted_offset_z_s32(params->multiplier + c, lanes, p_even),
         vldrwq_gather_shifted_offset_z_s32(params->shift + c, lanes, p_even), &params->q);
     vstrbq_scatter_offset_p_s32(out_px + c, lanes, even, p_even);
-    odd = output_stage4(
+    odd = mcu_output_stage4(
         odd, vldrwq_gather_shifted_offset_z_s32(params->multiplier + c + 1, lanes, p_odd),
         vldrwq_gather_shifted_offset_z_s32(params->shift + c + 1, lanes, p_odd), &params->q);
     vstrbq_scatter_offset_p_s32(out_px + c + 1, lanes, odd, p_odd);

@@ -69,7 +69,7 @@ static void mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params
 }
 
 /* onnxruntime's rounding (MCU_ROUND_NEAREST_NO_TIE) for mve_prepare's channels c .. c + 7:
- * requant2_lift added to the sums' starting values, base' (requant2_no_tie). */
+ * mcu_requant2_lift added to the sums' starting values, base' (mcu_requant2_no_tie). */
 static void mve_prepare_no_tie(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
                                int32_t c)
 {
@@ -77,7 +77,7 @@ static void mve_prepare_no_tie(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv
         const int32_t odd = k & 1;
         const int32_t j = k >> 1;
         int32_t lift2;
-        g->base[odd][j] = requant2_no_tie(p->multiplier[c + k], p->shift[c + k],
+        g->base[odd][j] = mcu_requant2_no_tie(p->multiplier[c + k], p->shift[c + k],
                                           p->q.output_offset, &lift2);
         g->bias[odd][j] += lift2 / 2;
         g->bias_full[odd][j] += lift2 / 2;
@@ -181,7 +181,7 @@ static inline __attribute__((always_inline)) void ring_window(const mcu_dw_mve_s
     "vmullt.s16 q6, q4, q5\n\t"                                                                   \
     "vadd.i32 q3, q3, q6\n\t"
 
-/* requant4 of E (even) and O (odd channels) with the constants at %[a] (mult), temps q4, q5 */
+/* mcu_requant4 of E (even) and O (odd channels) with the constants at %[a] (mult), temps q4, q5 */
 #define DW_RING16_RQ(E, O)                                                                        \
     "vldrw.u32 q4, [%[a], #0]\n\t"                                                                \
     "vqrdmulh.s32 q5, " E ", q4\n\t"                                                              \
@@ -270,8 +270,8 @@ static void ring_window_c(const mcu_dw_mve_scratch_t *g, const int8_t *r0, const
     for (int32_t t = 0; t < 9; ++t) {
         ring_tap(&e, &o, rows[t / 3] + col * (t % 3), g->w[t]);
     }
-    e = requant4(e, vld1q_s32(g->mult[0]), vld1q_s32(g->base[0]), vld1q_s32(g->shift[0]));
-    o = requant4(o, vld1q_s32(g->mult[1]), vld1q_s32(g->base[1]), vld1q_s32(g->shift[1]));
+    e = mcu_requant4(e, vld1q_s32(g->mult[0]), vld1q_s32(g->base[0]), vld1q_s32(g->shift[0]));
+    o = mcu_requant4(o, vld1q_s32(g->mult[1]), vld1q_s32(g->base[1]), vld1q_s32(g->shift[1]));
     int16x8_t v = vqmovntq_s32(vqmovnbq_s32(vdupq_n_s16(0), e), o);
     v = vminq_s16(vmaxq_s16(v, lo), hi);
     vstrbq_s16(out, v);

@@ -13,7 +13,7 @@
  * - MVE (mcu_fully_connected_s8_mve.c): VMLADAVA.S8, 16 MACs per instruction, four rows per pass,
  *   four outputs requantized per vector;
  * - DSP (mcu_fully_connected_s8_dsp.c): SXTB16 + SMLAD, the input word unpacked once for four
- *   rows; requant2 (TFLite rounding, shift in [-20, -1], multiplier >= 0 on every output);
+ *   rows; mcu_requant2 (TFLite rounding, shift in [-20, -1], multiplier >= 0 on every output);
  * - generic (mcu_fully_connected_s8_generic.c): pure C99, four rows per pass (two on Armv6-M).
  * No scratch.
  */
@@ -25,7 +25,7 @@
 #include "mcu_nn.h"
 
 /* Every multiplier/shift valid (shift in [-31, 30]); through *fast, whether all also allow
- * requant2 (shift in [-20, -1], multiplier >= 0). */
+ * mcu_requant2 (shift in [-20, -1], multiplier >= 0). */
 static int quant_valid(const mcu_fc_params_t *p, int *fast)
 {
     const int32_t count = p->per_channel ? p->out_features : 1;
@@ -82,7 +82,7 @@ mcu_status_t mcu_fully_connected_s8(const mcu_context_t *ctx, const mcu_fc_param
         return MCU_ERR_ARG;
     }
 #if MCU_ISA_PLAN == MCU_ISA_MVE
-    /* shift in [-31, 30] (per channel four at a time; no requant2 flag needed) */
+    /* shift in [-31, 30] (per channel four at a time; no mcu_requant2 flag needed) */
     if (params->per_channel ? !mcu_fully_connected_s8_mve_shifts_ok(params->shift,
                                                                     params->out_features)
                             : (uint32_t)params->shift[0] + 31u > 61u) {

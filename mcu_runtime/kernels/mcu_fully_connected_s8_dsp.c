@@ -7,8 +7,8 @@
  * rows, whose words follow one another in the layout (row r of a 16-input chunk at + 16 r);
  * every weight word is unpacked the same way and two SMLAD add its four products, exactly as
  * four scalar MACs. 23 instructions per 16 MACs.
- * Output stage: requant2 (mcu_kernel_util.h) on 2 * acc, exact for |acc| < 2^30, i.e. whenever
- * 2 * acc does not overflow (else output_stage_tflite for that output); the dispatcher checked
+ * Output stage: mcu_requant2 (mcu_requant.h) on 2 * acc, exact for |acc| < 2^30, i.e. whenever
+ * 2 * acc does not overflow (else mcu_output_stage_tflite for that output); the dispatcher checked
  * TFLite rounding, shift in [-20, -1] and multiplier >= 0 on every output.
  */
 #include <stdint.h>
@@ -129,17 +129,17 @@ static inline void block4(const int8_t *x, const int8_t *w, int32_t k, int32_t a
     a[3] = a3;
 }
 
-/* output_stage_tflite, out of line (rare: it keeps the block loop's registers free) */
+/* mcu_output_stage_tflite, out of line (rare: it keeps the block loop's registers free) */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #endif
 static int32_t out1_wide(int32_t acc, int32_t m, int32_t shift, const mcu_quant_io_t *q)
 {
-    return output_stage_tflite(acc, m, shift, q);
+    return mcu_output_stage_tflite(acc, m, shift, q);
 }
 
-/* One output before its clamp: requant2 of 2 * acc (multiplier m, base, right = -shift),
- * saturated to int8; output_stage_tflite (with its clamp) when 2 * acc overflows. */
+/* One output before its clamp: mcu_requant2 of 2 * acc (multiplier m, base, right = -shift),
+ * saturated to int8; mcu_output_stage_tflite (with its clamp) when 2 * acc overflows. */
 static inline int32_t out1(int32_t acc, int32_t m, int32_t base, int32_t right,
                            const mcu_quant_io_t *q)
 {
@@ -147,7 +147,7 @@ static inline int32_t out1(int32_t acc, int32_t m, int32_t base, int32_t right,
     if (__builtin_add_overflow(acc, acc, &acc2)) {
         return out1_wide(acc, m, -right, q);
     }
-    return ssat8(smmlar(acc2, m, base + (acc2 >> 31)) >> right);
+    return mcu_ssat8(mcu_smmlar(acc2, m, base + (acc2 >> 31)) >> right);
 }
 
 #if defined(__OPTIMIZE__) && defined(__GNUC__)
@@ -200,7 +200,7 @@ void mcu_fully_connected_s8_dsp(const mcu_fc_params_t *p, const int8_t *input,
     /* per-tensor constants (per-channel: per row) */
     const int32_t m = p->multiplier[0];
     const int32_t right = -p->shift[0];
-    const int32_t base = requant2_base(p->shift[0], q.output_offset);
+    const int32_t base = mcu_requant2_base(p->shift[0], q.output_offset);
     for (int32_t b = 0; b < p->batches; ++b) {
         const int8_t *const in_row = input + b * k;
         int8_t *const out_row = output + b * n_out;
@@ -220,7 +220,7 @@ void mcu_fully_connected_s8_dsp(const mcu_fc_params_t *p, const int8_t *input,
                 int32_t o[4];
                 for (int32_t r = 0; r < 4; ++r) {
                     const int32_t s = p->shift[n + r];
-                    o[r] = out1(a[r], p->multiplier[n + r], requant2_base(s, q.output_offset), -s,
+                    o[r] = out1(a[r], p->multiplier[n + r], mcu_requant2_base(s, q.output_offset), -s,
                                 &q);
                 }
                 v = pack4(o[0], o[1], o[2], o[3]);

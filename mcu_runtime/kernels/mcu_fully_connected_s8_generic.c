@@ -5,7 +5,7 @@
  * A block of four rows at a time: every input byte is loaded once for four weights (on Armv6-M,
  * whose eight low registers hold no more, twice for two). The products go into one int32 sum
  * per row (|sum| <= K * 2^14 < 2^31), the kernel sum is added with int32 wrap-around: exactly the
- * reference's int32 accumulator. Requantized by output_stage().
+ * reference's int32 accumulator. Requantized by mcu_output_stage().
  */
 #include <stdint.h>
 
@@ -94,7 +94,7 @@ void mcu_fully_connected_s8_rows(const mcu_fc_params_t *p, const int8_t *in_row,
         /* |sum of products| <= K * 2^14 < 2^31; + kernel sum: the int32 TFLite accumulator */
         const int32_t acc = (int32_t)((uint32_t)mcu_dot1_s8(in_row, weights + n * k, k) +
                                       (uint32_t)(sums != NULL ? sums[n] : 0));
-        out_row[n] = output_stage(acc, p->multiplier[c], p->shift[c], &p->q);
+        out_row[n] = mcu_output_stage(acc, p->multiplier[c], p->shift[c], &p->q);
     }
 }
 
@@ -117,7 +117,7 @@ void mcu_fully_connected_s8_generic(const mcu_fc_params_t *p, const int8_t *inpu
                 const int32_t a = (int32_t)((uint32_t)acc[r] +
                                             (uint32_t)(sums != NULL ? sums[n + r] : 0));
                 const int32_t c = step * (n + r);
-                out_row[n + r] = output_stage(a, p->multiplier[c], p->shift[c], &p->q);
+                out_row[n + r] = mcu_output_stage(a, p->multiplier[c], p->shift[c], &p->q);
             }
         }
         mcu_fully_connected_s8_rows(p, in_row, weights, sums, blocked, out_row);

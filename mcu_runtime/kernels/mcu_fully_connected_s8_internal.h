@@ -3,7 +3,7 @@
  * files (mcu_fully_connected_s8_generic.c, _dsp.c, _mve.c) share: the path entry points and the
  * output stage of the rows that are not in a block. Internal to mcu_runtime.
  *
- * Each path computes out[b, n] = output_stage(sum_k in[b, k] * w[n, k] + kernel_sums[n]) over the
+ * Each path computes out[b, n] = mcu_output_stage(sum_k in[b, k] * w[n, k] + kernel_sums[n]) over the
  * weight layout of mcu_nn.h (MCU_FC_BLOCK_ROWS rows per block in MCU_FC_CHUNK-input chunks, then
  * the last N % 4 rows row-major).
  */

@@ -20,7 +20,7 @@
  * rows tail-predicated ones (WLSTP/LETP), the four sums into one vector by two VMOVs, the
  * constants in registers for the whole call (q4 - q7 are callee-saved: one VPUSH/VPOP per call).
  * Every other case (onnxruntime rounding, NULL kernel sums, a per-tensor left shift) and the
- * other builds run the same sums as intrinsics (fc_rows_c), requantized by output_stage4.
+ * other builds run the same sums as intrinsics (fc_rows_c), requantized by mcu_output_stage4.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -68,7 +68,7 @@ int mcu_fully_connected_s8_mve_shifts_ok(const int32_t *shift, int32_t count)
 }
 
 /* Every input row through the intrinsics (any rounding, shift, NULL kernel sums): per block the
- * four sums as scalars, requantized by output_stage4; the last N % 4 rows by the generic path's
+ * four sums as scalars, requantized by mcu_output_stage4; the last N % 4 rows by the generic path's
  * mcu_fully_connected_s8_rows. */
 MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *input,
                                       const int8_t *weights, const int32_t *sums, int8_t *output)
@@ -118,7 +118,7 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
                 m = vld1q_s32(p->multiplier + n);
                 shift = vld1q_s32(p->shift + n);
             }
-            vstrbq_s32(out_row + n, output_stage4(acc, m, shift, &p->q));
+            vstrbq_s32(out_row + n, mcu_output_stage4(acc, m, shift, &p->q));
         }
         if (blocked < n_out) {
             mcu_fully_connected_s8_rows(p, in_row, weights, sums, blocked, out_row);

@@ -76,7 +76,7 @@ mcu_status_t mcu_transpose_conv_s8(const mcu_transpose_conv_params_t *params, co
                             }
                         }
                     }
-                    *dst++ = output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q);
+                    *dst++ = mcu_output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q);
                 }
             }
         }

@@ -127,7 +127,7 @@ def quant(q: QuantIO) -> str:
 def ort_variant(p: Any, w: np.ndarray, b: np.ndarray, force_generic: bool = False) -> Any:
     """The same case in onnxruntime numerics: each channel's scale rounded to float32 and held
     exactly, rounding MCU_ROUND_NEAREST_NO_TIE where fast_round_ok() proves it (the fast DSP/MVE
-    paths with requant2_lift; fully connected: its exact lanes), else (or when forced)
+    paths with mcu_requant2_lift; fully connected: its exact lanes), else (or when forced)
     MCU_ROUND_NEAREST_EVEN (generic loops)."""
     real = np.asarray(p.multiplier, np.float64) * np.exp2(np.asarray(p.shift, np.float64) - 31)
     mult, shift = exact_multipliers(real.astype(np.float32))

@@ -1,7 +1,7 @@
 """The depthwise twin's path() / buffer_size() (emitter/kernels/mcu_depthwise_conv2d_s8.py) equal
 the C dispatcher's mcu_depthwise_conv2d_s8_path() / _get_buffer_size(), compiled on the host, for
 every ISA over a sweep of random geometries and requantization constants (in, at the edges of and
-out of requant2_ok()'s range) and filters of more taps than the fast paths take."""
+out of mcu_requant2_ok()'s range) and filters of more taps than the fast paths take."""
 from __future__ import annotations
 
 import numpy as np
@@ -32,7 +32,7 @@ def random_call(rng: np.random.Generator) -> tuple[DepthwiseConvParams, np.ndarr
         mult, shift = realistic_multipliers(rng, c, kh * kw)
     elif mode == 1:
         mult, shift = wide_multipliers(rng, c)
-    else:  # realistic, with one channel at or just past an edge of requant2_ok's range
+    else:  # realistic, with one channel at or just past an edge of mcu_requant2_ok's range
         mult, shift = realistic_multipliers(rng, c, kh * kw)
         k = int(rng.integers(0, c))
         edge = int(rng.integers(0, 5))

@@ -30,7 +30,7 @@ from emitter.boards import load_board
 from emitter.kernels import mcu_depthwise_conv2d_s8 as twin
 from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
 from emitter.quant import ROUND_NEAREST_EVEN, ROUND_NEAREST_NO_TIE, acc_bound, exact_multipliers, fast_round_ok
-from emitter.render import runtime_files
+from emitter.render.bundle import runtime_files
 from emitter.resources import data_dir
 from emitter.target import build_firmware, missing_tools, run_qemu
 from tests.kernels.test_depthwise_conv2d import Case, build
@@ -194,7 +194,7 @@ def glue_h(out_bytes: int) -> str:
 
 def ort_variant(p: DepthwiseConvParams, w: np.ndarray, b: np.ndarray | None) -> DepthwiseConvParams:
     """The case in onnxruntime numerics: scales rounded to float32 and held exactly, rounding
-    MCU_ROUND_NEAREST_NO_TIE (fast paths, requant2_lift) where fast_round_ok() proves it, else
+    MCU_ROUND_NEAREST_NO_TIE (fast paths, mcu_requant2_lift) where fast_round_ok() proves it, else
     MCU_ROUND_NEAREST_EVEN (generic loops)."""
     real = np.asarray(p.multiplier, np.float64) * np.exp2(np.asarray(p.shift, np.float64) - 31)
     mult, shift = exact_multipliers(real.astype(np.float32))
@@ -208,7 +208,7 @@ Built = list[tuple[str, DepthwiseConvParams, list[Any]]]
 
 
 def edge_variants(name: str, p: DepthwiseConvParams, inputs: list[Any]) -> Built:
-    """requant2_ok()'s edges on the last channel of a case (the MVE dispatcher checks four
+    """mcu_requant2_ok()'s edges on the last channel of a case (the MVE dispatcher checks four
     channels at a time): a bias of 2^29 - 1 keeps the fast path; -2^29 and a shift of -21 or 0
     leave it (negative multipliers: test_depthwise_conv2d_dispatch.py)."""
     k = p.output.c - 1
