@@ -5,11 +5,12 @@ from __future__ import annotations
 from emitter.kernels import twin
 from emitter.resources import data_dir
 
-PATH_FILES = ("generic", "dsp", "dsp1d", "mve", "mve_ring", "internal")  # <kernel>_<path>.c / .h
+PATH_FILES = ("common", "generic", "dsp", "dsp1d", "mve", "mve_ring", "internal")  # <kernel>_<path>.c / .h
 # The path files a core can run, by Board.isa ("any": a bundle for no board in particular ships all):
-# the DSP paths on Armv7E-M/Armv8-M Mainline, and on Armv8.1-M the MVE paths too.
-ISA_PATHS = {"c": frozenset(("generic", "internal")),
-             "dsp": frozenset(("generic", "internal", "dsp", "dsp1d")),
+# the DSP paths on Armv7E-M/Armv8-M Mainline, and on Armv8.1-M the MVE paths too; `_common` (what a
+# kernel's paths share) everywhere.
+ISA_PATHS = {"c": frozenset(("common", "generic", "internal")),
+             "dsp": frozenset(("common", "generic", "internal", "dsp", "dsp1d")),
              "mve": frozenset(PATH_FILES), "any": frozenset(PATH_FILES)}
 RUNTIME_HEADERS = ("mcu_nn.h", "mcu_math.h", "mcu_requant.h", "mcu_kernel_util.h", "mcu_config.h")
 
@@ -18,7 +19,7 @@ def runtime_files(kernels: list[str], bands: bool = False, isa: str = "any") -> 
     """The mcu_runtime/ files (relative to mcu_runtime/) a bundle calling `kernels` ships.
 
     A kernel is `kernels/<kernel>.c` (its dispatcher, or the whole kernel) plus its path files
-    `kernels/<kernel>_<path>.c` (`_generic`, `_dsp`, `_dsp1d`, `_mve`, `_mve_ring`; each wholly
+    `kernels/<kernel>_<path>.c` (`_common`, `_generic`, `_dsp`, `_dsp1d`, `_mve`, `_mve_ring`; each wholly
     inside its `#if`) and its private header `kernels/<kernel>_internal.h`; its `_ref.c` reference
     is for the tests only; `isa` (Board.isa, or "any") leaves out the path files that core cannot
     run (ISA_PATHS). `support/` (code shared by several kernels) and the public headers always ship, but

@@ -20,6 +20,7 @@
  *   loops into per-channel corrections, windows read straight from the input or gathered into
  *   scratch, four channels per pass of the shared dot products (support/mcu_dot_s8.h, in the
  *   target's instructions).
+ * The paths share the window gather and the residual Add's stores (mcu_conv2d_s8_common.c).
  * Under MCU_OPTIMIZE_SIZE (mcu_config.h) it plans as on MCU_ISA_C (MCU_ISA_PLAN): generic only.
  *
  * Scratch (mcu_conv2d_s8_get_buffer_size, exact for each path; none is taken from the stack):
@@ -142,15 +143,6 @@ int32_t mcu_conv2d_s8_path(const mcu_conv_params_t *params, const int32_t *bias,
 {
     int32_t size, per_pass;
     return plan(params, bias, isa, &size, &per_pass);
-}
-
-MCU_CONV_NOINLINE void mcu_conv2d_s8_fuse_store(const mcu_conv_fuse_t *f, int8_t *o, int32_t stride,
-                                                const int32_t *v, int32_t n)
-{
-    const int8_t *const s = f->skip + (o - f->output);
-    for (int32_t r = 0; r < n; ++r) {
-        o[r * stride] = mcu_conv_fuse_one(f, v[r], s[r * stride]);
-    }
 }
 
 /* The call on the paths of `isa`: MCU_ISA_PLAN, or MCU_ISA_C for the generic path. */

@@ -17,48 +17,12 @@
  *   for four MACs.
  */
 #include <stdint.h>
-#include <string.h>
 
 #include "../support/mcu_dot_s8.h"
 #include "mcu_conv2d_s8_internal.h"
 #include "mcu_kernel_util.h"
 #include "mcu_math.h"
 #include "mcu_nn.h"
-
-/* Gathers the window in (ky, kx, ic) order: valid taps copy the input, padding taps get the input
- * zero point (-input_offset). */
-MCU_CONV_NOINLINE void mcu_conv2d_s8_gather(const mcu_conv_block_t *c, const mcu_conv_window_t *win,
-                                            int8_t *patch)
-{
-    const mcu_conv_params_t *const p = c->params;
-    const int32_t in_c = p->input.c;
-    const int32_t k_w = p->filter.w;
-    const int8_t pad = (int8_t)(-p->q.input_offset);
-    const size_t tap = (size_t)in_c;
-    const int32_t w_row = k_w * in_c;
-    for (int32_t ky = 0; ky < p->filter.h; ++ky) {
-        int8_t *const dst = patch + ky * w_row;
-        if (ky < win->ky_begin || ky >= win->ky_end) {
-            memset(dst, pad, (size_t)w_row);
-            continue;
-        }
-        const int8_t *const src = win->in_batch + (win->y0 + ky * p->dilation_h) * c->in_row;
-        if (win->kx_begin > 0) {
-            memset(dst, pad, tap * (size_t)win->kx_begin);
-        }
-        if (p->dilation_w == 1) {
-            memcpy(dst + win->kx_begin * in_c, src + (win->x0 + win->kx_begin) * in_c,
-                   tap * (size_t)(win->kx_end - win->kx_begin));
-        } else {
-            for (int32_t kx = win->kx_begin; kx < win->kx_end; ++kx) {
-                memcpy(dst + kx * in_c, src + (win->x0 + kx * p->dilation_w) * in_c, tap);
-            }
-        }
-        if (win->kx_end < k_w) {
-            memset(dst + win->kx_end * in_c, pad, tap * (size_t)(k_w - win->kx_end));
-        }
-    }
-}
 
 /* out_px[oc] = v, or with a residual Add the Add of v and the skip element at the same place */
 static inline void put(const mcu_conv_fuse_t *fuse, int8_t *out_px, int32_t oc, int32_t v)

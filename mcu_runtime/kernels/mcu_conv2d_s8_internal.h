@@ -172,21 +172,23 @@ static inline int32_t mcu_conv_add_wrap(int32_t a, int32_t b)
 int32_t mcu_conv2d_s8_dsp_positions(const mcu_conv_params_t *p, const int32_t *bias);
 int mcu_conv2d_s8_gathers(const mcu_conv_params_t *p);
 
-/* mcu_conv2d_s8.c: the residual Add's stores, out of line (the paths inline their loops):
- * o[r * stride] = mcu_conv_fuse_one(f, v[r], the skip element at o[r * stride]), r = 0..n-1. */
+/* mcu_conv2d_s8_common.c (every target), shared by the paths: the residual Add's stores, out of
+ * line (the paths inline their loops): o[r * stride] = mcu_conv_fuse_one(f, v[r], the skip
+ * element at o[r * stride]), r = 0..n-1; and the window gathered in (ky, kx, ic) order, the input
+ * zero point in the padding taps. */
 void mcu_conv2d_s8_fuse_store(const mcu_conv_fuse_t *f, int8_t *o, int32_t stride, const int32_t *v,
                               int32_t n);
+void mcu_conv2d_s8_gather(const mcu_conv_block_t *c, const mcu_conv_window_t *win, int8_t *patch);
 
 /* mcu_conv2d_s8.c: the checks, the path and the call, with the residual Add or without (NULL). */
 mcu_status_t mcu_conv2d_s8_run(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                                const int8_t *input, const int8_t *filter, const int32_t *bias,
                                int8_t *output, const mcu_conv_fuse_t *fuse);
 
-/* mcu_conv2d_s8_generic.c: the generic path, and the window gather the other paths share. */
+/* mcu_conv2d_s8_generic.c: the generic path. */
 void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
                            const int32_t *bias, int8_t *output, void *scratch,
                            const mcu_conv_fuse_t *fuse);
-void mcu_conv2d_s8_gather(const mcu_conv_block_t *c, const mcu_conv_window_t *win, int8_t *patch);
 
 #if MCU_ISA_NATIVE == MCU_ISA_DSP
 /* mcu_conv2d_s8_dsp.c; per_pass = mcu_conv2d_s8_dsp_positions() > 0 */

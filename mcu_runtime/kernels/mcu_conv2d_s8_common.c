@@ -1,0 +1,56 @@
+/*
+ * mcu_conv2d_s8_common.c - the helpers the paths of mcu_conv2d_s8 share (every target; the
+ * dispatcher is mcu_conv2d_s8.c, the paths mcu_conv2d_s8_generic.c, _dsp.c and _mve.c): the
+ * window gather into a patch, and the residual Add's stores of mcu_conv2d_add_s8. Both stay out of
+ * line (MCU_CONV_NOINLINE) so the paths' inner loops do not grow.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "mcu_conv2d_s8_internal.h"
+#include "mcu_nn.h"
+
+/* Gathers the window in (ky, kx, ic) order: valid taps copy the input, padding taps get the input
+ * zero point (-input_offset). */
+MCU_CONV_NOINLINE void mcu_conv2d_s8_gather(const mcu_conv_block_t *c, const mcu_conv_window_t *win,
+                                            int8_t *patch)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t in_c = p->input.c;
+    const int32_t k_w = p->filter.w;
+    const int8_t pad = (int8_t)(-p->q.input_offset);
+    const size_t tap = (size_t)in_c;
+    const int32_t w_row = k_w * in_c;
+    for (int32_t ky = 0; ky < p->filter.h; ++ky) {
+        int8_t *const dst = patch + ky * w_row;
+        if (ky < win->ky_begin || ky >= win->ky_end) {
+            memset(dst, pad, (size_t)w_row);
+            continue;
+        }
+        const int8_t *const src = win->in_batch + (win->y0 + ky * p->dilation_h) * c->in_row;
+        if (win->kx_begin > 0) {
+            memset(dst, pad, tap * (size_t)win->kx_begin);
+        }
+        if (p->dilation_w == 1) {
+            memcpy(dst + win->kx_begin * in_c, src + (win->x0 + win->kx_begin) * in_c,
+                   tap * (size_t)(win->kx_end - win->kx_begin));
+        } else {
+            for (int32_t kx = win->kx_begin; kx < win->kx_end; ++kx) {
+                memcpy(dst + kx * in_c, src + (win->x0 + kx * p->dilation_w) * in_c, tap);
+            }
+        }
+        if (win->kx_end < k_w) {
+            memset(dst + win->kx_end * in_c, pad, tap * (size_t)(k_w - win->kx_end));
+        }
+    }
+}
+
+/* o[r * stride] = mcu_conv_fuse_one(f, v[r], the skip element at o[r * stride]), r = 0..n-1. */
+MCU_CONV_NOINLINE void mcu_conv2d_s8_fuse_store(const mcu_conv_fuse_t *f, int8_t *o, int32_t stride,
+                                                const int32_t *v, int32_t n)
+{
+    const int8_t *const s = f->skip + (o - f->output);
+    for (int32_t r = 0; r < n; ++r) {
+        o[r * stride] = mcu_conv_fuse_one(f, v[r], s[r * stride]);
+    }
+}
