@@ -11,7 +11,7 @@ NAME_ref.npz (bit-exact against TFLM's `tflm_outputs` and against each other):
   cmsis_choice="cmsis");
 - *mcugen cmsis-nn*: what `--backend cmsis-nn` emits: CMSIS-NN except where mcugen's kernel is
   faster on that layer shape (emitter/backends/kernel_choice.py).
-Then a per-layer profile (lap marker after every layer, emitter/profile.py) of the first two, so
+Then a per-layer profile (lap marker after every layer, emitter/verify/profile.py) of the first two, so
 each layer's instructions under both kernels sit side by side. Writes OUT/cmsis_nn.md and
 OUT/cmsis_nn.json. Instruction counts are not cycles: compare them only within one core.
 """
@@ -34,14 +34,14 @@ import numpy as np  # noqa: E402
 from benchmarks.run import first_line, git_state  # noqa: E402
 from emitter.backends.cmsis_nn import check_version, cmsis_path  # noqa: E402
 from emitter.boards import load_board  # noqa: E402
-from emitter.bundle import write_bundle  # noqa: E402
 from emitter.compiler import compile_model, golden_run  # noqa: E402
-from emitter.profile import profile_layers  # noqa: E402
-from emitter.render import render_bundle  # noqa: E402
+from emitter.render.bundle import render_bundle  # noqa: E402
+from emitter.render.write import write_bundle  # noqa: E402
 from emitter.target.firmware import build_firmware  # noqa: E402
 from emitter.target.qemu import run_qemu  # noqa: E402
-from emitter.harness import pack, unpack, write_glue  # noqa: E402
-from emitter.verify import load_inputs  # noqa: E402
+from emitter.verify.harness import pack, unpack, write_glue  # noqa: E402
+from emitter.verify.profile import profile_layers  # noqa: E402
+from emitter.verify.run import load_inputs  # noqa: E402
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS  # noqa: E402
 
 CORES = ("cortex-m4", "cortex-m7", "cortex-m55")

@@ -10,7 +10,7 @@ and run in QEMU on the 8 reference inputs of NAME_ref.npz, bit-exact against TFL
 `tflm_outputs` (the script stops otherwise). Code = the model's flash beyond its weights: every
 input section the linker map attributes to the bundle (and CMSIS-NN) but NAME_weights.c's
 constants (emitter.target.firmware.Firmware.model_code); the emit-time estimate
-(mcu_runtime/code_sizes.json, emitter/codesize.py) is listed beside it. Then where the bytes go:
+(mcu_runtime/code_sizes.json, emitter/report/codesize.py) is listed beside it. Then where the bytes go:
 the KWS firmware's model objects on cortex-m7, per mode. Writes OUT/code_size.md and
 OUT/code_size.json.
 """
@@ -33,14 +33,14 @@ import numpy as np  # noqa: E402
 from benchmarks.run import git_state  # noqa: E402
 from emitter.backends.cmsis_nn import cmsis_path  # noqa: E402
 from emitter.boards import load_board  # noqa: E402
-from emitter.bundle import write_bundle  # noqa: E402
-from emitter.codesize import code_bytes  # noqa: E402
 from emitter.compiler import compile_model  # noqa: E402
-from emitter.harness import pack, unpack, write_glue  # noqa: E402
 from emitter.optimize import CMSIS_OPT_FLAGS, OPT_FLAGS, OPTIMIZE  # noqa: E402
-from emitter.render import render_bundle  # noqa: E402
+from emitter.render.bundle import render_bundle  # noqa: E402
+from emitter.render.write import write_bundle  # noqa: E402
+from emitter.report.codesize import code_bytes  # noqa: E402
 from emitter.target.firmware import build_firmware  # noqa: E402
 from emitter.target.qemu import run_qemu  # noqa: E402
+from emitter.verify.harness import pack, unpack, write_glue  # noqa: E402
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS  # noqa: E402
 
 CORES = ("cortex-m4", "cortex-m7", "cortex-m55")

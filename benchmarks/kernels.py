@@ -6,7 +6,7 @@
 
 1. Models: executed instructions per inference (QEMU + the instruction-count plugin, -O2, median
    over the 8 reference samples) of mlperf_kws_dscnn, mlperf_ic_resnet8, mlperf_ad_fc_autoencoder
-   and tflm_micro_speech on cortex-m0plus/m4/m7/m55, through emitter.verify.run_verify (which also
+   and tflm_micro_speech on cortex-m0plus/m4/m7/m55, through emitter.verify.run.run_verify (which also
    checks host gcc and QEMU bit-exact against the golden model). "before" = the same bundle with
    the three kernel files replaced by their text at git revision --baseline (the last commit with
    the reference loops), "after" = the working tree.
@@ -109,10 +109,10 @@ class Figure:
 
 def model_figure(model: str, board_name: str, kernels: dict[str, bytes]) -> Figure:
     """Instructions per inference of a model bundle whose three hot kernels are `kernels`."""
-    from emitter.bundle import write_bundle
     from emitter.compiler import compile_model
-    from emitter.render import render_bundle
-    from emitter.verify import run_verify
+    from emitter.render.bundle import render_bundle
+    from emitter.render.write import write_bundle
+    from emitter.verify.run import run_verify
 
     board = load_board(board_name)
     onnx = MODELS_DIR / model / f"{model}.onnx"
@@ -608,7 +608,7 @@ def report(rev: str, cases: list[KCase], checks: dict[str, TableRun],
         "## Models: instructions per inference",
         "",
         ("Median over the 8 reference inputs of each model (`<model>_ref.npz`). Each run is "
-         "`emitter.verify.run_verify`: host gcc and QEMU bit-exact against the golden model and "
+         "`emitter.verify.run.run_verify`: host gcc and QEMU bit-exact against the golden model and "
          "against the TFLM reference outputs. Stack = deepest inference stack; flash = the model's "
          "code + weights (`flash_model`)."),
         "",

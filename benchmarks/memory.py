@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Memory plans of the shared models: activation RAM per plan kind, measured instruction overhead.
 
-For every shared model x core: each plan mcugen offers (emitter/memplan.py: layer, inplace,
+For every shared model x core: each plan mcugen offers (emitter/plan/search.py: layer, inplace,
 overlap, stream) is emitted, cross-compiled and run in QEMU on the 8 reference inputs of
 NAME_ref.npz; the table gives its activation RAM (arena + the caller's input/output buffers),
 the overhead it was estimated to cost and the overhead measured (executed instructions vs the
@@ -27,13 +27,13 @@ if str(REPO) not in sys.path:
 import numpy as np  # noqa: E402
 
 from emitter.boards import load_board  # noqa: E402
-from emitter.bundle import write_bundle  # noqa: E402
 from emitter.compiler import compile_model  # noqa: E402
-from emitter.harness import pack, unpack, write_glue  # noqa: E402
-from emitter.memplan import activation_ram  # noqa: E402
-from emitter.render import render_bundle  # noqa: E402
+from emitter.plan.search import activation_ram  # noqa: E402
+from emitter.render.bundle import render_bundle  # noqa: E402
+from emitter.render.write import write_bundle  # noqa: E402
 from emitter.target.firmware import build_firmware  # noqa: E402
 from emitter.target.qemu import run_qemu  # noqa: E402
+from emitter.verify.harness import pack, unpack, write_glue  # noqa: E402
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS  # noqa: E402
 
 KINDS = ("layer", "inplace", "overlap", "stream", "near")  # near: the fastest plan within 110 % of the smallest

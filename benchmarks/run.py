@@ -33,13 +33,13 @@ if str(REPO) not in sys.path:
 import numpy as np  # noqa: E402
 
 from emitter.boards import load_board  # noqa: E402
-from emitter.bundle import write_bundle  # noqa: E402
 from emitter.compiler import compile_model  # noqa: E402
 from emitter.errors import McugenError  # noqa: E402
-from emitter.render import render_bundle  # noqa: E402
+from emitter.render.bundle import render_bundle  # noqa: E402
+from emitter.render.write import write_bundle  # noqa: E402
 from emitter.target.firmware import build_firmware  # noqa: E402
 from emitter.target.qemu import run_qemu  # noqa: E402
-from emitter.harness import pack, unpack, write_glue  # noqa: E402
+from emitter.verify.harness import pack, unpack, write_glue  # noqa: E402
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS  # noqa: E402
 
 CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")

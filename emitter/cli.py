@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING
 
 from emitter import __version__
 from emitter.errors import McugenError, ToolchainError, UsageError, VerifyError, exit_status
-from emitter.harness import LAYERS_FILE
+from emitter.verify.harness import LAYERS_FILE
 
 if TYPE_CHECKING:
     from emitter.boards import Board
-    from emitter.ci_report import BoardResult
     from emitter.compiler import Compiled
-    from emitter.features.render import FrontEnd
+    from emitter.render.frontend import FrontEnd
+    from emitter.verify.ci_report import BoardResult
 
 COMMANDS = ("emit", "verify", "debug", "quantize", "boards", "features", "qemu-kit")
 
@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     boards = _command(sub, "boards", help="list the boards", description="List the boards and their cores.")
     boards.set_defaults(run=cmd_boards, debug=False)
-    from emitter.features.cli import add_features_command
+    from emitter.commands.frontend import add_features_command
 
     add_features_command(sub)
     return p
@@ -209,7 +209,7 @@ def _verify_options(p: argparse.ArgumentParser, when: str) -> None:
 
 
 def _frontend_options(p: argparse.ArgumentParser) -> None:
-    from emitter.features.cli import add_frontend_options
+    from emitter.commands.frontend import add_frontend_options
 
     add_frontend_options(p, verify=True)
 
@@ -265,13 +265,13 @@ def cmd_qemu_kit(args: argparse.Namespace) -> int:
 
 
 def cmd_debug(args: argparse.Namespace) -> int:
-    from emitter.debug import cmd_debug as run
+    from emitter.verify.debug import cmd_debug as run
 
     return run(args)
 
 
 def cmd_quantize(args: argparse.Namespace) -> int:
-    from emitter.quantize import cmd_quantize as run
+    from emitter.commands.quantize import cmd_quantize as run
 
     return run(args)
 
@@ -291,12 +291,12 @@ def check_budgets(args: argparse.Namespace, board: Board, compiled: Compiled, we
     ram, ram_src = ram_budget(args, board)
     flash = parse_size(args.flash_budget) if args.flash_budget else None
     flash_src = "--flash-budget" if flash is not None else f"board {board.name}"
-    from emitter.budget import check
+    from emitter.report.budget import check
 
     check(compiled, weight_bytes, ram, flash if flash is not None else board.flash_bytes, ram_src, flash_src,
           code_bytes)
     if frontend is not None:
-        from emitter.features.cli import check_budget
+        from emitter.commands.frontend import check_budget
 
         check_budget(frontend, compiled, weight_bytes, ram, flash if flash is not None else board.flash_bytes,
                      ram_src, flash_src)
@@ -307,7 +307,7 @@ def cmd_emit(args: argparse.Namespace) -> int:
     each bundle goes to <-o>/<board>); --junit/--json write the verification results (ci_report)."""
     import contextlib
 
-    from emitter.ci_report import document, junit_xml, overall_status
+    from emitter.verify.ci_report import document, junit_xml, overall_status
 
     names = [b.strip() for b in args.board.split(",") if b.strip()]
     if not names:
@@ -343,13 +343,13 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
     """Emit (and with --verify verify) the bundle for one board into out_dir. A verification that
     stops (a mismatch, a failing build or run) is returned in the result, not raised, so that the
     other boards still run and the JUnit file is written; errors before it are raised."""
-    from emitter.backends.cost_measure import tune_layers
     from emitter.boards import load_board
-    from emitter.bundle import write_bundle
     from emitter.compiler import compile_model
-    from emitter.frontend import parse_input_shapes
-    from emitter.render import render_bundle
-    from emitter.summary import summary
+    from emitter.onnx.load import parse_input_shapes
+    from emitter.render.bundle import render_bundle
+    from emitter.render.write import write_bundle
+    from emitter.report.summary import summary
+    from emitter.verify.tuning import tune_layers
 
     board = load_board(board_name)
     backend, cmsis, why = choose_backend(args.backend, board)
@@ -370,11 +370,11 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
                              memory=memory, ram_budget=ram, budget_src=ram_src,
                              numerics=None if args.numerics == "auto" else args.numerics, optimize=args.optimize,
                              tune=tune_layers if getattr(args, "tune", False) else None)
-    from emitter.features.cli import bind_frontend
+    from emitter.commands.frontend import bind_frontend
 
     frontend = bind_frontend(args, compiled)
     if args.verify:  # every input verification reads, checked before anything is written or built
-        from emitter.verify import check_inputs
+        from emitter.verify.run import check_inputs
 
         check_inputs(compiled, args.inputs, args.samples)
     elif args.inputs:
@@ -382,7 +382,7 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
     files = render_bundle(compiled, " ".join(board.cflags), board.name, frontend)
     import json
 
-    from emitter.codesize import code_bytes
+    from emitter.report.codesize import code_bytes
 
     weight_bytes = json.loads(files["report.json"])["weight_bytes"]
     code = code_bytes(files, sum(1 for p in compiled.prepared if p.kernel), board.core, compiled.optimize)[0]
@@ -392,15 +392,15 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
     if not args.quiet:
         print(summary(compiled, weight_bytes, board.name, why, board.has_fpu, code))
     if frontend is not None:
-        from emitter.features.cli import summary_line
+        from emitter.commands.frontend import summary_line
 
         print(summary_line(frontend))
     print(f"wrote {out_dir}/ ({len(files)} files) in {elapsed:.2f} s"
           + (f"; kept what mcugen did not write there: {', '.join(kept)}" if kept else ""))
     if not args.verify:
         return None
-    from emitter.ci_report import BoardResult
-    from emitter.verify import run_verify
+    from emitter.verify.ci_report import BoardResult
+    from emitter.verify.run import run_verify
 
     result = BoardResult(board.name, frontend_asked=frontend is not None,
                          qemu_skipped="--no-qemu" if args.no_qemu else None)
@@ -410,7 +410,7 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
         result.figures = report.figures
         print(report.text())
         if frontend is not None and report.ok:
-            from emitter.features.cli import verify_frontend
+            from emitter.commands.frontend import verify_frontend
 
             result.error_stage = "frontend"
             report.figures["frontend"] = verify_frontend(args, frontend, compiled, out_dir, board)
@@ -434,8 +434,8 @@ def profile_report(compiled: Compiled, out_dir: Path, board: Board, args: argpar
     """Print the per-layer instruction profile; return it for report.json."""
     import tempfile
 
-    from emitter.profile import profile_layers, profile_title
-    from emitter.verify import load_inputs
+    from emitter.verify.profile import profile_layers, profile_title
+    from emitter.verify.run import load_inputs
 
     samples = load_inputs(compiled, args.inputs, args.samples)
     with tempfile.TemporaryDirectory(prefix="mcugen-profile-") as tmp:
@@ -454,7 +454,7 @@ def record_figures(report_path: Path, board: str, figures: dict) -> None:
     data = json.loads(report_path.read_text())
     data.setdefault("measured", {})[board] = figures
     report_path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-    from emitter.report_html import report_html
+    from emitter.report.html import report_html
 
     report_path.with_name("report.html").write_text(report_html(json.loads(report_path.read_text())))
 

@@ -15,21 +15,23 @@ from typing import Any
 
 import numpy as np
 
-from emitter import frontend, memplan
 from emitter.backends.cmsis_version import CmsisVersion
 from emitter.boards import Board
 from emitter.errors import BudgetError, NodeUnsupported, UnsupportedError, UsageError
 from emitter.ir import Graph, Node
 from emitter.lower import lower
+from emitter.onnx.load import OnnxModel
+from emitter.onnx.load import load as load_model
 from emitter.ops import REGISTRY, a16
 from emitter.ops.base import Prepared
 from emitter.optimize import OPTIMIZE, PLAN_ISA
-from emitter.order import orders, reorder
 from emitter.passes.fuse import fuse_activations, fuse_residual_adds
 from emitter.passes.layout import assign_layouts
-from emitter.planner import GUARD_BYTES, Plan, plan
+from emitter.plan import search
+from emitter.plan.arena import GUARD_BYTES, Plan, plan
+from emitter.plan.order import orders, reorder
+from emitter.plan.stream import can_stream
 from emitter.quant import NUMERICS
-from emitter.stream import can_stream
 
 C_KEYWORDS = frozenset("""auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static struct switch
@@ -39,7 +41,7 @@ typedef union unsigned void volatile while _Bool _Complex _Imaginary bool true f
 @dataclass(frozen=True, eq=False)
 class Compiled:
     name: str
-    model: frontend.OnnxModel
+    model: OnnxModel
     graph: Graph
     prepared: tuple[Prepared, ...]
     plan: Plan
@@ -50,7 +52,7 @@ class Compiled:
     portable_layers: tuple[tuple[int, str, str], ...] = ()  # cmsis-nn backend: (layer, kernel, why)
     cmsis_version: CmsisVersion | None = None  # of the CMSIS-NN at cmsis_path
     options: tuple[tuple[str, Any], ...] = ()  # compile_model's arguments after the path
-    memory: memplan.Choice | None = None  # the plan candidates and why this plan (None: whole layers asked)
+    memory: search.Choice | None = None  # the plan candidates and why this plan (None: whole layers asked)
     kernel_choices: tuple[Any, ...] = ()  # cmsis-nn backend: kernel_choice.Choice per conv/depthwise/FC layer
 
     @property
@@ -98,7 +100,7 @@ def passes(io_nhwc: bool) -> list[Callable[[Graph], Graph]]:
     return [fuse_activations, lambda g: assign_layouts(g, io_nhwc)]
 
 
-def numerics_of(m: frontend.OnnxModel) -> str:
+def numerics_of(m: OnnxModel) -> str:
     """The rounding contract the model was quantized for: "onnxruntime" for onnxruntime's quantizer
     output (producer_name "onnx.quantize", which onnxruntime.quantization writes, or its
     "onnxruntime.quant" metadata), "tflite" for everything else (TFLite-converted graphs with int8
@@ -141,14 +143,14 @@ def compile_model(path: str | Path, name: str | None = None,
                   budget_src: str = "--ram-budget", numerics: str | None = None,
                   optimize: str = "speed", tune: Tuner | None = None) -> Compiled:
     """memory: "layer" (whole layers, the liveness bound), "overlap", "stream" (the smallest plan
-    of that kind) or "auto" (emitter/memplan.choose: by `ram_budget`, else the smallest within 5 %
+    of that kind) or "auto" (emitter/plan/search.choose: by `ram_budget`, else the smallest within 5 %
     estimated overhead). Guard builds always plan whole layers. numerics: "tflite" or
     "onnxruntime" (the rounding contract); None chooses from the model (numerics_of). optimize:
     "speed" (each kernel's fastest path for the shape) or "size" (the bundle defines
     MCU_OPTIMIZE_SIZE: every kernel plans its generic path, as on plain C; emitter/optimize.py).
     tune: how the cmsis-nn backend measures both candidates of each conv/depthwise/FC layer instead
     of reading the cost table (emitter/backends/kernel_choice.py): --tune passes
-    emitter.backends.cost_measure.tune_layers (QEMU, cached)."""
+    emitter.verify.tuning.tune_layers (QEMU, cached)."""
     options = (("name", name), ("input_shapes", input_shapes), ("io_nhwc", io_nhwc), ("alignment", alignment),
                ("backend", backend), ("board", board), ("cmsis_path", cmsis_path), ("guard", guard),
                ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for), ("isa", isa),
@@ -158,7 +160,7 @@ def compile_model(path: str | Path, name: str | None = None,
         raise UsageError(f"unknown --optimize '{optimize}': use {' or '.join(OPTIMIZE)}")
     if optimize == "size" and isa is None:
         isa = PLAN_ISA  # MCU_ISA_PLAN in mcu_nn.h: the dispatchers plan as on plain C
-    m = frontend.load(path, input_shapes)
+    m = load_model(path, input_shapes)
     name = check_name(name) if name is not None else c_name(Path(path).stem)
     g = lower(m)
     g.verify()
@@ -183,7 +185,7 @@ def compile_model(path: str | Path, name: str | None = None,
     except BudgetError:
         return build(g)
     plain = build(g)  # a fused layer does not run by row bands: keep it only where the plan is no larger
-    if memplan.activation_ram(plain.graph, plain.plan) < memplan.activation_ram(first.graph, first.plan):
+    if search.activation_ram(plain.graph, plain.plan) < search.activation_ram(first.graph, first.plan):
         return plain
     return first
 
@@ -206,7 +208,7 @@ def residual_fusion(isa: str, backend: str, board: Board | None, cmsis_choice: s
     return keep
 
 
-def build_plan(g: Graph, *, name: str, m: frontend.OnnxModel, io_nhwc: bool, alignment: int, backend: str,
+def build_plan(g: Graph, *, name: str, m: OnnxModel, io_nhwc: bool, alignment: int, backend: str,
                board: Board | None, cmsis_path: Path | None, guard: bool, cmsis_choice: str,
                cmsis_sizes_for: str | None, isa: str, memory: str, ram_budget: int | None, budget_src: str,
                options: tuple[tuple[str, Any], ...], optimize: str, tune: Tuner | None) -> Compiled:
@@ -260,8 +262,8 @@ def build_plan(g: Graph, *, name: str, m: frontend.OnnxModel, io_nhwc: bool, ali
                 got = memory_variants(g, [narrow], alignment, isa, memory, ram_budget, budget_src)
             except BudgetError:
                 break
-            if memory != "auto" and memplan.activation_ram(reorder(g, got[0]), got[4].chosen.plan) > \
-                    memplan.activation_ram(reorder(g, order), choice.chosen.plan):
+            if memory != "auto" and search.activation_ram(reorder(g, got[0]), got[4].chosen.plan) > \
+                    search.activation_ram(reorder(g, order), choice.chosen.plan):
                 break
             order, prepared, portable, choices, choice = got
         g = reorder(g, order)
@@ -285,7 +287,7 @@ Variant = Calls | Callable[[], Calls]
 
 def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str, memory: str,
                     ram_budget: int | None, budget_src: str
-                    ) -> tuple[list[int], tuple[Prepared, ...], Portable, list[Any], memplan.Choice]:
+                    ) -> tuple[list[int], tuple[Prepared, ...], Portable, list[Any], search.Choice]:
     """The memory plan of the first kernel choice (e.g. CMSIS-NN's calls), or of a later one (more
     layers portable, to run by rows; a callable, made only when asked) when the first misses the
     budget, or when the smallest plan is asked and the later one is smaller. Returns the execution
@@ -303,7 +305,7 @@ def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str,
         except BudgetError as e:
             error = error or e
             continue
-        ram = memplan.activation_ram(reorder(g, order), choice.chosen.plan)
+        ram = search.activation_ram(reorder(g, order), choice.chosen.plan)
         if best is None or ram < best[0]:
             at = {step: pos for pos, step in enumerate(order)}
             moved = sorted((at[i], kernel, why) for i, kernel, why in portable)
@@ -316,11 +318,11 @@ def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str,
 
 
 def memory_order(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str, memory: str,
-                 ram_budget: int | None, budget_src: str) -> tuple[list[int], memplan.Choice]:
-    """The memory plan over the candidate execution orders of a branching graph (emitter/order.py):
+                 ram_budget: int | None, budget_src: str) -> tuple[list[int], search.Choice]:
+    """The memory plan over the candidate execution orders of a branching graph (emitter/plan/order.py):
     the order whose plan is best (the fastest within the budget, else the smallest), the file's
     order on a tie. A budget no order meets raises the file order's BudgetError."""
-    best: tuple[tuple[int, int], list[int], memplan.Choice] | None = None
+    best: tuple[tuple[int, int], list[int], search.Choice] | None = None
     error: BudgetError | None = None
     for k, order in enumerate(orders(g)):
         g2, p2 = reorder(g, order), tuple(prepared[i] for i in order)
@@ -329,10 +331,11 @@ def memory_order(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str,
         except BudgetError as e:
             error = error or e
             continue
-        ram = memplan.activation_ram(g2, c.chosen.plan)
+        ram = search.activation_ram(g2, c.chosen.plan)
         key = (c.chosen.overhead, ram) if memory == "auto" and ram_budget is not None else (ram, c.chosen.overhead)
         if k > 0:
-            c = replace(c, why=f"{c.why}; the layers run in a memory-aware order, not the file's (emitter/order.py)")
+            c = replace(c, why=f"{c.why}; the layers run in a memory-aware order, not the file's "
+                                  "(emitter/plan/order.py)")
         if best is None or key < best[0]:
             best = (key, order, c)
         if k == 0 and len(c.candidates) == 1:  # the whole-layer plan fits: nothing else to weigh
@@ -344,21 +347,21 @@ def memory_order(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str,
 
 
 def memory_plan(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: int, isa: str, memory: str,
-                ram_budget: int | None, budget_src: str) -> memplan.Choice:
-    base = memplan.model_cost(prepared, isa)
+                ram_budget: int | None, budget_src: str) -> search.Choice:
+    base = search.model_cost(prepared, isa)
     if memory == "auto" and ram_budget is not None:  # the fastest plan fits: nothing else to weigh
-        layer = memplan.Candidate(plan(g, scratch, align), 0)
-        if memplan.activation_ram(g, layer.plan) <= ram_budget:
-            return memplan.Choice(layer, (layer,), base,
+        layer = search.Candidate(plan(g, scratch, align), 0)
+        if search.activation_ram(g, layer.plan) <= ram_budget:
+            return search.Choice(layer, (layer,), base,
                                   f"the fastest plan, within {budget_src} ({ram_budget:,} bytes)")
-    cands = memplan.candidates(g, prepared, scratch, align, isa)
+    cands = search.candidates(g, prepared, scratch, align, isa)
     if memory == "auto":
-        return memplan.choose(g, cands, base, ram_budget, budget_src)
+        return search.choose(g, cands, base, ram_budget, budget_src)
     if memory not in ("layer", "inplace", "overlap", "stream"):
         raise UsageError(f"--memory {memory}: use auto, layer, inplace, overlap or stream")
     kind = [c for c in cands if c.kind == memory] or [c for c in cands if c.kind == "overlap"]  # nothing to stream
-    pick = min(kind, key=lambda c: (memplan.activation_ram(g, c.plan), c.overhead))
-    return memplan.Choice(pick, tuple(cands), base, f"--memory {memory}")
+    pick = min(kind, key=lambda c: (search.activation_ram(g, c.plan), c.overhead))
+    return search.Choice(pick, tuple(cands), base, f"--memory {memory}")
 
 
 def golden_tensors(c: Compiled, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:

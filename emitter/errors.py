@@ -41,7 +41,7 @@ class McugenError(Exception):
     """Base of every error mcugen reports to a user; exit_code is the CLI's exit status for it."""
 
     exit_code: ClassVar[int] = EXIT_ERROR
-    # a verification that stopped part way: the figures of the checks that ran (emitter/ci_report.py)
+    # a verification that stopped part way: the figures of the checks that ran (emitter/verify/ci_report.py)
     verify_figures: dict | None = None
 
     def __init__(self, *args: object) -> None:

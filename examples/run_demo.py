@@ -45,20 +45,20 @@ def main() -> int:
 
     import onnxruntime as ort
 
-    import emitter.verify
+    import emitter.verify.run
     from emitter.cli import main as mcugen
 
     model, heldout = HERE / "digits_cnn_int8.onnx", HERE / "digits_heldout.npz"
     data = np.load(heldout)
     images, labels = data["images"].astype(np.float32), data["labels"]
-    reports: list[emitter.verify.VerifyReport] = []
-    run_verify = emitter.verify.run_verify
+    reports: list[emitter.verify.run.VerifyReport] = []
+    run_verify = emitter.verify.run.run_verify
 
-    def keep(*a: object, **k: object) -> emitter.verify.VerifyReport:
+    def keep(*a: object, **k: object) -> emitter.verify.run.VerifyReport:
         reports.append(run_verify(*a, **k))  # type: ignore[arg-type]
         return reports[-1]
 
-    emitter.verify.run_verify = keep  # the command's own verification; its outputs give the accuracies
+    emitter.verify.run.run_verify = keep  # the command's own verification; its outputs give the accuracies
     argv = [shown(model), f"--board={args.board}", "-o", args.out, "--name", "digits",
             "--verify", "--inputs", shown(heldout), "--quiet"]
     print("$ mcugen " + shlex.join(argv), flush=True)

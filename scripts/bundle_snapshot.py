@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 from emitter.boards import load_board  # noqa: E402
 from emitter.compiler import compile_model  # noqa: E402
 from emitter.errors import McugenError  # noqa: E402
-from emitter.render import render_bundle  # noqa: E402
+from emitter.render.bundle import render_bundle  # noqa: E402
 
 CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Measures the code bytes of every mcu_runtime/ file a bundle may ship, on every core of boards/,
-into mcu_runtime/code_sizes.json (read by emitter/codesize.py for the flash budget):
+into mcu_runtime/code_sizes.json (read by emitter/report/codesize.py for the flash budget):
 
     python scripts/code_sizes.py            # rewrite the table (after changing a kernel)
     python scripts/code_sizes.py --check    # exit 1 if the table is stale (tests do this per core)
@@ -90,7 +90,7 @@ def cores() -> dict[str, list[str]]:
 def measure(core: str, flags: list[str], optimize: str = "speed") -> dict[str, object]:
     from emitter.compiler import compile_model
     from emitter.optimize import OPT_FLAGS
-    from emitter.render import render_bundle
+    from emitter.render.bundle import render_bundle
     from tests.models.tiny import HELLO
 
     includes = [RT / "include", RT / "kernels", RT / "support"]

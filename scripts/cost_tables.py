@@ -7,7 +7,7 @@ The sweep (sweep_cases(): ~600 single-layer cases, seeded): convolutions 1x1, Kx
 Kx1 and 1xK (1-D), strides 1-2, dilation 2, 1-512 channels; depthwise KxK / Kx1 / 1xK with depth
 multipliers 1-8 and dilation; fully connected 8-4096 inputs. Each core runs them in one
 multi-branch firmware per candidate (chunked only where the test image's flash is too small),
-mcugen's kernel and CMSIS-NN's, counted in QEMU (emitter/backends/cost_measure.py). Run it again
+mcugen's kernel and CMSIS-NN's, counted in QEMU (emitter/verify/tuning.py). Run it again
 after any change to mcugen's kernels or to the CMSIS-NN version; it prints how long it took.
 """
 from __future__ import annotations
@@ -27,9 +27,9 @@ if str(ROOT) not in sys.path:
 from emitter.backends import kernel_choice as kc  # noqa: E402
 from emitter.backends.cmsis_nn import check_version, cmsis_path  # noqa: E402
 from emitter.backends.cost_cases import SHAPE_FIELDS, Case, Shape, random_case  # noqa: E402
-from emitter.backends.cost_measure import CMSIS_OPT, compiler_version, kernel_sources_hash, measure  # noqa: E402
 from emitter.backends.kernel_choice import TABLES  # noqa: E402
 from emitter.boards import load_board  # noqa: E402
+from emitter.verify.tuning import CMSIS_OPT, compiler_version, kernel_sources_hash, measure  # noqa: E402
 
 CORES = ("cortex-m4", "cortex-m7", "cortex-m55")
 MAX_MACS = 400_000

@@ -26,11 +26,11 @@ def main() -> int:
     args = ap.parse_args()
 
     from emitter.boards import load_board
-    from emitter.bundle import write_bundle
     from emitter.compiler import compile_model
-    from emitter.features.render import bind
-    from emitter.features.run import check
-    from emitter.render import render_bundle
+    from emitter.render.bundle import render_bundle
+    from emitter.render.frontend import bind
+    from emitter.render.write import write_bundle
+    from emitter.verify.frontend import check
     from tests.features_cases import KWS_MODEL, kws_spec, speech_clips
 
     c = compile_model(KWS_MODEL, name="kws")

@@ -24,10 +24,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from emitter.compiler import Compiled, compile_model, golden_run  # noqa: E402
-from emitter.debug.layers import debug_layers  # noqa: E402
-from emitter.debug.ort import ort_layers  # noqa: E402
 from emitter.errors import McugenError  # noqa: E402
-from emitter.verify import ort_run, quantize  # noqa: E402
+from emitter.verify.debug.layers import debug_layers  # noqa: E402
+from emitter.verify.debug.ort import ort_layers  # noqa: E402
+from emitter.verify.run import ort_run, quantize  # noqa: E402
 from tests.models.deep import build, feeds  # noqa: E402
 
 Rows = list[list[np.ndarray]]
@@ -88,9 +88,9 @@ def instructions(path: Path, modes: list[str], cores: list[str], samples: Rows, 
     """Median executed instructions per inference in QEMU, per core and mode (portable backend,
     the bundle planned for the core), and each mode's ratio to the first."""
     from emitter.boards import load_board
-    from emitter.bundle import write_bundle
-    from emitter.harness import run_in_qemu, write_glue
-    from emitter.render import render_bundle
+    from emitter.render.bundle import render_bundle
+    from emitter.render.write import write_bundle
+    from emitter.verify.harness import run_in_qemu, write_glue
 
     lines = []
     for core in cores:

@@ -25,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 def main() -> int:
     from emitter.compiler import compile_model, golden_run
     from emitter.errors import McugenError
-    from emitter.render import render_bundle
-    from emitter.verify import diff_stats, load_inputs, ort_run
+    from emitter.render.bundle import render_bundle
+    from emitter.verify.run import diff_stats, load_inputs, ort_run
     from tests.models.onnx_backend import backend_models
     from tests.models.wild import WILD_CASES, WILD_REFUSALS
 

@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 from emitter import __version__  # noqa: E402
 from emitter.compiler import golden_run  # noqa: E402
 from emitter.errors import QuantError, UnsupportedError  # noqa: E402
-from emitter.verify import diff_stats, ort_run  # noqa: E402
+from emitter.verify.run import diff_stats, ort_run  # noqa: E402
 from tests.harness.bundles import build_library, run_c  # noqa: E402
 from tests.harness.zoo_runs import (  # noqa: E402
     Outcome,

@@ -64,7 +64,7 @@ def tiny_model(path: Path, frames: int, coeffs: int, real: np.ndarray) -> Path:
     from onnx import helper as H
     from onnx import numpy_helper as NH
 
-    from emitter.quantize import quantize_for_mcugen
+    from emitter.commands.quantize import quantize_for_mcugen
 
     n = frames * coeffs
     w = np.random.default_rng(2).normal(0, 0.05, (n, 4)).astype(np.float32)
@@ -85,12 +85,12 @@ SPECTROGRAM = {"kind": "spectrogram", "sample_rate": 8000, "frame_length": 200, 
 def spectrogram_case(tmp_path: Path, arith: str, board_name: str | None = None) -> tuple:
     """(FrontEnd, Compiled, bundle, clips): a tiny model on 8 frames x 129 magnitudes."""
     from emitter.boards import load_board
-    from emitter.bundle import write_bundle
+    from emitter.commands.frontend import real_features
     from emitter.compiler import compile_model
     from emitter.features import features_raw, parse_spec
-    from emitter.features.cli import real_features
-    from emitter.features.render import bind
-    from emitter.render import render_bundle
+    from emitter.render.bundle import render_bundle
+    from emitter.render.frontend import bind
+    from emitter.render.write import write_bundle
 
     spec = parse_spec(SPECTROGRAM | {"arithmetic": arith})
     clips = all_clips(spec.window_samples(8), 8000)

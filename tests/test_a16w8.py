@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 from emitter.boards import load_board
-from emitter.bundle import write_bundle
 from emitter.compiler import compile_model, golden_run
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
+from emitter.render.write import write_bundle
 from emitter.target.toolchain import missing_tools
-from emitter.verify import load_inputs, ort_run, run_verify
+from emitter.verify.run import load_inputs, ort_run, run_verify
 from tests.harness.cmsis import CMSIS_NN
 from tests.models import a16
 

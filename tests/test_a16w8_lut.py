@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 
 from emitter.boards import load_board
-from emitter.bundle import write_bundle
 from emitter.compiler import compile_model, golden_run
 from emitter.kernels.mcu_sigmoid_s16 import ActivationS16Params, mcu_sigmoid_s16
 from emitter.kernels.mcu_softmax_s16 import SoftmaxS16Params, mcu_softmax_s16
 from emitter.kernels.mcu_tanh_s16 import mcu_tanh_s16
 from emitter.ops.a16_lut import input_rescale, sigmoid_table, softmax_tables
 from emitter.quant import quantize_multiplier
-from emitter.render import render_bundle
-from emitter.verify import ort_run, run_verify
+from emitter.render.bundle import render_bundle
+from emitter.render.write import write_bundle
+from emitter.verify.run import ort_run, run_verify
 from tests.harness.ckernels import MCU_ERR_ARG, call_kernel, call_raw, call_status
 from tests.models import a16
 from tests.test_a16w8 import CMSIS, MISSING, float_npz, ort_diff, verify

@@ -34,11 +34,11 @@ import numpy as np
 import pytest
 
 from emitter.boards import Board, load_board
-from emitter.bundle import write_bundle
 from emitter.compiler import Compiled, compile_model, golden_run
-from emitter.features.render import FrontEnd
 from emitter.features.sources import cmsis_dsp_path
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
+from emitter.render.frontend import FrontEnd
+from emitter.render.write import write_bundle
 from emitter.target import missing_tools
 from tests.features_cases import KWS_MODEL, KWS_SPEC
 from tests.harness.bundles import SHARED_MODELS, shared_model
@@ -173,7 +173,7 @@ def make_bundle(core: str, variant: str, scratch: Path, way: str = "") -> Bundle
     key = (core, variant, way)
     if key not in _BUNDLES:
         from emitter.features import load_spec
-        from emitter.features.render import bind
+        from emitter.render.frontend import bind
 
         board = load_board(core)
         cmsis = variant.startswith("cmsis-nn")
@@ -237,8 +237,8 @@ def build(core: str, variant: str, way: str, scratch: Path) -> list[Path]:
             found.append(out / "firmware")  # linked: one float ABI throughout
         archives = found
     else:  # scons: the QEMU harness's own build of bundle, CMSIS-NN and CMSIS-DSP from source
-        from emitter.harness import write_glue
         from emitter.target.firmware import build_firmware
+        from emitter.verify.harness import write_glue
 
         glue = b.folder.parent / "glue"
         write_glue(b.compiled, glue)
@@ -304,9 +304,9 @@ QEMU_CORES = ("cortex-m4", "cortex-m55", "cortex-m0plus")
 def test_drop_in_make_library_runs_bit_exact_in_qemu(core: str, variant: str, scratch: Path) -> None:
     """`make CC=arm-none-eabi-gcc CFLAGS="-O2 <core flags>"`: every object built for the core, and
     lib<name>.a linked into the harness (nothing of the bundle compiled by SCons) runs bit-exact."""
-    from emitter.harness import run_folder, unpack, write_glue
     from emitter.target.firmware import build_firmware
     from emitter.target.qemu import run_qemu
+    from emitter.verify.harness import run_folder, unpack, write_glue
 
     check_build(core, variant, "make-cflags", scratch)
     b = make_bundle(core, variant, scratch, "make-cflags")
@@ -317,7 +317,7 @@ def test_drop_in_make_library_runs_bit_exact_in_qemu(core: str, variant: str, sc
         samples = load_samples(c)
         write_glue(c, glue)
     else:
-        from emitter.features.run import glue_text
+        from emitter.verify.frontend import glue_text
         from tests.features_cases import speech_clips
 
         fe = b.frontend
@@ -354,7 +354,7 @@ def test_drop_in_make_library_runs_bit_exact_in_qemu(core: str, variant: str, sc
 
 
 def load_samples(c: Compiled, count: int = 3) -> list[list[np.ndarray]]:
-    from emitter.verify import load_inputs
+    from emitter.verify.run import load_inputs
 
     return load_inputs(c, None, count, seed=22)
 
@@ -378,10 +378,10 @@ def test_readme_drop_in_make_cmsis_nn_bit_exact_with_tflm(name: str, core: str, 
     """The README's drop-in build with --backend cmsis-nn: `make CC=arm-none-eabi-gcc CFLAGS="-O2
     -mcpu=... -mfloat-abi=hard ..."`; the firmware links (one float ABI) and runs TFLM's inputs
     bit-exact with tflm_outputs in QEMU."""
-    from emitter.harness import pack, unpack, write_glue
     from emitter.target.firmware import build_firmware
     from emitter.target.qemu import run_qemu
-    from emitter.verify import load_inputs
+    from emitter.verify.harness import pack, unpack, write_glue
+    from emitter.verify.run import load_inputs
 
     board = load_board(core)
     c = compile_model(shared_model(name), name="net", backend="cmsis-nn", board=board, cmsis_path=CMSIS_NN)

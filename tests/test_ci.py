@@ -36,7 +36,7 @@ def reference_npz(path: Path, corrupt: bool = False) -> Path:
     """16 held-out digits with reference outputs (`tflm_outputs`) equal to the golden model's, or
     with two elements off (corrupt)."""
     from emitter.compiler import compile_model, golden_run
-    from emitter.verify import load_inputs
+    from emitter.verify.run import load_inputs
 
     c = compile_model(DIGITS)
     images = np.load(HELDOUT)["images"][:16]

@@ -17,7 +17,7 @@ from emitter.backends import kernel_choice as kc
 from emitter.backends.kernel_choice import ours_is_faster
 from emitter.boards import load_board
 from emitter.compiler import compile_model
-from emitter.summary import summary
+from emitter.report.summary import summary
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, shared_model
 from tests.harness.cmsis import CMSIS_NN
 

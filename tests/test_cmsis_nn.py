@@ -33,16 +33,16 @@ from onnx import TensorProto, helper
 from emitter.backends.cmsis_nn import Converter
 from emitter.backends.cmsis_nn import sources as cmsis_sources
 from emitter.boards import load_board
-from emitter.bundle import write_bundle
 from emitter.compiler import Compiled, compile_model, golden_run
 from emitter.kernels.common import pad_rank
 from emitter.kernels.mcu_concat_s8 import concat_plan, mcu_concat_s8
 from emitter.kernels.mcu_pad_s8 import pad_axes
 from emitter.kernels.mcu_transpose_s8 import TransposeParams, mcu_transpose_s8
 from emitter.ops.base import ConstArg, IntArg, Prepared, TensorArg, TensorListArg
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
+from emitter.render.write import write_bundle
 from emitter.target.toolchain import missing_tools
-from emitter.verify import run_verify
+from emitter.verify.run import run_verify
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, STRICT, int8_inputs, shared_model
 from tests.harness.cmsis import CMSIS_NN
 from tests.harness.qemu import MergedCase, MergedRun, run_merged
@@ -261,10 +261,10 @@ def test_cmsis_cmake_builds_and_links(mode, tmp_path, arm_cmsis_lib):
 def test_scons_prebuilt_library_bit_exact_in_qemu(tmp_path, arm_cmsis_lib):
     """SConstruct cmsis_nn=DIR cmsis_nn_lib=FILE links the prebuilt library (nothing of CMSIS-NN
     compiled); the firmware is bit-exact with TFLM's reference outputs in QEMU."""
-    from emitter.harness import pack, unpack, write_glue
     from emitter.target.firmware import build_firmware
     from emitter.target.qemu import run_qemu
-    from emitter.verify import load_inputs
+    from emitter.verify.harness import pack, unpack, write_glue
+    from emitter.verify.run import load_inputs
 
     name = "mlperf_kws_dscnn"
     c, b = emit(name, "cortex-m4", tmp_path / "b")
@@ -293,10 +293,10 @@ def test_bundle_makefile_build_bit_exact_with_tflm_in_qemu(name, board, tmp_path
     builds libnet.a, model and CMSIS-NN together at the board's flags; the harness links that
     library (SConstruct bundle_lib=) and runs TFLM's reference inputs in QEMU: bit-exact with
     tflm_outputs, mcugen's default kernel choice."""
-    from emitter.harness import pack, unpack, write_glue
     from emitter.target.firmware import build_firmware
     from emitter.target.qemu import run_qemu
-    from emitter.verify import load_inputs
+    from emitter.verify.harness import pack, unpack, write_glue
+    from emitter.verify.run import load_inputs
 
     c, b = emit(name, board, tmp_path / "b", "fastest")
     res = subprocess.run(["make", "-C", str(tmp_path / "b"), f"-j{os.cpu_count() or 2}", "CC=arm-none-eabi-gcc",
@@ -673,7 +673,7 @@ def test_host_check_of_an_mve_bundle_plans_plain_c_scratch(op_models, tmp_path):
     """The host build runs CMSIS-NN's plain C path, which needs more scratch here (im2col) than
     the MVE 1xN kernel planned for cortex-m55: verify runs the host twin (same kernels, scratch
     sized for plain C) and the board's bundle in QEMU, both bit-exact."""
-    from emitter.verify import host_twin
+    from emitter.verify.run import host_twin
 
     m = model(op_models, "cm_conv_1xn_same_s1-qdq")
     b = load_board("cortex-m55")

@@ -19,18 +19,18 @@ import numpy as np
 import pytest
 
 from emitter.boards import load_board
-from emitter.bundle import write_bundle
 from emitter.cli import main
 from emitter.compiler import compile_model, golden_run
 from emitter.errors import UsageError
-from emitter.harness import pack, unpack, write_glue
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
 from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 from emitter.optimize import CMSIS_OPT_FLAGS, OPT_FLAGS
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
+from emitter.render.write import write_bundle
 from emitter.target.firmware import Firmware, build_firmware
 from emitter.target.qemu import run_qemu
 from emitter.target.toolchain import missing_tools
+from emitter.verify.harness import pack, unpack, write_glue
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, shared_model
 from tests.harness.cmsis import CMSIS_NN
 from tests.models.tiny import HELLO, tiny_qdq_conv

@@ -12,7 +12,7 @@ import pytest
 
 from emitter.boards import list_boards
 from emitter.cli import main
-from emitter.codesize import code_bytes, table
+from emitter.report.codesize import code_bytes, table
 from emitter.target import missing_tools
 from tests.harness.bundles import REPO
 from tests.models.tiny import HELLO, tiny_qdq_conv

@@ -15,10 +15,10 @@ import pytest
 
 from emitter.cli import main
 from emitter.compiler import compile_model
-from emitter.debug import debug_layers, parse_layers
 from emitter.errors import VerifyError
-from emitter.harness import write_glue
 from emitter.target import missing_tools
+from emitter.verify.debug import debug_layers, parse_layers
+from emitter.verify.harness import write_glue
 from tests.harness.bundles import SHARED_MODELS, emit, shared_model
 
 MODEL = "mlperf_kws_dscnn"
@@ -125,7 +125,7 @@ def test_cmsis_nn_bundle_is_refused_with_a_way_out(bundle: Path, tmp_path: Path,
 
 @needs_models
 def test_glue_hook_only_in_debug_mode(tmp_path: Path) -> None:
-    from emitter.debug import write_layer_glue
+    from emitter.verify.debug import write_layer_glue
 
     c = compile_model(shared_model("tflm_micro_speech"), name="net")
     write_glue(c, tmp_path / "plain")

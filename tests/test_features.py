@@ -15,11 +15,11 @@ from emitter.compiler import compile_model
 from emitter.errors import UsageError
 from emitter.features import compute_features, parse_spec, stream_features
 from emitter.features.reference import features_raw, tables_of
-from emitter.features.render import bind
-from emitter.features.run import check
 from emitter.features.sources import SOURCES, cmsis_dsp_path, sources_for
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
+from emitter.render.frontend import bind
 from emitter.target import missing_tools
+from emitter.verify.frontend import check
 from tests.features_cases import KWS_MODEL, KWS_SPEC, all_clips, kws_spec, spectrogram_case, tiny_model
 
 pytest.importorskip("cmsisdsp", reason="the front end's reference is the cmsisdsp package (scripts/setup.sh)")
@@ -115,7 +115,7 @@ def test_host_bit_exact_over_100_clips(arith, tmp_path):
     c = compile_model(KWS_MODEL, name="kws")
     fe = bind(kws_spec(arithmetic=arith), c)
     bundle = tmp_path / "b"
-    from emitter.bundle import write_bundle
+    from emitter.render.write import write_bundle
 
     write_bundle(render_bundle(c, "", "host", fe), bundle)
     clips = _clips(fe.spec)
@@ -143,7 +143,7 @@ def test_logmel_coeffs_frames_layout_host(tmp_path):
     c = compile_model(model, name="lm")
     fe = bind(spec, c)
     assert fe.frames == frames
-    from emitter.bundle import write_bundle
+    from emitter.render.write import write_bundle
 
     write_bundle(render_bundle(c, "", "host", fe), tmp_path / "b")
     r = check(fe, c, tmp_path / "b", pcm, tmp_path / "w")
@@ -202,7 +202,7 @@ def test_cli_features_ref_reports_a_preprocessing_mismatch(tmp_path, capsys):
 
 @pytest.mark.skipif(shutil.which("make") is None or bool(HOST) or DSP is None, reason="needs make, gcc, CMSIS-DSP")
 def test_bundle_makefile_builds_front_end_with_strict_flags(tmp_path):
-    from emitter.bundle import write_bundle
+    from emitter.render.write import write_bundle
 
     c = compile_model(KWS_MODEL, name="kws")
     write_bundle(render_bundle(c, "", "host", bind(kws_spec(), c)), tmp_path / "b")
@@ -240,7 +240,7 @@ int main(void)
 
 @pytest.mark.skipif(shutil.which("cmake") is None or bool(HOST) or DSP is None, reason="needs cmake, gcc, CMSIS-DSP")
 def test_bundle_cmake_builds_front_end(tmp_path):
-    from emitter.bundle import write_bundle
+    from emitter.render.write import write_bundle
 
     c = compile_model(KWS_MODEL, name="kws")
     fe = bind(kws_spec(), c)

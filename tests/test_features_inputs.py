@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from emitter.cli import main
+from emitter.commands.frontend import read_audio, read_npz
 from emitter.errors import ToolchainError, UsageError
-from emitter.features.cli import read_audio, read_npz
 from emitter.features.sources import VERSION, cmsis_dsp_path
 from emitter.target import missing_tools
 from tests.features_cases import EXAMPLE, KWS_MODEL, KWS_SPEC, speech_clips

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 
 from emitter.boards import load_board
-from emitter.bundle import write_bundle
 from emitter.compiler import compile_model
-from emitter.features.render import bind
-from emitter.features.run import check
 from emitter.features.sources import cmsis_dsp_path
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
+from emitter.render.frontend import bind
+from emitter.render.write import write_bundle
 from emitter.target import missing_tools
+from emitter.verify.frontend import check
 from tests.features_cases import EXAMPLE, KWS_MODEL, all_clips, kws_spec, spectrogram_case
 
 pytest.importorskip("cmsisdsp", reason="the front end's reference is the cmsisdsp package (scripts/setup.sh)")

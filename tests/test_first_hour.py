@@ -37,7 +37,7 @@ def test_float_model_error_names_the_quantize_command_that_works(tmp_path: Path,
 # ---- item 7: one way to shorten layer names; offsets with separators; full names in report.json ----
 
 def test_short_name_keeps_head_and_tail_at_one_width() -> None:
-    from emitter.names import NAME_WIDTH, short_name
+    from emitter.report.names import NAME_WIDTH, short_name
 
     assert short_name("conv1") == "conv1"
     long = "sequential/dense_1/MatMul;sequential/dense_1/Relu;sequential/dense_1/BiasAdd_prequant"
@@ -53,8 +53,8 @@ def test_summary_profile_and_debug_show_the_same_layer_names(tmp_path: Path,
     import json
 
     from emitter.compiler import compile_model
-    from emitter.names import short_name
-    from emitter.profile import LayerCost, Profile
+    from emitter.report.names import short_name
+    from emitter.verify.profile import LayerCost, Profile
     from tests.models.tiny import HELLO
 
     c = compile_model(HELLO, name="hello_fc")

@@ -43,10 +43,10 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 from onnx import TensorProto as TP
 from onnx import numpy_helper as NH
 
-from emitter.bundle import write_bundle
 from emitter.compiler import compile_model
 from emitter.errors import McugenError
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
+from emitter.render.write import write_bundle
 from tests.harness.bundles import SHARED_MODELS, shared_model
 from tests.models.tiny import TINY_MODELS, hello_fc
 

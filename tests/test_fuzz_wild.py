@@ -36,8 +36,8 @@ from onnx import numpy_helper as NH
 
 from emitter.compiler import Compiled, compile_model, golden_run
 from emitter.errors import McugenError
-from emitter.render import render_bundle
-from emitter.verify import diff_stats, load_inputs, ort_run
+from emitter.render.bundle import render_bundle
+from emitter.verify.run import diff_stats, load_inputs, ort_run
 from tests.harness.bundles import build_library, emit, ort_u8s8_saturates, run_c
 from tests.models.onnx_backend import backend_models
 from tests.models.ops import CASES, case_model

@@ -24,9 +24,9 @@ import pytest
 
 from emitter.boards import load_board
 from emitter.compiler import Compiled, compile_model
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
+from emitter.report.summary import summary
 from emitter.resources import data_dir
-from emitter.summary import summary
 from tests.harness.bundles import SHARED_MODELS, STRICT
 from tests.harness.cmsis import CMSIS_NN
 

@@ -31,7 +31,7 @@ import onnx
 import pytest
 
 from emitter.compiler import compile_model
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
 from tests.harness.bundles import CM7_FLAGS, REPO, SHARED_MODELS, shared_model
 from tests.models.tiny import hello_fc, tiny_qdq_conv, tiny_qop_add_concat
 
@@ -104,7 +104,7 @@ def test_same_model_twice_byte_identical(name: str, tmp_path: Path) -> None:
 GEN_SCRIPT = """
 import hashlib, sys
 from emitter.compiler import compile_model
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
 files = render_bundle(compile_model(sys.argv[1], name="net"), "", "host")
 for k in sorted(files):
     print(k, hashlib.sha256(files[k]).hexdigest())

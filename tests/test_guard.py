@@ -17,7 +17,7 @@ import pytest
 
 from emitter.cli import main
 from emitter.compiler import Compiled, compile_model, golden_run
-from emitter.planner import GUARD_BYTES
+from emitter.plan.arena import GUARD_BYTES
 from tests.harness.bundles import (
     MODEL_NAMES,
     SHARED_MODELS,

@@ -20,9 +20,9 @@ import pytest
 
 from emitter.backends import kernel_choice as kc
 from emitter.backends.cost_cases import Shape, case_of, onnx_of, random_case, shape_of
-from emitter.backends.cost_measure import cache_key
 from emitter.boards import load_board
 from emitter.compiler import compile_model
+from emitter.verify.tuning import cache_key
 from tests.harness.cmsis import CMSIS_NN
 
 needs_cmsis = pytest.mark.skipif(CMSIS_NN is None, reason="CMSIS_NN_PATH is not set: point it at a CMSIS-NN "
@@ -201,7 +201,7 @@ def prepared_of(cases: list, board) -> list:
 def test_default_choice_within_3_percent_of_the_better_measured(core):
     from emitter.backends.cmsis_nn import check_version
     from emitter.backends.cost_cases import Case
-    from emitter.backends.cost_measure import tuned_counts
+    from emitter.verify.tuning import tuned_counts
 
     board = load_board(core)
     items = model_cases(core)

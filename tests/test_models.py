@@ -10,8 +10,8 @@ import pytest
 
 from emitter.cli import main
 from emitter.compiler import compile_model, golden_run
-from emitter.harness import write_glue
 from emitter.resources import data_dir
+from emitter.verify.harness import write_glue
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, shared_model
 
 SANITIZE = "-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"

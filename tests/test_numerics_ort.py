@@ -12,15 +12,15 @@ import pytest
 
 from emitter import quant
 from emitter.boards import load_board
-from emitter.bundle import write_bundle
 from emitter.compiler import compile_model, golden_run
-from emitter.harness import pack, unpack
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
+from emitter.render.write import write_bundle
 from emitter.resources import data_dir
 from emitter.target.firmware import build_firmware
 from emitter.target.qemu import run_qemu
 from emitter.target.toolchain import missing_tools
-from emitter.verify import ort_run, run_host
+from emitter.verify.harness import pack, unpack
+from emitter.verify.run import ort_run, run_host
 from tests.harness.bundles import STRICT, emit
 from tests.harness.cmsis import CMSIS_NN
 from tests.models.deep import build, feeds
@@ -105,7 +105,7 @@ def deep(tmp_path_factory) -> dict:
     c = {mode: compile_model(path, name="deep", numerics=mode) for mode in quant.NUMERICS}
     t = c["tflite"].graph.t(c["tflite"].graph.inputs[0])
     assert t.quant is not None
-    from emitter.verify import quantize
+    from emitter.verify.run import quantize
     samples = [[quantize(f["x"].astype(np.float64), t.quant.s, t.quant.zp).reshape(t.shape)]
                for f in feeds(8, 7)]
     return dict(path=path, work=work, c=c, samples=samples, ref=ort_run(c["tflite"], path, samples))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from emitter.compiler import compile_model, golden_run
-from emitter.verify import diff_stats, ort_run
+from emitter.verify.run import diff_stats, ort_run
 from tests.harness.bundles import build_library, emit, int8_inputs, run_c
 from tests.models.ops import CASES, case_model
 

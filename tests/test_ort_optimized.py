@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import ort_u8s8_repro as repro  # noqa: E402
 
-import emitter.verify as verify  # noqa: E402
+import emitter.verify.run as verify  # noqa: E402
 
 pytest.importorskip("onnxruntime")
 

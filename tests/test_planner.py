@@ -1,4 +1,4 @@
-"""emitter/planner.py: properties of the arena plan on random lifetimes and random graphs
+"""emitter/plan/arena.py: properties of the arena plan on random lifetimes and random graphs
 (hypothesis), with and without guard bytes, and on the real models.
 
 Invariants: no two buffers that are live at the same step share a byte (guard bytes included),
@@ -15,10 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter import planner
 from emitter.compiler import compile_model
 from emitter.ir import Graph, Node, QuantParams, Tensor
-from emitter.planner import GUARD_BYTES, Buffer, Plan, place, place_in_order
+from emitter.plan import arena as planner
+from emitter.plan.arena import GUARD_BYTES, Buffer, Plan, place, place_in_order
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, shared_model
 from tests.models.tiny import TINY_MODELS
 

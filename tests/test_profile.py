@@ -1,4 +1,4 @@
-"""Per-layer instruction profiles in QEMU (emitter/profile.py, `mcugen verify --profile`).
+"""Per-layer instruction profiles in QEMU (emitter/verify/profile.py, `mcugen verify --profile`).
 
 The profile build emits a lap marker after every layer; the plugin's laps must split the count of
 one inference exactly (laps + return = total), one lap per kernel call, and the heavy layers must
@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 
 from emitter.boards import load_board
-from emitter.bundle import write_bundle
 from emitter.compiler import compile_model
-from emitter.profile import profile_layers
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
+from emitter.render.write import write_bundle
 from emitter.target.toolchain import missing_tools
-from emitter.verify import load_inputs
+from emitter.verify.profile import profile_layers
+from emitter.verify.run import load_inputs
 from tests.harness.bundles import SHARED_MODELS, shared_model
 
 pytestmark = [pytest.mark.qemu,

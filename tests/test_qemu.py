@@ -19,14 +19,14 @@ import numpy as np
 import pytest
 
 from emitter.boards import load_board
-from emitter.bundle import write_bundle
 from emitter.compiler import Compiled, compile_model, golden_run
-from emitter.harness import pack, unpack
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
+from emitter.render.write import write_bundle
 from emitter.target.firmware import Firmware, build_firmware
 from emitter.target.qemu import run_qemu
 from emitter.target.toolchain import missing_tools
-from emitter.verify import run_host
+from emitter.verify.harness import pack, unpack
+from emitter.verify.run import run_host
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, emit, int8_inputs, shared_model
 from tests.harness.qemu import MergedCase, MergedRun, run_merged
 from tests.models.ops import CASES, case_model

@@ -1,4 +1,4 @@
-"""`mcugen quantize` (emitter/quantize.py, options in emitter/cli.py): float model + calibration .npz -> the
+"""`mcugen quantize` (emitter/commands/quantize.py, options in emitter/cli.py): float model + calibration .npz -> the
 QDQ int8 model mcugen runs best, compile check, and the top-1 accuracy table."""
 from __future__ import annotations
 

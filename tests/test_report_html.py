@@ -23,7 +23,7 @@ import pytest
 from emitter.boards import load_board
 from emitter.cli import main
 from emitter.compiler import compile_model
-from emitter.planner import Plan
+from emitter.plan.arena import Plan
 from tests.harness.bundles import shared_model
 from tests.harness.cmsis import CMSIS_NN
 from tests.models.tiny import tiny_qdq_conv
@@ -183,7 +183,7 @@ def test_report_json_memory_is_the_plan(tmp_path, tiny):
 
 def test_other_buffer_kinds_are_drawn(tmp_path, tiny):
     """A planner may add kinds and keys (e.g. a ring buffer): drawn all the same, in their colour."""
-    from emitter.report_html import report_html
+    from emitter.report.html import report_html
 
     page = emit(tiny, tmp_path / "b")
     data = json.loads(page.with_name("report.json").read_text())
@@ -228,10 +228,10 @@ def test_bundle_is_deterministic_with_the_report(tmp_path, tiny):
 
 
 def test_code_estimate_reads_the_one_code_size_table(tiny):
-    """The report's code per kernel is the flash budget's table (emitter/codesize.py): the sum of
+    """The report's code per kernel is the flash budget's table (emitter/report/codesize.py): the sum of
     each kernel's shipped files on the board's core (tests/test_code_sizes.py keeps it current)."""
-    from emitter.codesize import table
-    from emitter.reportdata import code_estimate
+    from emitter.report.codesize import table
+    from emitter.report.data import code_estimate
 
     est = code_estimate("stm32f746g-disco", ["mcu_conv2d_s8"])["code_estimate"]
     files = table()["cores"]["cortex-m7"]["files"]

@@ -22,9 +22,6 @@ from onnx import helper as H
 from onnx import numpy_helper as NH
 from onnx.external_data_helper import set_external_data
 
-from emitter import bundle as bundle_mod
-from emitter.bundle import write_bundle
-from emitter.cfmt import c_comment, c_string
 from emitter.cli import main
 from emitter.compiler import c_name, compile_model, golden_run
 from emitter.errors import (
@@ -35,7 +32,10 @@ from emitter.errors import (
     ShapeError,
     UsageError,
 )
-from emitter.render import render_bundle
+from emitter.render import write as bundle_mod
+from emitter.render.bundle import render_bundle
+from emitter.render.cfmt import c_comment, c_string
+from emitter.render.write import write_bundle
 from tests.harness.bundles import STRICT, build_library, emit, run_c
 from tests.models.tiny import HELLO, tiny_qdq_conv, tiny_qdq_misc, tiny_qop_add_concat
 

@@ -17,7 +17,7 @@ from onnx import helper as H
 from onnx import numpy_helper as NH
 
 from emitter.compiler import compile_model
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
 from tests.harness.bundles import CM7_FLAGS
 from tests.models.tiny import tiny_qdq_conv
 

@@ -16,7 +16,7 @@ from emitter.boards import load_board
 from emitter.compiler import compile_model, golden_run
 from emitter.errors import McugenError
 from emitter.target.toolchain import missing_tools
-from emitter.verify import diff_stats, ort_run
+from emitter.verify.run import diff_stats, ort_run
 from tests.harness.bundles import build_library, emit, int8_inputs, run_c
 from tests.harness.cmsis import CMSIS_NN
 from tests.harness.qemu import MergedCase, run_merged

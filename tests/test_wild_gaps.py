@@ -15,7 +15,7 @@ from onnx import numpy_helper as NH
 from emitter.cli import main
 from emitter.compiler import compile_model, golden_run
 from emitter.errors import McugenError
-from emitter.verify import diff_stats, load_inputs, ort_run
+from emitter.verify.run import diff_stats, load_inputs, ort_run
 from tests.harness.bundles import build_library, emit, run_c
 from tests.models.ops import quantize
 from tests.models.wild import model, qlinear_matmul_u8_weights_255, qlinear_pool, scalars, vi

@@ -13,7 +13,7 @@ from emitter.boards import load_board
 from emitter.compiler import compile_model, golden_run
 from emitter.errors import McugenError
 from emitter.target.toolchain import missing_tools
-from emitter.verify import diff_stats, load_inputs, ort_run
+from emitter.verify.run import diff_stats, load_inputs, ort_run
 from tests.harness.bundles import build_library, emit, run_c
 from tests.harness.cmsis import CMSIS_NN
 from tests.harness.qemu import MergedCase, MergedRun, run_merged

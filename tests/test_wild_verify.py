@@ -10,7 +10,7 @@ import onnx
 
 from emitter.cli import main
 from emitter.compiler import compile_model, golden_run
-from emitter.verify import VerifyReport, load_inputs, ort_run
+from emitter.verify.run import VerifyReport, load_inputs, ort_run
 from tests.models.wild import qgemm
 
 

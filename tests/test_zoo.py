@@ -19,7 +19,7 @@ from emitter.boards import load_board
 from emitter.compiler import golden_run
 from emitter.errors import QuantError, UnsupportedError
 from emitter.target import missing_tools
-from emitter.verify import diff_stats, ort_run
+from emitter.verify.run import diff_stats, ort_run
 from tests.harness.bundles import build_library, ort_u8s8_saturates, run_c
 from tests.harness.zoo_images import chunks
 from tests.harness.zoo_runs import compile_variants, int8_samples, top1_agreement

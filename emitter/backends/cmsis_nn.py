@@ -150,7 +150,7 @@ def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice
     every call CMSIS-NN can take. `keep`: steps that stay portable so that they can run by rows (a
     RAM budget the CMSIS-NN calls miss). sizes_for ("c", "dsp", "mve") sizes the scratch for that
     code path instead of the board's: "c" for a host build, which runs CMSIS-NN's plain C path
-    (emitter.verify.host_twin)."""
+    (emitter.verify.run.host_twin)."""
     conv = Converter(path, board, sizes_for)
     staged: list[tuple[Prepared, ScratchRequest | None]] = []
     why: dict[int, str] = {}

@@ -5,7 +5,7 @@ copies a model's layer, that layer's weights, bias, requantization and offsets (
 takes the same code path as in the model), else seeded random ones with a typical requantization
 (effective scale 2^-10..2^-7, input and output zero point -128). `onnx_of(cases)` writes every case
 as one independent branch (int8 input -> DequantizeLinear -> Conv / Gemm -> QuantizeLinear -> int8
-output) of ONE model, so one firmware per core runs them all (emitter/backends/cost_measure.py).
+output) of ONE model, so one firmware per core runs them all (emitter/verify/tuning.py).
 """
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ The figures are measured, never rules fitted to a few models (docs/kernel_choice
 - by default from the committed cost table of the board's core (cost_tables/<core>.json, written
   by `python scripts/cost_tables.py`: ~300 single-layer cases per core, both candidates counted in
   QEMU), interpolated by the rule below;
-- with `--tune`, measured on the model's own layers (emitter/backends/cost_measure.py, cached).
+- with `--tune`, measured on the model's own layers (emitter/verify/tuning.py, cached).
 
 The rule, for a layer the table does not hold:
 1. Only the table's cases of the same *group* count: kernel kind (conv, depthwise, FC), the code

@@ -159,7 +159,7 @@ SINK_C = ("mcu_fully_connected_s8_acc", "mcu_fully_connected_s8_finish")  # mcu_
 
 
 def sink(p: FCParams, row_bytes: int) -> int | None:
-    """The layer as the accumulating end of a streamed segment (emitter/stream.py), its input
+    """The layer as the accumulating end of a streamed segment (emitter/plan/stream.py), its input
     added `row_bytes` features at a time: its accumulators (one per output), or None (batches)."""
     return p.out_features if p.batches == 1 and p.in_features % row_bytes == 0 else None
 

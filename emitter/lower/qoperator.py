@@ -17,12 +17,12 @@ import numpy as np
 import onnx
 
 from emitter.errors import NodeUnsupported, QuantError
-from emitter.frontend import OnnxModel
 from emitter.ir import QuantParams
 from emitter.lower.qparams import onnx_attrs, to_int8
 from emitter.lower.state import LowerState
+from emitter.onnx.fold import record_inferred
+from emitter.onnx.load import OnnxModel
 from emitter.ops.base import QIn
-from emitter.passes.fold import record_inferred
 
 # QOperator input positions: (activation inputs as (data, scale, zp)), (output scale, zp), const inputs
 QOP_SIGNATURES: dict[str, dict[str, Any]] = {

@@ -14,9 +14,9 @@ import numpy as np
 import onnx
 
 from emitter.errors import NodeUnsupported, QuantError
-from emitter.frontend import OnnxModel
 from emitter.ir import ACT_RANGE, Boundary, QuantParams
 from emitter.lower.qparams import onnx_attrs, read_qparams
+from emitter.onnx.load import OnnxModel
 from emitter.ops.base import LowerCtx, QIn, QNode
 from emitter.quant import round_half_away
 

@@ -17,12 +17,12 @@ from types import MappingProxyType
 import onnx
 
 from emitter.errors import NodeUnsupported, UnsupportedError
-from emitter.frontend import OnnxModel
 from emitter.ir import Graph, QuantParams
 from emitter.lower import float_chains, graph_io, qdq, qoperator
 from emitter.lower.state import LowerState
+from emitter.onnx.fold import fold_constants
+from emitter.onnx.load import OnnxModel
 from emitter.ops import onnx_lowering
-from emitter.passes.fold import fold_constants
 
 
 def collect_quant(s: LowerState) -> None:

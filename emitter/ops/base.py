@@ -17,9 +17,9 @@ import numpy as np
 import onnx
 
 from emitter.errors import NodeUnsupported
-from emitter.frontend import OnnxModel
 from emitter.ir import Graph, Layout, Node, QuantParams, Tensor
 from emitter.layout import physical_shape
+from emitter.onnx.load import OnnxModel
 
 
 @dataclass(frozen=True)

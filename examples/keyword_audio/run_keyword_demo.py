@@ -47,12 +47,12 @@ def ort_accuracy(model: Path, feats: np.ndarray, labels: np.ndarray, optimize: b
 def evaluate(boards: list[str], out: Path) -> dict[str, float | int]:
     """Emit, check (host + each board's QEMU) and measure; returns accuracies and figures."""
     from emitter.boards import load_board
-    from emitter.bundle import write_bundle
     from emitter.compiler import compile_model, golden_run
     from emitter.features import features_raw, load_spec
-    from emitter.features.render import bind
-    from emitter.features.run import check, run_mode
-    from emitter.render import render_bundle
+    from emitter.render.bundle import render_bundle
+    from emitter.render.frontend import bind
+    from emitter.render.write import write_bundle
+    from emitter.verify.frontend import check, run_mode
 
     clips, labels = heldout()
     spec = load_spec(HERE / "frontend.toml")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 
-from emitter.bundle import write_bundle
 from emitter.compiler import Compiled
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
+from emitter.render.write import write_bundle
 from emitter.resources import data_dir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ def ort_u8s8_saturates() -> bool:
 
 def int8_inputs(c: Compiled, xs: list[np.ndarray]) -> list[np.ndarray]:
     """Float inputs (one per graph input, in graph order) quantized to the graph inputs' int8."""
-    from emitter.verify import quantize
+    from emitter.verify.run import quantize
 
     out = []
     for name, x in zip(c.graph.inputs, xs, strict=True):

@@ -24,10 +24,10 @@ import numpy as np
 
 from emitter.boards import Board
 from emitter.compiler import Compiled
-from emitter.harness import pack, unpack
-from emitter.render import render_bundle
+from emitter.render.bundle import render_bundle
 from emitter.target.firmware import Firmware, build_firmware
 from emitter.target.qemu import QemuRun, run_qemu
+from emitter.verify.harness import pack, unpack
 
 # Per-bundle files without the C prefix; not needed to build, and they would collide.
 UNPREFIXED = frozenset({"Makefile", "CMakeLists.txt", "README.md", "report.json", "report.html"})
@@ -132,7 +132,7 @@ def write_merged_glue(cases: list[MergedCase], folder: Path) -> Path:
 
 
 def split_outputs(cases: list[MergedCase], raw: bytes) -> list[list[np.ndarray]]:
-    """output.bin of one merged sample -> per case, its outputs (emitter.harness.unpack each)."""
+    """output.bin of one merged sample -> per case, its outputs (emitter.verify.harness.unpack each)."""
     result, off = [], 0
     for m in cases:
         size = sum(m.compiled.graph.t(o).nbytes for o in m.compiled.graph.outputs)  # int16 outputs: 2 bytes each

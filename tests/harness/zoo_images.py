@@ -16,9 +16,9 @@ import numpy as np
 
 from emitter.boards import Board
 from emitter.compiler import Compiled
-from emitter.harness import pack
 from emitter.target import build_firmware, run_qemu
 from emitter.target.firmware import Firmware
+from emitter.verify.harness import pack
 
 # Flash estimate of one bundle in a merged image: its weights plus this much code and parameters
 # (measured: ~1.2 KB per zoo bundle); harness, start-up code and newlib (~40 KB) take the reserve.

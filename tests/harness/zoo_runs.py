@@ -12,7 +12,7 @@ import onnx
 
 from emitter.compiler import Compiled, compile_model
 from emitter.errors import McugenError, UnsupportedError
-from emitter.verify import quantize as quantize_float
+from emitter.verify.run import quantize as quantize_float
 from tests.harness.bundles import emit
 from tests.models.zoo.variants import Variant
 

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.cfmt import c_struct
 from emitter.kernels.common import Dims, PoolParams, windows
 from emitter.kernels.mcu_avgpool_requant_s8 import AvgPoolRequantParams, mcu_avgpool_requant_s8
 from emitter.quant import quantize_multiplier, requantize
+from emitter.render.cfmt import c_struct
 from tests.harness.ckernels import (
     INCLUDE,
     MCU_ERR_ARG,

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.cfmt import c_struct
 from emitter.kernels.common import Bcast
 from emitter.kernels.mcu_eltwise_f32_s8 import (
     F32_ADD,
@@ -27,6 +26,7 @@ from emitter.kernels.mcu_eltwise_f32_s8 import (
     mcu_eltwise_f32_s8,
 )
 from emitter.ops.float_island import OPS, eltwise_f32_params
+from emitter.render.cfmt import c_struct
 from tests.harness.ckernels import (
     ARM_CPUS,
     INCLUDE,
@@ -326,7 +326,7 @@ def test_cross_compile(cpu: str, opt: str, tmp_path: Path) -> None:
         assert "vdiv.f32" in asm
 
 
-# ---- params rendering (emitter/cfmt.py) -----------------------------------------------------
+# ---- params rendering (emitter/render/cfmt.py) -----------------------------------------------------
 
 def test_c_struct_renders_exact_floats(tmp_path: Path) -> None:
     """c_struct prints float fields as float32 literals that gcc reads back bit for bit."""

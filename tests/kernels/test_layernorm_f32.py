@@ -1,7 +1,7 @@
 """mcu_layernorm_f32_s8 (float island): host C kernel == numpy golden
 (emitter/kernels/mcu_layernorm_f32_s8.py) == a scalar np.float32 transcription of the C, bit for bit, also
 at -O2 with and without -ffp-contract=off (and with FMA hardware enabled), and on Cortex-M in QEMU
-(soft-float and FPU) with params rendered by emitter/cfmt.py; the golden within 1 quantum of
+(soft-float and FPU) with params rendered by emitter/render/cfmt.py; the golden within 1 quantum of
 float64 LayerNormalization; NaN (var + epsilon == 0) -> the output zero point; invalid parameters
 -> MCU_ERR_ARG with the output untouched; the kernel cross-compiles warning-free without FMA or
 double arithmetic."""
@@ -19,9 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emitter.cfmt import c_array, c_struct
 from emitter.kernels.mcu_layernorm_f32_s8 import LayerNormF32Params, mcu_layernorm_f32_s8
 from emitter.ops.float_island import layernorm_f32_params
+from emitter.render.cfmt import c_array, c_struct
 from tests.harness.ckernels import (
     ARM_CPUS,
     KERNELS,
@@ -343,7 +343,7 @@ def test_cross_compile(cpu: str, opt: str, tmp_path: Path) -> None:
         assert "vdiv.f32" in asm and ("vsqrt.f32" in asm or "sqrtf" in calls)
 
 
-# ---- a bundle-like caller: params rendered by emitter/cfmt.py, on the host and in QEMU --------
+# ---- a bundle-like caller: params rendered by emitter/render/cfmt.py, on the host and in QEMU --------
 
 NET_ROWS, NET_N = 8, 48
 

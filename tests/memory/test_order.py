@@ -1,4 +1,4 @@
-"""Memory-aware execution order (emitter/order.py): a branching graph whose file order keeps two
+"""Memory-aware execution order (emitter/plan/order.py): a branching graph whose file order keeps two
 wide branch tensors alive together is planned in a better order, bit-exact with the golden; a
 chain keeps its one order."""
 from __future__ import annotations
@@ -10,8 +10,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from emitter.compiler import compile_model, golden_run
-from emitter.memplan import activation_ram
-from emitter.order import orders, topological
+from emitter.plan.order import orders, topological
+from emitter.plan.search import activation_ram
 from tests.harness.bundles import build_library, emit
 from tests.memory.chains import head_chain
 from tests.memory.test_plans import run

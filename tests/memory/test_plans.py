@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from emitter.compiler import Compiled, compile_model, golden_run
-from emitter.memplan import activation_ram
+from emitter.plan.search import activation_ram
 from tests.harness.bundles import build_library, emit
 from tests.memory.chains import head_chain, random_chain
 
@@ -101,7 +101,7 @@ def test_streamed_bundles_are_deterministic_and_cross_compile_warning_free(
     import shutil
     import subprocess
 
-    from emitter.render import render_bundle
+    from emitter.render.bundle import render_bundle
     from tests.harness.bundles import STRICT
 
     compiled, _ = chains

@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 
 from emitter.boards import load_board
-from emitter.bundle import write_bundle
 from emitter.compiler import compile_model
 from emitter.errors import BudgetError
-from emitter.harness import pack, unpack
-from emitter.memplan import activation_ram
-from emitter.render import render_bundle
+from emitter.plan.search import activation_ram
+from emitter.render.bundle import render_bundle
+from emitter.render.write import write_bundle
 from emitter.target.firmware import build_firmware
 from emitter.target.qemu import run_qemu
 from emitter.target.toolchain import missing_tools
-from emitter.verify import run_host
+from emitter.verify.harness import pack, unpack
+from emitter.verify.run import run_host
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, emit, shared_model
 from tests.harness.cmsis import CMSIS_NN
 

@@ -12,8 +12,8 @@ from onnx import TensorProto as TP
 from onnx import helper as H
 from onnx import numpy_helper as NH
 
-from emitter import frontend
 from emitter.ir import Graph, Node, QuantParams, Tensor
+from emitter.onnx import load as frontend
 
 ONNX_TYPES = {"float": TP.FLOAT, "int8": TP.INT8, "uint8": TP.UINT8, "int32": TP.INT32}
 

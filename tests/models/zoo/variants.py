@@ -22,7 +22,7 @@ from pathlib import Path
 
 import onnx
 
-from emitter.quantize import fold_constants
+from emitter.commands.quantize import fold_constants
 from tests.models.ops import quantize
 from tests.models.zoo.catalog import BY_NAME, CATALOG, ZooModel
 

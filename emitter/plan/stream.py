@@ -1,0 +1,355 @@
+"""Row-band execution: which layers can run a band of output rows at a time, and what running a
+chain of them row by row ("a segment") costs and allows.
+
+A segment is a run of consecutive layers L0..Ln-1, each reading the previous one's output on the
+rows its window needs (its twin's band()). It runs as one loop, one kernel call per row: each step
+the layer nearest the end whose next row's input rows are made makes that row, so rows are
+consumed as soon as they can be (depth first). A layer's output inside the segment never exists
+whole: it lives in a ring of `cap` rows (mcu_runtime/support/mcu_band.c) that drops the rows its
+consumer has passed. The first
+layer reads a whole tensor; so do the "side" operands of an add; the last layer writes a whole
+tensor.
+
+`simulate()` replays the generated loop exactly (rows, rings, moves) and derives what the
+planner may overlap: the last layer's output may lie *below* a tensor the segment reads for the
+last time by `down` bytes or more (rows are written top to bottom, behind the reads), and a
+one-layer segment run bottom to top may lie *above* it by `up` bytes or more.
+
+Eligible kernels are those whose twin (emitter/kernels/mcu_<k>.py) has band() and BAND_C; an
+EXACT_IN_PLACE twin (element i read before element i is written) may write exactly over its
+operand in one whole call. A twin with sink() (fully connected, global average pool) may end a
+segment as a "sink": it adds each row of its input into int32 accumulators as soon as the row is
+made and writes its output once, after the last row (mcu_runtime/support/mcu_sink.h), so the
+rows feeding it never exist whole.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from emitter.ir import Graph
+from emitter.ops.base import Prepared
+from emitter.plan.views import roots
+
+BAND_KERNELS = ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8", "mcu_maxpool_s8", "mcu_avgpool_s8",
+                "mcu_avgpool_requant_s8", "mcu_add_s8")
+
+
+def twin(kernel: str) -> ModuleType:
+    return importlib.import_module(f"emitter.kernels.{kernel}")
+
+
+def can_stream(p: Prepared) -> bool:
+    """The layer's kernel can run by rows or end a streamed chain (a band kernel or a sink)."""
+    if p.kernel in BAND_KERNELS:
+        return True
+    try:
+        return p.kernel.startswith("mcu_") and hasattr(twin(p.kernel), "sink")
+    except ModuleNotFoundError:
+        return False
+
+
+def exact_in_place(kernel: str) -> bool:
+    """The kernel's twin says element i is read before element i is written (EXACT_IN_PLACE)."""
+    try:
+        return kernel.startswith("mcu_") and bool(getattr(twin(kernel), "EXACT_IN_PLACE", False))
+    except ModuleNotFoundError:  # a kernel without a Python twin states no rule
+        return False
+
+
+@dataclass(frozen=True, eq=False)
+class Stage:
+    """One layer of a segment."""
+    step: int
+    kernel: str
+    params: Any
+    inputs: tuple[str, ...]  # tensors read on the band's rows: the main input first
+    output: str
+    in_rows: int
+    in_row_bytes: tuple[int, ...]  # per input
+    out_rows: int
+    out_row_bytes: int
+    row_size: int = 0  # add: elements per row
+    sink: int = 0  # a sink: its int32 accumulators (its "output rows" are the input rows it has added)
+    _rows: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict, repr=False)
+
+    def band(self, o0: int, o1: int) -> tuple[Any, int, int]:
+        t = twin(self.kernel)
+        if self.sink:
+            return self.params, o0, o1
+        if self.kernel == "mcu_add_s8":
+            return t.band_rows(self.params, self.row_size, o0, o1)
+        return t.band(self.params, o0, o1)
+
+    def rows(self, o0: int, o1: int) -> tuple[int, int]:
+        """Input rows [lo, hi) of output rows [o0, o1) (cached: the replays ask often)."""
+        got = self._rows.get((o0, o1))
+        if got is None:
+            _, lo, hi = self.band(o0, o1)
+            got = self._rows[o0, o1] = (lo, hi)
+        return got
+
+
+def rows_of(g: Graph, name: str) -> tuple[int, int] | None:
+    """(rows, bytes per row) of an NHWC activation of batch 1 (4-D physical [1, H, W, C])."""
+    from emitter.ops.base import phys
+
+    t = g.t(name)
+    if t.layout is None or t.dtype != "int8":
+        return None
+    shape = phys(g, name)
+    if len(shape) != 4 or shape[0] != 1:
+        return None
+    return shape[1], shape[2] * shape[3]
+
+
+def sink_of(g: Graph, step: int, p: Prepared, main: str) -> Stage | None:
+    """The layer at `step` as a sink reading `main` (or a view of it) row by row, or None."""
+    if not p.kernel.startswith("mcu_") or p.then or p.params is None:
+        return None
+    try:
+        t = twin(p.kernel)
+    except ModuleNotFoundError:
+        return None
+    node = g.nodes[step]
+    acts = [n for n in node.inputs if n and not g.t(n).is_const]
+    geo = rows_of(g, main)
+    root = roots(g)
+    if not hasattr(t, "sink") or geo is None or len(acts) != 1 or root.get(acts[0]) != root.get(main) \
+            or g.t(acts[0]).nbytes != geo[0] * geo[1]:
+        return None
+    acc = t.sink(p.params, geo[1])
+    if acc is None:
+        return None
+    return Stage(step, p.kernel, p.params, (acts[0],), node.outputs[0], geo[0], (geo[1],), geo[0], 0, sink=acc)
+
+
+def stage_of(g: Graph, step: int, p: Prepared, main: str | None = None) -> Stage | None:
+    """The layer at `step` as a segment stage (reading `main` as its main input), or None. A
+    layer that can be a sink is one when it reads `main`."""
+    if main is not None:
+        sink = sink_of(g, step, p, main)
+        if sink is not None:
+            return sink
+    if p.kernel not in BAND_KERNELS or p.then or p.params is None:
+        return None
+    node = g.nodes[step]
+    names = tuple(n for n in node.inputs if n and not g.t(n).is_const)
+    if main is not None:
+        if main not in names:
+            return None
+        names = (main, *(n for n in names if n != main))
+    if p.kernel == "mcu_add_s8":
+        geo = [rows_of(g, n) for n in (*names, node.outputs[0])]
+        if len(names) != 2 or None in geo or len(set(geo)) != 1:
+            return None
+        h, row = geo[0]  # type: ignore[misc]
+        stage = Stage(step, p.kernel, p.params, names, node.outputs[0], h, (row, row), h, row, row)
+        try:
+            stage.band(0, 1)
+        except ValueError:  # broadcasting operands: not by rows
+            return None
+        return stage
+    pp = getattr(p.params, "pool", p.params)  # avgpool_requant nests its geometry
+    i, o = pp.input, pp.output
+    if len(names) != 1 or i.n != 1 or g.t(names[0]).nbytes != i.h * i.w * i.c \
+            or g.t(node.outputs[0]).nbytes != o.h * o.w * o.c:
+        return None
+    return Stage(step, p.kernel, p.params, names, node.outputs[0], i.h, (i.w * i.c,), o.h, o.w * o.c)
+
+
+@dataclass
+class Sim:
+    """What running a segment (with the given ring capacities) does."""
+    calls: int = 0
+    moved: int = 0  # bytes memmove'd by the rings
+    down: dict[str, int] = field(default_factory=dict)  # tensor -> most negative allowed offset delta
+    peak_rows: list[int] = field(default_factory=list)  # per ring: most rows held at once
+
+
+def _lowest(stages: list[Stage], done: list[int], tensor: str) -> int | None:
+    """The lowest row of `tensor` any stage will still read (None: none will)."""
+    low = None
+    for i, s in enumerate(stages):
+        for k, name in enumerate(s.inputs):
+            if name == tensor and (k > 0 or i == 0) and done[i] < s.out_rows:
+                lo = s.rows(done[i], done[i] + 1)[0]
+                low = lo if low is None else min(low, lo)
+    return low
+
+
+def ready(stages: list[Stage], done: list[int], i: int) -> bool:
+    """Stage i's next row can be made: the rows it reads of the previous stage are made."""
+    return i == 0 or stages[i].rows(done[i], done[i] + 1)[1] <= done[i - 1]
+
+
+def simulate(stages: list[Stage], caps: list[int] | None) -> Sim | None:
+    """Replay the segment loop (rings of `caps` rows; None: unbounded, to measure them). Returns
+    None when a ring is too small. Each step, the stage nearest the end whose next row's input
+    rows are made makes that row (depth first: a row is consumed as soon as it can be, so a ring
+    holds little more than its consumer's window). Reads the whole tensors: stage 0's main input
+    and every side operand (inputs[1:]); every other input is the previous stage's ring."""
+    n = len(stages)
+    sim = Sim(peak_rows=[0] * (n - 1))
+    done = [0] * n
+    base, count = [0] * (n - 1), [0] * (n - 1)
+    whole = {(i, k): name for i, s in enumerate(stages) for k, name in enumerate(s.inputs) if k > 0 or i == 0}
+    while done[-1] < stages[-1].out_rows:
+        i = n - 1
+        while not ready(stages, done, i):
+            i -= 1
+        s, r = stages[i], done[i]
+        lo, hi = s.rows(r, r + 1)
+        if i > 0 and not (base[i - 1] <= lo and hi <= base[i - 1] + count[i - 1]):
+            return None
+        sim.calls += 1
+        if i < n - 1:
+            nxt = stages[i + 1]
+            keep = nxt.rows(done[i + 1], done[i + 1] + 1)[0] if done[i + 1] < nxt.out_rows else r + 1
+            if caps is not None and count[i] == caps[i]:
+                drop = keep - base[i]
+                if drop <= 0:
+                    return None
+                if drop < count[i]:
+                    sim.moved += (count[i] - drop) * s.out_row_bytes
+                    count[i] -= drop
+                    base[i] = keep
+                else:
+                    base[i] += count[i]
+                    count[i] = 0
+            elif caps is None:  # unbounded: drop what is passed, without moving
+                drop = max(0, min(keep - base[i], count[i]))
+                base[i] += drop
+                count[i] -= drop
+            count[i] += 1
+            sim.peak_rows[i] = max(sim.peak_rows[i], count[i])
+        done[i] += 1
+        if i == n - 1:
+            _write_limits(sim, stages, done, whole, r, lo)
+    return sim
+
+
+def _write_limits(sim: Sim, stages: list[Stage], done: list[int], whole: dict[tuple[int, int], str],
+                  r: int, lo_now: int) -> None:
+    """Output row r of the last stage was just written: how far below each whole input may the
+    output start (delta = output offset - input offset)?"""
+    last = stages[-1]
+    exact = exact_in_place(last.kernel)
+    for (i, k), name in whole.items():
+        rb = stages[i].in_row_bytes[k]
+        low = _lowest(stages, done, name)
+        limit = None if low is None else low * rb - (r + 1) * last.out_row_bytes
+        if i == len(stages) - 1:  # read by this very call
+            now = lo_now * rb - (r if exact else r + 1) * last.out_row_bytes
+            limit = now if limit is None else min(limit, now)
+        if limit is not None:
+            sim.down[name] = min(sim.down.get(name, limit), limit)
+
+
+def simulate_up(stage: Stage) -> dict[str, int]:
+    """A one-stage segment run from its last row to its first: the smallest delta (output offset -
+    input offset) at which the output, written upwards, never lands on input rows still to read."""
+    up = 0 - (1 << 40)
+    for r in range(stage.out_rows - 1, -1, -1):
+        _, hi = stage.rows(r, r + 1)  # this call and every later one read rows below hi
+        up = max(up, hi * stage.in_row_bytes[0] - r * stage.out_row_bytes)
+    return {stage.inputs[0]: up}
+
+
+def ring_caps(stages: list[Stage], slack: Callable[[int], int] = lambda rows: rows) -> list[int] | None:
+    """Ring capacities: the most rows each ring holds at once (unbounded replay), plus `slack`
+    rows (fewer moves); checked by a bounded replay."""
+    free = simulate(stages, None)
+    if free is None:
+        return None
+    caps = [rows + slack(rows) for rows in free.peak_rows]
+    caps = [min(c, s.out_rows) for c, s in zip(caps, stages, strict=False)]
+    return caps if simulate(stages, caps) is not None else None
+
+
+@dataclass(frozen=True, eq=False)
+class Segment:
+    """Layers run together by rows (one stage: a layer that may run by bands in place)."""
+    stages: tuple[Stage, ...]
+    caps: tuple[int, ...]  # ring rows of every stage but the last
+    scratch: int  # bytes, shared by the stages' calls (run one after another)
+    sim: Sim
+    up: dict[str, int]  # one stage: delta limits running upwards
+    lean: tuple[int, ...] = ()  # steps that call their twin's LEAN_C: the generic path, the least scratch
+    slow_macs: int = 0  # MACs of those steps (they run slower: memplan's overhead counts them)
+
+    @property
+    def first(self) -> int:
+        return self.stages[0].step
+
+    @property
+    def last(self) -> int:
+        return self.stages[-1].step
+
+    def whole_inputs(self) -> list[str]:
+        return [name for i, s in enumerate(self.stages) for k, name in enumerate(s.inputs) if k > 0 or i == 0]
+
+    def ring_bytes(self) -> int:
+        """Its rings and a sink's accumulators."""
+        return sum(c * s.out_row_bytes for c, s in zip(self.caps, self.stages, strict=False)) + self.acc_bytes
+
+    @property
+    def acc_bytes(self) -> int:
+        return 4 * self.stages[-1].sink
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How the planner may run the layers: which run as segments, which element-wise layers may
+    write over a dying operand, and whether graph inputs live in the arena."""
+    kind: str  # "layer" | "overlap" | "stream"
+    segments: tuple[Segment, ...] = ()
+    exact: tuple[int, ...] = ()  # steps of exact-in-place kernels that may write over a dying same-size operand
+    host_inputs: bool = False
+
+    def segment_at(self, step: int) -> Segment | None:
+        return next((s for s in self.segments if s.first <= step <= s.last), None)
+
+
+def band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool = False) -> int | None:
+    """The scratch every band of the stage needs (the layer's own, when no band needs more), or
+    None when some band needs more than the layer planned for (its ctx says how much it has).
+    lean: what the twin's LEAN_C needs instead (its generic path, the least scratch)."""
+    t = twin(stage.kernel)
+    if not hasattr(t, "buffer_size"):
+        return p.scratch
+    bias = getattr(p.operands.get("bias"), "data", None)
+    if lean and hasattr(t, "LEAN_C"):  # by rows, or whole (where the planner finds no overlap)
+        return max([t.lean_buffer_size(stage.band(r, r + 1)[0], bias) for r in {0, stage.out_rows // 2,
+                                                                                 stage.out_rows - 1}]
+                   + [t.lean_buffer_size(p.params, bias)])
+    from emitter.kernels import ISAS
+    for r in {0, stage.out_rows // 2, stage.out_rows - 1}:
+        bp, _, _ = stage.band(r, r + 1)
+        need = max(t.buffer_size(bp, bias, i) for i in (ISAS if isa == "any" else (isa,)))
+        if need > p.scratch:
+            return None
+    return p.scratch
+
+
+def make_segment(stages: list[Stage], prepared: tuple[Prepared, ...], isa: str,
+                 slack: Callable[[int], int] = lambda rows: rows, lean: bool = False) -> Segment | None:
+    """The stages as one segment (None when they cannot run so). lean: stages whose twin has a
+    LEAN_C call it (less scratch, more instructions) where that saves scratch."""
+    caps = ring_caps(stages, slack) if len(stages) > 1 else []
+    if caps is None:
+        return None
+    sim = simulate(stages, caps)
+    full = [band_scratch(s, prepared[s.step], isa) for s in stages]
+    small = [band_scratch(s, prepared[s.step], isa, True) for s in stages] if lean else full
+    if sim is None or any(x is None for x in full):
+        return None
+    pairs = list(zip(stages, full, small, strict=True))
+    free = tuple(s.step for s, a, b in pairs if a is not None and b is not None and b < a)
+    scratch = [b if s.step in free else a for s, a, b in pairs]
+    up = simulate_up(stages[0]) if len(stages) == 1 else {}
+    return Segment(tuple(stages), tuple(caps), max(x for x in scratch if x is not None), sim, up, free,
+                   sum(prepared[k].macs for k in free))

@@ -1,0 +1,373 @@
+"""Code generation: a Compiled model -> the files of a C bundle, via the Jinja templates.
+
+All C text comes from templates/ and the filters of emitter/render/cfmt.py; this module only gathers
+precomputed values (layers, arrays, pointers, figures) in graph order, so the output is
+deterministic: same model and options, byte-identical bundle.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from emitter import __version__
+from emitter.backends.cmsis_api import precheck
+from emitter.backends.cmsis_version import supported as cmsis_supported
+from emitter.bundle_files import runtime_files, s16_kernels
+from emitter.compiler import Compiled
+from emitter.errors import UsageError
+from emitter.features.sources import DEFINES as DSP_DEFINES
+from emitter.ops.base import CArg, ConstArg, CRef, IntArg, StructArg, TensorArg, TensorListArg
+from emitter.optimize import CMSIS_OPT_FLAGS, CONFIG, OPT_FLAGS, config_header
+from emitter.plan.arena import scratch_of
+from emitter.plan.stream import Segment, Stage
+from emitter.plan.stream import twin as kernel_twin
+from emitter.render import segments
+from emitter.render.cdoc import array_role, named, tensor_text
+from emitter.render.cfmt import (
+    C_TYPES,
+    c_comment,
+    c_int,
+    c_struct,
+    environment,
+    prefix_problem,
+    upper_ident,
+    wrap_comments,
+)
+from emitter.render.layers import ConstArray, Layer, LayerCall, call_kind, ctx_offset, ctx_size
+from emitter.report.data import report
+from emitter.report.html import report_html
+from emitter.resources import data_dir
+
+if TYPE_CHECKING:
+    from emitter.render.frontend import FrontEnd
+
+class BundleBuilder:
+    def __init__(self, c: Compiled):
+        self.c = c
+        self.g = c.graph
+        self.prefix = c.name
+        self.arrays: list[ConstArray] = []
+        self.stage_calls: dict[int, tuple[str, str]] = {}  # segment step -> (params ident, call with band params)
+        self.segment_comments: list[str] = []
+
+    @property
+    def isa(self) -> str:
+        """The board's instruction set (Board.isa), "any" for a bundle made without a board: which
+        ISA path files of mcu_runtime/ the bundle ships."""
+        board = dict(self.c.options).get("board")
+        return "any" if board is None else str(board.isa)
+
+    def ptr(self, name: str) -> str:
+        kind, where = self.c.plan.location[self.c.plan.root[name]]
+        if kind == "arena":
+            return "arena" if where == 0 else f"(arena + {where})"
+        return f"inputs[{where}]" if kind == "input" else f"outputs[{where}]"
+
+    def describe(self, role: str, name: str) -> list[str]:
+        """A tensor in a layer's comment block: stored shape and layout, scale and zero point,
+        where its bytes are, then its name."""
+        kind, where = self.c.plan.location[self.c.plan.root[name]]
+        t = self.g.t(name)
+        place = (f"arena+{where} ({t.nbytes} bytes)" if kind == "arena" else
+                 f"rows in the ring at arena+{where}" if kind == "ring" else f"caller's {kind} {where}")
+        return named(f"{role} {tensor_text(t)}, {place}", name)
+
+    def title(self, k: int) -> list[str]:
+        node = self.g.nodes[k]
+        return named(f"Layer {k}: {node.op}, ONNX {c_comment(node.source or node.op)}", node.name)
+
+    def const(self, k: int, suffix: str, values: np.ndarray) -> str:
+        ident = f"{self.prefix}_l{k}_{suffix}"
+        kernel = self.c.prepared[k].kernel
+        header = () if any(a.layer == k for a in self.arrays) else (*self.title(k), f"kernel {kernel}")
+        role = array_role(suffix, kernel, values)
+        self.arrays.append(ConstArray(C_TYPES[str(values.dtype)], ident, np.ascontiguousarray(values), k,
+                                      f"Layer {k} {self.g.nodes[k].op}: {role}", header))
+        return ident
+
+    def layer(self, k: int) -> Layer | None:
+        node, p = self.g.nodes[k], self.c.prepared[k]
+        if not p.kernel:
+            return None
+        before = sum(a.nbytes for a in self.arrays)
+        params_ident = params_init = params_type = None
+        if p.params is not None:
+            params_type = type(p.params).CTYPE
+            params_ident = f"{self.prefix}_l{k}_params"
+            params_init = c_struct(p.params, functools.partial(self.ref, k, node.name))
+        local_decls: list[str] = []
+        structs: list[tuple[str, str, str]] = []
+        seg = self.segment_at(k)
+        if seg is not None:
+            return self.stage_layer(k, seg, params_type, params_ident, params_init, structs, before)
+        calls = [LayerCall(self.call(k, node.name, *self.kernel_args(k), structs, local_decls, params_ident),
+                           call_kind(p.kernel))]
+        calls += [LayerCall(self.call(k, node.name, c.kernel, c.args, structs, local_decls), call_kind(c.kernel))
+                  for c in p.then]
+        out = node.outputs[0]
+        how = f": {c_comment(p.summary)}" if p.summary else ""
+        comment = [*self.title(k), f"kernel {p.kernel}{how}; {p.macs} MACs"]
+        for i in node.inputs:
+            if i and not self.g.t(i).is_const:
+                comment += self.describe("in ", i)
+        comment += self.describe("out", out)
+        scratch = scratch_of(self.c.plan, node.name)
+        if scratch is not None:
+            comment.append(f"scratch arena+{scratch} ({p.scratch} bytes)")
+        return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
+                     params_init, tuple(local_decls), tuple(calls), tuple(comment),
+                     self.ptr(out), self.g.t(out).shape, self.g.t(out).nbytes,
+                     self.c.plan.offset_of(out), p.macs, sum(a.nbytes for a in self.arrays) - before,
+                     tuple(structs),
+                     precheck(p.kernel, p.operands, lambda a: f"{self.prefix}_l{k}_{a.suffix}", ctx_size(p)))
+
+    def segment_at(self, k: int) -> Segment | None:
+        """The row-band segment layer k runs in, when it does not run as one plain call."""
+        seg = self.c.plan.schedule.segment_at(k)
+        return seg if seg is not None and self.c.plan.modes.get(seg.first, "whole") != "whole" else None
+
+    def kernel_args(self, k: int) -> tuple[str, tuple[CArg, ...]]:
+        """Layer k's function and arguments: in a segment that takes lean calls, its twin's LEAN_C
+        with the segment's (smaller) scratch, whether it runs by rows or whole."""
+        p = self.c.prepared[k]
+        seg = self.c.plan.schedule.segment_at(k)
+        if seg is None or k not in seg.lean:
+            return p.kernel, p.args
+        ctx = {"buf": CRef("scratch" if seg.scratch else "null"), "size": seg.scratch}
+        return kernel_twin(p.kernel).LEAN_C, tuple(replace(a, fields=ctx) if isinstance(a, StructArg) and
+                                            a.ctype == "mcu_context_t" else a for a in p.args)
+
+    def stage_layer(self, k: int, seg: Segment, params_type: str | None, params_ident: str | None,
+                    params_init: str | None, structs: list[tuple[str, str, str]], before: int) -> Layer:
+        """Layer k of a segment: its constants and structs as usual; its call, with band
+        parameters and row pointers, goes into the loop the segment's last layer carries."""
+        node, p = self.g.nodes[k], self.c.prepared[k]
+        assert params_ident is not None
+        stage = next(s for s in seg.stages if s.step == k)
+
+        def call(s: Stage, ptrs: dict[str, str], band: str) -> str:
+            return self.call(k, node.name, *self.kernel_args(k), structs, [], band, ptrs)
+
+        mode = self.c.plan.modes[seg.first]
+        comment = [*self.title(k), f"kernel {p.kernel}: {c_comment(p.summary)}; {p.macs} MACs"]
+        for i in node.inputs:
+            if i and not self.g.t(i).is_const:
+                comment += self.describe("in ", i)
+        comment += self.describe("out", node.outputs[0])
+        block: tuple[str, ...] = ()
+        if len(seg.stages) == 1:
+            block = tuple(segments.single(seg, mode, params_ident, self.ptr, call))
+            comment.append(f"runs row by row, {'top down' if mode == 'down' else 'bottom up'}: its output "
+                           "overlaps its input, each row written where no later row reads")
+        else:
+            pos = seg.stages.index(stage)
+            finish = None
+            if stage.sink:  # adds each input row; finishes after the loop
+                ops = {name: self.arg_text(k, node.name, a, structs, []) for name, a in p.operands.items()
+                       if name != "ctx"}
+                row, y = segments.sink_row(seg)
+                add, finish = kernel_twin(p.kernel).sink_c(p.params, params_ident, ops, row, y,
+                                                           stage.in_row_bytes[0], "acc")
+                self.stage_calls[k] = (params_ident, add)
+            else:
+                self.stage_calls[k] = (params_ident, call(stage, segments.stage_ptrs(seg, pos, self.ptr),
+                                                          f"band{pos}"))
+            if k == seg.last:
+                names = [self.stage_calls[s.step][0] for s in seg.stages]
+                calls = [self.stage_calls[s.step][1] for s in seg.stages]
+                block = tuple(segments.segment(seg, names, self.ring_offset, calls, finish))
+                rings = ", ".join(f"layer {s.step} {cap} x {s.out_row_bytes} B at arena+{self.ring_offset(s.output)}"
+                                  for s, cap in zip(seg.stages, seg.caps, strict=False))
+                comment = [f"Layers {seg.first}-{seg.last} streamed row by row of layer {k}'s "
+                           f"{stage.out_rows} output rows; rings: {rings}", *self.segment_comments, *comment]
+                self.segment_comments = []
+            else:
+                self.segment_comments += comment
+        if k in seg.lean:
+            comment.append(f"calls {kernel_twin(p.kernel).LEAN_C}: the generic path, for the least scratch")
+        scratch = scratch_of(self.c.plan, node.name)
+        return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
+                     params_init, (), (), tuple(comment), self.ptr(node.outputs[0]) if block else "NULL",
+                     self.g.t(node.outputs[0]).shape, self.g.t(node.outputs[0]).nbytes,
+                     self.c.plan.offset_of(node.outputs[0]) if block else scratch,
+                     p.macs, sum(a.nbytes for a in self.arrays) - before, tuple(structs), None,
+                     inside=not block, block=block)
+
+    def ring_offset(self, tensor: str) -> int:
+        return next(b.offset for b in self.c.plan.buffers if b.kind == "ring" and b.of == tensor)
+
+    def call(self, k: int, node_name: str, kernel: str, args: tuple[CArg, ...],
+             structs: list[tuple[str, str, str]], local_decls: list[str],
+             params_ident: str | None = None, ptrs: dict[str, str] | None = None) -> str:
+        """`kernel([&ctx, ][&params, ]args...)` as C text (a portable kernel's scratch context comes
+        before its params); appends the structs and locals its arguments need."""
+        texts = [self.arg_text(k, node_name, a, structs, local_decls, ptrs) for a in args]
+        if params_ident:
+            has_ctx = bool(args) and isinstance(args[0], StructArg) and args[0].ctype == "mcu_context_t"
+            texts.insert(1 if has_ctx else 0, f"&{params_ident}")
+        return f"{kernel}({', '.join(texts)})"
+
+    def arg_text(self, k: int, node_name: str, a: CArg, structs: list[tuple[str, str, str]], local_decls: list[str],
+                 ptrs: dict[str, str] | None = None) -> str:
+        """One argument of layer k's call as C text (appending the struct or local it needs)."""
+        if isinstance(a, StructArg):
+            ident = f"{self.prefix}_l{k}_{a.suffix}"
+            structs.append((a.ctype, ident, c_struct(a.fields, functools.partial(self.ref, k, node_name))))
+            return f"&{ident}"
+        if isinstance(a, TensorArg):
+            ptr = (ptrs or {}).get(a.name) or self.ptr(a.name)
+            if self.g.t(a.name).dtype == "int16":  # int16 activations (emitter/ops/a16.py): typed pointers
+                ptr = f"({'' if a.name in self.g.nodes[k].outputs else 'const '}int16_t *){ptr}"
+            return ptr
+        if isinstance(a, ConstArg):
+            return self.const(k, a.suffix, a.data)
+        if isinstance(a, IntArg):
+            return c_int(a.value)
+        if isinstance(a, TensorListArg):
+            ident = f"l{k}_inputs"
+            local_decls.append(f"const int8_t *const {ident}[{len(a.names)}] = "
+                               f"{{{', '.join(self.ptr(n) for n in a.names)}}};")
+            return ident
+        return "NULL"
+
+    def ref(self, k: int, node_name: str, path: str, v: np.ndarray | CRef) -> str:
+        """The C expression of a reference field of layer k's structs: an array of a params
+        struct (a const array named after the field, `conv_multiplier` for conv.multiplier), or a
+        CRef of a CMSIS-NN struct: a const array (with its cast), the layer's scratch in the arena,
+        or NULL."""
+        if isinstance(v, np.ndarray):  # a nested struct's array (a fused kernel's): named by its path
+            return self.const(k, path.replace(".", "_"), v)
+        if v.kind == "array":
+            assert v.array is not None
+            return f"{v.cast}{self.const(k, v.array.suffix, v.array.data)}"
+        if v.kind == "scratch":
+            at = scratch_of(self.c.plan, node_name)
+            assert at is not None, f"layer '{node_name}' has no scratch in the plan"
+            return f"(void *){self.prefix}_arena" if at + v.offset == 0 else \
+                f"(void *)({self.prefix}_arena + {at + v.offset})"
+        return "NULL"
+
+    def io(self, names: tuple[str, ...], kind: str) -> list[dict[str, Any]]:
+        out = []
+        for k, name in enumerate(names):
+            t = self.g.t(name)
+            b = self.g.boundaries[name]
+            assert t.quant is not None
+            out.append({"index": k, "macro": f"{upper_ident(self.prefix)}_{kind}{k}", "onnx_name": b.onnx_name,
+                        "shape": list(t.shape), "size": t.size, "scale": t.quant.s, "zero_point": t.quant.zp,
+                        "ctype": C_TYPES[t.dtype], "nbytes": t.nbytes, "qmin": int(np.iinfo(t.dtype).min),
+                        "qmax": int(np.iinfo(t.dtype).max),
+                        "float_io": b.float_io, "from_uint8": b.from_uint8,
+                        "layout": "NHWC" if self.c.io_nhwc and len(t.shape) == 4 else "ONNX order"})
+        return out
+
+    def context(self) -> dict[str, Any]:
+        layers = [lay for lay in (self.layer(k) for k in range(len(self.g.nodes))) if lay is not None]
+        kernels = sorted({lay.kernel for lay in layers if lay.kernel.startswith("mcu_")})
+        bands = any(lay.block for lay in layers)
+        sources = [f"mcu_runtime/{f}" for f in runtime_files(kernels, bands, self.isa) if f.endswith(".c")]
+        m = self.c.model
+        inputs, outputs = self.io(self.g.inputs, "INPUT"), self.io(self.g.outputs, "OUTPUT")
+        return {
+            "version": __version__, "prefix": self.prefix, "PREFIX": upper_ident(self.prefix),
+            "model_file": c_comment(m.path.name), "sha256": m.sha256, "opset": m.opset,
+            "layers": layers, "arrays": self.arrays, "kernels": kernels, "runtime_sources": sources,
+            "bands": bands, "isa": self.isa, "plan_kind": self.c.plan.schedule.kind,
+            "hosted_inputs": [{"index": k, "offset": self.c.plan.offset_of(n), "size": self.g.t(n).nbytes}
+                              for k, n in enumerate(self.g.inputs) if self.c.plan.offset_of(n) is not None],
+            "inputs": inputs, "outputs": outputs,
+            "uses": self.uses(layers),
+            "single_io": len(inputs) == 1 and len(outputs) == 1,
+            "arena_size": self.c.plan.arena_size, "lower_bound": self.c.plan.lower_bound,
+            "weight_bytes": sum(a.nbytes for a in self.arrays),
+            "macs": sum(lay.macs for lay in layers),
+            "views": sum(1 for p in self.c.prepared if not p.kernel),
+            "guard": self.c.plan.guard, "guard_buffers": self.guard_buffers(layers),
+            "node_names": [n.name for n in self.g.nodes],
+            "cmsis": self.c.backend == "cmsis-nn",
+            "portable_layers": list(self.c.portable_layers),
+            "scratch_checks": self.scratch_checks(layers),
+            "cmsis_version": str(self.c.cmsis_version) if self.c.cmsis_version else "",
+            "cmsis_supported": cmsis_supported(),
+            "numerics": self.g.numerics,
+            "s16": s16_kernels(kernels),
+            "optimize": self.c.optimize, "opt": OPT_FLAGS[self.c.optimize],
+            "cmsis_opt": CMSIS_OPT_FLAGS[self.c.optimize],
+        }
+
+    def uses(self, layers: list[Layer]) -> dict[str, bool]:
+        """Which of <prefix>_run_multi()'s `arena` and `inputs` its layers' code reads (the others
+        get a `(void)x;`). <PREFIX>_AFTER_LAYER's arguments do not count: its default expands to
+        nothing."""
+        hosted = any(self.c.plan.offset_of(n) is not None for n in self.g.inputs)
+        text = "\n".join(line for lay in layers if not lay.inside
+                         for line in (*lay.locals, *lay.block, *(c.text for c in lay.calls)))
+        return {name: hosted or re.search(rf"\b{name}\b", text) is not None for name in ("arena", "inputs")}
+
+    def scratch_checks(self, layers: list[Layer]) -> list[dict[str, Any]]:
+        """CMSIS-NN calls whose scratch <prefix>_init() checks once against the linked library."""
+        return [{"index": lay.index, "op": lay.op, "kernel": lay.kernel, "cond": lay.precheck,
+                 "bytes": ctx_size(self.c.prepared[lay.index]),
+                 "offset": (scratch_of(self.c.plan, lay.name) or 0) + ctx_offset(self.c.prepared[lay.index])}
+                for lay in layers if lay.precheck]
+
+    def guard_buffers(self, layers: list[Layer]) -> list[dict[str, Any]]:
+        """Guard-byte builds: every arena buffer with the layer before which its guards are filled
+        (the first kernel call at or after the step that writes it) and its last layer."""
+        if not self.c.plan.guard:
+            return []
+        kernels = [lay.index for lay in layers]
+        out = []
+        for b in self.c.plan.buffers:
+            fill_at = next((k for k in kernels if k >= b.first), None)
+            if fill_at is not None and fill_at <= b.last:
+                out.append({"offset": b.offset, "bytes": b.size, "fill_at": fill_at, "last": b.last,
+                            "name": c_comment(b.name)})
+        return out
+
+
+def render_bundle(c: Compiled, board_flags: str, board_name: str,
+                  frontend: FrontEnd | None = None) -> dict[str, bytes]:
+    """Every file of the bundle, relative path -> bytes (nothing is written here). With a feature
+    front end (emitter/features/), its files too, and the arena sized for its scratch."""
+    problem = prefix_problem(c.name)
+    if problem is not None:
+        raise UsageError(f"the C prefix '{c.name}' cannot be used: {problem}; choose another "
+                         "with --name")
+    ctx = BundleBuilder(c).context()
+    ctx.update(cpu_flags=board_flags, board=board_name, frontend=None)
+    if frontend is not None:
+        ctx["arena_size"] = max(ctx["arena_size"], frontend.scratch_bytes)
+        ctx["frontend"] = frontend.figures() | {"defines": " ".join(f"-D{d}" for d in DSP_DEFINES),
+                                                     "define_names": " ".join(DSP_DEFINES)}
+    env = environment()
+    p = c.name
+    files = {
+        f"{p}.h": env.get_template("model.h.j2").render(ctx),
+        f"{p}.c": env.get_template("model.c.j2").render(ctx),
+        f"{p}_weights.h": env.get_template("weights.h.j2").render(ctx),
+        f"{p}_weights.c": env.get_template("weights.c.j2").render(ctx),
+        "Makefile": env.get_template("Makefile.j2").render(ctx),
+        "CMakeLists.txt": env.get_template("CMakeLists.txt.j2").render(ctx),
+        "README.md": env.get_template("bundle_README.md.j2").render(ctx),
+    }
+    if ctx["single_io"]:
+        files[f"{p}_f32.c"] = env.get_template("model_f32.c.j2").render(ctx)
+    if frontend is not None:
+        from emitter.render.frontend import render_frontend
+
+        files.update(render_frontend(frontend, p, ctx))
+    out = {k: (wrap_comments(v) if k.endswith((".c", ".h")) else v).encode() for k, v in files.items()}
+    rep = report(c, ctx) | ({"frontend": ctx["frontend"]} if frontend is not None else {})
+    out["report.json"] = (json.dumps(rep, indent=1, sort_keys=True) + "\n").encode()
+    out["report.html"] = report_html(json.loads(out["report.json"])).encode()
+    rt = data_dir("mcu_runtime")
+    for rel in runtime_files(ctx["kernels"], ctx["bands"], ctx["isa"]):
+        out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()
+    out[CONFIG] = config_header(out[CONFIG], c.optimize)  # the one runtime file a bundle's options change
+    return out

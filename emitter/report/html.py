@@ -1,0 +1,321 @@
+"""report.html: the bundle's report.json as one self-contained page (inline CSS and SVG, no script).
+
+The page is a function of report.json alone, so `mcugen --verify --profile`, which adds measured
+figures to report.json after the bundle is written, renders it again (cli.record_figures). This
+module computes every coordinate and every formatted number; templates/report.html.j2 only places
+them. Coordinates are rounded to 0.01 px, so the page is deterministic.
+
+  - memory plan: x = step (layer), y = arena offset (0 at the bottom); one <rect> per planned buffer
+    over its live range [first, last] at its offset, coloured by kind (rings: a streamed layer's
+    last rows), with data-name/-offset/-bytes/-first/-last and a <title>; the bytes an output
+    written over its input shares with it (bands, in place), pale with a dashed outline; the bytes in use per step
+    (report.json's in_use_bytes: shared bytes once) as a line and as one column per step
+    (data-live, data-floor), the peak step marked, the floor (the liveness lower bound when
+    nothing overlaps) and the arena size drawn as horizontal lines -- the gap is never negative;
+  - flash: weight bytes per layer and estimated code bytes per portable kernel, as bar charts;
+  - the per-layer table (with the instructions per layer of each profiled board) and the results
+    of each verification run.
+"""
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import jinja2
+
+from emitter.resources import data_dir
+
+WIDTH = 960  # px, both charts
+LEFT, RIGHT, TOP, BOTTOM = 80, 170, 24, 40  # memory plot margins
+PLOT_H = 300
+BAR_H, BAR_GAP, BAR_LEFT, BAR_RIGHT = 14, 4, 260, 90
+KIND_COLOURS = {"tensor": "#4e79a7", "scratch": "#f28e2b", "ring": "#59a14f", "input": "#b07aa1"}
+OTHER_COLOUR = "#8c8c8c"
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The HTML environment: the same settings as emitter.render.bundle's, with HTML escaping."""
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(data_dir("templates"))),
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                              keep_trailing_newline=True, autoescape=True)
+
+
+def px(v: float) -> str:
+    """A coordinate as SVG text: at most two decimals, no trailing zeros."""
+    text = f"{v:.2f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def num(n: int) -> str:
+    return f"{n:,}"
+
+
+def short(name: str, width: int = 32) -> str:
+    """A long layer name cut from the left, as mcugen's summary does (the full name is its tooltip)."""
+    return name if len(name) <= width else "..." + name[3 - width:]
+
+
+def kind_class(kind: str) -> str:
+    return "kind-" + re.sub(r"[^a-z0-9]+", "-", kind.lower())
+
+
+def live_bytes(buffers: list[dict[str, Any]], steps: int) -> list[int]:
+    return [sum(b["bytes"] for b in buffers if b["first"] <= s <= b["last"]) for s in range(steps)]
+
+
+def peak_step(buffers: list[dict[str, Any]], steps: int) -> int:
+    """The first step with the most live bytes (where the liveness lower bound is reached)."""
+    live = live_bytes(buffers, steps)
+    return live.index(max(live)) if live else 0
+
+
+def ticks(top: int, count: int = 4) -> list[int]:
+    """About `count` round tick values from 0 to top."""
+    if top <= 0:
+        return [0]
+    raw = top / count
+    mag = 10 ** (len(str(int(raw))) - 1)
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    return [int(i * step) for i in range(int(top // step) + 1)]
+
+
+MODES = {"rows": "streamed row by row", "down": "band by band, top down, over its input",
+         "up": "band by band, bottom up, over its input", "in place": "in place over an operand",
+         "whole": "whole"}
+
+
+def buffer_title(b: dict[str, Any], kind: str) -> str:
+    """A buffer's tooltip: where and when; a ring's rows, of which layer; any other key as is."""
+    text = (f"{b['name']} ({kind}): offset {num(b['offset'])}, {num(b['bytes'])} bytes, live at layers "
+            f"{b['first']}..{b['last']}")
+    known = {"name", "offset", "bytes", "first", "last", "kind"}
+    if kind == "ring" and {"rows", "row_bytes", "whole_bytes", "layer"} <= b.keys():
+        known |= {"rows", "row_bytes", "whole_bytes", "layer"}
+        text += (f"; the last {b['rows']} rows ({num(b['row_bytes'])} bytes each) of layer {b['layer']}'s output, "
+                 f"a tensor of {num(b['whole_bytes'])} bytes that never exists whole")
+    elif kind == "ring" and b["name"].endswith("#acc"):
+        text += "; a streamed chain's running sums"
+    extra = ", ".join(f"{k} {b[k]}" for k in sorted(b) if k not in known)
+    return text + (f"; {extra}" if extra else "")
+
+
+def memory_figures(mem: dict[str, Any]) -> tuple[list[int], list[int], int]:
+    """(bytes in use per step, floor per step, floor): report.json's, or for a report.json from
+    before they were stated, the live bytes (no overlaps were planned then)."""
+    live = mem.get("in_use_bytes") or live_bytes(mem["buffers"], mem["steps"])
+    floor = mem.get("floor_step_bytes") or live_bytes(mem["buffers"], mem["steps"])
+    return live, floor, mem.get("floor_bytes", mem["liveness_lower_bound_bytes"])
+
+
+def memory_chart(mem: dict[str, Any], layers: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    steps = max(mem["steps"], 1)
+    arena = max(mem["arena_bytes"], 1)
+    plot_w = WIDTH - LEFT - RIGHT
+    cw = plot_w / steps
+
+    def x(step: float) -> float:
+        return LEFT + step * cw
+
+    def y(offset: float) -> float:
+        return TOP + PLOT_H - offset * PLOT_H / arena
+
+    rects = []
+    for b in mem["buffers"]:
+        kind = str(b.get("kind", "tensor"))
+        rects.append({
+            "name": b["name"], "offset": b["offset"], "bytes": b["bytes"], "first": b["first"], "last": b["last"],
+            "kind": kind, "cls": kind_class(kind),
+            "x": px(x(b["first"])), "w": px((b["last"] - b["first"] + 1) * cw),
+            "y": px(y(b["offset"] + b["bytes"])), "h": px(max(b["bytes"] * PLOT_H / arena, 0.5)),
+            "title": buffer_title(b, kind),
+        })
+    at = {b["name"]: b for b in mem["buffers"]}
+    bands = []
+    for o in mem.get("overlaps", []):
+        if not o["bytes"]:
+            continue
+        lo = max(at[o["input"]]["offset"], at[o["output"]]["offset"])
+        how = MODES.get(o["mode"], o["mode"])
+        bands.append({
+            "input": o["input"], "output": o["output"], "bytes": o["bytes"], "mode": o["mode"],
+            "first": o["first"], "last": o["last"], "x": px(x(o["first"])),
+            "w": px((o["last"] - o["first"] + 1) * cw), "y": px(y(lo + o["bytes"])),
+            "h": px(max(o["bytes"] * PLOT_H / arena, 0.5)),
+            "title": f"{'band' if o['mode'] in ('down', 'up') else 'shared'}: layers {o['first']}..{o['last']} write "
+                     f"{o['output']} ({how}) over {o['input']}, which they read for the last time: "
+                     f"{num(o['bytes'])} bytes hold both, counted once (at most {num(o['allowed_bytes'])} may)"})
+    live, floor_steps, floor = memory_figures(mem)
+    peak = live.index(max(live)) if live else 0
+    points = []
+    for s, v in enumerate(live):
+        points += [f"{px(x(s))},{px(y(v))}", f"{px(x(s + 1))},{px(y(v))}"]
+    step_rects = []
+    for s, v in enumerate(live):
+        lay = layers.get(s)
+        rings = sum(b["bytes"] for b in mem["buffers"] if b.get("kind") == "ring" and b["first"] <= s <= b["last"])
+        shared = sum(o["bytes"] for o in mem.get("overlaps", []) if o["first"] <= s <= o["last"])
+        step_rects.append({
+            "step": s, "live": v, "floor": floor_steps[s], "x": px(x(s)), "w": px(cw),
+            "title": f"layer {s}" + (f" {lay['op']} {lay['name']}" if lay else "") + f": {num(v)} bytes in use"
+                     + (f" (rings {num(rings)})" if rings else "")
+                     + (f"; {num(shared)} bytes shared by an output written over its input" if shared else "")
+                     + f"; these buffers need at least {num(floor_steps[s])} here"})
+    every = max(1, -(-steps // 24))
+    overlapped = bool(mem.get("overlaps"))
+    peak_layer = layers.get(peak)
+    return {
+        "width": WIDTH, "height": TOP + PLOT_H + BOTTOM, "rects": rects, "bands": bands, "steps": step_rects,
+        "live": " ".join(points),
+        "left": LEFT, "plot_h": PLOT_H, "right": px(LEFT + plot_w), "top": TOP, "bottom": px(y(0)),
+        "label_x": px(LEFT + plot_w + 6),
+        "arena_y": px(y(arena)), "arena": num(mem["arena_bytes"]),
+        "lb_y": px(y(floor)), "lb": num(floor), "lb_what": "floor" if overlapped else "lower bound",
+        "gap": num(mem["arena_bytes"] - floor),
+        "peak": peak, "peak_x": px(x(peak)), "peak_w": px(cw), "peak_mid": px(x(peak + 0.5)),
+        "peak_bytes": num(max(live, default=0)),
+        "peak_what": f"layer {peak}" + (f" {peak_layer['op']}" if peak_layer else ""),
+        "peak_name": peak_layer["name"] if peak_layer else "",
+        "xticks": [{"x": px(x(s + 0.5)), "label": str(s)} for s in range(0, mem["steps"], every)],
+        "xlabel_y": px(y(0) + 30), "xlabel_x": px(LEFT + plot_w / 2),
+        "yticks": [{"y": px(y(v)), "label": num(v)} for v in ticks(mem["arena_bytes"])],
+        "kinds": [{"kind": k, "cls": kind_class(k)} for k in sorted({r["kind"] for r in rects})],
+    }
+
+
+def plan_story(data: dict[str, Any]) -> dict[str, Any]:
+    """The cards and the note that say what kind of plan this is: its floor (the smallest RAM a
+    plan of its kind with its buffers can reach) and gap, its rings and bands."""
+    mem = data["memory"]
+    _, _, floor = memory_figures(mem)
+    kind = mem.get("kind", "layer")
+    overlapped = bool(mem.get("overlaps"))
+    rings = [b for b in mem["buffers"] if b.get("kind") == "ring"]
+    layer_modes = [lay.get("runs", "whole") for lay in data["layers"]]
+    bands = sum(1 for m in layer_modes if m in ("down", "up"))
+    streamed = sum(1 for m in layer_modes if m == "rows")
+    whole_lb = data.get("memory_plan", {}).get("liveness_lower_bound_bytes")
+    notes = []
+    if rings:
+        sums = [b for b in rings if "rows" not in b]
+        notes.append(f"{len(rings) - len(sums)} rings ({num(sum(b['bytes'] for b in rings if 'rows' in b))} bytes): "
+                     "a streamed layer keeps only the last rows of its output that the next layer still reads; the "
+                     "whole tensor never exists."
+                     + (f" {len(sums)} more hold a streamed chain's running sums "
+                        f"({num(sum(b['bytes'] for b in sums))} bytes)." if sums else ""))
+    if bands:
+        notes.append(f"{bands} layers run band by band and write their output over the input they read for the "
+                     "last time (top down or bottom up): the pale, dash-outlined bytes hold both, counted once.")
+    if overlapped or rings:
+        notes.append(f"The floor, {num(floor)} bytes, is the least RAM this kind of plan ({kind}) can reach with "
+                     "these buffers: "
+                     "at each layer, the live bytes less the most the allowed overlaps can share"
+                     + (f"; whole layers need at least {num(whole_lb)} bytes (their liveness lower bound)."
+                        if whole_lb is not None else "."))
+    return {"floor": num(floor), "gap": num(max(mem["arena_bytes"] - floor, 0)), "kind": kind,
+            "floor_what": f"least RAM of this {kind} plan" if overlapped else "liveness lower bound",
+            "rings": sum(1 for b in rings if "rows" in b),
+            "ring_bytes": num(sum(b["bytes"] for b in rings if "rows" in b)), "bands": bands,
+            "streamed": streamed, "notes": notes}
+
+
+def layer_cells(lay: dict[str, Any]) -> dict[str, str]:
+    """The table's run / offset / bytes cells: a streamed layer's output is its ring."""
+    runs = lay.get("runs", "whole")
+    held = lay.get("output_held")
+    if lay["arena_offset"] is None:
+        offset = "caller's buffer"
+    else:
+        offset = ("ring at " if held else "") + num(lay["arena_offset"])
+    out = num(lay["output_bytes"])
+    if held:
+        out = f"{num(held['bytes'])} of {out} (ring of {held['rows']} rows; never whole)"
+    return {"runs": MODES.get(runs, runs), "offset": offset, "out_bytes": out}
+
+
+def bar_chart(items: list[tuple[str, int, str]]) -> dict[str, Any]:
+    """Horizontal bars: (label, bytes, tooltip) per row, scaled to the largest."""
+    top = max((v for _, v, _ in items), default=0) or 1
+    plot_w = WIDTH - BAR_LEFT - BAR_RIGHT
+    rows = []
+    for i, (label, v, title) in enumerate(items):
+        y = i * (BAR_H + BAR_GAP)
+        rows.append({"label": label, "bytes": v, "value": num(v), "title": title, "y": px(y),
+                     "text_y": px(y + BAR_H - 3), "w": px(max(v * plot_w / top, 0.5)),
+                     "value_x": px(BAR_LEFT + max(v * plot_w / top, 0.5) + 4)})
+    return {"width": WIDTH, "height": max(len(items), 1) * (BAR_H + BAR_GAP), "rows": rows,
+            "left": BAR_LEFT, "label_x": BAR_LEFT - 6, "bar_h": BAR_H}
+
+
+def backend_of(data: dict[str, Any], lay: dict[str, Any]) -> tuple[str, str]:
+    """(backend, reason) of one layer's kernel."""
+    why = {p["index"]: p["why"] for p in data.get("portable_layers", [])}
+    if data["backend"] != "cmsis-nn":
+        return "portable", ""
+    if lay["index"] in why:
+        return "portable", why[lay["index"]]
+    if lay["kernel"].startswith("mcu_"):
+        return "portable", "CMSIS-NN has no kernel for it"
+    return "CMSIS-NN", ""
+
+
+def verification(board: str, fig: dict[str, Any]) -> dict[str, Any]:
+    """One board's measured figures (cli.record_figures) as rows of text."""
+    facts = []
+    if fig.get("instructions"):
+        counts = sorted(set(fig["instructions"]))
+        facts.append(("instructions per inference", num(counts[0]) + (f"..{num(counts[-1])}" if len(counts) > 1
+                                                                      else "") + f" ({fig.get('opt', '')})"))
+    if fig.get("stack_bytes") is not None:
+        facts.append(("inference stack", f"{num(fig['stack_bytes'])} bytes"))
+    if "flash_model" in fig:
+        facts.append(("model in the firmware", f"flash {num(fig['flash_model'])} bytes, RAM {num(fig['ram_model'])}"
+                                               f" bytes ({num(fig['ram_model_with_stack'])} with the stack)"))
+    if "ort_elements" in fig:
+        share = 100.0 * fig["ort_differ"] / max(fig["ort_elements"], 1)
+        facts.append(("golden vs onnxruntime", f"{num(fig['ort_differ'])}/{num(fig['ort_elements'])} elements "
+                                               f"differ ({share:.2f}%), max |diff| {fig['ort_max_diff']} "
+                                               "(float requantization; reported, not an error)"))
+    checks = [{"what": c["what"], "ok": c["ok"],
+               "text": ("bit-exact" if c["ok"] else "MISMATCH") + f": {num(c['differ'])}/{num(c['elements'])} "
+                       f"elements differ, max |diff| {c['max_diff']}"} for c in fig.get("checks", [])]
+    return {"board": board, "checks": checks, "facts": facts}
+
+
+def report_html(data: dict[str, Any]) -> str:
+    """The page, from report.json's content."""
+    layers = {lay["index"]: lay for lay in data["layers"]}
+    measured = data.get("measured", {})
+    profiled = [b for b in sorted(measured) if measured[b].get("layers")]
+    instr = {b: {m["index"]: num(m["instructions"]) for m in measured[b]["layers"]} for b in profiled}
+    rows = []
+    for lay in data["layers"]:
+        backend, reason = backend_of(data, lay)
+        rows.append({"index": lay["index"], "name": lay["name"], "short": short(lay["name"]), "op": lay["op"],
+                     "kernel": lay["kernel"],
+                     "backend": backend, "reason": reason, "shape": "x".join(map(str, lay["output_shape"])),
+                     "macs": num(lay["macs"]), "weights": num(lay["weight_bytes"]),
+                     **layer_cells(lay),
+                     "instructions": [instr[b].get(lay["index"], "") for b in profiled]})
+    weights = [(f"{lay['index']} {lay['op']}", lay["weight_bytes"], f"layer {lay['index']} {lay['name']}: "
+                f"{num(lay['weight_bytes'])} bytes of weights and parameters")
+               for lay in data["layers"] if lay["weight_bytes"]]
+    est = data.get("code_estimate")
+    code = []
+    if est is not None:
+        code = [(k, v, f"{k}: about {num(v)} bytes of code") for k, v in sorted(est["kernels"].items())]
+        code.append(("support (shared)", est["support"], "code shared by the kernels"))
+    cmsis_kernels = sorted({lay["kernel"] for lay in data["layers"] if not lay["kernel"].startswith("mcu_")})
+    code_total = sum(v for _, v, _ in code)
+    return environment().get_template("report.html.j2").render(
+        r=data, memory=memory_chart(data["memory"], layers), story=plan_story(data), rows=rows, profiled=profiled,
+        weights=bar_chart(weights), code=bar_chart(code), code_total=num(code_total), has_code=bool(code),
+        cmsis_kernels=cmsis_kernels,
+        toolchain=est["toolchain"] if est else "", other_colour=OTHER_COLOUR,
+        colours=[{"cls": kind_class(k), "colour": c} for k, c in KIND_COLOURS.items()],
+        verifications=[verification(b, measured[b]) for b in sorted(measured)],
+        totals={"arena": num(data["arena_bytes"]), "weights": num(data["weight_bytes"]),
+                "macs": num(data["macs"]),
+                "io": num(sum(data["io_bytes"]["inputs"]) + sum(data["io_bytes"]["outputs"])),
+                "flash": num(data["weight_bytes"] + code_total)})

@@ -1,0 +1,123 @@
+"""The per-layer table and totals printed after generation."""
+from __future__ import annotations
+
+from emitter.compiler import Compiled
+from emitter.layout import physical_shape
+from emitter.report.names import short_name
+
+
+def fmt_bytes(n: int) -> str:
+    return f"{n:,}"
+
+
+def float_layers(c: Compiled) -> int:
+    from emitter.ops.float_island import FLOAT_KERNELS
+
+    return sum(1 for p in c.prepared if p.kernel in FLOAT_KERNELS)
+
+
+def memory_lines(c: Compiled) -> list[str]:
+    """The memory plan: its kind, what it beat and what it costs."""
+    from emitter.plan.search import activation_ram
+
+    g, plan, choice = c.graph, c.plan, c.memory
+    layer = plan if choice is None else choice.candidates[0].plan
+    bound = layer.lower_bound + sum(g.t(n).nbytes for n in g.inputs + g.outputs)
+    if choice is None or plan.schedule.kind == "layer":
+        return [f"plan:  whole layers (liveness lower bound {fmt_bytes(plan.lower_bound)}, gap {fmt_bytes(plan.gap)})"
+                + ("" if choice is None else f"; {choice.why}")]
+    rows = sum(1 for m in plan.modes.values() if m in ("down", "up"))
+    streams = [s for s in plan.schedule.segments if plan.modes.get(s.first) == "rows"]
+    text = [f"plan:  {plan.schedule.kind}, {choice.why}: activation RAM {fmt_bytes(activation_ram(g, plan))} bytes "
+            f"vs {fmt_bytes(bound)} for whole layers at their liveness lower bound; estimated overhead "
+            f"{choice.ratio(choice.chosen):.1%} of the instructions",
+            f"       {rows} layers write over their input row by row, {len(streams)} streamed chains"
+            + "".join(f"; layers {s.first}-{s.last}" + (" (into an accumulating head)" if s.stages[-1].sink else "")
+                      for s in streams)]
+    lean = sum(len(s.lean) for s in plan.schedule.segments)
+    if lean:
+        text.append(f"       {lean} layers call their lean generic path (the least scratch, more instructions)")
+    if plan.schedule.host_inputs:
+        text.append("       the input lives in the arena: write it at <NAME>_INPUT0_BUFFER to save its copy")
+    return text
+
+
+def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_fpu: bool = True,
+            code_bytes: int | None = None) -> str:
+    g, plan = c.graph, c.plan
+    rows = [("#", "layer", "op", "kernel", "output", "MACs", "offset", "bytes")]
+    macs = 0
+    for k, (node, p) in enumerate(zip(g.nodes, c.prepared, strict=True)):
+        out = g.t(node.outputs[0])
+        kind, where = plan.location[plan.root[out.name]]
+        offset = f"{where:,}" if kind == "arena" else kind
+        if not p.kernel:
+            offset = f"view of {short_name(plan.root[out.name], 16)}" if kind == "arena" else offset
+        rows.append((str(k), short_name(node.name), node.op, p.kernel or "(view)",
+                     "x".join(map(str, physical_shape(out.layout))) if out.layout else "?",
+                     fmt_bytes(p.macs), offset, fmt_bytes(out.nbytes)))
+        macs += p.macs
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.rjust(w) if i in (0, 5, 6, 7) else cell.ljust(w)
+                       for i, (cell, w) in enumerate(zip(r, widths, strict=True))).rstrip() for r in rows]
+    lines.insert(1, "-" * len(lines[0]))
+    from emitter.plan.search import activation_ram, io_bytes
+
+    io = io_bytes(g, plan)
+    kernels = sum(1 for p in c.prepared if p.kernel)
+    lines += [
+        "",
+        f"model {c.model.path.name}: {kernels} kernel calls, {len(c.prepared) - kernels} free views, "
+        f"{fmt_bytes(macs)} MACs per inference; board {board}; {backend_note}",
+        f"flash: weights and parameters {fmt_bytes(weight_bytes)} bytes"
+        + ("" if code_bytes is None else f" + code about {fmt_bytes(code_bytes)} bytes (mcu_runtime kernels "
+           "and the schedule" + (", not CMSIS-NN's" if c.backend == "cmsis-nn" else "")
+           + f"; estimate, --optimize {c.optimize}: `--verify` measures it)"),
+        f"RAM:   arena {fmt_bytes(plan.arena_size)} bytes + caller's input/output buffers {fmt_bytes(io)} bytes "
+        f"= activation RAM {fmt_bytes(activation_ram(g, plan))} bytes",
+        *memory_lines(c),
+        f"float: {float_layers(c)} of {kernels} layers run in float32 (float islands)"
+        + ("" if has_fpu or not float_layers(c) else
+           f"; WARNING: {board} has no FPU, they use soft-float (slow, still bit-exact)"),
+    ]
+    lines.append(numerics_note(c))
+    from emitter.ops.asym_weights import summary_line
+
+    if (folded := summary_line(g.nodes)) is not None:
+        lines.append(folded)
+    if c.backend == "cmsis-nn":
+        lines.append(f"CMSIS-NN: {kernels - len(c.portable_layers)} of {kernels} layers call CMSIS-NN directly"
+                     + ("; portable kernels:" if c.portable_layers else ""))
+        lines += [f"  layer {k} {kernel}: {why}" for k, kernel, why in c.portable_layers]
+        lines += choice_lines(c)
+    return "\n".join(lines)
+
+
+def choice_lines(c: Compiled) -> list[str]:
+    """The kernel choice: one line, plus one per layer with --tune (both candidates' counts)."""
+    ch = c.kernel_choices
+    if not ch:
+        return []
+    measured = sum(1 for x in ch if x.source == "measured")
+    ours = sum(1 for x in ch if x.ours_wins)
+    src = (f"{measured} measured in QEMU (--tune)" if measured == len(ch) else
+           f"{len(ch) - measured} from the cost table" + (f", {measured} measured (--tune)" if measured else ""))
+    lines = [f"kernel choice: {len(ch)} conv/depthwise/FC layers, {src}; mcugen's kernel on {ours}, "
+             "CMSIS-NN on the rest (fewer executed instructions)"]
+    if dict(c.options).get("tune"):
+        lines += [f"  layer {x.index:>3} {x.kernel:<24} mcugen {x.ours:>10,}  CMSIS-NN {x.cmsis:>10,}  "
+                  f"{x.source:<8} -> {'mcugen' if x.ours_wins else 'CMSIS-NN'}" for x in ch]
+    return lines
+
+
+def numerics_note(c: Compiled) -> str:
+    """The rounding contract, and whether the user or the model chose it."""
+    chosen = "--numerics" if dict(c.options).get("numerics") is not None else "chosen from the model"
+    a16 = sum(1 for n in c.graph.nodes if c.graph.t(n.outputs[0]).dtype == "int16")
+    s16 = (f"; {a16} layers with int16 outputs: TFLite int16x8 (int64 bias, 64-bit requantization) "
+           "whatever the numerics" if a16 else "")  # emitter/ops/a16.py
+    if c.graph.numerics == "onnxruntime":
+        return (f"numerics: onnxruntime ({chosen}): conv/depthwise/FC/requantize as onnxruntime "
+                "(float32 scale, one rounding half to even), average pools ties to even, in integer "
+                "arithmetic, portable kernels (CMSIS-NN rounds as TFLite); other ops as TFLite" + s16)
+    return f"numerics: tflite ({chosen}): TFLite int8 arithmetic, double rounding" + s16
