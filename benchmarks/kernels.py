@@ -71,7 +71,7 @@ CMSIS_NN = {
 def kernel_files() -> list[str]:
     """The files of the three kernels in the working tree (dispatchers, path files, private
     headers, support/), relative to the repository."""
-    from emitter.bundle_files import runtime_files
+    from emitter.render.runtime_files import runtime_files
 
     return [f"mcu_runtime/{rel}" for rel in runtime_files(list(KERNELS)) if not rel.startswith("include/")]
 
@@ -541,7 +541,7 @@ def run_table(cases: list[KCase], board_name: str, kernels: dict[str, bytes],
     (bundle / "mcu_runtime" / "kernels").mkdir(parents=True, exist_ok=True)
     (bundle / "mcu_runtime" / "include").mkdir(parents=True, exist_ok=True)
     glue.mkdir(parents=True, exist_ok=True)
-    from emitter.bundle_files import RUNTIME_HEADERS
+    from emitter.render.runtime_files import RUNTIME_HEADERS
 
     for h in RUNTIME_HEADERS:
         (bundle / "mcu_runtime" / "include" / h).write_bytes(

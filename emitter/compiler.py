@@ -17,13 +17,13 @@ import numpy as np
 
 from emitter.backends.cmsis_version import CmsisVersion
 from emitter.boards import Board
+from emitter.calls import Prepared
 from emitter.errors import BudgetError, NodeUnsupported, UnsupportedError, UsageError
 from emitter.ir import Graph, Node
 from emitter.lower import lower
 from emitter.onnx.load import OnnxModel
 from emitter.onnx.load import load as load_model
 from emitter.ops import REGISTRY, a16
-from emitter.ops.base import Prepared
 from emitter.optimize import OPTIMIZE, PLAN_ISA
 from emitter.passes.fuse import fuse_activations, fuse_residual_adds
 from emitter.passes.layout import assign_layouts

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from emitter.boards import list_boards  # noqa: E402
-from emitter.bundle_files import PATH_FILES  # noqa: E402
+from emitter.render.runtime_files import PATH_FILES  # noqa: E402
 from emitter.resources import data_dir  # noqa: E402
 from emitter.target.firmware import input_sections  # noqa: E402
 

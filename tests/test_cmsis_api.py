@@ -10,8 +10,8 @@ import pytest
 
 from emitter.backends.cmsis_api import API, RETURNS_VOID, VARIANTS, declared_functions, operands, precheck, sizer_query
 from emitter.backends.cmsis_version import API_FUNCTIONS
+from emitter.calls import CRef, IntArg, StructArg, TensorArg
 from emitter.kernels import KERNELS, twin
-from emitter.ops.base import CRef, IntArg, StructArg, TensorArg
 
 SIZER = Path(__file__).resolve().parent.parent / "mcu_runtime" / "tools" / "cmsis_sizer.c"
 

@@ -33,12 +33,12 @@ from onnx import TensorProto, helper
 from emitter.backends.cmsis_nn import Converter
 from emitter.backends.cmsis_nn import sources as cmsis_sources
 from emitter.boards import load_board
+from emitter.calls import ConstArg, IntArg, Prepared, TensorArg, TensorListArg
 from emitter.compiler import Compiled, compile_model, golden_run
 from emitter.kernels.common import pad_rank
 from emitter.kernels.mcu_concat_s8 import concat_plan, mcu_concat_s8
 from emitter.kernels.mcu_pad_s8 import pad_axes
 from emitter.kernels.mcu_transpose_s8 import TransposeParams, mcu_transpose_s8
-from emitter.ops.base import ConstArg, IntArg, Prepared, TensorArg, TensorListArg
 from emitter.render.bundle import render_bundle
 from emitter.render.write import write_bundle
 from emitter.target.toolchain import missing_tools

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from emitter.bundle_files import PATH_FILES
 from emitter.kernels import KERNELS
+from emitter.render.runtime_files import PATH_FILES
 
 HEADER = Path(__file__).resolve().parent.parent / "mcu_runtime" / "include" / "mcu_nn.h"
 C_KERNELS = HEADER.parent.parent / "kernels"

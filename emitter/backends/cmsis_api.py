@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from emitter.ops.base import Call, CArg, ConstArg, CRef, Prepared, StructArg
+from emitter.calls import Call, CArg, ConstArg, CRef, Prepared, StructArg
 
 VARIANTS = ("", "_dsp", "_mve")  # size functions exist per code path: c, dsp, mve
 

@@ -28,10 +28,10 @@ from emitter.backends.cmsis_api import API, ScratchRequest, operands, sizer_quer
 from emitter.backends.cmsis_version import CmsisVersion, detect
 from emitter.backends.kernel_choice import Choice, choose, reason
 from emitter.boards import Board
+from emitter.calls import Call, CArg, CRef, Prepared, StructArg
 from emitter.errors import ToolchainError
 from emitter.kernels import twin
 from emitter.kernels.common import rounding_of
-from emitter.ops.base import Call, CArg, CRef, Prepared, StructArg
 from emitter.resources import data_dir
 
 # Source files never compiled: float kernels of newer CMSIS-NN, which need ARM_NN_ENABLE_F32/F16.

@@ -19,7 +19,7 @@ from onnx import TensorProto as TP
 from onnx import helper as H
 from onnx import numpy_helper as NH
 
-from emitter.ops.base import ConstArg, Prepared
+from emitter.calls import ConstArg, Prepared
 
 KERNELS = {"conv": "mcu_conv2d_s8", "dw": "mcu_depthwise_conv2d_s8", "fc": "mcu_fully_connected_s8"}
 KIND_OF = {v: k for k, v in KERNELS.items()}

@@ -33,10 +33,10 @@ from typing import Any
 import numpy as np
 
 from emitter.backends.cost_cases import Shape, shape_of
+from emitter.calls import ConstArg, Prepared
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
 from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 from emitter.kernels import mcu_fully_connected_s8 as fc_twin
-from emitter.ops.base import ConstArg, Prepared
 
 TABLES = Path(__file__).resolve().parent / "cost_tables"
 SAME_ISA = {"dsp": "cortex-m4", "mve": "cortex-m55"}

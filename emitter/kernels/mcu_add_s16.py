@@ -14,10 +14,10 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest
+from emitter.calls import IntArg, Prepared
 from emitter.kernels.common import Bcast, check_range
 from emitter.kernels.mcu_add_s8 import AddParams
 from emitter.kernels.s16 import check_clamp
-from emitter.ops.base import IntArg, Prepared
 from emitter.quant import requantize
 
 LEFT_SHIFT = 15

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, tile
+from emitter.calls import Prepared, StructArg
 from emitter.kernels.common import (
     PoolParams,
     check_pool,
@@ -23,7 +24,6 @@ from emitter.kernels.common import (
     pool_band,
     windows,
 )
-from emitter.ops.base import Prepared, StructArg
 
 
 def mcu_avgpool_s8(p: PoolParams, x: np.ndarray) -> np.ndarray:

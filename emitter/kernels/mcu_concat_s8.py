@@ -14,7 +14,7 @@ from itertools import accumulate
 import numpy as np
 
 from emitter.backends.cmsis_api import U16, Converter, ScratchRequest, operands
-from emitter.ops.base import Call, ConstArg, IntArg, Prepared, TensorArg, TensorListArg
+from emitter.calls import Call, ConstArg, IntArg, Prepared, TensorArg, TensorListArg
 
 
 def mcu_concat_s8(inputs: list[np.ndarray], chunk: list[int], outer: int) -> np.ndarray:

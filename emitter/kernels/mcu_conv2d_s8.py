@@ -17,6 +17,7 @@ import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
 from emitter.backends.cmsis_quirks import mve_1xn_problem
+from emitter.calls import ConstArg, Prepared, StructArg
 from emitter.kernels import c_defines
 from emitter.kernels.common import (
     Dims,
@@ -28,7 +29,6 @@ from emitter.kernels.common import (
     requant2_ok,
     window_band,
 )
-from emitter.ops.base import ConstArg, Prepared, StructArg
 from emitter.quant import ROUND_NEAREST_NO_TIE
 
 

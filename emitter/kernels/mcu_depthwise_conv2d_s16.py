@@ -12,12 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, padded, tile
+from emitter.calls import ConstArg, Prepared, StructArg
 from emitter.kernels.common import check_shape, dims_shape, patches
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
 from emitter.kernels.mcu_conv2d_s16 import check_offsets
 from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams
 from emitter.kernels.s16 import cmsis_taps_problem, output_stage_s16
-from emitter.ops.base import ConstArg, Prepared, StructArg
 
 
 def mcu_depthwise_conv2d_s16(p: DepthwiseConvParams, input: np.ndarray, filter: np.ndarray,

@@ -15,6 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, padded, tile
+from emitter.calls import ConstArg, Prepared, StructArg
 from emitter.kernels import c_defines
 from emitter.kernels.common import (
     Dims,
@@ -27,7 +28,6 @@ from emitter.kernels.common import (
     window_band,
 )
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
-from emitter.ops.base import ConstArg, Prepared, StructArg
 
 
 @dataclass(frozen=True, eq=False)

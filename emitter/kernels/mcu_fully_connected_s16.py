@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest
+from emitter.calls import CArg, ConstArg, NullArg, Prepared, StructArg
 from emitter.kernels.common import check_shape
 from emitter.kernels.mcu_fully_connected_s8 import FCParams
 from emitter.kernels.s16 import cmsis_taps_problem, output_stage_s16
-from emitter.ops.base import CArg, ConstArg, NullArg, Prepared, StructArg
 
 
 def mcu_fully_connected_s16(p: FCParams, input: np.ndarray, weights: np.ndarray,

@@ -19,10 +19,10 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest, arr
+from emitter.calls import CArg, ConstArg, NullArg, Prepared, StructArg
 from emitter.kernels import c_defines
 from emitter.kernels.common import QuantIO, check_shape, output_stage
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
-from emitter.ops.base import CArg, ConstArg, NullArg, Prepared, StructArg
 from emitter.quant import ROUND_TFLITE
 
 _C = c_defines("include/mcu_nn.h")

@@ -11,8 +11,8 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest, dims4
+from emitter.calls import IntArg, Prepared, StructArg
 from emitter.kernels.common import MAX_RANK, check_range
-from emitter.ops.base import IntArg, Prepared, StructArg
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest
+from emitter.calls import Prepared
 from emitter.kernels.common import check_range
 from emitter.kernels.s16 import check_clamp
-from emitter.ops.base import Prepared
 from emitter.quant import requantize
 
 TABLE_SIZE = 256

@@ -20,8 +20,8 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest
+from emitter.calls import Prepared
 from emitter.kernels.common import check_range
-from emitter.ops.base import Prepared
 from emitter.quant import requantize, rounding_divide_by_pot, srdhm
 
 LUT_SIZE = 513

@@ -20,8 +20,8 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest
+from emitter.calls import IntArg, Prepared
 from emitter.kernels.common import check_range
-from emitter.ops.base import IntArg, Prepared
 from emitter.quant import (
     INT32_MAX,
     INT32_MIN,

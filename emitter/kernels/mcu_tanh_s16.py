@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.backends.cmsis_api import Converter, ScratchRequest
+from emitter.calls import Prepared
 from emitter.kernels.mcu_sigmoid_s16 import ActivationS16Params, check, interpolate, rescale
-from emitter.ops.base import Prepared
 from emitter.quant import requantize
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from emitter.calls import ConstArg, NullArg, Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
 from emitter.kernels import mcu_fully_connected_s8 as fc_twin
@@ -47,7 +48,6 @@ from emitter.kernels.mcu_requantize_s16_s8 import mcu_requantize_s16_s8
 from emitter.kernels.mcu_transpose_s16 import mcu_transpose_s16
 from emitter.kernels.s16 import SHIFT_MAX, SHIFT_MIN
 from emitter.ops.a16_lut import LUT_FUNCTIONS, lut_rule, softmax_rule
-from emitter.ops.base import ConstArg, NullArg, Prepared, TensorArg
 from emitter.quant import quantize_multiplier
 
 SUPPORTED = ("Conv (regular and depthwise), Gemm/MatMul, Add, Mul, MaxPool, AveragePool, GlobalAveragePool, "

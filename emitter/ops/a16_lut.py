@@ -27,12 +27,12 @@ from functools import cache
 
 import numpy as np
 
+from emitter.calls import ConstArg, Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
 from emitter.kernels.mcu_sigmoid_s16 import TABLE_SIZE, ActivationS16Params, mcu_sigmoid_s16
 from emitter.kernels.mcu_softmax_s16 import LUT_SIZE, MAX_ROW, SoftmaxS16Params, mcu_softmax_s16
 from emitter.kernels.mcu_tanh_s16 import mcu_tanh_s16
-from emitter.ops.base import ConstArg, Prepared, TensorArg
 from emitter.quant import quantize_multiplier, round_half_away
 
 TFLITE_OUT_SCALE = 2.0 ** -15

@@ -5,10 +5,10 @@ An op module (emitter/ops/<op>.py) holds all knowledge of one IR op:
   IR_OPS     IR op names it owns
   layout(node, graph) -> LayoutPlan        which input layouts it needs, its output layout
   prepare(node, graph) -> Prepared         build-time Prepare: kernel, params, golden
+(Prepared and its C argument types are the call records of emitter/calls.py.)
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -20,88 +20,6 @@ from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Layout, Node, QuantParams, Tensor
 from emitter.layout import physical_shape
 from emitter.onnx.load import OnnxModel
-
-
-@dataclass(frozen=True)
-class TensorArg:
-    """Pointer to an activation (arena, or the caller's input/output buffer)."""
-    name: str
-
-
-@dataclass(frozen=True, eq=False)
-class ConstArg:
-    """A `static const` array in flash; `suffix` names it after the layer."""
-    suffix: str
-    data: np.ndarray
-
-
-@dataclass(frozen=True)
-class IntArg:
-    value: int
-
-
-@dataclass(frozen=True)
-class NullArg:
-    pass
-
-
-@dataclass(frozen=True)
-class TensorListArg:
-    """`const int8_t *const name[]` built from several activations (e.g. concat inputs)."""
-    names: tuple[str, ...]
-
-
-@dataclass(frozen=True, eq=False)
-class CRef:
-    """A C expression in a struct field: a const array (optionally cast) or the scratch pointer."""
-    kind: str  # "array" | "scratch" | "null"
-    array: ConstArg | None = None
-    cast: str = ""
-    offset: int = 0  # "scratch": bytes past the start of the layer's scratch (a call with two buffers)
-
-
-@dataclass(frozen=True, eq=False)
-class StructArg:
-    """A `static const <ctype>` built from nested dicts of ints / CRefs, passed by address."""
-    ctype: str
-    suffix: str
-    fields: dict[str, Any]
-
-
-CArg = TensorArg | ConstArg | IntArg | NullArg | TensorListArg | StructArg
-
-
-@dataclass(frozen=True, eq=False)
-class Call:
-    """A further call of the same layer, `kernel(*args)` (no params struct)."""
-    kernel: str
-    args: tuple[CArg, ...]
-
-
-@dataclass(frozen=True, eq=False)
-class Prepared:
-    """One layer: a kernel call, its params struct (or None) and its named operands.
-
-    The C call is `kernel(&params, *operands.values())` (or without params). Operands are named as
-    the C function's parameters (`input`, `filter`, `bias`, `output`, ...; CMSIS-NN's own names
-    after the cmsis-nn backend converted the call), in call order; by convention the last one is
-    the output. `golden(env)` computes the layer in numpy from the physical, flat int8 arrays in
-    env and returns the output, flat. `then` holds further calls of the layer, run in order after
-    the first (e.g. CMSIS-NN's concatenation: one call per input); every StructArg/ConstArg suffix
-    stays distinct across a layer's calls."""
-    kernel: str
-    params: Any | None
-    operands: dict[str, CArg]
-    golden: Callable[[dict[str, np.ndarray]], np.ndarray]
-    macs: int = 0
-    scratch: int = 0
-    summary: str = ""
-    then: tuple[Call, ...] = ()
-
-    @property
-    def args(self) -> tuple[CArg, ...]:
-        """The operands in call order."""
-        return tuple(self.operands.values())
 
 
 @dataclass(frozen=True)

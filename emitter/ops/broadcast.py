@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.calls import ConstArg, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Layout, Node, Tensor
 from emitter.kernels.common import Bcast
 from emitter.layout import index_map
-from emitter.ops.base import ConstArg, LayoutPlan, LowerCtx, QNode, TensorArg
+from emitter.ops.base import LayoutPlan, LowerCtx, QNode
 
 
 def lower_binary(ctx: LowerCtx, q: QNode, ir_op: str, extra: dict | None = None) -> None:

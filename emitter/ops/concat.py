@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.calls import ConstArg, IntArg, Prepared, TensorArg, TensorListArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Layout, Node
 from emitter.kernels.mcu_concat_s8 import mcu_concat_s8
 from emitter.layout import is_simple, physical_shape
-from emitter.ops.base import ConstArg, IntArg, LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, TensorListArg
+from emitter.ops.base import LayoutPlan, LowerCtx, QNode
 
 ONNX_OPS = ("Concat",)
 IR_OPS = ("concat",)

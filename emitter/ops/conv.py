@@ -13,6 +13,7 @@ from typing import Any, cast
 import numpy as np
 
 from emitter import quant
+from emitter.calls import CArg, ConstArg, CRef, NullArg, Prepared, StructArg, TensorArg
 from emitter.errors import NodeUnsupported, QuantError
 from emitter.ir import Graph, Layout, Node
 from emitter.kernels import ISAS
@@ -22,21 +23,7 @@ from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
 from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
 from emitter.ops import asym_weights
-from emitter.ops.base import (
-    Attrs,
-    CArg,
-    ConstArg,
-    CRef,
-    LayoutPlan,
-    LowerCtx,
-    NullArg,
-    Prepared,
-    QIn,
-    QNode,
-    StructArg,
-    TensorArg,
-    per_tensor,
-)
+from emitter.ops.base import Attrs, LayoutPlan, LowerCtx, QIn, QNode, per_tensor
 
 ONNX_OPS = ("Conv",)
 IR_OPS = ("conv",)

@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 import numpy as np
 
+from emitter.calls import ConstArg, Prepared, TensorArg
 from emitter.ir import Graph, Node, QuantParams, Tensor
 from emitter.kernels import mcu_conv2d_add_s8 as fused_twin
 from emitter.kernels.common import Bcast
@@ -22,7 +23,7 @@ from emitter.kernels.mcu_conv2d_add_s8 import ConvAddParams, mcu_conv2d_add_s8
 from emitter.kernels.mcu_conv2d_s8 import ConvParams
 from emitter.ops import conv
 from emitter.ops.add import add_params
-from emitter.ops.base import ConstArg, LayoutPlan, Prepared, TensorArg, per_tensor
+from emitter.ops.base import LayoutPlan, per_tensor
 
 ONNX_OPS: tuple[str, ...] = ()
 IR_OPS = ("conv_add",)

@@ -20,23 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from emitter import quant
+from emitter.calls import CArg, ConstArg, NullArg, Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_transpose_conv_s8 import TransposeConvParams, mcu_transpose_conv_s8
 from emitter.ops import asym_weights
-from emitter.ops.base import (
-    Attrs,
-    CArg,
-    ConstArg,
-    LayoutPlan,
-    LowerCtx,
-    NullArg,
-    Prepared,
-    QNode,
-    TensorArg,
-    per_tensor,
-)
+from emitter.ops.base import Attrs, LayoutPlan, LowerCtx, QNode, per_tensor
 from emitter.ops.conv import bias_int32, check_accumulation, check_bias_headroom, dims4, feature_layout
 
 ONNX_OPS = ("ConvTranspose",)

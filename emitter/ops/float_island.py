@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from emitter.calls import Prepared, TensorArg
 from emitter.errors import NodeUnsupported, QuantError
 from emitter.ir import Graph, Layout, Node
 from emitter.kernels.common import Bcast
@@ -29,7 +30,7 @@ from emitter.kernels.mcu_eltwise_f32_s8 import (
 )
 from emitter.kernels.mcu_layernorm_f32_s8 import LayerNormF32Params, mcu_layernorm_f32_s8
 from emitter.ops import broadcast
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QIn, QNode, TensorArg, per_tensor
+from emitter.ops.base import LayoutPlan, LowerCtx, QIn, QNode, per_tensor
 
 ONNX_OPS = ("Div", "LayerNormalization")
 IR_OPS = ("eltwise_f32", "layernorm_f32")

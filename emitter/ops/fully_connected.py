@@ -22,6 +22,7 @@ import numpy as np
 import onnx
 
 from emitter import quant
+from emitter.calls import ConstArg, Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Layout, Node, QuantParams
 from emitter.kernels import mcu_fully_connected_s8 as fc_twin
@@ -29,7 +30,7 @@ from emitter.kernels.common import QuantIO
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 from emitter.layout import index_map
 from emitter.ops import asym_weights
-from emitter.ops.base import Attrs, ConstArg, LayoutPlan, LowerCtx, Prepared, QIn, QNode, TensorArg, per_tensor
+from emitter.ops.base import Attrs, LayoutPlan, LowerCtx, QIn, QNode, per_tensor
 from emitter.ops.conv import check_accumulation, check_bias_headroom, scratch_ctx
 
 ONNX_OPS = ("MatMul", "Gemm")

@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from emitter.calls import ConstArg, IntArg, Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
 from emitter.kernels.mcu_lut_s8 import mcu_lut_s8
-from emitter.ops.base import ConstArg, IntArg, LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, same_layout_plan
+from emitter.ops.base import LayoutPlan, LowerCtx, QNode, same_layout_plan
 from emitter.quant import round_half_away
 
 Fn = Callable[[float], float]

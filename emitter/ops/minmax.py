@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.calls import Prepared, TensorArg
 from emitter.errors import NodeUnsupported, QuantError
 from emitter.ir import Graph, Node
 from emitter.kernels.common import Bcast
 from emitter.kernels.mcu_minmax_s8 import MinMaxParams, mcu_minmax_s8
 from emitter.ops import broadcast
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
+from emitter.ops.base import LayoutPlan, LowerCtx, QNode, per_tensor
 from emitter.quant import quantize_multiplier
 
 ONNX_OPS = ("Min", "Max")

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.calls import Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Layout, Node
 from emitter.kernels.common import pad_rank
 from emitter.kernels.mcu_pad_s8 import PadParams, mcu_pad_s8
 from emitter.layout import is_simple, physical_shape
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
+from emitter.ops.base import LayoutPlan, LowerCtx, QNode
 from emitter.quant import round_half_away
 
 ONNX_OPS = ("Pad",)

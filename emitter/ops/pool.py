@@ -11,13 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from emitter import quant
+from emitter.calls import Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
 from emitter.kernels.common import PoolParams
 from emitter.kernels.mcu_avgpool_requant_s8 import AvgPoolRequantParams, mcu_avgpool_requant_s8
 from emitter.kernels.mcu_avgpool_s8 import mcu_avgpool_s8
 from emitter.kernels.mcu_maxpool_s8 import mcu_maxpool_s8
-from emitter.ops.base import Attrs, LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
+from emitter.ops.base import Attrs, LayoutPlan, LowerCtx, QNode, per_tensor
 from emitter.ops.conv import dims4, feature_layout, same_pads
 
 ONNX_OPS = ("AveragePool", "MaxPool", "GlobalAveragePool", "ReduceMean", "ReduceMax")

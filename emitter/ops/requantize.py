@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from emitter import quant
+from emitter.calls import Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
 from emitter.kernels.common import QuantIO
 from emitter.kernels.mcu_requantize_s8 import RequantizeParams, mcu_requantize_s8
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor, same_layout_plan
+from emitter.ops.base import LayoutPlan, LowerCtx, QNode, per_tensor, same_layout_plan
 
 ONNX_OPS = ("Relu", "Clip")
 IR_OPS = ("requantize",)

@@ -17,12 +17,13 @@ import math
 
 import numpy as np
 
+from emitter.calls import Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
 from emitter.kernels.common import Dims
 from emitter.kernels.mcu_resize_bilinear_s8 import ONE, ResizeBilinearParams, mcu_resize_bilinear_s8
 from emitter.kernels.mcu_resize_nearest_s8 import ResizeNearestParams, mcu_resize_nearest_s8
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
+from emitter.ops.base import LayoutPlan, LowerCtx, QNode
 from emitter.ops.conv import dims4, feature_layout
 from emitter.ops.reshape import lower_view
 

@@ -9,12 +9,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from emitter.calls import Prepared, TensorArg
 from emitter.errors import NodeUnsupported, ShapeError
 from emitter.ir import Graph, Layout, Node, QuantParams
 from emitter.kernels.common import pad_rank
 from emitter.kernels.mcu_slice_s8 import SliceParams, mcu_slice_s8
 from emitter.layout import is_simple, physical_shape
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
+from emitter.ops.base import LayoutPlan, LowerCtx, QNode
 
 ONNX_OPS = ("Slice", "Split")
 IR_OPS = ("slice",)

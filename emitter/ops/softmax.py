@@ -9,10 +9,11 @@ import math
 
 import numpy as np
 
+from emitter.calls import Prepared, TensorArg
 from emitter.errors import NodeUnsupported, QuantError
 from emitter.ir import Graph, Layout, Node
 from emitter.kernels.mcu_softmax_s8 import SCALED_DIFF_INTEGER_BITS, SoftmaxParams, mcu_softmax_s8
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg, per_tensor
+from emitter.ops.base import LayoutPlan, LowerCtx, QNode, per_tensor
 from emitter.quant import quantize_multiplier, round_half_away
 
 ONNX_OPS = ("Softmax",)

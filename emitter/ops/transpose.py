@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.calls import Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Layout, Node
 from emitter.kernels.common import pad_rank
 from emitter.kernels.mcu_transpose_s8 import TransposeParams, mcu_transpose_s8
 from emitter.layout import after_transpose
-from emitter.ops.base import LayoutPlan, LowerCtx, Prepared, QNode, TensorArg
+from emitter.ops.base import LayoutPlan, LowerCtx, QNode
 from emitter.ops.reshape import lower_view
 
 ONNX_OPS = ("Transpose",)

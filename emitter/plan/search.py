@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from emitter.calls import Prepared
 from emitter.ir import Graph
-from emitter.ops.base import Prepared
 from emitter.plan.arena import Plan, plan
 from emitter.plan.stream import Schedule, Segment, Stage, exact_in_place, make_segment, stage_of
 from emitter.plan.views import roots

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from emitter.calls import Prepared
 from emitter.ir import Graph
-from emitter.ops.base import Prepared
 from emitter.plan.views import roots
 
 BAND_KERNELS = ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8", "mcu_maxpool_s8", "mcu_avgpool_s8",

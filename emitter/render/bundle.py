@@ -17,11 +17,10 @@ import numpy as np
 from emitter import __version__
 from emitter.backends.cmsis_api import precheck
 from emitter.backends.cmsis_version import supported as cmsis_supported
-from emitter.bundle_files import runtime_files, s16_kernels
+from emitter.calls import CArg, ConstArg, CRef, IntArg, StructArg, TensorArg, TensorListArg
 from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.features.sources import DEFINES as DSP_DEFINES
-from emitter.ops.base import CArg, ConstArg, CRef, IntArg, StructArg, TensorArg, TensorListArg
 from emitter.optimize import CMSIS_OPT_FLAGS, CONFIG, OPT_FLAGS, config_header
 from emitter.plan.arena import scratch_of
 from emitter.plan.stream import Segment, Stage
@@ -39,6 +38,7 @@ from emitter.render.cfmt import (
     wrap_comments,
 )
 from emitter.render.layers import ConstArray, Layer, LayerCall, call_kind, ctx_offset, ctx_size
+from emitter.render.runtime_files import runtime_files, s16_kernels
 from emitter.report.data import report
 from emitter.report.html import report_html
 from emitter.resources import data_dir

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from emitter.backends.cmsis_api import RETURNS_VOID
-from emitter.ops.base import CRef, Prepared, StructArg
+from emitter.calls import CRef, Prepared, StructArg
 
 
 @dataclass(frozen=True)

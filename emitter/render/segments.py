@@ -4,7 +4,7 @@ A segment of several layers is one loop making one row per step, of the layer ne
 whose next row's input rows are made (depth first), into that layer's ring
 (mcu_runtime/support/mcu_band.h). A one-layer segment whose output the planner put over its
 input is a loop of row calls, top down ("down") or bottom up ("up"). The loops replay exactly
-what emitter/stream.simulate() replayed to size the rings and the overlaps.
+what emitter/plan/stream.simulate() replayed to size the rings and the overlaps.
 """
 from __future__ import annotations
 

@@ -27,8 +27,8 @@ import onnx
 
 from emitter.backends.cost_cases import KERNELS, Case, Shape, case_of, onnx_of
 from emitter.boards import Board
+from emitter.calls import Prepared
 from emitter.errors import VerifyError
-from emitter.ops.base import Prepared
 from emitter.resources import data_dir
 
 CMSIS_OPT = "-Ofast"

@@ -281,7 +281,7 @@ def test_null_pointers() -> None:
 
 
 def test_c_struct_renders_nested_params(tmp_path: Path) -> None:
-    """emitter/cfmt.c_struct renders the two-level nested struct as nested designated
+    """emitter/render/cfmt.c_struct renders the two-level nested struct as nested designated
     initializers that gcc accepts (-Wextra -Werror: no missing field) and that hold the values."""
     p, _ = build(CASES["non_square"], np.random.default_rng(0))
     assert AvgPoolRequantParams.CTYPE == "mcu_avgpool_requant_params_t"

@@ -30,7 +30,7 @@ from emitter.boards import load_board
 from emitter.kernels import mcu_depthwise_conv2d_s8 as twin
 from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
 from emitter.quant import ROUND_NEAREST_EVEN, ROUND_NEAREST_NO_TIE, acc_bound, exact_multipliers, fast_round_ok
-from emitter.render.bundle import runtime_files
+from emitter.render.runtime_files import runtime_files
 from emitter.resources import data_dir
 from emitter.target import build_firmware, missing_tools, run_qemu
 from tests.kernels.test_depthwise_conv2d import Case, build

@@ -124,7 +124,7 @@ def test_add_band(band_lib: ctypes.CDLL) -> None:
 
 
 def test_ring_push_drops_only_passed_rows(band_lib: ctypes.CDLL, tmp_path: Path) -> None:
-    """mcu_ring_push() in C against the replay's ring (emitter/stream.simulate's rule)."""
+    """mcu_ring_push() in C against the replay's ring (emitter/plan/stream.simulate's rule)."""
     class Ring(ctypes.Structure):
         _fields_ = [("buf", ctypes.c_void_p), ("row_bytes", ctypes.c_int32), ("cap", ctypes.c_int32),
                     ("base", ctypes.c_int32), ("count", ctypes.c_int32)]
