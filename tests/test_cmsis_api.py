@@ -1,4 +1,4 @@
-"""The CMSIS-NN API table (emitter/backends/cmsis_api.py) and what derives from it: operands by
+"""The CMSIS-NN API table (emitter/kernels/cmsis_api.py) and what derives from it: operands by
 parameter name, the host sizer's queries (mcu_runtime/tools/cmsis_sizer.c reads them), the
 init-time scratch check, void calls. No CMSIS-NN needed."""
 from __future__ import annotations
@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from emitter.backends.cmsis_api import API, RETURNS_VOID, VARIANTS, declared_functions, operands, precheck, sizer_query
 from emitter.backends.cmsis_version import API_FUNCTIONS
 from emitter.calls import CRef, IntArg, StructArg, TensorArg
 from emitter.kernels import KERNELS, twin
+from emitter.kernels.cmsis_api import API, RETURNS_VOID, VARIANTS, declared_functions, operands, precheck, sizer_query
 
 SIZER = Path(__file__).resolve().parent.parent / "mcu_runtime" / "tools" / "cmsis_sizer.c"
 

@@ -4,7 +4,7 @@ Each portable kernel call that CMSIS-NN implements bit-exactly is re-expressed a
 call with the same numbers (the golden model is unchanged: CMSIS-NN implements the same TFLite
 arithmetic); everything else keeps the portable kernel and is reported as a fallback. The mapping
 of each kernel is `to_cmsis(conv, p)` in its twin (emitter/kernels/mcu_<k>.py); the functions and
-types it may use are the table of cmsis_api.py. This module holds the shared machinery: dispatch,
+types it may use are the table of emitter/kernels/cmsis_api.py. This module holds the shared machinery: dispatch,
 the call builder (operands by parameter name, the context), and the scratch sizes.
 
 Scratch sizes come from the user's CMSIS-NN: a small host tool (mcu_runtime/tools/cmsis_sizer.c)
@@ -24,13 +24,13 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
-from emitter.backends.cmsis_api import API, ScratchRequest, operands, sizer_query
 from emitter.backends.cmsis_version import CmsisVersion, detect
 from emitter.backends.kernel_choice import Choice, choose, reason
 from emitter.boards import Board
 from emitter.calls import Call, CArg, CRef, Prepared, StructArg
 from emitter.errors import ToolchainError
 from emitter.kernels import twin
+from emitter.kernels.cmsis_api import API, ScratchRequest, operands, sizer_query
 from emitter.kernels.common import rounding_of
 from emitter.resources import data_dir
 

@@ -14,7 +14,7 @@ Policy:
      main of 2026-07 (V.19.1.0) passes this check.
   4. A tree without a readable revision is refused.
 A function the backend or mcu_runtime/tools/cmsis_sizer.c starts to call is added to the table of
-emitter/backends/cmsis_api.py; API_FUNCTIONS derives from it.
+emitter/kernels/cmsis_api.py; API_FUNCTIONS derives from it.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from emitter.backends.cmsis_api import TYPES, declared_functions
 from emitter.errors import ToolchainError
+from emitter.kernels.cmsis_api import TYPES, declared_functions
 
 TESTED = ("v7.0.0", (18, 0, 0))
 RELEASES = {(11, 2, 0): "v4.0.0", (11, 3, 0): "v4.1.0", (12, 4, 0): "v5.0.0", (16, 0, 0): "v6.0.0",
@@ -32,7 +32,7 @@ GET_IT = (f"use CMSIS-NN {TESTED[0]} (e.g. `git clone --branch {TESTED[0]} https
           "see docs/getting_cmsis_nn.md in mcugen's repository) and point CMSIS_NN_PATH at it, or unset "
           "CMSIS_NN_PATH / pass --backend portable for mcugen's own kernels")
 
-# What the backend and mcu_runtime/tools/cmsis_sizer.c call, as declared in v7.0.0 (emitter/backends/cmsis_api.py).
+# What the backend and mcu_runtime/tools/cmsis_sizer.c call, as declared in v7.0.0 (emitter/kernels/cmsis_api.py).
 API_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = declared_functions()  # name -> (return, parameter types)
 API_TYPES = TYPES  # name -> body of its typedef in arm_nn_types.h
 

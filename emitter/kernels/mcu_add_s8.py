@@ -15,8 +15,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.calls import IntArg, Prepared
+from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import Bcast, broadcast_operand, check_range
 from emitter.quant import requantize
 

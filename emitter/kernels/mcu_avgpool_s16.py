@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.calls import Prepared
+from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import PoolParams, check_shape, dims_shape, div_round, windows
 from emitter.kernels.mcu_maxpool_s16 import check_pool_s16
 from emitter.quant import ROUND_TFLITE

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, tile
 from emitter.calls import Prepared, StructArg
+from emitter.kernels.cmsis_api import Converter, ScratchRequest, dims, tile
 from emitter.kernels.common import (
     PoolParams,
     check_pool,

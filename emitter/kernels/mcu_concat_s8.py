@@ -13,8 +13,8 @@ from itertools import accumulate
 
 import numpy as np
 
-from emitter.backends.cmsis_api import U16, Converter, ScratchRequest, operands
 from emitter.calls import Call, ConstArg, IntArg, Prepared, TensorArg, TensorListArg
+from emitter.kernels.cmsis_api import U16, Converter, ScratchRequest, operands
 
 
 def mcu_concat_s8(inputs: list[np.ndarray], chunk: list[int], outer: int) -> np.ndarray:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
 from emitter.calls import ConstArg, Prepared, StructArg
+from emitter.kernels.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
 from emitter.kernels.common import check_shape, dims_shape, patches
 from emitter.kernels.mcu_conv2d_s8 import ConvParams, per_channel_quant
 from emitter.kernels.s16 import cmsis_taps_problem, output_stage_s16

@@ -15,10 +15,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
-from emitter.backends.cmsis_quirks import mve_1xn_problem
 from emitter.calls import ConstArg, Prepared, StructArg
 from emitter.kernels import c_defines
+from emitter.kernels.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
+from emitter.kernels.cmsis_quirks import mve_1xn_problem
 from emitter.kernels.common import (
     Dims,
     QuantIO,

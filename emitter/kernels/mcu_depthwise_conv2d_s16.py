@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.calls import ConstArg, Prepared, StructArg
+from emitter.kernels.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.kernels.common import check_shape, dims_shape, patches
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
 from emitter.kernels.mcu_conv2d_s16 import check_offsets

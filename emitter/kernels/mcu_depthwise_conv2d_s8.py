@@ -14,9 +14,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.calls import ConstArg, Prepared, StructArg
 from emitter.kernels import c_defines
+from emitter.kernels.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.kernels.common import (
     Dims,
     QuantIO,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.calls import CArg, ConstArg, NullArg, Prepared, StructArg
+from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import check_shape
 from emitter.kernels.mcu_fully_connected_s8 import FCParams
 from emitter.kernels.s16 import cmsis_taps_problem, output_stage_s16

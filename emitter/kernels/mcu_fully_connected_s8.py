@@ -18,9 +18,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest, arr
 from emitter.calls import CArg, ConstArg, NullArg, Prepared, StructArg
 from emitter.kernels import c_defines
+from emitter.kernels.cmsis_api import Converter, ScratchRequest, arr
 from emitter.kernels.common import QuantIO, check_shape, output_stage
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
 from emitter.quant import ROUND_TFLITE

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.calls import Prepared
+from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import PoolParams, check_shape, dims_shape, windows
 from emitter.kernels.s16 import INT16_MIN, check_clamp
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.calls import Prepared
+from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import PoolParams, check_pool, check_shape, dims_shape, pool_band, windows
 from emitter.kernels.mcu_avgpool_s8 import pool_call
 

@@ -19,8 +19,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.calls import Prepared
+from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import check_range
 from emitter.kernels.s16 import check_clamp
 from emitter.quant import requantize

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest
 from emitter.calls import Prepared
+from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.mcu_sigmoid_s16 import ActivationS16Params, check, interpolate, rescale
 from emitter.quant import requantize
 

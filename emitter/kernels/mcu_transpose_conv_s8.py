@@ -20,8 +20,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.calls import ConstArg, CRef, Prepared, StructArg
+from emitter.kernels.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.kernels.common import Dims, QuantIO, check_range, check_shape, dims_shape, output_stage
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
 

@@ -10,8 +10,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from emitter.backends.cmsis_api import U16, Converter, ScratchRequest, arr, dims4
 from emitter.calls import ConstArg, Prepared, StructArg
+from emitter.kernels.cmsis_api import U16, Converter, ScratchRequest, arr, dims4
 from emitter.kernels.common import MAX_RANK, check_range
 from emitter.layout import squeeze_transpose
 

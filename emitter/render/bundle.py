@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from emitter import __version__
-from emitter.backends.cmsis_api import precheck
 from emitter.backends.cmsis_version import supported as cmsis_supported
 from emitter.calls import CArg, ConstArg, CRef, IntArg, StructArg, TensorArg, TensorListArg
 from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.features.sources import DEFINES as DSP_DEFINES
+from emitter.kernels.cmsis_api import precheck
 from emitter.optimize import CMSIS_OPT_FLAGS, CONFIG, OPT_FLAGS, config_header
 from emitter.plan.arena import scratch_of
 from emitter.plan.stream import Segment, Stage

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from emitter.backends.cmsis_api import RETURNS_VOID
 from emitter.calls import CRef, Prepared, StructArg
+from emitter.kernels.cmsis_api import RETURNS_VOID
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ Everything else about the boundary derives from it:
 A call with scratch names its size function (`Scratch`): which of the call's struct operands
 (or their fields) it takes, and what the host sizer reads. A function the backend or
 cmsis_sizer.c starts to call is added here, with its declaration copied from arm_nnfunctions.h.
+It lives beside the twins because each twin's to_cmsis() maps its own call with it; the backend
+(emitter/backends/cmsis_nn.py) only dispatches.
 """
 from __future__ import annotations
 
