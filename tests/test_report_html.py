@@ -229,7 +229,7 @@ def test_bundle_is_deterministic_with_the_report(tmp_path, tiny):
 
 def test_code_estimate_reads_the_one_code_size_table(tiny):
     """The report's code per kernel is the flash budget's table (emitter/report/codesize.py): the sum of
-    each kernel's shipped files on the board's core (tests/test_code_sizes.py keeps it current)."""
+    each kernel's shipped files on the board's core (tests/test_code_size_estimate.py keeps it current)."""
     from emitter.report.codesize import table
     from emitter.report.data import code_estimate
 

@@ -1,7 +1,7 @@
 """Estimated code bytes of a bundle on its core, for the flash budget and the summary.
 
 The mcu_runtime/ files a bundle ships are measured once per core and --optimize mode by
-scripts/code_sizes.py into mcu_runtime/code_sizes.json, which tests/test_code_sizes.py checks
+scripts/code_sizes.py into mcu_runtime/code_sizes.json, which tests/test_code_size_estimate.py checks
 against a fresh measurement: speed, arm-none-eabi-gcc -O2 with the board's CPU flags, .text + .data
 of each object (every path of a kernel is reachable, so a bundle links each whole); size, -Os with
 MCU_OPTIMIZE_SIZE, each file's share of one --gc-sections link (the DSP/MVE paths drop out). The
