@@ -84,12 +84,19 @@ def test_cmsis_calls_replace_portable_kernels(name, tmp_path):
     assert c.plan.arena_size >= c.plan.lower_bound
 
 
+# The default tier: one of each kind of core and choice on two models; every other pair in the slow
+# tier (bash scripts/test.sh -m slow), since each firmware compiles the whole CMSIS-NN.
+BIT_EXACT_DEFAULT = {("mlperf_kws_dscnn", "cortex-m4", "fastest"), ("mlperf_kws_dscnn", "cortex-m55", "fastest"),
+                     ("tflm_micro_speech", "cortex-m0plus", "cmsis"), ("mlperf_ic_resnet8", "cortex-m7", "cmsis")}
+
+
 @needs_models
 @pytest.mark.qemu
 @needs_qemu
-@pytest.mark.parametrize("board,choice", [(b, "cmsis") for b in CORES]
-                         + [(b, "fastest") for b in CORES if b != "cortex-m0plus"])
-@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("name,board,choice", [
+    pytest.param(n, b, ch, marks=() if (n, b, ch) in BIT_EXACT_DEFAULT else pytest.mark.slow)
+    for n in MODEL_NAMES for b, ch in [(b, "cmsis") for b in CORES]
+    + [(b, "fastest") for b in CORES if b != "cortex-m0plus"]])
 def test_cmsis_bit_exact_host_and_qemu(name, board, choice, tmp_path):
     """CMSIS-NN on every layer it takes, and the default mix with mcugen's faster kernels (the
     same as "cmsis" on the pure-C core): bit-exact with TFLM on the host and in QEMU."""
@@ -286,8 +293,9 @@ def test_scons_prebuilt_library_bit_exact_in_qemu(tmp_path, arm_cmsis_lib):
 @needs_models
 @pytest.mark.qemu
 @needs_qemu
-@pytest.mark.parametrize("board", ("cortex-m4", "cortex-m7", "cortex-m55"))
-@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("name,board", [
+    pytest.param(n, b, marks=() if (n, b) == ("mlperf_kws_dscnn", "cortex-m7") else pytest.mark.slow)
+    for n in MODEL_NAMES for b in ("cortex-m4", "cortex-m7", "cortex-m55")])
 def test_bundle_makefile_build_bit_exact_with_tflm_in_qemu(name, board, tmp_path):
     """The user's path: the bundle's own Makefile (`make CC=arm-none-eabi-gcc CMSIS_NN_PATH=...`)
     builds libnet.a, model and CMSIS-NN together at the board's flags; the harness links that
