@@ -6,7 +6,6 @@ and verification all read; none of them recompute anything.
 from __future__ import annotations
 
 import functools
-import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -120,13 +119,13 @@ def isa_of(board: Board | None) -> str:
 
 
 def prepare_all(g: Graph, isa: str = "any") -> tuple[Prepared, ...]:
-    """Every node's Prepare; op modules whose kernel has per-target paths (a prepare taking `isa`)
-    size their scratch for `isa`."""
+    """Every node's Prepare, `prepare(node, g, isa)` (one signature for every op); ops whose kernel
+    has per-target paths size their scratch for `isa`, the others ignore it."""
     out, problems = [], []
     for node in g.nodes:
         try:
             prep = a16.prepare if a16.involves(node, g) else REGISTRY[node.op].prepare  # int16 activations
-            out.append(prep(node, g, isa) if "isa" in inspect.signature(prep).parameters else prep(node, g))
+            out.append(prep(node, g, isa))
         except NodeUnsupported as exc:
             problems.append((node.name, node.source or node.op, node.opset, str(exc)))
     if problems:

@@ -22,7 +22,6 @@ scales and TFLite's output scale only, and its arm_softmax_s16 TFLite's output s
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import replace
 from typing import Any
 
@@ -88,7 +87,7 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
         raise refuse(node, g)
     prep = REGISTRY[node.op].prepare
     tflite = replace(g, numerics="tflite")  # the int16x8 multipliers are TFLite's (quantize_multiplier)
-    base = prep(node, tflite, "c") if "isa" in inspect.signature(prep).parameters else prep(node, tflite)
+    base = prep(node, tflite, "c")
     return rule(node, g, base)
 
 

@@ -60,7 +60,7 @@ def add_params(size: int, in1: Bcast, in2: Bcast, s1: float, zp1: int, s2: float
                      output_multiplier=mo, output_shift=sho, act_min=act_min, act_max=act_max)
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     a, b, y = g.t(node.inputs[0]), g.t(node.inputs[1]), g.t(node.outputs[0])
     qa, qb, qy = per_tensor(a, "input", node), per_tensor(b, "input", node), per_tensor(y, "output", node)
     ba, arg_a, ca = broadcast.operand(a, y, node, 0)

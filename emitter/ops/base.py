@@ -4,7 +4,8 @@ An op module (emitter/ops/<op>.py) holds all knowledge of one IR op:
   ONNX_OPS   ONNX op types it lowers, and `lower(ctx, qnode)` emitting IR nodes (QNode, LowerCtx below)
   IR_OPS     IR op names it owns
   layout(node, graph) -> LayoutPlan        which input layouts it needs, its output layout
-  prepare(node, graph) -> Prepared         build-time Prepare: kernel, params, golden
+  prepare(node, graph, isa) -> Prepared    build-time Prepare: kernel, params, golden (isa: the
+                                           target's instruction set; scratch may depend on it)
 (Prepared and its C argument types are the call records of emitter/calls.py.)
 """
 from __future__ import annotations

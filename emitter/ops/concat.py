@@ -55,7 +55,7 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
     return LayoutPlan(reqs, Layout(g.t(node.outputs[0]).shape, perm))
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     y = g.t(node.outputs[0])
     assert y.layout is not None
     pos = y.layout.perm.index(node.attrs["axis"])

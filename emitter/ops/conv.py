@@ -27,7 +27,6 @@ from emitter.ops.base import Attrs, LayoutPlan, LowerCtx, QIn, QNode, per_tensor
 
 ONNX_OPS = ("Conv",)
 IR_OPS = ("conv",)
-ISA_SCRATCH = True  # prepare(node, g, isa): a depthwise call's scratch depends on the board's ISA
 DEFAULTS = {"auto_pad": b"NOTSET", "dilations": None, "group": 1, "kernel_shape": None,
             "pads": None, "strides": None}
 

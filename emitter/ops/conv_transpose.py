@@ -124,7 +124,7 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
     return LayoutPlan((feature_layout(x.shape), None, None), feature_layout(g.t(node.outputs[0]).shape))
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     x, w, y = g.t(node.inputs[0]), g.t(node.inputs[1]), g.t(node.outputs[0])
     b = g.t(node.inputs[2]) if node.inputs[2] else None
     xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)

@@ -135,7 +135,7 @@ def layernorm_f32_params(rows: int, row_size: int, s_in: float, zp_in: int, epsi
                               gamma=g, beta=b)
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     y = g.t(node.outputs[0])
     qy = per_tensor(y, "output", node)
     if node.op == "eltwise_f32":

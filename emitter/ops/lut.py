@@ -113,7 +113,7 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
     return same_layout_plan(node, g)
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
     tab = node.attrs["table"]
 

@@ -36,7 +36,7 @@ def mul_params(size: int, in1: Bcast, in2: Bcast, s1: float, zp1: int, s2: float
                      act_min=act_min, act_max=act_max)
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     a, b, y = g.t(node.inputs[0]), g.t(node.inputs[1]), g.t(node.outputs[0])
     qa, qb, qy = per_tensor(a, "input", node), per_tensor(b, "input", node), per_tensor(y, "output", node)
     ba, arg_a, ca = broadcast.operand(a, y, node, 0)

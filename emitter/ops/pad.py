@@ -62,7 +62,7 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
     return LayoutPlan((Layout(x.shape, perm),), Layout(g.t(node.outputs[0]).shape, perm))
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
     assert x.layout is not None
     perm, rank = x.layout.perm, len(x.shape)

@@ -105,7 +105,7 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
                       feature_layout(g.t(node.outputs[0]).shape))
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
     kh, kw = node.attrs["kernel"]
     sh, sw = node.attrs["strides"]

@@ -31,7 +31,7 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
     return same_layout_plan(node, g)
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
     xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
     if g.numerics == "onnxruntime":  # float32 s_in / s_out held exactly, one rounding half to even

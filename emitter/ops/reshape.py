@@ -44,7 +44,7 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
     return LayoutPlan((None,), x.layout)
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     x = node.inputs[0]
     if node.op == "copy":  # a graph output that would otherwise share another I/O buffer
         size = g.t(x).size

@@ -216,7 +216,7 @@ def resize_bilinear_params(input: Dims, out_h: int, out_w: int, scale_h: float, 
                                 x_lo=x_lo, x_hi=x_hi, x_frac=x_frac)
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
     idims, odims = dims4(x.shape), dims4(y.shape)
     at = node.attrs

@@ -142,7 +142,7 @@ def split_params(in_shape: Sequence[int], axis: int, sizes: Sequence[int]) -> li
     return out
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
     assert x.layout is not None
     perm = x.layout.perm

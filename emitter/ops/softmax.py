@@ -84,7 +84,7 @@ def softmax_params(input_scale: float, rows: int, row_size: int, output_scale: f
                          output_offset=out_offset)
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
     xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
     row_size = node.attrs["row_size"]

@@ -41,7 +41,7 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
     return LayoutPlan((None,), out)
 
 
-def prepare(node: Node, g: Graph) -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     x, y = node.inputs[0], node.outputs[0]
     if node.op == "transpose":
         return Prepared("", None, {}, lambda env: env[x], summary="view (layout change only)")
