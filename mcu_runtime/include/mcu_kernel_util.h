@@ -14,12 +14,20 @@
 #include "mcu_nn.h"
 #include "mcu_requant.h"
 
-static inline int dims_valid(const mcu_dims_t *d)
+/* The checks below run on every kernel call: inlined whatever the compiler's heuristics (clang
+ * keeps some out of line). */
+#if defined(__GNUC__)
+#define MCU_ALWAYS_INLINE static inline __attribute__((always_inline))
+#else
+#define MCU_ALWAYS_INLINE static inline
+#endif
+
+MCU_ALWAYS_INLINE int dims_valid(const mcu_dims_t *d)
 {
     return d->n > 0 && d->h > 0 && d->w > 0 && d->c > 0;
 }
 
-static inline int quant_io_valid(const mcu_quant_io_t *q)
+MCU_ALWAYS_INLINE int quant_io_valid(const mcu_quant_io_t *q)
 {
     return q->rounding >= MCU_ROUND_TFLITE && q->rounding <= MCU_ROUND_NEAREST_NO_TIE &&
            q->input_offset >= -MCU_INT8_MAX && q->input_offset <= -MCU_INT8_MIN &&
@@ -28,7 +36,7 @@ static inline int quant_io_valid(const mcu_quant_io_t *q)
 }
 
 /* ctx holds `size` bytes of usable (4-byte aligned) scratch; always true for size 0. */
-static inline int scratch_ok(const mcu_context_t *ctx, int32_t size)
+MCU_ALWAYS_INLINE int scratch_ok(const mcu_context_t *ctx, int32_t size)
 {
     return size <= 0 || (ctx != NULL && ctx->buf != NULL && ctx->size >= size &&
                          ((uintptr_t)ctx->buf & 3u) == 0);
@@ -62,12 +70,6 @@ static inline void valid_taps(int32_t origin, int32_t dilation, int32_t taps, in
         *end = *begin;
     }
 }
-
-#if defined(__GNUC__)
-#define MCU_ALWAYS_INLINE static inline __attribute__((always_inline))
-#else
-#define MCU_ALWAYS_INLINE static inline
-#endif
 
 /* ------------------------------------------------------------------------------------------- */
 /* The pooling window iterator (avgpool, avgpool_requant, maxpool; int8 and int16)            */
@@ -211,13 +213,24 @@ MCU_ALWAYS_INLINE void bcast_run(const void *params, mcu_bcast_one_t one, int32_
 #include <string.h>
 
 /* Four int8 from any address: memcpy is defined for every alignment and compiles to one LDR
- * (Armv7E-M and Armv8-M Mainline load unaligned words). */
+ * (Armv7E-M and Armv8-M Mainline load unaligned words). clang before 19 assumes strict alignment
+ * on bare metal unless given -munaligned-access (no __ARM_FEATURE_UNALIGNED) and would load byte
+ * by byte: there the LDR is written out, as these cores (and gcc's default) load unaligned words. */
+#if defined(__clang__) && !defined(__ARM_FEATURE_UNALIGNED) && defined(__OPTIMIZE__)
+static inline uint32_t read_s8x4(const int8_t *p)
+{
+    uint32_t v;
+    __asm__("ldr %0, %1" : "=r"(v) : "m"(*(const struct { int8_t b[4]; } *)(const void *)p));
+    return v;
+}
+#else
 static inline uint32_t read_s8x4(const int8_t *p)
 {
     uint32_t v;
     memcpy(&v, p, sizeof v);
     return v;
 }
+#endif
 
 #if defined(__OPTIMIZE__) && defined(__GNUC__)
 

@@ -69,20 +69,6 @@ void mcu_dw_taps4_dsp(const mcu_dw_taps_t *t, int32_t c, int32_t input_offset, i
     acc[3] = a3;
 }
 
-/* The pass's two channels of the input pixel at x, plus the input offset, as int16 lanes. */
-DW_INLINE int32_t load2(const int8_t *x, int32_t offset2, int odd)
-{
-    const uint32_t v = read_s8x4(x);
-    return odd ? sxtab16_ror8(offset2, v) : __sxtab16(offset2, (int32_t)v);
-}
-
-/* acc[0..1] += input pixel v times the weight pair w (lane 0, lane 1) */
-DW_INLINE void mac(int32_t *a0, int32_t *a1, int32_t v, int32_t w)
-{
-    *a0 = __smlabb(v, w, *a0);
-    *a1 = __smlatt(v, w, *a1);
-}
-
 /*
  * A 3x3 window pair, in assembly (gcc does not keep this in 12 registers): output rows top and
  * bottom (one input row lower), two lanes each; input rows 0..3 at x + r * in_row, tap columns
@@ -166,6 +152,20 @@ DW_INLINE void pair3x3(int32_t acc[4], const int8_t *x, int32_t in_row, int32_t 
 }
 
 #else /* unoptimized builds cannot give the assembly its 12 registers: the same in C */
+
+/* The pass's two channels of the input pixel at x, plus the input offset, as int16 lanes. */
+DW_INLINE int32_t load2(const int8_t *x, int32_t offset2, int odd)
+{
+    const uint32_t v = read_s8x4(x);
+    return odd ? sxtab16_ror8(offset2, v) : __sxtab16(offset2, (int32_t)v);
+}
+
+/* acc[0..1] += input pixel v times the weight pair w (lane 0, lane 1) */
+DW_INLINE void mac(int32_t *a0, int32_t *a1, int32_t v, int32_t w)
+{
+    *a0 = __smlabb(v, w, *a0);
+    *a1 = __smlatt(v, w, *a1);
+}
 
 DW_INLINE void pair3x3(int32_t acc[4], const int8_t *x, int32_t in_row, int32_t x_col,
                        const int32_t *w, int32_t offset2, int rows, int odd)

@@ -46,7 +46,7 @@ int mcu_fully_connected_s8_mve_shifts_ok(const int32_t *shift, int32_t count)
         return (uint32_t)shift[0] + 31u <= 61u;
     }
     uint32_t worst = 0;
-#if defined(__OPTIMIZE__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__OPTIMIZE__) && defined(__GNUC__)
     const uint32_t bias = 31u;
     int32x4_t v;
     __asm__("dlstp.32 lr, %[n]\n"
@@ -56,8 +56,8 @@ int mcu_fully_connected_s8_mve_shifts_ok(const int32_t *shift, int32_t count)
             "vmaxv.u32 %[worst], %q[v]\n\t"
             "letp    lr, 1b"
             : [worst] "+r"(worst), [s] "+r"(shift), [v] "=&w"(v)
-            : [n] "r"(count), [b] "r"(bias), "m"(*(const int32_t(*)[])shift)
-            : "lr");
+            : [n] "r"(count), [b] "r"(bias)
+            : "lr", "memory"); /* reads shift[0..count) (clang takes no "m" of an unsized array) */
 #else
     for (int32_t i = 0; i < count; i += 4) {
         const int32x4_t v = vldrwq_z_s32(shift + i, vctp32q((uint32_t)(count - i)));
@@ -126,10 +126,12 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
     }
 }
 
-#if defined(__OPTIMIZE__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__OPTIMIZE__) && defined(__GNUC__)
 
 /* Every input row in one assembly block. Entry: r0 = the params, r1 the input, r3 the weights,
- * r5 the kernel sums, r7 the output (a low register: VSTRB.32 takes no other); kept on the stack
+ * r5 the kernel sums, r2 the output, moved to r7 (a low register: VSTRB.32 takes no other) after
+ * r7 is saved; r7 is no operand or clobber, as it may be the frame pointer (compilers refuse to
+ * give it to an asm then, clang also at -O2): the block restores it on exit. Kept on the stack
  * as [sp] params, [sp, #4] input row, [sp, #8] rows left, [sp, #12] weights, [sp, #16] sums,
  * [sp, #20] output row. q4 / q5 / q6 = act_min / act_max / output offset for the whole call;
  * ONCE loads the per-tensor multiplier and shift into r11 / r12 and the shift into q7 (or sets
@@ -137,6 +139,8 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
  * per-channel multiplier / shift addresses into r11 / r12; q3 the input's tail (zero past it),
  * P0 its predicate. */
 #define FC_LOAD(ONCE, ROW)                                                                         \
+    "push    {r7}\n\t"                                                                             \
+    "mov     r7, r2\n\t"                                                                           \
     "ldr     r2, [r0]\n\t"                                                                         \
     "push    {r0, r1, r2, r3, r5, r7}\n\t"                                                         \
     "ldrd    r2, r4, [r0, #%c[o_min]]\n\t"                                                         \
@@ -164,7 +168,7 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
 #define FC_ONCE_CHANNEL "vmov.i32 q7, #0\n\t"
 #define FC_ROW_CHANNEL "ldrd    r11, r12, [r0, #%c[o_m]]\n\t"
 
-/* The next input row (back to label 0), or the stack released. */
+/* The next input row (back to label 0), or the stack released and r7 restored. */
 #define FC_NEXT                                                                                    \
     "ldr     r0, [sp]\n\t"                                                                         \
     "ldrd    r8, r10, [r0, #%c[o_k]]\n\t"                                                          \
@@ -179,7 +183,8 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
     "str     r7, [sp, #20]\n\t"                                                                    \
     "b       0b\n"                                                                                 \
     "10:\n\t"                                                                                      \
-    "add     sp, sp, #24\n\t"
+    "add     sp, sp, #24\n\t"                                                                      \
+    "pop     {r7}\n\t"
 
 /* q0 = requantized q0 (TFLite rounding): per-tensor multiplier r11, right shift r12 and q7 */
 #define FC_REQUANT_TENSOR                                                                          \
@@ -371,16 +376,12 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
 #define FC_LOAD_CHANNEL_S_P "vpst\n\tvldrwt.32 q1, [r12]\n\t"
 #define FC_LOAD_CHANNEL_M_P "vpst\n\tvldrwt.32 q2, [r11]\n\t"
 
-/* The assembly takes r7 (every core register): no frame pointer in its functions, whatever the
- * build's -fno-omit-frame-pointer. */
-#define FC_ASM_FUNC __attribute__((optimize("omit-frame-pointer")))
-
 #define FC_CLOBBERS                                                                                \
-    "r2", "r4", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "q0", "q1", "q2", "q3", "q4", "q5",   \
-        "q6", "q7", "cc", "memory"
+    "r4", "r6", "r8", "r9", "r10", "r11", "r12", "lr", "q0", "q1", "q2", "q3", "q4", "q5", "q6",   \
+        "q7", "cc", "memory"
 
 #define FC_OPERANDS                                                                                \
-    : "+r"(r0), "+r"(r1), "+r"(r3), "+r"(r5), "+r"(r7)                                             \
+    : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), "+r"(r5)                                             \
     : [o_k] "i"(offsetof(mcu_fc_params_t, in_features)),                                           \
       [o_n] "i"(offsetof(mcu_fc_params_t, out_features)),                                          \
       [o_min] "i"(offsetof(mcu_fc_params_t, q.act_min)),                                           \
@@ -394,11 +395,11 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
     register const int8_t *r1 __asm__("r1") = x;                                                   \
     register const int8_t *r3 __asm__("r3") = w;                                                   \
     register const int32_t *r5 __asm__("r5") = s;                                                  \
-    register int8_t *r7 __asm__("r7") = out
+    register int8_t *r2 __asm__("r2") = out
 
 /* Every input row, per-tensor constants (shift <= 0) */
-FC_ASM_FUNC static inline void rows_tensor(const mcu_fc_params_t *p, const int8_t *x,
-                                           const int8_t *w, const int32_t *s, int8_t *out)
+static inline void rows_tensor(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
+                               const int32_t *s, int8_t *out)
 {
     FC_ARGS;
     __asm__ volatile(FC_LOAD(FC_ONCE_TENSOR, "") FC_BLOCKS(FC_REQUANT_TENSOR)
@@ -406,8 +407,8 @@ FC_ASM_FUNC static inline void rows_tensor(const mcu_fc_params_t *p, const int8_
 }
 
 /* Every input row, per-channel constants */
-FC_ASM_FUNC static inline void rows_channel(const mcu_fc_params_t *p, const int8_t *x,
-                                            const int8_t *w, const int32_t *s, int8_t *out)
+static inline void rows_channel(const mcu_fc_params_t *p, const int8_t *x, const int8_t *w,
+                                const int32_t *s, int8_t *out)
 {
     FC_ARGS;
     __asm__ volatile(FC_LOAD(FC_ONCE_CHANNEL, FC_ROW_CHANNEL)
@@ -417,10 +418,9 @@ FC_ASM_FUNC static inline void rows_channel(const mcu_fc_params_t *p, const int8
                                  FC_OPERANDS);
 }
 
-FC_ASM_FUNC mcu_status_t mcu_fully_connected_s8_mve(const mcu_context_t *ctx,
-                                                    const mcu_fc_params_t *p, const int8_t *input,
-                                                    const int8_t *weights, const int32_t *sums,
-                                                    int8_t *output)
+mcu_status_t mcu_fully_connected_s8_mve(const mcu_context_t *ctx, const mcu_fc_params_t *p,
+                                        const int8_t *input, const int8_t *weights,
+                                        const int32_t *sums, int8_t *output)
 {
     (void)ctx; /* no scratch */
     if (p->q.rounding != MCU_ROUND_TFLITE || sums == NULL) {
