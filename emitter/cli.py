@@ -198,6 +198,9 @@ def _verify_options(p: argparse.ArgumentParser, when: str) -> None:
     p.add_argument("--inputs", help=f"{when}reference inputs (.npz; default: random samples)")
     p.add_argument("--samples", type=int, default=8, help=f"{when}random samples (default 8)")
     p.add_argument("--no-qemu", action="store_true", help=f"{when}host build only")
+    p.add_argument("--cc", help=f"{when}compiler of the QEMU firmware: gcc (arm-none-eabi-gcc, the default) "
+                   "or clang (--target=arm-none-eabi, newlib's headers; linked by arm-none-eabi-gcc); "
+                   "default: $CC when it names a clang")
     p.add_argument("--junit", metavar="RESULTS.xml",
                    help=f"{when}write the results as JUnit XML: one test case per board and check "
                         "(docs/ci.md)")
@@ -405,8 +408,10 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
     result = BoardResult(board.name, frontend_asked=frontend is not None,
                          qemu_skipped="--no-qemu" if args.no_qemu else None)
     try:
+        from emitter.target.toolchain import firmware_cc
+
         report = run_verify(compiled, out_dir, board, Path(args.model), args.inputs, args.samples,
-                            qemu=not args.no_qemu)
+                            qemu=not args.no_qemu, cc=firmware_cc(args.cc))
         result.figures = report.figures
         print(report.text())
         if frontend is not None and report.ok:

@@ -72,11 +72,12 @@ def build_firmware(bundle_dir: Path | str, glue_dir: Path | str, board: Board,
                    werror: bool = False, stack_bytes: int = 0x10000,
                    cmsis_nn: Path | str | None = None, cmsis_opt: str = "-Ofast",
                    cmsis_nn_lib: Path | str | None = None, jobs: int | None = None,
-                   bundle_lib: Path | str | None = None) -> Firmware:
+                   bundle_lib: Path | str | None = None, cc: str = "gcc") -> Firmware:
     """Cross-compile bundle + harness + start-up code for `board` into build_dir/firmware.elf.
 
     bundle_lib: link this library of the bundle (built by its own Makefile) instead of compiling
-    the bundle's sources here.
+    the bundle's sources here. cc: gcc (arm-none-eabi-gcc) or a clang (toolchain.firmware_cc),
+    which compiles for --target=arm-none-eabi on newlib's headers; arm-none-eabi-gcc links either.
 
     cflags are appended to every compile and link; werror adds -Werror to the style's warnings;
     stack_bytes is the stack reserved (and measured) by the harness; cmsis_nn is a CMSIS-NN
@@ -86,8 +87,10 @@ def build_firmware(bundle_dir: Path | str, glue_dir: Path | str, board: Board,
     for name in ("arm-none-eabi-size", "arm-none-eabi-objdump"):
         toolchain.find_tool(name)
     toolchain.check_newlib()
+    if cc != "gcc":
+        toolchain.find_tool(cc)
     build = Path(build_dir).resolve()
-    args = [
+    args = [f"cc={cc}",
         f"board={board.name}",
         f"cpu_flags={' '.join(board.cflags)}",
         f"code=0x{board.code_origin:x}:0x{board.code_length:x}",

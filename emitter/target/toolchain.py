@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ INSTALL_HINT: dict[str, str] = {
     "arm-none-eabi-objdump": "apt-get install binutils-arm-none-eabi",
     "qemu-system-arm": "apt-get install qemu-system-arm",
     "gcc": "apt-get install gcc",
+    "clang": "apt-get install clang (the firmware still links with arm-none-eabi-gcc and newlib)",
     "scons": "pip install scons (a dependency of mcugen: reinstall mcugen, or apt-get install scons)",
     "newlib": "apt-get install libnewlib-arm-none-eabi",
     "make": "apt-get install make",
@@ -29,6 +31,22 @@ TARGET_TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-size", "arm-none-eabi-objdum
                 "scons")
 QEMU_TOOLS = TARGET_TOOLS + ("qemu-system-arm", "gcc")
 HOST_TOOLS = ("gcc", "scons")
+
+
+def firmware_cc(cc: str | None = None) -> str:
+    """The compiler of a firmware build: `cc` if given, else $CC when it names a clang (CC=clang,
+    clang-14), else gcc (arm-none-eabi-gcc for the target). clang compiles the bundle and harness
+    with --target=arm-none-eabi on newlib's headers; arm-none-eabi-gcc always links (SConstruct)."""
+    if cc is None:
+        env = os.environ.get("CC", "")
+        cc = env if is_clang(env) else "gcc"
+    if cc != "gcc" and not is_clang(cc):
+        raise ToolchainError(f"--cc {cc}: expected gcc or a clang (clang, clang-14, /path/to/clang)")
+    return cc
+
+
+def is_clang(cc: str) -> bool:
+    return "clang" in Path(cc.split()[0]).name if cc.strip() else False
 
 
 def find_tool(name: str) -> Path:

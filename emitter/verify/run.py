@@ -314,14 +314,15 @@ class VerifyReport:
 
 
 def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str | None, count: int,
-               qemu: bool = True, work: Path | None = None) -> VerifyReport:
+               qemu: bool = True, work: Path | None = None, cc: str = "gcc") -> VerifyReport:
+    """Golden vs host build vs QEMU firmware (built with `cc`: gcc or a clang) on `count` samples."""
     samples = load_inputs(c, inputs, count)
     if not samples:
         raise UsageError("no reference inputs to verify with")
     gold = [golden_run(c, s) for s in samples]
     rep = VerifyReport(len(samples))
     try:
-        _run_checks(rep, c, bundle, board, samples, gold, inputs, qemu, work)
+        _run_checks(rep, c, bundle, board, samples, gold, inputs, qemu, work, cc)
     except McugenError as exc:  # e.g. QEMU missing: the host checks that ran still count
         exc.verify_figures = rep.figures
         raise
@@ -336,7 +337,7 @@ def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str
 
 
 def _run_checks(rep: VerifyReport, c: Compiled, bundle: Path, board: Board, samples: Samples,
-                gold: Samples, inputs: str | None, qemu: bool, work: Path | None) -> None:
+                gold: Samples, inputs: str | None, qemu: bool, work: Path | None, cc: str = "gcc") -> None:
     """The host build and run, the reference outputs, and the QEMU build and run, into `rep`."""
     with tempfile.TemporaryDirectory(prefix="mcugen-verify-") as tmp:
         w = Path(work) if work is not None else Path(tmp)
@@ -351,19 +352,19 @@ def _run_checks(rep: VerifyReport, c: Compiled, bundle: Path, board: Board, samp
             rep.note(f"{source[0]}: {source[1]}")
         if qemu:
             fw, run = run_in_qemu(bundle, w / "glue", board, w, samples, cmsis_nn=c.cmsis_path,
-                                  opt=OPT_FLAGS[c.optimize], cmsis_opt=CMSIS_OPT_FLAGS[c.optimize])
+                                  opt=OPT_FLAGS[c.optimize], cmsis_opt=CMSIS_OPT_FLAGS[c.optimize], cc=cc)
             target = unpack(c, (run.workdir / "output.bin").read_bytes(), len(samples))
             rep.outputs["qemu"] = target
             rep.check("qemu_vs_golden", f"QEMU {board.name} vs golden", target, gold)
             rep.check("qemu_vs_host", f"QEMU {board.name} vs host", target, host)
             counts = sorted(set(run.instructions))
-            opt = f"bundle {OPT_FLAGS[c.optimize]}" + (
+            opt = ("" if cc == "gcc" else f"{cc}, ") + f"bundle {OPT_FLAGS[c.optimize]}" + (
                 f", CMSIS-NN {CMSIS_OPT_FLAGS[c.optimize]}" if c.cmsis_path else "")
             rep.figures.update(instructions=list(run.instructions), stack_bytes=run.stack_bytes,
                                flash_model=fw.model_flash, ram_model=fw.model_ram,
                                ram_model_with_stack=fw.model_ram + (run.stack_bytes or 0), opt=opt,
                                text=fw.text, rodata=fw.rodata, data=fw.data, bss=fw.bss,
-                               code_bytes=fw.model_code(c.name), optimize=c.optimize)
+                               code_bytes=fw.model_code(c.name), optimize=c.optimize, compiler=cc)
             rep.note(f"instructions per inference ({board.name}, {opt}): "
                      f"{counts[0]:,}" + (f"..{counts[-1]:,}" if len(counts) > 1 else ""))
             rep.note(f"firmware: text {fw.text:,} rodata {fw.rodata:,} data {fw.data:,} bss {fw.bss:,} bytes; "
