@@ -382,7 +382,12 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
         check_inputs(compiled, args.inputs, args.samples)
     elif args.inputs:
         raise UsageError("--inputs goes with --verify (the reference inputs to verify the bundle with)")
-    files = render_bundle(compiled, " ".join(board.cflags), board.name, frontend)
+    tests = None
+    if args.verify:  # the bundle's regression test (test/): verify's samples and the golden outputs
+        from emitter.verify.bundle_test import bundle_test_files
+
+        tests = bundle_test_files(compiled, board, args.inputs, args.samples)
+    files = render_bundle(compiled, " ".join(board.cflags), board.name, frontend, tests=tests)
     import json
 
     from emitter.report.codesize import code_bytes

@@ -255,6 +255,9 @@ def test_ci_job_of_the_docs_runs(tmp_path):
     res = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     assert res.stdout.endswith("sample 0: predicted 8 (label 8)\nsample 1: predicted 3 (label 3)\n")
+    # the bundle's own regression test ran in QEMU through ctest, on the 359 verified samples
+    assert "digits_cnn_int8_test" in res.stdout and "100% tests passed, 0 tests failed out of 1" in res.stdout
+    assert (tmp_path / "out" / "verify" / "cortex-m4" / "test" / "digits_cnn_int8_test_data.c").is_file()
     root = ET.parse(tmp_path / "results" / "digits.xml").getroot()
     assert [s.get("name") for s in root] == [f"mcugen verify {b}" for b in BOARDS]
     passed = [c.get("name") for c in root.iter("testcase")

@@ -332,15 +332,17 @@ class BundleBuilder:
 
 
 def render_bundle(c: Compiled, board_flags: str, board_name: str,
-                  frontend: FrontEnd | None = None) -> dict[str, bytes]:
+                  frontend: FrontEnd | None = None, tests: dict[str, bytes] | None = None) -> dict[str, bytes]:
     """Every file of the bundle, relative path -> bytes (nothing is written here). With a feature
-    front end (emitter/features/), its files too, and the arena sized for its scratch."""
+    front end (emitter/features/), its files too, and the arena sized for its scratch. With `tests`
+    (the test/ folder of emitter/verify/bundle_test.py), those files too, and the Makefile's and
+    CMakeLists.txt's test targets."""
     problem = prefix_problem(c.name)
     if problem is not None:
         raise UsageError(f"the C prefix '{c.name}' cannot be used: {problem}; choose another "
                          "with --name")
     ctx = BundleBuilder(c).context()
-    ctx.update(cpu_flags=board_flags, board=board_name, frontend=None)
+    ctx.update(cpu_flags=board_flags, board=board_name, frontend=None, tests=bool(tests))
     if frontend is not None:
         ctx["arena_size"] = max(ctx["arena_size"], frontend.scratch_bytes)
         ctx["frontend"] = frontend.figures() | {"defines": " ".join(f"-D{d}" for d in DSP_DEFINES),
@@ -370,4 +372,5 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str,
     for rel in runtime_files(ctx["kernels"], ctx["bands"], ctx["isa"]):
         out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()
     out[CONFIG] = config_header(out[CONFIG], c.optimize)  # the one runtime file a bundle's options change
+    out.update(tests or {})
     return out

@@ -12,9 +12,9 @@
      `lib<name>.a`, notes): they are copied into the new bundle and listed (write_bundle's
      result). mcugen's own files are the previous bundle's NAME*.c/.h (NAME from its report.json,
      the front end's NAME_frontend.c/.h included), the fixed files (Makefile, CMakeLists.txt,
-     README.md, report.*, the front end's cmsis_dsp_sources.txt) and everything under
-     mcu_runtime/. A kept file that the new bundle would overwrite is refused, naming it, unless
-     force.
+     README.md, report.*, the front end's cmsis_dsp_sources.txt), everything under
+     mcu_runtime/, and test/ when it holds NAME_test_data.c (--verify's regression test). A kept
+     file that the new bundle would overwrite is refused, naming it, unless force.
 """
 from __future__ import annotations
 
@@ -43,6 +43,8 @@ def user_entries(folder: Path) -> list[str]:
     """The top-level entries of the bundle `folder` that mcugen did not write (sorted; see 5.)."""
     name = str(json.loads((folder / MARKER).read_text()).get("name", ""))
     ours = {*FIXED, "mcu_runtime", *(f"{name}{tail}" for tail in OWN_TAILS)}
+    if (folder / "test" / f"{name}_test_data.c").is_file():  # --verify's regression test
+        ours.add("test")
     return sorted(p.name for p in folder.iterdir() if p.name not in ours)
 
 

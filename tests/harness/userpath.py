@@ -47,7 +47,7 @@ SHELL_LANGS = ("", "sh", "bash", "console", "shell", "shell-session")
 # programs a documented command may start with
 PROGRAMS = frozenset({"mcugen", "python", "python3", "bash", "sh", "make", "cmake", "pip", "pip3", "scons", "git",
                       "cd", "export", "env", "ls", "cat", "arm-none-eabi-gcc", "arm-none-eabi-size", "qemu-system-arm",
-                      "gcc", "cp", "mkdir", "rm", "espeak-ng"})
+                      "gcc", "cp", "mkdir", "rm", "espeak-ng", "ctest"})
 ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 SYNOPSIS_SIGNS = (
     (re.compile(r"(^|\s)\[[^\]]*\]"), "an optional part in [brackets]"),
