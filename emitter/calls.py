@@ -15,6 +15,13 @@ from typing import Any
 
 import numpy as np
 
+PORTABLE_PREFIX = "mcu_"  # mcu_runtime/'s kernels; every other kernel name is a CMSIS-NN function
+
+
+def is_portable(kernel: str) -> bool:
+    """The one place that says whose a kernel is: ours (mcu_runtime/) or CMSIS-NN's."""
+    return kernel.startswith(PORTABLE_PREFIX)
+
 
 @dataclass(frozen=True)
 class TensorArg:
@@ -91,6 +98,17 @@ class Prepared:
     scratch: int = 0
     summary: str = ""
     then: tuple[Call, ...] = ()
+
+    @property
+    def is_portable(self) -> bool:
+        """The call is one of our kernels (not a CMSIS-NN function)."""
+        return is_portable(self.kernel)
+
+    @property
+    def bias(self) -> np.ndarray | None:
+        """The bias operand's values (None: no constant bias), as the twins' path/scratch rules take them."""
+        b = self.operands.get("bias")
+        return b.data if isinstance(b, ConstArg) else None
 
     @property
     def args(self) -> tuple[CArg, ...]:

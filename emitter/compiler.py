@@ -275,7 +275,7 @@ def build_plan(g: Graph, *, name: str, m: OnnxModel, io_nhwc: bool, alignment: i
 
 def arena_alignment(prepared: tuple[Prepared, ...], alignment: int) -> int:
     """Scratch buffers need 16-byte alignment for the CMSIS-NN kernels (mcugen's own need 4)."""
-    return max(alignment, 16) if any(p.scratch and not p.kernel.startswith("mcu_") for p in prepared) else alignment
+    return max(alignment, 16) if any(p.scratch and not p.is_portable for p in prepared) else alignment
 
 
 Portable = list[tuple[int, str, str]]

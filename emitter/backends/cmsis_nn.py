@@ -29,7 +29,7 @@ from emitter.backends.kernel_choice import Choice, choose, reason
 from emitter.boards import Board
 from emitter.calls import Call, CArg, CRef, Prepared, StructArg
 from emitter.errors import ToolchainError
-from emitter.kernels import twin
+from emitter.kernels import kernel
 from emitter.kernels.cmsis_api import API, ScratchRequest, operands, sizer_query
 from emitter.kernels.common import rounding_of
 from emitter.resources import data_dir
@@ -114,10 +114,9 @@ class Converter:
                        summary=p.summary + "; CMSIS-NN" if summary is None else summary), request
 
 
-def cmsis_mapping(kernel: str) -> Callable[[Converter, Prepared], tuple[Prepared, ScratchRequest | None] | None] | None:
+def cmsis_mapping(name: str) -> Callable[[Converter, Prepared], tuple[Prepared, ScratchRequest | None] | None] | None:
     """The to_cmsis() of a portable kernel's twin, None where CMSIS-NN has no such kernel."""
-    module = twin(kernel)
-    return getattr(module, "to_cmsis", None) if module is not None else None
+    return kernel(name).to_cmsis
 
 
 def scratch_offset(ctx: CArg) -> int | None:

@@ -5,6 +5,8 @@ A twin holds what the C kernel does at run time, and nothing the op's Prepare co
                 tests/test_kernel_structs.py checks every field against mcu_runtime/include/mcu_nn.h)
   mcu_<k>(...)  the bit-exact numpy golden, named as the C function
   to_cmsis(conv, p)   its CMSIS-NN call (emitter/backends/cmsis_nn.py dispatches here by kernel name)
+  KERNEL        its declared contract (base.py: band rule, sink, lean call, in-place rule, scratch,
+                path, runtime files, CMSIS-NN mapping); later stages ask kernel(name), never the module
 Shared struct twins (Dims, QuantIO, Bcast, PoolParams) and golden helpers live in common.py.
 """
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from emitter.calls import ConstArg
+from emitter.kernels.base import Kernel
 from emitter.resources import data_dir
 
 # Every twin in this package: one per C kernel (tests/test_kernel_structs.py checks the two sets agree).
@@ -29,18 +33,29 @@ def twin(kernel: str) -> ModuleType | None:
     return importlib.import_module(f"emitter.kernels.{kernel}")
 
 
+@cache
+def kernel(name: str) -> Kernel:
+    """The declared contract of kernel `name`: its twin's KERNEL, or a record declaring nothing for
+    a name without a twin (a CMSIS-NN function)."""
+    module = twin(name)
+    if module is None:
+        return Kernel(name)
+    declared: Kernel = module.KERNEL
+    return declared
+
+
 ISAS = ("c", "dsp", "mve")  # MCU_ISA_C, MCU_ISA_DSP, MCU_ISA_MVE in mcu_nn.h
 
 
-def kernel_path(kernel: str, params: Any, operands: dict[str, Any], isa: str) -> str | None:
+def kernel_path(name: str, params: Any, operands: dict[str, Any], isa: str) -> str | None:
     """The code path a portable call takes when its kernels plan for `isa` (Compiled.plan_isa): its
     twin's path(), the C dispatcher's <kernel>_path(); None for a kernel without paths or a
     CMSIS-NN call."""
-    module = twin(kernel)
-    path = getattr(module, "path", None) if module is not None else None
+    path = kernel(name).path
     if path is None or params is None or isa not in ISAS:
         return None
-    return str(path(params, getattr(operands.get("bias"), "data", None), isa))
+    bias = operands.get("bias")
+    return str(path(params, bias.data if isinstance(bias, ConstArg) else None, isa))
 
 
 @cache

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.calls import IntArg, Prepared
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import Bcast, check_range
 from emitter.kernels.mcu_add_s8 import AddParams
@@ -60,3 +61,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
         "out_mult": IntArg(c.output_multiplier), "out_shift": IntArg(c.output_shift),
         "out_activation_min": IntArg(c.act_min), "out_activation_max": IntArg(c.act_max),
         "block_size": IntArg(c.size)})
+
+
+KERNEL = Kernel("mcu_add_s16", to_cmsis=to_cmsis)

@@ -16,6 +16,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import IntArg, Prepared
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import Bcast, broadcast_operand, check_range
 from emitter.quant import requantize
@@ -91,3 +92,6 @@ def band_rows(p: AddParams, row_size: int, o0: int, o1: int) -> tuple[AddParams,
         raise ValueError(f"add band [{o0}, {o1}) of {rows} rows: needs whole same-size operands")
     size = (o1 - o0) * row_size
     return replace(p, size=size, in1=Bcast(1, size), in2=Bcast(1, size)), o0, o1
+
+
+KERNEL = Kernel("mcu_add_s8", row_band=band_rows, band_c=BAND_C, exact_in_place=EXACT_IN_PLACE, to_cmsis=to_cmsis)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.kernels.base import Kernel
 from emitter.kernels.common import check_range, check_shape, dims_shape, windows
 from emitter.kernels.mcu_avgpool_requant_s8 import AvgPoolRequantParams
 from emitter.kernels.mcu_maxpool_s16 import check_pool_s16
@@ -37,3 +38,6 @@ def mcu_avgpool_requant_s16(p: AvgPoolRequantParams, x: np.ndarray) -> np.ndarra
         acc[:, oy, ox, :] = xi[:, y0:y1, x0:x1, :].sum(axis=(1, 2))
     raw = requantize(acc, p.multiplier, p.shift)
     return np.clip(raw, pool.act_min, pool.act_max).astype(np.int16)
+
+
+KERNEL = Kernel("mcu_avgpool_requant_s16")

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from emitter.kernels.base import Kernel
 from emitter.kernels.common import (
     PoolParams,
     check_pool,
@@ -92,3 +93,6 @@ def sink_c(p: AvgPoolRequantParams, params: str, ops: dict[str, str], row: str, 
     """C of the sink: the statement adding input row y (at `row`), the call that finishes."""
     return (f"{SINK_C[0]}({row}, {row_bytes // p.pool.input.c}, {p.pool.input.c}, {acc});",
             f"{SINK_C[1]}(&{params}, {acc}, {ops['output']})")
+
+
+KERNEL = Kernel("mcu_avgpool_requant_s8", band=band, band_c=BAND_C, sink=sink, sink_c=sink_c)

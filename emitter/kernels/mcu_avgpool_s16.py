@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.calls import Prepared
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import PoolParams, check_shape, dims_shape, div_round, windows
 from emitter.kernels.mcu_maxpool_s16 import check_pool_s16
@@ -39,3 +40,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
     from emitter.kernels.mcu_avgpool_s8 import pool_call
 
     return pool_call(conv, p, "arm_avgpool_s16")
+
+
+KERNEL = Kernel("mcu_avgpool_s16", to_cmsis=to_cmsis)

@@ -14,6 +14,7 @@ from itertools import accumulate
 import numpy as np
 
 from emitter.calls import Call, ConstArg, IntArg, Prepared, TensorArg, TensorListArg
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import U16, Converter, ScratchRequest, operands
 
 
@@ -71,3 +72,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
         calls.append({"input": TensorArg(name), **xyzw, "output": y, **total, f"offset_{axis}": IntArg(offset)})
     then = tuple(Call(fn, tuple(operands(fn, c).values())) for c in calls[1:])
     return conv.call(p, fn, calls[0], then=then, summary=p.summary + "; CMSIS-NN, one call per input")
+
+
+KERNEL = Kernel("mcu_concat_s8", to_cmsis=to_cmsis)

@@ -18,6 +18,7 @@ import numpy as np
 
 from emitter.kernels import mcu_add_s8 as add_twin
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
+from emitter.kernels.base import Kernel
 from emitter.kernels.common import Bcast, check_range
 from emitter.kernels.mcu_add_s8 import AddParams
 from emitter.kernels.mcu_conv2d_s8 import ConvParams
@@ -69,3 +70,7 @@ def path(p: Any, bias: np.ndarray | None, isa: str) -> str:
 # element once: the output may lie exactly on the skip (node input 3; never on the conv's input,
 # which is read by windows). The op module (emitter/ops/conv_add.py) names that input to the planner.
 EXACT_IN_PLACE = True
+
+
+KERNEL = Kernel("mcu_conv2d_add_s8", exact_in_place=EXACT_IN_PLACE, buffer_size=buffer_size, path=path,
+                runtime_deps=RUNTIME_DEPS)

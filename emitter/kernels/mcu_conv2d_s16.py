@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.calls import ConstArg, Prepared, StructArg
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
 from emitter.kernels.common import check_shape, dims_shape, patches
 from emitter.kernels.mcu_conv2d_s8 import ConvParams, per_channel_quant
@@ -60,3 +61,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
         "bias_data": StructArg("cmsis_nn_bias_data", "bias_data",
                                {"data": arr(ConstArg("bias", padded(bias, pad))), "is_int32_bias": 0}),
         "output_dims": StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), "output_data": ops["output"]})
+
+
+KERNEL = Kernel("mcu_conv2d_s16", to_cmsis=to_cmsis)

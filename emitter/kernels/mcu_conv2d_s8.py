@@ -17,6 +17,7 @@ import numpy as np
 
 from emitter.calls import ConstArg, Prepared, StructArg
 from emitter.kernels import c_defines
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
 from emitter.kernels.cmsis_quirks import mve_1xn_problem
 from emitter.kernels.common import (
@@ -172,3 +173,7 @@ def band(p: ConvParams, o0: int, o1: int) -> tuple[ConvParams, int, int]:
     Overlap rule (the planner's only source): a band reads input rows [lo, hi) while it writes its
     output rows, so no output byte of a band may lie on input rows >= lo."""
     return window_band(p, o0, o1)  # type: ignore[no-any-return]
+
+
+KERNEL = Kernel("mcu_conv2d_s8", band=band, band_c=BAND_C, lean_c=LEAN_C, lean_buffer_size=lean_buffer_size,
+                buffer_size=buffer_size, path=path, to_cmsis=to_cmsis)

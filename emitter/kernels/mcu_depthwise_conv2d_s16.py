@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.calls import ConstArg, Prepared, StructArg
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.kernels.common import check_shape, dims_shape, patches
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
@@ -59,3 +60,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
         "bias_dims": StructArg("cmsis_nn_dims", "bias_dims", {"n": 1, "h": 1, "w": 1, "c": c.output.c}),
         "bias_data": ConstArg("bias", padded(bias, pad)),
         "output_dims": StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), "output_data": ops["output"]})
+
+
+KERNEL = Kernel("mcu_depthwise_conv2d_s16", to_cmsis=to_cmsis)

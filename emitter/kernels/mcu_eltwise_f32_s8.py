@@ -20,6 +20,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from emitter.kernels.base import Kernel
 from emitter.kernels.common import Bcast, broadcast_operand, check_range
 
 F32 = np.float32
@@ -85,3 +86,6 @@ def mcu_eltwise_f32_s8(p: EltwiseF32Params, a: np.ndarray, b: np.ndarray) -> np.
              F32_DIV: lambda: fa / fb, F32_MIN: lambda: np.where(fa < fb, fa, fb),
              F32_MAX: lambda: np.where(fa > fb, fa, fb)}[p.op]()
         return quantize_f32(r, p.output_inv_scale, p.output_zero_point, p.act_min, p.act_max)
+
+
+KERNEL = Kernel("mcu_eltwise_f32_s8")

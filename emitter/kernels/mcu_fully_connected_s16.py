@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.calls import CArg, ConstArg, NullArg, Prepared, StructArg
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import check_shape
 from emitter.kernels.mcu_fully_connected_s8 import FCParams
@@ -61,3 +62,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
                                                                   "c": c.out_features}),
         "output_data": ops["output"]}
     return conv.call(p, "arm_fully_connected_s16", values)
+
+
+KERNEL = Kernel("mcu_fully_connected_s16", to_cmsis=to_cmsis)

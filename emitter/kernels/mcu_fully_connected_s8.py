@@ -20,6 +20,7 @@ import numpy as np
 
 from emitter.calls import CArg, ConstArg, NullArg, Prepared, StructArg
 from emitter.kernels import c_defines
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, arr
 from emitter.kernels.common import QuantIO, check_shape, output_stage
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
@@ -169,3 +170,7 @@ def sink_c(p: FCParams, params: str, ops: dict[str, str], row: str, y: str, row_
     """C of the sink: the statement adding input row y (at `row`), the call that finishes."""
     return (f"{SINK_C[0]}(&{params}, {row}, {y} * {row_bytes}, {row_bytes}, {ops['weights']}, {acc});",
             f"{SINK_C[1]}(&{params}, {acc}, {ops['kernel_sums']}, {ops['output']})")
+
+
+KERNEL = Kernel("mcu_fully_connected_s8", sink=sink, sink_c=sink_c, buffer_size=buffer_size, path=path,
+                to_cmsis=to_cmsis)

@@ -20,6 +20,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from emitter.kernels.base import Kernel
 from emitter.kernels.common import check_range
 from emitter.kernels.mcu_eltwise_f32_s8 import F32, check_scale, quantize_f32
 
@@ -80,3 +81,6 @@ def mcu_layernorm_f32_s8(p: LayerNormF32Params, x: np.ndarray) -> np.ndarray:
         if p.beta is not None:
             y = y + p.beta[None, :]
         return quantize_f32(y, p.output_inv_scale, p.output_zero_point, p.act_min, p.act_max)
+
+
+KERNEL = Kernel("mcu_layernorm_f32_s8")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.kernels.base import Kernel
+
 
 def mcu_lut_s8(table: np.ndarray, x: np.ndarray) -> np.ndarray:
     """int8 table [256], int8 array (any shape) -> int8 array of the same shape."""
@@ -16,3 +18,6 @@ def mcu_lut_s8(table: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 EXACT_IN_PLACE = True  # element i is read before element i is written (mcu_nn.h: "In place OK")
+
+
+KERNEL = Kernel("mcu_lut_s8", exact_in_place=EXACT_IN_PLACE)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.calls import Prepared
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import PoolParams, check_shape, dims_shape, windows
 from emitter.kernels.s16 import INT16_MIN, check_clamp
@@ -39,3 +40,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
     from emitter.kernels.mcu_avgpool_s8 import pool_call
 
     return pool_call(conv, p, "arm_max_pool_s16")
+
+
+KERNEL = Kernel("mcu_maxpool_s16", to_cmsis=to_cmsis)

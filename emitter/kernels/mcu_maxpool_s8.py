@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.calls import Prepared
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import PoolParams, check_pool, check_shape, dims_shape, pool_band, windows
 from emitter.kernels.mcu_avgpool_s8 import pool_call
@@ -33,3 +34,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
 
 BAND_C = "mcu_pool_band"  # mcu_runtime/support/mcu_band.c; overlap rule as mcu_conv2d_s8.band
 band = pool_band
+
+
+KERNEL = Kernel("mcu_maxpool_s8", band=band, band_c=BAND_C, to_cmsis=to_cmsis)

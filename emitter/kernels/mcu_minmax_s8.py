@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from emitter.kernels.base import Kernel
 from emitter.kernels.common import Bcast, broadcast_operand, check_range
 from emitter.quant import requantize
 
@@ -57,3 +58,6 @@ def mcu_minmax_s8(p: MinMaxParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a2 = requantize(x2, p.input2_multiplier, p.input2_shift) + p.output_offset
     raw = np.maximum(a1, a2) if p.is_max else np.minimum(a1, a2)
     return np.clip(raw, p.act_min, p.act_max).astype(np.int8)
+
+
+KERNEL = Kernel("mcu_minmax_s8")

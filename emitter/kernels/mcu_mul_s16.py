@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.calls import IntArg, Prepared
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import Bcast, check_range
 from emitter.kernels.mcu_mul_s8 import MulParams
@@ -46,3 +47,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
 
 
 EXACT_IN_PLACE = True  # element i is read before element i is written
+
+
+KERNEL = Kernel("mcu_mul_s16", exact_in_place=EXACT_IN_PLACE, to_cmsis=to_cmsis)

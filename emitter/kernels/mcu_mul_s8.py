@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import IntArg, Prepared
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import Bcast, broadcast_operand, check_range
 from emitter.quant import requantize
@@ -62,3 +63,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
         "output": ops["output"], "out_offset": IntArg(c.output_offset), "out_mult": IntArg(c.output_multiplier),
         "out_shift": IntArg(c.output_shift), "out_activation_min": IntArg(c.act_min),
         "out_activation_max": IntArg(c.act_max), "block_size": IntArg(c.size)})
+
+
+KERNEL = Kernel("mcu_mul_s8", to_cmsis=to_cmsis)

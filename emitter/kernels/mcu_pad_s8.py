@@ -11,6 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import IntArg, Prepared, StructArg
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, dims4
 from emitter.kernels.common import MAX_RANK, check_range
 
@@ -67,3 +68,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
         "input_size": StructArg("cmsis_nn_dims", "input_size", dims4(size)),
         "pre_pad": StructArg("cmsis_nn_dims", "pre_pad", dims4(before)),
         "post_pad": StructArg("cmsis_nn_dims", "post_pad", dims4(after))})
+
+
+KERNEL = Kernel("mcu_pad_s8", to_cmsis=to_cmsis)

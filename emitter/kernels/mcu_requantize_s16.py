@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.kernels.base import Kernel
 from emitter.kernels.common import check_range
 from emitter.kernels.mcu_requantize_s8 import RequantizeParams
 from emitter.quant import ROUND_TFLITE, requantize
@@ -40,3 +41,6 @@ def mcu_requantize_s16(p: RequantizeParams, x: np.ndarray) -> np.ndarray:
 
 
 EXACT_IN_PLACE = True  # element i is read before element i is written
+
+
+KERNEL = Kernel("mcu_requantize_s16", exact_in_place=EXACT_IN_PLACE)

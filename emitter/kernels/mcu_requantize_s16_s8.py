@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.kernels.base import Kernel
 from emitter.kernels.mcu_requantize_s8 import RequantizeParams
 from emitter.kernels.mcu_requantize_s16 import requantize_between
 
@@ -12,3 +13,6 @@ RUNTIME_DEPS = ("mcu_requantize_s16",)  # its C is a wrapper of the shared loop 
 
 def mcu_requantize_s16_s8(p: RequantizeParams, x: np.ndarray) -> np.ndarray:
     return requantize_between(p, x, "int16", "int8")
+
+
+KERNEL = Kernel("mcu_requantize_s16_s8", runtime_deps=RUNTIME_DEPS)

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from emitter.kernels.base import Kernel
 from emitter.kernels.common import QuantIO, check_range
 from emitter.quant import ROUND_TFLITE, requantize, requantize_rne
 
@@ -41,3 +42,6 @@ def mcu_requantize_s8(p: RequantizeParams, x: np.ndarray) -> np.ndarray:
 
 
 EXACT_IN_PLACE = True  # element i is read before element i is written (mcu_nn.h: "In place OK")
+
+
+KERNEL = Kernel("mcu_requantize_s8", exact_in_place=EXACT_IN_PLACE)

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from emitter.kernels.base import Kernel
 from emitter.kernels.common import Dims
 from emitter.kernels.mcu_resize_nearest_s8 import check_dims, check_input, check_table
 
@@ -58,3 +59,6 @@ def mcu_resize_bilinear_s8(p: ResizeBilinearParams, x: np.ndarray) -> np.ndarray
     half = 1 << (2 * FRAC_BITS - 1)
     out = np.sign(acc) * ((np.abs(acc) + half) >> (2 * FRAC_BITS))  # half away from zero
     return np.clip(out, -128, 127).astype(np.int8)
+
+
+KERNEL = Kernel("mcu_resize_bilinear_s8")

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from emitter.kernels.base import Kernel
 from emitter.kernels.common import Dims
 
 
@@ -50,3 +51,6 @@ def mcu_resize_nearest_s8(p: ResizeNearestParams, x: np.ndarray) -> np.ndarray:
     xi = check_table(p.x_index, p.output.w, 0, p.input.w - 1, "resize_nearest x_index")
     check_input(p.input, x, "resize_nearest")
     return np.ascontiguousarray(x[:, yi][:, :, xi]).astype(np.int8)
+
+
+KERNEL = Kernel("mcu_resize_nearest_s8")

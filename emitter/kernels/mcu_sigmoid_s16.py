@@ -20,6 +20,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import Prepared
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import check_range
 from emitter.kernels.s16 import check_clamp
@@ -91,3 +92,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
     conv.refusal = ("int16 Sigmoid stays portable: "
                     "CMSIS-NN's arm_nn_activation_s16 takes power-of-two input scales and the 2^-15 output scale only")
     return None
+
+
+KERNEL = Kernel("mcu_sigmoid_s16", exact_in_place=EXACT_IN_PLACE, to_cmsis=to_cmsis)

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from emitter.kernels.base import Kernel
 from emitter.kernels.common import MAX_RANK, check_range
 
 
@@ -50,3 +51,6 @@ def mcu_slice_s8(p: SliceParams, x: np.ndarray) -> np.ndarray:
         raise ValueError(f"slice input: expected shape {shape}, found {x.shape}")
     index = [b + s * np.arange(n) for b, s, n in zip(begin, step, out, strict=False)]
     return np.ascontiguousarray(x[np.ix_(*index)]).astype(np.int8)
+
+
+KERNEL = Kernel("mcu_slice_s8")

@@ -20,6 +20,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import Prepared
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import check_range
 from emitter.quant import requantize, rounding_divide_by_pot, srdhm
@@ -90,3 +91,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
     conv.refusal = ("int16 Softmax stays portable: "
                     "CMSIS-NN's arm_softmax_s16 has TFLite's 2^-15 output scale only and its own tables")
     return None
+
+
+KERNEL = Kernel("mcu_softmax_s16", to_cmsis=to_cmsis)

@@ -20,6 +20,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import IntArg, Prepared
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import check_range
 from emitter.quant import (
@@ -149,3 +150,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
         "input": p.operands["input"], "num_rows": IntArg(c.rows), "row_size": IntArg(c.row_size),
         "mult": IntArg(c.input_multiplier), "shift": IntArg(c.input_left_shift), "diff_min": IntArg(c.diff_min),
         "output": p.operands["output"]})
+
+
+KERNEL = Kernel("mcu_softmax_s8", to_cmsis=to_cmsis)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.calls import Prepared
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.mcu_sigmoid_s16 import ActivationS16Params, check, interpolate, rescale
 from emitter.quant import requantize
@@ -38,3 +39,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
     conv.refusal = ("int16 Tanh stays portable: "
                     "CMSIS-NN's arm_nn_activation_s16 takes power-of-two input scales and the 2^-15 output scale only")
     return None
+
+
+KERNEL = Kernel("mcu_tanh_s16", exact_in_place=EXACT_IN_PLACE, to_cmsis=to_cmsis)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from emitter.kernels.base import Kernel
 from emitter.kernels.common import MAX_RANK, check_range
 from emitter.kernels.mcu_transpose_s8 import TransposeParams
 
@@ -19,3 +20,6 @@ def mcu_transpose_s16(p: TransposeParams, x: np.ndarray) -> np.ndarray:
     if min(shape) < 1 or sorted(perm) != list(range(p.rank)) or x.shape != shape:
         raise ValueError(f"transpose: shape {shape} (input {x.shape}) and perm {perm} disagree")
     return np.ascontiguousarray(x.transpose(perm)).astype(np.int16)
+
+
+KERNEL = Kernel("mcu_transpose_s16", runtime_deps=RUNTIME_DEPS)

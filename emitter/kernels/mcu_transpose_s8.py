@@ -11,6 +11,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import ConstArg, Prepared, StructArg
+from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import U16, Converter, ScratchRequest, arr, dims4
 from emitter.kernels.common import MAX_RANK, check_range
 from emitter.layout import squeeze_transpose
@@ -56,3 +57,6 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
         "input_dims": StructArg("cmsis_nn_dims", "input_dims", dims4(shape)),
         "output_dims": StructArg("cmsis_nn_dims", "output_dims", dims4(out_shape)),
         "transpose_params": StructArg("cmsis_nn_transpose_params", "transpose", params)})
+
+
+KERNEL = Kernel("mcu_transpose_s8", to_cmsis=to_cmsis)

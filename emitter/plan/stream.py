@@ -15,49 +15,36 @@ planner may overlap: the last layer's output may lie *below* a tensor the segmen
 last time by `down` bytes or more (rows are written top to bottom, behind the reads), and a
 one-layer segment run bottom to top may lie *above* it by `up` bytes or more.
 
-Eligible kernels are those whose twin (emitter/kernels/mcu_<k>.py) has band() and BAND_C; an
-EXACT_IN_PLACE twin (element i read before element i is written) may write exactly over its
-operand in one whole call. A twin with sink() (fully connected, global average pool) may end a
+Eligible kernels are those whose twin declares a band rule (emitter/kernels/base.py: band, or
+row_band for an element-wise kernel) and its band_c; an exact_in_place twin (element i read before
+element i is written) may write exactly over its operand in one whole call. A twin declaring a
+sink (fully connected, global average pool) may end a
 segment as a "sink": it adds each row of its input into int32 accumulators as soon as the row is
 made and writes its output once, after the last row (mcu_runtime/support/mcu_sink.h), so the
 rows feeding it never exist whole.
 """
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 from emitter.calls import Prepared
 from emitter.ir import Graph
+from emitter.kernels import ISAS
+from emitter.kernels import kernel as twin
 from emitter.plan.views import roots
-
-BAND_KERNELS = ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8", "mcu_maxpool_s8", "mcu_avgpool_s8",
-                "mcu_avgpool_requant_s8", "mcu_add_s8")
-
-
-def twin(kernel: str) -> ModuleType:
-    return importlib.import_module(f"emitter.kernels.{kernel}")
 
 
 def can_stream(p: Prepared) -> bool:
     """The layer's kernel can run by rows or end a streamed chain (a band kernel or a sink)."""
-    if p.kernel in BAND_KERNELS:
-        return True
-    try:
-        return p.kernel.startswith("mcu_") and hasattr(twin(p.kernel), "sink")
-    except ModuleNotFoundError:
-        return False
+    return twin(p.kernel).can_stream
 
 
 def exact_in_place(kernel: str) -> bool:
-    """The kernel's twin says element i is read before element i is written (EXACT_IN_PLACE)."""
-    try:
-        return kernel.startswith("mcu_") and bool(getattr(twin(kernel), "EXACT_IN_PLACE", False))
-    except ModuleNotFoundError:  # a kernel without a Python twin states no rule
-        return False
+    """The kernel's twin says element i is read before element i is written (exact_in_place; a
+    kernel without a Python twin states no rule)."""
+    return twin(kernel).exact_in_place
 
 
 @dataclass(frozen=True, eq=False)
@@ -80,8 +67,9 @@ class Stage:
         t = twin(self.kernel)
         if self.sink:
             return self.params, o0, o1
-        if self.kernel == "mcu_add_s8":
-            return t.band_rows(self.params, self.row_size, o0, o1)
+        if t.row_band is not None:
+            return t.row_band(self.params, self.row_size, o0, o1)
+        assert t.band is not None, f"{self.kernel} declares no band rule"
         return t.band(self.params, o0, o1)
 
     def rows(self, o0: int, o1: int) -> tuple[int, int]:
@@ -108,17 +96,14 @@ def rows_of(g: Graph, name: str) -> tuple[int, int] | None:
 
 def sink_of(g: Graph, step: int, p: Prepared, main: str) -> Stage | None:
     """The layer at `step` as a sink reading `main` (or a view of it) row by row, or None."""
-    if not p.kernel.startswith("mcu_") or p.then or p.params is None:
-        return None
-    try:
-        t = twin(p.kernel)
-    except ModuleNotFoundError:
+    t = twin(p.kernel)
+    if t.sink is None or p.then or p.params is None:
         return None
     node = g.nodes[step]
     acts = [n for n in node.inputs if n and not g.t(n).is_const]
     geo = rows_of(g, main)
     root = roots(g)
-    if not hasattr(t, "sink") or geo is None or len(acts) != 1 or root.get(acts[0]) != root.get(main) \
+    if geo is None or len(acts) != 1 or root.get(acts[0]) != root.get(main) \
             or g.t(acts[0]).nbytes != geo[0] * geo[1]:
         return None
     acc = t.sink(p.params, geo[1])
@@ -134,7 +119,8 @@ def stage_of(g: Graph, step: int, p: Prepared, main: str | None = None) -> Stage
         sink = sink_of(g, step, p, main)
         if sink is not None:
             return sink
-    if p.kernel not in BAND_KERNELS or p.then or p.params is None:
+    t = twin(p.kernel)
+    if not t.by_rows or p.then or p.params is None:
         return None
     node = g.nodes[step]
     names = tuple(n for n in node.inputs if n and not g.t(n).is_const)
@@ -142,7 +128,7 @@ def stage_of(g: Graph, step: int, p: Prepared, main: str | None = None) -> Stage
         if main not in names:
             return None
         names = (main, *(n for n in names if n != main))
-    if p.kernel == "mcu_add_s8":
+    if t.row_band is not None:  # element-wise: rows of the tensors' own geometry
         geo = [rows_of(g, n) for n in (*names, node.outputs[0])]
         if len(names) != 2 or None in geo or len(set(geo)) != 1:
             return None
@@ -278,7 +264,7 @@ class Segment:
     scratch: int  # bytes, shared by the stages' calls (run one after another)
     sim: Sim
     up: dict[str, int]  # one stage: delta limits running upwards
-    lean: tuple[int, ...] = ()  # steps that call their twin's LEAN_C: the generic path, the least scratch
+    lean: tuple[int, ...] = ()  # steps that call their twin's lean_c: the generic path, the least scratch
     slow_macs: int = 0  # MACs of those steps (they run slower: memplan's overhead counts them)
 
     @property
@@ -317,16 +303,15 @@ class Schedule:
 def band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool = False) -> int | None:
     """The scratch every band of the stage needs (the layer's own, when no band needs more), or
     None when some band needs more than the layer planned for (its ctx says how much it has).
-    lean: what the twin's LEAN_C needs instead (its generic path, the least scratch)."""
+    lean: what the twin's lean_c needs instead (its generic path, the least scratch)."""
     t = twin(stage.kernel)
-    if not hasattr(t, "buffer_size"):
+    if t.buffer_size is None:
         return p.scratch
-    bias = getattr(p.operands.get("bias"), "data", None)
-    if lean and hasattr(t, "LEAN_C"):  # by rows, or whole (where the planner finds no overlap)
+    bias = p.bias
+    if lean and t.lean_buffer_size is not None:  # by rows, or whole (where the planner finds no overlap)
         return max([t.lean_buffer_size(stage.band(r, r + 1)[0], bias) for r in {0, stage.out_rows // 2,
                                                                                  stage.out_rows - 1}]
                    + [t.lean_buffer_size(p.params, bias)])
-    from emitter.kernels import ISAS
     for r in {0, stage.out_rows // 2, stage.out_rows - 1}:
         bp, _, _ = stage.band(r, r + 1)
         need = max(t.buffer_size(bp, bias, i) for i in (ISAS if isa == "any" else (isa,)))
@@ -338,7 +323,7 @@ def band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool = False) -> int
 def make_segment(stages: list[Stage], prepared: tuple[Prepared, ...], isa: str,
                  slack: Callable[[int], int] = lambda rows: rows, lean: bool = False) -> Segment | None:
     """The stages as one segment (None when they cannot run so). lean: stages whose twin has a
-    LEAN_C call it (less scratch, more instructions) where that saves scratch."""
+    lean_c call it (less scratch, more instructions) where that saves scratch."""
     caps = ring_caps(stages, slack) if len(stages) > 1 else []
     if caps is None:
         return None

@@ -16,15 +16,15 @@ import numpy as np
 
 from emitter import __version__
 from emitter.backends.cmsis_version import supported as cmsis_supported
-from emitter.calls import CArg, ConstArg, CRef, IntArg, StructArg, TensorArg, TensorListArg
+from emitter.calls import CArg, ConstArg, CRef, IntArg, StructArg, TensorArg, TensorListArg, is_portable
 from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.features.sources import DEFINES as DSP_DEFINES
+from emitter.kernels import kernel as kernel_twin
 from emitter.kernels.cmsis_api import precheck
 from emitter.optimize import CMSIS_OPT_FLAGS, CONFIG, OPT_FLAGS, config_header
 from emitter.plan.arena import scratch_of
 from emitter.plan.stream import Segment, Stage
-from emitter.plan.stream import twin as kernel_twin
 from emitter.render import segments
 from emitter.render.cdoc import array_role, named, tensor_text
 from emitter.render.cfmt import (
@@ -139,7 +139,7 @@ class BundleBuilder:
         if seg is None or k not in seg.lean:
             return p.kernel, p.args
         ctx = {"buf": CRef("scratch" if seg.scratch else "null"), "size": seg.scratch}
-        return kernel_twin(p.kernel).LEAN_C, tuple(replace(a, fields=ctx) if isinstance(a, StructArg) and
+        return kernel_twin(p.kernel).lean_c, tuple(replace(a, fields=ctx) if isinstance(a, StructArg) and
                                             a.ctype == "mcu_context_t" else a for a in p.args)
 
     def stage_layer(self, k: int, seg: Segment, params_type: str | None, params_ident: str | None,
@@ -171,8 +171,9 @@ class BundleBuilder:
                 ops = {name: self.arg_text(k, node.name, a, structs, []) for name, a in p.operands.items()
                        if name != "ctx"}
                 row, y = segments.sink_row(seg)
-                add, finish = kernel_twin(p.kernel).sink_c(p.params, params_ident, ops, row, y,
-                                                           stage.in_row_bytes[0], "acc")
+                sink_c = kernel_twin(p.kernel).sink_c
+                assert sink_c is not None, f"{p.kernel} declares a sink without its C"
+                add, finish = sink_c(p.params, params_ident, ops, row, y, stage.in_row_bytes[0], "acc")
                 self.stage_calls[k] = (params_ident, add)
             else:
                 self.stage_calls[k] = (params_ident, call(stage, segments.stage_ptrs(seg, pos, self.ptr),
@@ -189,7 +190,7 @@ class BundleBuilder:
             else:
                 self.segment_comments += comment
         if k in seg.lean:
-            comment.append(f"calls {kernel_twin(p.kernel).LEAN_C}: the generic path, for the least scratch")
+            comment.append(f"calls {kernel_twin(p.kernel).lean_c}: the generic path, for the least scratch")
         scratch = scratch_of(self.c.plan, node.name)
         return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
                      params_init, (), (), tuple(comment), self.ptr(node.outputs[0]) if block else "NULL",
@@ -268,7 +269,7 @@ class BundleBuilder:
 
     def context(self) -> dict[str, Any]:
         layers = [lay for lay in (self.layer(k) for k in range(len(self.g.nodes))) if lay is not None]
-        kernels = sorted({lay.kernel for lay in layers if lay.kernel.startswith("mcu_")})
+        kernels = sorted({lay.kernel for lay in layers if is_portable(lay.kernel)})
         bands = any(lay.block for lay in layers)
         sources = [f"mcu_runtime/{f}" for f in runtime_files(kernels, bands, self.isa) if f.endswith(".c")]
         m = self.c.model

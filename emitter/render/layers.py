@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from emitter.calls import CRef, Prepared, StructArg
+from emitter.calls import CRef, Prepared, StructArg, is_portable
 from emitter.kernels.cmsis_api import RETURNS_VOID
 
 
@@ -35,7 +35,7 @@ class LayerCall:
 
 
 def call_kind(kernel: str) -> str:
-    return "mcu" if kernel.startswith("mcu_") else ("void" if kernel in RETURNS_VOID else "cmsis")
+    return "mcu" if is_portable(kernel) else ("void" if kernel in RETURNS_VOID else "cmsis")
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 them the same way)."""
 from __future__ import annotations
 
-from emitter.kernels import twin
+from emitter.kernels import kernel
 from emitter.resources import data_dir
 
 PATH_FILES = ("common", "generic", "dsp", "dsp1d", "mve", "mve_ring", "internal")  # <kernel>_<path>.c / .h
@@ -30,7 +30,7 @@ def runtime_files(kernels: list[str], bands: bool = False, isa: str = "any") -> 
     out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]")
                   if bands or p.stem not in ("mcu_band", "mcu_sink"))
     paths = ISA_PATHS[isa]
-    deps = [d for k in kernels for d in getattr(twin(k), "RUNTIME_DEPS", ())]  # a fused kernel's parts
+    deps = [d for k in kernels for d in kernel(k).runtime_deps]  # a fused kernel's parts
     for kern in dict.fromkeys([*kernels, *deps]):
         out.append(f"kernels/{kern}.c")
         out += sorted(p.relative_to(rt).as_posix() for p in (rt / "kernels").glob(f"{kern}_*.[ch]")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from emitter.plan.stream import Segment, Stage, twin
+from emitter.kernels import kernel
+from emitter.plan.stream import Segment, Stage
 from emitter.render.cfmt import c_comment
 
 CallText = Callable[[Stage, dict[str, str], str], str]  # (stage, tensor -> C pointer, band params) -> call
@@ -28,8 +29,9 @@ def stage_ptrs(seg: Segment, i: int, ptr: Callable[[str], str]) -> dict[str, str
 
 
 def band_call(stage: Stage, params: str, o0: str, o1: str, band: str, rows: str) -> str:
-    extra = f"{stage.row_size}, " if stage.kernel == "mcu_add_s8" else ""
-    return f"{twin(stage.kernel).BAND_C}(&{params}, {extra}{o0}, {o1}, &{band}, {rows})"
+    k = kernel(stage.kernel)
+    extra = f"{stage.row_size}, " if k.row_band is not None else ""  # element-wise: rows of row_size
+    return f"{k.band_c}(&{params}, {extra}{o0}, {o1}, &{band}, {rows})"
 
 
 def check(expr: str, indent: str) -> list[str]:

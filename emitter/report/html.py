@@ -24,6 +24,7 @@ from typing import Any
 
 import jinja2
 
+from emitter.calls import is_portable
 from emitter.resources import data_dir
 
 WIDTH = 960  # px, both charts
@@ -255,7 +256,7 @@ def backend_of(data: dict[str, Any], lay: dict[str, Any]) -> tuple[str, str]:
         return "portable", ""
     if lay["index"] in why:
         return "portable", why[lay["index"]]
-    if lay["kernel"].startswith("mcu_"):
+    if is_portable(lay["kernel"]):
         return "portable", "CMSIS-NN has no kernel for it"
     return "CMSIS-NN", ""
 
@@ -306,7 +307,7 @@ def report_html(data: dict[str, Any]) -> str:
     if est is not None:
         code = [(k, v, f"{k}: about {num(v)} bytes of code") for k, v in sorted(est["kernels"].items())]
         code.append(("support (shared)", est["support"], "code shared by the kernels"))
-    cmsis_kernels = sorted({lay["kernel"] for lay in data["layers"] if not lay["kernel"].startswith("mcu_")})
+    cmsis_kernels = sorted({lay["kernel"] for lay in data["layers"] if not is_portable(lay["kernel"])})
     code_total = sum(v for _, v, _ in code)
     return environment().get_template("report.html.j2").render(
         r=data, memory=memory_chart(data["memory"], layers), story=plan_story(data), rows=rows, profiled=profiled,

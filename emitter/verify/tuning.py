@@ -27,7 +27,7 @@ import onnx
 
 from emitter.backends.cost_cases import KERNELS, Case, Shape, case_of, onnx_of
 from emitter.boards import Board
-from emitter.calls import Prepared
+from emitter.calls import Prepared, is_portable
 from emitter.errors import VerifyError
 from emitter.resources import data_dir
 
@@ -81,7 +81,7 @@ def _profile(cases: list[Case], board: Board, cmsis: Path | None, work: Path) ->
     write_bundle(render_bundle(c, " ".join(board.cflags), board.name), work / "bundle", force=True)
     prof = profile_layers(c, work / "bundle", board, load_inputs(c, None, 1), work, CMSIS_OPT)
     by_index = {lay.index: lay.instructions for lay in prof.layers}
-    return [(p.kernel, by_index[k], path_of(p, board.isa) if p.kernel.startswith("mcu_") else "")
+    return [(p.kernel, by_index[k], path_of(p, board.isa) if p.is_portable else "")
             for k, p in enumerate(c.prepared)]
 
 
@@ -94,7 +94,7 @@ def measure(cases: list[Case], board: Board, cmsis: Path, work: Path | None = No
             ours = _profile(chunk, board, None, root / "ours" / str(n))
             theirs = _profile(chunk, board, cmsis, root / "cmsis")  # one build folder: CMSIS-NN built once
             for (_, mine, path), (kernel, other, _) in zip(ours, theirs, strict=True):
-                out.append(Counts(mine, other if kernel.startswith("arm_") else None, path))
+                out.append(Counts(mine, other if not is_portable(kernel) else None, path))
         return out
 
 

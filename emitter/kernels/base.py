@@ -1,0 +1,73 @@
+"""The contract of a kernel twin: what the planner, the renderer and the backend chooser may ask of
+a C kernel, each capability declared with its default.
+
+Every twin module (emitter/kernels/mcu_<k>.py) ends with `KERNEL = Kernel("mcu_<k>", ...)`, naming
+the functions and constants it offers; a capability it does not name takes the default below.
+Later stages ask the record (emitter.kernels.kernel(name)) and never probe the module.
+
+  band        (params, o0, o1) -> (params of output rows [o0, o1), input rows lo, hi): the layer
+              may run a band of rows at a time (plan/stream.py), through BAND_C
+  row_band    (params, row_size, o0, o1) -> the same for an element-wise kernel whose rows are
+              `row_size` elements of whole same-size operands (add)
+  band_c      the C function of one band (mcu_runtime/support/mcu_band.c)
+  sink        (params, row_bytes) -> int32 accumulators, or None: the layer may end a segment by
+              adding each input row as it is made (mcu_runtime/support/mcu_sink.h); sink_c its C
+  lean_c      a call taking the generic path on every target (the least scratch); lean_buffer_size
+              (params, bias) its scratch
+  exact_in_place  element i is read before element i is written: the output may lie exactly on
+              an input
+  buffer_size (params, bias, isa) -> scratch bytes; None: the layer's own Prepared.scratch stands
+  path        (params, bias, isa) -> the code path the C dispatcher takes; None: one path
+  runtime_deps    other kernels whose C ships with this one (a fused kernel's or a wrapper's parts)
+  to_cmsis    (Converter, Prepared) -> its CMSIS-NN call, or None; None here: no CMSIS-NN kernel
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from emitter.calls import is_portable
+
+Band = Callable[[Any, int, int], tuple[Any, int, int]]
+RowBand = Callable[[Any, int, int, int], tuple[Any, int, int]]
+Sink = Callable[[Any, int], "int | None"]
+SinkC = Callable[..., tuple[str, str]]
+Scratch = Callable[[Any, Any, str], int]
+LeanScratch = Callable[[Any, Any], int]
+Path = Callable[[Any, Any, str], str]
+ToCmsis = Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One C kernel's declared capabilities (the defaults: none)."""
+    name: str
+    band: Band | None = None
+    row_band: RowBand | None = None
+    band_c: str = ""
+    sink: Sink | None = None
+    sink_c: SinkC | None = None
+    lean_c: str = ""
+    lean_buffer_size: LeanScratch | None = None
+    exact_in_place: bool = False
+    buffer_size: Scratch | None = None
+    path: Path | None = None
+    runtime_deps: tuple[str, ...] = ()
+    to_cmsis: ToCmsis | None = None
+
+    @property
+    def is_portable(self) -> bool:
+        """Ours (an mcu_ kernel of mcu_runtime/), not a CMSIS-NN function."""
+        return is_portable(self.name)
+
+    @property
+    def by_rows(self) -> bool:
+        """The layer may run a band of output rows at a time (a segment stage)."""
+        return self.band is not None or self.row_band is not None
+
+    @property
+    def can_stream(self) -> bool:
+        """The layer may run by rows or end a streamed segment as a sink."""
+        return self.by_rows or self.sink is not None
+
