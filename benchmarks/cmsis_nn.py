@@ -129,7 +129,7 @@ def portable_twin(c, index: int):
     """The portable Prepared of a layer (CMSIS-NN calls carry no params)."""
     from emitter.compiler import isa_of, prepare_all
 
-    return prepare_all(c.graph, isa_of(dict(c.options)["board"]))[index]  # the same graph (fusions) as c
+    return prepare_all(c.graph, isa_of(c.options.board))[index]  # the same graph (fusions) as c
 
 
 def bench(name: str, core: str, work: Path, profile: bool, model: Path | None = None) -> dict:

@@ -366,7 +366,7 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
     ram, ram_src = ram_budget(args, board)
     # a front end keeps feature rows in the model input between runs: the input stays the caller's
     memory = "layer" if getattr(args, "frontend", None) else args.memory
-    compiled = compile_model(args.model, args.name, parse_input_shapes(args.input_shape),
+    compiled = compile_model(args.model, name=args.name, input_shapes=parse_input_shapes(args.input_shape),
                              io_nhwc=args.io_layout == "nhwc", guard=args.guard, backend=backend,
                              board=board, cmsis_path=cmsis,
                              cmsis_choice="cmsis" if args.cmsis_everywhere else "fastest",

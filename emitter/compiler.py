@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,33 @@ typedef union unsigned void volatile while _Bool _Complex _Imaginary bool true f
 
 
 @dataclass(frozen=True, eq=False)
+class CompileOptions:
+    """compile_model's options after the model path, as given (compile_model's docstring says what
+    each does); one frozen record passed through the pipeline and kept on Compiled."""
+    name: str | None = None
+    input_shapes: dict[str, tuple[int, ...]] | None = None
+    io_nhwc: bool = False
+    alignment: int = 4
+    backend: str = "portable"
+    board: Board | None = None
+    cmsis_path: Path | None = None
+    guard: bool = False
+    cmsis_choice: str = "fastest"
+    cmsis_sizes_for: str | None = None
+    isa: str | None = None
+    memory: str = "layer"
+    ram_budget: int | None = None
+    budget_src: str = "--ram-budget"
+    numerics: str | None = None
+    optimize: str = "speed"
+    tune: Tuner | None = None
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The options as compile_model keyword arguments."""
+        return {f.name: self.__dict__[f.name] for f in fields(self)}
+
+
+@dataclass(frozen=True, eq=False)
 class Compiled:
     name: str
     model: OnnxModel
@@ -50,7 +77,7 @@ class Compiled:
     cmsis_path: Path | None = None
     portable_layers: tuple[tuple[int, str, str], ...] = ()  # cmsis-nn backend: (layer, kernel, why)
     cmsis_version: CmsisVersion | None = None  # of the CMSIS-NN at cmsis_path
-    options: tuple[tuple[str, Any], ...] = ()  # compile_model's arguments after the path
+    options: CompileOptions = CompileOptions()  # compile_model's options after the path
     memory: search.Choice | None = None  # the plan candidates and why this plan (None: whole layers asked)
     kernel_choices: tuple[Any, ...] = ()  # cmsis-nn backend: kernel_choice.Choice per conv/depthwise/FC layer
 
@@ -58,15 +85,14 @@ class Compiled:
     def plan_isa(self) -> str:
         """The instruction set the portable kernels' paths and scratch were planned for: what their
         twins' path() must be asked with to name the path the C takes ("any": no board)."""
-        opts = dict(self.options)
-        if opts.get("isa") is not None:
-            return str(opts["isa"])
-        return PLAN_ISA if self.optimize == "size" else isa_of(opts.get("board"))
+        if self.options.isa is not None:
+            return self.options.isa
+        return PLAN_ISA if self.optimize == "size" else isa_of(self.options.board)
 
     @property
     def optimize(self) -> str:
         """"speed" or "size" (compile_model's `optimize`)."""
-        return str(dict(self.options).get("optimize", "speed"))
+        return self.options.optimize
 
     @property
     def input_shapes(self) -> list[tuple[int, ...]]:
@@ -133,15 +159,11 @@ def prepare_all(g: Graph, isa: str = "any") -> tuple[Prepared, ...]:
     return tuple(out)
 
 
-def compile_model(path: str | Path, name: str | None = None,
-                  input_shapes: dict[str, tuple[int, ...]] | None = None,
-                  io_nhwc: bool = False, alignment: int = 4, backend: str = "portable",
-                  board: Board | None = None, cmsis_path: Path | None = None, guard: bool = False,
-                  cmsis_choice: str = "fastest", cmsis_sizes_for: str | None = None,
-                  isa: str | None = None, memory: str = "layer", ram_budget: int | None = None,
-                  budget_src: str = "--ram-budget", numerics: str | None = None,
-                  optimize: str = "speed", tune: Tuner | None = None) -> Compiled:
-    """memory: "layer" (whole layers, the liveness bound), "overlap", "stream" (the smallest plan
+def compile_model(path: str | Path, options: CompileOptions | None = None, **kwargs: Any) -> Compiled:
+    """Compile the model at `path` with `options` (a CompileOptions, or its fields as keyword
+    arguments: compile_model(path, name="net", board=board)).
+
+    memory: "layer" (whole layers, the liveness bound), "overlap", "stream" (the smallest plan
     of that kind) or "auto" (emitter/plan/search.choose: by `ram_budget`, else the smallest within 5 %
     estimated overhead). Guard builds always plan whole layers. numerics: "tflite" or
     "onnxruntime" (the rounding contract); None chooses from the model (numerics_of). optimize:
@@ -150,34 +172,30 @@ def compile_model(path: str | Path, name: str | None = None,
     tune: how the cmsis-nn backend measures both candidates of each conv/depthwise/FC layer instead
     of reading the cost table (emitter/backends/kernel_choice.py): --tune passes
     emitter.verify.tuning.tune_layers (QEMU, cached)."""
-    options = (("name", name), ("input_shapes", input_shapes), ("io_nhwc", io_nhwc), ("alignment", alignment),
-               ("backend", backend), ("board", board), ("cmsis_path", cmsis_path), ("guard", guard),
-               ("cmsis_choice", cmsis_choice), ("cmsis_sizes_for", cmsis_sizes_for), ("isa", isa),
-               ("memory", memory), ("ram_budget", ram_budget), ("budget_src", budget_src), ("numerics", numerics),
-               ("optimize", optimize), ("tune", tune))
+    if options is not None and (kwargs or not isinstance(options, CompileOptions)):
+        raise TypeError("compile_model(path, options) takes a CompileOptions, or keyword arguments instead")
+    options = options if options is not None else CompileOptions(**kwargs)
+    optimize, isa, board, numerics = options.optimize, options.isa, options.board, options.numerics
     if optimize not in OPTIMIZE:
         raise UsageError(f"unknown --optimize '{optimize}': use {' or '.join(OPTIMIZE)}")
     if optimize == "size" and isa is None:
         isa = PLAN_ISA  # MCU_ISA_PLAN in mcu_nn.h: the dispatchers plan as on plain C
-    m = load_model(path, input_shapes)
-    name = check_name(name) if name is not None else c_name(Path(path).stem)
+    m = load_model(path, options.input_shapes)
+    name = check_name(options.name) if options.name is not None else c_name(Path(path).stem)
     g = lower(m)
     g.verify()
-    for p in passes(io_nhwc):
+    for p in passes(options.io_nhwc):
         g = p(g)
         g.verify()
     if numerics is not None and numerics not in NUMERICS:
         raise UsageError(f"unknown numerics '{numerics}': use {' or '.join(NUMERICS)}")
     g = replace(g, numerics=numerics if numerics is not None else numerics_of(m))
     plan_isa = isa if isa is not None else isa_of(board)  # isa: override (host builds)
-    fused = fuse_residual_adds(g, residual_fusion(plan_isa, backend, board, cmsis_choice))
+    fused = fuse_residual_adds(g, residual_fusion(plan_isa, options.backend, board, options.cmsis_choice))
     fused.verify()
-    build = functools.partial(build_plan, name=name, m=m, io_nhwc=io_nhwc, alignment=alignment, backend=backend,
-                              board=board, cmsis_path=cmsis_path, guard=guard, cmsis_choice=cmsis_choice,
-                              cmsis_sizes_for=cmsis_sizes_for, isa=plan_isa, memory=memory,
-                              ram_budget=ram_budget, budget_src=budget_src, options=options, optimize=optimize,
-                              tune=tune)
-    if len(fused.nodes) == len(g.nodes) or guard or memory == "layer":  # whole layers: fusing only saves RAM
+    build = functools.partial(build_plan, name=name, m=m, isa=plan_isa, options=options)
+    # whole layers: fusing only saves RAM
+    if len(fused.nodes) == len(g.nodes) or options.guard or options.memory == "layer":
         return build(fused)
     try:
         first = build(fused)
@@ -207,11 +225,14 @@ def residual_fusion(isa: str, backend: str, board: Board | None, cmsis_choice: s
     return keep
 
 
-def build_plan(g: Graph, *, name: str, m: OnnxModel, io_nhwc: bool, alignment: int, backend: str,
-               board: Board | None, cmsis_path: Path | None, guard: bool, cmsis_choice: str,
-               cmsis_sizes_for: str | None, isa: str, memory: str, ram_budget: int | None, budget_src: str,
-               options: tuple[tuple[str, Any], ...], optimize: str, tune: Tuner | None) -> Compiled:
-    """Prepare, backend and memory plan of the graph after its passes (isa: the one planned for)."""
+def build_plan(g: Graph, *, name: str, m: OnnxModel, isa: str, options: CompileOptions) -> Compiled:
+    """Prepare, backend and memory plan of the graph after its passes (name: the checked C prefix;
+    isa: the one planned for)."""
+    io_nhwc, alignment, backend, board = options.io_nhwc, options.alignment, options.backend, options.board
+    cmsis_path, guard, cmsis_choice, cmsis_sizes_for = (options.cmsis_path, options.guard, options.cmsis_choice,
+                                                        options.cmsis_sizes_for)
+    memory, ram_budget, budget_src = options.memory, options.ram_budget, options.budget_src
+    optimize, tune = options.optimize, options.tune
     prepared = prepare_all(g, isa)
     portable: list[tuple[int, str, str]] = []
     choices: list[Any] = []

@@ -83,7 +83,7 @@ def test_the_test_folder_is_deterministic_and_a_bundle_without_verify_has_none(v
     from emitter.verify.bundle_test import bundle_test_files
 
     board = load_board("cortex-m4")
-    c = compile_model(DIGITS, NAME, board=board)
+    c = compile_model(DIGITS, name=NAME, board=board)
     npz = verified.parent / "few.npz"
     first = bundle_test_files(c, board, str(npz), 5)
     assert first == bundle_test_files(c, board, str(npz), 5)

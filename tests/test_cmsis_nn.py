@@ -22,7 +22,7 @@ import json
 import os
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -551,7 +551,7 @@ def cmsis_runs(op_models, tmp_path_factory):
                     compiled[label] = exc
                     continue
                 portable = compile_model(m.portable.model.path,  # for the core: scratch fits its paths
-                                         **(dict(m.portable.options) | {"board": load_board(core)}))
+                                         replace(m.portable.options, board=load_board(core)))
                 merged += [MergedCase(label, portable, m.sample), MergedCase(f"{label}@cmsis", c, m.sample)]
             result = run_merged(merged, load_board(core), tmp_path_factory.mktemp(f"cmsis_{core}"),
                                 cmsis_nn=CMSIS, werror=True)

@@ -175,7 +175,7 @@ def merged_runs(op_cases, tmp_path_factory):
         if core not in cache:  # each case compiled for the core: its kernels' scratch fits its paths
             board = load_board(core)
             for_core = [replace(m, compiled=compile_model(m.compiled.model.path,
-                                                          **(dict(m.compiled.options) | {"board": board})))
+                                                          replace(m.compiled.options, board=board)))
                         for m in cases]
             cache[core] = run_merged(for_core, board, tmp_path_factory.mktemp(f"merged_{core}"))
         return cache[core]

@@ -55,7 +55,7 @@ def expect_error(m: onnx.ModelProto | bytes | Path, tmp_path: Path, capsys: pyte
     before = sorted(p.name for p in tmp_path.iterdir())
     with pytest.raises(error):
         name = args[args.index("--name") + 1] if "--name" in args else None
-        render_bundle(compile_model(path, name), "", "host")
+        render_bundle(compile_model(path, name=name), "", "host")
     assert main([str(path), "-o", str(tmp_path / "out"), "--quiet", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("mcugen: error: ") and "Traceback" not in err, err

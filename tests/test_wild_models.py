@@ -5,6 +5,8 @@ all cases in one firmware per run); every refusal is one McugenError, exit statu
 cause, nothing written."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import onnx
 import pytest
@@ -66,7 +68,7 @@ def wild_qemu(wild, tmp_path_factory):
         if (core, backend) not in cache:
             board = load_board(core)
             extra = {"board": board} | ({"backend": backend, "cmsis_path": CMSIS} if backend == "cmsis-nn" else {})
-            cases = [MergedCase(name, compile_model(path, **(dict(c.options) | extra)), samples[0])
+            cases = [MergedCase(name, compile_model(path, replace(c.options, **extra)), samples[0])
                      for name, (path, c, samples) in compiled.items()]
             cache[core, backend] = run_merged(cases, board, tmp_path_factory.mktemp(f"wild_{core}_{backend}"),
                                               cmsis_nn=CMSIS if backend == "cmsis-nn" else None)

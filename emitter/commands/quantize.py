@@ -303,7 +303,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     print(f"wrote {out} ({SETTINGS}; {n_calib} calibration samples from {args.calibration})")
 
     try:
-        c = compile_model(out, c_name(out.stem), shapes if batch_fixed else None)
+        c = compile_model(out, name=c_name(out.stem), input_shapes=shapes if batch_fixed else None)
         report = json.loads(render_bundle(c, " ".join(board.cflags), board.name)["report.json"])
     except McugenError:
         print(f"mcugen cannot compile {out} (the file is kept for inspection):", file=sys.stderr)

@@ -59,7 +59,7 @@ class BundleBuilder:
     def isa(self) -> str:
         """The board's instruction set (Board.isa), "any" for a bundle made without a board: which
         ISA path files of mcu_runtime/ the bundle ships."""
-        board = dict(self.c.options).get("board")
+        board = self.c.options.board
         return "any" if board is None else str(board.isa)
 
     def ptr(self, name: str) -> str:

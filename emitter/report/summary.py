@@ -104,7 +104,7 @@ def choice_lines(c: Compiled) -> list[str]:
            f"{len(ch) - measured} from the cost table" + (f", {measured} measured (--tune)" if measured else ""))
     lines = [f"kernel choice: {len(ch)} conv/depthwise/FC layers, {src}; mcugen's kernel on {ours}, "
              "CMSIS-NN on the rest (fewer executed instructions)"]
-    if dict(c.options).get("tune"):
+    if c.options.tune is not None:
         lines += [f"  layer {x.index:>3} {x.kernel:<24} mcugen {x.ours:>10,}  CMSIS-NN {x.cmsis:>10,}  "
                   f"{x.source:<8} -> {'mcugen' if x.ours_wins else 'CMSIS-NN'}" for x in ch]
     return lines
@@ -112,7 +112,7 @@ def choice_lines(c: Compiled) -> list[str]:
 
 def numerics_note(c: Compiled) -> str:
     """The rounding contract, and whether the user or the model chose it."""
-    chosen = "--numerics" if dict(c.options).get("numerics") is not None else "chosen from the model"
+    chosen = "--numerics" if c.options.numerics is not None else "chosen from the model"
     a16 = sum(1 for n in c.graph.nodes if c.graph.t(n.outputs[0]).dtype == "int16")
     s16 = (f"; {a16} layers with int16 outputs: TFLite int16x8 (int64 bias, 64-bit requantization) "
            "whatever the numerics" if a16 else "")  # emitter/ops/a16.py

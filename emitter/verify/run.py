@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tempfile
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -241,13 +241,12 @@ def host_twin(c: Compiled) -> Compiled | None:
     None where the bundle already is (no board: planned for every path; pure-C cores)."""
     from emitter.compiler import isa_of
 
-    opts = dict(c.options)
-    board = opts.get("board")
-    if board is None or opts.get("isa") == "c" or isa_of(board) == "c" or c.optimize == "size":
+    board = c.options.board
+    if board is None or c.options.isa == "c" or isa_of(board) == "c" or c.optimize == "size":
         return None
     from emitter.compiler import compile_model
 
-    return compile_model(c.model.path, **(opts | {"name": c.name, "isa": "c", "cmsis_sizes_for": "c"}))
+    return compile_model(c.model.path, replace(c.options, name=c.name, isa="c", cmsis_sizes_for="c"))
 
 
 def run_host(c: Compiled, bundle: Path, samples: Samples, work: Path,
@@ -259,7 +258,8 @@ def run_host(c: Compiled, bundle: Path, samples: Samples, work: Path,
         from emitter.render.bundle import render_bundle
         from emitter.render.write import write_bundle
 
-        board = dict(c.options)["board"]
+        board = c.options.board
+        assert board is not None  # host_twin() is None without a board
         bundle = work / "host_bundle"
         write_bundle(render_bundle(twin, " ".join(board.cflags), board.name), bundle, force=True)
     write_glue(c, work / "glue")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,7 @@ def run_debug(c: Compiled, bundle: Path, board: Board, samples: Samples, qemu: b
     other = next(n for n in NUMERICS if n != c.graph.numerics)
     rep = DebugReport(board.name, len(samples), c.name, qemu=qemu, numerics=(c.graph.numerics, other))
     # the other rounding contract's golden, side by side against onnxruntime (same graph and names)
-    twin = compile_model(c.model.path, **(dict(c.options) | {"name": c.name, "numerics": other}))
+    twin = compile_model(c.model.path, replace(c.options, name=c.name, numerics=other))
     gold_other = [golden_tensors(twin, s) for s in samples]
     with tempfile.TemporaryDirectory(prefix="mcugen-debug-") as tmp:
         w = Path(work) if work is not None else Path(tmp)
@@ -114,7 +115,7 @@ def cmd_debug(args: argparse.Namespace) -> int:
     numerics = None if args.numerics == "auto" else args.numerics
     if existing is not None and numerics is None:
         numerics = existing.get("numerics")  # the bundle's contract
-    compiled = compile_model(args.model, name, parse_input_shapes(args.input_shape),
+    compiled = compile_model(args.model, name=name, input_shapes=parse_input_shapes(args.input_shape),
                              io_nhwc=args.io_layout == "nhwc", numerics=numerics)
     if existing is not None and existing.get("model_sha256") != compiled.model.sha256:
         raise ModelError(f"--bundle '{args.bundle}' was emitted from another model "
