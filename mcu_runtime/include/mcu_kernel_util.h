@@ -223,11 +223,51 @@ static inline uint32_t read_s8x4(const int8_t *p)
     __asm__("ldr %0, %1" : "=r"(v) : "m"(*(const struct { int8_t b[4]; } *)(const void *)p));
     return v;
 }
+
+/* Four int8 to any address (one STR, as read_s8x4). */
+static inline void write_s8x4(int8_t *p, uint32_t v)
+{
+    __asm__("str %1, %0" : "=m"(*(struct { int8_t b[4]; } *)(void *)p) : "r"(v));
+}
+
+/* read_s8x4(p + off) with a register offset, and read_s8x4(*p) then *p += 4 (a post-indexed
+ * load): an "m" operand would have clang compute every address into a register of its own. For
+ * loops that only read memory ("memory" orders them after the caller's stores). */
+static inline uint32_t read_s8x4_at(const int8_t *p, int32_t off)
+{
+    uint32_t v;
+    __asm__("ldr %0, [%1, %2]" : "=r"(v) : "r"(p), "r"(off) : "memory");
+    return v;
+}
+
+static inline uint32_t read_s8x4_next(const int8_t **p)
+{
+    uint32_t v;
+    __asm__("ldr %0, [%1], #4" : "=r"(v), "+r"(*p) : : "memory");
+    return v;
+}
 #else
 static inline uint32_t read_s8x4(const int8_t *p)
 {
     uint32_t v;
     memcpy(&v, p, sizeof v);
+    return v;
+}
+
+static inline void write_s8x4(int8_t *p, uint32_t v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+static inline uint32_t read_s8x4_at(const int8_t *p, int32_t off)
+{
+    return read_s8x4(p + off);
+}
+
+static inline uint32_t read_s8x4_next(const int8_t **p)
+{
+    const uint32_t v = read_s8x4(*p);
+    *p += 4;
     return v;
 }
 #endif

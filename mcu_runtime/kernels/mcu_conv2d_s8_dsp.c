@@ -15,8 +15,9 @@
  * and spends a register per pointer), each beside its C fallback (unoptimized builds). The
  * doubled sums are requantized in four instructions (mcu_requant2 in mcu_requant.h).
  * A window is read straight from the input when it is one run of it, else tap by tap (zero
- * words for the padding taps; needs C_in % 4 == 0), else (K <= MCU_CONV_DSP_PATCH) gathered by
- * mcu_conv2d_s8_gather first.
+ * words for the padding taps; needs C_in % 4 == 0), else row by row (KW * C_in % 4 == 0, no
+ * horizontal dilation: a row across the input's edge assembled in the patch first), else
+ * (K <= MCU_CONV_DSP_PATCH) gathered by mcu_conv2d_s8_gather first.
  * Conditions (else the generic path): K <= 2 * MCU_CONV_DSP_WORDS, mcu_requant2_ok() for every
  * output channel (then |acc| < 2^29 + 576 * 255 * 128 < 2^30).
  * Scratch: 8 * P * ceil(K / 4) bytes of interleaved windows (xbuf), then the K-byte patch when
@@ -36,13 +37,16 @@
  * `step` words, four values at a time; a last partial group reads only its own bytes. */
 static void extend(int32_t *dst, const int8_t *src, int32_t n, int32_t step, int32_t offset2)
 {
-    for (; n >= 4; n -= 4, src += 4, dst += step) {
+    /* an end pointer, not a count: the loop is as short under clang as under gcc */
+    const int8_t *const end = src + (n & ~3);
+    for (; src != end; src += 4, dst += step) {
         const uint32_t v = read_s8x4(src);
         const int32_t even = __sxtab16(offset2, (int32_t)v);
         const int32_t odd = sxtab16_ror8(offset2, v);
         dst[0] = __sadd16(even, even);
         dst[1] = __sadd16(odd, odd);
     }
+    n &= 3;
     if (n > 0) {
         /* bytes past the window hold the input zero point: zero values */
         const uint32_t zero_point = (uint32_t)(uint8_t)(-(int16_t)offset2);
@@ -409,6 +413,30 @@ static void dsp_window(const mcu_conv_block_t *c, const int8_t *input, int32_t n
                 } else {
                     extend_zero(dst, tap_groups, step);
                 }
+            }
+        }
+    } else if ((k_w * in_c) % 4 == 0 && p->dilation_w == 1) {
+        /* row by row: KW * C_in / 4 value groups each, read from the input when the row is
+         * inside it, zero values for a padding row, a row across the edge assembled first */
+        const int32_t w_row = k_w * in_c;
+        const int32_t row_groups = w_row >> 2;
+        const int8_t pad = (int8_t)(-p->q.input_offset);
+        const int32_t first = win.kx_begin * in_c;
+        const int32_t last = win.kx_end * in_c;
+        for (int32_t ky = 0; ky < k_h; ++ky, dst += row_groups * step) {
+            if (ky < win.ky_begin || ky >= win.ky_end) {
+                extend_zero(dst, row_groups, step);
+                continue;
+            }
+            const int8_t *const row =
+                win.in_batch + (win.y0 + ky * p->dilation_h) * c->in_row + win.x0 * in_c;
+            if (first == 0 && last == w_row) {
+                extend(dst, row, w_row, step, offset2);
+            } else {
+                for (int32_t i = 0; i < w_row; ++i) {
+                    patch[i] = i >= first && i < last ? row[i] : pad;
+                }
+                extend(dst, patch, w_row, step, offset2);
             }
         }
     } else {

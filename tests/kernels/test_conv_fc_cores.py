@@ -59,6 +59,12 @@ CONVS = {
     "big_bias": Conv(5, 5, 4, 6, (3, 3), (1, 1, 1, 1), big_bias=True),
     "s2_d2_batch2": Conv(7, 7, 2, 4, (3, 3), (2, 2, 2, 2), (2, 2), (2, 2), n=2),
     "one_by_five": Conv(1, 9, 3, 4, (1, 5), (0, 0, 2, 2)),
+    # DSP row by row (C_in % 4 != 0, KW * C_in % 4 == 0): rows inside, padding rows, rows across
+    # either edge (micro_speech's first layer is one)
+    "rows_c1_s2": Conv(9, 8, 1, 5, (5, 4), (2, 2, 1, 2), (2, 1)),
+    "rows_c2": Conv(6, 7, 2, 4, (3, 4), (1, 1, 2, 1)),
+    # DSP gathered with runs longer than the inline short-run copy
+    "gather_long_runs": Conv(5, 5, 6, 4, (3, 3), (1, 1, 1, 1)),
 }
 
 
