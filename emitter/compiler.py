@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from emitter import ops
 from emitter.backends.cmsis_version import CmsisVersion
 from emitter.boards import Board
 from emitter.calls import Prepared
@@ -22,7 +23,6 @@ from emitter.ir import Graph, Node
 from emitter.lower import lower
 from emitter.onnx.load import OnnxModel
 from emitter.onnx.load import load as load_model
-from emitter.ops import REGISTRY, a16
 from emitter.optimize import OPTIMIZE, PLAN_ISA
 from emitter.passes.fuse import fuse_activations, fuse_residual_adds
 from emitter.passes.layout import assign_layouts
@@ -150,8 +150,7 @@ def prepare_all(g: Graph, isa: str = "any") -> tuple[Prepared, ...]:
     out, problems = [], []
     for node in g.nodes:
         try:
-            prep = a16.prepare if a16.involves(node, g) else REGISTRY[node.op].prepare  # int16 activations
-            out.append(prep(node, g, isa))
+            out.append(ops.prepare(node, g, isa))  # int16 activations: the op module's A16
         except NodeUnsupported as exc:
             problems.append((node.name, node.source or node.op, node.opset, str(exc)))
     if problems:

@@ -36,6 +36,18 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'emitter.ops' has no attribute '{name}'")
 
 
+def prepare(node: Any, g: Any, isa: str = "any") -> Any:
+    """The Prepare of one IR node by its op module: `prepare(node, g, isa)`, or, for a layer reading or
+    writing an int16 activation, the module's declared int16 variant `A16` (emitter/ops/a16.py; a
+    module without one refuses int16)."""
+    from emitter.ops import a16
+
+    m = registry()[node.op]
+    if a16.involves(node, g):
+        return a16.prepare(node, g, getattr(m, "A16", None))
+    return m.prepare(node, g, isa)
+
+
 def onnx_lowering() -> dict[str, Callable]:
     """ONNX op type -> the lower(ctx, qnode) that handles it."""
     return {op: m.lower for m in modules() for op in m.ONNX_OPS}

@@ -1,5 +1,5 @@
 """int16 activations (TFLite's int16x8 mode) of the table ops: the Prepare of Sigmoid and Tanh over int16,
-called from emitter/ops/a16.py.
+called from emitter/ops/lut.py and softmax.py (their A16).
 
     # lut Sigmoid (int16) -> mcu_sigmoid_s16      # lut Tanh (int16) -> mcu_tanh_s16
     # softmax (int16)     -> mcu_softmax_s16
@@ -66,7 +66,7 @@ def input_rescale(s_in: float) -> tuple[int, int]:
 
 
 def lut_rule(node: Node, g: Graph) -> Prepared:
-    fn_name = node.attrs["function"]  # one of LUT_FUNCTIONS (emitter/ops/a16.py refuses the others)
+    fn_name = node.attrs["function"]  # one of LUT_FUNCTIONS (emitter/ops/lut.py refuses the others)
     kernel, fn, frac_bits = KERNELS[fn_name]
     x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
     assert x.quant is not None and y.quant is not None

@@ -3,6 +3,7 @@ broadcast. Sub is the same kernel with the second input's multiplier negated."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -11,7 +12,8 @@ from emitter.errors import QuantError
 from emitter.ir import Graph, Node
 from emitter.kernels.common import Bcast
 from emitter.kernels.mcu_add_s8 import AddParams, mcu_add_s8
-from emitter.ops import broadcast
+from emitter.kernels.mcu_add_s16 import LEFT_SHIFT, mcu_add_s16
+from emitter.ops import a16, broadcast
 from emitter.ops.base import LayoutPlan, LowerCtx, QNode, per_tensor
 from emitter.quant import quantize_multiplier
 
@@ -76,3 +78,24 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     return Prepared("mcu_add_s8", p, {"input1": arg_a, "input2": arg_b, "output": TensorArg(y.name)},
                     golden, macs=y.size,
                     summary="subtract" if node.attrs.get("subtract") else "")
+
+
+def prepare_a16(node: Node, g: Graph) -> Prepared:
+    base = prepare(node, a16.tflite(g), "c")  # its int8 Prepare with TFLite's multipliers
+    p: Any = base.params
+    if p.in1 != Bcast(1, p.size) or p.in2 != Bcast(1, p.size):
+        raise a16.refuse(node, g, "broadcasting")
+    a, b, y = (g.t(n) for n in (*node.inputs[:2], node.outputs[0]))
+    assert a.quant is not None and b.quant is not None and y.quant is not None
+    p16 = add_params(p.size, p.in1, p.in2, a.quant.s, 0, b.quant.s, 0, y.quant.s, 0, p.act_min, p.act_max,
+                     left_shift=LEFT_SHIFT)
+    if node.attrs.get("subtract"):
+        p16 = replace(p16, input2_multiplier=-p16.input2_multiplier)
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return mcu_add_s16(p16, env[a.name], env[b.name])
+
+    return Prepared("mcu_add_s16", p16, dict(base.operands), golden, macs=base.macs, summary=base.summary)
+
+
+A16 = a16.Int16(prepare_a16)  # mcu_add_s16 (left_shift 15)

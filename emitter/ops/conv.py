@@ -21,8 +21,10 @@ from emitter.kernels import mcu_conv2d_s8 as conv_twin
 from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
+from emitter.kernels.mcu_conv2d_s16 import mcu_conv2d_s16
 from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams, mcu_depthwise_conv2d_s8
-from emitter.ops import asym_weights
+from emitter.kernels.mcu_depthwise_conv2d_s16 import mcu_depthwise_conv2d_s16
+from emitter.ops import a16, asym_weights
 from emitter.ops.base import Attrs, LayoutPlan, LowerCtx, QIn, QNode, per_tensor
 
 ONNX_OPS = ("Conv",)
@@ -219,3 +221,27 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     return Prepared(kernel, p, operands, golden, macs=macs * idims.n, scratch=scratch,
                     summary=f"{kh}x{kw} s{sh}x{sw} d{dh}x{dw} pad t{pt} l{pl}"
                             f"{' depthwise x' + str(c_out // idims.c) if depthwise else ''}")
+
+
+def prepare_a16(node: Node, g: Graph) -> Prepared:
+    base = prepare(node, a16.tflite(g), "c")  # its int8 Prepare with TFLite's multipliers
+    p: Any = base.params
+    a16.check_shifts(node, g, p.shift)
+    ops = base.operands
+    filt = ops["filter"]
+    bias = a16.bias64(ops["bias"])
+    assert isinstance(filt, ConstArg)
+    depthwise = node.attrs["group"] != 1
+    fn = mcu_depthwise_conv2d_s16 if depthwise else mcu_conv2d_s16
+    x, in_shape = node.inputs[0], (p.input.n, p.input.h, p.input.w, p.input.c)
+    b = bias.data if isinstance(bias, ConstArg) else None
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return fn(p, env[x].reshape(in_shape), filt.data, b).ravel()  # type: ignore[arg-type]
+
+    return Prepared("mcu_depthwise_conv2d_s16" if depthwise else "mcu_conv2d_s16", p,
+                    {"input": ops["input"], "filter": filt, "bias": bias, "output": ops["output"]},
+                    golden, macs=base.macs, summary=base.summary)
+
+
+A16 = a16.Int16(prepare_a16)  # mcu_conv2d_s16 / mcu_depthwise_conv2d_s16

@@ -17,6 +17,7 @@ x [B, M, K], concatenated.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import onnx
@@ -28,8 +29,9 @@ from emitter.ir import Graph, Layout, Node, QuantParams
 from emitter.kernels import mcu_fully_connected_s8 as fc_twin
 from emitter.kernels.common import QuantIO
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
+from emitter.kernels.mcu_fully_connected_s16 import mcu_fully_connected_s16
 from emitter.layout import index_map
-from emitter.ops import asym_weights
+from emitter.ops import a16, asym_weights
 from emitter.ops.base import Attrs, LayoutPlan, LowerCtx, QIn, QNode, per_tensor
 from emitter.ops.conv import check_accumulation, check_bias_headroom, scratch_ctx
 
@@ -211,3 +213,29 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
                      "kernel_sums": ConstArg("kernel_sums", sums), "output": TensorArg(y.name)},
                     golden, macs=batches * k * n_out, scratch=scratch,
                     summary=f"{k} -> {n_out}, batches {batches}")
+
+
+def prepare_a16(node: Node, g: Graph) -> Prepared:
+    base = prepare(node, a16.tflite(g), "c")  # its int8 Prepare with TFLite's multipliers
+    p: Any = base.params
+    a16.check_shifts(node, g, p.shift)
+    ops = base.operands
+    packed, sums = ops["weights"], ops["kernel_sums"]
+    assert isinstance(packed, ConstArg) and isinstance(sums, ConstArg)
+    # the int8 Prepare stores its weights in its kernel's block layout and the bias as kernel sums
+    # (emitter/kernels/mcu_fully_connected_s8.py): the int16 kernel takes them row-major, plain
+    rows = fc_twin.unpack_weights(packed.data, p.out_features, p.in_features)
+    w = ConstArg("weights", rows)
+    bias = a16.bias64(ConstArg("bias", fc_twin.bias_of_sums(p, rows, sums.data)))
+    b = bias.data if isinstance(bias, ConstArg) else None
+    x = node.inputs[0]
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return mcu_fully_connected_s16(p, env[x].reshape(p.batches, p.in_features), w.data, b).ravel()
+
+    return Prepared("mcu_fully_connected_s16", p, {"input": ops["input"], "weights": w, "bias": bias,
+                                                  "output": ops["output"]},
+                    golden, macs=base.macs, summary=base.summary)
+
+
+A16 = a16.Int16(prepare_a16)  # mcu_fully_connected_s16

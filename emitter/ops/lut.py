@@ -19,6 +19,8 @@ from emitter.calls import ConstArg, IntArg, Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
 from emitter.kernels.mcu_lut_s8 import mcu_lut_s8
+from emitter.ops import a16
+from emitter.ops.a16_lut import LUT_FUNCTIONS, lut_rule
 from emitter.ops.base import LayoutPlan, LowerCtx, QNode, same_layout_plan
 from emitter.quant import round_half_away
 
@@ -123,3 +125,13 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     return Prepared("mcu_lut_s8", None, {"size": IntArg(y.size), "table": ConstArg("table", tab),
                                          "input": TensorArg(x.name), "output": TensorArg(y.name)}, golden,
                     summary=node.attrs["function"])
+
+
+def prepare_a16(node: Node, g: Graph) -> Prepared:
+    """Sigmoid, Tanh over int16: TFLite's int16 table kernels, their own Prepare (emitter/ops/a16_lut.py)."""
+    if node.attrs["function"] not in LUT_FUNCTIONS:
+        raise a16.refuse(node, g)
+    return lut_rule(node, g)
+
+
+A16 = a16.Int16(prepare_a16)  # mcu_sigmoid_s16 / mcu_tanh_s16

@@ -1,6 +1,8 @@
 """Mul: TFLite int8 MUL, with scalar/per-channel broadcast."""
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from emitter.calls import Prepared, TensorArg
@@ -8,7 +10,8 @@ from emitter.errors import QuantError
 from emitter.ir import Graph, Node
 from emitter.kernels.common import Bcast
 from emitter.kernels.mcu_mul_s8 import MulParams, mcu_mul_s8
-from emitter.ops import broadcast
+from emitter.kernels.mcu_mul_s16 import mcu_mul_s16
+from emitter.ops import a16, broadcast
 from emitter.ops.base import LayoutPlan, LowerCtx, QNode, per_tensor
 from emitter.quant import quantize_multiplier
 
@@ -49,3 +52,19 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
 
     return Prepared("mcu_mul_s8", p, {"input1": arg_a, "input2": arg_b, "output": TensorArg(y.name)},
                     golden, macs=y.size)
+
+
+def prepare_a16(node: Node, g: Graph) -> Prepared:
+    base = prepare(node, a16.tflite(g), "c")  # its int8 Prepare with TFLite's multipliers
+    p: Any = base.params  # the int8 Prepare's multiplier is TFLite's s_a * s_b / s_out already
+    if p.in1 != Bcast(1, p.size) or p.in2 != Bcast(1, p.size):
+        raise a16.refuse(node, g, "broadcasting")
+    a, b = node.inputs[:2]
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return mcu_mul_s16(p, env[a], env[b])
+
+    return Prepared("mcu_mul_s16", p, dict(base.operands), golden, macs=base.macs, summary=base.summary)
+
+
+A16 = a16.Int16(prepare_a16)  # mcu_mul_s16

@@ -8,6 +8,8 @@
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from emitter import quant
@@ -16,8 +18,12 @@ from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
 from emitter.kernels.common import PoolParams
 from emitter.kernels.mcu_avgpool_requant_s8 import AvgPoolRequantParams, mcu_avgpool_requant_s8
+from emitter.kernels.mcu_avgpool_requant_s16 import mcu_avgpool_requant_s16
 from emitter.kernels.mcu_avgpool_s8 import mcu_avgpool_s8
+from emitter.kernels.mcu_avgpool_s16 import mcu_avgpool_s16
 from emitter.kernels.mcu_maxpool_s8 import mcu_maxpool_s8
+from emitter.kernels.mcu_maxpool_s16 import mcu_maxpool_s16
+from emitter.ops import a16
 from emitter.ops.base import Attrs, LayoutPlan, LowerCtx, QNode, per_tensor
 from emitter.ops.conv import dims4, feature_layout, same_pads
 
@@ -137,3 +143,28 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
 
     return Prepared(kernel, p, {"input": TensorArg(x.name), "output": TensorArg(y.name)}, golden,
                     macs=y.size * kh * kw, summary=f"{kh}x{kw} s{sh}x{sw} pad t{pt} l{pl}")
+
+
+def prepare_a16(node: Node, g: Graph) -> Prepared:
+    base = prepare(node, a16.tflite(g), "c")  # its int8 Prepare with TFLite's multipliers
+    p: Any = base.params
+    x = node.inputs[0]
+    if base.kernel == "mcu_avgpool_requant_s8":  # a fixed count and another output scale (TFLite MEAN)
+        rq_shape = (p.pool.input.n, p.pool.input.h, p.pool.input.w, p.pool.input.c)
+
+        def golden_rq(env: dict[str, np.ndarray]) -> np.ndarray:
+            return mcu_avgpool_requant_s16(p, env[x].reshape(rq_shape)).ravel()
+
+        return Prepared("mcu_avgpool_requant_s16", p, dict(base.operands), golden_rq, macs=base.macs,
+                        summary=base.summary)
+    fn, kernel = ((mcu_maxpool_s16, "mcu_maxpool_s16") if node.op == "maxpool"
+                  else (mcu_avgpool_s16, "mcu_avgpool_s16"))
+    in_shape = (p.input.n, p.input.h, p.input.w, p.input.c)
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return fn(p, env[x].reshape(in_shape)).ravel()
+
+    return Prepared(kernel, p, dict(base.operands), golden, macs=base.macs, summary=base.summary)
+
+
+A16 = a16.Int16(prepare_a16)  # mcu_maxpool_s16 / mcu_avgpool_s16 / mcu_avgpool_requant_s16

@@ -14,7 +14,12 @@ from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
 from emitter.kernels.common import QuantIO
 from emitter.kernels.mcu_requantize_s8 import RequantizeParams, mcu_requantize_s8
+from emitter.kernels.mcu_requantize_s8_s16 import mcu_requantize_s8_s16
+from emitter.kernels.mcu_requantize_s16 import mcu_requantize_s16
+from emitter.kernels.mcu_requantize_s16_s8 import mcu_requantize_s16_s8
+from emitter.ops import a16
 from emitter.ops.base import LayoutPlan, LowerCtx, QNode, per_tensor, same_layout_plan
+from emitter.quant import quantize_multiplier
 
 ONNX_OPS = ("Relu", "Clip")
 IR_OPS = ("requantize",)
@@ -47,3 +52,29 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
         return mcu_requantize_s8(p, env[x.name])
 
     return Prepared("mcu_requantize_s8", p, {"input": TensorArg(x.name), "output": TensorArg(y.name)}, golden)
+
+
+REQUANTIZE = {("int16", "int16"): (mcu_requantize_s16, "mcu_requantize_s16"),
+              ("int8", "int16"): (mcu_requantize_s8_s16, "mcu_requantize_s8_s16"),
+              ("int16", "int8"): (mcu_requantize_s16_s8, "mcu_requantize_s16_s8")}
+
+
+def prepare_a16(node: Node, g: Graph) -> Prepared:
+    """TFLite's requantization (32-bit, double rounding) between any two of int8 and int16."""
+    x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
+    assert x.quant is not None and y.quant is not None
+    mult, shift = quantize_multiplier(x.quant.s / y.quant.s)
+    if shift > 15:
+        raise a16.refuse(node, g, f"a scale ratio {x.quant.s / y.quant.s:.4g} too large to requantize")
+    p = RequantizeParams(y.size, QuantIO(-x.quant.zp, y.quant.zp, node.attrs["act_min"], node.attrs["act_max"]),
+                         mult, shift)
+    fn, kernel = REQUANTIZE[(x.dtype, y.dtype)]
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return fn(p, env[x.name])
+
+    return Prepared(kernel, p, {"input": TensorArg(x.name), "output": TensorArg(y.name)}, golden,
+                    summary=f"{x.dtype} -> {y.dtype}")
+
+
+A16 = a16.Int16(prepare_a16, mixed=True)  # between int8 and int16: mcu_requantize_s8_s16 / _s16_s8 / _s16

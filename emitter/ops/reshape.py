@@ -12,6 +12,7 @@ from emitter.calls import ConstArg, IntArg, Prepared, TensorArg, TensorListArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
 from emitter.kernels.mcu_concat_s8 import mcu_concat_s8
+from emitter.ops import a16
 from emitter.ops.base import LayoutPlan, LowerCtx, QNode
 
 ONNX_OPS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout")
@@ -58,3 +59,16 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
         return env[x]
 
     return Prepared("", None, {}, golden, summary="view (no data moves)")
+
+
+def prepare_a16(node: Node, g: Graph) -> Prepared:
+    """A reshape over int16 is the same free view; a copy (mcu_concat_s8's) has no int16 kernel."""
+    if node.op != "reshape":
+        raise a16.refuse(node, g)
+    base = prepare(node, a16.tflite(g), "c")
+    if base.kernel:
+        raise a16.refuse(node, g)
+    return base
+
+
+A16 = a16.Int16(prepare_a16)  # a view: free

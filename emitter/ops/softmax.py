@@ -13,6 +13,8 @@ from emitter.calls import Prepared, TensorArg
 from emitter.errors import NodeUnsupported, QuantError
 from emitter.ir import Graph, Layout, Node
 from emitter.kernels.mcu_softmax_s8 import SCALED_DIFF_INTEGER_BITS, SoftmaxParams, mcu_softmax_s8
+from emitter.ops import a16
+from emitter.ops.a16_lut import softmax_rule
 from emitter.ops.base import LayoutPlan, LowerCtx, QNode, per_tensor
 from emitter.quant import quantize_multiplier, round_half_away
 
@@ -96,3 +98,6 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
 
     return Prepared("mcu_softmax_s8", p, {"input": TensorArg(x.name), "output": TensorArg(y.name)}, golden,
                     summary=f"{rows} rows of {row_size}, output mode {p.output_mode}")
+
+
+A16 = a16.Int16(softmax_rule)  # mcu_softmax_s16 (emitter/ops/a16_lut.py: its own Prepare)

@@ -6,6 +6,8 @@ moves only in `relayout` nodes, one mcu_transpose_s8 call each, on squeezed phys
 """
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from emitter.calls import Prepared, TensorArg
@@ -13,7 +15,9 @@ from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Layout, Node
 from emitter.kernels.common import pad_rank
 from emitter.kernels.mcu_transpose_s8 import TransposeParams, mcu_transpose_s8
+from emitter.kernels.mcu_transpose_s16 import mcu_transpose_s16
 from emitter.layout import after_transpose
+from emitter.ops import a16
 from emitter.ops.base import LayoutPlan, LowerCtx, QNode
 from emitter.ops.reshape import lower_view
 
@@ -55,3 +59,22 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
 
     return Prepared("mcu_transpose_s8", p, {"input": TensorArg(x), "output": TensorArg(y)}, golden,
                     summary=f"physical {tuple(shape)} perm {tuple(perm)}")
+
+
+def prepare_a16(node: Node, g: Graph) -> Prepared:
+    base = prepare(node, a16.tflite(g), "c")  # its int8 Prepare with TFLite's multipliers
+    if not base.kernel:  # a free view
+        return base
+    if base.kernel != "mcu_transpose_s8":
+        raise a16.refuse(node, g)
+    p: Any = base.params
+    x, shape = node.inputs[0], tuple(p.in_shape[:p.rank])
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return mcu_transpose_s16(p, env[x].reshape(shape)).ravel()
+
+    return Prepared("mcu_transpose_s16", p, {"input": TensorArg(x), "output": TensorArg(node.outputs[0])},
+                    golden, summary=base.summary)
+
+
+A16 = a16.Int16(prepare_a16)  # mcu_transpose_s16
