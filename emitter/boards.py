@@ -1,7 +1,8 @@
 """Boards: compiler flags, budgets and the QEMU machine of every target, read from boards/*.toml.
 
 Two kinds of board file, one per board, named `<name>.toml`:
-  * a generic core (`core` equals its own `name`, e.g. cortex-m4) states everything: `cflags`,
+  * a generic core (`core` equals its own `name`, e.g. cortex-m4) states everything: `arch`
+    ("arm", the default, or "riscv": which cross toolchain and QEMU binary build and run it), `cflags`,
     `has_dsp`/`has_mve`/`has_fpu`, `ram_bytes`/`flash_bytes` (the QEMU machine's memory) and a
     `[qemu]` table (`machine`, extra `args`, test-image `code`/`data` regions as [origin, length]);
   * a named board (`core = "cortex-m4"`) states its real `ram_bytes`/`flash_bytes` and may override
@@ -30,8 +31,10 @@ from emitter.resources import data_dir
 _TOP_KEYS: dict[str, type | tuple[type, ...]] = {
     "name": str, "aliases": list, "description": str, "core": str, "cflags": list,
     "has_dsp": bool, "has_mve": bool, "has_fpu": bool, "ram_bytes": int, "flash_bytes": int,
-    "qemu": dict,
+    "qemu": dict, "arch": str,
 }
+_OPTIONAL_KEYS = {"arch": "arm"}  # key -> value when neither the board nor its core states it
+ARCHES = ("arm", "riscv")
 _QEMU_KEYS: dict[str, type] = {"machine": str, "args": list, "code": list, "data": list}
 
 
@@ -55,6 +58,7 @@ class Board:
     code_length: int
     data_origin: int
     data_length: int
+    arch: str = "arm"  # "arm" (Cortex-M: arm-none-eabi, qemu-system-arm) or "riscv" (rv32)
 
     @property
     def isa(self) -> str:
@@ -163,6 +167,7 @@ def _check_keys(path: Path, data: dict[str, Any]) -> None:
 
 
 def _build(path: Path, data: dict[str, Any]) -> Board:
+    data = {**_OPTIONAL_KEYS, **data}
     missing = [key for key in _TOP_KEYS if key not in data]
     missing += [f"qemu.{key}" for key in _QEMU_KEYS if key not in data.get("qemu", {})]
     if missing:
@@ -179,6 +184,8 @@ def _build(path: Path, data: dict[str, Any]) -> Board:
         if len(region) != 2 or not all(isinstance(v, int) and v >= 0 for v in region):
             raise UsageError(f"{path}: 'qemu.{key}' must be [origin, length], found {region!r}")
         regions += region
+    if data["arch"] not in ARCHES:
+        raise UsageError(f"{path}: 'arch' must be one of {', '.join(ARCHES)}, found {data['arch']!r}")
     for key in ("ram_bytes", "flash_bytes"):
         if data[key] <= 0:
             raise UsageError(f"{path}: '{key}' must be positive, found {data[key]}")
@@ -188,4 +195,4 @@ def _build(path: Path, data: dict[str, Any]) -> Board:
         has_mve=data["has_mve"], has_fpu=data["has_fpu"], ram_bytes=data["ram_bytes"],
         flash_bytes=data["flash_bytes"], qemu_machine=qemu["machine"],
         qemu_args=tuple(qemu["args"]), code_origin=regions[0], code_length=regions[1],
-        data_origin=regions[2], data_length=regions[3])
+        data_origin=regions[2], data_length=regions[3], arch=data["arch"])

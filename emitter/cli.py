@@ -230,7 +230,8 @@ def choose_backend(asked: str, board: Board) -> tuple[str, Path | None, str]:
         raise ToolchainError(f"--backend cmsis-nn needs CMSIS_NN_PATH set to a CMSIS-NN source tree "
                          f"({supported()}; see docs/getting_cmsis_nn.md in mcugen's repository)")
     if asked == "cmsis-nn" and not arm:
-        raise UsageError(f"--backend cmsis-nn needs an Arm Cortex-M board; {board.name} has core {board.core}")
+        raise UsageError(f"--backend cmsis-nn needs an Arm Cortex-M board (CMSIS-NN is Arm-only); "
+                         f"{board.name} has core {board.core}")
     if asked == "cmsis-nn" or (asked == "auto" and path is not None and arm):
         assert path is not None
         version = check_version(path)
@@ -242,7 +243,7 @@ def choose_backend(asked: str, board: Board) -> tuple[str, Path | None, str]:
     if asked == "portable":
         why = "asked for"
     elif not arm:
-        why = f"auto: board {board.name} has no Arm Cortex-M core ({board.core})"
+        why = f"auto: board {board.name} has no Arm Cortex-M core ({board.core}; CMSIS-NN is Arm-only)"
     else:
         why = "auto: CMSIS_NN_PATH is not set"
     return "portable", None, f"backend portable: mcugen's C99 kernels; {why}"

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-PKGS="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc clang make cmake chromium"
+PKGS="gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm gcc clang make cmake chromium gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf qemu-system-misc"
 PKGS="$PKGS espeak-ng"  # the feature front end's example speaks its keywords (examples/keyword_audio)
 missing=""
 for p in $PKGS; do

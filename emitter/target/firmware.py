@@ -84,9 +84,10 @@ def build_firmware(bundle_dir: Path | str, glue_dir: Path | str, board: Board,
     source tree compiled at cmsis_opt and linked, or with cmsis_nn_lib (a prebuilt CMSIS-NN
     library) only its headers are used. ToolchainError (with the compiler output) on failure.
     """
-    for name in ("arm-none-eabi-size", "arm-none-eabi-objdump"):
-        toolchain.find_tool(name)
-    toolchain.check_newlib()
+    if board.arch != "arm" and cc != "gcc":
+        raise ToolchainError(f"--cc {cc}: {board.name} is a {board.arch} board; its firmware builds "
+                             f"with {toolchain.cross_prefix(board.arch)}gcc only")
+    toolchain.check_target_toolchain(board.arch)
     if cc != "gcc":
         toolchain.find_tool(cc)
     build = Path(build_dir).resolve()
@@ -95,6 +96,7 @@ def build_firmware(bundle_dir: Path | str, glue_dir: Path | str, board: Board,
         f"cpu_flags={' '.join(board.cflags)}",
         f"code=0x{board.code_origin:x}:0x{board.code_length:x}",
         f"data=0x{board.data_origin:x}:0x{board.data_length:x}",
+        f"arch={board.arch}",
         f"stack={stack_bytes}",
     ]
     if cmsis_nn is not None:
@@ -163,15 +165,15 @@ def _section_kinds(elf: Path, board: Board) -> dict[str, str]:
     """Allocated section name -> text | rodata | data | bss, from `objdump -h`: where the section
     runs (the board's CODE or DATA region) and whether it is code / has contents."""
     kinds: dict[str, str] = {}
-    lines = _run("arm-none-eabi-objdump", "-h", str(elf)).splitlines()
+    lines = _run(toolchain.cross_prefix(board.arch) + "objdump", "-h", str(elf)).splitlines()
     for header, flags in itertools.pairwise(lines):
         fields = header.split()
         if len(fields) < 7 or not fields[0].isdigit():
             continue
         name, size, vma = fields[1], int(fields[2], 16), int(fields[3], 16)
         flag_set = {flag.strip() for flag in flags.split(",")}
-        if "ALLOC" not in flag_set or size == 0:
-            continue
+        if "ALLOC" not in flag_set or size == 0 or name == ".stack":
+            continue  # picolibc.ld's (RISC-V) stack reservation: not RAM of the image, as on Arm
         if board.code_origin <= vma < board.code_origin + board.code_length:
             kinds[name] = "text" if "CODE" in flag_set else "rodata"
         elif board.data_origin <= vma < board.data_origin + board.data_length:
@@ -183,10 +185,10 @@ def _section_kinds(elf: Path, board: Board) -> dict[str, str]:
 
 
 def _section_sizes(elf: Path, board: Board) -> tuple[dict[str, int], dict[str, str]]:
-    """Totals per kind from `arm-none-eabi-size -A`, and the kind of every allocated section."""
+    """Totals per kind from `<cross>-size -A`, and the kind of every allocated section."""
     kinds = _section_kinds(elf, board)
     totals = dict.fromkeys(_KINDS, 0)
-    for line in _run("arm-none-eabi-size", "-A", str(elf)).splitlines():
+    for line in _run(toolchain.cross_prefix(board.arch) + "size", "-A", str(elf)).splitlines():
         fields = line.split()
         if len(fields) == 3 and fields[0] in kinds and fields[1].isdigit():
             totals[kinds[fields[0]]] += int(fields[1])

@@ -35,6 +35,10 @@ def kit_files(board: Board, stack_bytes: int = 0x10000) -> dict[str, str]:
     """The kit's files by name."""
     if not board.qemu_machine:
         raise UsageError(f"board {board.name} has no QEMU machine (see `mcugen boards`)")
+    if board.arch != "arm":
+        raise UsageError(f"qemu-kit writes Cortex-M kits only; {board.name} is a {board.arch} board "
+                         "(`mcugen --verify --board=...` builds and runs its firmware in QEMU: "
+                         "docs/riscv.md)")
     target = data_dir("mcu_runtime") / "target"
     ld = (target / "cortex_m.ld").read_text()
     cflags = " ".join(board.cflags)

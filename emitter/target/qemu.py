@@ -1,4 +1,4 @@
-"""Running a firmware image in qemu-system-arm with semihosting and the instruction-count plugin.
+"""Running a firmware image in qemu-system-arm (or -riscv32) with semihosting and the instruction-count plugin.
 
 The harness (mcu_runtime/harness/harness_main.c) reads input.bin and writes output.bin and
 stack.txt in QEMU's working directory; the plugin (mcu_runtime/qemu_plugin/insn_count.c) writes
@@ -51,7 +51,7 @@ def run_qemu(elf: Path | str, board: Board, workdir: Path | str, timeout: float 
     Stale output.bin/stack.txt/counts are removed first. QEMU is killed after `timeout` seconds
     (VerifyError). With check=True a non-zero exit raises VerifyError quoting the image's output
     (ToolchainError when QEMU itself failed); with check=False the QemuRun is returned as is."""
-    qemu = toolchain.find_tool("qemu-system-arm")
+    qemu = toolchain.find_tool(toolchain.qemu_binary(board.arch))
     work = Path(workdir).resolve()
     elf_path = Path(elf).resolve()
     for stale in ("output.bin", "stack.txt", COUNTS_FILE):
@@ -61,7 +61,7 @@ def run_qemu(elf: Path | str, board: Board, workdir: Path | str, timeout: float 
                "-semihosting-config", "enable=on,target=native", "-kernel", str(elf_path)]
     if count_instructions:
         plugin, counts = (str(p).replace(",", ",,") for p in (build_plugin(), work / COUNTS_FILE))
-        command += ["-plugin", f"{plugin},out={counts}"]  # QEMU option syntax: "," doubled
+        command += ["-plugin", f"{plugin},out={counts},arch={board.arch}"]  # QEMU syntax: "," doubled
     try:
         result = subprocess.run(command, cwd=work, stdin=subprocess.DEVNULL, capture_output=True,
                                 text=True, errors="replace", timeout=timeout, check=False)
@@ -82,8 +82,9 @@ def run_qemu(elf: Path | str, board: Board, workdir: Path | str, timeout: float 
 
 def _raise(run: QemuRun, elf: Path, board: Board) -> None:
     where = f"{elf.name} on {board.name} ({board.qemu_machine})"
-    if "qemu-system-arm:" in run.stderr:
-        raise ToolchainError(f"qemu-system-arm failed for {where} (exit {run.exit_code}):\n"
+    qemu = toolchain.qemu_binary(board.arch)
+    if f"{qemu}:" in run.stderr:
+        raise ToolchainError(f"{qemu} failed for {where} (exit {run.exit_code}):\n"
                              f"{run.stderr.strip()}\ncommand: {' '.join(run.command)}")
     meaning = EXIT_MEANING.get(run.exit_code, "unknown exit code")
     details = "\n".join(part for part in (run.stdout.strip(), run.stderr.strip()) if part)

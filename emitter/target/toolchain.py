@@ -11,12 +11,22 @@ from pathlib import Path
 
 from emitter.errors import ToolchainError
 
+# RISC-V boards: the cross compiler (binutils come with it), picolibc (C library with semihosting)
+# and qemu-system-riscv32; one line for all of them, whichever is missing.
+RISCV_PACKAGES = ("gcc-riscv64-unknown-elf", "picolibc-riscv64-unknown-elf", "qemu-system-misc")
+RISCV_INSTALL = f"apt-get install {' '.join(RISCV_PACKAGES)} (RISC-V boards)"
+
 # tool -> how to get it (Debian/Ubuntu package names).
 INSTALL_HINT: dict[str, str] = {
     "arm-none-eabi-gcc": "apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi",
     "arm-none-eabi-size": "apt-get install binutils-arm-none-eabi",
     "arm-none-eabi-objdump": "apt-get install binutils-arm-none-eabi",
     "qemu-system-arm": "apt-get install qemu-system-arm",
+    "riscv64-unknown-elf-gcc": RISCV_INSTALL,
+    "riscv64-unknown-elf-size": RISCV_INSTALL,
+    "riscv64-unknown-elf-objdump": RISCV_INSTALL,
+    "picolibc": RISCV_INSTALL,
+    "qemu-system-riscv32": RISCV_INSTALL,
     "gcc": "apt-get install gcc",
     "clang": "apt-get install clang (the firmware still links with arm-none-eabi-gcc and newlib)",
     "scons": "pip install scons (a dependency of mcugen: reinstall mcugen, or apt-get install scons)",
@@ -31,6 +41,40 @@ TARGET_TOOLS = ("arm-none-eabi-gcc", "arm-none-eabi-size", "arm-none-eabi-objdum
                 "scons")
 QEMU_TOOLS = TARGET_TOOLS + ("qemu-system-arm", "gcc")
 HOST_TOOLS = ("gcc", "scons")
+RISCV_TARGET_TOOLS = ("riscv64-unknown-elf-gcc", "riscv64-unknown-elf-size",
+                      "riscv64-unknown-elf-objdump", "picolibc", "scons")
+RISCV_QEMU_TOOLS = RISCV_TARGET_TOOLS + ("qemu-system-riscv32", "gcc")
+
+# arch (boards/*.toml `arch`) -> (binutils/gcc prefix, QEMU system emulator)
+_ARCH = {"arm": ("arm-none-eabi-", "qemu-system-arm"),
+         "riscv": ("riscv64-unknown-elf-", "qemu-system-riscv32")}
+
+
+def cross_prefix(arch: str) -> str:
+    """'arm-none-eabi-' or 'riscv64-unknown-elf-': the prefix of a board's gcc, size, objdump."""
+    return _ARCH[arch][0]
+
+
+def qemu_binary(arch: str) -> str:
+    """qemu-system-arm or qemu-system-riscv32."""
+    return _ARCH[arch][1]
+
+
+def qemu_tools(arch: str = "arm") -> tuple[str, ...]:
+    """Every tool a QEMU verification for a board of `arch` needs (for missing_tools)."""
+    return RISCV_QEMU_TOOLS if arch == "riscv" else QEMU_TOOLS
+
+
+def check_target_toolchain(arch: str) -> None:
+    """ToolchainError naming the Debian packages unless the board's cross compiler, binutils and
+    C library (newlib for Arm, picolibc for RISC-V) are installed."""
+    prefix = cross_prefix(arch)
+    for name in (prefix + "gcc", prefix + "size", prefix + "objdump"):
+        find_tool(name)
+    if arch == "riscv":
+        check_picolibc()
+    else:
+        check_newlib()
 
 
 def firmware_cc(cc: str | None = None) -> str:
@@ -83,6 +127,24 @@ def check_newlib() -> None:
                              f"it: {INSTALL_HINT['newlib']}")
 
 
+@functools.cache
+def _picolibc_present() -> bool:
+    gcc = shutil.which("riscv64-unknown-elf-gcc")
+    if gcc is None:
+        return False
+    result = subprocess.run([gcc, "-print-file-name=picolibc.specs"], capture_output=True,
+                            text=True, check=False)
+    return result.returncode == 0 and Path(result.stdout.strip()).is_file()
+
+
+def check_picolibc() -> None:
+    """ToolchainError unless riscv64-unknown-elf-gcc finds picolibc (picolibc.specs)."""
+    find_tool("riscv64-unknown-elf-gcc")
+    if not _picolibc_present():
+        raise ToolchainError("riscv64-unknown-elf-gcc has no picolibc (picolibc.specs not found); "
+                             f"install it: {INSTALL_HINT['picolibc']}")
+
+
 def missing_tools(names: tuple[str, ...] = QEMU_TOOLS) -> list[str]:
     """The tools of `names` that are absent, each with its install hint; [] when all are there.
 
@@ -92,6 +154,8 @@ def missing_tools(names: tuple[str, ...] = QEMU_TOOLS) -> list[str]:
         try:
             if name == "newlib":
                 check_newlib()
+            elif name == "picolibc":
+                check_picolibc()
             elif name == "scons":
                 scons_command()
             else:

@@ -1,7 +1,8 @@
 /*
  * harness_main.c - runs a generated bundle on raw binary files; the same file for host and target.
  *
- * Host: plain gcc + stdio. Target: arm-none-eabi-gcc + newlib/rdimon, where fopen/fread/fwrite are
+ * Host: plain gcc + stdio. Target: arm-none-eabi-gcc + newlib/rdimon (Cortex-M) or
+ * riscv64-unknown-elf-gcc + picolibc's semihost library (RISC-V), where fopen/fread/fwrite are
  * semihosting calls on host files relative to QEMU's working directory.
  *
  *   input.bin   k samples back to back; one sample = every model input in graph order
@@ -72,7 +73,11 @@ extern uint32_t __stack_top__[];
 static inline __attribute__((always_inline)) uintptr_t harness_sp(void)
 {
     uintptr_t sp;
+#if defined(__riscv)
+    __asm__ volatile("mv %0, sp" : "=r"(sp));
+#else
     __asm__ volatile("mov %0, sp" : "=r"(sp));
+#endif
     return sp;
 }
 

@@ -2,6 +2,7 @@
  * insn_count.c - QEMU TCG plugin: executed instructions between mcugen's markers.
  *
  *   qemu-system-arm ... -plugin insn_count.so,out=counts.txt
+ *   qemu-system-riscv32 ... -plugin insn_count.so,out=counts.txt,arch=riscv
  *
  * Every translated instruction gets an inline "counter += 1" (exact, no callback per instruction).
  * The two marker instructions of mcu_runtime/harness/mcu_markers.h also get a callback:
@@ -14,6 +15,10 @@
  * halfword is compared: QEMU 7.2 sometimes reports a 16-bit Thumb instruction as 4 bytes when the
  * next one crosses a 1 KiB page. An end marker without a start marker is ignored; a second start
  * restarts the measurement. Counts are deterministic (TCG executes the guest exactly).
+ *
+ * arch=riscv (default arch=arm) matches the RISC-V markers instead, whole 32-bit words (the
+ * HINTs `slti x0, x0, 0x7a1` start, `0x7a3` lap, `0x7a2` end; see mcu_markers.h). The Thumb
+ * halfwords must not be matched there: 0x46d2 is a c.lwsp that compilers do emit.
  *
  * Debian ships no qemu-plugin.h, so the few API v1 declarations used are copied below (from QEMU
  * 7.2 include/qemu/qemu-plugin.h). Build: gcc -shared -fPIC -O2 -o insn_count.so insn_count.c
@@ -57,7 +62,12 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 #define MARK_START 0x46dbu /* mov r11, r11 */
 #define MARK_END 0x46d2u   /* mov r10, r10 */
 #define MARK_LAP 0x46c9u   /* mov r9, r9 */
+#define RV_MARK_START 0x7a102013u /* slti x0, x0, 0x7a1 */
+#define RV_MARK_END 0x7a202013u   /* slti x0, x0, 0x7a2 */
+#define RV_MARK_LAP 0x7a302013u   /* slti x0, x0, 0x7a3 */
 #define MAX_LAPS 4096
+
+static int riscv; /* arch=riscv: match the RISC-V markers */
 
 static uint64_t executed;  /* instructions executed so far (single vCPU) */
 static uint64_t start_at;  /* `executed` as seen at the start marker */
@@ -118,11 +128,21 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
         }
         const uint8_t *bytes = qemu_plugin_insn_data(insn);
         const unsigned halfword = (unsigned)bytes[0] | ((unsigned)bytes[1] << 8);
-        if (halfword == MARK_START) {
+        unsigned start = MARK_START, end = MARK_END, lap = MARK_LAP, code = halfword;
+        if (riscv) {
+            if (qemu_plugin_insn_size(insn) != 4u) {
+                continue;
+            }
+            code = halfword | ((unsigned)bytes[2] << 16) | ((unsigned)bytes[3] << 24);
+            start = RV_MARK_START;
+            end = RV_MARK_END;
+            lap = RV_MARK_LAP;
+        }
+        if (code == start) {
             qemu_plugin_register_vcpu_insn_exec_cb(insn, on_start, QEMU_PLUGIN_CB_NO_REGS, NULL);
-        } else if (halfword == MARK_END) {
+        } else if (code == end) {
             qemu_plugin_register_vcpu_insn_exec_cb(insn, on_end, QEMU_PLUGIN_CB_NO_REGS, NULL);
-        } else if (halfword == MARK_LAP) {
+        } else if (code == lap) {
             qemu_plugin_register_vcpu_insn_exec_cb(insn, on_lap, QEMU_PLUGIN_CB_NO_REGS, NULL);
         }
     }
@@ -148,8 +168,11 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
         const char *arg = strncmp(argv[i], "arg=", 4) == 0 ? argv[i] + 4 : argv[i];
         if (strncmp(arg, "out=", 4) == 0) {
             path = arg + 4;
+        } else if (strcmp(arg, "arch=riscv") == 0 || strcmp(arg, "arch=arm") == 0) {
+            riscv = arg[5] == 'r';
         } else {
-            fprintf(stderr, "insn_count: unknown argument '%s' (expected out=FILE)\n", argv[i]);
+            fprintf(stderr, "insn_count: unknown argument '%s' (expected out=FILE, arch=arm|riscv)\n",
+                    argv[i]);
             return -1;
         }
     }

@@ -123,11 +123,13 @@ def run_qemu_layers(bundle: Path, glue: Path, board: Board, layers: list[DebugLa
                     work: Path) -> tuple[Dumps, str | None]:
     """The same in QEMU on `board`; ToolchainError when QEMU itself fails."""
     from emitter.target.qemu import EXIT_MEANING
+    from emitter.target.toolchain import qemu_binary
 
     _, run = run_in_qemu(bundle, glue, board, work, samples, LAYER_CFLAGS, count_instructions=False,
                          check=False, stale=(LAYERS_FILE,))
-    if run.exit_code != 0 and "qemu-system-arm:" in run.stderr:
-        raise ToolchainError(f"qemu-system-arm failed (exit {run.exit_code}): {run.stderr.strip()}")
+    qemu = qemu_binary(board.arch)
+    if run.exit_code != 0 and f"{qemu}:" in run.stderr:
+        raise ToolchainError(f"{qemu} failed (exit {run.exit_code}): {run.stderr.strip()}")
     note = _status_note(f"QEMU {board.name}", run.exit_code,
                         f"{EXIT_MEANING.get(run.exit_code, '')} {run.stdout} {run.stderr}")
     return _dumps(run.workdir, layers, len(samples), f"QEMU {board.name}"), note
