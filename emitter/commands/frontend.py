@@ -339,11 +339,12 @@ def read_features_ref(fe: FrontEnd, path: str, clips: int) -> np.ndarray:
 
 def compare_reference(fe: FrontEnd, path: str, device: list[np.ndarray]) -> str:
     """The device's int8 features (per clip [frames, coeffs], from the last run: QEMU when it ran)
-    vs the user's training features quantized with the model input's scale and zero point, per
-    coefficient, in quanta."""
+    vs the user's training features quantized to the model input's scale and zero point by the
+    device's own rule (features.reference.quantize_real), per coefficient, in quanta."""
+    from emitter.features.reference import quantize_real
+
     ref = read_features_ref(fe, path, len(device))
-    q = fe.quant
-    user = np.clip(np.floor(np.abs(ref / q.scale) + 0.5) * np.sign(ref) + q.zero_point, -128, 127)
+    user = quantize_real(fe.spec, fe.quant, ref).astype(np.int64)  # the device's rounding, not round(x/scale)
     dev = np.stack(device).astype(np.int64)
     d = np.abs(dev - user)
     lines = ["device features vs --features-ref, per coefficient (quanta of the model input):",

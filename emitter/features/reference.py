@@ -155,6 +155,21 @@ def quantize_raw(spec: FrontendSpec, q: FeatureQuant, raw: np.ndarray) -> np.nda
     return np.clip(v + q.zero_point, -128, 127).astype(np.int8)
 
 
+def quantize_real(spec: FrontendSpec, q: FeatureQuant, real: np.ndarray) -> np.ndarray:
+    """Real-valued features (e.g. `mcugen features`' `features`, or a user's training features) ->
+    int8 by the device's own rule: onto the raw fixed-point grid (real * 2^frac, rounded to the
+    nearest and saturated to the raw type; f32 features are raw already), then quantize_raw. The
+    naive round(real / scale) + zp differs from the device's requantization (a 31-bit multiplier
+    and double rounding) by one quantum on values near a rounding tie (2.7 % of the keyword
+    example's coefficients), so --features-ref compares the features, not two rounding rules: fed
+    `mcugen features`' own output it gives 0 differences."""
+    if spec.arithmetic == "f32":
+        return quantize_raw(spec, q, np.asarray(real, dtype=np.float32))
+    info = np.iinfo(DTYPES[spec.arithmetic])
+    raw = np.clip(np.round(np.asarray(real, dtype=np.float64) * 2.0 ** fraction_bits(spec)), info.min, info.max)
+    return quantize_raw(spec, q, raw.astype(np.int64))
+
+
 def to_layout(spec: FrontendSpec, rows: np.ndarray) -> np.ndarray:
     """int8 [frames, coeffs] -> the model input's flat order."""
     return (rows if spec.layout == "frames_coeffs" else rows.T).ravel()
