@@ -9,12 +9,13 @@
   4. Any failure (including Ctrl-C) removes the temporary folder and puts the old -o back, so -o
      holds either the complete old bundle or the complete new one.
   5. Regenerating into an existing bundle keeps what mcugen did not write there (a `build/`, a
-     `lib<name>.a`, notes): they are copied into the new bundle and listed (write_bundle's
-     result). mcugen's own files are the previous bundle's NAME*.c/.h (NAME from its report.json,
-     the front end's NAME_frontend.c/.h included), the fixed files (Makefile, CMakeLists.txt,
-     README.md, report.*, the front end's cmsis_dsp_sources.txt), everything under
-     mcu_runtime/, and test/ when it holds NAME_test_data.c (--verify's regression test). A kept
-     file that the new bundle would overwrite is refused, naming it, unless force.
+     `lib<name>.a`, notes, a file added under mcu_runtime/): they are copied into the new bundle
+     and listed (write_bundle's result). mcugen's own files are exactly those the previous
+     bundle's MANIFEST lists (render.bundle writes it: every file of the bundle, itself included,
+     one path a line), so a front end's files, test/ and whatever a later mcugen adds are
+     recognised without a rule of names. A bundle written before the MANIFEST existed falls back
+     to the old rule (legacy_ours). A kept file that the new bundle would overwrite is refused,
+     naming it, unless force.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from pathlib import Path
 from emitter.errors import OutputError
 
 MARKER = "report.json"
+MANIFEST = "MANIFEST"
 FIXED = ("Makefile", "CMakeLists.txt", "README.md", "report.json", "report.html", "cmsis_dsp_sources.txt")
 OWN_TAILS = (".c", ".h", "_weights.c", "_weights.h", "_f32.c", "_frontend.c", "_frontend.h")
 
@@ -39,13 +41,39 @@ def is_bundle(folder: Path) -> bool:
     return isinstance(data, dict) and "mcugen_version" in data
 
 
-def user_entries(folder: Path) -> list[str]:
-    """The top-level entries of the bundle `folder` that mcugen did not write (sorted; see 5.)."""
+def manifest(paths: list[str] | set[str] | dict[str, bytes]) -> bytes:
+    """The MANIFEST of a bundle holding `paths`: every path, MANIFEST included, sorted, one a line."""
+    return "".join(f"{p}\n" for p in sorted({*paths, MANIFEST})).encode()
+
+
+def legacy_ours(folder: Path) -> set[str]:
+    """A bundle without a MANIFEST (written before it existed): its NAME*.c/.h (NAME from its
+    report.json, the front end's included), the fixed files, mcu_runtime/, and test/ when it holds
+    NAME_test_data.c -- as top-level entries."""
     name = str(json.loads((folder / MARKER).read_text()).get("name", ""))
     ours = {*FIXED, "mcu_runtime", *(f"{name}{tail}" for tail in OWN_TAILS)}
     if (folder / "test" / f"{name}_test_data.c").is_file():  # --verify's regression test
         ours.add("test")
-    return sorted(p.name for p in folder.iterdir() if p.name not in ours)
+    return ours
+
+
+def user_entries(folder: Path) -> list[str]:
+    """The entries of the bundle `folder` that mcugen did not write (sorted; see 5.): a top-level
+    entry that holds none of the MANIFEST's paths whole, else each unlisted file inside it."""
+    try:
+        listed = {line for line in (folder / MANIFEST).read_text().splitlines() if line}
+    except OSError:
+        ours = legacy_ours(folder)
+        return sorted(p.name for p in folder.iterdir() if p.name not in ours)
+    tops = {p.split("/", 1)[0] for p in listed}
+    out = []
+    for p in sorted(folder.iterdir()):
+        if p.name not in tops:
+            out.append(p.name)
+        elif p.is_dir() and not p.is_symlink():
+            out += sorted(rel for f in p.rglob("*") if not f.is_dir() or f.is_symlink()
+                          if (rel := f.relative_to(folder).as_posix()) not in listed)
+    return out
 
 
 def _keep(old: Path, names: list[str], new: Path, files: dict[str, bytes], force: bool) -> None:
@@ -57,6 +85,7 @@ def _keep(old: Path, names: list[str], new: Path, files: dict[str, bytes], force
         if n in clash:
             continue
         src = old / n
+        (new / n).parent.mkdir(parents=True, exist_ok=True)
         if src.is_dir() and not src.is_symlink():
             shutil.copytree(src, new / n, symlinks=True)
         else:
@@ -81,9 +110,11 @@ def _check_target(out_dir: Path, force: bool) -> None:
 
 
 def write_bundle(files: dict[str, bytes], out_dir: Path, force: bool = False) -> list[str]:
-    """Write every file under out_dir: first into a temporary sibling folder, then one rename.
-    Returns the entries of a previous bundle there that mcugen did not write, kept (see 5.)."""
+    """Write every file under out_dir (and the MANIFEST listing them): first into a temporary
+    sibling folder, then one rename. Returns the entries of a previous bundle there that mcugen
+    did not write, kept (see 5.)."""
     out_dir = Path(out_dir)
+    files = {**files, MANIFEST: manifest(files)}
     for rel in files:
         p = Path(rel)
         if not rel or p.is_absolute() or ".." in p.parts or p.parts[:1] == (".",):
