@@ -42,16 +42,25 @@ def sources() -> list[str]:
     return [p.relative_to(RT).as_posix() for p in files]
 
 
+ARM, RISCV = "arm-none-eabi-", "riscv64-unknown-elf-"
+
+
+def tools(flags: list[str]) -> str:
+    """The cross tools' prefix for a core's flags (RISC-V boards: -march=rv...)."""
+    return RISCV if any(f.startswith("-march=rv") for f in flags) else ARM
+
+
 def compile_one(src: Path, flags: list[str], includes: list[Path], work: Path, opt: str = "-O2") -> Path:
     obj = work / (src.stem + ".o")
-    subprocess.run(["arm-none-eabi-gcc", *flags, opt, "-std=c99", "-ffunction-sections", "-fdata-sections",
+    libc = ["--specs=picolibc.specs"] if tools(flags) == RISCV else []  # Debian's riscv gcc has no libc headers
+    subprocess.run([tools(flags) + "gcc", *flags, *libc, opt, "-std=c99", "-ffunction-sections", "-fdata-sections",
                     *(f"-I{i}" for i in includes), "-c", str(src), "-o", str(obj)], check=True)
     return obj
 
 
 def size_of(src: Path, flags: list[str], includes: list[Path], work: Path, opt: str = "-O2") -> int:
     obj = compile_one(src, flags, includes, work, opt)
-    out = subprocess.run(["arm-none-eabi-size", str(obj)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([tools(flags) + "size", str(obj)], capture_output=True, text=True, check=True).stdout
     text, data = out.splitlines()[1].split()[:2]
     return int(text) + int(data)
 
@@ -63,11 +72,11 @@ def linked_sizes(objects: dict[str, Path], flags: list[str], work: Path) -> dict
              not Path(f).stem.endswith(tuple(f"_{s}" for s in PATH_FILES))]
     band = [f for f in objects if f == "support/mcu_band.c"]
     for f in band:
-        nm = subprocess.run(["arm-none-eabi-nm", "--defined-only", "-g", str(objects[f])], capture_output=True,
+        nm = subprocess.run([tools(flags) + "nm", "--defined-only", "-g", str(objects[f])], capture_output=True,
                             text=True, check=True).stdout
         roots += [line.split()[2] for line in nm.splitlines() if line.split()[1] == "T"]
     elf, map_file = work / "linked.elf", work / "linked.map"
-    subprocess.run(["arm-none-eabi-gcc", *flags, "-nostdlib", "-nostartfiles", "-Wl,--gc-sections",
+    subprocess.run([tools(flags) + "gcc", *flags, "-nostdlib", "-nostartfiles", "-Wl,--gc-sections",
                     "-Wl,--unresolved-symbols=ignore-all", f"-Wl,-Map={map_file}", f"-Wl,--entry={roots[0]}",
                     *(f"-Wl,-u,{r}" for r in roots), *map(str, objects.values()), "-o", str(elf)], check=True)
     by_object = {obj.name: name for name, obj in objects.items()}
