@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from emitter.target.toolchain import QEMU_TOOLS, missing_tools
+from emitter.target.toolchain import QEMU_TOOLS, RISCV_QEMU_TOOLS, missing_tools
 from tests.harness.cmsis import cmsis_env  # noqa: F401  (a fixture: CMSIS_NN_PATH for one test)
 
-CI_TOOLS = QEMU_TOOLS + ("make", "cmake", "chromium", "espeak-ng")
+CI_TOOLS = QEMU_TOOLS + RISCV_QEMU_TOOLS + ("clang", "make", "cmake", "chromium", "espeak-ng")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

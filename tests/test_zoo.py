@@ -19,6 +19,7 @@ from emitter.boards import load_board
 from emitter.compiler import golden_run
 from emitter.errors import QuantError, UnsupportedError
 from emitter.target import missing_tools
+from emitter.target.toolchain import QEMU_TOOLS, RISCV_QEMU_TOOLS
 from emitter.verify.run import diff_stats, ort_run
 from tests.harness.bundles import build_library, ort_u8s8_saturates, run_c
 from tests.harness.zoo_images import chunks
@@ -140,19 +141,19 @@ def test_zoo_asymmetric_uint8_weights_run_exactly(tmp_path):
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("core", ["cortex-m7", "cortex-m55"])
+@pytest.mark.parametrize("core", ["cortex-m7", "cortex-m55", "rv32imac"])
 def test_zoo_qemu_merged_firmware(core, zoo, tmp_path):
     """Every passing variant in one firmware per core (tests/harness/qemu.py; split only where the
     core's code region is too small, as the M55's 512 KiB ITCM), bit-exact with the golden."""
     from tests.harness.qemu import MergedCase, run_merged
 
-    missing = missing_tools()
+    board = load_board(core)
+    missing = missing_tools(RISCV_QEMU_TOOLS if board.arch == "riscv" else QEMU_TOOLS)
     if missing:
         pytest.skip("missing tools: " + "; ".join(missing))
     outcomes, _ = zoo
     chosen = [o for o in outcomes.values() if o.ok and o.variant.id not in XFAIL]
     assert chosen
-    board = load_board(core)
     cases = [MergedCase(o.variant.id, o.compiled, int8_samples(o.compiled, o.variant, 1)[0])
              for o in chosen]
     parts = chunks(cases, [o.report["weight_bytes"] for o in chosen], board)
