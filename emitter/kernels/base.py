@@ -11,7 +11,8 @@ Later stages ask the record (emitter.kernels.kernel(name)) and never probe the m
               `row_size` elements of whole same-size operands (add)
   band_c      the C function of one band (mcu_runtime/support/mcu_band.c)
   sink        (params, row_bytes) -> int32 accumulators, or None: the layer may end a segment by
-              adding each input row as it is made (mcu_runtime/support/mcu_sink.h); sink_c its C
+              adding each input row as it is made (mcu_runtime/support/mcu_sink.h); sink_c
+              (params, row_bytes) -> SinkC, the data of its C (templates/stream_segment.c.j2)
   lean_c      a call taking the generic path on every target (the least scratch); lean_buffer_size
               (params, bias) its scratch
   exact_in_place  element i is read before element i is written: the output may lie exactly on
@@ -32,11 +33,27 @@ from emitter.calls import is_portable
 Band = Callable[[Any, int, int], tuple[Any, int, int]]
 RowBand = Callable[[Any, int, int, int], tuple[Any, int, int]]
 Sink = Callable[[Any, int], "int | None"]
-SinkC = Callable[..., tuple[str, str]]
 Scratch = Callable[[Any, Any, str], int]
 LeanScratch = Callable[[Any, Any], int]
 Path = Callable[[Any, Any, str], str]
 ToCmsis = Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True)
+class SinkC:
+    """The C calls of a sink (templates/stream_segment.c.j2 writes them): `add` adds one input row,
+    `finish` makes the output from the accumulators.
+    form "channels": add(row, sizes[0] pixels, sizes[1] channels, acc); finish(&params, acc, output)
+    form "features": add(&params, row, y * sizes[0], sizes[0], operands[0], acc);
+                     finish(&params, acc, operands[1:]..., output)"""
+    form: str
+    add: str
+    finish: str
+    sizes: tuple[int, ...]
+    operands: tuple[str, ...] = ()
+
+
+SinkData = Callable[[Any, int], SinkC]
 
 
 @dataclass(frozen=True)
@@ -47,7 +64,7 @@ class Kernel:
     row_band: RowBand | None = None
     band_c: str = ""
     sink: Sink | None = None
-    sink_c: SinkC | None = None
+    sink_c: SinkData | None = None
     lean_c: str = ""
     lean_buffer_size: LeanScratch | None = None
     exact_in_place: bool = False

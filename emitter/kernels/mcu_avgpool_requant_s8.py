@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from emitter.kernels.base import Kernel
+from emitter.kernels.base import Kernel, SinkC
 from emitter.kernels.common import (
     PoolParams,
     check_pool,
@@ -88,11 +88,9 @@ def sink(p: AvgPoolRequantParams, row_bytes: int) -> int | None:
     return global_pool_sink(p.pool, row_bytes)
 
 
-def sink_c(p: AvgPoolRequantParams, params: str, ops: dict[str, str], row: str, y: str, row_bytes: int,
-           acc: str) -> tuple[str, str]:
-    """C of the sink: the statement adding input row y (at `row`), the call that finishes."""
-    return (f"{SINK_C[0]}({row}, {row_bytes // p.pool.input.c}, {p.pool.input.c}, {acc});",
-            f"{SINK_C[1]}(&{params}, {acc}, {ops['output']})")
+def sink_c(p: AvgPoolRequantParams, row_bytes: int) -> SinkC:
+    """The data of the sink's C: each input row's pixels and channels."""
+    return SinkC("channels", SINK_C[0], SINK_C[1], (row_bytes // p.pool.input.c, p.pool.input.c))
 
 
 KERNEL = Kernel("mcu_avgpool_requant_s8", band=band, band_c=BAND_C, sink=sink, sink_c=sink_c)

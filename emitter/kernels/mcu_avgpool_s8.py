@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.calls import Prepared, StructArg
-from emitter.kernels.base import Kernel
+from emitter.kernels.base import Kernel, SinkC
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, dims, tile
 from emitter.kernels.common import (
     PoolParams,
@@ -71,11 +71,9 @@ def sink(p: PoolParams, row_bytes: int) -> int | None:
     return global_pool_sink(p, row_bytes)
 
 
-def sink_c(p: PoolParams, params: str, ops: dict[str, str], row: str, y: str, row_bytes: int,
-           acc: str) -> tuple[str, str]:
-    """C of the sink: the statement adding input row y (at `row`), the call that finishes."""
-    return (f"{SINK_C[0]}({row}, {row_bytes // p.input.c}, {p.input.c}, {acc});",
-            f"{SINK_C[1]}(&{params}, {acc}, {ops['output']})")
+def sink_c(p: PoolParams, row_bytes: int) -> SinkC:
+    """The data of the sink's C: each input row's pixels and channels."""
+    return SinkC("channels", SINK_C[0], SINK_C[1], (row_bytes // p.input.c, p.input.c))
 
 
 KERNEL = Kernel("mcu_avgpool_s8", band=band, band_c=BAND_C, sink=sink, sink_c=sink_c, to_cmsis=to_cmsis)

@@ -20,7 +20,7 @@ import numpy as np
 
 from emitter.calls import CArg, ConstArg, NullArg, Prepared, StructArg
 from emitter.kernels import c_defines
-from emitter.kernels.base import Kernel
+from emitter.kernels.base import Kernel, SinkC
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, arr
 from emitter.kernels.common import QuantIO, check_shape, output_stage
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
@@ -165,11 +165,9 @@ def sink(p: FCParams, row_bytes: int) -> int | None:
     return p.out_features if p.batches == 1 and p.in_features % row_bytes == 0 else None
 
 
-def sink_c(p: FCParams, params: str, ops: dict[str, str], row: str, y: str, row_bytes: int,
-           acc: str) -> tuple[str, str]:
-    """C of the sink: the statement adding input row y (at `row`), the call that finishes."""
-    return (f"{SINK_C[0]}(&{params}, {row}, {y} * {row_bytes}, {row_bytes}, {ops['weights']}, {acc});",
-            f"{SINK_C[1]}(&{params}, {acc}, {ops['kernel_sums']}, {ops['output']})")
+def sink_c(p: FCParams, row_bytes: int) -> SinkC:
+    """The data of the sink's C: `row_bytes` features a row, its weights and kernel sums."""
+    return SinkC("features", SINK_C[0], SINK_C[1], (row_bytes,), ("weights", "kernel_sums"))
 
 
 KERNEL = Kernel("mcu_fully_connected_s8", sink=sink, sink_c=sink_c, buffer_size=buffer_size, path=path,

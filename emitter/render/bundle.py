@@ -173,7 +173,8 @@ class BundleBuilder:
                 row, y = segments.sink_row(seg)
                 sink_c = kernel_twin(p.kernel).sink_c
                 assert sink_c is not None, f"{p.kernel} declares a sink without its C"
-                add, finish = sink_c(p.params, params_ident, ops, row, y, stage.in_row_bytes[0], "acc")
+                add, finish = segments.sink_calls(sink_c(p.params, stage.in_row_bytes[0]), params_ident, ops, row, y,
+                                                  "acc")
                 self.stage_calls[k] = (params_ident, add)
             else:
                 self.stage_calls[k] = (params_ident, call(stage, segments.stage_ptrs(seg, pos, self.ptr),

@@ -1,63 +1,72 @@
-"""C text of the layers that run by row bands: one loop per segment (emitter/plan/stream.py).
+"""The data of the layers that run by row bands, for templates/stream_segment.c.j2: one loop per
+segment (emitter/plan/stream.py).
 
 A segment of several layers is one loop making one row per step, of the layer nearest the end
 whose next row's input rows are made (depth first), into that layer's ring
 (mcu_runtime/support/mcu_band.h). A one-layer segment whose output the planner put over its
 input is a loop of row calls, top down ("down") or bottom up ("up"). The loops replay exactly
-what emitter/plan/stream.simulate() replayed to size the rings and the overlaps.
+what emitter/plan/stream.simulate() replayed to size the rings and the overlaps. The C text is
+the template's; here only the numbers, names and pointers it is filled with.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from emitter.kernels import kernel
+from emitter.kernels.base import SinkC
 from emitter.plan.stream import Segment, Stage
-from emitter.render.cfmt import c_comment
+from emitter.render.cfmt import c_comment, environment
 
 CallText = Callable[[Stage, dict[str, str], str], str]  # (stage, tensor -> C pointer, band params) -> call
+
+
+def macros() -> Any:
+    """templates/stream_segment.c.j2's macros, callable from here."""
+    return environment().get_template("stream_segment.c.j2").module
+
+
+def lines(text: str) -> list[str]:
+    """A macro's block as the lines model.c.j2 indents."""
+    return text.rstrip("\n").split("\n")
 
 
 def stage_ptrs(seg: Segment, i: int, ptr: Callable[[str], str]) -> dict[str, str]:
     """The C pointers stage i of a several-layer segment's loop passes its kernel: its main input
     from the previous ring (or the whole tensor), side operands and the last output by rows."""
-    s = seg.stages[i]
+    m, s = macros(), seg.stages[i]
     ptrs = {}
     for k, (name, rb) in enumerate(zip(s.inputs, s.in_row_bytes, strict=True)):
-        ptrs[name] = f"mcu_ring_row(&ring{i - 1}, rows[0])" if i > 0 and k == 0 else f"{ptr(name)} + rows[0] * {rb}"
-    ptrs[s.output] = "row" if i < len(seg.stages) - 1 else f"{ptr(s.output)} + done[{i}] * {s.out_row_bytes}"
+        ptrs[name] = m.ring_row(i - 1) if i > 0 and k == 0 else m.rows_ptr(ptr(name), "rows[0]", rb)
+    ptrs[s.output] = "row" if i < len(seg.stages) - 1 else m.rows_ptr(ptr(s.output), f"done[{i}]", s.out_row_bytes)
     return ptrs
 
 
 def band_call(stage: Stage, params: str, o0: str, o1: str, band: str, rows: str) -> str:
     k = kernel(stage.kernel)
-    extra = f"{stage.row_size}, " if k.row_band is not None else ""  # element-wise: rows of row_size
-    return f"{k.band_c}(&{params}, {extra}{o0}, {o1}, &{band}, {rows})"
+    b = {"fn": k.band_c, "row_size": stage.row_size if k.row_band is not None else None}  # element-wise: rows
+    return str(macros().band_call(b, params, o0, o1, band, rows))
 
 
-def check(expr: str, indent: str) -> list[str]:
-    return [f"{indent}status = {expr};", f"{indent}if (status != MCU_OK) {{", f"{indent}    return (int)status;",
-            f"{indent}}}"]
+def sink_calls(sink: SinkC, params: str, ops: dict[str, str], row: str, y: str, acc: str) -> tuple[str, str]:
+    """(the statement adding input row y at `row`, the call that finishes) of a sink."""
+    m = macros()
+    return str(m.sink_add(sink, params, ops, row, y, acc)), str(m.sink_finish(sink, params, ops, acc))
 
 
 def single(seg: Segment, mode: str, params: str, ptr: Callable[[str], str], call: CallText) -> list[str]:
     """One layer by rows, its output over its input: top down or bottom up."""
-    s = seg.stages[0]
-    ctype = type(s.params).CTYPE
-    loop = (f"for (int32_t y = 0; y < {s.out_rows}; ++y) {{" if mode == "down" else
-            f"for (int32_t y = {s.out_rows - 1}; y >= 0; --y) {{")
-    ptrs = {name: f"{ptr(name)} + rows[0] * {rb}" for name, rb in zip(s.inputs, s.in_row_bytes, strict=True)}
-    ptrs[s.output] = f"{ptr(s.output)} + y * {s.out_row_bytes}"
-    return ["{", f"    {ctype} band;", "    int32_t rows[2];", "",
-            f"    {loop}",
-            *check(band_call(s, params, "y", "y + 1", "band", "rows"), "        "),
-            *check(call(s, ptrs, "band"), "        "),
-            "    }", "}"]
+    m, s = macros(), seg.stages[0]
+    ptrs = {name: m.rows_ptr(ptr(name), "rows[0]", rb) for name, rb in zip(s.inputs, s.in_row_bytes, strict=True)}
+    ptrs[s.output] = m.rows_ptr(ptr(s.output), "y", s.out_row_bytes)
+    d = {"ctype": type(s.params).CTYPE, "mode": mode, "rows": s.out_rows, "last_row": s.out_rows - 1,
+         "band": band_call(s, params, "y", "y + 1", "band", "rows"), "call": call(s, ptrs, "band")}
+    return lines(m.single(d))
 
 
 def sink_row(seg: Segment) -> tuple[str, str]:
     """(C pointer, row index) of the input row a sink adds in the loop of segment()."""
-    n = len(seg.stages)
-    return f"mcu_ring_row(&ring{n - 2}, rows[0])", "rows[0]"
+    return macros().ring_row(len(seg.stages) - 2), "rows[0]"
 
 
 def segment(seg: Segment, names: list[str], ring_at: Callable[[str], int], calls: list[str],
@@ -71,54 +80,22 @@ def segment(seg: Segment, names: list[str], ring_at: Callable[[str], int], calls
     def at(name: str) -> str:  # arena + offset, no `+ 0`
         return "arena" if ring_at(name) == 0 else f"arena + {ring_at(name)}"
 
-    out: list[str] = ["{"]
-    for i, s in enumerate(st[:-1]):
-        out.append(f"    mcu_ring_t ring{i} = {{{at(s.output)}, {s.out_row_bytes}, {seg.caps[i]}, 0, 0}};"
-                   f" /* layer {s.step}: {seg.caps[i]} rows */")
-    if last.sink:
-        out.append(f"    int32_t *const acc = (int32_t *)(void *)({at(last.output + '#acc')});"
-                   f" /* layer {last.step}: {last.sink} sums */")
-    for i, s in enumerate(st):
-        if not s.sink:
-            out.append(f"    {type(s.params).CTYPE} band{i};")
-    out += [f"    int32_t done[{n}] = {{0}};", "    int32_t rows[2];", "    int32_t keep[2];", "    int8_t *row;", ""]
-    if last.sink:
-        out += [f"    for (int32_t i = 0; i < {last.sink}; ++i) {{", "        acc[i] = 0;", "    }"]
-    out.append(f"    while (done[{n - 1}] < {last.out_rows}) {{")
+    def band(i: int, rows: str) -> str:
+        return band_call(st[i], names[i], f"done[{i}]", f"done[{i}] + 1", f"band{i}", rows)
+
+    stages = []
     for i in range(n - 1, -1, -1):
         s = st[i]
-        ind = "        "
-        if s.sink:
-            out += [f"{ind}rows[0] = done[{i}];", f"{ind}rows[1] = done[{i}] + 1;"]
-        else:
-            out += check(band_call(s, names[i], f"done[{i}]", f"done[{i}] + 1", f"band{i}", "rows"), ind)
-        what = f"layer {s.step}: {c_comment(s.kernel)}"
-        if i > 0:
-            out.append(f"{ind}if (rows[1] <= done[{i - 1}]) {{ /* {what}, its input rows made */")
-            ind += "    "
-        else:
-            out.append(f"{ind}/* {what}, its input whole */")
+        nxt = None
         if i < n - 1:
-            nxt = st[i + 1]
-            out.append(f"{ind}keep[0] = done[{i}] + 1;")
-            out.append(f"{ind}if (done[{i + 1}] < {nxt.out_rows}) {{ /* the next layer's lowest row to read */")
-            if nxt.sink:
-                out.append(f"{ind}    keep[0] = done[{i + 1}];")
-            else:
-                out += check(band_call(nxt, names[i + 1], f"done[{i + 1}]", f"done[{i + 1}] + 1", f"band{i + 1}",
-                                       "keep"), ind + "    ")
-            out.append(f"{ind}}}")
-            out.append(f"{ind}row = mcu_ring_push(&ring{i}, keep[0]);")
-            out += [f"{ind}if (row == NULL) {{", f"{ind}    return (int)MCU_ERR_ARG; /* ring too small */", f"{ind}}}"]
-        if s.sink:
-            out.append(f"{ind}{calls[i]}")
-        else:
-            out += check(calls[i], ind)
-        out.append(f"{ind}++done[{i}];")
-        if i > 0:
-            out += [f"{ind}continue;", "        }"]
-    out.append("    }")
-    if finish is not None:
-        out += check(finish, "    ")
-    out.append("}")
-    return out
+            nxt = {"i": i + 1, "rows": st[i + 1].out_rows, "sink": bool(st[i + 1].sink),
+                   "band": None if st[i + 1].sink else band(i + 1, "keep")}
+        stages.append({"i": i, "sink": bool(s.sink), "band": None if s.sink else band(i, "rows"),
+                       "what": f"layer {s.step}: {c_comment(s.kernel)}", "prev": i - 1 if i > 0 else None,
+                       "next": nxt, "call": calls[i]})
+    d = {"rings": [{"i": i, "at": at(s.output), "row_bytes": s.out_row_bytes, "cap": seg.caps[i], "step": s.step}
+                   for i, s in enumerate(st[:-1])],
+         "sink": {"at": at(last.output + "#acc"), "step": last.step, "count": last.sink} if last.sink else None,
+         "bands": [{"i": i, "ctype": type(s.params).CTYPE} for i, s in enumerate(st) if not s.sink],
+         "n": n, "last": n - 1, "rows": last.out_rows, "stages": stages, "finish": finish}
+    return lines(macros().segment(d))
