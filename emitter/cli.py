@@ -392,14 +392,21 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
     import json
 
     from emitter.report.codesize import code_bytes
+    from emitter.report.summary import budget_line, overhead_line
 
-    weight_bytes = json.loads(files["report.json"])["weight_bytes"]
-    code = code_bytes(files, sum(1 for p in compiled.prepared if p.kernel), board.core, compiled.optimize)[0]
+    rep = json.loads(files["report.json"])
+    weight_bytes = rep["weight_bytes"]
+    figure = rep.get("code")  # the one code figure (report.codesize.code_figure), as report.json/html state it
+    code = figure["bytes"] if figure else code_bytes(files, sum(1 for p in compiled.prepared if p.kernel),
+                                                     board.core, compiled.optimize)[0]
     check_budgets(args, board, compiled, weight_bytes, code, frontend)
     kept = write_bundle(files, out_dir, force=args.force)
     elapsed = time.perf_counter() - t0
+    note = budget_line(board, ram_src, "--flash-budget" if args.flash_budget else f"board {board.name}")
     if not args.quiet:
-        print(summary(compiled, weight_bytes, board.name, why, board.has_fpu, code))
+        print(summary(compiled, weight_bytes, board.name, why, board.has_fpu, code, figure, note))
+    elif (cost := overhead_line(compiled)) is not None:  # a slow plan is never taken silently
+        print(cost)
     if frontend is not None:
         from emitter.commands.frontend import summary_line
 
@@ -428,7 +435,11 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
             result.error_stage = "verify"
         if args.profile and not args.no_qemu and report.ok:
             report.figures["layers"] = profile_report(compiled, out_dir, board, args)
-        record_figures(out_dir / "report.json", board.name, report.figures)
+        measured = record_figures(out_dir / "report.json", board.name, report.figures)
+        if measured is not None and measured["source"] == "measured" and not args.quiet:
+            from emitter.report.summary import code_line
+
+            print(code_line(weight_bytes, measured, compiled))
         if not report.ok:
             result.error_stage = "mismatch"
             raise VerifyError(report.culprit())
@@ -457,17 +468,24 @@ def profile_report(compiled: Compiled, out_dir: Path, board: Board, args: argpar
              "path": lay.path, "instructions": lay.instructions} for lay in prof.layers]
 
 
-def record_figures(report_path: Path, board: str, figures: dict) -> None:
+def record_figures(report_path: Path, board: str, figures: dict) -> dict | None:
     """Add the measured figures of a verification run to the bundle's report.json, and show them
-    in its report.html."""
+    in its report.html; the measured code size becomes the bundle's code figure ("code"), which
+    is returned."""
     import json
+
+    from emitter.report.codesize import code_figure
 
     data = json.loads(report_path.read_text())
     data.setdefault("measured", {})[board] = figures
+    code = code_figure(data)
+    if code is not None:
+        data["code"] = code
     report_path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     from emitter.report.html import report_html
 
     report_path.with_name("report.html").write_text(report_html(json.loads(report_path.read_text())))
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:

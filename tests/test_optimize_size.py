@@ -157,4 +157,5 @@ def test_summary_states_the_mode_and_the_estimate(tmp_path: Path, capsys: pytest
     assert main([str(HELLO), "--board=cortex-m7", "-o", str(tmp_path / "b"), "--optimize", "size"]) == 0
     out = capsys.readouterr().out
     est = json.loads((tmp_path / "b" / "report.json").read_text())["code_estimate"]["bytes"]
-    assert f"code about {est:,} bytes" in out and "estimate, --optimize size" in out
+    assert f"+ code {est:,} bytes" in out
+    assert "code estimated (mcu_runtime kernels and the schedule, --optimize size)" in out

@@ -152,7 +152,8 @@ def test_memory_plan_is_drawn_at_the_planner_offsets(tmp_path, tiny, which):
     assert abs(float(d.by_id("lower-bound")["y1"]) - (bottom - c.plan.lower_bound * scale)) < 0.02
     assert f"arena {c.plan.arena_size:,} B" in html
     rows = [a for tag, a in d.found if tag == "tr" and "data-index" in a]
-    assert len(rows) == sum(1 for p in c.prepared if p.kernel)
+    assert len([a for a in rows if a.get("class") != "view"]) == sum(1 for p in c.prepared if p.kernel)
+    assert len([a for a in rows if a.get("class") == "view"]) == sum(1 for p in c.prepared if not p.kernel)
 
 
 @needs_browser
@@ -233,11 +234,16 @@ def test_code_estimate_reads_the_one_code_size_table(tiny):
     from emitter.report.codesize import table
     from emitter.report.data import code_estimate
 
-    est = code_estimate("stm32f746g-disco", ["mcu_conv2d_s8"])["code_estimate"]
     files = table()["cores"]["cortex-m7"]["files"]
-    want = sum(v for f, v in files.items() if f.startswith("kernels/mcu_conv2d_s8") and not f.endswith("_ref.c"))
+    shipped = tuple(f"mcu_runtime/{f}" for f in files if f.startswith(("kernels/mcu_conv2d_s8", "support/mcu_dot"))
+                    and not f.endswith(("_ref.c", "_mve.c")))  # what an M7 bundle ships for it
+    est = code_estimate("stm32f746g-disco", ["mcu_conv2d_s8"], sources=shipped, calls=2)["code_estimate"]
+    want = sum(v for f, v in files.items() if f.startswith("kernels/mcu_conv2d_s8")
+               and not f.endswith(("_ref.c", "_mve.c")))
     assert est["kernels"] == {"mcu_conv2d_s8": want} and want > 0
-    assert est["support"] == sum(v for f, v in files.items() if f.startswith("support/"))
+    assert est["support"] == sum(v for f, v in files.items() if f.startswith("support/mcu_dot"))
+    assert est["schedule"] == 2 * table()["cores"]["cortex-m7"]["per_kernel_call"]
+    assert est["bytes"] == want + est["support"] + est["schedule"] + est["other"]
     assert code_estimate("host", ["mcu_conv2d_s8"]) == {}
 
 

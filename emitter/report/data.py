@@ -21,12 +21,17 @@
       overlap can share -- the least RAM a plan of this kind, with these buffers, can reach; for a
       plan without overlaps it is the liveness lower bound. The arena is never below it.
   "code_estimate": {"about", "toolchain", "optimize", "kernels": {kernel: bytes}, "support": bytes,
-                    "bytes"}
-      flash code of each portable kernel the bundle calls, from mcu_runtime/code_sizes.json (made by
+                    "other": bytes, "schedule": bytes, "bytes"}
+      flash code of the files of each portable kernel the bundle ships, of the shared support and
+      other runtime files, and of the schedule, from mcu_runtime/code_sizes.json (made by
       scripts/code_sizes.py per core and --optimize mode; emitter/report/codesize.py reads it for the flash
-      budget too), and `bytes`, the whole estimate (+ the schedule) the summary and the flash budget
-      state; absent for a board it does not know. An estimate, not a measurement of this bundle:
-      `--verify` adds the linked firmware's "code_bytes" under "measured".
+      budget too); `bytes` is their sum, the estimate the flash budget checks; absent for a board
+      it does not know. `--verify` adds the linked firmware's "code_bytes" under "measured".
+  "views": [{"index", "name", "op", "onnx", "output_shape", "output_bytes", "view_of"}, ...]
+      the free views (Flatten, Reshape): no code, no copy; "layers" holds the layers that run a kernel.
+  "code": {"bytes", "source", "board", "estimate_bytes", "about"}
+      the bundle's one code figure, which the summary and report.html state: the estimate
+      ("source": "estimate") until --verify measures the linked firmware, then that ("measured").
 """
 from __future__ import annotations
 
@@ -143,36 +148,51 @@ def layer_memory(g: Graph, plan: Plan, index: int) -> dict[str, Any]:
 
 def code_estimate(board: str, kernels: list[str], optimize: str = "speed", sources: tuple[str, ...] = (),
                   calls: int = 0) -> dict[str, Any]:
-    """{"code_estimate": ...}: the code bytes of each portable kernel the bundle calls (its shipped
-    mcu_runtime/ files) and of the shared support code on the board's core, from the one code-size
-    table (emitter/report/codesize.py, mcu_runtime/code_sizes.json), and the estimate of the bundle's
-    code (its mcu_runtime/ `sources` and `calls` kernel calls); {} for a board it does not know."""
+    """{"code_estimate": ...}: the estimate of the bundle's code (its mcu_runtime/ `sources` and
+    `calls` kernel calls) on the board's core, in parts that add up to its "bytes"
+    (emitter/report/codesize.py's breakdown(): each portable kernel's shipped files, the shared
+    support files, other runtime files, the schedule), from the one code-size table
+    (mcu_runtime/code_sizes.json); {} for a board it does not know."""
     from emitter.boards import load_board
     from emitter.errors import McugenError
-    from emitter.report.codesize import code_bytes, table
+    from emitter.report.codesize import breakdown, table
 
     try:
         core = load_board(board).core
     except McugenError:
         return {}
-    cores = table()["cores"]
-    if core not in cores:
+    if core not in table()["cores"]:
         return {}
-    sizes = cores[core]["size"] if optimize == "size" else cores[core]
-    files = sizes["files"]
-    per_kernel = {}
-    for k in kernels:
-        own = [f for f in files
-               if f == f"kernels/{k}.c" or (f.startswith(f"kernels/{k}_") and not f.endswith("_ref.c"))]
-        if own:
-            per_kernel[k] = sum(files[f] for f in own)
-    support = sum(v for f, v in files.items() if f.startswith("support/"))
     about = ("text + data of each shipped mcu_runtime/ file compiled alone with the core's flags"
              if optimize == "speed" else "each shipped mcu_runtime/ file's share of a --gc-sections link at -Os "
              "with MCU_OPTIMIZE_SIZE")
-    return {"code_estimate": {"about": about + " (mcu_runtime/code_sizes.json, scripts/code_sizes.py)",
-                              "toolchain": table()["compiler"], "support": support, "kernels": per_kernel}
-            | {"optimize": optimize, "bytes": code_bytes(sources, calls, core, optimize)[0]}}
+    return {"code_estimate": {"about": about + " (mcu_runtime/code_sizes.json, scripts/code_sizes.py), and "
+                                               "the schedule per kernel call",
+                              "toolchain": table()["compiler"], "optimize": optimize}
+            | breakdown(sources, kernels, calls, core, optimize)}
+
+
+def views(c: Compiled) -> list[dict[str, Any]]:
+    """The free views (a Flatten, a Reshape): layers that run no code and copy nothing; their
+    output is the bytes of the tensor they view ("view_of")."""
+    out = []
+    for k, (node, p) in enumerate(zip(c.graph.nodes, c.prepared, strict=True)):
+        if p.kernel:
+            continue
+        t = c.graph.t(node.outputs[0])
+        out.append({"index": k, "name": node.name, "op": node.op, "onnx": node.source,
+                    "output_shape": list(t.shape), "output_bytes": t.nbytes,
+                    "view_of": c.plan.root.get(t.name, t.name)})
+    return out
+
+
+def code_of(est: dict[str, Any], board: str) -> dict[str, Any]:
+    """The estimate and "code", the bundle's one code figure (codesize.code_figure: the estimate
+    until --verify measures it)."""
+    from emitter.report.codesize import code_figure
+
+    fig = code_figure(est | {"board": board})
+    return est | ({"code": fig} if fig is not None else {})
 
 
 def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
@@ -193,10 +213,12 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
                     "kernel": lay.kernel, "output_shape": list(lay.out_shape), "macs": lay.macs,
                     "output_bytes": lay.out_bytes, "weight_bytes": lay.weight_bytes}
                    | layer_memory(c.graph, c.plan, lay.index) for lay in ctx["layers"]],
+        "views": views(c),
         "memory_plan": search.report(c.graph, c.plan, c.memory),
         "memory": mem, "board": ctx["board"],
         "cpu_flags": ctx["cpu_flags"],
-    } | code_estimate(ctx["board"], ctx["kernels"], c.optimize, tuple(ctx["runtime_sources"]), len(ctx["layers"])) | (
+    } | code_of(code_estimate(ctx["board"], ctx["kernels"], c.optimize, tuple(ctx["runtime_sources"]),
+                              len(ctx["layers"])), ctx["board"]) | (
         {"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
         {"portable_layers": [{"index": k, "kernel": kernel, "why": why} for k, kernel, why in c.portable_layers],
          "kernel_choices": [{"index": x.index, "kernel": x.kernel, "mcugen": x.ours, "cmsis_nn": x.cmsis,

@@ -1,9 +1,14 @@
 """The per-layer table and totals printed after generation."""
 from __future__ import annotations
 
+from typing import Any
+
+from emitter.boards import Board
 from emitter.compiler import Compiled
 from emitter.layout import physical_shape
 from emitter.report.names import short_name
+
+OVERHEAD_WARN = 0.25  # a chosen plan estimated this much slower than whole layers says so even under --quiet
 
 
 def fmt_bytes(n: int) -> str:
@@ -37,13 +42,62 @@ def memory_lines(c: Compiled) -> list[str]:
     lean = sum(len(s.lean) for s in plan.schedule.segments)
     if lean:
         text.append(f"       {lean} layers call their lean generic path (the least scratch, more instructions)")
-    if plan.schedule.host_inputs:
-        text.append("       the input lives in the arena: write it at <NAME>_INPUT0_BUFFER to save its copy")
+    text += [f"       input {k} lives in the arena: write it at {macro} to save its copy"
+             for k, macro in hosted_inputs(c)]
     return text
 
 
+def hosted_inputs(c: Compiled) -> list[tuple[int, str]]:
+    """(index, its NAME_INPUTk_BUFFER macro) of each graph input the plan keeps in the arena."""
+    import re
+
+    prefix = re.sub(r"[^0-9A-Za-z_]", "_", c.name).upper()  # render.cfmt.upper_ident, as model.h names it
+    return [(k, f"{prefix}_INPUT{k}_BUFFER") for k, n in enumerate(c.graph.inputs) if c.plan.offset_of(n) is not None]
+
+
+def overhead_line(c: Compiled) -> str | None:
+    """One line when the chosen plan's estimated instruction overhead is over OVERHEAD_WARN: printed
+    even under --quiet, since the plan was taken silently otherwise."""
+    choice = c.memory
+    if choice is None or c.plan.schedule.kind == "layer":
+        return None
+    ratio = choice.ratio(choice.chosen)
+    if ratio <= OVERHEAD_WARN:
+        return None
+    return (f"cost:  an estimated +{ratio:.1%} instructions over whole layers: the {c.plan.schedule.kind} plan, "
+            f"{choice.why}, saves RAM; a larger --ram-budget or --memory layer runs faster")
+
+
+def code_line(weight_bytes: int, code: dict[str, Any] | None, c: Compiled) -> str:
+    """The flash line: the weights and the bundle's one code figure (report.codesize.code_figure),
+    estimate or measured, saying which, and their sum -- the figures of report.json and report.html."""
+    text = f"flash: weights and parameters {fmt_bytes(weight_bytes)} bytes"
+    if code is None:
+        return text
+    text += f" + code {fmt_bytes(code['bytes'])} bytes = {fmt_bytes(weight_bytes + code['bytes'])} bytes; code "
+    if code["source"] == "measured":
+        return text + (f"measured by --verify in the linked firmware on {code['board']}"
+                       + (f" (the estimate was {fmt_bytes(code['estimate_bytes'])})"
+                          if code.get("estimate_bytes") is not None else ""))
+    return text + ("estimated (mcu_runtime kernels and the schedule" + (", not CMSIS-NN's" if c.backend == "cmsis-nn"
+                                                                       else "")
+                   + f", --optimize {c.optimize}); `--verify` measures it")
+
+
+def budget_line(board: Board, ram_src: str, flash_src: str) -> str | None:
+    """Says so when the RAM/flash budget is a generic core's (no --board named a part)."""
+    if not board.is_generic or (ram_src.startswith("--") and flash_src.startswith("--")):
+        return None
+    return (f"budget: {board.name} is a generic core, not a part: its RAM ({fmt_bytes(board.ram_bytes)} bytes) and "
+            f"flash ({fmt_bytes(board.flash_bytes)} bytes) are generic figures; name your part with --board "
+            "(`mcugen boards`) or set --ram-budget/--flash-budget")
+
+
 def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_fpu: bool = True,
-            code_bytes: int | None = None) -> str:
+            code_bytes: int | None = None, code: dict[str, Any] | None = None,
+            budget_note: str | None = None) -> str:
+    """The table and the totals. `code`: the one code figure (codesize.code_figure); a bare
+    `code_bytes` is taken as an estimate."""
     g, plan = c.graph, c.plan
     rows = [("#", "layer", "op", "kernel", "output", "MACs", "offset", "bytes")]
     macs = 0
@@ -69,13 +123,13 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
         "",
         f"model {c.model.path.name}: {kernels} kernel calls, {len(c.prepared) - kernels} free views, "
         f"{fmt_bytes(macs)} MACs per inference; board {board}; {backend_note}",
-        f"flash: weights and parameters {fmt_bytes(weight_bytes)} bytes"
-        + ("" if code_bytes is None else f" + code about {fmt_bytes(code_bytes)} bytes (mcu_runtime kernels "
-           "and the schedule" + (", not CMSIS-NN's" if c.backend == "cmsis-nn" else "")
-           + f"; estimate, --optimize {c.optimize}: `--verify` measures it)"),
+        code_line(weight_bytes, code if code is not None or code_bytes is None else
+                  {"bytes": code_bytes, "source": "estimate"}, c),
         f"RAM:   arena {fmt_bytes(plan.arena_size)} bytes + caller's input/output buffers {fmt_bytes(io)} bytes "
         f"= activation RAM {fmt_bytes(activation_ram(g, plan))} bytes",
         *memory_lines(c),
+        *([line] if (line := overhead_line(c)) else []),
+        *([budget_note] if budget_note else []),
         f"float: {float_layers(c)} of {kernels} layers run in float32 (float islands)"
         + ("" if has_fpu or not float_layers(c) else
            f"; WARNING: {board} has no FPU, they use soft-float (slow, still bit-exact)"),

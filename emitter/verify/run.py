@@ -321,6 +321,8 @@ def run_verify(c: Compiled, bundle: Path, board: Board, model: Path, inputs: str
         raise UsageError("no reference inputs to verify with")
     gold = [golden_run(c, s) for s in samples]
     rep = VerifyReport(len(samples))
+    rep.figures.update(samples=len(samples), inputs=f"--inputs {Path(inputs).name}" if inputs is not None
+                       else "random int8 inputs (seeded; no --inputs)")
     try:
         _run_checks(rep, c, bundle, board, samples, gold, inputs, qemu, work, cc)
     except McugenError as exc:  # e.g. QEMU missing: the host checks that ran still count
