@@ -202,8 +202,8 @@ def test_verification_is_shown_after_verify(tmp_path, tiny):
     assert "Not verified yet" not in html and 'id="verify-cortex-m7"' in html
     assert "host gcc vs golden</td><td class=\"ok\">bit-exact: 0/" in html
     fig = json.loads(page.with_name("report.json").read_text())["measured"]["cortex-m7"]
-    assert fig["checks"][0] == {"what": "host gcc vs golden", "ok": True, "differ": 0,
-                                "elements": fig["checks"][0]["elements"], "max_diff": 0}
+    assert fig["checks"][0] == {"what": "host gcc vs golden", "check": "host_vs_golden", "ok": True, "differ": 0,
+                                "elements": fig["checks"][0]["elements"], "max_diff": 0, "first_differences": []}
 
 
 @pytest.mark.qemu
