@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mcu_math.h"
 #include "mcu_nn.h"
 
 #ifdef __cplusplus
@@ -35,6 +36,74 @@ static inline int32_t mcu_requantize_s64(int64_t acc, int32_t multiplier, int32_
     const int32_t total_shift = 15 - shift;
     const int64_t rounded = acc * reduced + ((int64_t)1 << (total_shift - 1));
     return (int32_t)(uint32_t)(uint64_t)(rounded >> total_shift);
+}
+
+/**
+ * mcu_conv2d_s16 (depth_multiplier 0: filter [C_out, KH, KW, C_in]) and mcu_depthwise_conv2d_s16
+ * (depth_multiplier >= 1: filter [1, KH, KW, C_out], output channel oc reads input channel
+ * oc / depth_multiplier), p their geometry and output stage once each kernel has checked its channel
+ * relations: the shared checks (every extent, stride and dilation >= 1, batches equal, zero points 0,
+ * the clamp within int16, per channel multiplier >= 0 and shift in the 64-bit rule's range), then
+ *   out[y,x,oc] = clamp(requantize_s64(sum over the taps inside the input of in * w + bias[oc]))
+ * with one int64 accumulator per output, taps in (ky, kx, channel) order.
+ */
+static inline mcu_status_t mcu_conv_s16_run(const mcu_conv_params_t *p, int32_t depth_multiplier, const int16_t *input,
+                                            const int8_t *filter, const int64_t *bias, int16_t *output)
+{
+    if (p->input.n < 1 || p->input.h < 1 || p->input.w < 1 || p->input.c < 1 || p->output.n != p->input.n ||
+        p->output.h < 1 || p->output.w < 1 || p->filter.h < 1 || p->filter.w < 1 || p->stride_h < 1 ||
+        p->stride_w < 1 || p->dilation_h < 1 || p->dilation_w < 1 || p->q.input_offset != 0 ||
+        p->q.output_offset != 0 || p->q.act_min < MCU_INT16_MIN || p->q.act_max > MCU_INT16_MAX ||
+        p->q.act_min > p->q.act_max) {
+        return MCU_ERR_ARG;
+    }
+    for (int32_t oc = 0; oc < p->output.c; ++oc) {
+        if (p->multiplier[oc] < 0 || p->shift[oc] < MCU_S16_SHIFT_MIN || p->shift[oc] > MCU_S16_SHIFT_MAX) {
+            return MCU_ERR_ARG;
+        }
+    }
+    const int32_t in_h = p->input.h;
+    const int32_t in_w = p->input.w;
+    const int32_t in_c = p->input.c;
+    const int32_t out_c = p->output.c;
+    const int32_t depth = depth_multiplier > 0 ? 1 : in_c; /* channels summed per tap */
+    const size_t w_tap = (size_t)(depth_multiplier > 0 ? out_c : in_c); /* filter step per tap */
+    const size_t w_oc = depth_multiplier > 0 ? 1u : (size_t)p->filter.h * (size_t)p->filter.w * (size_t)in_c;
+    size_t out_index = 0;
+    for (int32_t n = 0; n < p->output.n; ++n) {
+        const int16_t *in_batch = input + (size_t)n * (size_t)in_h * (size_t)in_w * (size_t)in_c;
+        for (int32_t y = 0; y < p->output.h; ++y) {
+            const int32_t y_origin = y * p->stride_h - p->pad_top;
+            for (int32_t x = 0; x < p->output.w; ++x) {
+                const int32_t x_origin = x * p->stride_w - p->pad_left;
+                for (int32_t oc = 0; oc < out_c; ++oc) {
+                    const int16_t *in_ch = in_batch + (depth_multiplier > 0 ? oc / depth_multiplier : 0);
+                    const int8_t *w = filter + (size_t)oc * w_oc;
+                    int64_t acc = bias != NULL ? bias[oc] : 0;
+                    for (int32_t ky = 0; ky < p->filter.h; ++ky) {
+                        const int32_t iy = y_origin + ky * p->dilation_h;
+                        if (iy < 0 || iy >= in_h) {
+                            continue;
+                        }
+                        for (int32_t kx = 0; kx < p->filter.w; ++kx) {
+                            const int32_t ix = x_origin + kx * p->dilation_w;
+                            if (ix < 0 || ix >= in_w) {
+                                continue;
+                            }
+                            const int16_t *in_px = in_ch + ((size_t)iy * (size_t)in_w + (size_t)ix) * (size_t)in_c;
+                            const int8_t *w_px = w + ((size_t)ky * (size_t)p->filter.w + (size_t)kx) * w_tap;
+                            for (int32_t i = 0; i < depth; ++i) {
+                                acc += (int64_t)in_px[i] * (int64_t)w_px[i];
+                            }
+                        }
+                    }
+                    const int32_t out = mcu_requantize_s64(acc, p->multiplier[oc], p->shift[oc]);
+                    output[out_index++] = (int16_t)mcu_clamp_s32(out, p->q.act_min, p->q.act_max);
+                }
+            }
+        }
+    }
+    return MCU_OK;
 }
 
 /** Params of mcu_sigmoid_s16 and mcu_tanh_s16 (TFLite's int16 LOGISTIC and TANH, zero points 0). */
@@ -73,6 +142,37 @@ static inline uint32_t mcu_sigmoid_interp_u16(const uint16_t *table, uint32_t ab
     const uint32_t base = table[index];
     const uint32_t slope = (uint32_t)table[index + 1u] - base;
     return (base << frac_bits) + (abs_x & ((1u << frac_bits) - 1u)) * slope;
+}
+
+/**
+ * The element loop of mcu_sigmoid_s16 and mcu_tanh_s16 over the sigmoid table: x = the input rescaled,
+ * r = mcu_sigmoid_interp_u16(table, |x|, frac_bits, saturated), v = x >= 0 ? r - low : high - r;
+ * mode 0: out = (v + 2^(out_shift - 1) - (x < 0)) >> out_shift (TFLite's Q0.15), mode 1:
+ * out = requant(v, output_multiplier, output_shift); clamped. Element i is read before it is written.
+ */
+static inline mcu_status_t mcu_sigmoid_table_s16(const mcu_activation_s16_params_t *p, const uint16_t *table,
+                                                 const int16_t *input, int16_t *output, uint32_t frac_bits,
+                                                 uint32_t saturated, int32_t low, int32_t high, int32_t out_shift)
+{
+    if (p == NULL || table == NULL || input == NULL || output == NULL || !mcu_activation_s16_valid(p)) {
+        return MCU_ERR_ARG;
+    }
+    const int32_t round = p->input_shift > 0 ? (int32_t)(1u << (p->input_shift - 1)) : 0;
+    const int32_t half_up = 1 << (out_shift - 1);
+    for (int32_t i = 0; i < p->size; ++i) {
+        const int32_t x = ((int32_t)input[i] * p->input_multiplier + round) >> p->input_shift;
+        const uint32_t abs_x = (uint32_t)(x < 0 ? -x : x);
+        const int32_t r = (int32_t)mcu_sigmoid_interp_u16(table, abs_x, frac_bits, saturated);
+        const int32_t v = x >= 0 ? r - low : high - r;
+        int32_t out;
+        if (p->output_mode == 0) {
+            out = x >= 0 ? (v + half_up) >> out_shift : (v + half_up - 1) >> out_shift;
+        } else {
+            out = mcu_requantize(v, p->output_multiplier, p->output_shift);
+        }
+        output[i] = (int16_t)mcu_clamp_s32(out, p->act_min, p->act_max);
+    }
+    return MCU_OK;
 }
 
 /** Params of mcu_softmax_s16 (TFLite's int16 SOFTMAX, zero points 0). */

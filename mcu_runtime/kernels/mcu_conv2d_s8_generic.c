@@ -244,16 +244,10 @@ void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, cons
 {
     const int32_t out_c = p->output.c;
     const int32_t input_offset = p->q.input_offset;
-    const int32_t filter_size = p->filter.h * p->filter.w * p->input.c;
     int32_t *const corr = (int32_t *)scratch;
     mcu_conv_block_t c;
-    c.params = p;
-    c.filter = filter;
-    c.filter_size = filter_size;
-    c.in_row = p->input.w * p->input.c;
-    c.corr = corr;
-    c.base = NULL;
-    c.fuse = fuse;
+    mcu_conv_block_init(&c, p, filter, corr, NULL, fuse);
+    const int32_t filter_size = c.filter_size;
     int8_t *const patch_buf =
         (int8_t *)(corr + (out_c < MCU_CONV_OC_BLOCK ? out_c : MCU_CONV_OC_BLOCK));
     for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += MCU_CONV_OC_BLOCK) {

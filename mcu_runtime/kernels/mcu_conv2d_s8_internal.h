@@ -149,6 +149,21 @@ typedef struct {
     const mcu_conv_fuse_t *fuse; /* generic path: the residual Add, or NULL */
 } mcu_conv_block_t;
 
+/* *c for one call of a path, before its blocks (oc_base, oc_end): params, filter, the corrections
+ * and MVE bases (NULL where a path keeps none) and the residual Add (or NULL). */
+static inline void mcu_conv_block_init(mcu_conv_block_t *c, const mcu_conv_params_t *p,
+                                       const int8_t *filter, const int32_t *corr,
+                                       const int32_t *base, const mcu_conv_fuse_t *fuse)
+{
+    c->params = p;
+    c->filter = filter;
+    c->filter_size = p->filter.h * p->filter.w * p->input.c;
+    c->in_row = p->input.w * p->input.c;
+    c->corr = corr;
+    c->base = base;
+    c->fuse = fuse;
+}
+
 /* The window of one output position: top-left input tap (y0, x0) of batch `in_batch`, and the
  * taps inside the input, ky in [ky_begin, ky_end), kx in [kx_begin, kx_end). */
 typedef struct {

@@ -479,15 +479,9 @@ void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const in
     int32_t *const base = corr + n;
     int32_t *const sums = base + n;
     int8_t *const xq = (int8_t *)(sums + 2 * sums_row(n) + n + (n & 1));
-    const int32_t k = p->filter.h * p->filter.w * p->input.c;
     mcu_conv_block_t c;
-    c.params = p;
-    c.filter = filter;
-    c.filter_size = k;
-    c.in_row = p->input.w * p->input.c;
-    c.corr = corr;
-    c.base = base;
-    c.fuse = fuse;
+    mcu_conv_block_init(&c, p, filter, corr, base, fuse);
+    const int32_t k = c.filter_size;
     for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += block) {
         c.oc_end = out_c - c.oc_base < block ? out_c : c.oc_base + block;
         block_constants(&c, bias, corr, base);

@@ -21,8 +21,6 @@
  * doubled, so the accumulators hold 2 * acc exactly. Conditions (mcu_depthwise_conv2d_s8_path;
  * else the generic loops run): mcu_requant2_ok() for every channel, KH * KW <= DW_DSP_MAX_TAPS (then
  * |acc| < 2^29 + 25 * 255 * 128 < 2^30).
- *
- * Also here: mcu_dw_taps4_dsp, the four-channel block of the generic loops on DSP targets.
  */
 #include "mcu_nn.h"
 
@@ -32,42 +30,6 @@
 #include <stdint.h>
 
 #include "mcu_depthwise_conv2d_s8_internal.h"
-
-/* acc[k] = sum over the taps of (x[c + k] + input_offset) * w[c + k], k = 0..3: lanes of
- * (x + input_offset) in [-255, 255] and of w as int16, SMLABB/SMLATT one lane each. */
-void mcu_dw_taps4_dsp(const mcu_dw_taps_t *t, int32_t c, int32_t input_offset, int32_t acc[4])
-{
-    const int32_t offset2 = (int32_t)(((uint32_t)input_offset & 0xFFFFu) |
-                                      ((uint32_t)input_offset << 16));
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    const int32_t x_col = t->x_col;
-    const int32_t w_col = t->w_col;
-    const int32_t cols = t->cols;
-    const int8_t *x_row = t->x + c;
-    const int8_t *w_row = t->w + c;
-    for (int32_t j = t->rows; j > 0; --j, x_row += t->x_row, w_row += t->w_row) {
-        const int8_t *xp = x_row;
-        const int8_t *wp = w_row;
-        for (int32_t i = cols; i > 0; --i) {
-            const uint32_t xv = read_s8x4(xp);
-            const uint32_t wv = read_s8x4(wp);
-            const int32_t x02 = __sxtab16(offset2, (int32_t)xv);
-            const int32_t x13 = sxtab16_ror8(offset2, xv);
-            const int32_t w02 = __sxtb16((int32_t)wv);
-            const int32_t w13 = sxtb16_ror8(wv);
-            a0 = __smlabb(x02, w02, a0);
-            a2 = __smlatt(x02, w02, a2);
-            a1 = __smlabb(x13, w13, a1);
-            a3 = __smlatt(x13, w13, a3);
-            xp += x_col;
-            wp += w_col;
-        }
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
-}
 
 /*
  * A 3x3 window pair, in assembly (gcc does not keep this in 12 registers): output rows top and
@@ -210,14 +172,7 @@ DW_INLINE void pair3x3_px(const mcu_dw_pass_t *s, const int8_t *x, const int32_t
     int32_t v1 = mcu_requant2(acc[1], m1, base1, r1);
     int32_t v2 = mcu_requant2(acc[2], m0, base0, r0);
     int32_t v3 = mcu_requant2(acc[3], m1, base1, r1);
-    if (!s->full) {
-        const int32_t lo = s->p->q.act_min;
-        const int32_t hi = s->p->q.act_max;
-        v0 = mcu_clamp_s32(v0, lo, hi);
-        v1 = mcu_clamp_s32(v1, lo, hi);
-        v2 = mcu_clamp_s32(v2, lo, hi);
-        v3 = mcu_clamp_s32(v3, lo, hi);
-    }
+    mcu_dw_clamp4(s, &v0, &v1, &v2, &v3);
     const int32_t out_row = s->out_row;
     out[0] = (int8_t)v0;
     out[2] = (int8_t)v1;
@@ -344,14 +299,10 @@ DW_NOINLINE static void row_sweep(const mcu_dw_pass_t *s, const int8_t *in, int8
 {
     const mcu_depthwise_conv_params_t *const p = s->p;
     const int32_t k_w = p->filter.w;
-    const int32_t in_y = out_y * p->stride_h - p->pad_top;
-    int32_t ky_begin, ky_end;
-    valid_taps(in_y, p->dilation_h, p->filter.h, p->input.h, &ky_begin, &ky_end);
-    const int32_t rows = ky_end - ky_begin;
-    /* (only offset by the valid rows when there is one) */
-    const int8_t *const x_rows = rows > 0 ? in + (in_y + ky_begin * p->dilation_h) * s->in_row
-                                          : in;
-    const int32_t(*const w_rows)[2] = s->g->w + ky_begin * k_w;
+    const mcu_dw_tap_rows_t r = mcu_dw_tap_rows(p, in, &s->in_row, out_y);
+    const int8_t *const x_rows = r.x;
+    const int32_t rows = r.rows;
+    const int32_t(*const w_rows)[2] = s->g->w + r.ky_begin * k_w;
     for (int32_t out_x = 0; out_x < s->x_begin; ++out_x) {
         row4_border(s, x_rows, w_rows, rows, out_x, out);
     }

@@ -7,18 +7,29 @@
  * once; the tap loops hold no bounds checks and no index arithmetic beyond two pointer steps.
  * With depth_multiplier == 1 the channels are processed in blocks, channel-contiguous in NHWC
  * input and filter alike: four per block in plain C; on DSP targets four from one 4-byte load of
- * input and one of filter per tap (mcu_dw_taps4_dsp, _dsp.c); on MVE targets eight as int16
- * lanes (mcu_dw_channel_blocks_mve, _mve.c). depth_multiplier > 1 (and the C_out % 4 tail
+ * input and one of filter per tap (taps4); on MVE targets eight as int16 lanes
+ * (mcu_dw_channel_blocks_mve, _mve.c). depth_multiplier > 1 (and the C_out % 4 tail
  * channels) run one output channel at a time over the same hoisted tap ranges.
  */
 #include <stdint.h>
 
 #include "mcu_depthwise_conv2d_s8_internal.h"
 
-/* sum over the taps of (x[c] + input_offset) * w[c] for one channel pair (x channel, w channel) */
-static int32_t taps1(const mcu_dw_taps_t *t, int32_t x_chan, int32_t w_chan, int32_t input_offset)
+/* The sums of one tap walk, and the input offset they add (on DSP targets in both int16 lanes). */
+typedef struct {
+    int32_t a[4];
+    int32_t offset;
+} dw_sums_t;
+
+/* One tap: the sums += the products of the input at xp and the filter at wp. */
+typedef void (*dw_tap_t)(dw_sums_t *s, const int8_t *xp, const int8_t *wp);
+
+/* Every valid tap of t, from input channel x_chan and filter channel w_chan, in (row, column)
+ * order: tap(s, xp, wp). Always inline with a constant tap (a DW_INLINE function below), as
+ * bcast_run: the call becomes direct and the loops compile as if written out, s in registers. */
+DW_INLINE void walk(const mcu_dw_taps_t *t, int32_t x_chan, int32_t w_chan, dw_tap_t tap,
+                    dw_sums_t *s)
 {
-    int32_t acc = 0;
     const int32_t x_col = t->x_col;
     const int32_t w_col = t->w_col;
     const int32_t cols = t->cols;
@@ -28,12 +39,24 @@ static int32_t taps1(const mcu_dw_taps_t *t, int32_t x_chan, int32_t w_chan, int
         const int8_t *xp = x_row;
         const int8_t *wp = w_row;
         for (int32_t i = cols; i > 0; --i) {
-            acc += ((int32_t)*xp + input_offset) * (int32_t)*wp;
+            tap(s, xp, wp);
             xp += x_col;
             wp += w_col;
         }
     }
-    return acc;
+}
+
+DW_INLINE void tap1(dw_sums_t *s, const int8_t *xp, const int8_t *wp)
+{
+    s->a[0] += ((int32_t)*xp + s->offset) * (int32_t)*wp;
+}
+
+/* sum over the taps of (x[c] + input_offset) * w[c] for one channel pair (x channel, w channel) */
+static int32_t taps1(const mcu_dw_taps_t *t, int32_t x_chan, int32_t w_chan, int32_t input_offset)
+{
+    dw_sums_t s = {{0, 0, 0, 0}, input_offset};
+    walk(t, x_chan, w_chan, tap1, &s);
+    return s.a[0];
 }
 
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
@@ -42,40 +65,49 @@ static int32_t taps1(const mcu_dw_taps_t *t, int32_t x_chan, int32_t w_chan, int
 
 #else
 
-#if MCU_ISA_NATIVE == MCU_ISA_DSP
-
-#define taps4 mcu_dw_taps4_dsp /* four channels per 4-byte load, SMLABB/SMLATT (_dsp.c) */
-
-#else
-
-/* acc[k] = sum over the taps of (x[c + k] + input_offset) * w[c + k], k = 0..3 */
-static void taps4(const mcu_dw_taps_t *t, int32_t c, int32_t input_offset, int32_t acc[4])
+/* Four channels of one tap. On DSP targets one 4-byte load of input and one of filter: lanes of
+ * (x + input_offset) in [-255, 255] and of w as int16, SMLABB/SMLATT one lane each. */
+DW_INLINE void tap4(dw_sums_t *s, const int8_t *xp, const int8_t *wp)
 {
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    const int32_t x_col = t->x_col;
-    const int32_t w_col = t->w_col;
-    const int32_t cols = t->cols;
-    const int8_t *x_row = t->x + c;
-    const int8_t *w_row = t->w + c;
-    for (int32_t j = t->rows; j > 0; --j, x_row += t->x_row, w_row += t->w_row) {
-        const int8_t *xp = x_row;
-        const int8_t *wp = w_row;
-        for (int32_t i = cols; i > 0; --i) {
-            a0 += ((int32_t)xp[0] + input_offset) * (int32_t)wp[0];
-            a1 += ((int32_t)xp[1] + input_offset) * (int32_t)wp[1];
-            a2 += ((int32_t)xp[2] + input_offset) * (int32_t)wp[2];
-            a3 += ((int32_t)xp[3] + input_offset) * (int32_t)wp[3];
-            xp += x_col;
-            wp += w_col;
-        }
-    }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
+#if MCU_ISA_NATIVE == MCU_ISA_DSP
+    const uint32_t xv = read_s8x4(xp);
+    const uint32_t wv = read_s8x4(wp);
+    const int32_t x02 = __sxtab16(s->offset, (int32_t)xv);
+    const int32_t x13 = sxtab16_ror8(s->offset, xv);
+    const int32_t w02 = __sxtb16((int32_t)wv);
+    const int32_t w13 = sxtb16_ror8(wv);
+    s->a[0] = __smlabb(x02, w02, s->a[0]);
+    s->a[2] = __smlatt(x02, w02, s->a[2]);
+    s->a[1] = __smlabb(x13, w13, s->a[1]);
+    s->a[3] = __smlatt(x13, w13, s->a[3]);
+#else
+    s->a[0] += ((int32_t)xp[0] + s->offset) * (int32_t)wp[0];
+    s->a[1] += ((int32_t)xp[1] + s->offset) * (int32_t)wp[1];
+    s->a[2] += ((int32_t)xp[2] + s->offset) * (int32_t)wp[2];
+    s->a[3] += ((int32_t)xp[3] + s->offset) * (int32_t)wp[3];
+#endif
 }
 
+/* acc[k] = sum over the taps of (x[c + k] + input_offset) * w[c + k], k = 0..3 (on DSP targets
+ * out of line, as it was in _dsp.c: the channel loops keep their registers). */
+#if MCU_ISA_NATIVE == MCU_ISA_DSP
+DW_NOINLINE
 #endif
+static void taps4(const mcu_dw_taps_t *t, int32_t c, int32_t input_offset, int32_t acc[4])
+{
+#if MCU_ISA_NATIVE == MCU_ISA_DSP
+    const int32_t offset = (int32_t)(((uint32_t)input_offset & 0xFFFFu) |
+                                     ((uint32_t)input_offset << 16));
+#else
+    const int32_t offset = input_offset;
+#endif
+    dw_sums_t s = {{0, 0, 0, 0}, offset};
+    walk(t, c, c, tap4, &s);
+    acc[0] = s.a[0];
+    acc[1] = s.a[1];
+    acc[2] = s.a[2];
+    acc[3] = s.a[3];
+}
 
 /* Channels c .. c + 3: taps4 + bias, requantized. */
 static void channels4(const mcu_dw_taps_t *t, int32_t c, const mcu_depthwise_conv_params_t *params,

@@ -34,6 +34,30 @@
 #define MCU_DW_DSP_SCRATCH_BYTES 576
 #define MCU_DW_MVE_SCRATCH_BYTES 560
 
+/* The tap rows of one output row inside the input: `rows` of them from tap row ky_begin, the first
+ * at input row x (the batch's input itself when there is none). */
+typedef struct {
+    int32_t rows;
+    int32_t ky_begin;
+    const int8_t *x;
+} mcu_dw_tap_rows_t;
+
+/* The tap rows of output row out_y (in: the batch's input, *in_row bytes a row, read only when a
+ * row is valid): the DSP and MVE row loops' windows. */
+DW_INLINE mcu_dw_tap_rows_t mcu_dw_tap_rows(const mcu_depthwise_conv_params_t *p,
+                                            const int8_t *in, const int32_t *in_row,
+                                            int32_t out_y)
+{
+    const int32_t in_y = out_y * p->stride_h - p->pad_top;
+    mcu_dw_tap_rows_t t;
+    int32_t ky_end;
+    valid_taps(in_y, p->dilation_h, p->filter.h, p->input.h, &t.ky_begin, &ky_end);
+    t.rows = ky_end - t.ky_begin;
+    /* (only offset by the valid rows when there is one) */
+    t.x = t.rows > 0 ? in + (in_y + t.ky_begin * p->dilation_h) * *in_row : in;
+    return t;
+}
+
 /* The valid taps of one output position (generic path): `rows` x `cols` taps, tap (j, i) of
  * channel 0 at x + j * x_row + i * x_col in the input and w + j * w_row + i * w_col in the
  * filter. */
@@ -124,6 +148,21 @@ DW_INLINE void mcu_dw_mac4(int32_t *a0, int32_t *a1, int32_t *a2, int32_t *a3, c
     *a3 = __smlatt(odd, w[1], *a3);
 }
 
+/* Four requantized values clamped to [act_min, act_max], unless the range is the whole of int8
+ * (s->full: mcu_requant2 saturates to it already). */
+DW_INLINE void mcu_dw_clamp4(const mcu_dw_pass_t *s, int32_t *v0, int32_t *v1, int32_t *v2,
+                             int32_t *v3)
+{
+    if (!s->full) {
+        const int32_t lo = s->p->q.act_min;
+        const int32_t hi = s->p->q.act_max;
+        *v0 = mcu_clamp_s32(*v0, lo, hi);
+        *v1 = mcu_clamp_s32(*v1, lo, hi);
+        *v2 = mcu_clamp_s32(*v2, lo, hi);
+        *v3 = mcu_clamp_s32(*v3, lo, hi);
+    }
+}
+
 /* The four sums of s->g's channels (doubled) requantized (mcu_requant2), clamped and stored at
  * out[0..3] in channel order. */
 DW_INLINE void mcu_dw_store4(const mcu_dw_pass_t *s, int32_t a0, int32_t a1, int32_t a2,
@@ -134,14 +173,7 @@ DW_INLINE void mcu_dw_store4(const mcu_dw_pass_t *s, int32_t a0, int32_t a1, int
     a1 = mcu_requant2(a1, g->mult[1], g->base[1], g->right[1]);
     a2 = mcu_requant2(a2, g->mult[2], g->base[2], g->right[2]);
     a3 = mcu_requant2(a3, g->mult[3], g->base[3], g->right[3]);
-    if (!s->full) {
-        const int32_t lo = s->p->q.act_min;
-        const int32_t hi = s->p->q.act_max;
-        a0 = mcu_clamp_s32(a0, lo, hi);
-        a1 = mcu_clamp_s32(a1, lo, hi);
-        a2 = mcu_clamp_s32(a2, lo, hi);
-        a3 = mcu_clamp_s32(a3, lo, hi);
-    }
+    mcu_dw_clamp4(s, &a0, &a1, &a2, &a3);
     out[0] = (int8_t)a0;
     out[2] = (int8_t)a1;
     out[1] = (int8_t)a2;
@@ -293,10 +325,6 @@ int mcu_dw_dsp_line_ok(const mcu_depthwise_conv_params_t *p);
 /* _dsp1d.c: the four channels s->g of every output of one batch, line by line (in, out: the
  * batch at channel c). */
 void mcu_dw_dsp_lines(const mcu_dw_pass_t *s, const int8_t *in, int8_t *out);
-
-/* _dsp.c, for the generic loops on DSP targets: acc[k] = sum over the taps of
- * (x[c + k] + input_offset) * w[c + k], k = 0..3. */
-void mcu_dw_taps4_dsp(const mcu_dw_taps_t *t, int32_t c, int32_t input_offset, int32_t acc[4]);
 
 /* Which input rows of a row pair are read: all four, or not the top/bottom one (padding). */
 enum { DW_ROWS_ALL, DW_ROWS_NO_TOP, DW_ROWS_NO_BOTTOM };

@@ -255,13 +255,9 @@ static inline __attribute__((always_inline)) void mve_row(const mve_ctx_t *m, co
 {
     const mcu_depthwise_conv_params_t *const p = m->p;
     const int32_t out_c = p->output.c;
-    const int32_t in_y = out_y * p->stride_h - p->pad_top;
-    int32_t ky_begin, ky_end;
-    valid_taps(in_y, p->dilation_h, p->filter.h, p->input.h, &ky_begin, &ky_end);
-    const int32_t rows = ky_end - ky_begin;
-    const int8_t *const x_rows = rows > 0 ? in + (in_y + ky_begin * p->dilation_h) * m->in_row : in;
+    const mcu_dw_tap_rows_t r = mcu_dw_tap_rows(p, in, &m->in_row, out_y);
     for (int32_t out_x = 0; out_x < p->output.w; ++out_x) {
-        mve_border(m, x_rows, ky_begin, rows, out_x, out + out_x * out_c, partial);
+        mve_border(m, r.x, r.ky_begin, r.rows, out_x, out + out_x * out_c, partial);
     }
 }
 

@@ -16,38 +16,20 @@
 #include "mcu_nn.h"
 
 #if defined(__thumb__) && !defined(__thumb2__)
-/* a[r] += sum_i x[i] * w[r * stride + i], r = 0, 1, i < len; indexed from -len up to 0 off the
- * ends, the one addressing mode LDRSB has on Armv6-M. */
-static inline void dot2(const int8_t *x, const int8_t *w, int32_t stride, int32_t len,
-                        int32_t a[2])
-{
-    const int8_t *const x_end = x + len;
-    const int8_t *const w0_end = w + len;
-    const int8_t *const w1_end = w0_end + stride;
-    int32_t a0 = a[0], a1 = a[1];
-    for (int32_t i = -len; i != 0; ++i) {
-        const int32_t xv = (int32_t)x_end[i];
-        a0 += xv * (int32_t)w0_end[i];
-        a1 += xv * (int32_t)w1_end[i];
-    }
-    a[0] = a0;
-    a[1] = a1;
-}
-
 /* a[r] = sum_k x[k] * w[r, k], r < 4, over one block of the layout */
 static void block4(const int8_t *x, const int8_t *w, int32_t k, int32_t a[4])
 {
     a[0] = a[1] = a[2] = a[3] = 0;
     for (int32_t c = k / MCU_FC_CHUNK; c > 0; --c) {
-        dot2(x, w, MCU_FC_CHUNK, MCU_FC_CHUNK, a);
-        dot2(x, w + 2 * MCU_FC_CHUNK, MCU_FC_CHUNK, MCU_FC_CHUNK, a + 2);
+        mcu_dot2_s8(x, w, MCU_FC_CHUNK, MCU_FC_CHUNK, a);
+        mcu_dot2_s8(x, w + 2 * MCU_FC_CHUNK, MCU_FC_CHUNK, MCU_FC_CHUNK, a + 2);
         x += MCU_FC_CHUNK;
         w += 4 * MCU_FC_CHUNK;
     }
     const int32_t tail = k % MCU_FC_CHUNK;
     if (tail > 0) {
-        dot2(x, w, tail, tail, a);
-        dot2(x, w + 2 * tail, tail, tail, a + 2);
+        mcu_dot2_s8(x, w, tail, tail, a);
+        mcu_dot2_s8(x, w + 2 * tail, tail, tail, a + 2);
     }
 }
 
@@ -58,24 +40,12 @@ static void block4(const int8_t *x, const int8_t *w, int32_t k, int32_t a[4])
 {
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     for (int32_t c = k / MCU_FC_CHUNK; c > 0; --c) {
-        for (int32_t i = 0; i < MCU_FC_CHUNK; ++i) {
-            const int32_t xv = (int32_t)x[i];
-            a0 += xv * (int32_t)w[i];
-            a1 += xv * (int32_t)w[MCU_FC_CHUNK + i];
-            a2 += xv * (int32_t)w[2 * MCU_FC_CHUNK + i];
-            a3 += xv * (int32_t)w[3 * MCU_FC_CHUNK + i];
-        }
+        mcu_fc_mac4_rows(x, w, MCU_FC_CHUNK, 0, MCU_FC_CHUNK, &a0, &a1, &a2, &a3);
         x += MCU_FC_CHUNK;
         w += 4 * MCU_FC_CHUNK;
     }
-    const int32_t tail = k % MCU_FC_CHUNK;
-    for (int32_t i = 0; i < tail; ++i) {
-        const int32_t xv = (int32_t)x[i];
-        a0 += xv * (int32_t)w[i];
-        a1 += xv * (int32_t)w[tail + i];
-        a2 += xv * (int32_t)w[2 * tail + i];
-        a3 += xv * (int32_t)w[3 * tail + i];
-    }
+    const int32_t tail = k % MCU_FC_CHUNK; /* rows at w + r * tail */
+    mcu_fc_mac4_rows(x, w, tail, 0, tail, &a0, &a1, &a2, &a3);
     a[0] = a0;
     a[1] = a1;
     a[2] = a2;

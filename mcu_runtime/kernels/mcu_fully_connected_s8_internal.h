@@ -12,7 +12,28 @@
 
 #include <stdint.h>
 
+#include "mcu_kernel_util.h"
 #include "mcu_nn.h"
+
+/* *a_r += sum_{i in [begin, end)} x[i] * w[r * stride + i], r = 0..3: four rows stride bytes apart
+ * of one block, in plain C (the generic path's chunks and tails, the DSP path's last bytes). */
+MCU_ALWAYS_INLINE void mcu_fc_mac4_rows(const int8_t *x, const int8_t *w, int32_t stride,
+                                        int32_t begin, int32_t end, int32_t *a0, int32_t *a1,
+                                        int32_t *a2, int32_t *a3)
+{
+    int32_t s0 = *a0, s1 = *a1, s2 = *a2, s3 = *a3;
+    for (int32_t i = begin; i < end; ++i) {
+        const int32_t xv = (int32_t)x[i];
+        s0 += xv * (int32_t)w[i];
+        s1 += xv * (int32_t)w[stride + i];
+        s2 += xv * (int32_t)w[2 * stride + i];
+        s3 += xv * (int32_t)w[3 * stride + i];
+    }
+    *a0 = s0;
+    *a1 = s1;
+    *a2 = s2;
+    *a3 = s3;
+}
 
 /* mcu_fully_connected_s8_generic.c: pure C99, every target (the host included). */
 void mcu_fully_connected_s8_generic(const mcu_fc_params_t *p, const int8_t *input,

@@ -30,15 +30,25 @@ static int band_ok(int32_t o0, int32_t o1, int32_t out_h, const int32_t rows[2])
     return 0 <= o0 && o0 < o1 && o1 <= out_h && rows[0] < rows[1];
 }
 
+/* A band of a windowed op (*band a copy of its params): rows [o0, o1) of its out_h output rows,
+ * whose windows (stride, dilation, taps) read input rows rows[0] .. rows[1] - 1. Sets the band's
+ * pad_top, input height and output height. */
+static mcu_status_t window_band(int32_t o0, int32_t o1, int32_t out_h, int32_t stride,
+                                int32_t dilation, int32_t taps, int32_t *pad_top, int32_t *in_h,
+                                int32_t *band_out_h, int32_t rows[2])
+{
+    *pad_top = mcu_window_rows(o0, o1, stride, dilation, taps, *pad_top, *in_h, rows);
+    *in_h = rows[1] - rows[0];
+    *band_out_h = o1 - o0;
+    return band_ok(o0, o1, out_h, rows) ? MCU_OK : MCU_ERR_ARG;
+}
+
 mcu_status_t mcu_conv2d_s8_band(const mcu_conv_params_t *params, int32_t o0, int32_t o1,
                                 mcu_conv_params_t *band, int32_t rows[2])
 {
     *band = *params;
-    band->pad_top = mcu_window_rows(o0, o1, params->stride_h, params->dilation_h,
-                                    params->filter.h, params->pad_top, params->input.h, rows);
-    band->input.h = rows[1] - rows[0];
-    band->output.h = o1 - o0;
-    return band_ok(o0, o1, params->output.h, rows) ? MCU_OK : MCU_ERR_ARG;
+    return window_band(o0, o1, params->output.h, params->stride_h, params->dilation_h,
+                       params->filter.h, &band->pad_top, &band->input.h, &band->output.h, rows);
 }
 
 mcu_status_t mcu_depthwise_conv2d_s8_band(const mcu_depthwise_conv_params_t *params, int32_t o0,
@@ -46,22 +56,16 @@ mcu_status_t mcu_depthwise_conv2d_s8_band(const mcu_depthwise_conv_params_t *par
                                           int32_t rows[2])
 {
     *band = *params;
-    band->pad_top = mcu_window_rows(o0, o1, params->stride_h, params->dilation_h,
-                                    params->filter.h, params->pad_top, params->input.h, rows);
-    band->input.h = rows[1] - rows[0];
-    band->output.h = o1 - o0;
-    return band_ok(o0, o1, params->output.h, rows) ? MCU_OK : MCU_ERR_ARG;
+    return window_band(o0, o1, params->output.h, params->stride_h, params->dilation_h,
+                       params->filter.h, &band->pad_top, &band->input.h, &band->output.h, rows);
 }
 
 mcu_status_t mcu_pool_band(const mcu_pool_params_t *params, int32_t o0, int32_t o1,
                            mcu_pool_params_t *band, int32_t rows[2])
 {
     *band = *params;
-    band->pad_top = mcu_window_rows(o0, o1, params->stride_h, 1, params->filter_h,
-                                    params->pad_top, params->input.h, rows);
-    band->input.h = rows[1] - rows[0];
-    band->output.h = o1 - o0;
-    return band_ok(o0, o1, params->output.h, rows) ? MCU_OK : MCU_ERR_ARG;
+    return window_band(o0, o1, params->output.h, params->stride_h, 1, params->filter_h,
+                       &band->pad_top, &band->input.h, &band->output.h, rows);
 }
 
 mcu_status_t mcu_avgpool_requant_s8_band(const mcu_avgpool_requant_params_t *params, int32_t o0,

@@ -164,17 +164,7 @@ MCU_DOT_NOINLINE int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t l
 MCU_DOT_NOINLINE static void dot2(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len,
                                   int32_t acc[2])
 {
-    const int8_t *const x_end = x + len;
-    const int8_t *const w0_end = w + len;
-    const int8_t *const w1_end = w0_end + w_stride;
-    int32_t a0 = acc[0], a1 = acc[1];
-    for (int32_t i = -len; i != 0; ++i) {
-        const int32_t xv = (int32_t)x_end[i];
-        a0 += xv * (int32_t)w0_end[i];
-        a1 += xv * (int32_t)w1_end[i];
-    }
-    acc[0] = a0;
-    acc[1] = a1;
+    mcu_dot2_s8(x, w, w_stride, len, acc);
 }
 
 MCU_DOT_NOINLINE void mcu_dot4_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len,

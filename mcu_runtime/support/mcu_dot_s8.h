@@ -25,6 +25,27 @@ static inline int32_t mcu_sum_s8(const int8_t *w, int32_t len);
 #include "mcu_kernel_util.h"
 #include "mcu_nn.h"
 
+#if defined(__thumb__) && !defined(__thumb2__)
+/* Armv6-M (Thumb-1, eight low registers): acc[r] += sum_i x[i] * w[r * w_stride + i], r = 0, 1;
+ * indexed from -len up to 0 off the ends, the one addressing mode LDRSB has (base + register),
+ * the loop test the index update. Inline: mcu_dot_s8.c and the fully connected kernel's blocks. */
+static inline void mcu_dot2_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len,
+                               int32_t acc[2])
+{
+    const int8_t *const x_end = x + len;
+    const int8_t *const w0_end = w + len;
+    const int8_t *const w1_end = w0_end + w_stride;
+    int32_t a0 = acc[0], a1 = acc[1];
+    for (int32_t i = -len; i != 0; ++i) {
+        const int32_t xv = (int32_t)x_end[i];
+        a0 += xv * (int32_t)w0_end[i];
+        a1 += xv * (int32_t)w1_end[i];
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+}
+#endif
+
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
 #include <arm_mve.h>
 
