@@ -46,7 +46,7 @@ from onnx import numpy_helper as NH
 from emitter.compiler import compile_model
 from emitter.errors import McugenError
 from emitter.render.bundle import render_bundle
-from emitter.render.write import write_bundle
+from emitter.render.write import MANIFEST, manifest, write_bundle
 from tests.harness.bundles import SHARED_MODELS, shared_model
 from tests.models.tiny import TINY_MODELS, hello_fc
 
@@ -127,7 +127,7 @@ def run_case(raw: bytes) -> str:
             assert sorted(p.name for p in folder.iterdir()) == ["model.onnx"], "something was written"
             return "known bug: " + KNOWN_BUGS[signature(exc)]
         written = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
-        assert written == files, "the bundle on disk is not exactly the rendered files"
+        assert written == {**files, MANIFEST: manifest(files)}, "the bundle on disk is not exactly the rendered files"
         assert sorted(p.name for p in folder.iterdir()) == ["model.onnx", "out"]
         return "ok"
 
