@@ -41,6 +41,7 @@ from emitter.render.frontend import FrontEnd
 from emitter.render.write import write_bundle
 from emitter.target import missing_tools
 from tests.features_cases import KWS_MODEL, KWS_SPEC
+from tests.harness.bundles import ARM_TOOLCHAIN_CMAKE as TOOLCHAIN
 from tests.harness.bundles import SHARED_MODELS, shared_model
 from tests.harness.cmsis import CMSIS_NN, NO_CMSIS
 
@@ -63,13 +64,6 @@ EXPECTED = {
 }
 VARIANTS = ("portable", "portable+frontend", "cmsis-nn", "cmsis-nn+frontend")
 WAYS = ("make-cflags", "make-cpu-flags", "make-board", "cmake-project", "cmake-standalone", "scons")
-TOOLCHAIN = """set(CMAKE_SYSTEM_NAME Generic)
-set(CMAKE_SYSTEM_PROCESSOR arm)
-set(CMAKE_C_COMPILER arm-none-eabi-gcc)
-set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
-set(CMAKE_C_FLAGS_INIT "{flags}")
-set(CMAKE_EXE_LINKER_FLAGS_INIT "--specs=nosys.specs -Wl,--gc-sections")
-"""
 PROJECT = """cmake_minimum_required(VERSION 3.13)
 project(firmware C)
 add_subdirectory(${BUNDLE} net)

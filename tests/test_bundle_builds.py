@@ -19,19 +19,13 @@ import pytest
 
 from emitter.cli import main
 from emitter.target import missing_tools
+from tests.harness.bundles import ARM_TOOLCHAIN_CMAKE as TOOLCHAIN
 from tests.models.tiny import HELLO
 
 pytestmark = pytest.mark.skipif(bool(missing_tools(("cmake", "make", "gcc", "arm-none-eabi-gcc"))),
                                 reason="cmake, make, gcc or arm-none-eabi-gcc missing")
 
 M4_SOFTFP = "-mcpu=cortex-m4 -mthumb -mfloat-abi=softfp -mfpu=fpv4-sp-d16"
-TOOLCHAIN = """set(CMAKE_SYSTEM_NAME Generic)
-set(CMAKE_SYSTEM_PROCESSOR arm)
-set(CMAKE_C_COMPILER arm-none-eabi-gcc)
-set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
-set(CMAKE_C_FLAGS_INIT "{flags}")
-set(CMAKE_EXE_LINKER_FLAGS_INIT "--specs=nosys.specs -Wl,--gc-sections")
-"""
 PARENT = """cmake_minimum_required(VERSION 3.13)
 project(firmware C)
 add_subdirectory(${BUNDLE} hello_fc)

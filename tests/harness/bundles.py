@@ -19,6 +19,15 @@ MODEL_NAMES = ("mlperf_kws_dscnn", "mlperf_ic_resnet8", "mlperf_ad_fc_autoencode
 STRICT = ("-std=c99", "-Wall", "-Wextra", "-Wshadow", "-Wconversion", "-Wstrict-prototypes",
           "-Wmissing-prototypes", "-Wvla", "-Werror")
 CM7_FLAGS = "-mcpu=cortex-m7 -mthumb -mfloat-abi=hard -mfpu=fpv5-d16"
+# A CMake toolchain file for arm-none-eabi-gcc (format with flags=...): a firmware project that
+# add_subdirectory()s a bundle, linked with newlib's nosys stubs.
+ARM_TOOLCHAIN_CMAKE = """set(CMAKE_SYSTEM_NAME Generic)
+set(CMAKE_SYSTEM_PROCESSOR arm)
+set(CMAKE_C_COMPILER arm-none-eabi-gcc)
+set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)
+set(CMAKE_C_FLAGS_INIT "{flags}")
+set(CMAKE_EXE_LINKER_FLAGS_INIT "--specs=nosys.specs -Wl,--gc-sections")
+"""
 
 
 def ort_u8s8_saturates() -> bool:
