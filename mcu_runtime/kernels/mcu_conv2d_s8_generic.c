@@ -192,6 +192,53 @@ MCU_CONV_NOINLINE static void pixel_from_runs(const mcu_conv_block_t *c,
     }
 }
 
+#if defined(MCU_DOT_PAIRS)
+/* Every channel of the block at two output positions whose windows lie inside the input
+ * (dilation_w == 1), or at one (xb == NULL): the windows read in place, row by row (one run of
+ * KW * C_in bytes per filter row, the whole window when its rows are adjacent), each weight byte
+ * loaded once for both positions (mcu_dot4x2_rows_s8). xa, xb: the windows' first taps. */
+MCU_CONV_NOINLINE static void pixel_rows(const mcu_conv_block_t *c, const int8_t *xa,
+                                         const int8_t *xb, int8_t *out_a, int8_t *out_b)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t k = c->filter_size;
+    const int32_t x_step = p->dilation_h * c->in_row;
+    int32_t run = p->filter.w * p->input.c;
+    int32_t rows = p->filter.h;
+    if (rows == 1 || run == x_step) {
+        run = k;
+        rows = 1;
+    }
+    int32_t oc = c->oc_base;
+    for (; oc + 4 <= c->oc_end; oc += 4) {
+        const int8_t *const w = c->filter + oc * k;
+        const int32_t *const corr = c->corr + (oc - c->oc_base);
+        int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if (xb != NULL) {
+            mcu_dot4x2_rows_s8(xa, xb, w, k, rows, run, x_step, acc);
+            store4(acc + 4, corr, oc, p, out_b, c->fuse);
+        } else {
+            for (int32_t j = 0; j < rows; ++j) {
+                mcu_dot4_s8(xa + j * x_step, w + j * run, k, run, acc);
+            }
+        }
+        store4(acc, corr, oc, p, out_a, c->fuse);
+    }
+    for (; oc < c->oc_end; ++oc) {
+        const int8_t *const w = c->filter + oc * k;
+        for (int32_t pos = 0; pos < (xb != NULL ? 2 : 1); ++pos) {
+            const int8_t *const x = pos == 0 ? xa : xb;
+            int32_t acc = c->corr[oc - c->oc_base];
+            for (int32_t j = 0; j < rows; ++j) {
+                acc = mcu_conv_add_wrap(acc, mcu_dot1_s8(x + j * x_step, w + j * run, run));
+            }
+            put(c->fuse, pos == 0 ? out_a : out_b, oc,
+                mcu_output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q));
+        }
+    }
+}
+#endif
+
 /* One block of output channels (c->corr filled) at every batch and output position. */
 MCU_CONV_NOINLINE static void conv_block(const mcu_conv_block_t *c, const int8_t *input,
                                          int8_t *output, int8_t *patch_buf)
@@ -207,6 +254,10 @@ MCU_CONV_NOINLINE static void conv_block(const mcu_conv_block_t *c, const int8_t
     const int32_t out_c = p->output.c;
     /* A window inside the input is one run of it when its taps are adjacent in one row. */
     const int contiguous = k_h == 1 && (k_w == 1 || p->dilation_w == 1);
+#if defined(MCU_DOT_PAIRS)
+    const int8_t *wait_x = NULL; /* a window inside the input waiting for its pair */
+    int8_t *wait_out = NULL;
+#endif
     for (int32_t b = 0; b < p->input.n; ++b) {
         mcu_conv_window_t win;
         win.in_batch = input + b * in_h * c->in_row;
@@ -224,6 +275,26 @@ MCU_CONV_NOINLINE static void conv_block(const mcu_conv_block_t *c, const int8_t
                  * input counting as in = -input_offset (adding nothing). */
                 const int full = win.ky_begin == 0 && win.ky_end == k_h && win.kx_begin == 0 &&
                                  win.kx_end == k_w;
+#if defined(MCU_DOT_PAIRS)
+                /* windows inside the input two at a time (any two: the pairs run on across rows);
+                 * one left waiting is done before a border position, keeping the reads of the
+                 * input no later than in the one-by-one order */
+                if (full && p->dilation_w == 1) {
+                    const int8_t *const x = win.in_batch + win.y0 * c->in_row + win.x0 * in_c;
+                    if (wait_x == NULL) {
+                        wait_x = x;
+                        wait_out = out_px;
+                    } else {
+                        pixel_rows(c, wait_x, x, wait_out, out_px);
+                        wait_x = NULL;
+                    }
+                    continue;
+                }
+                if (wait_x != NULL) {
+                    pixel_rows(c, wait_x, NULL, wait_out, NULL);
+                    wait_x = NULL;
+                }
+#endif
                 if (full && contiguous) {
                     pixel_from_patch(c, win.in_batch + win.y0 * c->in_row + win.x0 * in_c, out_px);
                 } else if (c->filter_size <= MCU_CONV_PATCH_BYTES) {
@@ -235,6 +306,11 @@ MCU_CONV_NOINLINE static void conv_block(const mcu_conv_block_t *c, const int8_t
             }
         }
     }
+#if defined(MCU_DOT_PAIRS)
+    if (wait_x != NULL) {
+        pixel_rows(c, wait_x, NULL, wait_out, NULL);
+    }
+#endif
 }
 
 /* scratch: corrections (4 * min(C_out, MCU_CONV_OC_BLOCK) bytes), then the patch */

@@ -155,6 +155,143 @@ MCU_DOT_NOINLINE int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t l
     return acc;
 }
 
+#elif defined(__riscv)
+
+/* gcc's pre-allocation scheduling hoists every load of an unrolled step ahead of its MACs, which
+ * then spill (36 stack accesses per step of mcu_dot4x2_rows_s8): off in these loops. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define MCU_DOT_RV_LOOP MCU_DOT_NOINLINE __attribute__((optimize("no-schedule-insns")))
+#else
+#define MCU_DOT_RV_LOOP MCU_DOT_NOINLINE
+#endif
+
+/* RV32IM(A)C: a load takes a base register and a 12-bit immediate only (no register offset, no
+ * post-increment), so each stream walks its own pointer and a step reads four bytes at immediate
+ * offsets 0..3: 5 + 16 loads, 16 MUL and 16 ADD and six pointer and loop instructions per 16 MACs
+ * (the index-from-the-end loop below costs one address add per load here). No 8- or 16-bit SIMD
+ * MAC in RV32IMC: every product is one MUL. */
+MCU_DOT_RV_LOOP void mcu_dot4_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len,
+                                  int32_t acc[4])
+{
+    const int8_t *w0 = w;
+    const int8_t *w1 = w0 + w_stride;
+    const int8_t *w2 = w1 + w_stride;
+    const int8_t *w3 = w2 + w_stride;
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    const int8_t *const x_end = x + (len & ~(int32_t)3);
+    while (x != x_end) {
+        const int32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
+        a0 += x0 * w0[0] + x1 * w0[1] + x2 * w0[2] + x3 * w0[3];
+        a1 += x0 * w1[0] + x1 * w1[1] + x2 * w1[2] + x3 * w1[3];
+        a2 += x0 * w2[0] + x1 * w2[1] + x2 * w2[2] + x3 * w2[3];
+        a3 += x0 * w3[0] + x1 * w3[1] + x2 * w3[2] + x3 * w3[3];
+        x += 4;
+        w0 += 4;
+        w1 += 4;
+        w2 += 4;
+        w3 += 4;
+    }
+    for (int32_t i = 0; i < (len & 3); ++i) {
+        const int32_t xv = (int32_t)x[i];
+        a0 += xv * (int32_t)w0[i];
+        a1 += xv * (int32_t)w1[i];
+        a2 += xv * (int32_t)w2[i];
+        a3 += xv * (int32_t)w3[i];
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+
+MCU_DOT_RV_LOOP int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t len)
+{
+    int32_t acc = 0;
+    const int8_t *const x_end = x + (len & ~(int32_t)3);
+    while (x != x_end) {
+        acc += (int32_t)x[0] * w[0] + (int32_t)x[1] * w[1] + (int32_t)x[2] * w[2] +
+               (int32_t)x[3] * w[3];
+        x += 4;
+        w += 4;
+    }
+    for (int32_t i = 0; i < (len & 3); ++i) {
+        acc += (int32_t)x[i] * (int32_t)w[i];
+    }
+    return acc;
+}
+
+#if defined(MCU_DOT_PAIRS)
+MCU_DOT_RV_LOOP void mcu_dot4x2_rows_s8(const int8_t *xa, const int8_t *xb, const int8_t *w,
+                                         int32_t w_stride, int32_t rows, int32_t run,
+                                         int32_t x_step, int32_t acc[8])
+{
+    /* per byte pair: 2 + 4 loads, 8 MUL, 8 ADD (each weight byte serves both positions); the
+     * weights of the rows are contiguous, the inputs' rows x_step bytes apart */
+    const int8_t *w0 = w;
+    const int8_t *w1 = w0 + w_stride;
+    const int8_t *w2 = w1 + w_stride;
+    const int8_t *w3 = w2 + w_stride;
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    int32_t b0 = acc[4], b1 = acc[5], b2 = acc[6], b3 = acc[7];
+    const int32_t body = run & ~(int32_t)3;
+    const int32_t skip = x_step - run;
+    for (int32_t j = rows; j > 0; --j) {
+        const int8_t *const xa_end = xa + body;
+        while (xa != xa_end) {
+            /* written out: gcc -O2 keeps a four-step loop (and its index adds) */
+#define MCU_DOT4X2_STEP(i)                                                                       \
+    do {                                                                                         \
+        const int32_t u = xa[i], v = xb[i];                                                      \
+        int32_t t = w0[i];                                                                       \
+        a0 += u * t;                                                                             \
+        b0 += v * t;                                                                             \
+        t = w1[i];                                                                               \
+        a1 += u * t;                                                                             \
+        b1 += v * t;                                                                             \
+        t = w2[i];                                                                               \
+        a2 += u * t;                                                                             \
+        b2 += v * t;                                                                             \
+        t = w3[i];                                                                               \
+        a3 += u * t;                                                                             \
+        b3 += v * t;                                                                             \
+    } while (0)
+            MCU_DOT4X2_STEP(0);
+            MCU_DOT4X2_STEP(1);
+            MCU_DOT4X2_STEP(2);
+            MCU_DOT4X2_STEP(3);
+#undef MCU_DOT4X2_STEP
+            xa += 4;
+            xb += 4;
+            w0 += 4;
+            w1 += 4;
+            w2 += 4;
+            w3 += 4;
+        }
+        for (int32_t i = body; i < run; ++i) {
+            const int32_t u = *xa++, v = *xb++;
+            a0 += u * *w0;
+            b0 += v * *w0++;
+            a1 += u * *w1;
+            b1 += v * *w1++;
+            a2 += u * *w2;
+            b2 += v * *w2++;
+            a3 += u * *w3;
+            b3 += v * *w3++;
+        }
+        xa += skip;
+        xb += skip;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+    acc[4] = b0;
+    acc[5] = b1;
+    acc[6] = b2;
+    acc[7] = b3;
+}
+#endif
+
 #else /* pure C99 */
 
 /* The loops index from -len up to 0 off pointers to the ends: on Armv6-M every load then has the

@@ -25,6 +25,16 @@ static inline int32_t mcu_sum_s8(const int8_t *w, int32_t len);
 #include "mcu_kernel_util.h"
 #include "mcu_nn.h"
 
+#if defined(__riscv) && !defined(MCU_OPTIMIZE_SIZE)
+/* RV32 (speed builds): the convolution's generic path takes two output positions per pass
+ * (mcu_conv2d_s8_generic.c), each weight byte loaded once for both. */
+#define MCU_DOT_PAIRS 1
+/* acc[r] += sum of xa[.] * w[r * w_stride + .] and acc[4 + r] += the same of xb, r = 0..3, over
+ * `rows` runs of `run` bytes: the runs x_step bytes apart in xa and xb, contiguous in w. */
+void mcu_dot4x2_rows_s8(const int8_t *xa, const int8_t *xb, const int8_t *w, int32_t w_stride,
+                        int32_t rows, int32_t run, int32_t x_step, int32_t acc[8]);
+#endif
+
 #if defined(__thumb__) && !defined(__thumb2__)
 /* Armv6-M (Thumb-1, eight low registers): acc[r] += sum_i x[i] * w[r * w_stride + i], r = 0, 1;
  * indexed from -len up to 0 off the ends, the one addressing mode LDRSB has (base + register),

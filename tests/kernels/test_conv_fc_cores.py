@@ -29,7 +29,8 @@ from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected
 from emitter.quant import ROUND_NEAREST_EVEN, ROUND_NEAREST_NO_TIE, acc_bound, exact_multipliers, fast_round_ok
 from tests.harness.ckernels import conv_out_size, realistic_multipliers, run_bundle_on_qemu, wide_multipliers
 
-CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
+# rv32imac: the generic paths with the RV32 dot products and position pairs (mcu_dot_s8.c)
+CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "rv32imac")
 PATHS = {"generic": 0, "dsp": 1, "mve": 2}
 
 
@@ -65,6 +66,9 @@ CONVS = {
     "rows_c2": Conv(6, 7, 2, 4, (3, 4), (1, 1, 2, 1)),
     # DSP gathered with runs longer than the inline short-run copy
     "gather_long_runs": Conv(5, 5, 6, 4, (3, 3), (1, 1, 1, 1)),
+    # RV32 position pairs read row by row: rows dilation_h apart, a pair across output rows, a
+    # C_out % 4 tail, batch 2
+    "pairs_dil_h2": Conv(7, 5, 3, 6, (3, 2), (0, 0, 1, 0), (1, 1), (2, 1), n=2),
 }
 
 

@@ -36,7 +36,7 @@ from emitter.target import build_firmware, missing_tools, run_qemu
 from tests.kernels.test_depthwise_conv2d import Case, build
 
 KERNEL = "mcu_depthwise_conv2d_s8"
-CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
+CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55", "rv32imac")
 PATH_NAMES = ("generic", "dsp", "mve")  # MCU_PATH_GENERIC, MCU_PATH_DSP, MCU_PATH_MVE
 MCU_ERR_SCRATCH = 2
 pytestmark = pytest.mark.qemu
