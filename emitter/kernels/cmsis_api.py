@@ -109,6 +109,13 @@ DECLARATIONS: tuple[tuple[str, Scratch | None], ...] = (
              ("dw", (*(f.format(p="dw_conv_params") for f in _CONV_SIZER), "dw_conv_params.ch_mult")))),
     (f"arm_cmsis_nn_status arm_fully_connected_s8({_FC.format(q='per_tensor')})", _FC_SCRATCH),
     (f"arm_cmsis_nn_status arm_fully_connected_per_channel_s8({_FC.format(q='per_channel')})", _FC_SCRATCH),
+    # rhs [.., N, K]; its MVE path keeps N int32 column sums in ctx: the FC size function of filter c = N
+    ("arm_cmsis_nn_status arm_batch_matmul_s8(const cmsis_nn_context *ctx, const cmsis_nn_bmm_params *bmm_params, "
+     "const cmsis_nn_per_tensor_quant_params *quant_params, const cmsis_nn_dims *input_lhs_dims, "
+     "const int8_t *input_lhs, const cmsis_nn_dims *input_rhs_dims, const int8_t *input_rhs, "
+     "const cmsis_nn_dims *output_dims, int8_t *output)",
+     Scratch("int32_t arm_fully_connected_s8_get_buffer_size(const cmsis_nn_dims *filter_dims)",
+             ("output_dims",), ("fc", ("output_dims",)))),
     (f"arm_cmsis_nn_status arm_avgpool_s8({_POOL})",
      Scratch("int32_t arm_avgpool_s8_get_buffer_size(const int dim_dst_width, const int ch_src)",
              ("output_dims.w", "input_dims.c"), ("avg", ("output_dims.w", "input_dims.c")))),
@@ -204,6 +211,7 @@ TYPES = {  # name -> body of its typedef in arm_nn_types.h (v7.0.0)
                                "cmsis_nn_tile padding; cmsis_nn_tile dilation; cmsis_nn_activation activation;",
     "cmsis_nn_fc_params": "int32_t input_offset; int32_t filter_offset; int32_t output_offset; "
                           "cmsis_nn_activation activation;",
+    "cmsis_nn_bmm_params": "const bool adj_x; const bool adj_y; cmsis_nn_fc_params fc_params;",
     "cmsis_nn_pool_params": "cmsis_nn_tile stride; cmsis_nn_tile padding; cmsis_nn_activation activation;",
     "cmsis_nn_per_channel_quant_params": "int32_t *multiplier; int32_t *shift;",
     "cmsis_nn_per_tensor_quant_params": "int32_t multiplier; int32_t shift;",

@@ -12,9 +12,12 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-OP_MODULES = ("conv", "conv_add", "conv_transpose", "fully_connected", "add", "mul", "minmax", "pool", "requantize",
-              "lut", "softmax", "concat", "pad", "slice", "resize", "transpose", "reshape", "float_island")
+OP_MODULES = ("conv", "conv_add", "conv_transpose", "fully_connected", "batch_matmul", "add", "mul", "minmax",
+              "pool", "requantize", "lut", "softmax", "concat", "pad", "slice", "resize", "transpose", "reshape",
+              "float_island")
 VIEW_OPS = ("reshape", "transpose")
+# Two modules list ONNX MatMul: the later one's lower() is used (onnx_lowering), so batch_matmul
+# comes after fully_connected and hands every MatMul with a constant right operand to it.
 
 
 @functools.cache

@@ -264,6 +264,39 @@ int32_t mcu_fully_connected_s8_path(const mcu_fc_params_t *params, const int32_t
                                     int32_t isa);
 
 /* ------------------------------------------------------------------------------------------- */
+/* Batch matrix multiplication of two activations (TFLite BATCH_MATMUL int8)                   */
+
+typedef struct {
+    mcu_dims_t lhs;    /**< logical [B0, B1, M, K]: n, h the batch (1 = broadcast), w = M, c = K */
+    mcu_dims_t rhs;    /**< logical [B0, B1, K, N]: n, h the batch (1 = broadcast), w = K, c = N */
+    mcu_dims_t output; /**< [B0, B1, M, N]: each batch dim the larger operand's */
+    int32_t lhs_transposed; /**< 0: lhs bytes [.., M, K]; 1: [.., K, M] (a folded Transpose) */
+    int32_t rhs_transposed; /**< 0: rhs bytes [.., K, N]; 1: [.., N, K] (CMSIS-NN's layout) */
+    int32_t rhs_offset;     /**< -rhs zero point, in [-127, 128] */
+    mcu_quant_io_t q;       /**< q.input_offset = -lhs zero point */
+    int32_t multiplier;     /**< Q31, per tensor: lhs_scale * rhs_scale / output_scale */
+    int32_t shift;          /**< in [-31, 30], > 0 = left shift */
+} mcu_batch_matmul_params_t;
+
+/**
+ * @brief int8 batch matmul of two activations, with batch broadcast (each batch dim of lhs and
+ * rhs equal, or 1), K in [1, 16384]:
+ *   out[b, m, n] = mcu_output_stage(sum_k (lhs[b, m, k] + input_offset) * (rhs[b, k, n] + rhs_offset)).
+ * Scratch (mcu_batch_matmul_s8_get_buffer_size): K * N bytes where a DSP/MVE path first stores
+ * an rhs [.., K, N] as [.., N, K]; none otherwise.
+ */
+mcu_status_t mcu_batch_matmul_s8(const mcu_context_t *ctx, const mcu_batch_matmul_params_t *params,
+                                 const int8_t *lhs, const int8_t *rhs, int8_t *output);
+
+/** @brief Scratch bytes mcu_batch_matmul_s8 needs on `isa` (MCU_ISA_*). */
+int32_t mcu_batch_matmul_s8_get_buffer_size(const mcu_batch_matmul_params_t *params, int32_t isa);
+
+/** @brief The code path (MCU_PATH_*) mcu_batch_matmul_s8 takes on `isa`: for lhs in [.., M, K]
+ * (not transposed) and rhs transposed or M >= 2, MCU_PATH_MVE on MVE and MCU_PATH_DSP on DSP for
+ * TFLite rounding with shift in [-20, -1] and multiplier >= 0; else MCU_PATH_GENERIC. */
+int32_t mcu_batch_matmul_s8_path(const mcu_batch_matmul_params_t *params, int32_t isa);
+
+/* ------------------------------------------------------------------------------------------- */
 /* Pooling (input and output share scale and zero point)                                       */
 
 typedef struct {

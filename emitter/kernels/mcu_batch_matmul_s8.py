@@ -1,0 +1,116 @@
+"""Twin of mcu_batch_matmul_s8: TFLite BATCH_MATMUL int8 of two activations, batch broadcast.
+
+  out[b, m, n] = clamp(requant(sum_k (lhs[b, m, k] + input_offset) * (rhs[b, k, n] + rhs_offset),
+                       multiplier, shift) + output_offset, act_min, act_max)
+
+over batch dims (B0, B1) where each operand's dim equals the output's or is 1. An operand stored
+with its last two axes swapped (lhs [.., K, M], rhs [.., N, K]: a Transpose folded at build
+time) says so in lhs_transposed / rhs_transposed; the golden reads the bytes as stored.
+
+CMSIS-NN: arm_batch_matmul_s8 takes rhs as [.., N, K] (rows of K bytes) and lhs as [.., M, K]: it
+runs a layer exactly when lhs is not transposed and rhs is, with TFLite rounding (its batch loop
+handles the same (n, h) broadcast). On MVE it keeps the rhs column sums in its context: N int32.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from emitter.calls import Prepared, StructArg
+from emitter.kernels.base import Kernel
+from emitter.kernels.cmsis_api import Converter, ScratchRequest
+from emitter.kernels.common import Dims, QuantIO, check_range, output_stage
+from emitter.quant import ROUND_TFLITE
+
+MAX_DEPTH = 16384  # |acc| <= K * 255 * 255 < 2^30 (the DSP path's mcu_requant2), as the C checks
+
+
+@dataclass(frozen=True)
+class BatchMatMulParams:
+    CTYPE: ClassVar[str] = "mcu_batch_matmul_params_t"
+    lhs: Dims  # logical [B0, B1, M, K]
+    rhs: Dims  # logical [B0, B1, K, N]
+    output: Dims  # [B0, B1, M, N]
+    lhs_transposed: int
+    rhs_transposed: int
+    rhs_offset: int
+    q: QuantIO  # input_offset: -lhs zero point
+    multiplier: int
+    shift: int
+
+
+def check(p: BatchMatMulParams) -> None:
+    """The C dispatcher's parameter checks (ValueError where it returns MCU_ERR_ARG)."""
+    lo, r, o = p.lhs, p.rhs, p.output
+    if min(lo.n, lo.h, lo.w, lo.c, r.n, r.h, r.w, r.c) < 1 or r.w != lo.c or o.w != lo.w or o.c != r.c:
+        raise ValueError(f"batch matmul dims disagree: lhs {lo}, rhs {r}, output {o}")
+    for a, b, out in ((lo.n, r.n, o.n), (lo.h, r.h, o.h)):
+        if a not in (1, out) or b not in (1, out):
+            raise ValueError(f"batch dims {a} and {b} do not broadcast to {out}")
+    check_range("K", lo.c, 1, MAX_DEPTH)
+    check_range("rhs_offset", p.rhs_offset, -127, 128)
+    check_range("input_offset", p.q.input_offset, -127, 128)
+    check_range("shift", p.shift, -31, 30)
+
+
+def mcu_batch_matmul_s8(p: BatchMatMulParams, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """int8 lhs and rhs as stored (flat or shaped) -> int8 [B0, B1, M, N]."""
+    check(p)
+    lo, r = p.lhs, p.rhs
+    a = lhs.reshape(lo.n, lo.h, lo.c, lo.w).swapaxes(2, 3) if p.lhs_transposed else lhs.reshape(lo.n, lo.h, lo.w, lo.c)
+    b = rhs.reshape(r.n, r.h, r.c, r.w).swapaxes(2, 3) if p.rhs_transposed else rhs.reshape(r.n, r.h, r.w, r.c)
+    acc = (a.astype(np.int64) + p.q.input_offset) @ (b.astype(np.int64) + p.rhs_offset)  # broadcasts B0, B1
+    return output_stage(acc, None, p.q, np.array([p.multiplier]), np.array([p.shift]))
+
+
+# -- the C dispatcher's path choice and scratch size (mcu_batch_matmul_s8_path / _get_buffer_size) --
+def path(p: BatchMatMulParams, bias: object, isa: str) -> str:
+    """The row-by-row paths need lhs [.., M, K] and rhs as rows of K bytes (stored so, or copied
+    into the scratch when M >= 2); DSP also TFLite rounding, shift in [-20, -1], multiplier >= 0."""
+    if p.lhs_transposed or (not p.rhs_transposed and p.lhs.w < 2):
+        return "generic"
+    if isa == "mve":
+        return "mve"
+    if isa == "dsp" and p.q.rounding == ROUND_TFLITE and -20 <= p.shift <= -1 and p.multiplier >= 0:
+        return "dsp"
+    return "generic"
+
+
+def buffer_size(p: BatchMatMulParams, bias: object, isa: str) -> int:
+    """K * N bytes (rounded up to 4) for the rhs rows when rhs is stored [K, N], + 4 N on MVE."""
+    kind = path(p, bias, isa)
+    if kind == "generic":
+        return 0
+    copy = 0 if p.rhs_transposed else (p.rhs.w * p.rhs.c + 3) // 4 * 4
+    return copy + (4 * p.rhs.c if kind == "mve" else 0)
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    c = p.params
+    assert isinstance(c, BatchMatMulParams)
+    if c.lhs_transposed or not c.rhs_transposed:
+        conv.refusal = ("arm_batch_matmul_s8 reads lhs as [.., M, K] and rhs as [.., N, K] (rows of K); "
+                        "this layer stores " + ("lhs transposed" if c.lhs_transposed else "rhs as [.., K, N]"))
+        return None
+    if c.q.rounding != ROUND_TFLITE:
+        return None
+    ops = p.operands
+    lo, r, o = c.lhs, c.rhs, c.output
+    fc = {"input_offset": c.q.input_offset, "filter_offset": c.rhs_offset, "output_offset": c.q.output_offset,
+          "activation": {"min": c.q.act_min, "max": c.q.act_max}}
+    values = {
+        "bmm_params": StructArg("cmsis_nn_bmm_params", "bmm", {"adj_x": 0, "adj_y": 0, "fc_params": fc}),
+        "quant_params": StructArg("cmsis_nn_per_tensor_quant_params", "quant",
+                                  {"multiplier": c.multiplier, "shift": c.shift}),
+        "input_lhs_dims": StructArg("cmsis_nn_dims", "lhs_dims", {"n": lo.n, "h": lo.h, "w": lo.w, "c": lo.c}),
+        "input_lhs": ops["lhs"],
+        "input_rhs_dims": StructArg("cmsis_nn_dims", "rhs_dims", {"n": r.n, "h": r.h, "w": r.c, "c": r.w}),
+        "input_rhs": ops["rhs"],
+        "output_dims": StructArg("cmsis_nn_dims", "output_dims", {"n": o.n, "h": o.h, "w": o.w, "c": o.c}),
+        "output": ops["output"]}
+    return conv.call(p, "arm_batch_matmul_s8", values)
+
+
+KERNEL = Kernel("mcu_batch_matmul_s8", buffer_size=buffer_size, path=path, to_cmsis=to_cmsis)

@@ -1,0 +1,105 @@
+"""MatMul of two activations (attention's Q x K^T and P x V): TFLite BATCH_MATMUL int8.
+
+ONNX MatMul is shared with fully_connected.py, which keeps every MatMul whose right operand is a
+constant (an FC layer); this module takes the rest:
+
+    # MatMul(DQ(a), DQ(b)) -> Q, a and b activations        ->  batch_matmul(a, b)
+    # QLinearMatMul(a, .., b, ..), b an activation           ->  batch_matmul(a, b)
+    # MatMul(DQ(const), DQ(b)) -> Q (per-tensor int8 const)  ->  batch_matmul(const, b)
+    # MatMul(a, DQ(const weights)) -> Q                      ->  fully_connected.lower (fc)
+
+Operands of rank 2 to 4; the batch dims broadcast (numpy rules: each equal to the output's or 1).
+A Transpose of the last two axes in front of an operand (K in Q x K^T) moves no data: the layout
+pass gives its output a swapped layout, and prepare() reads the operand in that order through the
+kernel's lhs_transposed / rhs_transposed flag. Any other byte order is brought to ONNX order.
+Per-tensor quantization of both operands and the output.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from emitter import quant
+from emitter.calls import ConstArg, Prepared, TensorArg
+from emitter.errors import NodeUnsupported
+from emitter.ir import Graph, Layout, Node, Tensor
+from emitter.kernels.common import Dims, QuantIO
+from emitter.kernels.mcu_batch_matmul_s8 import MAX_DEPTH, BatchMatMulParams, buffer_size, mcu_batch_matmul_s8
+from emitter.layout import equivalent
+from emitter.ops.base import LayoutPlan, LowerCtx, QNode, per_tensor
+from emitter.ops.conv import scratch_ctx
+
+ONNX_OPS = ("MatMul",)
+IR_OPS = ("batch_matmul",)
+
+
+def lower(ctx: LowerCtx, q: QNode) -> None:
+    from emitter.ops import fully_connected
+
+    a, b = q.inputs[0], q.inputs[1]
+    if q.op_type != "MatMul" or b.name is None:  # Gemm, or a constant right operand: an FC layer
+        fully_connected.lower(ctx, q)
+        return
+    if q.attrs:
+        raise NodeUnsupported(f"unknown attributes {sorted(q.attrs)}")
+    if q.bias is not None:
+        raise NodeUnsupported("a MatMul of two activations followed by Add(bias) is not supported; "
+                              "export the Add as a separate node")
+    if not 2 <= len(a.shape) <= 4 or not 2 <= len(b.shape) <= 4:
+        raise NodeUnsupported(f"MatMul of two activations needs operands of rank 2 to 4, got "
+                              f"{list(a.shape)} x {list(b.shape)}")
+    if a.shape[-1] != b.shape[-2]:
+        raise NodeUnsupported(f"MatMul operands {list(a.shape)} x {list(b.shape)} disagree on K")
+    if a.shape[-1] > MAX_DEPTH:
+        raise NodeUnsupported(f"K = {a.shape[-1]} multiply-accumulates per output could overflow the "
+                              f"kernel's accumulator (at most {MAX_DEPTH})")
+    lhs = ctx.act_input(a, q, "lhs")
+    ctx.emit(q, "batch_matmul", [lhs, b.name], q.output, {"act_min": q.act_min, "act_max": q.act_max})
+
+
+def dims(shape: tuple[int, ...]) -> Dims:
+    """[.., R, C] of rank 2 to 4 as {n, h, w = R, c = C}, missing batch dims 1."""
+    v = (1,) * (4 - len(shape)) + tuple(shape)
+    return Dims(*v)
+
+
+def swapped(shape: tuple[int, ...]) -> Layout:
+    """The layout of an operand stored with its last two axes swapped."""
+    perm = list(range(len(shape)))
+    perm[-2], perm[-1] = perm[-1], perm[-2]
+    return Layout(tuple(shape), tuple(perm))
+
+
+def stored_transposed(t: Tensor) -> bool | None:
+    """False: t's bytes are in ONNX order; True: last two axes swapped; None: neither."""
+    if t.layout is None or t.is_const or equivalent(t.layout, Layout.identity(t.shape)):
+        return False
+    return True if equivalent(t.layout, swapped(t.shape)) else None
+
+
+def layout(node: Node, g: Graph) -> LayoutPlan:
+    need = tuple(None if stored_transposed(g.t(n)) is not None else Layout.identity(g.t(n).shape)
+                 for n in node.inputs)
+    return LayoutPlan(need, Layout.identity(g.t(node.outputs[0]).shape))
+
+
+def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
+    a, b, y = g.t(node.inputs[0]), g.t(node.inputs[1]), g.t(node.outputs[0])
+    qa, qb, qy = per_tensor(a, "input A", node), per_tensor(b, "input B", node), per_tensor(y, "output", node)
+    mult, shift, rounding = quant.layer_multipliers(g.numerics, qa.s, np.array([qb.s]), qy.s)
+    la, lb = dims(a.shape), dims(b.shape)
+    p = BatchMatMulParams(la, lb, dims(y.shape), int(bool(stored_transposed(a))), int(bool(stored_transposed(b))),
+                          -qb.zp, QuantIO(-qa.zp, qy.zp, node.attrs["act_min"], node.attrs["act_max"], rounding),
+                          int(mult[0]), int(shift[0]))
+    const_a = a.data if a.is_const else None
+    lhs = TensorArg(a.name) if const_a is None else ConstArg("lhs", const_a)
+
+    def golden(env: dict[str, np.ndarray]) -> np.ndarray:
+        return mcu_batch_matmul_s8(p, env[a.name] if const_a is None else const_a, env[b.name]).ravel()
+
+    ctx, scratch = scratch_ctx(buffer_size, p, None, isa)
+    flags = "".join(f", {w} transposed" for w, t in (("A", p.lhs_transposed), ("B", p.rhs_transposed)) if t)
+    m, k, n = la.w, la.c, lb.c
+    return Prepared("mcu_batch_matmul_s8", p,
+                    {"ctx": ctx, "lhs": lhs, "rhs": TensorArg(b.name), "output": TensorArg(y.name)},
+                    golden, macs=y.size * k, scratch=scratch,
+                    summary=f"[{m}x{k}] x [{k}x{n}], batches {y.size // (m * n)}{flags}")
