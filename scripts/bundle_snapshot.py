@@ -5,7 +5,9 @@
 
 Cases: the shared models (../shared/models, when present), the zoo and the demo model, portable on
 every generic core, and cmsis-nn on every generic Arm core when CMSIS_NN_PATH is set. `--compare`
-prints every file that differs from an earlier snapshot (exit 1 if any).
+prints every file that differs from an earlier snapshot (exit 1 if any). `--cores`, `--memory`
+(plans: layer, stream, auto; a case other than layer is named <model>.<core>.<backend>.<memory>)
+and `--no-zoo` narrow or widen the cases.
 """
 from __future__ import annotations
 
@@ -27,25 +29,27 @@ from emitter.render.bundle import render_bundle  # noqa: E402
 CORES = ("cortex-m0plus", "cortex-m3", "cortex-m4", "cortex-m7", "cortex-m33", "cortex-m55")
 
 
-def models() -> list[Path]:
+def models(zoo: bool = True) -> list[Path]:
     shared = REPO.parent / "shared" / "models"
     out = sorted(shared.glob("*/*.onnx")) if shared.is_dir() else []
-    out += sorted((REPO / "tests" / "models" / "zoo" / "models").glob("*.onnx"))
+    if zoo:
+        out += sorted((REPO / "tests" / "models" / "zoo" / "models").glob("*.onnx"))
     out.append(REPO / "examples" / "digits_cnn_int8.onnx")
     return out
 
 
-def snapshot(out: Path) -> dict[str, str]:
+def snapshot(out: Path, cores: tuple[str, ...] = CORES, memories: tuple[str, ...] = ("layer",),
+             zoo: bool = True) -> dict[str, str]:
     cmsis = os.environ.get("CMSIS_NN_PATH")
     manifest: dict[str, str] = {}
-    for model in models():
-        for core in CORES:
+    for model in models(zoo):
+        for core in cores:
             board = load_board(core)
             backends = ["portable"] + (["cmsis-nn"] if cmsis else [])
-            for backend in backends:
-                case = f"{model.stem}.{core}.{backend}"
+            for backend, memory in ((b, m) for b in backends for m in memories):
+                case = f"{model.stem}.{core}.{backend}" + ("" if memory == "layer" else f".{memory}")
                 try:
-                    c = compile_model(model, backend=backend, board=board,
+                    c = compile_model(model, backend=backend, board=board, memory=memory,
                                       cmsis_path=Path(cmsis) if backend == "cmsis-nn" and cmsis else None)
                     files = render_bundle(c, " ".join(board.cflags), board.name)
                 except McugenError as exc:  # a refusal is part of the snapshot too
@@ -80,8 +84,11 @@ def main() -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--compare", type=Path, help="an earlier snapshot to compare with")
     ap.add_argument("--show", type=int, default=3, help="diffs to print with --compare")
+    ap.add_argument("--cores", default=",".join(CORES), help="comma-separated cores (default: every generic core)")
+    ap.add_argument("--memory", default="layer", help="comma-separated plans: layer, stream, auto (default: layer)")
+    ap.add_argument("--no-zoo", action="store_true", help="the shared models and the demo model only")
     args = ap.parse_args()
-    snapshot(args.out)
+    snapshot(args.out, tuple(args.cores.split(",")), tuple(args.memory.split(",")), not args.no_zoo)
     return compare(args.out, args.compare, args.show) if args.compare else 0
 
 

@@ -24,8 +24,8 @@ NAME = "digits"
 SAMPLES = 3
 needs_qemu = pytest.mark.skipif(bool(missing_tools()), reason=f"missing: {', '.join(missing_tools())}")
 needs_cmake = pytest.mark.skipif(bool(missing_tools(("cmake", "ctest"))), reason="cmake/ctest missing")
-TEST_FILES = sorted([f"{NAME}_test.c", f"{NAME}_test_data.c", "board.ld", "qemu_kit.cmake", "run", "startup.c",
-                     "syscalls.c", "toolchain.cmake"])
+TEST_FILES = sorted([f"{NAME}_test.c", f"{NAME}_test_data.c", "board.ld", "mcu_fault_text.h", "qemu_kit.cmake", "run",
+                     "startup.c", "syscalls.c", "toolchain.cmake"])
 
 
 def mcugen(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -85,7 +85,8 @@ def test_example_firmware_runs_in_qemu_through_the_qemu_kit(board: str, tmp_path
         "-o", "digits", "--quiet")
     kit = run(*mcugen, "qemu-kit", f"--board={board}", "-o", "kit")
     assert sorted(p.name for p in (tmp_path / "kit").iterdir()) == sorted(
-        ["startup.c", "syscalls.c", "board.ld", "toolchain.cmake", "qemu_kit.cmake", "run", "README.md"])
+        ["startup.c", "mcu_fault_text.h", "syscalls.c", "board.ld", "toolchain.cmake", "qemu_kit.cmake", "run",
+         "README.md"])
     assert "wrote kit/" in kit.stdout
     run("cmake", "-S", str(EXAMPLE), "-B", "fw", f"-DDIGITS_BUNDLE={tmp_path / 'digits'}",
         f"-DCMAKE_TOOLCHAIN_FILE={tmp_path / 'kit' / 'toolchain.cmake'}")

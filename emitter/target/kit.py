@@ -5,6 +5,7 @@ with (mcu_runtime/target/, the board's QEMU regions from boards/*.toml), written
 
     startup.c        vector table, Reset_Handler (FPU/MVE on, .data/.bss, semihosting, exit(main())),
                      a fault handler that prints the fault registers and exits 4
+    mcu_fault_text.h the fault report's text, included by startup.c (shared with RISC-V's)
     syscalls.c       _sbrk bounded by the linker script's heap
     board.ld         cortex_m.ld with the board's CODE and DATA regions filled in
     toolchain.cmake  CMake toolchain file: arm-none-eabi-gcc, the board's flags, rdimon + board.ld
@@ -22,7 +23,8 @@ from emitter.boards import Board
 from emitter.errors import OutputError, UsageError
 from emitter.resources import data_dir
 
-KIT_FILES = ("startup.c", "syscalls.c", "board.ld", "toolchain.cmake", "qemu_kit.cmake", "run", "README.md")
+KIT_FILES = ("startup.c", "mcu_fault_text.h", "syscalls.c", "board.ld", "toolchain.cmake", "qemu_kit.cmake", "run",
+             "README.md")
 
 
 def qemu_command(board: Board) -> list[str]:
@@ -92,7 +94,9 @@ def kit_files(board: Board, stack_bytes: int = 0x10000) -> dict[str, str]:
               f"Memory (board.ld): code 0x{board.code_origin:x}, {board.code_length:,} bytes; data "
               f"0x{board.data_origin:x}, {board.data_length:,} bytes, of which the top {stack_bytes:,} "
               "bytes are the stack.\n")
-    return {"startup.c": (target / "startup.c").read_text(), "syscalls.c": (target / "syscalls.c").read_text(),
+    return {"startup.c": (target / "startup.c").read_text(),
+            "mcu_fault_text.h": (target / "mcu_fault_text.h").read_text(),
+            "syscalls.c": (target / "syscalls.c").read_text(),
             "board.ld": regions + ld, "toolchain.cmake": toolchain, "qemu_kit.cmake": cmake, "run": run,
             "README.md": readme}
 

@@ -4,7 +4,7 @@
                            exits 0 (bit-exact), 1 (a byte differs), 3 (an error status)
     test/NAME_test_data.c  the samples `--verify` runs (from --inputs, else its seeded random ones) and
                            the golden model's outputs for them, as C arrays (const: flash)
-    test/startup.c, syscalls.c, board.ld, toolchain.cmake, qemu_kit.cmake, run
+    test/startup.c, mcu_fault_text.h, syscalls.c, board.ld, toolchain.cmake, qemu_kit.cmake, run
                            the board's QEMU kit (emitter/target/kit.py, as `mcugen qemu-kit` writes it)
 
 The expected outputs are the golden model's: the contract the verification checks the host build and
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from emitter.boards import Board
 
 TEST_DIR = "test"
-KIT_PARTS = ("startup.c", "syscalls.c", "board.ld", "toolchain.cmake", "qemu_kit.cmake", "run")
+KIT_PARTS = ("startup.c", "mcu_fault_text.h", "syscalls.c", "board.ld", "toolchain.cmake", "qemu_kit.cmake", "run")
 
 
 def sample_bytes(x: np.ndarray) -> np.ndarray:

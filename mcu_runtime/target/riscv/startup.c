@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "../mcu_fault_text.h"
+
 /** QEMU exit status after an unexpected exception (illegal instruction, access fault, ...). */
 #define MCU_EXIT_FAULT 4
 
@@ -63,21 +65,8 @@ static void mcu_put(const char *text)
 
 static void mcu_put_hex(const char *label, uint32_t value)
 {
-    static const char digits[] = "0123456789abcdef";
-    char text[20];
-    unsigned pos = 0u;
-    text[pos++] = ' ';
-    while (*label != '\0' && pos < 8u) {
-        text[pos++] = *label++;
-    }
-    text[pos++] = '=';
-    text[pos++] = '0';
-    text[pos++] = 'x';
-    for (int nibble = 7; nibble >= 0; --nibble) {
-        text[pos++] = digits[(value >> (4 * nibble)) & 0xFu];
-    }
-    text[pos] = '\0';
-    mcu_put(text);
+    char text[MCU_HEX_TEXT_SIZE];
+    mcu_put(mcu_hex_text(text, label, value));
 }
 
 void mcu_trap_report(void)
