@@ -22,7 +22,7 @@ from emitter.calls import Prepared, StructArg
 from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import Dims, QuantIO, check_range, output_stage
-from emitter.quant import ROUND_TFLITE
+from emitter.quant import ROUND_NEAREST_NO_TIE, ROUND_TFLITE
 
 MAX_DEPTH = 16384  # |acc| <= K * 255 * 255 < 2^30 (the DSP path's mcu_requant2), as the C checks
 
@@ -68,12 +68,14 @@ def mcu_batch_matmul_s8(p: BatchMatMulParams, lhs: np.ndarray, rhs: np.ndarray) 
 # -- the C dispatcher's path choice and scratch size (mcu_batch_matmul_s8_path / _get_buffer_size) --
 def path(p: BatchMatMulParams, bias: object, isa: str) -> str:
     """The row-by-row paths need lhs [.., M, K] and rhs as rows of K bytes (stored so, or copied
-    into the scratch when M >= 2); DSP also TFLite rounding, shift in [-20, -1], multiplier >= 0."""
+    into the scratch when M >= 2); DSP also TFLite rounding or ROUND_NEAREST_NO_TIE, shift in
+    [-20, -1], multiplier >= 0."""
     if p.lhs_transposed or (not p.rhs_transposed and p.lhs.w < 2):
         return "generic"
     if isa == "mve":
         return "mve"
-    if isa == "dsp" and p.q.rounding == ROUND_TFLITE and -20 <= p.shift <= -1 and p.multiplier >= 0:
+    if isa == "dsp" and p.q.rounding in (ROUND_TFLITE, ROUND_NEAREST_NO_TIE) and -20 <= p.shift <= -1 \
+            and p.multiplier >= 0:
         return "dsp"
     return "generic"
 

@@ -87,6 +87,10 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     qa, qb, qy = per_tensor(a, "input A", node), per_tensor(b, "input B", node), per_tensor(y, "output", node)
     mult, shift, rounding = quant.layer_multipliers(g.numerics, qa.s, np.array([qb.s]), qy.s)
     la, lb = dims(a.shape), dims(b.shape)
+    # |acc| <= K * max|a - zp_a| * max|b - zp_b|: no reachable tie -> the fast paths round as onnxruntime
+    bound = la.c * max(128 + qa.zp, 127 - qa.zp) * max(128 + qb.zp, 127 - qb.zp)
+    if rounding == quant.ROUND_NEAREST_EVEN and quant.fast_round_ok(mult, shift, np.array([bound])):
+        rounding = quant.ROUND_NEAREST_NO_TIE
     p = BatchMatMulParams(la, lb, dims(y.shape), int(bool(stored_transposed(a))), int(bool(stored_transposed(b))),
                           -qb.zp, QuantIO(-qa.zp, qy.zp, node.attrs["act_min"], node.attrs["act_max"], rounding),
                           int(mult[0]), int(shift[0]))

@@ -293,7 +293,8 @@ int32_t mcu_batch_matmul_s8_get_buffer_size(const mcu_batch_matmul_params_t *par
 
 /** @brief The code path (MCU_PATH_*) mcu_batch_matmul_s8 takes on `isa`: for lhs in [.., M, K]
  * (not transposed) and rhs transposed or M >= 2, MCU_PATH_MVE on MVE and MCU_PATH_DSP on DSP for
- * TFLite rounding with shift in [-20, -1] and multiplier >= 0; else MCU_PATH_GENERIC. */
+ * TFLite rounding or MCU_ROUND_NEAREST_NO_TIE with shift in [-20, -1] and multiplier >= 0; else
+ * MCU_PATH_GENERIC. */
 int32_t mcu_batch_matmul_s8_path(const mcu_batch_matmul_params_t *params, int32_t isa);
 
 /* ------------------------------------------------------------------------------------------- */

@@ -31,8 +31,9 @@ static int32_t plan(const mcu_batch_matmul_params_t *p, int32_t isa)
     if (isa == MCU_ISA_MVE) {
         return MCU_PATH_MVE;
     }
-    if (isa == MCU_ISA_DSP && p->q.rounding == MCU_ROUND_TFLITE && p->shift >= -20 &&
-        p->shift <= -1 && p->multiplier >= 0) {
+    if (isa == MCU_ISA_DSP &&
+        (p->q.rounding == MCU_ROUND_TFLITE || p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) &&
+        p->shift >= -20 && p->shift <= -1 && p->multiplier >= 0) {
         return MCU_PATH_DSP;
     }
     return MCU_PATH_GENERIC;

@@ -4,8 +4,8 @@
  * pass. Four bytes of a row unpack with their offset into two int16 pairs (SXTAB16, SXTAB16 ROR 8),
  * and SMLAD adds two products at a time: every output's sum has exactly the reference's K terms
  * (|lhs + offset|, |rhs + offset| <= 255 fit int16). Requantization: mcu_requant2 (the dispatcher
- * took this path only for TFLite rounding, shift in [-20, -1], multiplier >= 0; |acc| < 2^30 as
- * K <= 16384).
+ * took this path only for TFLite rounding or MCU_ROUND_NEAREST_NO_TIE, shift in [-20, -1],
+ * multiplier >= 0; |acc| < 2^30 as K <= 16384), onnxruntime's rounding through mcu_requant2_lift.
  */
 #include <stdint.h>
 
@@ -22,10 +22,11 @@ typedef struct {
 } consts_t;
 
 /* out[m, n] from sum acc: mcu_requant2, clamped to the activation range */
-MCU_ALWAYS_INLINE int8_t finish(int32_t acc, int32_t mult, int32_t base, int32_t right,
+MCU_ALWAYS_INLINE int8_t finish(int32_t acc, int32_t lift2, int32_t mult, int32_t base, int32_t right,
                                 const mcu_quant_io_t *q)
 {
-    return (int8_t)mcu_clamp_s32(mcu_requant2(2 * acc, mult, base, right), q->act_min, q->act_max);
+    return (int8_t)mcu_clamp_s32(mcu_requant2(2 * acc + lift2, mult, base, right), q->act_min,
+                                 q->act_max);
 }
 
 /* *s00 += a0 . b0, *s01 += a0 . b1, *s10 += a1 . b0, *s11 += a1 . b1 (offsets included) */
@@ -79,7 +80,8 @@ void mcu_batch_matmul_s8_dsp(const mcu_batch_matmul_params_t *p, const int8_t *l
     const consts_t c = {(int32_t)(((uint32_t)lo << 16) | ((uint32_t)lo & 0xFFFFu)),
                         (int32_t)(((uint32_t)ro << 16) | ((uint32_t)ro & 0xFFFFu)), lo, ro, depth};
     const int32_t mult = p->multiplier, right = -p->shift;
-    const int32_t base = mcu_requant2_base(p->shift, p->q.output_offset);
+    const int32_t base = mcu_requant2_base_q(mult, p->shift, &p->q);
+    const int32_t lift2 = 2 * mcu_requant2_lift(mult, &p->q); /* 0 in TFLite rounding */
     for (int32_t m = 0; m < rows; m += 2) {
         const int8_t *a0 = lhs + m * depth;
         const int8_t *a1 = m + 1 < rows ? a0 + depth : a0; /* odd M: the last row twice */
@@ -89,14 +91,14 @@ void mcu_batch_matmul_s8_dsp(const mcu_batch_matmul_params_t *p, const int8_t *l
             const int8_t *b1 = n + 1 < cols ? b0 + depth : b0; /* odd N: the last column twice */
             int32_t s00, s01, s10, s11;
             dot2x2(a0, a1, b0, b1, &c, &s00, &s01, &s10, &s11);
-            o0[n] = finish(s00, mult, base, right, &p->q);
+            o0[n] = finish(s00, lift2, mult, base, right, &p->q);
             if (n + 1 < cols) {
-                o0[n + 1] = finish(s01, mult, base, right, &p->q);
+                o0[n + 1] = finish(s01, lift2, mult, base, right, &p->q);
             }
             if (m + 1 < rows) {
-                o0[cols + n] = finish(s10, mult, base, right, &p->q);
+                o0[cols + n] = finish(s10, lift2, mult, base, right, &p->q);
                 if (n + 1 < cols) {
-                    o0[cols + n + 1] = finish(s11, mult, base, right, &p->q);
+                    o0[cols + n + 1] = finish(s11, lift2, mult, base, right, &p->q);
                 }
             }
         }

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_batch_matmul_s8 import BatchMatMulParams, buffer_size, mcu_batch_matmul_s8, path
-from emitter.quant import ROUND_NEAREST_EVEN, ROUND_TFLITE, quantize_multiplier
+from emitter.quant import ROUND_NEAREST_EVEN, ROUND_NEAREST_NO_TIE, ROUND_TFLITE, quantize_multiplier
 from tests.harness.ckernels import MCU_ERR_ARG, MCU_OK, call_raw, scratch_context
 
 ISAS = {"c": 0, "dsp": 1, "mve": 2}
@@ -54,6 +54,7 @@ CASES = {
     "tiny_scale": Case(scale=1e-6),
     "relu": Case(zp_out=-20, act=(-20, 127)),
     "rne": Case((1, 2, 5, 8), (1, 2, 8, 6), rhs_t=1, rounding=ROUND_NEAREST_EVEN),
+    "no_tie": Case((1, 2, 5, 8), (1, 2, 8, 6), rhs_t=1, rounding=ROUND_NEAREST_NO_TIE),
     "long_k": Case((1, 1, 3, 1000), (1, 1, 1000, 4), rhs_t=1, scale=1e-5),
 }
 
