@@ -193,6 +193,20 @@ MCU_CONV_NOINLINE static void pixel_from_runs(const mcu_conv_block_t *c,
 }
 
 #if defined(MCU_DOT_PAIRS)
+/* store4 for realistic constants without a residual Add (c->requant2): mcu_output_stage_requant2 */
+static void store4_requant2(const int32_t acc[4], const int32_t corr[4], int32_t oc,
+                            const mcu_conv_params_t *params, int8_t *out_px)
+{
+    const mcu_quant_io_t q = params->q;
+    const int32_t *const multiplier = params->multiplier + oc;
+    const int32_t *const shift = params->shift + oc;
+    int8_t *const out = out_px + oc;
+    for (int32_t r = 0; r < 4; ++r) {
+        out[r] = mcu_output_stage_requant2(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r],
+                                           shift[r], &q);
+    }
+}
+
 /* Every channel of the block at two output positions whose windows lie inside the input
  * (dilation_w == 1), or at one (xb == NULL): the windows read in place, row by row (one run of
  * KW * C_in bytes per filter row, the whole window when its rows are adjacent), each weight byte
@@ -216,13 +230,22 @@ MCU_CONV_NOINLINE static void pixel_rows(const mcu_conv_block_t *c, const int8_t
         int32_t acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
         if (xb != NULL) {
             mcu_dot4x2_rows_s8(xa, xb, w, k, rows, run, x_step, acc);
-            store4(acc + 4, corr, oc, p, out_b, c->fuse);
         } else {
             for (int32_t j = 0; j < rows; ++j) {
                 mcu_dot4_s8(xa + j * x_step, w + j * run, k, run, acc);
             }
         }
-        store4(acc, corr, oc, p, out_a, c->fuse);
+        if (c->requant2) {
+            store4_requant2(acc, corr, oc, p, out_a);
+            if (xb != NULL) {
+                store4_requant2(acc + 4, corr, oc, p, out_b);
+            }
+        } else {
+            store4(acc, corr, oc, p, out_a, c->fuse);
+            if (xb != NULL) {
+                store4(acc + 4, corr, oc, p, out_b, c->fuse);
+            }
+        }
     }
     for (; oc < c->oc_end; ++oc) {
         const int8_t *const w = c->filter + oc * k;
@@ -323,6 +346,14 @@ void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, cons
     int32_t *const corr = (int32_t *)scratch;
     mcu_conv_block_t c;
     mcu_conv_block_init(&c, p, filter, corr, NULL, fuse);
+#if defined(MCU_DOT_PAIRS)
+    /* |acc| < 2^30 as on the MVE path (K <= MCU_CONV_FAST_MAX_K, |bias| < 2^29) */
+    c.requant2 = fuse == NULL && p->q.rounding == MCU_ROUND_TFLITE &&
+                 c.filter_size <= MCU_CONV_FAST_MAX_K;
+    for (int32_t oc = 0; oc < out_c && c.requant2; ++oc) {
+        c.requant2 = mcu_requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0);
+    }
+#endif
     const int32_t filter_size = c.filter_size;
     int8_t *const patch_buf =
         (int8_t *)(corr + (out_c < MCU_CONV_OC_BLOCK ? out_c : MCU_CONV_OC_BLOCK));

@@ -147,6 +147,9 @@ typedef struct {
     const int32_t *corr; /* corr[oc - oc_base] = bias[oc] + input_offset * sum of w[oc] */
     const int32_t *base; /* MVE path: mcu_requant2_base(shift[oc], ...) at [oc - oc_base] */
     const mcu_conv_fuse_t *fuse; /* generic path: the residual Add, or NULL */
+#if defined(__riscv)
+    int32_t requant2; /* generic path on RV32: mcu_requant2's arithmetic holds for every channel */
+#endif
 } mcu_conv_block_t;
 
 /* *c for one call of a path, before its blocks (oc_base, oc_end): params, filter, the corrections
