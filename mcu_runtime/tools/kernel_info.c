@@ -1,0 +1,139 @@
+/*
+ * kernel_info.c - host tool: asks mcu_runtime's own dispatchers which code path a call takes and
+ * how much scratch it needs, so that the emitter plans with the C's answers instead of a copy of
+ * its formulas (emitter/kernels/kernel_info.py builds it with the host gcc, caches it and asks it).
+ *
+ * One query per line on stdin, one answer line "PATH SIZE" on stdout (PATH: MCU_PATH_GENERIC 0,
+ * MCU_PATH_DSP 1, MCU_PATH_MVE 2; SIZE: the _get_buffer_size() bytes), flushed after each line.
+ * ISA is MCU_ISA_C 0, MCU_ISA_DSP 1 or MCU_ISA_MVE 2: the dispatchers' queries take the ISA as an
+ * argument, so this one host build answers for every target. The numbers are the params struct's
+ * fields in mcu_nn.h order, then the per-channel arrays:
+ *
+ *   conv ISA  in(n h w c) filter(n h w c) out(n h w c) stride_h stride_w dilation_h dilation_w
+ *             pad_top pad_left  q(input_offset output_offset act_min act_max rounding)
+ *             C multiplier[C] shift[C] HAS_BIAS bias[C if HAS_BIAS]
+ *   dw   ISA  in filter out depth_multiplier stride_h ... pad_left q C multiplier shift HAS_BIAS bias
+ *   fc   ISA  batches in_features out_features q per_channel C multiplier[C] shift[C]
+ *
+ * A malformed line ends the tool with status 2.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcu_nn.h"
+
+#define MAX_CHANNELS 65536
+
+static int32_t multiplier[MAX_CHANNELS], shift[MAX_CHANNELS], bias[MAX_CHANNELS];
+
+/* `count` int32 values into `out`. */
+static int read_ints(int32_t *out, int count)
+{
+    for (int i = 0; i < count; ++i) {
+        long v;
+        if (scanf("%ld", &v) != 1) {
+            return 0;
+        }
+        out[i] = (int32_t)v;
+    }
+    return 1;
+}
+
+static int read_dims(mcu_dims_t *d)
+{
+    int32_t v[4];
+    if (!read_ints(v, 4)) {
+        return 0;
+    }
+    d->n = v[0], d->h = v[1], d->w = v[2], d->c = v[3];
+    return 1;
+}
+
+static int read_quant(mcu_quant_io_t *q)
+{
+    int32_t v[5];
+    if (!read_ints(v, 5)) {
+        return 0;
+    }
+    q->input_offset = v[0], q->output_offset = v[1], q->act_min = v[2], q->act_max = v[3];
+    q->rounding = v[4];
+    return 1;
+}
+
+/* "C multiplier[C] shift[C]" and, with_bias, "HAS_BIAS bias[C]": the channel count, 0 on error;
+ * *has_bias whether a bias was given. */
+static int read_channels(int with_bias, int32_t *has_bias)
+{
+    int32_t count;
+    if (!read_ints(&count, 1) || count < 1 || count > MAX_CHANNELS || !read_ints(multiplier, count) ||
+        !read_ints(shift, count)) {
+        return 0;
+    }
+    *has_bias = 0;
+    if (with_bias && (!read_ints(has_bias, 1) || (*has_bias && !read_ints(bias, count)))) {
+        return 0;
+    }
+    return count;
+}
+
+int main(void)
+{
+    char op[8];
+    int32_t isa;
+    for (;;) {
+        const int got = scanf("%7s %d", op, &isa);
+        if (got == EOF) {
+            return 0;
+        }
+        if (got != 2) {
+            return 2;
+        }
+        int32_t path, size;
+        int32_t has_bias;
+        int32_t w[6]; /* stride_h stride_w dilation_h dilation_w pad_top pad_left */
+        if (strcmp(op, "conv") == 0) {
+            mcu_conv_params_t p;
+            memset(&p, 0, sizeof(p));
+            if (!read_dims(&p.input) || !read_dims(&p.filter) || !read_dims(&p.output) || !read_ints(w, 6) ||
+                !read_quant(&p.q) || read_channels(1, &has_bias) != p.output.c) {
+                return 2;
+            }
+            p.stride_h = w[0], p.stride_w = w[1], p.dilation_h = w[2], p.dilation_w = w[3];
+            p.pad_top = w[4], p.pad_left = w[5], p.multiplier = multiplier, p.shift = shift;
+            path = mcu_conv2d_s8_path(&p, has_bias ? bias : NULL, isa);
+            size = mcu_conv2d_s8_get_buffer_size(&p, has_bias ? bias : NULL, isa);
+        } else if (strcmp(op, "dw") == 0) {
+            mcu_depthwise_conv_params_t p;
+            memset(&p, 0, sizeof(p));
+            if (!read_dims(&p.input) || !read_dims(&p.filter) || !read_dims(&p.output) ||
+                !read_ints(&p.depth_multiplier, 1) || !read_ints(w, 6) || !read_quant(&p.q) ||
+                read_channels(1, &has_bias) != p.output.c) {
+                return 2;
+            }
+            p.stride_h = w[0], p.stride_w = w[1], p.dilation_h = w[2], p.dilation_w = w[3];
+            p.pad_top = w[4], p.pad_left = w[5], p.multiplier = multiplier, p.shift = shift;
+            path = mcu_depthwise_conv2d_s8_path(&p, has_bias ? bias : NULL, isa);
+            size = mcu_depthwise_conv2d_s8_get_buffer_size(&p, has_bias ? bias : NULL, isa);
+        } else if (strcmp(op, "fc") == 0) {
+            mcu_fc_params_t p;
+            memset(&p, 0, sizeof(p));
+            int32_t v[3];
+            if (!read_ints(v, 3) || !read_quant(&p.q) || !read_ints(&p.per_channel, 1)) {
+                return 2;
+            }
+            p.batches = v[0], p.in_features = v[1], p.out_features = v[2];
+            if (read_channels(0, &has_bias) != (p.per_channel ? p.out_features : 1)) {
+                return 2;
+            }
+            p.multiplier = multiplier, p.shift = shift;
+            path = mcu_fully_connected_s8_path(&p, NULL, isa);
+            size = mcu_fully_connected_s8_get_buffer_size(&p, NULL, isa);
+        } else {
+            return 2;
+        }
+        printf("%d %d\n", (int)path, (int)size);
+        fflush(stdout);
+    }
+}
