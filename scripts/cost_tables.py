@@ -5,7 +5,8 @@
 
 The sweep (sweep_cases(): ~600 single-layer cases, seeded): convolutions 1x1, KxK up to 15,
 Kx1 and 1xK (1-D), strides 1-2, dilation 2, 1-512 channels; depthwise KxK / Kx1 / 1xK with depth
-multipliers 1-8 and dilation; fully connected 8-4096 inputs. Each core runs them in one
+multipliers 1-8 and dilation; fully connected 8-4096 inputs; batch matmuls of attention heads
+(bmm_shapes()). Each core runs them in one
 multi-branch firmware per candidate (chunked only where the test image's flash is too small),
 mcugen's kernel and CMSIS-NN's, counted in QEMU (emitter/verify/tuning.py). Run it again
 after any change to mcugen's kernels or to the CMSIS-NN version; it prints how long it took.
@@ -149,6 +150,7 @@ def sweep_shapes(seed: int = 12) -> list[Shape]:
     for c in (32, 48, 64, 96, 128):
         for h in (4, 6, 8):
             out.append(fit(conv(h, h, c, c, 3, 3, kind="dw")))
+    out += bmm_shapes()
     seen: set[Shape] = set()
     shapes = []
     for s in out:
@@ -156,6 +158,20 @@ def sweep_shapes(seed: int = 12) -> list[Shape]:
             seen.add(s)
             shapes.append(s)
     return shapes
+
+
+def bmm_shapes() -> list[Shape]:
+    """Batch matmuls CMSIS-NN takes (rhs stored [.., N, K]): attention's Q x K^T over T tokens, head
+    size d, 1-4 heads (M = N = T, K = d), single query rows (M = 1), and P x V with V given as
+    [d, T] (K = T, N = d)."""
+    out = []
+    for i, t in enumerate((4, 8, 13, 16, 25, 32, 49, 64)):
+        for j, d in enumerate((8, 16, 32, 64)):
+            for m, k, n in ((t, d, t), (1, d, t), (t, t, d)):
+                s = Shape("bmm", h=m, c_in=k, c_out=n, batches=(1, 2, 4)[(i + j) % 3], per_channel=0)
+                if s.macs <= MAX_MACS:
+                    out.append(s)
+    return out
 
 
 def sweep_cases(seed: int = 12) -> list[Case]:
@@ -187,7 +203,7 @@ def summary(cores: list[str]) -> str:
     for core in cores:
         board = load_board(core)
         rows = kc.load_table(core)
-        for kind in ("conv", "dw", "fc"):
+        for kind in ("conv", "dw", "fc", "bmm"):
             for path in sorted({r.path for r in rows if r.shape.kind == kind}):
                 g = [r for r in rows if r.shape.kind == kind and r.path == path]
                 ratio = float(np.median([r.ours / r.cmsis for r in g]))

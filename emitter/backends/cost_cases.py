@@ -1,11 +1,13 @@
 """Single-layer cases for the kernel-choice measurements (scripts/cost_tables.py, `mcugen --tune`).
 
-A Shape is one conv / depthwise / fully connected layer's geometry; a Case is a Shape plus, when it
+A Shape is one conv / depthwise / fully connected / batch matmul layer's geometry; a Case is a Shape plus, when it
 copies a model's layer, that layer's weights, bias, requantization and offsets (so mcugen's kernel
 takes the same code path as in the model), else seeded random ones with a typical requantization
 (effective scale 2^-10..2^-7, input and output zero point -128). `onnx_of(cases)` writes every case
 as one independent branch (int8 input -> DequantizeLinear -> Conv / Gemm -> QuantizeLinear -> int8
-output) of ONE model, so one firmware per core runs them all (emitter/verify/tuning.py).
+output) of ONE model, so one firmware per core runs them all (emitter/verify/tuning.py). A batch
+matmul case is MatMul(DQ(constant lhs [B, M, K]), Transpose(DQ(x [B, N, K]))): rhs stored
+[.., N, K], the one layout CMSIS-NN's arm_batch_matmul_s8 takes (the Transpose is a free view).
 """
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from onnx import numpy_helper as NH
 
 from emitter.calls import ConstArg, Prepared
 
-KERNELS = {"conv": "mcu_conv2d_s8", "dw": "mcu_depthwise_conv2d_s8", "fc": "mcu_fully_connected_s8"}
+KERNELS = {"conv": "mcu_conv2d_s8", "dw": "mcu_depthwise_conv2d_s8", "fc": "mcu_fully_connected_s8",
+           "bmm": "mcu_batch_matmul_s8"}
 KIND_OF = {v: k for k, v in KERNELS.items()}
 
 
@@ -29,7 +32,8 @@ KIND_OF = {v: k for k, v in KERNELS.items()}
 class Shape:
     """kind "conv" / "dw": input h x w x c_in (n = batches), kh x kw window, strides, dilations,
     pads top/bottom/left/right, c_out (depthwise: c_in * multiplier). kind "fc": c_in = inputs,
-    c_out = outputs, batches rows, per_channel requantization."""
+    c_out = outputs, batches rows, per_channel requantization. kind "bmm": batches x [h = M, c_in = K]
+    times [c_in, c_out = N], rhs stored [N, K], per tensor."""
     kind: str
     h: int = 1
     w: int = 1
@@ -59,12 +63,15 @@ class Shape:
     @property
     def taps(self) -> int:
         """Multiply-accumulates per output value."""
-        return {"conv": self.kh * self.kw * self.c_in, "dw": self.kh * self.kw, "fc": self.c_in}[self.kind]
+        return {"conv": self.kh * self.kw * self.c_in, "dw": self.kh * self.kw, "fc": self.c_in,
+                "bmm": self.c_in}[self.kind]
 
     @property
     def outputs(self) -> int:
         if self.kind == "fc":
             return self.batches * self.c_out
+        if self.kind == "bmm":
+            return self.batches * self.h * self.c_out
         return self.batches * self.out_h * self.out_w * self.c_out
 
     @property
@@ -74,6 +81,9 @@ class Shape:
     def label(self) -> str:
         if self.kind == "fc":
             return f"fc {self.c_in}->{self.c_out}" + (f" x{self.batches}" if self.batches > 1 else "")
+        if self.kind == "bmm":
+            tail = f" x{self.batches}" if self.batches > 1 else ""
+            return f"bmm {self.h}x{self.c_in} x {self.c_in}x{self.c_out}{tail}"
         extra = "".join([f" s{self.sh}x{self.sw}" if (self.sh, self.sw) != (1, 1) else "",
                          f" d{self.dh}x{self.dw}" if (self.dh, self.dw) != (1, 1) else "",
                          " pad" if self.pt + self.pb + self.pl + self.pr else ""])
@@ -106,14 +116,20 @@ class Case:
     shift: np.ndarray | None = None
     zp_in: int = -128
     zp_out: int = -128
+    zp_rhs: int = -128  # batch matmul: the activation operand's zero point
 
 
 def shape_of(p: Prepared) -> Shape | None:
-    """The Shape of a portable conv / depthwise / FC layer, None for any other layer."""
+    """The Shape of a portable conv / depthwise / FC layer, or of a batch matmul CMSIS-NN can take
+    (lhs [.., M, K], rhs stored [.., N, K]); None for any other layer."""
     c: Any = p.params
     kind = KIND_OF.get(p.kernel)
     if kind is None or c is None:
         return None
+    if kind == "bmm":
+        if c.lhs_transposed or not c.rhs_transposed:
+            return None
+        return Shape("bmm", h=c.lhs.w, c_in=c.lhs.c, c_out=c.rhs.c, batches=c.output.n * c.output.h, per_channel=0)
     if kind == "fc":
         return Shape("fc", c_in=c.in_features, c_out=c.out_features, batches=c.batches,
                      per_channel=int(c.per_channel))
@@ -130,6 +146,10 @@ def case_of(p: Prepared, name: str) -> Case | None:
     if s is None:
         return None
     c: Any = p.params
+    if s.kind == "bmm":  # the constant lhs of the case: seeded values (the cost does not depend on them)
+        lhs = np.random.default_rng(0).integers(-128, 128, (s.batches, s.h, s.c_in)).astype(np.int8)
+        return Case(name, s, lhs, None, np.array([c.multiplier]), np.array([c.shift]), -int(c.q.input_offset),
+                    int(c.q.output_offset), -int(c.rhs_offset))
     key = "weights" if s.kind == "fc" else "filter"
     w, b = p.operands.get(key), p.operands.get("bias")
     if not isinstance(w, ConstArg):
@@ -150,7 +170,7 @@ def random_case(name: str, s: Shape, seed: int, wide: bool = False) -> Case:
     """Seeded weights and bias, effective scales 2^-10..2^-7 (every fast path's range), or with
     `wide` 2^-1..2^0.9 (shifts >= 0: mcugen's kernels take their generic path)."""
     rng = np.random.default_rng(seed)
-    channels = s.c_out if s.kind != "fc" or s.per_channel else 1
+    channels = s.c_out if s.kind not in ("fc", "bmm") or s.per_channel else 1
     scale = 2.0 ** (rng.uniform(-1, 0.9, channels) if wide else rng.uniform(-10, -7, channels))
     mult = np.round(np.frexp(scale)[0] * (1 << 31)).astype(np.int64).clip(1 << 30, (1 << 31) - 1)
     shift = np.frexp(scale)[1].astype(np.int32)
@@ -158,6 +178,9 @@ def random_case(name: str, s: Shape, seed: int, wide: bool = False) -> Case:
         shape: tuple[int, ...] = (s.c_out, s.c_in, s.kh, s.kw)
     elif s.kind == "dw":
         shape = (s.c_out, 1, s.kh, s.kw)
+    elif s.kind == "bmm":
+        shape = (s.batches, s.h, s.c_in)  # the constant lhs
+        return Case(name, s, rng.integers(-127, 128, shape).astype(np.int8), None, mult.astype(np.int32), shift)
     else:
         shape = (s.c_out, s.c_in)
     return Case(name, s, rng.integers(-127, 128, shape).astype(np.int8),
@@ -168,7 +191,7 @@ def _scales(c: Case) -> np.ndarray:
     """Weight scales giving the case's multipliers with input and output scale 1."""
     assert c.multiplier is not None and c.shift is not None
     m = np.asarray(c.multiplier, np.float64) * np.exp2(np.asarray(c.shift, np.float64) - 31)
-    channels = c.shape.c_out if c.shape.kind != "fc" or c.shape.per_channel else 1
+    channels = c.shape.c_out if c.shape.kind not in ("fc", "bmm") or c.shape.per_channel else 1
     m = np.maximum(m.ravel()[:channels] if m.size >= channels else m.ravel()[:1], 1e-9)  # a dead channel: M = 0
     return np.broadcast_to(m, (channels,)).astype(np.float32)
 
@@ -178,6 +201,8 @@ def branch(c: Case, i: int) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto
     """Case i as ONNX nodes, initializers, input and output."""
     s, t = c.shape, f"c{i}_"
     assert c.weights is not None
+    if s.kind == "bmm":
+        return bmm_branch(c, i)
     w_s = _scales(c)
     inits = [NH.from_array(np.array(1.0, np.float32), t + "s1"),
              NH.from_array(np.array(c.zp_in, np.int8), t + "xz"), NH.from_array(np.array(c.zp_out, np.int8), t + "yz"),
@@ -204,6 +229,26 @@ def branch(c: Case, i: int) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto
     nodes.append(H.make_node("QuantizeLinear", [t + "y", t + "s1", t + "yz"], [t + "q"], name=t + "qy"))
     return (nodes, inits, H.make_tensor_value_info(t + "x", TP.INT8, x_shape),
             H.make_tensor_value_info(t + "q", TP.INT8, y_shape))
+
+
+def bmm_branch(c: Case, i: int) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto], onnx.ValueInfoProto,
+                                         onnx.ValueInfoProto]:
+    """Batch matmul case i: y = Q(MatMul(DQ(lhs constant [B, M, K]), Transpose(DQ(x [B, N, K])))),
+    lhs scale 1 and x scale the case's effective scale (output scale 1)."""
+    s, t = c.shape, f"c{i}_"
+    assert c.weights is not None
+    inits = [NH.from_array(np.array(1.0, np.float32), t + "s1"), NH.from_array(_scales(c).reshape(()), t + "xs"),
+             NH.from_array(np.array(c.zp_in, np.int8), t + "az"), NH.from_array(np.array(c.zp_rhs, np.int8), t + "xz"),
+             NH.from_array(np.array(c.zp_out, np.int8), t + "yz"), NH.from_array(c.weights, t + "aq")]
+    nodes = [H.make_node("DequantizeLinear", [t + "aq", t + "s1", t + "az"], [t + "af"], name=t + "dqa"),
+             H.make_node("DequantizeLinear", [t + "x", t + "xs", t + "xz"], [t + "xf"], name=t + "dqx"),
+             H.make_node("Transpose", [t + "xf"], [t + "xt"], name=t + "kt", perm=[0, 2, 1]),
+             H.make_node("QuantizeLinear", [t + "xt", t + "xs", t + "xz"], [t + "xtq"], name=t + "qxt"),
+             H.make_node("DequantizeLinear", [t + "xtq", t + "xs", t + "xz"], [t + "xtf"], name=t + "dqxt"),
+             H.make_node("MatMul", [t + "af", t + "xtf"], [t + "y"], name=t + "layer"),
+             H.make_node("QuantizeLinear", [t + "y", t + "s1", t + "yz"], [t + "q"], name=t + "qy")]
+    return (nodes, inits, H.make_tensor_value_info(t + "x", TP.INT8, [s.batches, s.c_out, s.c_in]),
+            H.make_tensor_value_info(t + "q", TP.INT8, [s.batches, s.h, s.c_out]))
 
 
 def onnx_of(cases: list[Case]) -> onnx.ModelProto:

@@ -7,7 +7,7 @@ The figures are measured, never rules fitted to a few models (docs/kernel_choice
 - with `--tune`, measured on the model's own layers (emitter/verify/tuning.py, cached).
 
 The rule, for a layer the table does not hold:
-1. Only the table's cases of the same *group* count: kernel kind (conv, depthwise, FC), the code
+1. Only the table's cases of the same *group* count: kernel kind (conv, depthwise, FC, batch matmul), the code
    path mcugen's kernel takes on this layer (the twin's path(): "dsp", "mve" or "generic"), and the
    function CMSIS-NN's wrapper dispatches to (cmsis_fn: 1x1 fast, 1xN, generic, depthwise 3x3 /
    opt / generic, FC per tensor / per channel). No case of that group: CMSIS-NN.
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ import numpy as np
 
 from emitter.backends.cost_cases import Shape, shape_of
 from emitter.calls import ConstArg, Prepared
+from emitter.kernels import mcu_batch_matmul_s8 as bmm_twin
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
 from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 from emitter.kernels import mcu_fully_connected_s8 as fc_twin
@@ -74,7 +75,7 @@ def bias_of(p: Prepared) -> np.ndarray | None:
 def path_of(p: Prepared, isa: str) -> str:
     """The code path mcugen's kernel takes for this layer on `isa`."""
     twin: Any = {"mcu_conv2d_s8": conv_twin, "mcu_depthwise_conv2d_s8": dw_twin,
-                 "mcu_fully_connected_s8": fc_twin}[p.kernel]
+                 "mcu_fully_connected_s8": fc_twin, "mcu_batch_matmul_s8": bmm_twin}[p.kernel]
     return str(twin.path(p.params, bias_of(p), isa))
 
 
@@ -82,6 +83,8 @@ def cmsis_fn(s: Shape, isa: str) -> str:
     """The function arm_convolve_wrapper_s8 / arm_depthwise_conv_wrapper_s8 (v7) dispatches to."""
     if s.kind == "fc":
         return "fc_per_channel" if s.per_channel else "fc"
+    if s.kind == "bmm":
+        return "bmm"
     if s.kind == "conv":
         if s.pt == s.pl == 0 and s.kh == s.kw == 1 and s.dh == s.dw == 1:
             return "1x1_fast" if s.sh == s.sw == 1 else "1x1"

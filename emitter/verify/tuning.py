@@ -52,6 +52,8 @@ def _chunks(cases: list[Case], board: Board) -> list[list[Case]]:
         s = c.shape
         f = s.taps * s.c_out + 16 * s.c_out + 600
         r = s.batches * s.h * s.w * s.c_in + s.outputs + 64
+        if s.kind == "bmm":  # a constant lhs [B, M, K], an input [B, N, K]
+            f, r = s.batches * s.h * s.c_in + 600, s.batches * s.c_out * s.c_in + s.outputs + 64
         if out[-1] and (used_f + f > flash or used_r + r > ram):
             out.append([])
             used_f = used_r = 0
@@ -76,13 +78,14 @@ def _profile(cases: list[Case], board: Board, cmsis: Path | None, work: Path) ->
     onnx.save(onnx_of(cases), str(model))
     c = compile_model(model, name="cases", io_nhwc=True, board=board,
                       backend="cmsis-nn" if cmsis else "portable", cmsis_path=cmsis, cmsis_choice="cmsis")
-    if len(c.prepared) != len(cases):
-        raise VerifyError(f"{len(cases)} cost cases lowered to {len(c.prepared)} layers")
+    layers = [(k, p) for k, p in enumerate(c.prepared) if p.kernel]  # a batch matmul's Transpose: a view
+    if len(layers) != len(cases):
+        raise VerifyError(f"{len(cases)} cost cases lowered to {len(layers)} layers")
     write_bundle(render_bundle(c, " ".join(board.cflags), board.name), work / "bundle", force=True)
     prof = profile_layers(c, work / "bundle", board, load_inputs(c, None, 1), work, CMSIS_OPT)
     by_index = {lay.index: lay.instructions for lay in prof.layers}
     return [(p.kernel, by_index[k], path_of(p, board.isa) if p.is_portable else "")
-            for k, p in enumerate(c.prepared)]
+            for k, p in layers]
 
 
 def measure(cases: list[Case], board: Board, cmsis: Path, work: Path | None = None) -> list[Counts]:

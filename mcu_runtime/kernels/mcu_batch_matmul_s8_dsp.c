@@ -1,7 +1,7 @@
 /*
  * mcu_batch_matmul_s8_dsp.c - the DSP path of mcu_batch_matmul_s8 (Armv7E-M / Armv8-M Mainline
  * with the DSP extension): one batch, lhs [M, K] by rhs_t [N, K], two lhs rows by two rhs rows per
- * pass. Four bytes of a row unpack with their offset into two int16 pairs (SXTAB16, SXTAB16 ROR 8),
+ * pass (the last row of an odd M by two rhs rows). Four bytes of a row unpack with their offset into two int16 pairs (SXTAB16, SXTAB16 ROR 8),
  * and SMLAD adds two products at a time: every output's sum has exactly the reference's K terms
  * (|lhs + offset|, |rhs + offset| <= 255 fit int16). Requantization: mcu_requant2 (the dispatcher
  * took this path only for TFLite rounding or MCU_ROUND_NEAREST_NO_TIE, shift in [-20, -1],
@@ -72,6 +72,32 @@ MCU_ALWAYS_INLINE void dot2x2(const int8_t *a0, const int8_t *a1, const int8_t *
     *s11 = acc11;
 }
 
+/* *s0 += a . b0, *s1 += a . b1 (offsets included): the last row of an odd M */
+MCU_ALWAYS_INLINE void dot1x2(const int8_t *a, const int8_t *b0, const int8_t *b1,
+                              const consts_t *c, int32_t *s0, int32_t *s1)
+{
+    int32_t acc0 = 0, acc1 = 0;
+    const int32_t quads = c->depth >> 2;
+    for (int32_t i = 0; i < quads; ++i) {
+        const uint32_t wa = read_s8x4_next(&a);
+        const int32_t ae = __sxtab16(c->lo2, (int32_t)wa);
+        const int32_t ao = sxtab16_ror8(c->lo2, wa);
+        uint32_t wb = read_s8x4_next(&b0);
+        acc0 = __smlad(ae, __sxtab16(c->ro2, (int32_t)wb), acc0);
+        acc0 = __smlad(ao, sxtab16_ror8(c->ro2, wb), acc0);
+        wb = read_s8x4_next(&b1);
+        acc1 = __smlad(ae, __sxtab16(c->ro2, (int32_t)wb), acc1);
+        acc1 = __smlad(ao, sxtab16_ror8(c->ro2, wb), acc1);
+    }
+    for (int32_t k = quads << 2; k < c->depth; ++k) {
+        const int32_t x = (int32_t)*a++ + c->lo;
+        acc0 += x * ((int32_t)*b0++ + c->ro);
+        acc1 += x * ((int32_t)*b1++ + c->ro);
+    }
+    *s0 = acc0;
+    *s1 = acc1;
+}
+
 void mcu_batch_matmul_s8_dsp(const mcu_batch_matmul_params_t *p, const int8_t *lhs,
                              const int8_t *rhs_t, int8_t *output)
 {
@@ -82,9 +108,10 @@ void mcu_batch_matmul_s8_dsp(const mcu_batch_matmul_params_t *p, const int8_t *l
     const int32_t mult = p->multiplier, right = -p->shift;
     const int32_t base = mcu_requant2_base_q(mult, p->shift, &p->q);
     const int32_t lift2 = 2 * mcu_requant2_lift(mult, &p->q); /* 0 in TFLite rounding */
-    for (int32_t m = 0; m < rows; m += 2) {
+    int32_t m = 0;
+    for (; m + 1 < rows; m += 2) {
         const int8_t *a0 = lhs + m * depth;
-        const int8_t *a1 = m + 1 < rows ? a0 + depth : a0; /* odd M: the last row twice */
+        const int8_t *a1 = a0 + depth;
         int8_t *o0 = output + m * cols;
         for (int32_t n = 0; n < cols; n += 2) {
             const int8_t *b0 = rhs_t + n * depth;
@@ -95,11 +122,23 @@ void mcu_batch_matmul_s8_dsp(const mcu_batch_matmul_params_t *p, const int8_t *l
             if (n + 1 < cols) {
                 o0[n + 1] = finish(s01, lift2, mult, base, right, &p->q);
             }
-            if (m + 1 < rows) {
-                o0[cols + n] = finish(s10, lift2, mult, base, right, &p->q);
-                if (n + 1 < cols) {
-                    o0[cols + n + 1] = finish(s11, lift2, mult, base, right, &p->q);
-                }
+            o0[cols + n] = finish(s10, lift2, mult, base, right, &p->q);
+            if (n + 1 < cols) {
+                o0[cols + n + 1] = finish(s11, lift2, mult, base, right, &p->q);
+            }
+        }
+    }
+    if (m < rows) { /* odd M: the last row, two columns per pass */
+        const int8_t *a = lhs + m * depth;
+        int8_t *o = output + m * cols;
+        for (int32_t n = 0; n < cols; n += 2) {
+            const int8_t *b0 = rhs_t + n * depth;
+            const int8_t *b1 = n + 1 < cols ? b0 + depth : b0;
+            int32_t s0, s1;
+            dot1x2(a, b0, b1, &c, &s0, &s1);
+            o[n] = finish(s0, lift2, mult, base, right, &p->q);
+            if (n + 1 < cols) {
+                o[n + 1] = finish(s1, lift2, mult, base, right, &p->q);
             }
         }
     }
