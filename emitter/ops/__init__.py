@@ -14,7 +14,7 @@ from typing import Any
 
 OP_MODULES = ("conv", "conv_add", "conv_transpose", "fully_connected", "batch_matmul", "add", "mul", "minmax",
               "pool", "requantize", "lut", "softmax", "concat", "pad", "slice", "resize", "transpose", "reshape",
-              "float_island")
+              "float_island", "layernorm")
 VIEW_OPS = ("reshape", "transpose")
 # Two modules list ONNX MatMul: the later one's lower() is used (onnx_lowering), so batch_matmul
 # comes after fully_connected and hands every MatMul with a constant right operand to it.

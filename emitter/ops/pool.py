@@ -5,6 +5,8 @@
     #                                              -> mcu_avgpool_requant_s8 (TFLite MEAN: one rounding)
     # padding excluded and the quant changes       -> mcu_avgpool_s8, then requantize
     # MaxPool                                      -> mcu_maxpool_s8 (+ requantize if the quant changes)
+    # ReduceMean/ReduceMax over the tokens (axis 1 of [N, T, C]) -> the same kernels over the
+    #   tensor as it is ([N, 1, T, C] in NHWC: a 1 x T window, no layout change)
 """
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ import numpy as np
 from emitter import quant
 from emitter.calls import Prepared, TensorArg
 from emitter.errors import NodeUnsupported
-from emitter.ir import Graph, Node
-from emitter.kernels.common import PoolParams
+from emitter.ir import Graph, Layout, Node
+from emitter.kernels.common import Dims, PoolParams
 from emitter.kernels.mcu_avgpool_requant_s8 import AvgPoolRequantParams, mcu_avgpool_requant_s8
 from emitter.kernels.mcu_avgpool_requant_s16 import mcu_avgpool_requant_s16
 from emitter.kernels.mcu_avgpool_s8 import mcu_avgpool_s8
@@ -71,8 +73,20 @@ def window(q: QNode) -> tuple[list[int], list[int], list[int]]:
     return kernel, strides, pads
 
 
+def token_axis(q: QNode) -> bool:
+    """ReduceMean/ReduceMax over axis 1 of a 3-D [N, T, C] tensor (the tokens of a transformer)."""
+    if q.op_type not in ("ReduceMean", "ReduceMax") or len(q.inputs[0].shape) != 3:
+        return False
+    axes = q.attrs.get("axes")
+    if axes is None and len(q.inputs) > 1 and q.inputs[1].data is not None:
+        axes = q.inputs[1].data.tolist()
+    return axes is not None and sorted(int(a) % 3 for a in axes) == [1]
+
+
 def lower(ctx: LowerCtx, q: QNode) -> None:
     x = q.inputs[0]
+    if x.name is not None and token_axis(q):
+        return lower_tokens(ctx, q)
     if x.name is None or len(x.shape) not in (3, 4):
         raise NodeUnsupported(f"input must be a 3-D or 4-D activation, got {x.shape}")
     if len(q.onnx.output) > 1 and q.onnx.output[1]:
@@ -106,7 +120,42 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
                  name=f"{q.name}_requantize")
 
 
+def lower_tokens(ctx: LowerCtx, q: QNode) -> None:
+    """Mean/max over the tokens of [N, T, C]: a 1 x T window over [N, 1, T, C] read as it lies."""
+    x = q.inputs[0]
+    unknown = sorted(set(q.attrs) - {"axes", "keepdims", "noop_with_empty_axes"})
+    if unknown:
+        raise NodeUnsupported(f"unknown attributes {unknown}")
+    assert x.name is not None and x.quant is not None
+    n, t, c = x.shape
+    ir_op = "maxpool" if q.op_type == "ReduceMax" else "avgpool"
+    pooled_shape = (n, 1, c)
+    same_q = x.quant.same_as(q.out_quant) or ir_op == "avgpool"  # a fixed count requantizes itself
+    out_q = q.out_quant if ir_op == "avgpool" else x.quant
+    keep = pooled_shape == tuple(q.out_shape)
+    target = q.output if same_q and keep else ctx.act(f"{q.output}_pooled", pooled_shape, out_q)
+    lo, hi = (q.act_min, q.act_max) if same_q else (-128, 127)
+    ctx.emit(q, ir_op, [x.name], target, {"kernel": (1, t), "strides": (1, 1), "pads": (0, 0, 0, 0),
+                                          "act_min": lo, "act_max": hi, "tokens": True,
+                                          "fixed_count": ir_op == "avgpool" and not x.quant.same_as(q.out_quant)})
+    if not keep:  # keepdims=0: a view drops the token axis
+        viewed = q.output if same_q else ctx.act(f"{q.output}_view", tuple(q.out_shape), out_q)
+        ctx.emit(q, "reshape", [target], viewed, {}, name=f"{q.name}_squeeze")
+        target = viewed
+    if not same_q:
+        ctx.emit(q, "requantize", [target], q.output, {"act_min": q.act_min, "act_max": q.act_max},
+                 name=f"{q.name}_requantize")
+
+
+def token_dims(shape: tuple[int, ...]) -> Dims:
+    """[N, T, C] as it lies in memory: NHWC [N, 1, T, C]."""
+    return Dims(shape[0], 1, shape[1], shape[2])
+
+
 def layout(node: Node, g: Graph) -> LayoutPlan:
+    if node.attrs.get("tokens"):
+        x, y = g.t(node.inputs[0]), g.t(node.outputs[0])
+        return LayoutPlan((Layout.identity(x.shape),), Layout.identity(y.shape))
     return LayoutPlan((feature_layout(g.t(node.inputs[0]).shape),),
                       feature_layout(g.t(node.outputs[0]).shape))
 
@@ -116,7 +165,8 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     kh, kw = node.attrs["kernel"]
     sh, sw = node.attrs["strides"]
     pt, pl = node.attrs["pads"][0], node.attrs["pads"][1]
-    idims, odims = dims4(x.shape), dims4(y.shape)
+    dims = token_dims if node.attrs.get("tokens") else dims4
+    idims, odims = dims(x.shape), dims(y.shape)
     ort = g.numerics == "onnxruntime" and node.op != "maxpool"
     p = PoolParams(idims, odims, kh, kw, sh, sw, pt, pl, node.attrs["act_min"], node.attrs["act_max"],
                    quant.ROUND_NEAREST_EVEN if ort else quant.ROUND_TFLITE)

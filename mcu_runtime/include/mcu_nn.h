@@ -682,6 +682,39 @@ typedef struct {
 mcu_status_t mcu_layernorm_f32_s8(const mcu_layernorm_f32_params_t *params, const int8_t *input,
                                   int8_t *output);
 
+/* ------------------------------------------------------------------------------------------- */
+/* LayerNormalization in integer arithmetic                                                    */
+
+typedef struct {
+    int32_t rows;               /**< >= 1 */
+    int32_t row_size;           /**< n, in [1, 8192] */
+    int32_t var_shift;          /**< F: even, in [0, 60] */
+    int32_t eps_mantissa;       /**< >= 0: epsilon term E = eps_mantissa << eps_shift */
+    int32_t eps_shift;          /**< in [0, 30] */
+    int32_t output_zero_point;  /**< in [-128, 127] */
+    int32_t act_min;            /**< >= -128 */
+    int32_t act_max;            /**< <= 127, >= act_min */
+    const int32_t *multiplier;  /**< [row_size] gamma_i / s_out = multiplier_i * 2^(shift_i - 31) */
+    const int32_t *shift;       /**< [row_size] each in [-23, 38] */
+    const int32_t *bias;        /**< [row_size] beta_i / s_out in Q16, or NULL for none */
+} mcu_layernorm_params_t;
+
+/**
+ * @brief int8 LayerNormalization over the last axis without floating point, input and output
+ * [rows, row_size]. Per row of raw int8 q_0 .. q_{n-1} (the input zero point cancels), with
+ * rshift(a, k) = a / 2^k rounded half away from zero:
+ *   S = sum q_i,  V = n * sum q_i^2 - S^2 (int64),  D_i = n * q_i - S
+ *   W = (V << var_shift) + E (< 2^62),  t = (62 - bitlength(W)) / 2,  r = floor(sqrt(W << 2t))
+ *   inv = (2^62 + r / 2) / r,  u_i = rshift(D_i * inv, 38 - var_shift / 2 - t)   (Q24; 0 if V == 0)
+ *   y_i = rshift(u_i * multiplier_i, 39 - shift_i)                              (Q16)
+ *   out_i = clamp(output_zero_point + rshift(y_i + bias_i, 16), act_min, act_max)
+ * E = n^2 * epsilon / s_in^2 << var_shift and var_shift are chosen at build time so that
+ * (n^2 * 2^14 << var_shift) + E < 2^62 (checked: else MCU_ERR_ARG with the output untouched).
+ * One 64-bit division per row (__aeabi_uldivmod on Arm). In place OK (input == output). No scratch.
+ */
+mcu_status_t mcu_layernorm_s8(const mcu_layernorm_params_t *params, const int8_t *input,
+                              int8_t *output);
+
 #ifdef __cplusplus
 }
 #endif

@@ -666,7 +666,51 @@ FLOAT_ISLANDS = [
     OpCase("div_two_acts", "Div", ((1, 8, 4, 4), (1, 8, 4, 4)), input_range=(0.5, 2.0), qop=False,
            note="float island: no integer kernel"),
     OpCase("layernorm_last", "LayerNormalization", ((1, 6, 16),), {"axis": -1, "epsilon": 1e-5},
-           _rand_const("scale", (16,), 0.5, 1.5), opset=17, qop=False, note="float island"),
+           _rand_const("scale", (16,), 0.5, 1.5), opset=17, qop=False,
+           note="the integer kernel; float island beyond its ranges"),
+]
+
+# Around attention (issue 26 item 2): [N, T, C] token tensors and [N, H, T, T] scores
+TOKENS = (1, 6, 16)
+
+
+def _gelu_erf_consts(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {"c": np.float32(np.sqrt(2.0)), "one": np.float32(1.0), "half": np.float32(0.5)}
+
+
+def _ln_consts(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {"scale": rng.uniform(0.5, 1.5, TOKENS[-1]).astype(np.float32),
+            "B": rng.uniform(-0.5, 0.5, TOKENS[-1]).astype(np.float32)}
+
+
+ATTENTION = [
+    OpCase("softmax_1x2x5x8", "Softmax", ((1, 2, 5, 8),), {"axis": -1}, input_range=(-4.0, 4.0),
+           note="4-D attention scores, last axis"),
+    OpCase("gelu_exact_op20", "Gelu", (TOKENS,), {}, input_range=(-3.0, 3.0), opset=20, qop=False,
+           note=_FLOAT_ONLY),
+    OpCase("gelu_tanh_op20", "Gelu", (TOKENS,), {"approximate": "tanh"}, input_range=(-3.0, 3.0),
+           opset=20, qop=False, note=_FLOAT_ONLY),
+    OpCase("gelu_erf_subgraph", "Div", (TOKENS,), {}, _gelu_erf_consts, input_range=(-3.0, 3.0),
+           extra_nodes=(helper.make_node("Erf", ["y"], ["e"], name="erf"),
+                        helper.make_node("Add", ["e", "one"], ["a"], name="add_one"),
+                        helper.make_node("Mul", ["x0", "a"], ["m"], name="mul_x"),
+                        helper.make_node("Mul", ["m", "half"], ["z"], name="mul_half")),
+           qop=False, note="GELU as PyTorch exports it: x * 0.5 * (1 + erf(x / sqrt 2)); QDQ only "
+           "(tests/test_attention_ops.py): the QOperator form leaves Div float on the graph input"),
+    OpCase("mul_last_axis_const", "Mul", (TOKENS,), {}, _rand_const("c", (TOKENS[-1],), -1.0, 1.0),
+           note="a constant per last-axis element"),
+    OpCase("mul_scores_scalar", "Mul", ((1, 2, 6, 6),), {}, _const(c=np.float32(0.25)),
+           input_range=(-4.0, 4.0), note="attention scores times 1/sqrt(d)"),
+    OpCase("reducemean_tokens_keep0", "ReduceMean", (TOKENS,), {"axes": [1], "keepdims": 0},
+           qop=False, note="mean over the tokens: " + _FLOAT_ONLY),
+    OpCase("reducemean_tokens_keep1", "ReduceMean", (TOKENS,), {"axes": [1], "keepdims": 1},
+           qop=False, note="mean over the tokens: " + _FLOAT_ONLY),
+    OpCase("layernorm_gamma_beta", "LayerNormalization", (TOKENS,), {"axis": -1, "epsilon": 1e-5},
+           _ln_consts, input_range=(-2.0, 2.0), opset=17, qop=False, note="integer kernel"),
+    OpCase("reshape_heads", "Reshape", (TOKENS,), {}, _const(shape=_i64(1, 6, 4, 4)), lead="matmul",
+           note="[N, T, C] -> [N, T, H, C/H]: a free view"),
+    OpCase("transpose_heads", "Transpose", ((1, 6, 4, 4),), {"perm": [0, 2, 1, 3]}, lead="matmul",
+           note="[N, T, H, D] -> [N, H, T, D]"),
 ]
 
 def _convt_w(cin: int, cout: int, *kernel: int, bias: bool = True) -> WeightsFn:
@@ -714,20 +758,20 @@ CASES: dict[str, list[OpCase]] = {
     "Gemm": GEMM,
     "MatMul": MATMUL,
     "Add": _binary("Add"),
-    "Mul": _binary("Mul"),
+    "Mul": _binary("Mul") + ATTENTION[4:6],
     "AveragePool": POOL[0:3],
     "MaxPool": POOL[3:6],
     "GlobalAveragePool": POOL[6:8],
-    "ReduceMean": POOL[8:9],
+    "ReduceMean": POOL[8:9] + ATTENTION[6:8],
     "Relu": ACTIVATION[0:2],
     "Clip": ACTIVATION[2:4],
-    "Softmax": ACTIVATION[4:6],
+    "Softmax": ACTIVATION[4:6] + ATTENTION[0:1],
     "Sigmoid": ACTIVATION[6:7],
     "Tanh": ACTIVATION[7:8],
     "Concat": SHAPE[0:2],
     "Pad": SHAPE[2:4],
-    "Transpose": SHAPE[4:6],
-    "Reshape": SHAPE[6:8],
+    "Transpose": SHAPE[4:6] + ATTENTION[10:11],
+    "Reshape": SHAPE[6:8] + ATTENTION[9:10],
     "Flatten": SHAPE[8:9],
     "Sub": _sub_cases(),
     "HardSigmoid": UNARY[0:1],
@@ -745,8 +789,10 @@ CASES: dict[str, list[OpCase]] = {
     "Max": MOVE[4:5],
     "Min": MOVE[5:6],
     "Div": FLOAT_ISLANDS[0:1],
-    "LayerNormalization": FLOAT_ISLANDS[1:2],
+    "LayerNormalization": FLOAT_ISLANDS[1:2] + ATTENTION[8:9],
+    "Gelu": ATTENTION[1:3],
 }
+
 
 ALL_CASES: list[OpCase] = [c for cases in CASES.values() for c in cases]
 

@@ -1,0 +1,202 @@
+"""mcu_layernorm_s8 (integer LayerNormalization): host C kernel == numpy golden
+(emitter/kernels/mcu_layernorm_s8.py) bit for bit, also in place; the golden within 1 quantum of
+float64 LayerNormalization + QuantizeLinear (round half to even) over a case table and random
+params; the params builder's refusals (QuantError: the float island takes the layer); invalid params
+-> MCU_ERR_ARG with the output untouched; warning-free cross-compiles without floating point."""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from emitter.errors import QuantError
+from emitter.kernels.mcu_layernorm_s8 import LayerNormParams, mcu_layernorm_s8
+from emitter.ops.layernorm import layernorm_params
+from tests.harness.ckernels import ARM_CPUS, MCU_ERR_ARG, call_kernel, call_raw, call_status, cross_compile_kernel
+
+KERNEL = "mcu_layernorm_s8"
+F32 = np.float32
+
+
+class Case(NamedTuple):
+    rows: int = 4
+    row_size: int = 48
+    s_in: float = 0.05
+    zp_in: int = 3
+    eps: float = 1e-5
+    s_out: float = 0.03
+    zp_out: int = -2
+    act: tuple[int, int] = (-128, 127)
+    beta: bool = True
+    gamma_sd: float = 0.3  # gamma ~ N(1, sd), beta ~ N(0, sd)
+    spread: int = 128  # inputs uniform in zp_in +- spread (clipped to int8)
+
+
+CASES = {
+    "default": Case(),
+    "no_beta": Case(beta=False),
+    "one_row": Case(rows=1),
+    "row_size_1": Case(row_size=1),  # x - mean == 0: y = beta
+    "row_size_2": Case(row_size=2),
+    "odd_row_size": Case(row_size=37),
+    "wide_rows": Case(rows=3, row_size=768),  # BERT-base hidden size
+    "widest_rows": Case(rows=2, row_size=8192),
+    "many_rows": Case(rows=128, row_size=16),
+    "narrow_inputs": Case(spread=2),  # near-constant rows, variance ~ epsilon
+    "constant_rows": Case(spread=0),
+    "large_epsilon": Case(eps=0.5),
+    "zero_epsilon": Case(eps=0.0),
+    "tiny_input_scale": Case(s_in=1e-5, eps=1e-12),
+    "large_input_scale": Case(s_in=10.0),
+    "large_gamma_saturates": Case(gamma_sd=5.0, s_out=0.01),
+    "zp_extremes": Case(zp_in=-128, zp_out=127),
+    "zp_extremes_2": Case(zp_in=127, zp_out=-128),
+    "narrow_act": Case(act=(-5, 9)),
+}
+
+
+def build(case: Case, rng: np.random.Generator) -> tuple[LayerNormParams, np.ndarray, np.ndarray,
+                                                          np.ndarray | None]:
+    n = case.row_size
+    gamma = rng.normal(1.0, case.gamma_sd, n).astype(F32)
+    beta = rng.normal(0.0, case.gamma_sd, n).astype(F32) if case.beta else None
+    p = layernorm_params(case.rows, n, case.s_in, case.eps, gamma, beta, case.s_out, case.zp_out,
+                         *case.act)
+    lo, hi = max(-128, case.zp_in - case.spread), min(127, case.zp_in + case.spread)
+    x = rng.integers(lo, hi + 1, (case.rows, n), dtype=np.int8)
+    return p, x, gamma, beta
+
+
+def check(p: LayerNormParams, x: np.ndarray) -> np.ndarray:
+    expected = mcu_layernorm_s8(p, x)
+    got = call_kernel(KERNEL, p, [x], (p.rows, p.row_size))
+    np.testing.assert_array_equal(got, expected)
+    return expected
+
+
+def float_reference(case: Case, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None) -> np.ndarray:
+    """ONNX LayerNormalization in float64 (population variance), then QuantizeLinear (half to even)."""
+    xs = np.float64(F32(case.s_in)) * (x.astype(np.float64) - case.zp_in)
+    mean = xs.mean(axis=1, keepdims=True)
+    var = ((xs - mean) ** 2).mean(axis=1, keepdims=True)
+    with np.errstate(all="ignore"):
+        y = (xs - mean) / np.sqrt(var + np.float64(F32(case.eps))) * gamma.astype(np.float64)
+        if beta is not None:
+            y = y + beta.astype(np.float64)
+        q = np.round(np.clip(y / np.float64(F32(case.s_out)), -1e3, 1e3))
+    q = np.where(np.isnan(q), 0.0, q) + case.zp_out
+    return np.clip(q, *case.act)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_case_table(name: str) -> None:
+    case = CASES[name]
+    p, x, gamma, beta = build(case, np.random.default_rng(sum(map(ord, name))))
+    got = check(p, x)
+    if case.eps == 0.0 and case.spread == 0:
+        return
+    diff = np.abs(got.astype(np.int64) - float_reference(case, x, gamma, beta))
+    assert diff.max() <= 1, f"max difference {diff.max()} quanta"
+
+
+def test_constant_row_is_beta() -> None:
+    """V == 0: u = 0, out = zero point + beta / s_out (rounded)."""
+    case = Case(rows=2, row_size=5, spread=0)
+    p, x, _, beta = build(case, np.random.default_rng(1))
+    assert beta is not None
+    want = np.clip(np.round(beta.astype(np.float64) / F32(case.s_out)) + case.zp_out, -128, 127)
+    np.testing.assert_array_equal(check(p, x), np.broadcast_to(want, (2, 5)))
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> Case:
+    lo, hi = sorted(draw(st.integers(-128, 127)) for _ in range(2))
+    gamma_sd = draw(st.floats(0.0, 2.0))
+    return Case(rows=draw(st.integers(1, 4)), row_size=draw(st.integers(1, 300)),
+                s_in=draw(st.floats(1e-4, 1.0)), zp_in=draw(st.integers(-128, 127)),
+                eps=draw(st.floats(1e-6, 1e-2)),
+                s_out=draw(st.floats(0.25, 4.0)) * (1.0 + 3.0 * gamma_sd) * 4.0 / 128.0,
+                zp_out=draw(st.integers(-128, 127)), act=(lo, hi), beta=draw(st.booleans()),
+                gamma_sd=gamma_sd, spread=draw(st.sampled_from([1, 4, 128])))
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=cases(), seed=st.integers(0, 2**32 - 1))
+def test_property_golden_equals_c_within_one_quantum(case: Case, seed: int) -> None:
+    p, x, gamma, beta = build(case, np.random.default_rng(seed))
+    got = check(p, x)
+    diff = np.abs(got.astype(np.int64) - float_reference(case, x, gamma, beta))
+    assert diff.max() <= 1, f"max difference {diff.max()} quanta"
+
+
+def test_refusals_leave_the_float_island() -> None:
+    g = np.ones(4, F32)
+    with pytest.raises(QuantError, match="row of 8193"):
+        layernorm_params(1, 8193, 0.05, 1e-5, np.ones(8193, F32), None, 0.03, 0, -128, 127)
+    with pytest.raises(QuantError, match="beta"):
+        layernorm_params(1, 4, 0.05, 1e-5, g, np.full(4, 1e4, F32), 0.03, 0, -128, 127)
+    with pytest.raises(QuantError, match="too large"):
+        layernorm_params(1, 4, 0.05, 1e-5, np.full(4, 1e12, F32), None, 0.03, 0, -128, 127)
+
+
+INVALID: dict[str, dict[str, Any]] = {
+    "rows_0": {"rows": 0},
+    "row_size_0": {"row_size": 0},
+    "row_size_8193": {"row_size": 8193},
+    "var_shift_odd": {"var_shift": 3},
+    "var_shift_62": {"var_shift": 62},
+    "var_shift_overflows": {"var_shift": 60},
+    "eps_mantissa_neg": {"eps_mantissa": -1},
+    "eps_shift_31": {"eps_shift": 31},
+    "output_zero_point_128": {"output_zero_point": 128},
+    "act_min_gt_act_max": {"act_min": 10, "act_max": 9},
+    "act_max_128": {"act_max": 128},
+    "multiplier_null": {"multiplier": None},
+    "shift_null": {"shift": None},
+}
+
+
+@pytest.mark.parametrize("name", list(INVALID))
+def test_invalid_params(name: str) -> None:
+    p, x, _, _ = build(Case(), np.random.default_rng(0))
+    bad = dataclasses.replace(p, **INVALID[name])
+    status, out = call_status(KERNEL, bad, [x], (p.rows, p.row_size))
+    assert status == MCU_ERR_ARG
+    assert (out.view(np.uint8) == 0x5A).all(), "output written despite invalid params"
+    with pytest.raises((ValueError, AttributeError, TypeError)):
+        mcu_layernorm_s8(bad, x)
+
+
+def test_shift_out_of_range() -> None:
+    p, x, _, _ = build(Case(), np.random.default_rng(0))
+    shift = p.shift.copy()
+    shift[3] = 39
+    bad = dataclasses.replace(p, shift=shift)
+    assert call_status(KERNEL, bad, [x], (p.rows, p.row_size))[0] == MCU_ERR_ARG
+    with pytest.raises(ValueError):
+        mcu_layernorm_s8(bad, x)
+
+
+def test_in_place() -> None:
+    p, x, _, _ = build(Case(), np.random.default_rng(2))
+    expected = mcu_layernorm_s8(p, x)
+    assert call_raw(KERNEL, p, x, x) == 0
+    np.testing.assert_array_equal(x, expected)
+
+
+@pytest.mark.parametrize("opt", ["-O2", "-Os"])
+@pytest.mark.parametrize("cpu", list(ARM_CPUS))
+def test_cross_compile_without_float(cpu: str, opt: str, tmp_path: Path) -> None:
+    """Warning-free under the strict flag set; no floating point at all (no VFP instruction, no
+    __aeabi_f/d call); the only calls are libgcc's 64-bit integer helpers (division; multiply and shifts on
+    Armv6-M)."""
+    asm = cross_compile_kernel(KERNEL, cpu, tmp_path, opt)
+    assert not re.search(r"\bv[a-z]+\.f(32|64)\b", asm), "floating point"
+    calls = set(re.findall(r"R_ARM_THM_(?:CALL|JUMP24)\s+(\S+)", asm))
+    assert all(re.fullmatch(r"__aeabi_(u?ldivmod|lmul|llsl|llsr|lasr)", c) for c in calls), calls
