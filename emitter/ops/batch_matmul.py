@@ -11,7 +11,8 @@ constant (an FC layer); this module takes the rest:
 Operands of rank 2 to 4; the batch dims broadcast (numpy rules: each equal to the output's or 1).
 A Transpose of the last two axes in front of an operand (K in Q x K^T) moves no data: the layout
 pass gives its output a swapped layout, and prepare() reads the operand in that order through the
-kernel's lhs_transposed / rhs_transposed flag. Any other byte order is brought to ONNX order.
+kernel's lhs_transposed / rhs_transposed flag. An operand in any other byte order gets one
+relayout (layout() below).
 Per-tensor quantization of both operands and the output.
 """
 from __future__ import annotations
@@ -77,9 +78,13 @@ def stored_transposed(t: Tensor) -> bool | None:
 
 
 def layout(node: Node, g: Graph) -> LayoutPlan:
-    need = tuple(None if stored_transposed(g.t(n)) is not None else Layout.identity(g.t(n).shape)
-                 for n in node.inputs)
-    return LayoutPlan(need, Layout.identity(g.t(node.outputs[0]).shape))
+    """Each operand as it is stored when that is ONNX order or its last two axes swapped; else one
+    relayout: lhs to ONNX order, rhs to [.., N, K] (rows of K bytes: the kernel's fast paths need
+    no copy, and CMSIS-NN's arm_batch_matmul_s8 takes it)."""
+    a, b = g.t(node.inputs[0]), g.t(node.inputs[1])
+    need_a = None if stored_transposed(a) is not None else Layout.identity(a.shape)
+    need_b = None if stored_transposed(b) is not None else swapped(b.shape)
+    return LayoutPlan((need_a, need_b), Layout.identity(g.t(node.outputs[0]).shape))
 
 
 def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
