@@ -232,6 +232,7 @@ def build_plan(g: Graph, *, name: str, m: OnnxModel, isa: str, options: CompileO
                                                         options.cmsis_sizes_for)
     memory, ram_budget, budget_src = options.memory, options.ram_budget, options.budget_src
     optimize, tune = options.optimize, options.tune
+    core = board.core if board is not None else ""  # its cost table, where it has one of its own
     prepared = prepare_all(g, isa)
     portable: list[tuple[int, str, str]] = []
     choices: list[Any] = []
@@ -267,7 +268,7 @@ def build_plan(g: Graph, *, name: str, m: OnnxModel, isa: str, options: CompileO
                 variants.append(lambda: cmsis_nn.convert_all(native, board, cmsis_path, cmsis_choice,  # type: ignore[arg-type]
                                                              cmsis_sizes_for, tuned, keep))
         order, prepared, portable, choices, choice = memory_variants(g, variants, alignment, isa, memory,
-                                                                     ram_budget, budget_src)
+                                                                     ram_budget, budget_src, core)
         for _ in range(3):  # only the layers that do run by rows stay portable (while the plan still fits)
             rows = {order[st.step] for s in choice.chosen.plan.schedule.segments
                     if choice.chosen.plan.modes.get(s.first, "whole") != "whole" for st in s.stages}
@@ -278,7 +279,7 @@ def build_plan(g: Graph, *, name: str, m: OnnxModel, isa: str, options: CompileO
             narrow = cmsis_nn.convert_all(native, board, cmsis_path, cmsis_choice, cmsis_sizes_for, tuned,
                                           frozenset(kept & rows))
             try:
-                got = memory_variants(g, [narrow], alignment, isa, memory, ram_budget, budget_src)
+                got = memory_variants(g, [narrow], alignment, isa, memory, ram_budget, budget_src, core)
             except BudgetError:
                 break
             if memory != "auto" and search.activation_ram(reorder(g, got[0]), got[4].chosen.plan) > \
@@ -305,7 +306,7 @@ Variant = Calls | Callable[[], Calls]
 
 
 def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str, memory: str,
-                    ram_budget: int | None, budget_src: str
+                    ram_budget: int | None, budget_src: str, core: str = ""
                     ) -> tuple[list[int], tuple[Prepared, ...], Portable, list[Any], search.Choice]:
     """The memory plan of the first kernel choice (e.g. CMSIS-NN's calls), or of a later one (more
     layers portable, to run by rows; a callable, made only when asked) when the first misses the
@@ -320,7 +321,7 @@ def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str,
         prepared, portable, choices = variant() if callable(variant) else variant
         try:
             order, choice = memory_order(g, prepared, arena_alignment(prepared, alignment), isa, memory, ram_budget,
-                                         budget_src)
+                                         budget_src, core)
         except BudgetError as e:
             error = error or e
             continue
@@ -337,7 +338,7 @@ def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str,
 
 
 def memory_order(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str, memory: str,
-                 ram_budget: int | None, budget_src: str) -> tuple[list[int], search.Choice]:
+                 ram_budget: int | None, budget_src: str, core: str = "") -> tuple[list[int], search.Choice]:
     """The memory plan over the candidate execution orders of a branching graph (emitter/plan/order.py):
     the order whose plan is best (the fastest within the budget, else the smallest), the file's
     order on a tie. A budget no order meets raises the file order's BudgetError."""
@@ -346,7 +347,7 @@ def memory_order(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str,
     for k, order in enumerate(orders(g)):
         g2, p2 = reorder(g, order), tuple(prepared[i] for i in order)
         try:
-            c = memory_plan(g2, p2, [p.scratch for p in p2], align, isa, memory, ram_budget, budget_src)
+            c = memory_plan(g2, p2, [p.scratch for p in p2], align, isa, memory, ram_budget, budget_src, core)
         except BudgetError as e:
             error = error or e
             continue
@@ -366,8 +367,13 @@ def memory_order(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str,
 
 
 def memory_plan(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: int, isa: str, memory: str,
-                ram_budget: int | None, budget_src: str) -> search.Choice:
-    base = search.model_cost(prepared, isa)
+                ram_budget: int | None, budget_src: str, core: str = "") -> search.Choice:
+    # the base of the overhead ratio: from the core's own cost table where it holds mcugen's counts
+    # alone (RISC-V: kernel_choice.model_estimate), else the ISA's instructions per MAC
+    from emitter.backends.kernel_choice import model_estimate
+
+    table = model_estimate(prepared, core, isa, search.INSTRUCTIONS_PER_MAC.get(isa, 1.9), 200) if core else None
+    base = table if table is not None else search.model_cost(prepared, isa)
     if memory == "auto" and ram_budget is not None:  # the fastest plan fits: nothing else to weigh
         layer = search.Candidate(plan(g, scratch, align), 0)
         if search.activation_ram(g, layer.plan) <= ram_budget:

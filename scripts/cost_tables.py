@@ -2,6 +2,7 @@
 """Regenerate the kernel-choice cost tables: emitter/backends/cost_tables/<core>.json.
 
     CMSIS_NN_PATH=/path/to/CMSIS-NN python scripts/cost_tables.py [--cores cortex-m4,cortex-m7,cortex-m55]
+    python scripts/cost_tables.py --cores rv32imac
 
 The sweep (sweep_cases(): ~600 single-layer cases, seeded): convolutions 1x1, KxK up to 15,
 Kx1 and 1xK (1-D), strides 1-2, dilation 2, 1-512 channels; depthwise KxK / Kx1 / 1xK with depth
@@ -10,6 +11,9 @@ multipliers 1-8 and dilation; fully connected 8-4096 inputs; batch matmuls of at
 multi-branch firmware per candidate (chunked only where the test image's flash is too small),
 mcugen's kernel and CMSIS-NN's, counted in QEMU (emitter/verify/tuning.py). Run it again
 after any change to mcugen's kernels or to the CMSIS-NN version; it prints how long it took.
+A RISC-V core (rv32imac; the ESP32-C3 reads its table through its core) has no CMSIS-NN: its table
+holds mcugen's counts only ("cmsis": null), measured in qemu-system-riscv32 without CMSIS_NN_PATH,
+and gives the RISC-V plan estimates (kernel_choice.model_estimate).
 """
 from __future__ import annotations
 
@@ -32,7 +36,7 @@ from emitter.backends.kernel_choice import TABLES  # noqa: E402
 from emitter.boards import load_board  # noqa: E402
 from emitter.verify.tuning import CMSIS_OPT, compiler_version, kernel_sources_hash, measure  # noqa: E402
 
-CORES = ("cortex-m4", "cortex-m7", "cortex-m55")
+CORES = ("cortex-m4", "cortex-m7", "cortex-m55", "rv32imac")
 MAX_MACS = 400_000
 MAX_WEIGHTS = 24_000
 
@@ -202,6 +206,8 @@ def summary(cores: list[str]) -> str:
     loo = []
     for core in cores:
         board = load_board(core)
+        if board.arch != "arm":  # no CMSIS-NN to compare with
+            continue
         rows = kc.load_table(core)
         for kind in ("conv", "dw", "fc", "bmm"):
             for path in sorted({r.path for r in rows if r.shape.kind == kind}):
@@ -224,31 +230,43 @@ def main(argv: list[str] | None = None) -> int:
     if args.summary:
         print(summary(args.cores.split(",")))
         return 0
+    cores = args.cores.split(",")
     path = cmsis_path()
-    if path is None:
+    if path is None and any(load_board(core).arch == "arm" for core in cores):
         print("scripts/cost_tables.py: set CMSIS_NN_PATH to a CMSIS-NN v7 checkout", file=sys.stderr)
         return 2
-    version = str(check_version(path))
+    version = str(check_version(path)) if path is not None else None
     cases = sweep_cases()
     if args.limit:
         cases = cases[:args.limit]
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    for core in args.cores.split(","):
+    for core in cores:
         t0 = time.perf_counter()
         board = load_board(core)
-        counts = measure(cases, board, path)
+        arm = board.arch == "arm"
+        # RISC-V: the table estimates models, whose requantization is realistic: the sweep's
+        # wide-shift repeats (the same shapes, "generic" on every path) would mix slower counts in
+        mine = cases if arm else [c for c in cases if not c.name.startswith("g")]
+        counts = measure(mine, board, path if arm else None)
         seconds = time.perf_counter() - t0
         rows = [json.dumps({"shape": s.as_list(), "path": n.path, "ours": n.ours, "cmsis": n.cmsis})
-                for s, n in zip((c.shape for c in cases), counts, strict=True)]
-        head = {"core": board.name, "isa": board.isa, "cmsis_nn": version, "cmsis_opt": CMSIS_OPT,
-                "bundle_opt": "-O2", "arm_none_eabi_gcc": compiler_version(), "kernels": kernel_sources_hash(),
-                "command": "python scripts/cost_tables.py", "seconds": round(seconds),
-                "shape_fields": list(SHAPE_FIELDS)}
+                for s, n in zip((c.shape for c in mine), counts, strict=True)]
+        if arm:
+            head = {"core": board.name, "isa": board.isa, "cmsis_nn": version, "cmsis_opt": CMSIS_OPT,
+                    "bundle_opt": "-O2", "arm_none_eabi_gcc": compiler_version(), "kernels": kernel_sources_hash(),
+                    "command": "python scripts/cost_tables.py", "seconds": round(seconds),
+                    "shape_fields": list(SHAPE_FIELDS)}
+        else:
+            head = {"core": board.name, "isa": board.isa, "cmsis_nn": None, "bundle_opt": "-O2",
+                    "riscv64_unknown_elf_gcc": compiler_version("riscv64-unknown-elf-gcc"),
+                    "kernels": kernel_sources_hash(), "command": f"python scripts/cost_tables.py --cores {core}",
+                    "seconds": round(seconds), "shape_fields": list(SHAPE_FIELDS)}
         text = json.dumps(head, indent=1)[:-2] + ',\n "cases": [\n  ' + ",\n  ".join(rows) + "\n ]\n}\n"
         (args.out / f"{board.name}.json").write_text(text)
         wins = sum(1 for n in counts if n.cmsis is not None and n.ours < n.cmsis)
-        print(f"{board.name}: {len(cases)} cases, mcugen faster on {wins}, {seconds:.0f} s", flush=True)
+        print(f"{board.name}: {len(mine)} cases" + (f", mcugen faster on {wins}" if arm else "")
+              + f", {seconds:.0f} s", flush=True)
     print(f"cost tables written to {args.out} in {time.perf_counter() - start:.0f} s")
     return 0
 

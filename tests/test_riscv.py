@@ -163,3 +163,63 @@ def test_missing_riscv_tools_name_the_debian_packages(tmp_path: Path, monkeypatc
     assert code == 3, err
     assert err.count("mcugen: error:") == 1 and "riscv64-unknown-elf-gcc" in err, err
     assert all(package in err for package in PACKAGES), err
+
+
+def test_rv32imac_cost_table_gives_the_plan_estimate() -> None:
+    """The committed rv32imac table (scripts/cost_tables.py --cores rv32imac): mcugen's counts only
+    (no CMSIS-NN on RISC-V, so no kernel choice), every kind; the ESP32-C3 reads it through its core;
+    the memory plan's instruction base on RISC-V comes from it, on Arm cores as before."""
+    import json
+
+    from emitter.backends import kernel_choice as kc
+    from emitter.plan import search
+
+    data = json.loads((kc.TABLES / "rv32imac.json").read_text())
+    assert data["core"] == "rv32imac" and data["cmsis_nn"] is None and data["isa"] == "c"
+    assert data["command"] == "python scripts/cost_tables.py --cores rv32imac"
+    rows = kc.load_costs("rv32imac")
+    assert len(rows) >= 300 and {"conv", "dw", "fc"} <= {r.shape.kind for r in rows}
+    assert all(r.ours > 0 for r in rows) and {r.path for r in rows if r.shape.kind != "bmm"} == {"generic"}
+    assert kc.load_table("rv32imac") == () and kc.load_costs("cortex-m4") == ()
+    assert load_board("esp32-c3").core == "rv32imac"
+    model = DIGITS
+    for board_name in ("rv32imac", "esp32-c3", "cortex-m4"):
+        board = load_board(board_name)
+        c = compile_model(model, name="net", board=board, memory="auto", ram_budget=100_000, budget_src="test")
+        assert c.memory is not None
+        table = kc.model_estimate(c.prepared, board.core, board.isa, 5.0, 200)
+        if board.arch == "riscv":
+            assert table is not None and c.memory.base == table
+        else:
+            assert table is None and c.memory.base == search.model_cost(c.prepared, board.isa)
+
+
+def test_rv32imac_cost_table_predicts_its_own_cases() -> None:
+    """Each case predicted from all the others (leave-one-out): half within 5 %, and an exact hit
+    returns the measured count."""
+    from emitter.backends import kernel_choice as kc
+
+    rows = kc.load_costs("rv32imac")
+    errors = sorted(abs(kc.predict_ours(rows[:i] + rows[i + 1:], r.shape, r.path) / r.ours - 1)  # type: ignore[operator]
+                    for i, r in enumerate(rows))
+    assert errors[len(errors) // 2] < 0.05, errors[len(errors) // 2]
+    assert all(kc.predict_ours(rows, r.shape, r.path) == r.ours for r in rows[:20])
+
+
+@needs_riscv
+@needs_shared
+@pytest.mark.parametrize("name", ("mlperf_kws_dscnn", "mlperf_ad_fc_autoencoder"))
+def test_rv32imac_estimate_within_10_percent_of_qemu(name: str, tmp_path: Path) -> None:
+    """The estimate from the rv32imac table (what the memory plan weighs overheads against) within
+    10 % of the instructions counted in QEMU."""
+    from emitter.backends import kernel_choice as kc
+
+    model = shared_model(name)
+    ref = np.load(model.parent / f"{name}_ref.npz")
+    board = load_board("rv32imac")
+    c = compile_model(model, name="net", board=board)
+    samples = [[x.astype(np.int8).reshape(c.input_shapes[0])] for x in ref["inputs"][:2]]
+    _, _, _, _, run = run_riscv(model, "rv32imac", tmp_path, samples)
+    measured = int(np.median(run.instructions))
+    estimate = kc.model_estimate(c.prepared, "rv32imac", "c", 5.0, 200)
+    assert estimate is not None and abs(estimate / measured - 1) < 0.10, (estimate, measured)

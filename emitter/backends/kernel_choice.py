@@ -184,3 +184,76 @@ def ours_is_faster(p: Prepared, var: str, core: str | None = None) -> str | None
 def reason(ch: Choice) -> str:
     return (f"{ch.ours:,} vs CMSIS-NN {ch.cmsis:,} instructions "
             f"({ch.ours / ch.cmsis:.2f}x, {ch.path} path, {ch.source})")
+
+
+# -- instruction estimates from a table of mcugen's counts alone (RISC-V: no CMSIS-NN to choose) ----
+
+@dataclass(frozen=True)
+class Cost:
+    shape: Shape
+    path: str
+    ours: int
+
+
+@lru_cache(maxsize=8)
+def load_costs(core: str) -> tuple[Cost, ...]:
+    """mcugen's counts from `core`'s committed table when that table has no CMSIS-NN column (a
+    RISC-V core: `python scripts/cost_tables.py --cores rv32imac`), else ()."""
+    f = TABLES / f"{core}.json"
+    if not f.is_file():
+        return ()
+    data = json.loads(f.read_text())
+    if data.get("cmsis_nn") is not None:
+        return ()
+    return tuple(Cost(Shape.from_list(r["shape"]), r["path"], r["ours"]) for r in data["cases"])
+
+
+def predict_ours(rows: tuple[Cost, ...], s: Shape, path: str) -> int | None:
+    """mcugen's instructions for shape `s` taking `path`: the table's count on an exact hit, else
+    the NEIGHBOURS nearest cases of the same kind and path (the distance of predict()), their
+    instructions per MAC weighted by 1/(distance+0.1)^2, times the layer's MACs; None when the
+    table has no case of that kind and path."""
+    group = [r for r in rows if r.shape.kind == s.kind and r.path == path]
+    if not group:
+        return None
+    here = features(s)
+    dist = np.array([float(np.linalg.norm(features(r.shape) - here)) for r in group])
+    order = np.argsort(dist, kind="stable")[:NEIGHBOURS]
+    if dist[order[0]] == 0.0:
+        return group[int(order[0])].ours
+    wts = 1.0 / (dist[order] + 0.1) ** 2
+    per_mac = sum(w * group[int(i)].ours / max(group[int(i)].shape.macs, 1)
+                  for w, i in zip(wts, order, strict=True)) / wts.sum()
+    return max(1, int(round(per_mac * s.macs)))
+
+
+# A convolution with its residual Add fused (mcu_conv2d_add_s8): the conv's count plus this per
+# output element (the Add's arithmetic and the general output stage; 90-106 on IC's three
+# residual layers, rv32imac)
+FUSED_ADD_PER_OUTPUT = 100
+
+
+def model_estimate(prepared: tuple[Prepared, ...], core: str, isa: str, per_mac: float,
+                   per_call: int) -> int | None:
+    """Instructions per inference on `core` estimated from its table of mcugen's counts: each conv,
+    depthwise and fully connected layer by predict_ours() (a conv with a fused residual Add as its
+    conv plus FUSED_ADD_PER_OUTPUT per output), any other layer per_mac x its MACs + per_call; None
+    when the core has no such table (the Arm cores keep their per-ISA figure)."""
+    rows = load_costs(core)
+    if not rows:
+        return None
+    total = 0
+    for p in prepared:
+        got = None
+        extra = 0
+        layer = p
+        if p.kernel == "mcu_conv2d_add_s8" and p.params is not None:
+            params: Any = p.params
+            conv: Any = params.conv
+            layer = replace(p, kernel="mcu_conv2d_s8", params=conv)
+            extra = FUSED_ADD_PER_OUTPUT * conv.output.n * conv.output.h * conv.output.w * conv.output.c
+        if layer.kernel in ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8", "mcu_fully_connected_s8"):
+            s = shape_of(layer)
+            got = predict_ours(rows, s, path_of(layer, isa)) if s is not None else None
+        total += got + extra if got is not None else int(p.macs * per_mac) + per_call
+    return total

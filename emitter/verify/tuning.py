@@ -6,7 +6,8 @@ takes) and with the cmsis-nn backend converting every layer it can (cmsis_choice
 built like `mcugen verify --profile` builds a bundle (bundle -O2, CMSIS-NN -Ofast) and run once in
 QEMU with a lap marker after every layer (emitter/verify/profile.py): one count per case and candidate.
 Cases go in chunks that fit the board's test-image memory (weights in flash, tensors in RAM);
-the CMSIS-NN library is compiled once per call and reused for every chunk.
+the CMSIS-NN library is compiled once per call and reused for every chunk. Without CMSIS-NN
+(cmsis None: a RISC-V core, where it does not run) only mcugen's kernel is counted.
 
 `--tune` (tuned_counts) measures a model's own layers this way, cached on disk per layer under
 $MCUGEN_CACHE_DIR/tune (default ~/.cache/mcugen/tune): one JSON file per key = kernel, shape,
@@ -88,13 +89,16 @@ def _profile(cases: list[Case], board: Board, cmsis: Path | None, work: Path) ->
             for k, p in layers]
 
 
-def measure(cases: list[Case], board: Board, cmsis: Path, work: Path | None = None) -> list[Counts]:
-    """Both candidates' instructions for every case on `board`, in QEMU."""
+def measure(cases: list[Case], board: Board, cmsis: Path | None, work: Path | None = None) -> list[Counts]:
+    """Both candidates' instructions for every case on `board`, in QEMU (cmsis None: mcugen's only)."""
     with tempfile.TemporaryDirectory(prefix="mcugen-cost-") as tmp:
         root = Path(work or tmp)
         out: list[Counts] = []
         for n, chunk in enumerate(_chunks(cases, board)):
             ours = _profile(chunk, board, None, root / "ours" / str(n))
+            if cmsis is None:
+                out += [Counts(mine, None, path) for _, mine, path in ours]
+                continue
             theirs = _profile(chunk, board, cmsis, root / "cmsis")  # one build folder: CMSIS-NN built once
             for (_, mine, path), (kernel, other, _) in zip(ours, theirs, strict=True):
                 out.append(Counts(mine, other if not is_portable(kernel) else None, path))
@@ -103,9 +107,9 @@ def measure(cases: list[Case], board: Board, cmsis: Path, work: Path | None = No
 
 # -- the --tune cache ------------------------------------------------------------------------------
 
-@lru_cache(maxsize=1)
-def compiler_version() -> str:
-    res = subprocess.run(["arm-none-eabi-gcc", "-dumpfullversion"], capture_output=True, text=True, check=False)
+@lru_cache(maxsize=2)
+def compiler_version(gcc: str = "arm-none-eabi-gcc") -> str:
+    res = subprocess.run([gcc, "-dumpfullversion"], capture_output=True, text=True, check=False)
     return res.stdout.strip() or "unknown"
 
 
