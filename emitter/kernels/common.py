@@ -8,15 +8,12 @@ float32 literal.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
-from functools import cache
 from typing import Any, ClassVar
 
 import numpy as np
 
-from emitter.quant import ROUND_NEAREST_EVEN, ROUND_TFLITE, requantize, requantize_rne, wrap_int32
-from emitter.resources import data_dir
+from emitter.quant import ROUND_TFLITE, requantize, requantize_rne, wrap_int32
 
 MAX_RANK = 6  # MCU_MAX_RANK
 
@@ -164,36 +161,6 @@ def windows(p: PoolParams) -> list[tuple[int, int, int, int, int, int]]:
             x0, x1 = max(0, x_origin), min(p.input.w, x_origin + p.filter_w)
             out.append((oy, ox, y0, y1, x0, x1))
     return out
-
-
-# mcu_requant2_ok()'s body, whitespace collapsed; its numbers are captured
-_REQUANT2_OK = re.compile(
-    r"static inline int mcu_requant2_ok\(int32_t multiplier, int32_t shift, int32_t bias\) \{ "
-    r"return shift >= (-\d+) && shift <= (-\d+) && multiplier >= 0 && "
-    r"bias > -\(1 << (\d+)\) && bias < \(1 << (\d+)\); \}")
-
-
-@cache
-def requant2_range() -> tuple[int, int, int]:
-    """(lowest shift, highest shift, bias bits) of mcu_requant2_ok() in mcu_requant.h: shift in
-    [lowest, highest], multiplier >= 0, |bias| < 2^bits."""
-    text = " ".join((data_dir("mcu_runtime") / "include" / "mcu_requant.h").read_text().split())
-    m = _REQUANT2_OK.search(text)
-    if m is None or m[3] != m[4]:
-        raise RuntimeError("mcu_requant2_ok() in mcu_runtime/include/mcu_requant.h no longer has "
-                           "the form emitter/kernels/common.py reads: update both")
-    return int(m[1]), int(m[2]), int(m[3])
-
-
-def requant2_ok(p: Any, bias: np.ndarray | None) -> bool:
-    """mcu_requant2_ok() of mcu_requant.h for every output channel of a conv/depthwise params: the
-    condition of the kernels' fast requantization (mcu_requant2/mcu_requant4)."""
-    lo, hi, bits = requant2_range()
-    m, s = np.asarray(p.multiplier, np.int64), np.asarray(p.shift, np.int64)
-    b = np.zeros(1, np.int64) if bias is None else np.asarray(bias, np.int64)
-    if p.q.rounding == ROUND_NEAREST_EVEN:  # onnxruntime's rounding not proven tie-free
-        return False
-    return bool(np.all((s >= lo) & (s <= hi) & (m >= 0)) and np.all(np.abs(b) < 1 << bits))
 
 
 def rounding_of(params: Any) -> int:

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from emitter.calls import ConstArg, Prepared, StructArg
-from emitter.kernels import c_defines
+from emitter.kernels import kernel_info
 from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
 from emitter.kernels.cmsis_quirks import mve_1xn_problem
@@ -27,10 +27,8 @@ from emitter.kernels.common import (
     dims_shape,
     output_stage,
     patches,
-    requant2_ok,
     window_band,
 )
-from emitter.quant import ROUND_NEAREST_NO_TIE
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,61 +98,17 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
         "output_dims": StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), "output_data": ops["output"]})
 
 
-# -- the C dispatcher's path choice and scratch size (mcu_conv2d_s8_path / _get_buffer_size) --
-_C = c_defines("kernels/mcu_conv2d_s8_internal.h")
-PATCH_BYTES = _C["MCU_CONV_PATCH_BYTES"]
-OC_BLOCK = _C["MCU_CONV_OC_BLOCK"]
-DSP_WORDS = _C["MCU_CONV_DSP_WORDS"]
-DSP_PATCH = _C["MCU_CONV_DSP_PATCH"]
-MVE_OC_BLOCK = _C["MCU_CONV_MVE_OC_BLOCK"]
-FAST_MAX_K = _C["MCU_CONV_FAST_MAX_K"]
-
-
-def dsp_positions(p: Any, bias: np.ndarray | None) -> int:
-    """mcu_conv2d_s8_dsp_positions(): positions per pass of the DSP path, 0 when it cannot run."""
-    if max(p.filter.h, p.filter.w, p.input.c) > 2 * DSP_WORDS:
-        return 0
-    k = p.filter.h * p.filter.w * p.input.c
-    groups = (k + 3) >> 2
-    if groups * 2 > DSP_WORDS or (k > DSP_PATCH and p.input.c % 4 != 0) or not requant2_ok(p, bias):
-        return 0
-    positions = p.input.n * p.output.h * p.output.w
-    per_pass = 4 if groups * 8 <= DSP_WORDS else (2 if groups * 4 <= DSP_WORDS else 1)
-    while per_pass > positions:
-        per_pass >>= 1
-    return per_pass
-
-
-def gathers(p: Any) -> bool:
-    """mcu_conv2d_s8_gathers(): some window is not one run of the input."""
-    contiguous = p.filter.h == 1 and (p.filter.w == 1 or p.dilation_w == 1)
-    last_y = (p.output.h - 1) * p.stride_h + (p.filter.h - 1) * p.dilation_h - p.pad_top
-    last_x = (p.output.w - 1) * p.stride_w + (p.filter.w - 1) * p.dilation_w - p.pad_left
-    border = p.pad_top > 0 or p.pad_left > 0 or last_y >= p.input.h or last_x >= p.input.w
-    return not contiguous or border
-
-
-def _plan(p: Any, bias: np.ndarray | None, isa: str) -> tuple[str, int]:
-    k = p.filter.h * p.filter.w * p.input.c
-    g = gathers(p)
-    if isa == "dsp" and (per_pass := dsp_positions(p, bias)) > 0:
-        rq = 8 * p.output.c if p.q.rounding == ROUND_NEAREST_NO_TIE else 0  # lift and base' per channel
-        return "dsp", 8 * per_pass * ((k + 3) >> 2) + (k if p.input.c % 4 != 0 and g else 0) + rq
-    if isa == "mve" and (k <= PATCH_BYTES or not g) and k <= FAST_MAX_K and requant2_ok(p, bias):
-        n = min(p.output.c, MVE_OC_BLOCK)
-        row = next(r for r in (8, 16, 32, 64) if n <= r)  # sums_row() in mcu_conv2d_s8_mve.c
-        return "mve", 8 * n + 4 * (2 * row + n + (n & 1)) + 48 * ((k + 15) >> 4) + (k if g else 0)
-    return "generic", 4 * min(p.output.c, OC_BLOCK) + (k if k <= PATCH_BYTES and g else 0)
-
-
+# -- the C dispatcher's path choice and scratch size: its own answers (kernel_info.c) --
 def path(p: Any, bias: np.ndarray | None, isa: str) -> str:
-    """The code path mcu_conv2d_s8 takes on `isa` ("c", "dsp", "mve"): "generic", "dsp" or "mve"."""
-    return _plan(p, bias, isa)[0]
+    """The code path mcu_conv2d_s8 takes on `isa` ("c", "dsp", "mve"): "generic", "dsp" or "mve"
+    (mcu_conv2d_s8_path(), asked of the C)."""
+    return kernel_info.ask("conv", p, bias, isa)[0]
 
 
 def buffer_size(p: Any, bias: np.ndarray | None, isa: str) -> int:
-    """Bytes of arena scratch mcu_conv2d_s8 needs on `isa`."""
-    return _plan(p, bias, isa)[1]
+    """Bytes of arena scratch mcu_conv2d_s8 needs on `isa` (mcu_conv2d_s8_get_buffer_size(), asked
+    of the C)."""
+    return kernel_info.ask("conv", p, bias, isa)[1]
 
 
 LEAN_C = "mcu_conv2d_s8_lean"  # the generic path on every target: the least scratch

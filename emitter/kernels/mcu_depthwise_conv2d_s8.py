@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import ConstArg, Prepared, StructArg
-from emitter.kernels import c_defines
+from emitter.kernels import kernel_info
 from emitter.kernels.base import Kernel
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.kernels.common import (
@@ -25,7 +25,6 @@ from emitter.kernels.common import (
     dims_shape,
     output_stage,
     patches,
-    requant2_ok,
     window_band,
 )
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
@@ -92,25 +91,10 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
 
 
 # -- the C dispatcher's path choice and scratch size (mcu_depthwise_conv2d_s8_path / _get_buffer_size) --
-_C = c_defines("kernels/mcu_depthwise_conv2d_s8_internal.h")
-DW_DSP_MAX_TAPS = _C["DW_DSP_MAX_TAPS"]
-DW_MVE_MAX_TAPS = _C["DW_MVE_MAX_TAPS"]
-DSP_SCRATCH_BYTES = _C["MCU_DW_DSP_SCRATCH_BYTES"]
-MVE_SCRATCH_BYTES = _C["MCU_DW_MVE_SCRATCH_BYTES"]
-DW_MVE_RING_COLS = _C["DW_MVE_RING_COLS"]
-DW_MVE_RING16_COLS = _C["DW_MVE_RING16_COLS"]
-DW_MVE_RING16_MIN_C = _C["DW_MVE_RING16_MIN_C"]
-
-
 def path(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> str:
     """The path the C dispatcher takes on `isa` ("c", "dsp", "mve"): "mve" / "dsp" (the fast
-    path; depth_multiplier 1, at most DW_*_MAX_TAPS taps, requant2_ok() for every channel, and
-    on DSP at least four channels) or "generic"."""
-    max_taps = DW_MVE_MAX_TAPS if isa == "mve" else DW_DSP_MAX_TAPS
-    if (isa not in ("dsp", "mve") or p.depth_multiplier != 1 or (isa == "dsp" and p.output.c < 4)
-            or p.filter.h * p.filter.w > max_taps or not requant2_ok(p, bias)):
-        return "generic"
-    return isa
+    path) or "generic" (mcu_depthwise_conv2d_s8_path(), asked of the C)."""
+    return kernel_info.ask("dw", p, bias, isa)[0]
 
 
 def _inside(pad: int, stride: int, dilation: int, taps: int, size: int, out: int) -> int:
@@ -132,25 +116,8 @@ def whole_fraction(p: DepthwiseConvParams) -> float:
 
 def buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> int:
     """Scratch bytes of the call on `isa`: the fast path's prepared group (and on MVE its ring),
-    none on the generic path."""
-    chosen = path(p, bias, isa)
-    return DSP_SCRATCH_BYTES if chosen == "dsp" else (MVE_SCRATCH_BYTES + ring_bytes(p) if chosen == "mve" else 0)
-
-
-def ring_bytes(p: DepthwiseConvParams) -> int:
-    """dw_mve_ring_bytes(): the MVE path's ring of three zero-point-padded input rows (3x3
-    filters, dilation 1, at least 8 channels, at most DW_MVE_RING_COLS padded columns; groups of
-    16 channels, with a second prepared group, from DW_MVE_RING16_MIN_C channels on and at most
-    DW_MVE_RING16_COLS columns)."""
-    if ((p.filter.h, p.filter.w, p.dilation_h, p.dilation_w) != (3, 3, 1, 1) or p.output.c < 8
-            or p.output.w > DW_MVE_RING_COLS or p.stride_w > DW_MVE_RING_COLS):
-        return 0
-    cols = (p.output.w - 1) * p.stride_w + 3
-    if cols > DW_MVE_RING_COLS:
-        return 0
-    if p.output.c >= DW_MVE_RING16_MIN_C and cols <= DW_MVE_RING16_COLS:
-        return MVE_SCRATCH_BYTES + 3 * 16 * cols
-    return 3 * 8 * cols
+    none on the generic path (mcu_depthwise_conv2d_s8_get_buffer_size(), asked of the C)."""
+    return kernel_info.ask("dw", p, bias, isa)[1]
 
 
 LEAN_C = "mcu_depthwise_conv2d_s8_lean"  # the generic path on every target: no scratch

@@ -19,12 +19,11 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import CArg, ConstArg, NullArg, Prepared, StructArg
-from emitter.kernels import c_defines
+from emitter.kernels import c_defines, kernel_info
 from emitter.kernels.base import Kernel, SinkC
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, arr
 from emitter.kernels.common import QuantIO, check_shape, output_stage
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
-from emitter.quant import ROUND_TFLITE
 
 _C = c_defines("include/mcu_nn.h")
 BLOCK_ROWS = _C["MCU_FC_BLOCK_ROWS"]
@@ -138,22 +137,16 @@ def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | N
     return conv.call(p, fn, values)
 
 
-# -- the C dispatcher's path choice and scratch size (mcu_fully_connected_s8_path / _get_buffer_size) --
+# -- the C dispatcher's path choice and scratch size: its own answers (kernel_info.c) --
 def path(p: FCParams, sums: np.ndarray | None, isa: str) -> str:
-    """MVE on MVE; DSP on DSP when every output allows requant2 (TFLite rounding, shift in
-    [-20, -1], multiplier >= 0); else the generic path."""
-    if isa == "mve":
-        return "mve"
-    channels = p.out_features if p.per_channel else 1
-    m, s = np.asarray(p.multiplier)[:channels], np.asarray(p.shift)[:channels]
-    if isa == "dsp" and p.q.rounding == ROUND_TFLITE and bool(np.all((s >= -20) & (s <= -1) & (m >= 0))):
-        return "dsp"
-    return "generic"
+    """MVE on MVE; DSP on DSP when every output allows requant2; else the generic path
+    (mcu_fully_connected_s8_path(), asked of the C)."""
+    return kernel_info.ask("fc", p, None, isa)[0]
 
 
 def buffer_size(p: FCParams, sums: np.ndarray | None, isa: str) -> int:
-    """No scratch on any instruction set."""
-    return 0
+    """Scratch bytes on `isa` (mcu_fully_connected_s8_get_buffer_size(), asked of the C: none)."""
+    return kernel_info.ask("fc", p, None, isa)[1]
 
 
 SINK_C = ("mcu_fully_connected_s8_acc", "mcu_fully_connected_s8_finish")  # mcu_runtime/support/mcu_sink.c
