@@ -1,0 +1,201 @@
+"""MatMul of two activations (emitter/ops/batch_matmul.py, mcu_batch_matmul_s8, arm_batch_matmul_s8),
+built as onnxruntime's quantize_static writes it: QDQ (MatMul between DequantizeLinear and
+QuantizeLinear) and QOperator (QLinearMatMul), int8 and uint8 activations.
+
+- host C == golden, bit for bit; golden within 1 quantum of onnxruntime (isolated op), for 2-D,
+  3-D, 4-D, broadcast batch (either side, both), a transposed rhs (Q x K^T) or lhs, odd sizes, K = 1;
+- a Transpose of the last two axes in front of an operand is folded (no copy, the kernel's flag);
+- CMSIS-NN: arm_batch_matmul_s8 exactly where it reads the operands as stored (lhs [.., M, K], rhs
+  [.., N, K], TFLite rounding), the portable kernel elsewhere with the reason; the choice between
+  them by the measured cost table (M55: CMSIS-NN for a single query row, mcugen's kernel otherwise);
+- QEMU cortex-m4 (DSP path) and cortex-m55 (MVE path): portable (both roundings) and cmsis-nn,
+  every case bit-exact with the golden, and the attention block of tests/models/attention.py;
+- the attention block on the host: exact vs the golden, within 4 quanta of onnxruntime.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from emitter.backends import kernel_choice as kc
+from emitter.backends.cost_cases import Shape, onnx_of, random_case, shape_of
+from emitter.boards import load_board
+from emitter.compiler import Compiled, compile_model, golden_run
+from emitter.target.toolchain import missing_tools
+from emitter.verify.run import diff_stats, ort_run
+from tests.harness.bundles import build_library, emit, int8_inputs, run_c
+from tests.harness.cmsis import CMSIS_NN, needs_cmsis
+from tests.harness.qemu import MergedCase, run_merged
+from tests.models.attention import attention_feeds, attention_model
+from tests.models.matmul2 import CASES, MatMulCase, case_model
+from tests.models.ops import quantize
+
+BY_ID = {c.id: c for c in CASES}
+U8 = (("mm3d", "qdq"), ("mm_trans_b", "qdq"), ("mm2d_odd", "qop"), ("mm_bcast_both", "qop"))
+PARAMS = [(c.id, fmt, "int8") for c in CASES for fmt in ("qdq", "qop")] + [(i, f, "uint8") for i, f in U8]
+MISSING = missing_tools()
+
+
+def label(case: str, fmt: str, act: str) -> str:
+    return f"{case}-{fmt}" + ("-u8" if act == "uint8" else "")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, tuple[Path, list[np.ndarray]]]:
+    tmp = tmp_path_factory.mktemp("bmm_models")
+    return {label(*p): case_model(BY_ID[p[0]], p[1], tmp, p[2]) for p in PARAMS}
+
+
+@pytest.fixture(scope="module")
+def host(models, tmp_path_factory):
+    """Every case compiled (portable, any core) into one shared library."""
+    tmp = tmp_path_factory.mktemp("bmm_host")
+    compiled = {lab: compile_model(path, name=f"mm{k}") for k, (lab, (path, _)) in enumerate(models.items())}
+    lib = build_library([emit(c, tmp / c.name) for c in compiled.values()], tmp / "libbmm.so")
+    return compiled, lib
+
+
+def kernels(c: Compiled) -> list[str]:
+    return [p.kernel for p in c.prepared if p.kernel]
+
+
+def the_bmm(c: Compiled):
+    return next(p for p in c.prepared if p.kernel in ("mcu_batch_matmul_s8", "arm_batch_matmul_s8"))
+
+
+@pytest.mark.parametrize("case,fmt,act", PARAMS, ids=[label(*p) for p in PARAMS])
+def test_host_c_equals_golden_within_1_of_ort(case, fmt, act, models, host):
+    compiled, lib = host
+    lab = label(case, fmt, act)
+    path, xs = models[lab]
+    c = compiled[lab]
+    assert kernels(c)[-1] == "mcu_batch_matmul_s8", kernels(c)
+    samples = int8_inputs(c, xs)
+    gold = golden_run(c, samples)
+    for g, h in zip(gold, run_c(lib, c, samples), strict=True):
+        np.testing.assert_array_equal(h, g, err_msg="host C differs from the golden model")
+    d, n, mx = diff_stats([gold], ort_run(c, path, [samples]))
+    assert mx <= 1, f"golden vs onnxruntime: {d}/{n} elements differ, max {mx} quanta"
+
+
+def test_transpose_folds_into_the_kernel_flag(host):
+    compiled, _ = host
+    for lab, flag in (("mm_trans_b-qdq", "rhs_transposed"), ("mm_trans_b_4d_odd-qdq", "rhs_transposed"),
+                      ("mm_trans_a-qdq", "lhs_transposed"), ("mm_trans_b-qdq-u8", "rhs_transposed")):
+        c = compiled[lab]
+        assert kernels(c) == ["mcu_batch_matmul_s8"], f"{lab}: {kernels(c)} (the Transpose should move no data)"
+        assert getattr(the_bmm(c).params, flag) == 1
+    p = the_bmm(compiled["mm_bcast_both-qdq"]).params
+    assert (p.lhs.n, p.lhs.h, p.rhs.n, p.rhs.h, p.output.n, p.output.h) == (2, 1, 1, 3, 2, 3)
+
+
+def cmsis(path: Path, core: str, name: str, **kw) -> Compiled:
+    return compile_model(path, name=name, board=load_board(core), backend="cmsis-nn", cmsis_path=CMSIS_NN,
+                         **{"numerics": "tflite", "cmsis_choice": "cmsis", **kw})
+
+
+@needs_cmsis
+def test_cmsis_nn_takes_rows_of_k_only(models, cmsis_env):
+    """arm_batch_matmul_s8 reads lhs as [.., M, K] and rhs as [.., N, K]: a Q x K^T (rhs stored
+    transposed) maps to it, with its MVE scratch (N int32 column sums); an rhs stored [.., K, N]
+    or a transposed lhs keeps mcugen's kernel, saying why; onnxruntime rounding too."""
+    c = cmsis(models["mm_trans_b-qdq"][0], "cortex-m55", "t")
+    assert kernels(c) == ["arm_batch_matmul_s8"]
+    assert the_bmm(c).operands["ctx"].fields["size"] == 4 * 6  # N = 6 column sums
+    assert kernels(cmsis(models["mm_trans_b-qdq"][0], "cortex-m4", "t")) == ["arm_batch_matmul_s8"]
+    for lab in ("mm3d-qdq", "mm_trans_a-qdq"):
+        c = cmsis(models[lab][0], "cortex-m55", "p")
+        assert kernels(c) == ["mcu_batch_matmul_s8"]
+        (why,) = [w for _, k, w in c.portable_layers if k == "mcu_batch_matmul_s8"]
+        assert "rows of K" in why, why
+    c = cmsis(models["mm_trans_b-qdq"][0], "cortex-m55", "r", numerics=None)  # onnxruntime rounding
+    assert kernels(c) == ["mcu_batch_matmul_s8"]
+
+
+def test_choice_by_measured_cost_table(tmp_path):
+    """The committed tables hold measured bmm cases: mcugen's kernel wins a multi-row Q x K^T on the
+    M4 and the M55; CMSIS-NN wins a single query row on the M55."""
+    def prepared(s: Shape):
+        return next(p for p in compile_model(one_case_model(s, tmp_path), name="x", io_nhwc=True,
+                                             board=load_board("cortex-m55")).prepared if p.kernel)
+    many, one = Shape("bmm", h=16, c_in=16, c_out=16, batches=4, per_channel=0), \
+        Shape("bmm", h=1, c_in=64, c_out=16, batches=1, per_channel=0)
+    for core, isa in (("cortex-m4", "dsp"), ("cortex-m55", "mve")):
+        ch = kc.choose(prepared(many), 0, core, isa)
+        assert ch is not None and ch.ours_wins and ch.source == "table", ch
+    ch = kc.choose(prepared(one), 0, "cortex-m55", "mve")
+    assert ch is not None and not ch.ours_wins, ch
+
+
+def one_case_model(s: Shape, tmp: Path) -> Path:
+    onnx.save(onnx_of([random_case("x", s, 7)]), str(tmp / f"{s.key()}.onnx"))
+    return tmp / f"{s.key()}.onnx"
+
+
+def test_cost_case_is_one_batch_matmul_layer(tmp_path):
+    """A bmm cost case (scripts/cost_tables.py, --tune) lowers to exactly one kernel layer of its
+    shape, rhs stored transposed (the Transpose is a view)."""
+    s = Shape("bmm", h=7, c_in=9, c_out=5, batches=2, per_channel=0)
+    c = compile_model(one_case_model(s, tmp_path), name="x", io_nhwc=True, board=load_board("cortex-m4"))
+    layers = [p for p in c.prepared if p.kernel]
+    assert [p.kernel for p in layers] == ["mcu_batch_matmul_s8"] and shape_of(layers[0]) == s
+    assert kc.path_of(layers[0], "dsp") == "dsp" and kc.path_of(layers[0], "mve") == "mve"
+
+
+@pytest.mark.parametrize("fmt", ["qdq", "qop"])
+def test_attention_block_on_host(fmt, tmp_path):
+    """Q/K/V projections, heads, Q x K^T, scale, Softmax, P x V, quantized by onnxruntime: exact
+    with the golden on the host, within 4 quanta of onnxruntime; both MatMuls read K^T and V as
+    rows (no copy inside the kernel)."""
+    feeds = attention_feeds()
+    path = quantize(attention_model(), feeds, fmt=fmt, out_path=tmp_path / f"att_{fmt}.onnx")
+    c = compile_model(path, name="att")
+    bmms = [p for p in c.prepared if p.kernel == "mcu_batch_matmul_s8"]
+    assert len(bmms) == 2 and all(p.params.rhs_transposed for p in bmms)
+    assert {"mcu_softmax_s8", "mcu_mul_s8"} <= set(kernels(c))
+    lib = build_library([emit(c, tmp_path / "b")], tmp_path / "libatt.so")
+    samples = int8_inputs(c, [feeds[0]["x"]])
+    gold = golden_run(c, samples)
+    for g, h in zip(gold, run_c(lib, c, samples), strict=True):
+        np.testing.assert_array_equal(h, g)
+    d, n, mx = diff_stats([gold], ort_run(c, path, [samples]))
+    assert mx <= 4, f"golden vs onnxruntime: {d}/{n} elements differ, max {mx} quanta"
+
+
+# ---- QEMU: the DSP (M4) and MVE (M55) paths, both backends ----------------------------------------
+
+QEMU_CASES: tuple[MatMulCase, ...] = tuple(CASES)
+
+
+@pytest.mark.qemu
+@needs_cmsis
+@pytest.mark.skipif(bool(MISSING), reason="the QEMU tier needs missing tools: " + "; ".join(MISSING))
+@pytest.mark.parametrize("core", ["cortex-m4", "cortex-m55"])
+def test_qemu_both_backends_bit_exact(core, models, tmp_path):
+    """One image per core: every QDQ case three times (portable in onnxruntime's rounding,
+    portable and cmsis-nn in TFLite's) and the attention block (portable, cmsis-nn), each output
+    equal to its golden model. The image is built with -Werror."""
+    board = load_board(core)
+    merged: list[MergedCase] = []
+    gold: dict[str, list[np.ndarray]] = {}
+    feeds = attention_feeds()
+    att = quantize(attention_model(), feeds, fmt="qdq", out_path=tmp_path / "att.onnx")
+    todo = [(case.id, models[label(case.id, "qdq", "int8")]) for case in QEMU_CASES]
+    todo.append(("attention", (att, [feeds[0]["x"]])))
+    for k, (cid, (path, xs)) in enumerate(todo):
+        for tag, c in (("ort", compile_model(path, name=f"q{k}o", board=board)),
+                       ("tfl", compile_model(path, name=f"q{k}t", board=board, numerics="tflite")),
+                       ("cmsis", cmsis(path, core, f"q{k}c"))):
+            samples = int8_inputs(c, xs)
+            gold[f"{cid}@{tag}"] = golden_run(c, samples)
+            merged.append(MergedCase(f"{cid}@{tag}", c, samples))
+    assert any("arm_batch_matmul_s8" in kernels(m.compiled) for m in merged)
+    run = run_merged(merged, board, tmp_path / "q", cmsis_nn=CMSIS_NN, werror=True)
+    assert run.run.exit_code == 0 and not run.failures, (run.run.exit_code, run.failures)
+    for m, out in zip(merged, run.outputs, strict=True):
+        assert out is not None
+        for o, g in zip(out, gold[m.label], strict=True):
+            np.testing.assert_array_equal(o, g, err_msg=f"{m.label} on {core}")
