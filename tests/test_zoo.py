@@ -141,10 +141,11 @@ def test_zoo_asymmetric_uint8_weights_run_exactly(tmp_path):
 
 
 @pytest.mark.qemu
-@pytest.mark.parametrize("core", ["cortex-m7", "cortex-m55", "rv32imac"])
+@pytest.mark.parametrize("core", ["cortex-m7", "cortex-m55", "rv32imac", "esp32-c3"])
 def test_zoo_qemu_merged_firmware(core, zoo, tmp_path):
     """Every passing variant in one firmware per core (tests/harness/qemu.py; split only where the
-    core's code region is too small, as the M55's 512 KiB ITCM), bit-exact with the golden."""
+    core's code region is too small, as the M55's 512 KiB ITCM, or a real part's RAM, as the
+    ESP32-C3's 400 KiB), bit-exact with the golden: the generic RISC-V core and the ESP32-C3."""
     from tests.harness.qemu import MergedCase, run_merged
 
     board = load_board(core)
@@ -156,7 +157,8 @@ def test_zoo_qemu_merged_firmware(core, zoo, tmp_path):
     assert chosen
     cases = [MergedCase(o.variant.id, o.compiled, int8_samples(o.compiled, o.variant, 1)[0])
              for o in chosen]
-    parts = chunks(cases, [o.report["weight_bytes"] for o in chosen], board)
+    parts = chunks(cases, [o.report["weight_bytes"] for o in chosen], board,
+                   [o.report["memory_plan"]["activation_ram_bytes"] for o in chosen])
     bad: dict[str, str] = {}
     for k, part in enumerate(parts):
         result = run_merged([cases[i] for i in part], board, tmp_path / f"image{k}")

@@ -26,19 +26,24 @@ CODE_PER_BUNDLE = 2048
 IMAGE_RESERVE = 64 * 1024
 
 
-def chunks(cases: Sequence[object], weight_bytes: Sequence[int], board: Board
-           ) -> list[list[int]]:
-    """Indices of `cases` split, in order, into as few images as fit the board's code region."""
+def chunks(cases: Sequence[object], weight_bytes: Sequence[int], board: Board,
+           ram_bytes: Sequence[int] | None = None) -> list[list[int]]:
+    """Indices of `cases` split, in order, into as few images as fit the board's code region and,
+    on a named part (the ESP32-C3's 400 KiB, not its QEMU machine's memory) given each case's
+    `ram_bytes` (its arena and buffers), the part's RAM less IMAGE_RESERVE."""
     budget = board.code_length - IMAGE_RESERVE
+    ram_budget = board.ram_bytes - IMAGE_RESERVE if ram_bytes is not None and board.name != board.core else None
     out: list[list[int]] = [[]]
-    used = 0
+    used = used_ram = 0
     for k, w in enumerate(weight_bytes):
         need = w + CODE_PER_BUNDLE
-        if out[-1] and used + need > budget:
+        ram = ram_bytes[k] if ram_bytes is not None else 0
+        if out[-1] and (used + need > budget or (ram_budget is not None and used_ram + ram > ram_budget)):
             out.append([])
-            used = 0
+            used = used_ram = 0
         out[-1].append(k)
         used += need
+        used_ram += ram
     return out
 
 
