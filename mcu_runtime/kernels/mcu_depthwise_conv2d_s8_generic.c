@@ -168,6 +168,77 @@ static int32_t channel_blocks_requant2(const mcu_dw_taps_t *t,
     return c;
 }
 
+/* gcc's pre-allocation scheduling hoists the loads of a tap ahead of its MACs and spills the
+ * twelve sums: off in the pair loop (as in mcu_dot_s8.c). */
+#if defined(__GNUC__) && !defined(__clang__)
+#define DW_PAIR_LOOP DW_NOINLINE __attribute__((optimize("no-schedule-insns")))
+#else
+#define DW_PAIR_LOOP DW_NOINLINE
+#endif
+
+/* The channels in blocks of four at two output positions with the same valid taps (the second
+ * window xb_step bytes after the first), each weight byte loaded once for both, the input offset
+ * out of the tap loop: acc = sum x * w + input_offset * sum w + bias (the same integer as the
+ * reference's sum of (x + input_offset) * w), requantized by mcu_output_stage_requant2. Returns the
+ * first channel left to the caller (C_out % 4 of them). */
+DW_PAIR_LOOP static int32_t channel_pairs_requant2(const mcu_dw_taps_t *t, int32_t xb_step,
+                                                   const mcu_depthwise_conv_params_t *params,
+                                                   const int32_t *bias, int8_t *out_a,
+                                                   int8_t *out_b)
+{
+    const mcu_quant_io_t q = params->q;
+    const int32_t channels = params->output.c;
+    const int32_t x_col = t->x_col;
+    const int32_t w_col = t->w_col;
+    int32_t c = 0;
+    for (; c + 4 <= channels; c += 4) {
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        const int8_t *x_row = t->x + c;
+        const int8_t *w_row = t->w + c;
+        for (int32_t j = t->rows; j > 0; --j, x_row += t->x_row, w_row += t->w_row) {
+            const int8_t *xp = x_row;
+            const int8_t *wp = w_row;
+            for (int32_t i = t->cols; i > 0; --i) {
+                const int8_t *const xq = xp + xb_step;
+                int32_t w = wp[0];
+                s0 += w;
+                a0 += xp[0] * w;
+                b0 += xq[0] * w;
+                w = wp[1];
+                s1 += w;
+                a1 += xp[1] * w;
+                b1 += xq[1] * w;
+                w = wp[2];
+                s2 += w;
+                a2 += xp[2] * w;
+                b2 += xq[2] * w;
+                w = wp[3];
+                s3 += w;
+                a3 += xp[3] * w;
+                b3 += xq[3] * w;
+                xp += x_col;
+                wp += w_col;
+            }
+        }
+        const int32_t *const m = params->multiplier + c;
+        const int32_t *const sh = params->shift + c;
+        const int32_t k0 = q.input_offset * s0 + (bias != NULL ? bias[c] : 0);
+        const int32_t k1 = q.input_offset * s1 + (bias != NULL ? bias[c + 1] : 0);
+        const int32_t k2 = q.input_offset * s2 + (bias != NULL ? bias[c + 2] : 0);
+        const int32_t k3 = q.input_offset * s3 + (bias != NULL ? bias[c + 3] : 0);
+        out_a[c] = mcu_output_stage_requant2(a0 + k0, m[0], sh[0], &q);
+        out_b[c] = mcu_output_stage_requant2(b0 + k0, m[0], sh[0], &q);
+        out_a[c + 1] = mcu_output_stage_requant2(a1 + k1, m[1], sh[1], &q);
+        out_b[c + 1] = mcu_output_stage_requant2(b1 + k1, m[1], sh[1], &q);
+        out_a[c + 2] = mcu_output_stage_requant2(a2 + k2, m[2], sh[2], &q);
+        out_b[c + 2] = mcu_output_stage_requant2(b2 + k2, m[2], sh[2], &q);
+        out_a[c + 3] = mcu_output_stage_requant2(a3 + k3, m[3], sh[3], &q);
+        out_b[c + 3] = mcu_output_stage_requant2(b3 + k3, m[3], sh[3], &q);
+    }
+    return c;
+}
+
 /* Whether channel_blocks_requant2 applies: |acc| < 2^30 for |bias| < 2^29 and at most 16384
  * taps of |(x + input_offset) * w| <= 255 * 128. */
 static int dw_requant2(const mcu_depthwise_conv_params_t *p, const int32_t *bias)
@@ -225,6 +296,12 @@ mcu_status_t mcu_dw_generic(const mcu_depthwise_conv_params_t *params, const int
     const int32_t in_row = in_w * in_c; /* bytes of one input row */
 #if defined(DW_REQUANT2)
     const int requant2 = first_oc == 0 && dw_requant2(params, bias);
+    const uintptr_t in_lo = (uintptr_t)input;
+    const uintptr_t in_hi = in_lo + (uintptr_t)batches * (uintptr_t)in_h * (uintptr_t)in_row;
+    const uintptr_t out_lo = (uintptr_t)output;
+    const uintptr_t out_hi = out_lo + (uintptr_t)batches * (uintptr_t)out_h * (uintptr_t)out_w *
+                                          (uintptr_t)out_c;
+    const int apart = out_hi <= in_lo || in_hi <= out_lo;
 #endif
     for (int32_t b = 0; b < batches; ++b) {
         const int8_t *const in_batch = input + b * in_h * in_row;
@@ -232,6 +309,17 @@ mcu_status_t mcu_dw_generic(const mcu_depthwise_conv_params_t *params, const int
             const int32_t in_y_origin = out_y * stride_h - params->pad_top;
             int32_t ky_begin, ky_end;
             valid_taps(in_y_origin, dilation_h, k_h, in_h, &ky_begin, &ky_end);
+#if defined(DW_REQUANT2)
+            /* rows out_y and out_y + 1 together (their valid taps the same): only when the output
+             * does not overlay the input, as row out_y + 1 is then written before row out_y's
+             * later windows are read */
+            int row_pair = 0;
+            if (requant2 && apart && out_y + 1 < out_h) {
+                int32_t ky_b, ky_e;
+                valid_taps(in_y_origin + stride_h, dilation_h, k_h, in_h, &ky_b, &ky_e);
+                row_pair = ky_b == ky_begin && ky_e == ky_end;
+            }
+#endif
             for (int32_t out_x = 0; out_x < out_w; ++out_x) {
                 const int32_t in_x_origin = out_x * stride_w - params->pad_left;
                 int32_t kx_begin, kx_end;
@@ -256,6 +344,43 @@ mcu_status_t mcu_dw_generic(const mcu_depthwise_conv_params_t *params, const int
                 }
                 t.w = filter + (ky_begin * k_w + kx_begin) * out_c;
 
+#if defined(DW_REQUANT2)
+                /* two positions with the same valid taps at once: the one below (rows paired),
+                 * else the next along the row */
+                if (requant2) {
+                    int32_t step = 0;
+                    int8_t *out_b = NULL;
+                    if (row_pair) {
+                        step = stride_h * in_row;
+                        out_b = out_px + out_w * out_c;
+                    } else if (out_x + 1 < out_w) {
+                        int32_t kx_b, kx_e;
+                        valid_taps(in_x_origin + stride_w, dilation_w, k_w, in_w, &kx_b, &kx_e);
+                        if (kx_b == kx_begin && kx_e == kx_end) {
+                            step = stride_w * in_c;
+                            out_b = out_px + out_c;
+                        }
+                    }
+                    if (out_b != NULL) {
+                        mcu_dw_taps_t tb = t;
+                        if (t.rows > 0) {
+                            tb.x = t.x + step;
+                        }
+                        int32_t oc = channel_pairs_requant2(&t, step, params, bias, out_px, out_b);
+                        for (; oc < out_c; ++oc) {
+                            const int32_t b_oc = bias != NULL ? bias[oc] : 0;
+                            out_px[oc] = mcu_output_stage(taps1(&t, oc, oc, input_offset) + b_oc,
+                                                          params->multiplier[oc], params->shift[oc],
+                                                          &params->q);
+                            out_b[oc] = mcu_output_stage(taps1(&tb, oc, oc, input_offset) + b_oc,
+                                                         params->multiplier[oc], params->shift[oc],
+                                                         &params->q);
+                        }
+                        out_x += row_pair ? 0 : 1;
+                        continue;
+                    }
+                }
+#endif
                 int32_t oc = first_oc;
                 if (oc == 0 && depth_multiplier == 1) {
 #if defined(DW_REQUANT2)
@@ -272,6 +397,9 @@ mcu_status_t mcu_dw_generic(const mcu_depthwise_conv_params_t *params, const int
                                               &params->q);
                 }
             }
+#if defined(DW_REQUANT2)
+            out_y += row_pair;
+#endif
         }
     }
     return MCU_OK;
