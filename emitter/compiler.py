@@ -26,6 +26,7 @@ from emitter.onnx.load import load as load_model
 from emitter.optimize import OPTIMIZE, PLAN_ISA
 from emitter.passes.fuse import fuse_activations, fuse_residual_adds
 from emitter.passes.layout import assign_layouts
+from emitter.passes.tables import fold_tables
 from emitter.plan import search
 from emitter.plan.arena import GUARD_BYTES, Plan, plan
 from emitter.plan.order import orders, reorder
@@ -122,7 +123,7 @@ def check_name(name: str) -> str:
 
 def passes(io_nhwc: bool) -> list[Callable[[Graph], Graph]]:
     """The Graph -> Graph passes after lowering, in order (compile_model runs Graph.verify() after each)."""
-    return [fuse_activations, lambda g: assign_layouts(g, io_nhwc)]
+    return [fold_tables, fuse_activations, lambda g: assign_layouts(g, io_nhwc)]
 
 
 def numerics_of(m: OnnxModel) -> str:

@@ -708,9 +708,9 @@ ATTENTION = [
     OpCase("layernorm_gamma_beta", "LayerNormalization", (TOKENS,), {"axis": -1, "epsilon": 1e-5},
            _ln_consts, input_range=(-2.0, 2.0), opset=17, qop=False, note="integer kernel"),
     OpCase("reshape_heads", "Reshape", (TOKENS,), {}, _const(shape=_i64(1, 6, 4, 4)), lead="matmul",
-           note="[N, T, C] -> [N, T, H, C/H]: a free view"),
+           lead_fmts=_BOTH, note="[N, T, C] -> [N, T, H, C/H]: a free view"),
     OpCase("transpose_heads", "Transpose", ((1, 6, 4, 4),), {"perm": [0, 2, 1, 3]}, lead="matmul",
-           note="[N, T, H, D] -> [N, H, T, D]"),
+           lead_fmts=_BOTH, note="[N, T, H, D] -> [N, H, T, D]"),
 ]
 
 def _convt_w(cin: int, cout: int, *kernel: int, bias: bool = True) -> WeightsFn:
