@@ -16,11 +16,16 @@ Later stages ask the record (emitter.kernels.kernel(name)) and never probe the m
   lean_c      a call taking the generic path on every target (the least scratch); lean_buffer_size
               (params, bias) its scratch
   exact_in_place  element i is read before element i is written: the output may lie exactly on
-              an input
+              an input; exact_in_place_inputs the node inputs it may lie on (empty: any)
   buffer_size (params, bias, isa) -> scratch bytes; None: the layer's own Prepared.scratch stands
   path        (params, bias, isa) -> the code path the C dispatcher takes; None: one path
   runtime_deps    other kernels whose C ships with this one (a fused kernel's or a wrapper's parts)
   to_cmsis    (Converter, Prepared) -> its CMSIS-NN call, or None; None here: no CMSIS-NN kernel
+
+Two questions are asked of the params themselves, through the classes they declare: a params class
+deriving from Windowed answers window() (its input and output dims and filter size: the row planner
+and its cost estimate read them), one deriving from Rounded answers rounding_mode() (quant.ROUND_*;
+every other params rounds as TFLite).
 """
 from __future__ import annotations
 
@@ -57,6 +62,30 @@ SinkData = Callable[[Any, int], SinkC]
 
 
 @dataclass(frozen=True)
+class Window:
+    """A window kernel's geometry: its input and output dims ([N, H, W, C], common.Dims) and the
+    elements of its filter (0: no weights, a pool)."""
+    input: Any
+    output: Any
+    weights: int = 0
+
+
+class Windowed:
+    """Params of a window kernel (conv2d, depthwise, pools): window() is its geometry."""
+
+    def window(self) -> Window:
+        raise NotImplementedError
+
+
+class Rounded:
+    """Params carrying a rounding mode: rounding_mode() is quant.ROUND_TFLITE, ROUND_NEAREST_EVEN
+    or ROUND_NEAREST_NO_TIE."""
+
+    def rounding_mode(self) -> int:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
 class Kernel:
     """One C kernel's declared capabilities (the defaults: none)."""
     name: str
@@ -68,6 +97,7 @@ class Kernel:
     lean_c: str = ""
     lean_buffer_size: LeanScratch | None = None
     exact_in_place: bool = False
+    exact_in_place_inputs: tuple[int, ...] = ()
     buffer_size: Scratch | None = None
     path: Path | None = None
     runtime_deps: tuple[str, ...] = ()

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from emitter.kernels.base import Rounded, Window, Windowed
 from emitter.quant import ROUND_TFLITE, requantize, requantize_rne, wrap_int32
 
 MAX_RANK = 6  # MCU_MAX_RANK
@@ -48,7 +49,7 @@ class Bcast:
 
 
 @dataclass(frozen=True)
-class PoolParams:
+class PoolParams(Windowed, Rounded):
     """Shared by mcu_avgpool_s8, mcu_maxpool_s8 and (nested) mcu_avgpool_requant_s8."""
     CTYPE: ClassVar[str] = "mcu_pool_params_t"
     input: Dims
@@ -62,6 +63,12 @@ class PoolParams:
     act_min: int
     act_max: int
     rounding: int = 0  # average pools: quant.ROUND_TFLITE or ROUND_NEAREST_EVEN; maxpool: unused
+
+    def window(self) -> Window:
+        return Window(self.input, self.output)
+
+    def rounding_mode(self) -> int:
+        return self.rounding
 
 
 def pad_rank(values: tuple[int, ...] | list[int]) -> tuple[int, ...]:
@@ -164,12 +171,9 @@ def windows(p: PoolParams) -> list[tuple[int, int, int, int, int, int]]:
 
 
 def rounding_of(params: Any) -> int:
-    """The rounding mode a kernel's params carry (quant.ROUND_*), ROUND_TFLITE if none."""
-    for holder in (getattr(params, "q", None), params, getattr(params, "pool", None)):
-        r = getattr(holder, "rounding", None)
-        if isinstance(r, int):
-            return r
-    return ROUND_TFLITE
+    """The rounding mode a kernel's params carry (quant.ROUND_*): their rounding_mode() (Rounded
+    params, kernels/base.py), else ROUND_TFLITE."""
+    return params.rounding_mode() if isinstance(params, Rounded) else ROUND_TFLITE
 
 
 def div_round(acc: np.ndarray, count: np.ndarray | int, rounding: int) -> np.ndarray:

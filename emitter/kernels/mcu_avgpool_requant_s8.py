@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from emitter.kernels.base import Kernel, SinkC
+from emitter.kernels.base import Kernel, Rounded, SinkC, Window, Windowed
 from emitter.kernels.common import (
     PoolParams,
     check_pool,
@@ -32,7 +32,7 @@ MAX_TAPS = 1 << 23
 
 
 @dataclass(frozen=True)
-class AvgPoolRequantParams:
+class AvgPoolRequantParams(Windowed, Rounded):
     """pool.act_min/act_max clamp the output."""
     CTYPE: ClassVar[str] = "mcu_avgpool_requant_params_t"
     pool: PoolParams
@@ -40,6 +40,12 @@ class AvgPoolRequantParams:
     output_offset: int
     multiplier: int
     shift: int
+
+    def window(self) -> Window:
+        return self.pool.window()
+
+    def rounding_mode(self) -> int:
+        return self.pool.rounding
 
 
 def check_avgpool_requant(p: AvgPoolRequantParams) -> None:

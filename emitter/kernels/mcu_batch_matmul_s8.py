@@ -19,7 +19,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import Prepared, StructArg
-from emitter.kernels.base import Kernel
+from emitter.kernels.base import Kernel, Rounded
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import Dims, QuantIO, check_range, output_stage
 from emitter.quant import ROUND_NEAREST_NO_TIE, ROUND_TFLITE
@@ -28,7 +28,7 @@ MAX_DEPTH = 16384  # |acc| <= K * 255 * 255 < 2^30 (the DSP path's mcu_requant2)
 
 
 @dataclass(frozen=True)
-class BatchMatMulParams:
+class BatchMatMulParams(Rounded):
     CTYPE: ClassVar[str] = "mcu_batch_matmul_params_t"
     lhs: Dims  # logical [B0, B1, M, K]
     rhs: Dims  # logical [B0, B1, K, N]
@@ -39,6 +39,9 @@ class BatchMatMulParams:
     q: QuantIO  # input_offset: -lhs zero point
     multiplier: int
     shift: int
+
+    def rounding_mode(self) -> int:
+        return self.q.rounding
 
 
 def check(p: BatchMatMulParams) -> None:

@@ -67,10 +67,11 @@ def path(p: Any, bias: np.ndarray | None, isa: str) -> str:
 
 
 # Every path reads skip element i just before it writes output element i, and computes each
-# element once: the output may lie exactly on the skip (node input 3; never on the conv's input,
-# which is read by windows). The op module (emitter/ops/conv_add.py) names that input to the planner.
+# element once: the output may lie exactly on the skip (node input 3 of the conv_add op; never on
+# the conv's input, which is read by windows).
 EXACT_IN_PLACE = True
+EXACT_IN_PLACE_INPUTS = (3,)  # the skip
 
 
-KERNEL = Kernel("mcu_conv2d_add_s8", exact_in_place=EXACT_IN_PLACE, buffer_size=buffer_size, path=path,
-                runtime_deps=RUNTIME_DEPS)
+KERNEL = Kernel("mcu_conv2d_add_s8", exact_in_place=EXACT_IN_PLACE, exact_in_place_inputs=EXACT_IN_PLACE_INPUTS,
+                buffer_size=buffer_size, path=path, runtime_deps=RUNTIME_DEPS)

@@ -17,7 +17,7 @@ import numpy as np
 
 from emitter.calls import ConstArg, Prepared, StructArg
 from emitter.kernels import kernel_info
-from emitter.kernels.base import Kernel
+from emitter.kernels.base import Kernel, Rounded, Window, Windowed
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
 from emitter.kernels.cmsis_quirks import mve_1xn_problem
 from emitter.kernels.common import (
@@ -32,7 +32,7 @@ from emitter.kernels.common import (
 
 
 @dataclass(frozen=True, eq=False)
-class ConvParams:
+class ConvParams(Windowed, Rounded):
     CTYPE: ClassVar[str] = "mcu_conv_params_t"
     input: Dims
     filter: Dims
@@ -46,6 +46,12 @@ class ConvParams:
     q: QuantIO
     multiplier: np.ndarray  # int32 [C_out]
     shift: np.ndarray  # int32 [C_out]
+
+    def window(self) -> Window:
+        return Window(self.input, self.output, self.filter.n * self.filter.h * self.filter.w * self.filter.c)
+
+    def rounding_mode(self) -> int:
+        return self.q.rounding
 
 
 def mcu_conv2d_s8(p: ConvParams, input: np.ndarray, filter: np.ndarray,

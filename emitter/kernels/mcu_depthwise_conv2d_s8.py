@@ -16,7 +16,7 @@ import numpy as np
 
 from emitter.calls import ConstArg, Prepared, StructArg
 from emitter.kernels import kernel_info
-from emitter.kernels.base import Kernel
+from emitter.kernels.base import Kernel, Rounded, Window, Windowed
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.kernels.common import (
     Dims,
@@ -31,7 +31,7 @@ from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
 
 
 @dataclass(frozen=True, eq=False)
-class DepthwiseConvParams:
+class DepthwiseConvParams(Windowed, Rounded):
     CTYPE: ClassVar[str] = "mcu_depthwise_conv_params_t"
     input: Dims
     filter: Dims
@@ -46,6 +46,12 @@ class DepthwiseConvParams:
     q: QuantIO
     multiplier: np.ndarray
     shift: np.ndarray
+
+    def window(self) -> Window:
+        return Window(self.input, self.output, self.filter.n * self.filter.h * self.filter.w * self.filter.c)
+
+    def rounding_mode(self) -> int:
+        return self.q.rounding
 
 
 def mcu_depthwise_conv2d_s8(p: DepthwiseConvParams, input: np.ndarray, filter: np.ndarray,

@@ -20,7 +20,7 @@ import numpy as np
 
 from emitter.calls import CArg, ConstArg, NullArg, Prepared, StructArg
 from emitter.kernels import c_defines, kernel_info
-from emitter.kernels.base import Kernel, SinkC
+from emitter.kernels.base import Kernel, Rounded, SinkC
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, arr
 from emitter.kernels.common import QuantIO, check_shape, output_stage
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
@@ -31,7 +31,7 @@ CHUNK = _C["MCU_FC_CHUNK"]
 
 
 @dataclass(frozen=True, eq=False)
-class FCParams:
+class FCParams(Rounded):
     CTYPE: ClassVar[str] = "mcu_fc_params_t"
     batches: int
     in_features: int
@@ -40,6 +40,9 @@ class FCParams:
     per_channel: int
     multiplier: np.ndarray  # int32 [1] or [N]
     shift: np.ndarray
+
+    def rounding_mode(self) -> int:
+        return self.q.rounding
 
 
 def mcu_fully_connected_s8(p: FCParams, input: np.ndarray, weights: np.ndarray,

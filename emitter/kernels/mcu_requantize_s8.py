@@ -10,18 +10,21 @@ from typing import ClassVar
 
 import numpy as np
 
-from emitter.kernels.base import Kernel
+from emitter.kernels.base import Kernel, Rounded
 from emitter.kernels.common import QuantIO, check_range
 from emitter.quant import ROUND_TFLITE, requantize, requantize_rne
 
 
 @dataclass(frozen=True)
-class RequantizeParams:
+class RequantizeParams(Rounded):
     CTYPE: ClassVar[str] = "mcu_requantize_params_t"
     size: int
     q: QuantIO
     multiplier: int
     shift: int
+
+    def rounding_mode(self) -> int:
+        return self.q.rounding
 
 
 def mcu_requantize_s8(p: RequantizeParams, x: np.ndarray) -> np.ndarray:

@@ -21,14 +21,14 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import ConstArg, CRef, Prepared, StructArg
-from emitter.kernels.base import Kernel
+from emitter.kernels.base import Kernel, Rounded
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.kernels.common import Dims, QuantIO, check_range, check_shape, dims_shape, output_stage
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
 
 
 @dataclass(frozen=True, eq=False)
-class TransposeConvParams:
+class TransposeConvParams(Rounded):
     CTYPE: ClassVar[str] = "mcu_transpose_conv_params_t"
     input: Dims
     filter: Dims
@@ -42,6 +42,9 @@ class TransposeConvParams:
     q: QuantIO
     multiplier: np.ndarray  # int32 [C_out]
     shift: np.ndarray  # int32 [C_out]
+
+    def rounding_mode(self) -> int:
+        return self.q.rounding
 
 
 def check_params(p: TransposeConvParams) -> None:

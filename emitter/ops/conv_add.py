@@ -27,7 +27,6 @@ from emitter.ops.base import LayoutPlan, per_tensor
 
 ONNX_OPS: tuple[str, ...] = ()
 IR_OPS = ("conv_add",)
-EXACT_IN_PLACE_INPUTS = (3,)  # the planner may put the output exactly on the skip only (the twin's rule)
 CONV_ATTRS = ("kernel", "strides", "dilations", "pads", "group", "act_min", "act_max")
 
 

@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from emitter.ir import Graph
-from emitter.ops import REGISTRY
 from emitter.plan.stream import Schedule
 from emitter.plan.views import roots
 
@@ -309,11 +308,11 @@ def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: 
         for name in seg.whole_inputs():
             if name in seg.sim.down:
                 allow(name, out, seg.sim.down[name], seg.up.get(name), seg.last)
+    inputs = dict(zip(schedule.exact, schedule.exact_inputs, strict=False))  # a missing entry: any
     for step in schedule.exact:
-        node = g.nodes[step]
-        only = getattr(REGISTRY[node.op], "EXACT_IN_PLACE_INPUTS", None)  # None: any operand
+        node, only = g.nodes[step], inputs.get(step, ())
         for pos, name in enumerate(node.inputs):
-            if only is not None and pos not in only:
+            if only and pos not in only:  # the kernel's exact_in_place_inputs (empty: any operand)
                 continue
             if name and not g.t(name).is_const and g.t(name).nbytes == g.t(node.outputs[0]).nbytes:
                 allow(name, node.outputs[0], 0, None, step)

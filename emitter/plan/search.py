@@ -23,6 +23,8 @@ from typing import Any
 
 from emitter.calls import Prepared
 from emitter.ir import Graph
+from emitter.kernels import kernel
+from emitter.kernels.base import Windowed
 from emitter.plan.arena import Plan, plan
 from emitter.plan.stream import Schedule, Segment, Stage, exact_in_place, make_segment, stage_of
 from emitter.plan.views import roots
@@ -135,15 +137,13 @@ def estimate(seg: Segment, trust_overlap: bool = True) -> int:
 
 
 def filter_elements(s: Stage) -> int:
-    f = getattr(s.params, "filter", None)
-    return f.n * f.h * f.w * f.c if f is not None else 0
+    """The weights a window stage reads per output position (Windowed params); 0 for others."""
+    return s.params.window().weights if isinstance(s.params, Windowed) else 0
 
 
 def row_width(s: Stage) -> int:
-    """Output positions of one row call."""
-    pp = getattr(s.params, "pool", s.params)
-    out = getattr(pp, "output", None)
-    return max(1, out.w if out is not None else 1)
+    """Output positions of one row call (1 for a stage without a window)."""
+    return max(1, s.params.window().output.w) if isinstance(s.params, Windowed) else 1
 
 
 def overhead(seg: Segment, isa: str) -> int:
@@ -247,11 +247,16 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
                isa: str) -> list[Candidate]:
     """Every plan worth offering, cheapest first."""
     exact = tuple(k for k, p in enumerate(prepared) if exact_in_place(p.kernel) and not p.then)
+    exact_inputs = tuple(kernel(prepared[k].kernel).exact_in_place_inputs for k in exact)
+
+    def schedule(kind: str, segments: tuple[Segment, ...]) -> Schedule:
+        return Schedule(kind, segments, exact, exact_inputs, host_inputs=True)
+
     out = [Candidate(plan(g, scratch, alignment), 0)]
     copy = int(sum(g.t(n).nbytes for n in g.inputs) * MOVE_INSTRUCTIONS_PER_BYTE)  # run() copies the input in
-    out.append(Candidate(plan(g, scratch, alignment, 0, Schedule("inplace", (), exact, True)), copy))
+    out.append(Candidate(plan(g, scratch, alignment, 0, schedule("inplace", ())), copy))
     one = singles(g, prepared, isa)
-    out.append(candidate(g, scratch, alignment, Schedule("overlap", tuple(one), exact, True), copy, isa))
+    out.append(candidate(g, scratch, alignment, schedule("overlap", tuple(one)), copy, isa))
     free = singles(g, prepared, isa, lean=True)  # the smallest: lean calls where they save scratch
     seen = set()
     cache: SegmentCache = {}
@@ -272,9 +277,9 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
             covered = {k for s in segs for k in range(s.first, s.last + 1)}
             segs += [s for s in (free if lean else one) if s.first not in covered]
         segs.sort(key=lambda s: s.first)
-        out.append(candidate(g, scratch, alignment, Schedule("stream", tuple(segs), exact, True), copy, isa))
+        out.append(candidate(g, scratch, alignment, schedule("stream", tuple(segs)), copy, isa))
     if any(s.lean for s in free):
-        out.append(candidate(g, scratch, alignment, Schedule("overlap", tuple(free), exact, True), copy, isa))
+        out.append(candidate(g, scratch, alignment, schedule("overlap", tuple(free)), copy, isa))
     return out
 
 

@@ -33,6 +33,7 @@ from emitter.calls import Prepared
 from emitter.ir import Graph
 from emitter.kernels import ISAS
 from emitter.kernels import kernel as twin
+from emitter.kernels.base import Windowed
 from emitter.plan.views import roots
 
 
@@ -139,8 +140,9 @@ def stage_of(g: Graph, step: int, p: Prepared, main: str | None = None) -> Stage
         except ValueError:  # broadcasting operands: not by rows
             return None
         return stage
-    pp = getattr(p.params, "pool", p.params)  # avgpool_requant nests its geometry
-    i, o = pp.input, pp.output
+    assert isinstance(p.params, Windowed), f"{p.kernel}: a band kernel's params declare their window()"
+    window = p.params.window()  # avgpool_requant's: its pool's
+    i, o = window.input, window.output
     if len(names) != 1 or i.n != 1 or g.t(names[0]).nbytes != i.h * i.w * i.c \
             or g.t(node.outputs[0]).nbytes != o.h * o.w * o.c:
         return None
@@ -294,6 +296,7 @@ class Schedule:
     kind: str  # "layer" | "overlap" | "stream"
     segments: tuple[Segment, ...] = ()
     exact: tuple[int, ...] = ()  # steps of exact-in-place kernels that may write over a dying same-size operand
+    exact_inputs: tuple[tuple[int, ...], ...] = ()  # per exact step: the node inputs it may lie on (empty: any)
     host_inputs: bool = False
 
     def segment_at(self, step: int) -> Segment | None:
