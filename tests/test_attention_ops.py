@@ -194,3 +194,33 @@ def test_example_model_runs_without_float():
     ref = np.array([r[0].ravel().argmax() for r in ort_run(c, path, samples)])
     assert int((gold == data["labels"]).sum()) == 96  # 80.67 % of 119
     assert (gold == ref).mean() >= 0.95
+
+
+def test_chain_read_in_the_middle_gets_its_own_table(tmp_path, monkeypatch):
+    """The Erf output of the GELU chain is also a graph output: two tables from x, each equal to
+    the unfolded layers' result."""
+    consts = {"c": np.float32(np.sqrt(2.0)), "one": np.float32(1.0), "half": np.float32(0.5)}
+    nodes = [helper.make_node("Div", ["x0", "c"], ["d"], name="div"),
+             helper.make_node("Erf", ["d"], ["e"], name="erf"),
+             helper.make_node("Add", ["e", "one"], ["a"], name="add_one"),
+             helper.make_node("Mul", ["x0", "a"], ["m"], name="mul_x"),
+             helper.make_node("Mul", ["m", "half"], ["z"], name="mul_half")]
+    graph = helper.make_graph(nodes, "gelu_two_outputs",
+                              [helper.make_tensor_value_info("x0", TensorProto.FLOAT, TOKENS)],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, TOKENS) for n in ("z", "e")],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    rng = np.random.default_rng(3)
+    feeds = [{"x0": rng.uniform(-3, 3, TOKENS).astype(np.float32)} for _ in range(8)]
+    path = quantize(model, feeds, out_path=tmp_path / "gelu2.onnx")
+    folded = compile_model(path, name="folded")
+    assert kernels(folded) == ["mcu_lut_s8", "mcu_lut_s8"]
+    monkeypatch.setattr(compiler, "passes", lambda io_nhwc: [
+        p for p in _unpatched_passes(io_nhwc) if getattr(p, "__name__", "") != "fold_tables"])
+    chain = compile_model(path, name="chain")
+    assert "mcu_eltwise_f32_s8" in kernels(chain)
+    codes = np.resize(np.arange(-128, 128, dtype=np.int8), (3, *TOKENS))
+    for k in range(3):
+        for f, u in zip(golden_run(folded, [codes[k]]), golden_run(chain, [codes[k]]), strict=True):
+            np.testing.assert_array_equal(f, u)
