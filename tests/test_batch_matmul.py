@@ -7,7 +7,7 @@ QuantizeLinear) and QOperator (QLinearMatMul), int8 and uint8 activations.
 - a Transpose of the last two axes in front of an operand is folded (no copy, the kernel's flag);
 - CMSIS-NN: arm_batch_matmul_s8 exactly where it reads the operands as stored (lhs [.., M, K], rhs
   [.., N, K], TFLite rounding), the portable kernel elsewhere with the reason; the choice between
-  them by the measured cost table (M55: CMSIS-NN for a single query row, mcugen's kernel otherwise);
+  them by the measured cost table (M4: CMSIS-NN for a tiny single query row, mcugen's kernel otherwise);
 - QEMU cortex-m4 (DSP path) and cortex-m55 (MVE path): portable (both roundings) and cmsis-nn,
   every case bit-exact with the golden, and the attention block of tests/models/attention.py;
 - the attention block on the host: exact vs the golden, within 4 quanta of onnxruntime.
@@ -117,17 +117,17 @@ def test_cmsis_nn_takes_rows_of_k_only(models, cmsis_env):
 
 def test_choice_by_measured_cost_table(tmp_path):
     """The committed tables hold measured bmm cases: mcugen's kernel wins a multi-row Q x K^T on the
-    M4 and the M55; CMSIS-NN wins a single query row on the M55."""
+    M4 and the M55; CMSIS-NN wins a single query row of four outputs on the M4 (measured: 948 vs 914)."""
     def prepared(s: Shape):
         return next(p for p in compile_model(one_case_model(s, tmp_path), name="x", io_nhwc=True,
                                              board=load_board("cortex-m55")).prepared if p.kernel)
     many, one = Shape("bmm", h=16, c_in=16, c_out=16, batches=4, per_channel=0), \
-        Shape("bmm", h=1, c_in=64, c_out=16, batches=1, per_channel=0)
+        Shape("bmm", h=1, c_in=64, c_out=4, batches=1, per_channel=0)
     for core, isa in (("cortex-m4", "dsp"), ("cortex-m55", "mve")):
         ch = kc.choose(prepared(many), 0, core, isa)
         assert ch is not None and ch.ours_wins and ch.source == "table", ch
-    ch = kc.choose(prepared(one), 0, "cortex-m55", "mve")
-    assert ch is not None and not ch.ours_wins, ch
+    ch = kc.choose(prepared(one), 0, "cortex-m4", "dsp")
+    assert ch is not None and not ch.ours_wins and ch.source == "table", ch
 
 
 def one_case_model(s: Shape, tmp: Path) -> Path:

@@ -25,6 +25,7 @@ from emitter.kernels.common import Dims, QuantIO, check_range, output_stage
 from emitter.quant import ROUND_NEAREST_NO_TIE, ROUND_TFLITE
 
 MAX_DEPTH = 16384  # |acc| <= K * 255 * 255 < 2^30 (the DSP path's mcu_requant2), as the C checks
+INLINE_COLS = 2  # MCU_BMM_INLINE_COLS (mcu_batch_matmul_s8_internal.h)
 
 
 @dataclass(frozen=True)
@@ -84,12 +85,13 @@ def path(p: BatchMatMulParams, bias: object, isa: str) -> str:
 
 
 def buffer_size(p: BatchMatMulParams, bias: object, isa: str) -> int:
-    """K * N bytes (rounded up to 4) for the rhs rows when rhs is stored [K, N], + 4 N on MVE."""
+    """K * N bytes (rounded up to 4) for the rhs rows when rhs is stored [K, N], + 4 N on MVE for
+    the column terms of M > INLINE_COLS rows (fewer rows sum them in the main pass)."""
     kind = path(p, bias, isa)
     if kind == "generic":
         return 0
     copy = 0 if p.rhs_transposed else (p.rhs.w * p.rhs.c + 3) // 4 * 4
-    return copy + (4 * p.rhs.c if kind == "mve" else 0)
+    return copy + (4 * p.rhs.c if kind == "mve" and p.lhs.w > INLINE_COLS else 0)
 
 
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:

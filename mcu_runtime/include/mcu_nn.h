@@ -283,7 +283,7 @@ typedef struct {
  * rhs equal, or 1), K in [1, 16384]:
  *   out[b, m, n] = mcu_output_stage(sum_k (lhs[b, m, k] + input_offset) * (rhs[b, k, n] + rhs_offset)).
  * Scratch (mcu_batch_matmul_s8_get_buffer_size): K * N bytes where a DSP/MVE path first stores
- * an rhs [.., K, N] as [.., N, K]; none otherwise.
+ * an rhs [.., K, N] as [.., N, K], and on MVE 4 * N bytes of column terms when M > 2.
  */
 mcu_status_t mcu_batch_matmul_s8(const mcu_context_t *ctx, const mcu_batch_matmul_params_t *params,
                                  const int8_t *lhs, const int8_t *rhs, int8_t *output);

@@ -13,7 +13,7 @@
  * - DSP (mcu_batch_matmul_s8_dsp.c): SXTAB16 + SMLAD, two lhs rows by two rhs rows per pass;
  * - generic (mcu_batch_matmul_s8_generic.c): pure C99, strided, the spec.
  * The DSP and MVE paths read rhs as rows of K bytes: an rhs stored [K, N] is first copied into the
- * scratch as [N, K], once per distinct rhs batch; MVE also keeps the N column terms there.
+ * scratch as [N, K], once per distinct rhs batch; MVE also keeps the N column terms there (M > 2).
  */
 #include <stdint.h>
 
@@ -51,7 +51,7 @@ int32_t mcu_batch_matmul_s8_get_buffer_size(const mcu_batch_matmul_params_t *par
         return 0;
     }
     const int32_t copy = params->rhs_transposed ? 0 : round_up4(params->rhs.w * params->rhs.c);
-    return copy + (path == MCU_PATH_MVE ? 4 * params->rhs.c : 0);
+    return copy + (path == MCU_PATH_MVE && params->lhs.w > MCU_BMM_INLINE_COLS ? 4 * params->rhs.c : 0);
 }
 
 int32_t mcu_batch_matmul_s8_path(const mcu_batch_matmul_params_t *params, int32_t isa)
@@ -109,7 +109,7 @@ mcu_status_t mcu_batch_matmul_s8(const mcu_context_t *ctx, const mcu_batch_matmu
     const int8_t *rows = NULL;
 #endif
 #if MCU_ISA_PLAN == MCU_ISA_MVE
-    int32_t *col = path == MCU_PATH_MVE
+    int32_t *col = path == MCU_PATH_MVE && p->lhs.w > MCU_BMM_INLINE_COLS
                        ? (int32_t *)(void *)((int8_t *)ctx->buf + (copy ? round_up4(rhs_size) : 0))
                        : NULL;
 #endif
@@ -130,7 +130,9 @@ mcu_status_t mcu_batch_matmul_s8(const mcu_context_t *ctx, const mcu_batch_matmu
                         rows = copy;
                     }
 #if MCU_ISA_PLAN == MCU_ISA_MVE
-                    mcu_batch_matmul_s8_mve_columns(p, rows, col);
+                    if (col != NULL) {
+                        mcu_batch_matmul_s8_mve_columns(p, rows, col);
+                    }
 #endif
                 }
 #if MCU_ISA_PLAN == MCU_ISA_MVE

@@ -11,6 +11,9 @@
 #include "mcu_kernel_util.h"
 #include "mcu_nn.h"
 
+/* Up to this many lhs rows, the MVE path sums the column terms in its main pass (col NULL). */
+#define MCU_BMM_INLINE_COLS 2
+
 /* mcu_batch_matmul_s8_generic.c: one batch, pure C99, either operand in either byte order:
  *   out[m, n] = mcu_output_stage(sum_k (lhs(m, k) + input_offset) * (rhs(k, n) + rhs_offset)),
  * lhs(m, k) = lhs[m * K + k] (lhs[k * M + m] transposed), rhs(k, n) = rhs[k * N + n]
@@ -31,7 +34,8 @@ void mcu_batch_matmul_s8_dsp(const mcu_batch_matmul_params_t *p, const int8_t *l
 void mcu_batch_matmul_s8_mve_columns(const mcu_batch_matmul_params_t *p, const int8_t *rhs_t,
                                      int32_t *col);
 
-/* mcu_batch_matmul_s8_mve.c: one batch, lhs [M, K], rhs_t [N, K] and its column terms. */
+/* mcu_batch_matmul_s8_mve.c: one batch, lhs [M, K], rhs_t [N, K] and its column terms (NULL: summed
+ * in the same pass). */
 void mcu_batch_matmul_s8_mve(const mcu_batch_matmul_params_t *p, const int8_t *lhs,
                              const int8_t *rhs_t, const int32_t *col, int8_t *output);
 #endif

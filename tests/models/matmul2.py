@@ -41,6 +41,8 @@ CASES = [
     MatMulCase("mm_trans_a", (2, 8, 5), (2, 8, 6), trans_a=True),
     MatMulCase("mm_k1", (6, 1), (1, 4)),
     MatMulCase("mm_m1", (1, 16), (16, 9)),
+    MatMulCase("mm_trans_b_k37", (2, 5, 37), (2, 6, 37), trans_b=True),  # whole 16-byte chunks + a tail
+    MatMulCase("mm_m2_k40", (2, 40), (40, 7)),
 ]
 
 
