@@ -224,3 +224,44 @@ def test_chain_read_in_the_middle_gets_its_own_table(tmp_path, monkeypatch):
     for k in range(3):
         for f, u in zip(golden_run(folded, [codes[k]]), golden_run(chain, [codes[k]]), strict=True):
             np.testing.assert_array_equal(f, u)
+
+
+def decomposed_layernorm() -> onnx.ModelProto:
+    """LayerNorm as torch exports it below opset 17: ReduceMean, Sub, Pow 2, ReduceMean, Add eps,
+    Sqrt, Div, Mul gamma, Add beta."""
+    rng = np.random.default_rng(0)
+    n = TOKENS[-1]
+    consts = {"two": np.float32(2.0), "eps": np.float32(1e-5), "g": rng.uniform(0.5, 1.5, n).astype(np.float32),
+              "b": rng.uniform(-0.5, 0.5, n).astype(np.float32)}
+    nodes = [helper.make_node("ReduceMean", ["x0"], ["mu"], name="mean", axes=[-1], keepdims=1),
+             helper.make_node("Sub", ["x0", "mu"], ["d"], name="center"),
+             helper.make_node("Pow", ["d", "two"], ["d2"], name="square"),
+             helper.make_node("ReduceMean", ["d2"], ["var"], name="var", axes=[-1], keepdims=1),
+             helper.make_node("Add", ["var", "eps"], ["ve"], name="eps"),
+             helper.make_node("Sqrt", ["ve"], ["sd"], name="sqrt"),
+             helper.make_node("Div", ["d", "sd"], ["nrm"], name="normalize"),
+             helper.make_node("Mul", ["nrm", "g"], ["sc"], name="gamma"),
+             helper.make_node("Add", ["sc", "b"], ["y"], name="beta")]
+    graph = helper.make_graph(nodes, "decomposed_ln", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, TOKENS)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, TOKENS)],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model
+
+
+def test_decomposed_layernorm(tmp_path):
+    """torch's LayerNorm below opset 17, each op requantized by onnxruntime: Pow and Sqrt are
+    tables, the Div of two activations the float island; host == golden, within 1 quantum."""
+    rng = np.random.default_rng(1)
+    feeds = [{"x0": rng.uniform(-2, 2, TOKENS).astype(np.float32)} for _ in range(8)]
+    path = quantize(decomposed_layernorm(), feeds, out_path=tmp_path / "dln.onnx")
+    c = compile_model(path, name="dln")
+    assert {"mcu_lut_s8", "mcu_avgpool_requant_s8", "mcu_eltwise_f32_s8"} <= set(kernels(c))
+    samples = [int8_inputs(c, [f["x0"]]) for f in feeds]
+    gold = [golden_run(c, s) for s in samples]
+    lib = build_library([emit(c, tmp_path / "dln")], tmp_path / "dln.so")
+    for s, g in zip(samples, gold, strict=True):
+        np.testing.assert_array_equal(run_c(lib, c, s)[0], g[0])
+    d, n, mx = diff_stats(gold, ort_run(c, path, samples))
+    assert mx <= 1, f"golden vs onnxruntime: {d}/{n} elements differ, max {mx} quanta"

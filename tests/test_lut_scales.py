@@ -33,12 +33,13 @@ def lut_model(op: str, s_in: float, s_out: float) -> onnx.ModelProto:
 
     nodes = [helper.make_node("QuantizeLinear", ["x", "x_s", "x_zp"], ["xq"], name="x_Q"),
              helper.make_node("DequantizeLinear", ["xq", "x_s", "x_zp"], ["xd"], name="x_DQ"),
-             helper.make_node(op, ["xd"], ["f"], name=f"the_{op}"),
+             helper.make_node(op, ["xd", "e"] if op == "Pow" else ["xd"], ["f"], name=f"the_{op}"),
              helper.make_node("QuantizeLinear", ["f", "y_s", "y_zp"], ["yq"], name="y_Q"),
              helper.make_node("DequantizeLinear", ["yq", "y_s", "y_zp"], ["y"], name="y_DQ")]
     g = helper.make_graph(nodes, "lut", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
-                          q("x", s_in) + q("y", s_out))
+                          q("x", s_in) + q("y", s_out)
+                          + ([numpy_helper.from_array(np.array(2.0, np.float32), "e")] if op == "Pow" else []))
     opset = {"HardSwish": 14, "Mish": 18, "Gelu": 20}.get(op, 13)  # where each entered the default domain
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 9

@@ -5,7 +5,8 @@ TFLite's int8 LUT kernels (float evaluation per input code, here in double preci
 function of one int8 input is exactly one table, so these ops need no float at run time:
 
     # Sigmoid, Tanh, HardSigmoid, HardSwish, LeakyRelu, Elu, Selu, Celu, Gelu, Erf, Exp, Softplus,
-    # Softsign, Neg, Abs, Mish, ThresholdedRelu  -> mcu_lut_s8
+    # Softsign, Neg, Abs, Mish, ThresholdedRelu, Sqrt, Reciprocal, Pow (constant scalar exponent)
+    #                                                                      -> mcu_lut_s8
 """
 from __future__ import annotations
 
@@ -47,6 +48,29 @@ def _exp(v: float) -> float:
     return math.exp(min(v, 700.0))
 
 
+def _sqrt(v: float) -> float:
+    return math.sqrt(v) if v >= 0 else 0.0  # NaN in float: the zero point, as the float islands give it
+
+
+def _reciprocal(v: float) -> float:
+    return 1.0 / v if v != 0 else math.inf  # IEEE 1 / +0: the entry saturates
+
+
+def _pow(a: dict[str, Any]) -> Fn:
+    e = a["exponent"]
+
+    def f(v: float) -> float:
+        if v == 0 and e < 0:
+            return math.inf
+        try:
+            r = v ** e
+        except OverflowError:
+            return math.inf if v > 0 or float(e).is_integer() and int(e) % 2 == 0 else -math.inf
+        return r if isinstance(r, float) else 0.0  # a negative base, fractional exponent: NaN -> zero point
+
+    return f
+
+
 # ONNX op -> (attribute defaults, builder of f from the attributes)
 FUNCTIONS: dict[str, tuple[dict[str, Any], Callable[[dict[str, Any]], Fn]]] = {
     "Sigmoid": ({}, lambda a: _sigmoid),
@@ -69,6 +93,9 @@ FUNCTIONS: dict[str, tuple[dict[str, Any], Callable[[dict[str, Any]], Fn]]] = {
     "Mish": ({}, lambda a: lambda v: v * math.tanh(_softplus(v))),
     "Neg": ({}, lambda a: lambda v: -v),
     "Abs": ({}, lambda a: abs),
+    "Sqrt": ({}, lambda a: _sqrt),
+    "Reciprocal": ({}, lambda a: _reciprocal),
+    "Pow": ({"exponent": None}, _pow),  # the exponent is the node's constant second input
 }
 ONNX_OPS = tuple(FUNCTIONS)
 IR_OPS = ("lut",)
@@ -95,6 +122,17 @@ def table(fn: Fn, s_in: float, zp_in: int, s_out: float, zp_out: int,
     return np.clip(np.array(out, dtype=np.int64), act_min, act_max).astype(np.int8)
 
 
+def exponent(q: QNode) -> float:
+    """Pow's exponent: a constant scalar (dequantized where onnxruntime quantized it)."""
+    e = q.inputs[1] if len(q.inputs) > 1 else None
+    if e is None or e.data is None or e.data.size != 1:
+        raise NodeUnsupported("Pow needs a constant scalar exponent")
+    v = float(np.asarray(e.data, dtype=np.float64).ravel()[0])
+    if e.quant is not None:
+        v = (v - float(e.quant.zero_point.ravel()[0])) * float(e.quant.scale.ravel()[0])
+    return float(np.float32(v))
+
+
 def lower(ctx: LowerCtx, q: QNode) -> None:
     x = q.inputs[0]
     if x.name is None or x.quant is None:
@@ -106,7 +144,10 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     if ctx.tensors[x.name].dtype == "int16":  # TFLite's int16 kernels, no table here (emitter/ops/a16_lut.py)
         ctx.emit(q, "lut", [x.name], q.output, {"function": q.op_type, "act_min": q.act_min, "act_max": q.act_max})
         return
-    fn = build({**defaults, **q.attrs})
+    attrs = {**defaults, **q.attrs}
+    if q.op_type == "Pow":
+        attrs["exponent"] = exponent(q)
+    fn = build(attrs)
     t = table(fn, x.quant.s, x.quant.zp, q.out_quant.s, q.out_quant.zp, q.act_min, q.act_max)
     ctx.emit(q, "lut", [x.name], q.output, {"table": t, "function": q.op_type})
 

@@ -445,6 +445,10 @@ MATMUL = [
         extra_nodes=(helper.make_node("Add", ["y", "bias"], ["z"], name="add_bias"),),
         note="MatMul + Add(bias): the FC pattern of TF/Keras exports",
     ),
+    OpCase("matmul_two_acts_odd", "MatMul", ((7, 13), (13, 11)),
+           note="two activations (batch matmul): QDQ MatMul / QLinearMatMul, odd sizes"),
+    OpCase("matmul_two_acts_4d_bcast", "MatMul", ((2, 1, 5, 8), (1, 3, 8, 6)),
+           note="two activations, 4-D, both batch dims broadcast (tests/test_batch_matmul.py has more)"),
 ]
 
 
@@ -638,6 +642,11 @@ UNARY = [
     OpCase("neg", "Neg", ((1, 16),), qop=False, note=_FLOAT_ONLY),
     OpCase("abs", "Abs", ((1, 16),), qop=False, note=_FLOAT_ONLY),
     OpCase("softplus", "Softplus", ((1, 16),), input_range=(-3.0, 3.0), qop=False, note=_FLOAT_ONLY),
+    OpCase("sqrt", "Sqrt", ((1, 16),), input_range=(0.0, 4.0), qop=False, note=_FLOAT_ONLY),
+    OpCase("reciprocal", "Reciprocal", ((1, 16),), input_range=(0.5, 2.0), qop=False, note=_FLOAT_ONLY),
+    OpCase("pow_square", "Pow", ((1, 16),), {}, _const(e=np.float32(2.0)), qop=False,
+           note="x^2 of a decomposed LayerNorm; " + _FLOAT_ONLY),
+    OpCase("pow_cube", "Pow", ((1, 16),), {}, _const(e=np.float32(3.0)), qop=False, note=_FLOAT_ONLY),
 ]
 REDUCE = [
     OpCase("reducemax_hw", "ReduceMax", X888, {"axes": [2, 3], "keepdims": 1}, qop=False,
@@ -783,6 +792,9 @@ CASES: dict[str, list[OpCase]] = {
     "Neg": UNARY[6:7],
     "Abs": UNARY[7:8],
     "Softplus": UNARY[8:9],
+    "Sqrt": UNARY[9:10],
+    "Reciprocal": UNARY[10:11],
+    "Pow": UNARY[11:13],
     "ReduceMax": REDUCE,
     "Slice": MOVE[0:2],
     "Resize": MOVE[2:4],
