@@ -199,7 +199,8 @@ def _verify_options(p: argparse.ArgumentParser, when: str) -> None:
     p.add_argument("--samples", type=int, default=8, help=f"{when}random samples (default 8)")
     p.add_argument("--no-qemu", action="store_true", help=f"{when}host build only")
     p.add_argument("--cc", help=f"{when}compiler of the QEMU firmware: gcc (arm-none-eabi-gcc, the default) "
-                   "or clang (--target=arm-none-eabi, newlib's headers; linked by arm-none-eabi-gcc); "
+                   "or clang (--target=arm-none-eabi, newlib's headers; linked by arm-none-eabi-gcc; RISC-V "
+                   "boards: --target=riscv32-unknown-elf on picolibc's, linked by riscv64-unknown-elf-gcc); "
                    "default: $CC when it names a clang")
     p.add_argument("--junit", metavar="RESULTS.xml",
                    help=f"{when}write the results as JUnit XML: one test case per board and check "

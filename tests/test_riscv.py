@@ -225,3 +225,59 @@ def test_rv32imac_estimate_within_10_percent_of_qemu(name: str, tmp_path: Path) 
     measured = int(np.median(run.instructions))
     estimate = kc.model_estimate(c.prepared, "rv32imac", "c", 5.0, 200)
     assert estimate is not None and abs(estimate / measured - 1) < 0.10, (estimate, measured)
+
+
+CLANG_MISSING = toolchain.missing_tools(("clang", "riscv64-unknown-elf-gcc", "picolibc"))
+
+
+def picolibc_include() -> str:
+    """picolibc's include folder, as riscv64-unknown-elf-gcc --specs=picolibc.specs (and SConstruct) finds it."""
+    err = subprocess.run(["riscv64-unknown-elf-gcc", "--specs=picolibc.specs", "-E", "-v", "-x", "c", "/dev/null"],
+                         capture_output=True, text=True, check=True).stderr
+    return next(line.strip() for line in err.splitlines()
+                if "picolibc" in line and (Path(line.strip()) / "stdio.h").is_file())
+
+
+@pytest.mark.skipif(bool(CLANG_MISSING), reason="needs " + "; ".join(CLANG_MISSING))
+@pytest.mark.parametrize("opt", ("-O2", "-O0"))
+def test_clang_compiles_the_runtime_for_riscv(opt: str, tmp_path: Path) -> None:
+    """Every kernel and support file and the digits bundle with `clang --target=riscv32-unknown-elf`
+    on picolibc's headers for the ESP32-C3 (rv32imc), the style's warnings, none reported."""
+    from tests.harness.bundles import STRICT
+
+    board = load_board("esp32-c3")
+    c = compile_model(DIGITS, name="digits", board=board)
+    bundle = tmp_path / "bundle"
+    write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle, force=True)
+    runtime = REPO / "mcu_runtime"
+    sources = sorted([*map(str, bundle.glob("*.c")), *map(str, (runtime / "kernels").glob("*.c")),
+                      *map(str, (runtime / "support").glob("*.c"))])
+    resource = subprocess.run(["clang", "-print-resource-dir"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    command = ["clang", "--target=riscv32-unknown-elf", "-nostdinc", "-isystem", picolibc_include(),
+               "-isystem", f"{resource}/include", *board.cflags, opt, *STRICT, "-Werror", f"-I{bundle}",
+               f"-I{runtime / 'include'}", "-c", *sources]
+    res = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert res.returncode == 0 and not res.stderr.strip(), res.stderr[-4000:]
+    assert len(list(tmp_path.glob("*.o"))) == len(sources)
+
+
+@needs_riscv
+@pytest.mark.skipif(bool(CLANG_MISSING), reason="needs " + "; ".join(CLANG_MISSING))
+@pytest.mark.parametrize("board_name", BOARDS)
+def test_clang_firmware_bit_exact_on_riscv(board_name: str, tmp_path: Path) -> None:
+    """The digits firmware compiled by clang (SConstruct cc=clang: --target=riscv32-unknown-elf on
+    picolibc's headers, linked by riscv64-unknown-elf-gcc), -Werror, bit-exact with the golden in
+    QEMU, its instructions counted."""
+    board = load_board(board_name)
+    c = compile_model(DIGITS, name="net", board=board)
+    samples = digits_samples(4, c)
+    bundle = tmp_path / "bundle"
+    write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle, force=True)
+    write_glue(c, tmp_path / "glue")
+    fw, run = run_in_qemu(bundle, tmp_path / "glue", board, tmp_path, samples, ("-Werror",), cc="clang")
+    assert "warning" not in fw.build_log, fw.build_log[-3000:]
+    got = unpack(c, (run.workdir / "output.bin").read_bytes(), len(samples))
+    for g, s in zip(got, samples, strict=True):
+        np.testing.assert_array_equal(g[0], golden_run(c, s)[0])
+    assert len(run.instructions) == 4 and all(100_000 < n < 1_000_000 for n in run.instructions)

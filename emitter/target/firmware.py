@@ -77,16 +77,14 @@ def build_firmware(bundle_dir: Path | str, glue_dir: Path | str, board: Board,
 
     bundle_lib: link this library of the bundle (built by its own Makefile) instead of compiling
     the bundle's sources here. cc: gcc (arm-none-eabi-gcc) or a clang (toolchain.firmware_cc),
-    which compiles for --target=arm-none-eabi on newlib's headers; arm-none-eabi-gcc links either.
+    which compiles for --target=arm-none-eabi on newlib's headers (RISC-V: --target=riscv32-unknown-elf
+    on picolibc's); arm-none-eabi-gcc (riscv64-unknown-elf-gcc) links either.
 
     cflags are appended to every compile and link; werror adds -Werror to the style's warnings;
     stack_bytes is the stack reserved (and measured) by the harness; cmsis_nn is a CMSIS-NN
     source tree compiled at cmsis_opt and linked, or with cmsis_nn_lib (a prebuilt CMSIS-NN
     library) only its headers are used. ToolchainError (with the compiler output) on failure.
     """
-    if board.arch != "arm" and cc != "gcc":
-        raise ToolchainError(f"--cc {cc}: {board.name} is a {board.arch} board; its firmware builds "
-                             f"with {toolchain.cross_prefix(board.arch)}gcc only")
     toolchain.check_target_toolchain(board.arch)
     if cc != "gcc":
         toolchain.find_tool(cc)

@@ -25,17 +25,18 @@ void mcu_trap(void) __attribute__((naked, noreturn, aligned(4)));
 void mcu_trap_report(void) __attribute__((noreturn, used));
 void mcu_install_trap(void) __attribute__((constructor));
 
-/* CSR access; gcc 12 (ISA spec 20191213) wants Zicsr named for csrr/csrw. */
-#define MCU_CSR_READ(name, value) \
-    __asm__ volatile(".option push\n\t.option arch, +zicsr\n\tcsrr %0, " name "\n\t.option pop" \
-                     : "=r"(value))
+/* CSR access; gcc 12 (ISA spec 20191213) wants Zicsr named for csrr/csrw; clang 14 takes them in
+ * the base ISA and has no `.option arch`. */
+#if defined(__clang__)
+#define MCU_ZICSR(text) text
+#else
+#define MCU_ZICSR(text) ".option push\n\t.option arch, +zicsr\n\t" text "\n\t.option pop"
+#endif
+#define MCU_CSR_READ(name, value) __asm__ volatile(MCU_ZICSR("csrr %0, " name) : "=r"(value))
 
 void mcu_install_trap(void)
 {
-    __asm__ volatile(".option push\n\t.option arch, +zicsr\n\tcsrw mtvec, %0\n\t.option pop"
-                     :
-                     : "r"((uintptr_t)mcu_trap)
-                     : "memory");
+    __asm__ volatile(MCU_ZICSR("csrw mtvec, %0") : : "r"((uintptr_t)mcu_trap) : "memory");
 }
 
 /* Trap entry (direct mode): a fresh stack at the top, then the report. */
@@ -50,7 +51,8 @@ static uintptr_t mcu_semihost(uintptr_t op, const void *arg)
 {
     register uintptr_t a0 __asm__("a0") = op;
     register const void *a1 __asm__("a1") = arg;
-    __asm__ volatile(".option push\n\t.option norvc\n\t.balign 16\n\t"
+    /* aligned before norvc: clang 14 cannot pad a norvc region with 2-byte NOPs */
+    __asm__ volatile(".balign 16\n\t.option push\n\t.option norvc\n\t"
                      "slli x0, x0, 0x1f\n\tebreak\n\tsrai x0, x0, 7\n\t.option pop"
                      : "+r"(a0)
                      : "r"(a1)
