@@ -445,6 +445,10 @@ MATMUL = [
         extra_nodes=(helper.make_node("Add", ["y", "bias"], ["z"], name="add_bias"),),
         note="MatMul + Add(bias): the FC pattern of TF/Keras exports",
     ),
+    OpCase("matmul_two_acts_odd", "MatMul", ((7, 13), (13, 11)),
+           note="two activations (batch matmul): QDQ MatMul / QLinearMatMul, odd sizes"),
+    OpCase("matmul_two_acts_4d_bcast", "MatMul", ((2, 1, 5, 8), (1, 3, 8, 6)),
+           note="two activations, 4-D, both batch dims broadcast (tests/test_batch_matmul.py has more)"),
 ]
 
 
