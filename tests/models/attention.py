@@ -40,7 +40,8 @@ def attention_model(tokens: int = 8, dim: int = 16, heads: int = 2, *, scale: bo
         nodes.append(helper.make_node("Softmax", [s], ["p"], name="softmax", axis=-1))
         s = "p"
     nodes.append(helper.make_node("MatMul", [s, "vh"], ["o"], name="context"))
-    graph = helper.make_graph(nodes, "attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [tokens, dim])],
+    graph = helper.make_graph(nodes, "attention",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [tokens, dim])],
                               [helper.make_tensor_value_info("o", TensorProto.FLOAT, [heads, tokens, d])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="mcugen-tests")
     model.ir_version = IR_VERSION
