@@ -199,3 +199,55 @@ def test_qemu_both_backends_bit_exact(core, models, tmp_path):
         assert out is not None
         for o, g in zip(out, gold[m.label], strict=True):
             np.testing.assert_array_equal(o, g, err_msg=f"{m.label} on {core}")
+
+
+# ---- refusals ---------------------------------------------------------------------------------------
+
+def qdq_two_acts(a: tuple[int, ...], b: tuple[int, ...], out: tuple[int, ...],
+                 bias: int | None = None) -> onnx.ModelProto:
+    """int8 x0, x1 -> DequantizeLinear each -> MatMul [-> Add(DQ(int32 bias [bias]))] -> QuantizeLinear."""
+    from onnx import TensorProto as TP
+    from onnx import helper as H
+    from onnx import numpy_helper as NH
+
+    inits = [NH.from_array(np.array(0.05, np.float32), "s"), NH.from_array(np.array(0, np.int8), "z")]
+    nodes = [H.make_node("DequantizeLinear", [f"x{i}", "s", "z"], [f"f{i}"], name=f"dq{i}") for i in range(2)]
+    y = "y"
+    if bias is not None:
+        inits += [NH.from_array(np.arange(bias, dtype=np.int32), "bq"),
+                  NH.from_array(np.array(0.0025, np.float32), "bs"), NH.from_array(np.array(0, np.int32), "bz")]
+        nodes.append(H.make_node("DequantizeLinear", ["bq", "bs", "bz"], ["bf"], name="dqb"))
+    nodes.append(H.make_node("MatMul", ["f0", "f1"], ["y"], name="mm"))
+    if bias is not None:
+        nodes.append(H.make_node("Add", ["y", "bf"], ["yb"], name="add"))
+        y = "yb"
+    nodes.append(H.make_node("QuantizeLinear", [y, "s", "z"], ["q"], name="qy"))
+    g = H.make_graph(nodes, "mm", [H.make_tensor_value_info(f"x{i}", TP.INT8, list(s)) for i, s in enumerate((a, b))],
+                     [H.make_tensor_value_info("q", TP.INT8, list(out))], inits)
+    m = H.make_model(g, opset_imports=[H.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
+@pytest.mark.parametrize("a,b,out,bias,words", [
+    ((1, 2, 2, 3, 4), (1, 2, 2, 4, 5), (1, 2, 2, 3, 5), None, "rank 2 to 4"),
+    ((3, 4), (4, 5), (3, 5), 5, "Add(bias)"),
+])
+def test_refusals_name_the_reason(a, b, out, bias, words, tmp_path):
+    from emitter.errors import McugenError
+
+    onnx.save(qdq_two_acts(a, b, out, bias), str(tmp_path / "m.onnx"))
+    with pytest.raises(McugenError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        compile_model(tmp_path / "m.onnx", name="m")
+
+
+def test_hand_built_qdq_two_acts_compiles(tmp_path):
+    """The same builder without the refused parts: a plain int8 x int8 MatMul, exact on the host."""
+    onnx.save(qdq_two_acts((2, 3, 4), (2, 4, 5), (2, 3, 5)), str(tmp_path / "m.onnx"))
+    c = compile_model(tmp_path / "m.onnx", name="m")
+    assert kernels(c) == ["mcu_batch_matmul_s8"]
+    rng = np.random.default_rng(3)
+    samples = [rng.integers(-128, 128, (2, 3, 4), dtype=np.int8), rng.integers(-128, 128, (2, 4, 5), dtype=np.int8)]
+    lib = build_library([emit(c, tmp_path / "b")], tmp_path / "lib.so")
+    for g, h in zip(golden_run(c, samples), run_c(lib, c, samples), strict=True):
+        np.testing.assert_array_equal(h, g)

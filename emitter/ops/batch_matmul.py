@@ -50,6 +50,13 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
                               f"{list(a.shape)} x {list(b.shape)}")
     if a.shape[-1] != b.shape[-2]:
         raise NodeUnsupported(f"MatMul operands {list(a.shape)} x {list(b.shape)} disagree on K")
+    batch_a, batch_b = (1,) * (4 - len(a.shape)) + a.shape[:-2], (1,) * (4 - len(b.shape)) + b.shape[:-2]
+    if any(x != y and 1 not in (x, y) for x, y in zip(batch_a, batch_b, strict=True)):
+        raise NodeUnsupported(f"MatMul operands {list(a.shape)} x {list(b.shape)}: batch dims do not broadcast")
+    want = tuple(max(x, y) for x, y in zip(batch_a, batch_b, strict=True)) + (a.shape[-2], b.shape[-1])
+    if (1,) * (4 - len(q.out_shape)) + tuple(q.out_shape) != want:
+        raise NodeUnsupported(f"MatMul output shape {list(q.out_shape)} disagrees with its operands "
+                              f"{list(a.shape)} x {list(b.shape)}")
     if a.shape[-1] > MAX_DEPTH:
         raise NodeUnsupported(f"K = {a.shape[-1]} multiply-accumulates per output could overflow the "
                               f"kernel's accumulator (at most {MAX_DEPTH})")
