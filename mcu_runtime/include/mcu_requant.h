@@ -139,17 +139,21 @@ static inline int32_t mcu_requant2_base_q(int32_t multiplier, int32_t shift, con
 /* mcu_output_stage_tflite() for mcu_requant2_ok() constants and |acc| < 2^30 in mcu_requant2's
  * arithmetic with RV32's MUL/MULH: floor((2 acc M + 2^31) / 2^32) is MULH(2 acc, M) plus bit 31 of
  * MUL(2 acc, M) (the carry of + 2^31), then floor((that + base - [acc < 0]) / 2^r), clamped: about
- * 15 instructions, not 40 (used by the generic conv and depthwise loops on RV32). */
-static inline int8_t mcu_output_stage_requant2(int32_t acc, int32_t multiplier, int32_t shift,
-                                               const mcu_quant_io_t *q)
+ * 15 instructions, not 40 (used by the generic conv and depthwise loops on RV32).
+ * mcu_requant2_mul: the value before the clamp, for r = -shift and base = mcu_requant2_base(). */
+static inline int32_t mcu_requant2_mul(int32_t acc, int32_t multiplier, int32_t r, int32_t base)
 {
-    const int32_t r = -shift;
     const int32_t a2 = (int32_t)((uint32_t)acc << 1);
     const uint32_t low = (uint32_t)a2 * (uint32_t)multiplier;
     const int32_t high = (int32_t)(((int64_t)a2 * (int64_t)multiplier) >> 32);
-    const int32_t base = (int32_t)((1u << (r - 1)) + ((uint32_t)q->output_offset << r));
     /* arithmetic right shifts of negative values: see mcu_rounding_divide_by_pot */
-    const int32_t v = (int32_t)((uint32_t)high + (low >> 31) + (uint32_t)base + (uint32_t)(acc >> 31)) >> r;
+    return (int32_t)((uint32_t)high + (low >> 31) + (uint32_t)base + (uint32_t)(acc >> 31)) >> r;
+}
+
+static inline int8_t mcu_output_stage_requant2(int32_t acc, int32_t multiplier, int32_t shift,
+                                               const mcu_quant_io_t *q)
+{
+    const int32_t v = mcu_requant2_mul(acc, multiplier, -shift, mcu_requant2_base(shift, q->output_offset));
     return (int8_t)mcu_clamp_s32(v, q->act_min, q->act_max);
 }
 

@@ -193,18 +193,34 @@ MCU_CONV_NOINLINE static void pixel_from_runs(const mcu_conv_block_t *c,
 }
 
 #if defined(MCU_DOT_PAIRS)
-/* store4 for realistic constants without a residual Add (c->requant2): mcu_output_stage_requant2 */
-static void store4_requant2(const int32_t acc[4], const int32_t corr[4], int32_t oc,
-                            const mcu_conv_params_t *params, int8_t *out_px)
+/* store4 at one or two positions (out_b NULL: one) for realistic constants without a residual
+ * Add (c->requant2): mcu_output_stage_requant2's arithmetic, each channel's constants and base
+ * read once for both positions, four channels written out. */
+static void store_requant2(const int32_t acc[8], const int32_t corr[4], int32_t oc,
+                           const mcu_conv_params_t *params, int8_t *out_a, int8_t *out_b)
 {
-    const mcu_quant_io_t q = params->q;
+    const int32_t lo = params->q.act_min;
+    const int32_t hi = params->q.act_max;
+    const int32_t offset = params->q.output_offset;
     const int32_t *const multiplier = params->multiplier + oc;
     const int32_t *const shift = params->shift + oc;
-    int8_t *const out = out_px + oc;
-    for (int32_t r = 0; r < 4; ++r) {
-        out[r] = mcu_output_stage_requant2(mcu_conv_add_wrap(acc[r], corr[r]), multiplier[r],
-                                           shift[r], &q);
-    }
+#define CONV_RQ2_ONE(k)                                                                          \
+    do {                                                                                         \
+        const int32_t m = multiplier[k];                                                         \
+        const int32_t base = mcu_requant2_base(shift[k], offset);                                \
+        const int32_t r = -shift[k];                                                             \
+        out_a[oc + (k)] = (int8_t)mcu_clamp_s32(                                                 \
+            mcu_requant2_mul(mcu_conv_add_wrap(acc[k], corr[k]), m, r, base), lo, hi);           \
+        if (out_b != NULL) {                                                                     \
+            out_b[oc + (k)] = (int8_t)mcu_clamp_s32(                                             \
+                mcu_requant2_mul(mcu_conv_add_wrap(acc[4 + (k)], corr[k]), m, r, base), lo, hi); \
+        }                                                                                        \
+    } while (0)
+    CONV_RQ2_ONE(0);
+    CONV_RQ2_ONE(1);
+    CONV_RQ2_ONE(2);
+    CONV_RQ2_ONE(3);
+#undef CONV_RQ2_ONE
 }
 
 /* Every channel of the block at two output positions whose windows lie inside the input
@@ -236,10 +252,7 @@ MCU_CONV_NOINLINE static void pixel_rows(const mcu_conv_block_t *c, const int8_t
             }
         }
         if (c->requant2) {
-            store4_requant2(acc, corr, oc, p, out_a);
-            if (xb != NULL) {
-                store4_requant2(acc + 4, corr, oc, p, out_b);
-            }
+            store_requant2(acc, corr, oc, p, out_a, out_b);
         } else {
             store4(acc, corr, oc, p, out_a, c->fuse);
             if (xb != NULL) {
