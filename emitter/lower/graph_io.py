@@ -37,7 +37,9 @@ def graph_input(s: LowerState, name: str) -> None:
                               "{'ActivationSymmetric': True}")
     if dtype in INT8_TYPES:
         if name not in s.quant_of:
-            raise QuantError(f"graph input '{name}' is {dtype} but no node gives its scale/zero point")
+            why = s.quant_unread.get(name)
+            raise QuantError(f"graph input '{name}' is {dtype} but no node gives its scale/zero point"
+                             + (f": {why}" if why else ""))
         ir = s.int8_tensor(name, s.quant_of[name])
         s.inputs.append(ir)
         s.boundaries[ir] = Boundary(False, dtype == np.uint8, name)

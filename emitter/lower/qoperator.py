@@ -53,20 +53,43 @@ def check_qop_arity(node: onnx.NodeProto) -> None:
         need = "2 + 3 per input"
     else:
         need_n = max(max(t) for t in sig["acts"] + [sig["out"]]) + 1
+        if node.domain == "com.microsoft" and node.op_type != "QGemm":
+            need_n -= 1  # the output zero point is optional: 0, of the input's type
         ok, need = len(node.input) >= need_n, str(need_n)
     if not ok:
         raise NodeUnsupported(f"{node.op_type} has {len(node.input)} inputs, expects {need}")
 
 
-def collect_quant(s: LowerState, node: onnx.NodeProto, found: dict[str, QuantParams]) -> None:
-    """The QuantParams a QLinear node gives its activation inputs and its output."""
+def collect_quant(s: LowerState, node: onnx.NodeProto, found: dict[str, QuantParams],
+                  named_by: dict[str, str] | None = None) -> None:
+    """The QuantParams a QLinear node gives its activation inputs and its output. An int8/uint8
+    graph input with no QuantizeLinear takes them from the QLinear nodes that read it; `named_by`
+    (tensor -> the QLinear node that first gave its quantization) catches two QLinear nodes that
+    disagree on one tensor (onnxruntime would read its integers two ways)."""
     check_qop_arity(node)
-    for d, sc, z in qop_acts(node):
-        if node.input[d] not in s.inits:
-            found.setdefault(node.input[d], s.qparams(node, node.input[sc], node.input[z], None, node.input[d]))
     sc, z = QOP_SIGNATURES[node.op_type]["out"]
-    found.setdefault(node.output[0], s.qparams(node, node.input[sc], node.input[z] if len(node.input) > z else None,
-                                               None, node.output[0]))
+    given = [(node.input[d], node.input[dsc], node.input[dz]) for d, dsc, dz in qop_acts(node)
+             if node.input[d] not in s.inits]
+    given.append((node.output[0], node.input[sc], node.input[z] if len(node.input) > z else None))
+    label = node.name or node.output[0]
+    if len(node.input) <= z or not node.input[z]:  # no output zero point: 0, of the input's type
+        first = node.input[qop_acts(node)[0][0]]
+        in_type = s.onnx_dtype(first)
+        zps = [node.input[dz] for _, _, dz in qop_acts(node) if node.input[dz] in s.inits]
+        s.zp_dtype.setdefault(node.output[0], in_type if in_type is not None
+                              else s.inits[zps[0]].dtype if zps else np.dtype(np.uint8))
+    for t, scale, zp in given:
+        quant = s.qparams(node, scale, zp, None, t)
+        if named_by is not None and t in named_by and t in found and not found[t].same_as(quant):
+            a = found[t]
+            raise QuantError(f"tensor '{t}': node '{named_by[t]}' quantizes it with scale {a.s:.6g}, zero "
+                             f"point {a.zp}, node '{label}' ({node.op_type}) with scale {quant.s:.6g}, zero "
+                             f"point {quant.zp}; the QLinear nodes disagree on its quantization: give them one "
+                             "scale and zero point for it (re-export the model)")
+        if t not in found:
+            found[t] = quant
+            if named_by is not None:
+                named_by[t] = label
 
 
 def lower_qop(s: LowerState, node: onnx.NodeProto) -> None:
@@ -137,7 +160,8 @@ def complete_qop_shapes(m: OnnxModel, rounds: int = 8) -> None:
                 continue
             shape = float_op_shape(sig["op"], shapes, onnx_attrs(node), m.opset)  # type: ignore[arg-type]
             zp = node.input[sig["out"][1]] if len(node.input) > sig["out"][1] else ""
-            dtype = m.initializers[zp].dtype if zp in m.initializers else np.dtype(np.uint8)
+            first = node.input[qop_acts(node)[0][0]]  # no output zero point: the input's type
+            dtype = m.initializers[zp].dtype if zp in m.initializers else m.dtypes.get(first, np.dtype(np.uint8))
             if shape is not None:
                 added.append(helper.make_tensor_value_info(
                     out, helper.np_dtype_to_tensor_dtype(dtype), list(shape)))

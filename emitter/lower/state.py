@@ -42,6 +42,7 @@ class LowerState:
         self.quant_of: dict[str, QuantParams] = {}  # ONNX int8 tensor -> its QuantParams
         self.zp_dtype: dict[str, np.dtype] = {}  # tensor -> dtype of the zero point naming it
         self.zp_given: dict[str, np.dtype] = {}  # tensor -> dtype of its first explicit zero point
+        self.quant_unread: dict[str, str] = {}  # tensor -> why a node reading it gave no QuantParams
         self.dq_const: dict[str, QIn] = {}  # float name -> constant QIn
         self.dq_act: dict[str, str] = {}  # float name -> IR int8 tensor
         self.ir_name: dict[str, str] = {}  # ONNX int8 tensor -> IR int8 tensor

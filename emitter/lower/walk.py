@@ -29,14 +29,18 @@ def collect_quant(s: LowerState) -> None:
     """Give every int8 activation its QuantParams from the Q/DQ/QLinear node that names it, then
     pass them through int8 data-movement ops in both directions."""
     found: dict[str, QuantParams] = {}
+    named_by: dict[str, str] = {}  # tensor -> the QLinear node that gave its QuantParams
     for node in s.g.node:
         try:
             if node.op_type in ("QuantizeLinear", "DequantizeLinear"):
                 qdq.collect_quant(s, node, found)
             elif node.op_type in qoperator.QOP_SIGNATURES:
-                qoperator.collect_quant(s, node, found)
-        except NodeUnsupported:
-            continue  # reported when the node itself is lowered
+                qoperator.collect_quant(s, node, found, named_by)
+        except NodeUnsupported as exc:  # reported when the node itself is lowered
+            for i in node.input[:1] if node.op_type == "DequantizeLinear" else node.input:
+                s.quant_unread.setdefault(i, f"node '{node.name or node.output[0]}' ({node.op_type}) reads it, "
+                                             f"but {exc}")
+            continue
     float_chains.propagate_quant(s, found)
     s.quant_of = found
 

@@ -344,6 +344,41 @@ def u8_depthwise_asymmetric() -> onnx.ModelProto:
     return m
 
 
+# ---- QOperator graphs whose int8/uint8 graph input has no QuantizeLinear (issue 26 item 3a) ------
+
+def qlinear_input_graph(elem: int = TP.UINT8, add_scale: float | None = None, seed: int = 15) -> onnx.ModelProto:
+    """x (uint8 or int8 graph input, no QuantizeLinear: the QLinear nodes' own x_scale/x_zero_point
+    quantize it) -> QLinearConv 3x3 pad 1 -> y; com.microsoft QLinearAdd(x, y) -> z, as onnxruntime's
+    QOperator tests and C++ exporters write it. add_scale: QLinearAdd reads x with another scale."""
+    rng = np.random.default_rng(seed)
+    u8 = elem == TP.UINT8
+    dt, zx, zy, zw, zz = (np.uint8, 131, 120, 128, 126) if u8 else (np.int8, 3, -8, 0, -2)
+    w = rng.integers(0, 256, (3, 3, 3, 3)) if u8 else rng.integers(-127, 128, (3, 3, 3, 3))
+    inits = scalars(x_s=0.02, w_s=0.005, y_s=0.04, z_s=0.05, xa_s=add_scale or 0.02) + [
+        NH.from_array(np.array(zx, dt), "x_z"), NH.from_array(np.array(zy, dt), "y_z"),
+        NH.from_array(np.array(zw, dt), "w_z"), NH.from_array(np.array(zz, dt), "z_z"),
+        NH.from_array(w.astype(dt), "w"),
+        NH.from_array(rng.integers(-2000, 2000, 3).astype(np.int32), "b")]
+    nodes = [H.make_node("QLinearConv", ["x", "x_s", "x_z", "w", "w_s", "w_z", "y_s", "y_z", "b"], ["y"],
+                         name="qconv", pads=[1, 1, 1, 1]),
+             H.make_node("QLinearAdd", ["x", "xa_s", "x_z", "y", "y_s", "y_z", "z_s", "z_z"], ["z"],
+                         name="qadd", domain="com.microsoft")]
+    return model(nodes, [vi("x", elem, [1, 3, 5, 5])], [vi("z", elem, [1, 3, 5, 5])], inits, 13, MS)
+
+
+def qlinear_add_inputs(elem: int = TP.UINT8, n_inputs: int = 8) -> onnx.ModelProto:
+    """com.microsoft QLinearAdd of two graph inputs, neither behind a QuantizeLinear; n_inputs=7:
+    the optional C_zero_point left out (0, of the inputs' type)."""
+    dt, za, zb, zc = (np.uint8, 100, 140, 128) if elem == TP.UINT8 else (np.int8, -28, 12, 0)
+    inits = scalars(a_s=0.03, b_s=0.02, c_s=0.04) + [
+        NH.from_array(np.array(za, dt), "a_z"), NH.from_array(np.array(zb, dt), "b_z"),
+        NH.from_array(np.array(zc, dt), "c_z")]
+    node = H.make_node("QLinearAdd", ["a", "a_s", "a_z", "b", "b_s", "b_z", "c_s", "c_z"][:n_inputs], ["c"],
+                       name="qadd", domain="com.microsoft")
+    return model([node], [vi("a", elem, [1, 4, 3, 3]), vi("b", elem, [1, 4, 3, 3])],
+                 [vi("c", elem, [1, 4, 3, 3])], inits, 13, MS)
+
+
 @dataclass(frozen=True)
 class Refusal:
     build: Callable[[], onnx.ModelProto]
@@ -409,6 +444,11 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "u8u8_conv1x1_qdq": lambda: ort_quantized("conv1x1", "qdq"),
     "u8_weights_255_qlinear_matmul": qlinear_matmul_u8_weights_255,
     "u8u8_depthwise_symmetric": lambda: ort_quantized("dwconv3x3_m1", "qdq"),
+    "qlinear_conv_add_u8_input": qlinear_input_graph,  # issue 26 item 3a: no QuantizeLinear at the input
+    "qlinear_conv_add_s8_input": lambda: qlinear_input_graph(TP.INT8),
+    "qlinear_add_two_u8_inputs": qlinear_add_inputs,
+    "qlinear_add_no_output_zero_point_u8": lambda: qlinear_add_inputs(n_inputs=7),
+    "qlinear_add_no_output_zero_point_s8": lambda: qlinear_add_inputs(TP.INT8, n_inputs=7),
     **{f"onnx_{name[5:]}": (lambda raw=raw: onnx.load_model_from_string(raw))  # batched, asymmetric
        for name, raw in backend_models().items() if name.startswith("test_qlinearmatmul_3D")},
 }
@@ -437,5 +477,9 @@ WILD_REFUSALS: dict[str, Refusal] = {
     "dq_unsqueeze_mul_per_channel": Refusal(dq_unsqueeze_mul, ("node 'mul' (Mul", "per-axis quantization")),
     "u8_depthwise_asymmetric": Refusal(u8_depthwise_asymmetric,
                               ("weights have non-zero zero points", "asymmetric")),
+    "qlinear_input_scales_disagree": Refusal(lambda: qlinear_input_graph(add_scale=0.03),
+                                             ("'x'", "'qconv'", "'qadd'", "disagree")),
+    "qlinear_add_six_inputs": Refusal(lambda: qlinear_add_inputs(n_inputs=6),
+                                      ("graph input 'a'", "node 'qadd' (QLinearAdd)", "6 inputs, expects 7")),
     "qlinear_pool_channels_last1": Refusal(lambda: qlinear_pool(1), ("channels_last=1", "channels_last=0")),
 }
