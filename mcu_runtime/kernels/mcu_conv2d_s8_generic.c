@@ -86,6 +86,39 @@ static void store4(const int32_t acc[4], const int32_t corr[4], int32_t oc,
 
 #endif
 
+#if defined(MCU_DOT_PAIRS)
+/* store4 at one or two positions (out_b NULL: one; acc[4..7] the second's) for realistic
+ * constants without a residual Add (c->requant2): mcu_output_stage_requant2's arithmetic, each
+ * channel's constants and base read once for both positions, four channels written out; inline
+ * (the pairs and the patch loops keep their registers). */
+MCU_CONV_INLINE void store_requant2(const int32_t *acc, const int32_t *corr, int32_t oc,
+                                    const mcu_conv_params_t *params, int8_t *out_a, int8_t *out_b)
+{
+    const int32_t lo = params->q.act_min;
+    const int32_t hi = params->q.act_max;
+    const int32_t offset = params->q.output_offset;
+    const int32_t *const multiplier = params->multiplier + oc;
+    const int32_t *const shift = params->shift + oc;
+#define CONV_RQ2_ONE(k)                                                                          \
+    do {                                                                                         \
+        const int32_t m = multiplier[k];                                                         \
+        const int32_t base = mcu_requant2_base(shift[k], offset);                                \
+        const int32_t r = -shift[k];                                                             \
+        out_a[oc + (k)] = (int8_t)mcu_clamp_s32(                                                 \
+            mcu_requant2_mul(mcu_conv_add_wrap(acc[k], corr[k]), m, r, base), lo, hi);           \
+        if (out_b != NULL) {                                                                     \
+            out_b[oc + (k)] = (int8_t)mcu_clamp_s32(                                             \
+                mcu_requant2_mul(mcu_conv_add_wrap(acc[4 + (k)], corr[k]), m, r, base), lo, hi); \
+        }                                                                                        \
+    } while (0)
+    CONV_RQ2_ONE(0);
+    CONV_RQ2_ONE(1);
+    CONV_RQ2_ONE(2);
+    CONV_RQ2_ONE(3);
+#undef CONV_RQ2_ONE
+}
+#endif
+
 /* Every channel of the block at one output position from its patch (filter_size contiguous
  * bytes whose padding taps hold the input zero point): acc = sum patch * w + corr. */
 static void pixel_from_patch(const mcu_conv_block_t *c, const int8_t *patch, int8_t *out_px)
@@ -96,6 +129,12 @@ static void pixel_from_patch(const mcu_conv_block_t *c, const int8_t *patch, int
     for (; oc + 4 <= c->oc_end; oc += 4) {
         int32_t acc[4] = {0, 0, 0, 0};
         mcu_dot4_s8(patch, c->filter + oc * k, k, k, acc);
+#if defined(MCU_DOT_PAIRS)
+        if (c->requant2) {
+            store_requant2(acc, c->corr + (oc - c->oc_base), oc, p, out_px, NULL);
+            continue;
+        }
+#endif
         store4(acc, c->corr + (oc - c->oc_base), oc, p, out_px, c->fuse);
     }
     for (; oc < c->oc_end; ++oc) {
@@ -193,36 +232,6 @@ MCU_CONV_NOINLINE static void pixel_from_runs(const mcu_conv_block_t *c,
 }
 
 #if defined(MCU_DOT_PAIRS)
-/* store4 at one or two positions (out_b NULL: one) for realistic constants without a residual
- * Add (c->requant2): mcu_output_stage_requant2's arithmetic, each channel's constants and base
- * read once for both positions, four channels written out. */
-static void store_requant2(const int32_t acc[8], const int32_t corr[4], int32_t oc,
-                           const mcu_conv_params_t *params, int8_t *out_a, int8_t *out_b)
-{
-    const int32_t lo = params->q.act_min;
-    const int32_t hi = params->q.act_max;
-    const int32_t offset = params->q.output_offset;
-    const int32_t *const multiplier = params->multiplier + oc;
-    const int32_t *const shift = params->shift + oc;
-#define CONV_RQ2_ONE(k)                                                                          \
-    do {                                                                                         \
-        const int32_t m = multiplier[k];                                                         \
-        const int32_t base = mcu_requant2_base(shift[k], offset);                                \
-        const int32_t r = -shift[k];                                                             \
-        out_a[oc + (k)] = (int8_t)mcu_clamp_s32(                                                 \
-            mcu_requant2_mul(mcu_conv_add_wrap(acc[k], corr[k]), m, r, base), lo, hi);           \
-        if (out_b != NULL) {                                                                     \
-            out_b[oc + (k)] = (int8_t)mcu_clamp_s32(                                             \
-                mcu_requant2_mul(mcu_conv_add_wrap(acc[4 + (k)], corr[k]), m, r, base), lo, hi); \
-        }                                                                                        \
-    } while (0)
-    CONV_RQ2_ONE(0);
-    CONV_RQ2_ONE(1);
-    CONV_RQ2_ONE(2);
-    CONV_RQ2_ONE(3);
-#undef CONV_RQ2_ONE
-}
-
 /* Every channel of the block at two output positions whose windows lie inside the input
  * (dilation_w == 1), or at one (xb == NULL): the windows read in place, row by row (one run of
  * KW * C_in bytes per filter row, the whole window when its rows are adjacent), each weight byte
