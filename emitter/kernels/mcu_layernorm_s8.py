@@ -9,13 +9,15 @@ Per row of n raw int8 values q_i (the input zero point cancels: the statistics a
   W   = (V << var_shift) + (eps_mantissa << eps_shift)
                                          (uint64 < 2^62; the epsilon term is n^2 eps / s_in^2 << var_shift)
   t   = the largest t >= 0 with W << 2t < 2^62;  r = isqrt(W << 2t) in [2^30, 2^31)  (floor)
-  inv = (2^62 + r / 2) / r               (uint64, in (2^31, 2^32])
-  u_i = rshift(D_i * inv, 38 - var_shift / 2 - t)     normalized value in Q24
+  inv = (2^60 + r / 2) / r               (int32, in (2^29, 2^30])
+  u_i = rshift(D_i * inv, 36 - var_shift / 2 - t)     normalized value in Q24 (int32)
   y_i = rshift(u_i * multiplier_i, 39 - shift_i)      u * gamma_i / s_out in Q16
   out_i = clamp(zero_point + rshift(y_i + bias_i, 16), act_min, act_max)
-rshift(a, k) rounds half away from zero. V == 0 (a constant row) gives u_i = 0, and W == 0 (epsilon 0
-too) as well. gamma_i / s_out = multiplier_i * 2^(shift_i - 31) (multiplier_i may be negative, 0 for
-gamma 0), bias_i = beta_i / s_out in Q16. The params come from emitter/ops/layernorm.py.
+rshift(a, k) = (a + 2^(k-1)) >> k rounds half up (arithmetic shift). V == 0 (a constant row) gives
+u_i = 0 (every D_i is 0), epsilon 0 too. gamma_i / s_out = multiplier_i * 2^(shift_i - 31)
+(multiplier_i may be negative, 0 for gamma 0), bias_i = beta_i / s_out in Q16. The params come from
+emitter/ops/layernorm.py. Cost: per row one integer square root and one 64-bit division; per element
+two int32 x int32 -> int64 products and three rounding shifts.
 CMSIS-NN has no such kernel.
 """
 from __future__ import annotations
@@ -51,11 +53,10 @@ class LayerNormParams:
 
 
 def rshift_round(a: np.ndarray, k: np.ndarray | int) -> np.ndarray:
-    """a / 2^k rounded half away from zero, for int64 a and 1 <= k <= 62."""
+    """a / 2^k rounded half up ((a + 2^(k-1)) >> k, arithmetic), for int64 a and 1 <= k <= 62."""
     a = np.asarray(a, dtype=np.int64)
     k = np.asarray(k, dtype=np.int64)
-    mag = (np.abs(a) + (np.int64(1) << (k - 1))) >> k
-    return np.where(a < 0, -mag, mag)
+    return (a + (np.int64(1) << (k - 1))) >> k
 
 
 def check(p: LayerNormParams) -> None:
@@ -91,8 +92,8 @@ def row_scale(v: int, p: LayerNormParams) -> tuple[int, int]:
     w = (v << p.var_shift) + (p.eps_mantissa << p.eps_shift)
     t = (62 - w.bit_length()) // 2
     r = math.isqrt(w << (2 * t))
-    inv = ((1 << 62) + r // 2) // r
-    return inv, 38 - p.var_shift // 2 - t
+    inv = ((1 << 60) + r // 2) // r
+    return inv, 36 - p.var_shift // 2 - t
 
 
 def mcu_layernorm_s8(p: LayerNormParams, x: np.ndarray) -> np.ndarray:

@@ -702,10 +702,10 @@ typedef struct {
 /**
  * @brief int8 LayerNormalization over the last axis without floating point, input and output
  * [rows, row_size]. Per row of raw int8 q_0 .. q_{n-1} (the input zero point cancels), with
- * rshift(a, k) = a / 2^k rounded half away from zero:
+ * rshift(a, k) = (a + 2^(k-1)) >> k (int64, arithmetic shift: rounds half up):
  *   S = sum q_i,  V = n * sum q_i^2 - S^2 (int64),  D_i = n * q_i - S
  *   W = (V << var_shift) + E (< 2^62),  t = (62 - bitlength(W)) / 2,  r = floor(sqrt(W << 2t))
- *   inv = (2^62 + r / 2) / r,  u_i = rshift(D_i * inv, 38 - var_shift / 2 - t)   (Q24; 0 if V == 0)
+ *   inv = (2^60 + r / 2) / r,  u_i = rshift(D_i * inv, 36 - var_shift / 2 - t)   (Q24; 0 if V == 0)
  *   y_i = rshift(u_i * multiplier_i, 39 - shift_i)                              (Q16)
  *   out_i = clamp(output_zero_point + rshift(y_i + bias_i, 16), act_min, act_max)
  * E = n^2 * epsilon / s_in^2 << var_shift and var_shift are chosen at build time so that

@@ -8,14 +8,13 @@
 #include "mcu_nn.h"
 
 #define LN_MAX_ROW 8192
-#define LN_U_BITS 24
 #define LN_Y_BITS 16
 
-/** a / 2^k rounded half away from zero, 1 <= k <= 62 (sign and magnitude: no shift of a negative). */
-static int64_t ln_rshift(int64_t a, int32_t k)
+/** a / 2^k rounded half up, 1 <= k <= 62. Arithmetic right shift of a negative value:
+ * implementation-defined in C99, arithmetic on every compiler mcugen supports (as mcu_math.h). */
+static inline int64_t ln_rshift(int64_t a, int32_t k)
 {
-    const uint64_t mag = ((uint64_t)(a < 0 ? -a : a) + ((uint64_t)1 << (k - 1))) >> k;
-    return a < 0 ? -(int64_t)mag : (int64_t)mag;
+    return (a + ((int64_t)1 << (k - 1))) >> k;
 }
 
 /** floor(sqrt(v)) for v < 2^62. */
@@ -75,6 +74,12 @@ mcu_status_t mcu_layernorm_s8(const mcu_layernorm_params_t *params, const int8_t
     }
     const int32_t n = p->row_size;
     const uint64_t eps = (uint64_t)p->eps_mantissa << p->eps_shift;
+    const int32_t *const mult = p->multiplier;
+    const int32_t *const shift = p->shift;
+    const int32_t *const bias = p->bias;
+    const int64_t zp = p->output_zero_point;
+    const int64_t lo = p->act_min;
+    const int64_t hi = p->act_max;
     for (int32_t row = 0; row < p->rows; ++row) {
         const int8_t *in = input + (size_t)row * (size_t)n;
         int8_t *out = output + (size_t)row * (size_t)n;
@@ -88,8 +93,9 @@ mcu_status_t mcu_layernorm_s8(const mcu_layernorm_params_t *params, const int8_t
         }
         const int64_t v = (int64_t)n * sum_sq - (int64_t)sum * sum;
 
-        uint64_t inv = 0;
-        int32_t k = 0;
+        /* V == 0: every D_i is 0, so u_i = 0 with inv = 0 (k = 1 keeps the shift defined) */
+        int32_t inv = 0;
+        int32_t k = 1;
         if (v > 0) {
             const uint64_t w = ((uint64_t)v << p->var_shift) + eps;
             int32_t bits = 0;
@@ -98,16 +104,18 @@ mcu_status_t mcu_layernorm_s8(const mcu_layernorm_params_t *params, const int8_t
             }
             const int32_t t = (62 - bits) / 2; /* the largest t with w << 2t < 2^62 */
             const uint32_t r = ln_isqrt(w << (2 * t));
-            inv = (((uint64_t)1 << 62) + (r >> 1)) / r;
-            k = 38 - p->var_shift / 2 - t;
+            inv = (int32_t)((((uint64_t)1 << 60) + (r >> 1)) / r); /* in (2^29, 2^30] */
+            k = 36 - p->var_shift / 2 - t;
         }
         for (int32_t i = 0; i < n; ++i) {
             const int32_t d = n * (int32_t)in[i] - sum;
-            const int64_t u = inv != 0 ? ln_rshift((int64_t)d * (int64_t)inv, k) : 0;
-            const int64_t y = ln_rshift(u * p->multiplier[i], 39 - p->shift[i]);
-            const int64_t b = p->bias != NULL ? p->bias[i] : 0;
-            const int64_t q = p->output_zero_point + ln_rshift(y + b, LN_Y_BITS);
-            out[i] = (int8_t)(q < p->act_min ? p->act_min : (q > p->act_max ? p->act_max : q));
+            const int32_t u = (int32_t)ln_rshift((int64_t)d * inv, k);
+            int64_t y = ln_rshift((int64_t)u * mult[i], 39 - shift[i]);
+            if (bias != NULL) {
+                y += bias[i];
+            }
+            const int64_t q = zp + ln_rshift(y, LN_Y_BITS);
+            out[i] = (int8_t)(q < lo ? lo : (q > hi ? hi : q));
         }
     }
     return MCU_OK;
