@@ -23,11 +23,12 @@ import os
 import re
 import sys
 import time
+import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from emitter import __version__
-from emitter.errors import McugenError, ToolchainError, UsageError, VerifyError, exit_status
+from emitter.errors import McugenError, McugenWarning, ToolchainError, UsageError, VerifyError, exit_status
 from emitter.verify.harness import LAYERS_FILE
 
 if TYPE_CHECKING:
@@ -493,7 +494,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run one command; returns its exit code (argparse exits 2 itself on bad usage)."""
     args = build_parser().parse_args(with_command(list(sys.argv[1:] if argv is None else argv)))
     try:
-        status = args.run(args)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", McugenWarning)
+            warnings.showwarning = _show_warning
+            status = args.run(args)
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return status
     except (McugenError, KeyboardInterrupt, BrokenPipeError) as exc:
@@ -506,6 +510,15 @@ def main(argv: list[str] | None = None) -> int:
         status = exit_status(exc)
         assert status is not None
         return status
+
+
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """A McugenWarning as one `mcugen: warning: ...` line on stderr; others as Python prints them."""
+    if issubclass(category, McugenWarning):
+        print(f"mcugen: warning: {message}", file=sys.stderr)
+    else:
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 def with_command(argv: list[str]) -> list[str]:

@@ -37,6 +37,11 @@ def exit_status(exc: BaseException) -> int | None:
     return None
 
 
+class McugenWarning(UserWarning):
+    """Something mcugen repaired or ignored in a model and went on (issued with warnings.warn; the
+    CLI prints it as `mcugen: warning: ...` on stderr)."""
+
+
 class McugenError(Exception):
     """Base of every error mcugen reports to a user; exit_code is the CLI's exit status for it."""
 

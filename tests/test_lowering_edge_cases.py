@@ -153,3 +153,20 @@ def test_com_microsoft_only_model_is_not_reported_as_opset_0(tmp_path, capsys):
     err = expect_error(qlinear_pool(1), tmp_path, capsys, McugenError, "channels_last=1",
                        "(QLinearAveragePool, opset 1)")
     assert "opset 0" not in err, err
+
+
+def test_untyped_value_info_is_dropped_with_a_warning(tmp_path, capsys):
+    """A value_info entry without a type fails onnx.checker but says nothing (issue 26 item 3d):
+    compile_model drops it with a McugenWarning; the CLI prints it as one `mcugen: warning:` line
+    and writes the bundle."""
+    from emitter.errors import McugenWarning
+    from tests.models.wild import untyped_value_info
+
+    path = tmp_path / "untyped.onnx"
+    onnx.save(untyped_value_info(), path)
+    with pytest.warns(McugenWarning, match=r"2 value_info entries without a type \('g', 'xf'\) dropped"):
+        compile_model(path, name="untyped")
+    assert main([str(path), "-o", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("mcugen: warning: 2 value_info entries without a type") == 1, err
+    assert (tmp_path / "out" / "model.c").exists() or any((tmp_path / "out").iterdir())

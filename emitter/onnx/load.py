@@ -11,7 +11,9 @@ before onnx's own checker, in this order:
   4. opset range (emitter/onnx/opsets.py); graph structure: single assignment, no dangling inputs,
      no cycles, ordered; every node readable at its opset, Q/DQ attributes that keep their meaning
   5. quantized constants stored in their zero point's type; integer data in its type's range
-  6. onnx.checker + strict shape inference (any failure of theirs becomes a ModelError)
+  6. onnx.checker + strict shape inference (any failure of theirs becomes a ModelError); a value_info
+     entry without a type (which fails the checker and carries no meaning) is dropped first, with a
+     McugenWarning
   7. static, non-empty, MCU-sized shapes for every tensor
 """
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +31,7 @@ import onnx
 from google.protobuf.message import Message  # type: ignore[import-untyped]
 from onnx import numpy_helper
 
-from emitter.errors import ModelError, QuantError, ShapeError
+from emitter.errors import McugenWarning, ModelError, QuantError, ShapeError
 from emitter.onnx import opsets
 from emitter.onnx.float_model import check_not_float
 
@@ -332,6 +335,22 @@ def _set_input_shapes(model: onnx.ModelProto, input_shapes: dict[str, tuple[int,
         raise ShapeError(f"--input-shape names unknown inputs: {', '.join(sorted(overrides))}")
 
 
+def _drop_untyped_value_info(g: onnx.GraphProto) -> None:
+    """A value_info entry is a hint about an intermediate tensor; one without a type fails
+    onnx.checker yet says nothing: drop it (shape inference recomputes what it could have said),
+    with a warning."""
+    keep = [vi for vi in g.value_info if vi.type.WhichOneof("value") is not None]
+    dropped = [vi.name for vi in g.value_info if vi.type.WhichOneof("value") is None]
+    if not dropped:
+        return
+    del g.value_info[:]
+    g.value_info.extend(keep)
+    names = ", ".join(f"'{n}'" for n in dropped[:5]) + (f" and {len(dropped) - 5} more" if len(dropped) > 5 else "")
+    warnings.warn(f"{len(dropped)} value_info entr{'y' if len(dropped) == 1 else 'ies'} without a type "
+                  f"({names}) dropped: such an entry fails the ONNX checker and carries no information "
+                  "(re-export the model, or delete them, to silence this)", McugenWarning, stacklevel=3)
+
+
 def load(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> OnnxModel:
     path = Path(path)
     try:
@@ -353,6 +372,7 @@ def load(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = Non
     check_not_float(model, path)
     _check_quantized_constants(model.graph)
     _set_input_shapes(model, input_shapes)
+    _drop_untyped_value_info(model.graph)
 
     try:
         onnx.checker.check_model(model)

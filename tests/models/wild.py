@@ -379,6 +379,14 @@ def qlinear_add_inputs(elem: int = TP.UINT8, n_inputs: int = 8) -> onnx.ModelPro
                  [vi("c", elem, [1, 4, 3, 3])], inits, 13, MS)
 
 
+def untyped_value_info() -> onnx.ModelProto:
+    """QDQ Gemm with value_info entries that have a name and no type (some exporters and graph
+    editors write them; onnx.checker refuses them): dropped with a warning."""
+    m = qdq_gemm((N,))
+    m.graph.value_info.extend([onnx.ValueInfoProto(name="g"), onnx.ValueInfoProto(name="xf", doc_string="x")])
+    return m
+
+
 @dataclass(frozen=True)
 class Refusal:
     build: Callable[[], onnx.ModelProto]
@@ -444,6 +452,7 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "u8u8_conv1x1_qdq": lambda: ort_quantized("conv1x1", "qdq"),
     "u8_weights_255_qlinear_matmul": qlinear_matmul_u8_weights_255,
     "u8u8_depthwise_symmetric": lambda: ort_quantized("dwconv3x3_m1", "qdq"),
+    "value_info_without_type": untyped_value_info,  # issue 26 item 3d: dropped with a warning
     "qlinear_conv_add_u8_input": qlinear_input_graph,  # issue 26 item 3a: no QuantizeLinear at the input
     "qlinear_conv_add_s8_input": lambda: qlinear_input_graph(TP.INT8),
     "qlinear_add_two_u8_inputs": qlinear_add_inputs,
