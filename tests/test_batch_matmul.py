@@ -143,6 +143,11 @@ def test_cost_case_is_one_batch_matmul_layer(tmp_path):
     layers = [p for p in c.prepared if p.kernel]
     assert [p.kernel for p in layers] == ["mcu_batch_matmul_s8"] and shape_of(layers[0]) == s
     assert kc.path_of(layers[0], "dsp") == "dsp" and kc.path_of(layers[0], "mve") == "mve"
+    # its constant lhs is a const array of the bundle: host C == golden
+    samples = [np.random.default_rng(5).integers(-128, 128, (2, 5, 9), dtype=np.int8)]
+    lib = build_library([emit(c, tmp_path / "b")], tmp_path / "lib.so")
+    for g, h in zip(golden_run(c, samples), run_c(lib, c, samples), strict=True):
+        np.testing.assert_array_equal(h, g)
 
 
 @pytest.mark.parametrize("fmt", ["qdq", "qop"])
