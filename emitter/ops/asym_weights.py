@@ -7,7 +7,8 @@ run exactly on the symmetric int8 kernels: the zero point is folded into the int
 
     # fc(x, w, zw != 0)    -> concat(x, x) along the features ; fc(weights [a | b], zero point 0)
     # conv(x, w, zw != 0)  -> concat(x, x) along the channels ; conv(weights [a | b] over input channels)
-    # depthwise conv       -> refused (its channels cannot be stacked)
+    # depthwise conv       -> w - zw itself when it fits int8 (exact, no stacking); else refused
+    #                         (its channels cannot be stacked)
 
 The accumulator holds the very same integer as asymmetric arithmetic would, so the result is exact
 (bit for bit the golden, onnxruntime's integer kernels up to its requantization rounding) on every
@@ -31,13 +32,25 @@ def is_asymmetric(w: QIn) -> bool:
 def fold_zero_point(w: np.ndarray, zero_point: np.ndarray, out_axis: int, in_axis: int) -> np.ndarray:
     """int8 weights w with zero points along out_axis (one, or one per output channel) -> the
     stacked int8 parts of w - zw along in_axis, which sum to w - zw in the accumulator."""
-    shape = [-1 if d == out_axis else 1 for d in range(w.ndim)]
-    v = w.astype(np.int32) - np.broadcast_to(zero_point.astype(np.int32).reshape(shape) if zero_point.size > 1
-                                             else zero_point.astype(np.int32).ravel()[:1], w.shape)
+    v = minus_zero_point(w, zero_point, out_axis)
     copies = 2 if int(v.max()) <= 254 else 3
     parts = [np.floor_divide(v + i, copies) for i in range(copies)]
     assert all(-128 <= int(p.min()) and int(p.max()) <= 127 for p in parts)
     return np.concatenate(parts, axis=in_axis).astype(np.int8)
+
+
+def minus_zero_point(w: np.ndarray, zero_point: np.ndarray, out_axis: int) -> np.ndarray:
+    """w - zw as int32, zero points along out_axis (one, or one per output channel)."""
+    zp = zero_point.astype(np.int32)
+    zp = zp.reshape([-1 if d == out_axis else 1 for d in range(w.ndim)]) if zp.size > 1 else zp.ravel()[:1]
+    return w.astype(np.int32) - zp
+
+
+def folded_in_place(w: np.ndarray, zero_point: np.ndarray, out_axis: int) -> np.ndarray | None:
+    """w - zw as int8 weights of zero point 0 where every value fits int8 (the same accumulator,
+    no stacking needed), else None."""
+    v = minus_zero_point(w, zero_point, out_axis)
+    return v.astype(np.int8) if -128 <= int(v.min()) and int(v.max()) <= 127 else None
 
 
 def symmetric_quant(quant: QuantParams) -> QuantParams:
@@ -63,6 +76,6 @@ def summary_line(nodes: tuple[Node, ...]) -> str | None:
     layers = [str(n.attrs[FOLDED]) for n in nodes if FOLDED in n.attrs]
     if not layers:
         return None
-    return (f"weights: {len(layers)} layer(s) with asymmetric (uint8, non-zero zero point) weights: "
+    return (f"weights: {len(layers)} layer(s) with asymmetric (non-zero zero point) weights: "
             + ", ".join(layers) + "; CMSIS-NN has no such kernel: the zero point is folded at build time, "
             "each runs as a symmetric int8 layer over its input stacked twice (2x MACs, bit-exact)")

@@ -34,11 +34,13 @@ DEFAULTS = {"auto_pad": b"NOTSET", "dilations": None, "group": 1, "kernel_shape"
 
 
 def symmetric_weights(w: QIn, node: str) -> None:
-    assert w.quant is not None
+    assert w.quant is not None and w.data is not None
     if np.any(w.quant.zero_point != 0):
+        v = asym_weights.minus_zero_point(w.data, w.quant.zero_point, 0)
         raise QuantError(
             f"node '{node}': weights have non-zero zero points {w.quant.zero_point[:4]} "
-            "(asymmetric); mcugen and CMSIS-NN need symmetric int8 weights. Re-quantize with "
+            f"(asymmetric), and weight - zero point spans [{int(v.min())}, {int(v.max())}], beyond int8, "
+            "so a depthwise layer cannot fold it; mcugen and CMSIS-NN need symmetric int8 weights. Re-quantize with "
             "onnxruntime quantize_static(..., weight_type=QuantType.QInt8, per_channel=True) "
             "(symmetric weights are its default for QInt8)")
 
@@ -135,7 +137,10 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         raise NodeUnsupported(f"bias '{name}' has shape {list(b.data.shape)}; a convolution takes a "
                               f"1-D bias [{c_out}]: re-export the model")
     x_name, wdata, wquant = x.name, w.data, w.quant
-    if asym_weights.is_asymmetric(w):  # the weight zero point folded: conv over [x, x] (asym_weights.py)
+    in_place = asym_weights.folded_in_place(w.data, w.quant.zero_point, 0) if group != 1 else None
+    if asym_weights.is_asymmetric(w) and in_place is not None:  # depthwise: w - zw fits int8 (asym_weights.py)
+        wdata, wquant = in_place, asym_weights.symmetric_quant(w.quant)
+    elif asym_weights.is_asymmetric(w):  # the weight zero point folded: conv over [x, x] (asym_weights.py)
         if group != 1:
             symmetric_weights(w, q.name)  # depthwise: its channels cannot be stacked
         wdata = asym_weights.fold_zero_point(w.data, w.quant.zero_point, 0, 1)

@@ -309,8 +309,10 @@ def transpose_then_quantize() -> onnx.ModelProto:
 # ---- asymmetric (uint8, zero point != 0) weights ---------------------------------------------------
 
 def ort_quantized(case_id: str, fmt: str, activation_type: str = "uint8", weight_type: str = "uint8",
-                  per_channel: bool = True) -> onnx.ModelProto:
-    """An op case of tests/models/ops.py quantized by onnxruntime quantize_static with these types."""
+                  per_channel: bool = True, reduce_range: bool = False,
+                  **extra: object) -> onnx.ModelProto:
+    """An op case of tests/models/ops.py quantized by onnxruntime quantize_static with these types
+    (extra: more extra_options, e.g. WeightSymmetric=False)."""
     import tempfile
     from pathlib import Path
 
@@ -319,8 +321,8 @@ def ort_quantized(case_id: str, fmt: str, activation_type: str = "uint8", weight
     case = next(c for cases in CASES.values() for c in cases if c.id == case_id)
     with tempfile.TemporaryDirectory(prefix="mcugen-wild-") as tmp:
         out = quantize(case.float_model(fmt), case.calib_feeds(), fmt=fmt, per_channel=per_channel,
-                       activation_type=activation_type, weight_type=weight_type,
-                       out_path=Path(tmp) / "q.onnx", extra_options=case.quant_options)
+                       activation_type=activation_type, weight_type=weight_type, reduce_range=reduce_range,
+                       out_path=Path(tmp) / "q.onnx", extra_options={**(case.quant_options or {}), **extra})
         return onnx.load(out)
 
 
@@ -385,6 +387,39 @@ def untyped_value_info() -> onnx.ModelProto:
     m = qdq_gemm((N,))
     m.graph.value_info.extend([onnx.ValueInfoProto(name="g"), onnx.ValueInfoProto(name="xf", doc_string="x")])
     return m
+
+
+# ---- int8 weights with a non-zero zero point (issue 26 item 3b) -------------------------------------
+
+def s8_asymmetric(case_id: str, fmt: str, per_channel: bool = True, reduce_range: bool = False) -> onnx.ModelProto:
+    """onnxruntime quantize_static, int8 activations and weights, extra_options WeightSymmetric=False:
+    int8 weights with a non-zero zero point (per channel in QOperator form; QDQ per channel stays
+    symmetric, so per tensor there)."""
+    return ort_quantized(case_id, fmt, "int8", "int8", per_channel, reduce_range, WeightSymmetric=False)
+
+
+def s8_weights_zp_minus128(op: str = "matmul") -> onnx.ModelProto:
+    """int8 weights with zero point -128 (uint8 data stored as int8 - 128 by converters that keep
+    the uint8 zero point's meaning): QLinearMatMul [M, K] x [K, N], or a QDQ Conv 3x3 per tensor.
+    w - zw reaches 255: three stacked parts."""
+    rng = np.random.default_rng(16)
+    if op == "matmul":
+        w = rng.integers(-128, 128, (K, N)).astype(np.int8)
+        w[0, :] = 127
+        inits = scalars(a_s=0.02, a_z=np.array(-5, np.int8), w_s=0.002, w_z=np.array(-128, np.int8),
+                        y_s=0.2, y_z=np.array(3, np.int8)) + [NH.from_array(w, "w")]
+        node = H.make_node("QLinearMatMul", ["a", "a_s", "a_z", "w", "w_s", "w_z", "y_s", "y_z"], ["y"], name="qmm")
+        return model([node], [vi("a", TP.INT8, [M, K])], [vi("y", TP.INT8, [M, N])], inits)
+    w = rng.integers(-128, 128, (4, 3, 3, 3)).astype(np.int8)
+    inits = scalars(x_s=0.03, x_z=np.array(4, np.int8), w_s=0.003, w_z=np.array(-128, np.int8),
+                    y_s=0.4, y_z=np.array(-7, np.int8)) + [NH.from_array(w, "w_q")]
+    nodes = [H.make_node("QuantizeLinear", ["x", "x_s", "x_z"], ["xq"], name="q_x"),
+             H.make_node("DequantizeLinear", ["xq", "x_s", "x_z"], ["xf"], name="dq_x"),
+             H.make_node("DequantizeLinear", ["w_q", "w_s", "w_z"], ["wf"], name="dq_w"),
+             H.make_node("Conv", ["xf", "wf"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             H.make_node("QuantizeLinear", ["c", "y_s", "y_z"], ["yq"], name="q_y"),
+             H.make_node("DequantizeLinear", ["yq", "y_s", "y_z"], ["y"], name="dq_y")]
+    return model(nodes, [vi("x", TP.FLOAT, [1, 3, 6, 6])], [vi("y", TP.FLOAT, [1, 4, 6, 6])], inits)
 
 
 @dataclass(frozen=True)
@@ -452,6 +487,14 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "u8u8_conv1x1_qdq": lambda: ort_quantized("conv1x1", "qdq"),
     "u8_weights_255_qlinear_matmul": qlinear_matmul_u8_weights_255,
     "u8u8_depthwise_symmetric": lambda: ort_quantized("dwconv3x3_m1", "qdq"),
+    "s8_asym_conv_qop_per_channel": lambda: s8_asymmetric("conv3x3_s2", "qop"),  # issue 26 item 3b
+    "s8_asym_conv1x1_qop_per_channel": lambda: s8_asymmetric("conv1x1", "qop"),
+    "s8_asym_gemm_qop_per_channel": lambda: s8_asymmetric("gemm_transb1", "qop"),
+    "s8_asym_gemm_qdq_per_tensor": lambda: s8_asymmetric("gemm_transb1", "qdq", per_channel=False),
+    "s8_asym_matmul_add_qdq_per_tensor": lambda: s8_asymmetric("matmul_add_bias", "qdq", per_channel=False),
+    "s8_weights_zp_minus128_qlinear_matmul": s8_weights_zp_minus128,
+    "s8_weights_zp_minus128_qdq_conv": lambda: s8_weights_zp_minus128("conv"),
+    "s8_asym_depthwise_reduce_range_qop": lambda: s8_asymmetric("dwconv3x3_m1", "qop", reduce_range=True),
     "value_info_without_type": untyped_value_info,  # issue 26 item 3d: dropped with a warning
     "qlinear_conv_add_u8_input": qlinear_input_graph,  # issue 26 item 3a: no QuantizeLinear at the input
     "qlinear_conv_add_s8_input": lambda: qlinear_input_graph(TP.INT8),
@@ -490,5 +533,8 @@ WILD_REFUSALS: dict[str, Refusal] = {
                                              ("'x'", "'qconv'", "'qadd'", "disagree")),
     "qlinear_add_six_inputs": Refusal(lambda: qlinear_add_inputs(n_inputs=6),
                                       ("graph input 'a'", "node 'qadd' (QLinearAdd)", "6 inputs, expects 7")),
+    "s8_depthwise_asymmetric": Refusal(lambda: s8_asymmetric("dwconv3x3_m1", "qop"),
+                                       ("node 'conv_quant'", "non-zero zero points", "beyond int8",
+                                        "weight_type=QuantType.QInt8")),
     "qlinear_pool_channels_last1": Refusal(lambda: qlinear_pool(1), ("channels_last=1", "channels_last=0")),
 }
