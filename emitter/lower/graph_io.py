@@ -1,6 +1,7 @@
 """Graph inputs and outputs: the int8 tensor the caller passes or receives, and its Boundary.
 
     # int8/uint8 graph input x                     -> x (uint8: zero point - 128), Boundary(int8 io)
+    # int16/uint16 graph input x (zero point 0 / 32768) -> int16 x (uint16: values - 32768)
     # float graph input x -> Q (its one reader)      -> Q's output, Boundary(float io)
     # float graph input x -> Transpose|Reshape|... -> Q  -> x quantized by Q, the move on int8
     # int8/uint8 graph output y                      -> y, Boundary(int8 io)
@@ -21,7 +22,9 @@ from emitter.lower.qparams import narrow_type_problem
 from emitter.lower.state import LowerState
 from emitter.ops.base import QIn
 
-INT8_TYPES = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16))  # int16: emitter/ops/a16.py
+INT8_TYPES = (np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16),  # int16: emitter/ops/a16.py
+              np.dtype(np.uint16))  # uint16, zero point 32768: int16 (state.py)
+UNSIGNED = (np.dtype(np.uint8), np.dtype(np.uint16))  # the C API takes them signed: minus 128 / 32768
 MOVES = ("Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
 
 
@@ -30,11 +33,6 @@ def graph_input(s: LowerState, name: str) -> None:
     narrow = narrow_type_problem(dtype, f"graph input '{name}'") if dtype is not None else None
     if narrow is not None:
         raise NodeUnsupported(narrow)
-    if dtype is not None and dtype == np.uint16:
-        raise NodeUnsupported(f"graph input '{name}' is {dtype}: mcugen runs int8 (or uint8) "
-                              "activations, and int16 with zero point 0; quantize the model with "
-                              "activation_type=QInt8, or QInt16 with extra_options="
-                              "{'ActivationSymmetric': True}")
     if dtype in INT8_TYPES:
         if name not in s.quant_of:
             why = s.quant_unread.get(name)
@@ -42,7 +40,7 @@ def graph_input(s: LowerState, name: str) -> None:
                              + (f": {why}" if why else ""))
         ir = s.int8_tensor(name, s.quant_of[name])
         s.inputs.append(ir)
-        s.boundaries[ir] = Boundary(False, dtype == np.uint8, name)
+        s.boundaries[ir] = Boundary(False, dtype in UNSIGNED, name)
         return
     users = s.consumers.get(name, [])
     if len(users) == 1 and users[0].op_type in MOVES and users[0].input[0] == name:
@@ -53,7 +51,7 @@ def graph_input(s: LowerState, name: str) -> None:
         q = users[0]
         ir = s.int8_tensor(q.output[0], s.out_quant(q.output[0]))
         s.inputs.append(ir)
-        s.boundaries[ir] = Boundary(True, s.m.dtypes.get(q.output[0]) == np.uint8, name)
+        s.boundaries[ir] = Boundary(True, s.m.dtypes.get(q.output[0]) in UNSIGNED, name)
         s.done.add(q.output[0])
         return
     ops = sorted({u.op_type for u in users})
@@ -72,7 +70,7 @@ def moved_then_quantized(s: LowerState, name: str, move: onnx.NodeProto, q: onnx
         raise NodeUnsupported(f"the shape of graph input '{name}' is unknown")
     ir = s.ctx.act(name, shape, quant)
     s.inputs.append(ir)
-    s.boundaries[ir] = Boundary(True, s.m.dtypes.get(q.output[0]) == np.uint8, name)
+    s.boundaries[ir] = Boundary(True, s.m.dtypes.get(q.output[0]) in UNSIGNED, name)
     qn = s.make_qnode(move, move.op_type, [QIn(ir, None, quant, shape)] + [s.qin(i) for i in move.input[1:]],
                       q.output[0], quant, -math.inf, math.inf, None, f"{move.op_type}+QuantizeLinear")
     s.lower_qnode(move.op_type, qn)
@@ -81,10 +79,10 @@ def moved_then_quantized(s: LowerState, name: str, move: onnx.NodeProto, q: onnx
 
 def graph_output(s: LowerState, name: str) -> None:
     if name in s.ir_name:
-        ir, boundary = s.ir_name[name], Boundary(False, s.onnx_dtype(name) == np.uint8, name)
+        ir, boundary = s.ir_name[name], Boundary(False, s.onnx_dtype(name) in UNSIGNED, name)
     elif name in s.dq_act:
         src = s.producer[name].input[0]
-        ir, boundary = s.dq_act[name], Boundary(True, s.onnx_dtype(src) == np.uint8, name)
+        ir, boundary = s.dq_act[name], Boundary(True, s.onnx_dtype(src) in UNSIGNED, name)
     else:
         raise NodeUnsupported("the graph output is neither an int8 tensor nor the "
                               "DequantizeLinear of one")

@@ -103,6 +103,15 @@ class LowerState:
             quant = QuantParams(quant.scale, quant.zero_point - 128, quant.axis)
         elif dtype is not None and dtype == np.int16:  # TFLite int16x8 (emitter/ops/a16.py)
             return self.int16_tensor(onnx_name, quant, shape_hint)
+        elif dtype is not None and dtype == np.uint16:  # zero point 32768: int16, zero point 0, exactly
+            if quant.scale.size != 1 or quant.zp != 32768:
+                raise QuantError(f"uint16 activation '{onnx_name}' has zero point {quant.zero_point[:4].tolist()}; "
+                                 "mcugen runs 16-bit activations as int16 with zero point 0, which is uint16 "
+                                 "with zero point 32768 (values - 32768): re-quantize symmetric, with "
+                                 "quantize_static(..., activation_type=QuantType.QUInt16 or QInt16, "
+                                 "extra_options={'ActivationSymmetric': True})")
+            return self.int16_tensor(onnx_name, QuantParams(quant.scale, quant.zero_point - 32768, quant.axis),
+                                     shape_hint)
         elif dtype is not None and dtype != np.int8:
             raise NodeUnsupported(f"activation '{onnx_name}' has type {dtype}; mcugen runs int8 "
                                   "(or uint8) activations only: quantize the model with 8-bit "

@@ -181,8 +181,8 @@ def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]],
             assert t.quant is not None
             if b.float_io:
                 feed[b.onnx_name] = ((x.astype(np.float32) - t.quant.zp) * np.float32(t.quant.s)).astype(np.float32)
-            elif b.from_uint8:
-                feed[b.onnx_name] = (x.astype(np.int16) + 128).astype(np.uint8)
+            elif b.from_uint8:  # uint8 (uint16) in ONNX: the C API's int8 (int16) + 128 (+ 32768)
+                feed[b.onnx_name] = unsigned_feed(x)
             else:
                 feed[b.onnx_name] = x
         outs = sess.run([g.boundaries[n].onnx_name for n in g.outputs], feed)
@@ -193,10 +193,23 @@ def ort_run(c: Compiled, model: Path, samples: list[list[np.ndarray]],
             if b.float_io:
                 y = quantize(np.asarray(y, np.float64), t.quant.s, t.quant.zp, t.dtype)
             elif b.from_uint8:
-                y = (np.asarray(y).astype(np.int16) - 128).astype(np.int8)
+                y = signed_output(np.asarray(y))
             row.append(np.asarray(y).reshape(t.shape))
         results.append(row)
     return results
+
+
+def unsigned_feed(x: np.ndarray) -> np.ndarray:
+    """The C API's int8 (int16) data of an ONNX uint8 (uint16) tensor as onnxruntime takes it:
+    + 128 (+ 32768), the zero point's shift (emitter/lower/graph_io.py)."""
+    wide = x.dtype == np.int16
+    return (x.astype(np.int32) + (32768 if wide else 128)).astype(np.uint16 if wide else np.uint8)
+
+
+def signed_output(y: np.ndarray) -> np.ndarray:
+    """onnxruntime's uint8 (uint16) output as the C API gives it: int8 (int16), - 128 (- 32768)."""
+    wide = y.dtype == np.uint16
+    return (y.astype(np.int32) - (32768 if wide else 128)).astype(np.int16 if wide else np.int8)
 
 
 def diff_stats(a: list[list[np.ndarray]], b: list[list[np.ndarray]]) -> tuple[int, int, int]:

@@ -447,6 +447,42 @@ def int16_input_direct() -> onnx.ModelProto:
     return model(nodes, [vi("x", TP.INT16, [1, 8])], [vi("y", TP.INT8, [1, 8])], inits, 21)
 
 
+def uint16_direct() -> onnx.ModelProto:
+    """uint16 graph input x (zero point 32768) -> DQ -> Relu -> Q(uint16, 32768) -> uint16 y, as
+    onnx's uint16 Q/DQ tests and symmetric QUInt16 models write the edges: int16 with zero point 0."""
+    inits = scalars(s=0.001, s2=0.0008) + [NH.from_array(np.array(32768, np.uint16), "z")]
+    nodes = [H.make_node("DequantizeLinear", ["x", "s", "z"], ["xf"], name="dq16"),
+             H.make_node("Relu", ["xf"], ["r"], name="relu"),
+             H.make_node("QuantizeLinear", ["r", "s2", "z"], ["y"], name="q16")]
+    return model(nodes, [vi("x", TP.UINT16, [1, 8])], [vi("y", TP.UINT16, [1, 8])], inits, 21)
+
+
+def uint16_ort(symmetric: bool = True) -> onnx.ModelProto:
+    """onnxruntime quantize_static(activation_type=QUInt16, ActivationSymmetric), int8 weights:
+    Conv 3x3 + Relu -> Conv 1x1, QDQ; symmetric uint16 activations have zero point 32768."""
+    import tempfile
+    from pathlib import Path
+
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+
+    from tests.models.a16 import _Feeds, feeds
+
+    rng = np.random.default_rng(17)
+    inits = [NH.from_array(rng.normal(0, 0.3, (6, 3, 3, 3)).astype(np.float32), "w1"),
+             NH.from_array(rng.normal(0, 0.1, 6).astype(np.float32), "b1"),
+             NH.from_array(rng.normal(0, 0.3, (4, 6, 1, 1)).astype(np.float32), "w2")]
+    nodes = [H.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]), H.make_node("Relu", ["c1"], ["r1"]),
+             H.make_node("Conv", ["r1", "w2"], ["y"])]
+    f32 = model(nodes, [vi("x", TP.FLOAT, [1, 3, 6, 6])], [vi("y", TP.FLOAT, [1, 4, 6, 6])], inits, 21)
+    with tempfile.TemporaryDirectory(prefix="mcugen-wild-") as tmp:
+        src, out = Path(tmp) / "f.onnx", Path(tmp) / "q.onnx"
+        onnx.save(f32, src)
+        quantize_static(str(src), str(out), _Feeds(feeds((1, 3, 6, 6))), quant_format=QuantFormat.QDQ,
+                        activation_type=QuantType.QUInt16, weight_type=QuantType.QInt8, per_channel=True,
+                        extra_options={"ActivationSymmetric": symmetric})
+        return onnx.load(out)
+
+
 WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     **{f"qgemm_c{'x'.join(map(str, s)) or 'scalar'}": (lambda s=s: qgemm(s))
        for s in [(), (1,), (N,), (1, N), (M, 1), (M, N), (1, 1)]},
@@ -495,6 +531,8 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "s8_weights_zp_minus128_qlinear_matmul": s8_weights_zp_minus128,
     "s8_weights_zp_minus128_qdq_conv": lambda: s8_weights_zp_minus128("conv"),
     "s8_asym_depthwise_reduce_range_qop": lambda: s8_asymmetric("dwconv3x3_m1", "qop", reduce_range=True),
+    "uint16_input_output": uint16_direct,  # issue 26 item 3c: uint16, zero point 32768 = int16
+    "uint16_ort_qdq_symmetric": uint16_ort,
     "value_info_without_type": untyped_value_info,  # issue 26 item 3d: dropped with a warning
     "qlinear_conv_add_u8_input": qlinear_input_graph,  # issue 26 item 3a: no QuantizeLinear at the input
     "qlinear_conv_add_s8_input": lambda: qlinear_input_graph(TP.INT8),
@@ -536,5 +574,7 @@ WILD_REFUSALS: dict[str, Refusal] = {
     "s8_depthwise_asymmetric": Refusal(lambda: s8_asymmetric("dwconv3x3_m1", "qop"),
                                        ("node 'conv_quant'", "non-zero zero points", "beyond int8",
                                         "weight_type=QuantType.QInt8")),
+    "uint16_asymmetric": Refusal(lambda: uint16_ort(False), ("uint16 activation", "zero point",
+                                                            "32768", "ActivationSymmetric")),
     "qlinear_pool_channels_last1": Refusal(lambda: qlinear_pool(1), ("channels_last=1", "channels_last=0")),
 }

@@ -18,7 +18,7 @@ def ort_layers(c: Compiled, layers: list[DebugLayer], samples: Samples) -> list[
     import onnx
     import onnxruntime as ort
 
-    from emitter.verify.run import quantize
+    from emitter.verify.run import quantize, unsigned_feed
 
     g, m = c.graph, c.model
     wanted = [(lay, lay.onnx_tensor) for lay in layers if lay.onnx_tensor is not None]
@@ -54,8 +54,8 @@ def ort_layers(c: Compiled, layers: list[DebugLayer], samples: Samples) -> list[
             if b.float_io:
                 feed[b.onnx_name] = ((x.astype(np.float32) - t.quant.zp)
                                      * np.float32(t.quant.s)).astype(np.float32)
-            elif b.from_uint8:
-                feed[b.onnx_name] = (x.astype(np.int16) + 128).astype(np.uint8)
+            elif b.from_uint8:  # uint8 (uint16) in ONNX: the C API's int8 (int16) + 128 (+ 32768)
+                feed[b.onnx_name] = unsigned_feed(x)
             else:
                 feed[b.onnx_name] = x.astype(t.dtype)
         values = dict(zip(fetch, sess.run(fetch, feed), strict=True))
@@ -72,6 +72,8 @@ def ort_layers(c: Compiled, layers: list[DebugLayer], samples: Samples) -> list[
                 # above 127 cannot be represented: kept as int16 to show up in the difference
                 shift = 128 if m.dtypes.get(name) == np.dtype(np.uint8) else 0
                 y = y.astype(np.int16) - shift
+            elif y.dtype == np.uint16:  # uint16 with zero point 32768: int16 (lower/state.py)
+                y = y.astype(np.int32) - 32768
             elif y.dtype != np.dtype(t.dtype):
                 y = quantize(y.astype(np.float64), t.quant.s, t.quant.zp, t.dtype)
             row[lay.tensor] = y.ravel()[lay.onnx_order]
