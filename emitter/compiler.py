@@ -211,17 +211,12 @@ def residual_fusion(isa: str, backend: str, board: Board | None, cmsis_choice: s
     """Which conv -> add pairs become one mcu_conv2d_add_s8 layer: where mcugen's convolution runs the
     conv (every path applies the Add in its output stage). Not where CMSIS-NN's kernel runs it (its
     separate add is then kept: measured, docs/cmsis_nn.md)."""
-    from emitter.backends.kernel_choice import ours_is_faster
-    from emitter.kernels.common import rounding_of
+    from emitter.backends.cmsis_nn import ours_runs_conv
     from emitter.ops import conv
 
     def keep(node: Node, g: Graph) -> bool:
         p = conv.prepare(node, g, isa)
-        if p.kernel != "mcu_conv2d_s8":
-            return False
-        if backend == "cmsis-nn" and board is not None and rounding_of(p.params) == 0:
-            return cmsis_choice != "cmsis" and bool(ours_is_faster(p, board.isa))
-        return True
+        return p.kernel == "mcu_conv2d_s8" and ours_runs_conv(p, backend, board, cmsis_choice)
     return keep
 
 
@@ -241,7 +236,7 @@ def build_plan(g: Graph, *, name: str, m: OnnxModel, isa: str, options: CompileO
     tuned = None
     from emitter.backends import cmsis_nn
 
-    native = prepared
+    conversion: cmsis_nn.Conversion | None = None  # cmsis-nn: every layer's calls, converted once
     if backend == "cmsis-nn":
         if board is None or cmsis_path is None:
             raise UsageError("the cmsis-nn backend needs a board and CMSIS_NN_PATH")
@@ -251,8 +246,9 @@ def build_plan(g: Graph, *, name: str, m: OnnxModel, isa: str, options: CompileO
         cmsis_choice = "cmsis" if optimize == "size" else cmsis_choice
         if tune is not None and cmsis_choice == "fastest":
             tuned = tune(prepared, board, cmsis_path, str(version))
-        prepared, portable, choices = cmsis_nn.convert_all(prepared, board, cmsis_path, cmsis_choice,
-                                                           cmsis_sizes_for, tuned)
+        # the backend's one conversion, before planning: the plans below only select() from it
+        conversion = cmsis_nn.convert_once(prepared, board, cmsis_path, cmsis_choice, cmsis_sizes_for, tuned)
+        prepared, portable, choices = conversion.select()
     elif backend != "portable":
         raise UsageError(f"unknown backend '{backend}': use portable or cmsis-nn")
     choice = None
@@ -263,11 +259,10 @@ def build_plan(g: Graph, *, name: str, m: OnnxModel, isa: str, options: CompileO
         variants: list[Variant] = [(prepared, portable, choices)]
         keep = frozenset[int]()
         if backend == "cmsis-nn":  # layers kept portable so that they can run by rows, when the budget needs it
-            keep = frozenset(k for k, p in enumerate(native) if can_stream(p)) - {k for k, _, _ in portable}
+            assert conversion is not None
+            keep = frozenset(k for k, p in enumerate(conversion.native) if can_stream(p)) - {k for k, _, _ in portable}
             if keep:
-                assert board is not None and cmsis_path is not None
-                variants.append(lambda: cmsis_nn.convert_all(native, board, cmsis_path, cmsis_choice,  # type: ignore[arg-type]
-                                                             cmsis_sizes_for, tuned, keep))
+                variants.append(functools.partial(conversion.select, keep))
         order, prepared, portable, choices, choice = memory_variants(g, variants, alignment, isa, memory,
                                                                      ram_budget, budget_src, core)
         for _ in range(3):  # only the layers that do run by rows stay portable (while the plan still fits)
@@ -276,9 +271,8 @@ def build_plan(g: Graph, *, name: str, m: OnnxModel, isa: str, options: CompileO
             kept = {order[pos] for pos, _, why in portable if why == cmsis_nn.KEPT}
             if kept <= rows:
                 break
-            assert board is not None and cmsis_path is not None
-            narrow = cmsis_nn.convert_all(native, board, cmsis_path, cmsis_choice, cmsis_sizes_for, tuned,
-                                          frozenset(kept & rows))
+            assert conversion is not None
+            narrow = conversion.select(frozenset(kept & rows))
             try:
                 got = memory_variants(g, [narrow], alignment, isa, memory, ram_budget, budget_src, core)
             except BudgetError:

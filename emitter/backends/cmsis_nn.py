@@ -20,12 +20,12 @@ import os
 import re
 import subprocess
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 from emitter.backends.cmsis_version import CmsisVersion, detect
-from emitter.backends.kernel_choice import Choice, choose, reason
+from emitter.backends.kernel_choice import Choice, choose, ours_is_faster, reason
 from emitter.boards import Board
 from emitter.calls import Call, CArg, CRef, Prepared, StructArg
 from emitter.errors import ToolchainError
@@ -137,50 +137,91 @@ def with_scratch(p: Prepared, size: int) -> Prepared:
 KEPT = "runs by rows to meet the RAM budget (CMSIS-NN's kernel takes whole tensors)"
 
 
-def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice: str = "fastest",
-                sizes_for: str | None = None, tuned: dict[int, tuple[int, int | None]] | None = None,
-                keep: frozenset[int] = frozenset()
-                ) -> tuple[tuple[Prepared, ...], list[tuple[int, str, str]], list[Choice]]:
-    """Every call CMSIS-NN can take, with its scratch size.
+ROUNDING = "onnxruntime numerics: CMSIS-NN rounds as TFLite (double rounding, ties away from zero)"
+Calls = tuple[tuple[Prepared, ...], list[tuple[int, str, str]], list[Choice]]  # calls, portable layers, choices
 
-    Returns (calls, portable layers as (index, kernel, why), the kernel choices made). choice
-    "fastest" keeps mcugen's kernel where it executes fewer instructions on the board's core
+
+@dataclass(frozen=True, eq=False)
+class Conversion:
+    """Every layer converted once, before planning: mcugen's call, and CMSIS-NN's where it takes the
+    layer (scratch sized), with the rule that picks one of them (select) - the one place that says
+    whose kernel runs a layer. The planner then only asks select() for the layers it wants
+    portable to run them by rows; nothing converts again."""
+    native: tuple[Prepared, ...]  # mcugen's calls
+    cmsis: tuple[Prepared | None, ...]  # CMSIS-NN's call per layer; None: it stays mcugen's
+    ours: dict[int, str]  # layers mcugen runs whatever the plan (onnxruntime rounding, faster), and why
+    refused: dict[int, str]  # why CMSIS-NN's kernel does not take a layer its twin maps (converter refusal)
+    choices: tuple[Choice, ...]  # the kernel choices made (kernel_choice.choose)
+    no_such: tuple[str, ...] = ()  # per layer: why CMSIS-NN has no call, when it has none
+
+    def select(self, keep: frozenset[int] = frozenset()) -> Calls:
+        """The calls, with `keep` (layers to run by rows) left portable: (calls, portable layers as
+        (index, kernel, why), kernel choices)."""
+        out, portable = [], []
+        for k, (mine, theirs) in enumerate(zip(self.native, self.cmsis, strict=True)):
+            why = self.ours.get(k) or (KEPT if k in keep else None)
+            p = mine if why is not None or theirs is None else theirs
+            if p.kernel == mine.kernel and p.kernel:
+                portable.append((k, p.kernel, why or self.refused.get(k) or self.no_such[k]))
+            out.append(p)
+        return tuple(out), portable, list(self.choices)
+
+
+def convert_once(prepared: tuple[Prepared, ...], board: Board, path: Path, choice: str = "fastest",
+                 sizes_for: str | None = None, tuned: dict[int, tuple[int, int | None]] | None = None
+                 ) -> Conversion:
+    """Every call CMSIS-NN can take, with its scratch size, and which layers stay mcugen's.
+
+    choice "fastest" keeps mcugen's kernel where it executes fewer instructions on the board's core
     (kernel_choice.choose: the cost table, or `tuned` counts measured by --tune); "cmsis" converts
-    every call CMSIS-NN can take. `keep`: steps that stay portable so that they can run by rows (a
-    RAM budget the CMSIS-NN calls miss). sizes_for ("c", "dsp", "mve") sizes the scratch for that
-    code path instead of the board's: "c" for a host build, which runs CMSIS-NN's plain C path
+    every call CMSIS-NN can take. sizes_for ("c", "dsp", "mve") sizes the scratch for that code path
+    instead of the board's: "c" for a host build, which runs CMSIS-NN's plain C path
     (emitter.verify.run.host_twin)."""
     conv = Converter(path, board, sizes_for)
-    staged: list[tuple[Prepared, ScratchRequest | None]] = []
-    why: dict[int, str] = {}
+    staged: list[tuple[Prepared, ScratchRequest | None] | None] = []
+    ours: dict[int, str] = {}
+    refused: dict[int, str] = {}
     choices: list[Choice] = []
     for k, p in enumerate(prepared):
         ch = choose(p, k, board.name, conv.var, (tuned or {}).get(k)) if choice == "fastest" and p.kernel else None
         if p.kernel and rounding_of(p.params) != 0:
-            why[k] = "onnxruntime numerics: CMSIS-NN rounds as TFLite (double rounding, ties away from zero)"
-            staged.append((p, None))
+            ours[k] = ROUNDING
+            staged.append(None)
             continue
         if ch is not None:
             choices.append(ch)
         if ch is not None and ch.ours_wins:
-            why[k] = f"faster than CMSIS-NN here: {reason(ch)}"
-            staged.append((p, None))
-        elif k in keep:
-            why[k] = KEPT
-            staged.append((p, None))
-        else:
-            staged.append(conv.convert(p))
-            if conv.refusal:
-                why[k] = conv.refusal
-    sizes = iter(ask_sizes(path, [r.query for _, r in staged if r is not None]))
-    out, portable = [], []
-    for k, (orig, (p, r)) in enumerate(zip(prepared, staged, strict=False)):
-        if r is not None:
-            p = with_scratch(p, next(sizes))
-        if p.kernel == orig.kernel and p.kernel:
-            portable.append((k, p.kernel, why.get(k) or no_cmsis_reason(conv, p)))
-        out.append(p)
-    return tuple(out), portable, choices
+            ours[k] = f"faster than CMSIS-NN here: {reason(ch)}"
+            staged.append(None)
+            continue
+        converted = conv.convert(p)
+        if conv.refusal:
+            refused[k] = conv.refusal
+        staged.append(converted)
+    sizes = iter(ask_sizes(path, [s[1].query for s in staged if s is not None and s[1] is not None]))
+    cmsis: list[Prepared | None] = []
+    for orig, got in zip(prepared, staged, strict=True):
+        call = None if got is None else (with_scratch(got[0], next(sizes)) if got[1] is not None else got[0])
+        cmsis.append(None if call is None or call.kernel == orig.kernel else call)
+    no_such = tuple(no_cmsis_reason(conv, p) if p.kernel else "" for p in prepared)
+    return Conversion(prepared, tuple(cmsis), ours, refused, tuple(choices), no_such)
+
+
+def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice: str = "fastest",
+                sizes_for: str | None = None, tuned: dict[int, tuple[int, int | None]] | None = None,
+                keep: frozenset[int] = frozenset()) -> Calls:
+    """convert_once(...).select(keep): the calls with `keep` left portable."""
+    return convert_once(prepared, board, path, choice, sizes_for, tuned).select(keep)
+
+
+def ours_runs_conv(p: Prepared, backend: str, board: Board | None, cmsis_choice: str) -> bool:
+    """Whether mcugen's convolution runs this conv layer (then a following residual Add fuses into
+    it, compiler.residual_fusion): always on the portable backend; on cmsis-nn where the rounding is
+    not TFLite's, or where mcugen's kernel is predicted faster on the board's code path (and
+    CMSIS-NN is not asked for every layer)."""
+    if backend == "cmsis-nn" and board is not None and rounding_of(p.params) == 0:
+        return cmsis_choice != "cmsis" and bool(ours_is_faster(p, board.isa))
+    return True
 
 
 def no_cmsis_reason(conv: Converter, p: Prepared) -> str:
