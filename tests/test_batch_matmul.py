@@ -256,3 +256,36 @@ def test_hand_built_qdq_two_acts_compiles(tmp_path):
     lib = build_library([emit(c, tmp_path / "b")], tmp_path / "lib.so")
     for g, h in zip(golden_run(c, samples), run_c(lib, c, samples), strict=True):
         np.testing.assert_array_equal(h, g)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8"])
+def test_qlinearmatmul_of_graph_inputs(dtype, tmp_path):
+    """A QLinearMatMul of two graph inputs as other tools write it (no QuantizeLinear: the node's own
+    scales and zero points quantize its inputs; uint8 becomes int8, zero point - 128): exact on the
+    host, within 1 quantum of onnxruntime."""
+    from onnx import TensorProto as TP
+    from onnx import helper as H
+    from onnx import numpy_helper as NH
+
+    dt, npdt, zp = (TP.UINT8, np.uint8, 128) if dtype == "uint8" else (TP.INT8, np.int8, 0)
+    inits = [NH.from_array(np.array(0.02, np.float32), "as"), NH.from_array(np.array(zp + 3, npdt), "az"),
+             NH.from_array(np.array(0.03, np.float32), "bs"), NH.from_array(np.array(zp - 5, npdt), "bz"),
+             NH.from_array(np.array(0.1, np.float32), "ys"), NH.from_array(np.array(zp, npdt), "yz")]
+    node = H.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"], name="qmm")
+    g = H.make_graph([node], "qmm", [H.make_tensor_value_info("a", dt, [2, 5, 12]),
+                                     H.make_tensor_value_info("b", dt, [2, 12, 7])],
+                     [H.make_tensor_value_info("y", dt, [2, 5, 7])], inits)
+    m = H.make_model(g, opset_imports=[H.make_opsetid("", 13)])
+    m.ir_version = 8
+    path = tmp_path / "qmm.onnx"
+    onnx.save(m, str(path))
+    c = compile_model(path, name="qmm")
+    assert kernels(c) == ["mcu_batch_matmul_s8"]
+    rng = np.random.default_rng(0)
+    samples = [rng.integers(-128, 128, (2, 5, 12), dtype=np.int8), rng.integers(-128, 128, (2, 12, 7), dtype=np.int8)]
+    gold = golden_run(c, samples)
+    lib = build_library([emit(c, tmp_path / "b")], tmp_path / "lib.so")
+    for g_, h in zip(gold, run_c(lib, c, samples), strict=True):
+        np.testing.assert_array_equal(h, g_)
+    d, n, mx = diff_stats([gold], ort_run(c, path, [samples]))
+    assert mx <= 1, f"golden vs onnxruntime: {d}/{n} elements differ, max {mx} quanta"
