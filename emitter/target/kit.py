@@ -13,6 +13,13 @@ with (mcu_runtime/target/, the board's QEMU regions from boards/*.toml), written
     run              `run app.elf [args]`: the board's QEMU machine with semihosting; exits with
                      main()'s return value
     README.md        the same, and the gcc line for a build without CMake
+
+A RISC-V board's kit (rv32imac, esp32-c3) has the same files but syscalls.c: picolibc's crt0 and
+semihosting oslib do what Reset_Handler and syscalls.c do on Arm; startup.c is
+mcu_runtime/target/riscv/startup.c (its trap handler prints mcause/mepc/mtval and exits 4),
+board.ld is riscv.ld (picolibc.ld given the board's regions), toolchain.cmake names
+riscv64-unknown-elf-gcc with --specs=picolibc.specs --crt0=semihost --oslib=semihost, and run
+starts qemu-system-riscv32 (virt, -bios none).
 """
 from __future__ import annotations
 
@@ -22,14 +29,21 @@ from pathlib import Path
 from emitter.boards import Board
 from emitter.errors import OutputError, UsageError
 from emitter.resources import data_dir
+from emitter.target.toolchain import qemu_binary
 
 KIT_FILES = ("startup.c", "mcu_fault_text.h", "syscalls.c", "board.ld", "toolchain.cmake", "qemu_kit.cmake", "run",
              "README.md")
 
 
 def qemu_command(board: Board) -> list[str]:
-    """qemu-system-arm's arguments for an image of this board, without -kernel."""
-    return ["qemu-system-arm", "-M", board.qemu_machine, *board.qemu_args, "-nographic", "-monitor", "none",
+    """qemu-system-arm's (RISC-V: qemu-system-riscv32's) arguments for an image of this board, without -kernel.
+    RISC-V: picolibc writes stdout by the semihosting console calls (SYS_WRITEC/SYS_WRITE0), which QEMU
+    sends to stderr unless the console has a chardev: stdio here, so printf reaches stdout."""
+    if board.arch == "riscv":
+        return [qemu_binary(board.arch), "-M", board.qemu_machine, *board.qemu_args, "-nographic", "-monitor",
+                "none", "-serial", "none", "-chardev", "stdio,id=semihost",
+                "-semihosting-config", "enable=on,target=native,chardev=semihost"]
+    return [qemu_binary(board.arch), "-M", board.qemu_machine, *board.qemu_args, "-nographic", "-monitor", "none",
             "-serial", "none", "-semihosting-config", "enable=on,target=native"]
 
 
@@ -37,12 +51,9 @@ def kit_files(board: Board, stack_bytes: int = 0x10000) -> dict[str, str]:
     """The kit's files by name."""
     if not board.qemu_machine:
         raise UsageError(f"board {board.name} has no QEMU machine (see `mcugen boards`)")
-    if board.arch != "arm":
-        raise UsageError(f"qemu-kit writes Cortex-M kits only; {board.name} is a {board.arch} board "
-                         "(`mcugen --verify --board=...` builds and runs its firmware in QEMU: "
-                         "docs/riscv.md)")
+    riscv = board.arch == "riscv"
     target = data_dir("mcu_runtime") / "target"
-    ld = (target / "cortex_m.ld").read_text()
+    ld = (target / "riscv" / "riscv.ld" if riscv else target / "cortex_m.ld").read_text()
     cflags = " ".join(board.cflags)
     regions = (f"/* {board.name}: {board.qemu_machine} regions (boards/{board.core}.toml), written by mcugen "
                f"qemu-kit */\n"
@@ -57,6 +68,8 @@ def kit_files(board: Board, stack_bytes: int = 0x10000) -> dict[str, str]:
            'if [ $# -lt 1 ]; then echo "usage: $0 APP.elf [QEMU options...]" >&2; exit 2; fi\n'
            'elf=$1; shift\n'
            f'exec {qemu} -kernel "$elf" "$@"\n')
+    if riscv:
+        return riscv_kit(board, cflags, regions + ld, run, stack_bytes, target)
     toolchain = (f"# CMake toolchain file for {board.name}, written by mcugen qemu-kit: arm-none-eabi-gcc with\n"
                  "# the board's flags, linked with newlib's semihosting (rdimon) and the kit's board.ld.\n"
                  "# Add the kit's start-up code to your executable: mcugen_qemu_kit(<target>) (qemu_kit.cmake).\n"
@@ -98,6 +111,53 @@ def kit_files(board: Board, stack_bytes: int = 0x10000) -> dict[str, str]:
             "mcu_fault_text.h": (target / "mcu_fault_text.h").read_text(),
             "syscalls.c": (target / "syscalls.c").read_text(),
             "board.ld": regions + ld, "toolchain.cmake": toolchain, "qemu_kit.cmake": cmake, "run": run,
+            "README.md": readme}
+
+
+def riscv_kit(board: Board, cflags: str, board_ld: str, run: str, stack_bytes: int, target: Path) -> dict[str, str]:
+    """A RISC-V board's kit: picolibc's crt0 and semihosting instead of Reset_Handler and syscalls.c."""
+    link = "--crt0=semihost --oslib=semihost"  # with --specs=picolibc.specs, given once (gcc refuses it twice)
+    toolchain = (f"# CMake toolchain file for {board.name}, written by mcugen qemu-kit: riscv64-unknown-elf-gcc\n"
+                 "# with the board's flags and picolibc (its crt0 and semihosting), linked with the kit's board.ld.\n"
+                 "# Add the kit's trap handler to your executable: mcugen_qemu_kit(<target>) (qemu_kit.cmake).\n"
+                 "set(CMAKE_SYSTEM_NAME Generic)\n"
+                 "set(CMAKE_SYSTEM_PROCESSOR riscv32)\n"
+                 "set(CMAKE_C_COMPILER riscv64-unknown-elf-gcc)\n"
+                 "set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)\n"
+                 f'set(CMAKE_C_FLAGS_INIT "{cflags} --specs=picolibc.specs")\n'
+                 f'set(CMAKE_EXE_LINKER_FLAGS_INIT "{link} -T ${{CMAKE_CURRENT_LIST_DIR}}/board.ld '
+                 '-Wl,--gc-sections")\n'
+                 "set(CMAKE_EXECUTABLE_SUFFIX_C \".elf\")\n"
+                 "set(MCUGEN_QEMU_KIT \"${CMAKE_CURRENT_LIST_DIR}\")\n")
+    cmake = ("# mcugen_qemu_kit(<target>): link the kit's trap handler into an executable built with the\n"
+             "# kit's toolchain.cmake, and add a `run_<target>` target that runs it in QEMU.\n"
+             "set(MCUGEN_QEMU_KIT \"${CMAKE_CURRENT_LIST_DIR}\")\n"
+             "function(mcugen_qemu_kit target)\n"
+             "    target_sources(${target} PRIVATE \"${MCUGEN_QEMU_KIT}/startup.c\")\n"
+             "    add_custom_target(run_${target} COMMAND \"${MCUGEN_QEMU_KIT}/run\" $<TARGET_FILE:${target}>\n"
+             "                      DEPENDS ${target} USES_TERMINAL)\n"
+             "endfunction()\n")
+    readme = (f"# QEMU kit for {board.name} ({board.qemu_machine})\n\n"
+              "Written by `mcugen qemu-kit`: your firmware's `main()` runs in QEMU (qemu-system-riscv32,\n"
+              "`-bios none`: the image starts in M-mode), `printf` goes to the terminal by semihosting\n"
+              "(picolibc), and QEMU exits with `main()`'s return value (4 after a trap: mcause, mepc and\n"
+              "mtval are printed).\n\n"
+              "With CMake: configure with `-DCMAKE_TOOLCHAIN_FILE=<kit>/toolchain.cmake`, and in your\n"
+              "CMakeLists.txt\n\n"
+              "    include(\"${MCUGEN_QEMU_KIT}/qemu_kit.cmake\")\n"
+              "    mcugen_qemu_kit(my_app)\n\n"
+              "then `<kit>/run build/my_app.elf` (or `cmake --build build --target run_my_app`).\n\n"
+              "Without CMake:\n\n"
+              f"    riscv64-unknown-elf-gcc {cflags} --specs=picolibc.specs -O2 main.c <kit>/startup.c \\\n"
+              f"        {link} -T <kit>/board.ld -Wl,--gc-sections -o app.elf\n"
+              "    <kit>/run app.elf\n\n"
+              f"Memory (board.ld): code 0x{board.code_origin:x}, {board.code_length:,} bytes; data "
+              f"0x{board.data_origin:x}, {board.data_length:,} bytes, of which the top {stack_bytes:,} "
+              "bytes are the stack.\n")
+    startup = (target / "riscv" / "startup.c").read_text().replace('#include "../mcu_fault_text.h"',
+                                                                   '#include "mcu_fault_text.h"')
+    return {"startup.c": startup, "mcu_fault_text.h": (target / "mcu_fault_text.h").read_text(),
+            "board.ld": board_ld, "toolchain.cmake": toolchain, "qemu_kit.cmake": cmake, "run": run,
             "README.md": readme}
 
 
