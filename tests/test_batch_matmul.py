@@ -8,7 +8,7 @@ QuantizeLinear) and QOperator (QLinearMatMul), int8 and uint8 activations.
 - CMSIS-NN: arm_batch_matmul_s8 exactly where it reads the operands as stored (lhs [.., M, K], rhs
   [.., N, K], TFLite rounding), the portable kernel elsewhere with the reason; the choice between
   them by the measured cost table (M4: CMSIS-NN for a tiny single query row, mcugen's kernel otherwise);
-- QEMU cortex-m4 (DSP path) and cortex-m55 (MVE path): portable (both roundings) and cmsis-nn,
+- QEMU cortex-m0plus (generic path), cortex-m4 (DSP) and cortex-m55 (MVE): portable (both roundings) and cmsis-nn,
   every case bit-exact with the golden, and the attention block of tests/models/attention.py;
 - the attention block on the host: exact vs the golden, within 4 quanta of onnxruntime.
 """
@@ -178,7 +178,7 @@ QEMU_CASES: tuple[MatMulCase, ...] = tuple(CASES)
 @pytest.mark.qemu
 @needs_cmsis
 @pytest.mark.skipif(bool(MISSING), reason="the QEMU tier needs missing tools: " + "; ".join(MISSING))
-@pytest.mark.parametrize("core", ["cortex-m4", "cortex-m55"])
+@pytest.mark.parametrize("core", ["cortex-m0plus", "cortex-m4", "cortex-m55"])  # generic, DSP, MVE paths
 def test_qemu_both_backends_bit_exact(core, models, tmp_path):
     """One image per core: every QDQ case three times (portable in onnxruntime's rounding,
     portable and cmsis-nn in TFLite's) and the attention block (portable, cmsis-nn), each output
