@@ -60,7 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     emit = _command(sub, "emit", help="emit the C bundle (the default command)",
                     description="Emit the C bundle of an INT8 ONNX model for a board.")
-    _model_options(emit, "the INT8 ONNX model (QDQ or QOperator form)")
+    _model_options(emit, "the INT8 ONNX model (QDQ or QOperator form); several: one bundle, one runtime",
+                   several=True)
     _bundle_options(emit)
     emit.add_argument("--verify", action="store_true",
                       help="build and run the bundle (host gcc, and QEMU when the board has a machine) "
@@ -73,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
                       description="Emit the bundle, build and run it (host gcc, and QEMU when the board has a "
                                   "machine) and compare with the golden model (bit for bit: exit code 1 "
                                   "otherwise) and onnxruntime (reported).")
-    _model_options(verify, "the INT8 ONNX model (QDQ or QOperator form)")
+    _model_options(verify, "the INT8 ONNX model (QDQ or QOperator form); several: one bundle, one runtime",
+                   several=True)
     _bundle_options(verify)
     _verify_options(verify, "")
     _frontend_options(verify)
@@ -138,11 +140,16 @@ def _command(sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str
     return sub.add_parser(name, prog=f"mcugen {name}", help=help, description=description)
 
 
-def _model_options(p: argparse.ArgumentParser, model_help: str, name_default: str = "the file stem") -> None:
-    """The model and how to compile it: emit, verify and debug."""
-    p.add_argument("model", help=model_help)
+def _model_options(p: argparse.ArgumentParser, model_help: str, name_default: str = "the file stem",
+                   several: bool = False) -> None:
+    """The model and how to compile it: emit, verify and debug (emit and verify take several models)."""
+    if several:
+        p.add_argument("model", nargs="+", metavar="MODEL", help=model_help)
+    else:
+        p.add_argument("model", help=model_help)
     p.add_argument("--board", default="cortex-m7", help="board or core name (see `mcugen boards`)")
-    p.add_argument("--name", help=f"C prefix of every public symbol (default: {name_default})")
+    p.add_argument("--name", help=f"C prefix of every public symbol (default: {name_default})"
+                   + ("; several models: comma-separated, one per model" if several else ""))
     p.add_argument("--input-shape", action="append", default=[], metavar="NAME=D1,D2,...",
                    help="static shape for an input with symbolic dims (repeatable)")
     p.add_argument("--io-layout", choices=["onnx", "nhwc"], default="onnx",
@@ -192,6 +199,9 @@ def _bundle_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--guard", action="store_true",
                    help="debug build: guard bytes around every arena buffer, checked after every "
                         "layer (status <NAME>_ERR_GUARD and <name>_guard_layer name the layer)")
+    p.add_argument("--concurrent", action="store_true",
+                   help="several models: give each its own arena (they may run at the same time) instead "
+                        "of one arena shared by all, sized to the largest")
 
 
 def _verify_options(p: argparse.ArgumentParser, when: str) -> None:
@@ -318,6 +328,15 @@ def cmd_emit(args: argparse.Namespace) -> int:
     names = [b.strip() for b in args.board.split(",") if b.strip()]
     if not names:
         raise UsageError(f"--board '{args.board}' names no board (see `mcugen boards`)")
+    paths = list(args.model) if isinstance(args.model, list) else [args.model]
+    if len(paths) > 1:
+        from emitter.commands.group import check_group_args
+
+        check_group_args(args, paths, names)
+        return emit_group(args, paths, names[0])
+    if args.concurrent:
+        raise UsageError("--concurrent goes with several models (each then gets its own arena)")
+    args.model = paths[0]
     if (args.junit or args.json) and not args.verify:
         raise UsageError("--junit and --json report a verification: use them with `mcugen verify` or --verify")
     out_dir = Path(args.output) if args.output else Path(Path(args.model).stem)
@@ -350,12 +369,9 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
     stops (a mismatch, a failing build or run) is returned in the result, not raised, so that the
     other boards still run and the JUnit file is written; errors before it are raised."""
     from emitter.boards import load_board
-    from emitter.compiler import compile_model
-    from emitter.onnx.load import parse_input_shapes
     from emitter.render.bundle import render_bundle
     from emitter.render.write import write_bundle
     from emitter.report.summary import summary
-    from emitter.verify.tuning import tune_layers
 
     board = load_board(board_name)
     backend, cmsis, why = choose_backend(args.backend, board)
@@ -366,16 +382,8 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
     if args.inputs and not Path(args.inputs).is_file():  # before the model is compiled: fast
         raise UsageError(f"--inputs '{args.inputs}' is not a file (an .npz with one array per input name)")
     t0 = time.perf_counter()
-    ram, ram_src = ram_budget(args, board)
-    # a front end keeps feature rows in the model input between runs: the input stays the caller's
-    memory = "layer" if getattr(args, "frontend", None) else args.memory
-    compiled = compile_model(args.model, name=args.name, input_shapes=parse_input_shapes(args.input_shape),
-                             io_nhwc=args.io_layout == "nhwc", guard=args.guard, backend=backend,
-                             board=board, cmsis_path=cmsis,
-                             cmsis_choice="cmsis" if args.cmsis_everywhere else "fastest",
-                             memory=memory, ram_budget=ram, budget_src=ram_src,
-                             numerics=None if args.numerics == "auto" else args.numerics, optimize=args.optimize,
-                             tune=tune_layers if getattr(args, "tune", False) else None)
+    ram_src = ram_budget(args, board)[1]
+    compiled = compile_one(args, args.model, args.name, board, backend, cmsis)
     from emitter.commands.frontend import bind_frontend
 
     frontend = bind_frontend(args, compiled)
@@ -452,6 +460,86 @@ def emit_one(args: argparse.Namespace, board_name: str, out_dir: Path) -> BoardR
         if exc.verify_figures is not None:  # stopped part way: keep the checks that ran
             result.figures = exc.verify_figures
     return result
+
+
+def compile_one(args: argparse.Namespace, model: str, name: str | None, board: Board, backend: str,
+                cmsis: Path | None) -> Compiled:
+    """Compile one model with the options of `args` (as emit does, whether alone or in a group)."""
+    from emitter.compiler import compile_model
+    from emitter.onnx.load import parse_input_shapes
+    from emitter.verify.tuning import tune_layers
+
+    ram, ram_src = ram_budget(args, board)
+    # a front end keeps feature rows in the model input between runs: the input stays the caller's
+    memory = "layer" if getattr(args, "frontend", None) else args.memory
+    return compile_model(model, name=name, input_shapes=parse_input_shapes(args.input_shape),
+                         io_nhwc=args.io_layout == "nhwc", guard=args.guard, backend=backend,
+                         board=board, cmsis_path=cmsis,
+                         cmsis_choice="cmsis" if args.cmsis_everywhere else "fastest",
+                         memory=memory, ram_budget=ram, budget_src=ram_src,
+                         numerics=None if args.numerics == "auto" else args.numerics, optimize=args.optimize,
+                         tune=tune_layers if getattr(args, "tune", False) else None)
+
+
+def emit_group(args: argparse.Namespace, paths: list[str], board_name: str) -> int:
+    """Several models, one bundle (emitter/render/group.py): each compiled and checked against the
+    budgets as if alone, then one bundle; with --verify each model is verified in it (host and
+    QEMU), every model's check runs before the first failure is raised."""
+    from emitter.boards import load_board
+    from emitter.commands.group import model_names
+    from emitter.render.group import check_names, render_group
+    from emitter.render.write import write_bundle
+    from emitter.report.summary import summary
+
+    board = load_board(board_name)
+    backend, cmsis, why = choose_backend(args.backend, board)
+    names = model_names(args.name, paths)
+    check_names(names)
+    t0 = time.perf_counter()
+    models = [compile_one(args, path, name, board, backend, cmsis) for path, name in zip(paths, names, strict=True)]
+    files, figures = render_group(models, " ".join(board.cflags), board.name, concurrent=args.concurrent)
+    import json
+
+    from emitter.report.codesize import code_bytes
+    from emitter.report.summary import budget_line, overhead_line
+
+    codes = []
+    for c in models:  # each model's budgets as if it were alone
+        rep = json.loads(files[f"{c.name}_report.json"])
+        figure = rep.get("code")
+        code = figure["bytes"] if figure else code_bytes(files, sum(1 for p in c.prepared if p.kernel),
+                                                         board.core, c.optimize)[0]
+        codes.append((rep["weight_bytes"], code, figure))
+        check_budgets(args, board, c, rep["weight_bytes"], code)
+    out_dir = Path(args.output) if args.output else Path("_".join(names))
+    kept = write_bundle(files, out_dir, force=args.force)
+    note = budget_line(board, ram_budget(args, board)[1],
+                       "--flash-budget" if args.flash_budget else f"board {board.name}")
+    for c, (weights, code, figure) in zip(models, codes, strict=True):
+        if not args.quiet:
+            print(summary(c, weights, board.name, why, board.has_fpu, code, figure, note))
+        elif (cost := overhead_line(c)) is not None:
+            print(cost)
+    for line in figures.lines():
+        print(line)
+    print(f"wrote {out_dir}/ ({len(files)} files) in {time.perf_counter() - t0:.2f} s"
+          + (f"; kept what mcugen did not write there: {', '.join(kept)}" if kept else ""))
+    if not args.verify:
+        return 0
+    from emitter.target.toolchain import firmware_cc
+    from emitter.verify.run import run_verify
+
+    failed: list[str] = []
+    for c, path in zip(models, paths, strict=True):
+        print(f"verify {c.name}:")
+        report = run_verify(c, out_dir, board, Path(path), None, args.samples, qemu=not args.no_qemu,
+                            cc=firmware_cc(args.cc))
+        print(report.text())
+        if not report.ok:
+            failed.append(f"{c.name}: {report.culprit()}")
+    if failed:
+        raise VerifyError("; ".join(failed))
+    return 0
 
 
 def profile_report(compiled: Compiled, out_dir: Path, board: Board, args: argparse.Namespace) -> list[dict]:

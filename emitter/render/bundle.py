@@ -285,6 +285,9 @@ class BundleBuilder:
             "inputs": inputs, "outputs": outputs,
             "uses": self.uses(layers),
             "single_io": len(inputs) == 1 and len(outputs) == 1,
+            "model_sources": [f"{self.prefix}.c", f"{self.prefix}_weights.c"]
+            + ([f"{self.prefix}_f32.c"] if len(inputs) == 1 and len(outputs) == 1 else []),
+            "shared_arena": None,
             "arena_size": self.c.plan.arena_size, "lower_bound": self.c.plan.lower_bound,
             "weight_bytes": sum(a.nbytes for a in self.arrays),
             "macs": sum(lay.macs for lay in layers),
