@@ -4,8 +4,7 @@ quantize_static in the settings users pick (tests/models/zoo/variants.py).
 For every variant compile_model succeeds or raises UnsupportedError (XFAIL records which, strict,
 so a newly supported op shows up as XPASS); every success runs as host C (one shared library for
 all) bit-exact with the golden model, and golden vs onnxruntime is reported. Asymmetric uint8
-weights run exactly (their zero point folded), except in depthwise convolutions: refused with a
-QuantError saying how to re-quantize. The qemu tests put every passing
+weights run exactly (their zero point folded), depthwise convolutions included. The qemu tests put every passing
 variant into one firmware per core (two where the M55's 512 KiB ITCM is too small) and check it bit
 for bit against the golden.
 """
@@ -17,14 +16,14 @@ import pytest
 
 from emitter.boards import load_board
 from emitter.compiler import golden_run
-from emitter.errors import QuantError, UnsupportedError
+from emitter.errors import UnsupportedError
 from emitter.target import missing_tools
 from emitter.target.toolchain import QEMU_TOOLS, RISCV_QEMU_TOOLS
 from emitter.verify.run import diff_stats, ort_run
 from tests.harness.bundles import build_library, ort_u8s8_saturates, run_c
 from tests.harness.zoo_images import chunks
 from tests.harness.zoo_runs import compile_variants, int8_samples, top1_agreement
-from tests.models.zoo.variants import ASYMMETRIC, REJECTED, VARIANTS
+from tests.models.zoo.variants import ASYMMETRIC, VARIANTS
 
 N_SAMPLES = 8  # host: seeded inputs per variant
 # golden vs onnxruntime: reported, and checked only against gross errors. A whole model differs by
@@ -107,19 +106,6 @@ def test_zoo_failures_are_unsupported_ops(zoo):
     listed = set(XFAIL)
     assert failing == listed, (f"update XFAIL: now unsupported {sorted(failing - listed)}, "
                                f"now compiling {sorted(listed - failing)}")
-
-
-@pytest.mark.parametrize("variant", [pytest.param(v, id=v.id) for v in REJECTED])
-def test_zoo_asymmetric_uint8_weights_rejected(variant, tmp_path):
-    from emitter.compiler import compile_model
-
-    path = variant.build(tmp_path)
-    with pytest.raises(QuantError) as info:
-        compile_model(path, name=variant.c_name)
-    msg = str(info.value)
-    assert "asymmetric" in msg and "symmetric int8 weights" in msg
-    assert "quantize_static(..., weight_type=QuantType.QInt8" in msg
-    assert "node '" in msg
 
 
 def test_zoo_asymmetric_uint8_weights_run_exactly(tmp_path):

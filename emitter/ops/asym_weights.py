@@ -7,8 +7,14 @@ run exactly on the symmetric int8 kernels: the zero point is folded into the int
 
     # fc(x, w, zw != 0)    -> concat(x, x) along the features ; fc(weights [a | b], zero point 0)
     # conv(x, w, zw != 0)  -> concat(x, x) along the channels ; conv(weights [a | b] over input channels)
-    # depthwise conv       -> w - zw itself when it fits int8 (exact, no stacking); else refused
-    #                         (its channels cannot be stacked)
+    # depthwise conv       -> w - zw itself when it fits int8 (exact, no stacking); else
+    #                         resize(x) repeating every column 2 (3) times ; depthwise with the parts
+    #                         interleaved along the kernel's width, strides and pads along W times 2 (3)
+    #                         (its channels cannot be stacked; its columns can, with dilation 1 along W)
+
+Depthwise, interleaved: output column o reads input columns o*s + j - p (j < kw); over x' (column
+c*i + t = x column i, t < c) with kernel width c*kw, stride c*s and pad c*p it reads x' column
+c*(o*s + j - p) + t at kernel column c*j + t = part t of w - zw at column j: the same sum.
 
 The accumulator holds the very same integer as asymmetric arithmetic would, so the result is exact
 (bit for bit the golden, onnxruntime's integer kernels up to its requantization rounding) on every
@@ -53,6 +59,27 @@ def folded_in_place(w: np.ndarray, zero_point: np.ndarray, out_axis: int) -> np.
     return v.astype(np.int8) if -128 <= int(v.min()) and int(v.max()) <= 127 else None
 
 
+def interleaved_columns(w: np.ndarray, zero_point: np.ndarray) -> np.ndarray:
+    """Depthwise weights [C_out, 1, kh, kw] with zero points along axis 0 -> the int8 parts of
+    w - zw interleaved along the width: [C_out, 1, kh, c * kw], column c*j + t = part t at column j."""
+    kw = w.shape[3]
+    stacked = fold_zero_point(w, zero_point, 0, 3)  # [part 0 | part 1 (| part 2)] along the width
+    c = stacked.shape[3] // kw
+    return np.ascontiguousarray(stacked.reshape(w.shape[:3] + (c, kw)).swapaxes(3, 4).reshape(
+        w.shape[:3] + (c * kw,)))
+
+
+def repeated_columns(ctx: LowerCtx, q: QNode, x: QIn, copies: int) -> str:
+    """x [N, C, H, W] -> [N, C, H, copies * W], every column repeated (nearest resize, exact)."""
+    assert x.name is not None and x.quant is not None
+    n, ch, h, w = x.shape
+    out = ctx.act(f"{q.output}_repeated_columns", (n, ch, h, copies * w), x.quant)
+    ctx.emit(q, "resize", [x.name], out, {"mode": "nearest", "ctm": "asymmetric", "nearest_mode": "floor",
+                                          "scale_h": 1.0, "scale_w": float(copies), FOLDED: q.name},
+             name=f"{q.name}_weight_zero_point")
+    return out
+
+
 def symmetric_quant(quant: QuantParams) -> QuantParams:
     """The weights' scales with zero point 0: the stacked parts hold w - zw."""
     return QuantParams(quant.scale, np.zeros_like(quant.zero_point), quant.axis)
@@ -78,4 +105,5 @@ def summary_line(nodes: tuple[Node, ...]) -> str | None:
         return None
     return (f"weights: {len(layers)} layer(s) with asymmetric (non-zero zero point) weights: "
             + ", ".join(layers) + "; CMSIS-NN has no such kernel: the zero point is folded at build time, "
-            "each runs as a symmetric int8 layer over its input stacked twice (2x MACs, bit-exact)")
+            "each runs as a symmetric int8 layer over its input stacked 2 or 3 times (along the channels; "
+            "a depthwise layer's columns) (2-3x MACs, bit-exact)")

@@ -422,6 +422,22 @@ def s8_weights_zp_minus128(op: str = "matmul") -> onnx.ModelProto:
     return model(nodes, [vi("x", TP.FLOAT, [1, 3, 6, 6])], [vi("y", TP.FLOAT, [1, 4, 6, 6])], inits)
 
 
+def u8_depthwise_weights_255(dilation_w: int = 1) -> onnx.ModelProto:
+    """QLinearConv depthwise 3x3 (stride 2 along W, pads 1 0 2 1), uint8 weights of zero point 0
+    reaching 255 (w - zw = 255: three interleaved parts), uint8 activations."""
+    rng = np.random.default_rng(18)
+    w = rng.integers(0, 256, (6, 1, 3, 3)).astype(np.uint8)
+    w[:, 0, 0, 0] = 255
+    inits = scalars(x_s=0.02, w_s=0.001, y_s=0.1) + [
+        NH.from_array(np.array(110, np.uint8), "x_z"), NH.from_array(np.array(0, np.uint8), "w_z"),
+        NH.from_array(np.array(90, np.uint8), "y_z"), NH.from_array(w, "w"),
+        NH.from_array(rng.integers(-3000, 3000, 6).astype(np.int32), "b")]
+    node = H.make_node("QLinearConv", ["x", "x_s", "x_z", "w", "w_s", "w_z", "y_s", "y_z", "b"], ["y"],
+                       name="qdw", group=3, pads=[1, 0, 2, 1], strides=[1, 2], dilations=[1, dilation_w])
+    out_w = (7 + 1 - dilation_w * 2 - 1) // 2 + 1
+    return model([node], [vi("x", TP.UINT8, [1, 3, 6, 7])], [vi("y", TP.UINT8, [1, 6, 7, out_w])], inits)
+
+
 @dataclass(frozen=True)
 class Refusal:
     build: Callable[[], onnx.ModelProto]
@@ -531,6 +547,11 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "s8_weights_zp_minus128_qlinear_matmul": s8_weights_zp_minus128,
     "s8_weights_zp_minus128_qdq_conv": lambda: s8_weights_zp_minus128("conv"),
     "s8_asym_depthwise_reduce_range_qop": lambda: s8_asymmetric("dwconv3x3_m1", "qop", reduce_range=True),
+    "s8_asym_depthwise_qop_per_channel": lambda: s8_asymmetric("dwconv3x3_m1", "qop"),
+    "u8_depthwise_asymmetric": u8_depthwise_asymmetric,
+    "s8_asym_depthwise_m2_qop_per_channel": lambda: s8_asymmetric("dwconv3x3_m2", "qop"),
+    "s8_asym_depthwise_s2_qdq_per_tensor": lambda: s8_asymmetric("dwconv3x3_s2_nobias", "qdq", per_channel=False),
+    "u8_depthwise_weights_255_qlinear": u8_depthwise_weights_255,
     "uint16_input_output": uint16_direct,  # issue 26 item 3c: uint16, zero point 32768 = int16
     "uint16_ort_qdq_symmetric": uint16_ort,
     "value_info_without_type": untyped_value_info,  # issue 26 item 3d: dropped with a warning
@@ -565,16 +586,13 @@ WILD_REFUSALS: dict[str, Refusal] = {
     "bias_overflowing_the_accumulator": Refusal(qdq_gemm_bias_overflowing,
                                                 ("node 'gemm' (Gemm", "bias values reach", "int32 accumulator")),
     "dq_unsqueeze_mul_per_channel": Refusal(dq_unsqueeze_mul, ("node 'mul' (Mul", "per-axis quantization")),
-    "u8_depthwise_asymmetric": Refusal(u8_depthwise_asymmetric,
-                              ("weights have non-zero zero points", "asymmetric")),
     "qlinear_input_scales_disagree": Refusal(lambda: qlinear_input_graph(add_scale=0.03),
                                              ("'x'", "'qconv'", "'qadd'", "disagree")),
     "qlinear_add_six_inputs": Refusal(lambda: qlinear_add_inputs(n_inputs=6),
                                       ("graph input 'a'", "node 'qadd' (QLinearAdd)", "6 inputs, expects 7")),
-    "s8_depthwise_asymmetric": Refusal(lambda: s8_asymmetric("dwconv3x3_m1", "qop"),
-                                       ("node 'conv_quant'", "non-zero zero points", "beyond int8",
-                                        "weight_type=QuantType.QInt8")),
     "uint16_asymmetric": Refusal(lambda: uint16_ort(False), ("uint16 activation", "zero point",
                                                             "32768", "ActivationSymmetric")),
+    "u8_depthwise_asymmetric_dilated_w": Refusal(lambda: u8_depthwise_weights_255(2),
+                                                 ("node 'qdw'", "non-zero zero points", "width-dilated depthwise")),
     "qlinear_pool_channels_last1": Refusal(lambda: qlinear_pool(1), ("channels_last=1", "channels_last=0")),
 }

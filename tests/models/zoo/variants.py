@@ -3,15 +3,16 @@
 A variant = a float model of the zoo + the settings a user picked: QDQ or QOperator, per-channel
 or per-tensor weights, int8 or uint8 activations, reduce_range on or off, uint8 weights
 (onnxruntime makes them symmetric around 128 per channel, and asymmetric per tensor, whose zero
-point mcugen folds, except in depthwise convolutions), and whether the model is quantized as torch
+point mcugen folds, depthwise convolutions included), and whether the model is quantized as torch
 exported it ("export": Constant nodes, shape subgraphs) or after constant folding ("folded": what onnxruntime's
 quant_pre_process or onnxsim give; the default here).
 
 The full cross product is 16 settings x 14 models (`FULL`); CI runs a covering subset
 (`VARIANTS`): every model in QDQ and in QOperator with per-channel int8 (folded), every model that
 has Constant nodes as exported, and all 16 settings plus per-channel uint8 weights on the
-REPRESENTATIVE models. `REJECTED` variants (asymmetric uint8 depthwise weights) must fail with a
-QuantError that says how to re-quantize; `ASYMMETRIC` ones (asymmetric uint8 weights elsewhere) run.
+REPRESENTATIVE models. `ASYMMETRIC` variants (asymmetric uint8 weights, depthwise ones included)
+run exactly; `REJECTED` (none left since issue 26 item 3b) would have to fail with a QuantError that
+says how to re-quantize.
 """
 from __future__ import annotations
 
@@ -121,15 +122,14 @@ VARIANTS: tuple[Variant, ...] = _covering()
 FULL: tuple[Variant, ...] = tuple(Variant(m, q) for m in CATALOG for q in ALL_QUANTS)
 # onnxruntime only pairs uint8 weights with uint8 activations (its "U8U8" format). Per-tensor
 # uint8 weights are asymmetric (zero point from min/max): mcugen folds the zero point for Conv,
-# Gemm and MatMul (emitter/ops/asym_weights.py, ASYMMETRIC) and refuses asymmetric depthwise
-# weights (REJECTED). Per-channel uint8 weights come out symmetric (zero point 128 -> int8 zero
-# point 0): mcugen accepts them.
-REJECTED: tuple[Variant, ...] = (
+# Gemm and MatMul, and depthwise convolutions over repeated input columns (emitter/ops/
+# asym_weights.py, ASYMMETRIC). Per-channel uint8 weights come out symmetric (zero point 128 ->
+# int8 zero point 0): mcugen accepts them.
+REJECTED: tuple[Variant, ...] = ()
+ASYMMETRIC: tuple[Variant, ...] = (
     Variant(BY_NAME["mbv2_blocks"], Quant(per_channel=False, act="uint8", weight="uint8")),
     Variant(BY_NAME["mbv2_blocks"], Quant(fmt="qop", per_channel=False, act="uint8",
                                           weight="uint8")),
-)
-ASYMMETRIC: tuple[Variant, ...] = (
     Variant(BY_NAME["mlp_autoencoder"], Quant(per_channel=False, act="uint8", weight="uint8")),
     Variant(BY_NAME["mlp_autoencoder"], Quant(fmt="qop", per_channel=False, act="uint8",
                                               weight="uint8")),
