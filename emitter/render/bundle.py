@@ -38,7 +38,13 @@ from emitter.render.cfmt import (
     wrap_comments,
 )
 from emitter.render.layers import ConstArray, Layer, LayerCall, call_kind, ctx_offset, ctx_size
-from emitter.render.runtime_files import runtime_files, s16_kernels
+from emitter.render.runtime_files import (
+    runtime_files,
+    runtime_symbols,
+    s16_kernels,
+    variant_config,
+    variant_tag,
+)
 from emitter.report.data import report
 from emitter.report.html import report_html
 from emitter.resources import data_dir
@@ -374,8 +380,11 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str,
     out["report.json"] = (json.dumps(rep, indent=1, sort_keys=True) + "\n").encode()
     out["report.html"] = report_html(json.loads(out["report.json"])).encode()
     rt = data_dir("mcu_runtime")
-    for rel in runtime_files(ctx["kernels"], ctx["bands"], ctx["isa"]):
+    shipped = runtime_files(ctx["kernels"], ctx["bands"], ctx["isa"])
+    for rel in shipped:
         out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()
-    out[CONFIG] = config_header(out[CONFIG], c.optimize)  # the one runtime file a bundle's options change
+    # the one runtime file a bundle's options change: MCU_OPTIMIZE_SIZE, and the variant's symbol names
+    out[CONFIG] = variant_config(config_header(out[CONFIG], c.optimize),
+                                 variant_tag(c.optimize, ctx["isa"], board_flags), runtime_symbols(shipped))
     out.update(tests or {})
     return out

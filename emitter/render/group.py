@@ -23,7 +23,7 @@ from emitter.errors import UsageError
 from emitter.optimize import CONFIG, config_header
 from emitter.render.bundle import BundleBuilder
 from emitter.render.cfmt import c_comment, environment, prefix_problem, upper_ident, wrap_comments
-from emitter.render.runtime_files import runtime_files
+from emitter.render.runtime_files import runtime_files, runtime_symbols, variant_config, variant_tag
 from emitter.report.data import report
 from emitter.report.html import report_html
 from emitter.resources import data_dir
@@ -127,7 +127,8 @@ def render_group(models: list[Compiled], board_flags: str, board_name: str,
     rt = data_dir("mcu_runtime")
     for rel in runtime:
         out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()
-    out[CONFIG] = config_header(out[CONFIG], models[0].optimize)
+    out[CONFIG] = variant_config(config_header(out[CONFIG], models[0].optimize),
+                                 variant_tag(models[0].optimize, isa, board_flags), runtime_symbols(runtime))
     figures = GroupFigures(prefix, not concurrent, tuple((a["prefix"], a["size"]) for a in arenas),
                            size if not concurrent else total, len(runtime))
     return out, figures

@@ -2,6 +2,10 @@
 them the same way)."""
 from __future__ import annotations
 
+import functools
+import hashlib
+import re
+
 from emitter.kernels import kernel
 from emitter.resources import data_dir
 
@@ -41,3 +45,55 @@ def runtime_files(kernels: list[str], bands: bool = False, isa: str = "any") -> 
 def s16_kernels(kernels: list[str]) -> bool:
     """Does the bundle call an int16-activation kernel (mcu_runtime/include/mcu_nn_s16.h)?"""
     return any("_s16" in k for k in kernels)
+
+
+# A function or object defined with external linkage at the start of a line of a runtime .c file:
+# `mcu_status_t mcu_conv2d_s8(`, `const int8_t mcu_table[...] =`; never `static ...`.
+_DEFINITION = re.compile(r"^(?!static\b|extern\b|typedef\b|return\b)[A-Za-z_][\w \t*]*?\b(mcu_\w+)\s*[(\[=]",
+                         re.MULTILINE)
+
+
+def runtime_symbols(files: list[str]) -> list[str]:
+    """The external symbols the runtime .c files among `files` define (sorted): what a variant
+    suffix renames (variant_config)."""
+    rt = data_dir("mcu_runtime")
+    names: set[str] = set()
+    for rel in files:
+        if rel.endswith(".c"):
+            text = re.sub(r"/\*.*?\*/", "", (rt / rel).read_text(), flags=re.DOTALL)
+            names.update(m.group(1) for m in _DEFINITION.finditer(text) if not m.group(1).endswith("_t"))
+    return sorted(names)
+
+
+@functools.cache
+def runtime_digest() -> str:
+    """sha256 of mcu_runtime's sources (include/, support/, kernels/): the runtime's code."""
+    rt = data_dir("mcu_runtime")
+    h = hashlib.sha256()
+    for p in sorted(p for d in ("include", "support", "kernels") for p in (rt / d).rglob("*") if p.is_file()):
+        h.update(p.relative_to(rt).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def variant_tag(optimize: str, isa: str, cpu_flags: str) -> str:
+    """The runtime variant of a bundle: `<optimize>_<isa>_<6 hex>`, the hex digits a hash of what
+    else makes the kernels' code differ (the board's CPU flags, the runtime's sources). Equal tags,
+    equal code: the linker may keep either copy; different tags, different symbols."""
+    h = hashlib.sha256(f"{optimize}\0{isa}\0{cpu_flags}\0{runtime_digest()}".encode()).hexdigest()
+    return f"{optimize}_{isa}_{h[:6]}"
+
+
+def variant_config(text: bytes, tag: str, symbols: list[str]) -> bytes:
+    """The bundle's mcu_config.h with the variant: every runtime symbol renamed to <name>_<tag>
+    (mcu_nn.h includes mcu_config.h first, so the kernels, their headers and the model's code all
+    see the new names; the repository's copy, used by mcugen's own tests and tools, renames nothing)."""
+    lines = [f"/* Runtime variant {tag}: every external symbol of this copy of mcu_runtime ends in _{tag},",
+             " * derived from what makes the kernels' code differ (--optimize, the board's instruction set",
+             " * and CPU flags, the runtime's sources). Bundles of one variant ship the same code, and a",
+             " * firmware linking several keeps one copy; bundles of different variants link side by side,",
+             " * each calling its own kernels. */",
+             f"#define MCU_VARIANT \"{tag}\""]
+    lines += [f"#define {s} {s}_{tag}" for s in symbols]
+    end = b"#endif /* MCU_CONFIG_H */"
+    assert text.count(end) == 1
+    return text.replace(end, ("\n".join(lines) + "\n\n").encode() + end)

@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include "mcu_config.h" /* first: a bundle's variant renames the symbols declared below */
+
 /* acc[r] += sum_i x[i] * w[r * w_stride + i], r = 0..3 (four filters w_stride bytes apart) */
 void mcu_dot4_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len, int32_t acc[4]);
 
