@@ -128,7 +128,7 @@ def render_group(models: list[Compiled], board_flags: str, board_name: str,
     for rel in runtime:
         out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()
     out[CONFIG] = variant_config(config_header(out[CONFIG], models[0].optimize),
-                                 variant_tag(models[0].optimize, isa, board_flags), runtime_symbols(runtime))
+                                 variant_tag(models[0].optimize, isa, board_flags), runtime_symbols())
     figures = GroupFigures(prefix, not concurrent, tuple((a["prefix"], a["size"]) for a in arenas),
                            size if not concurrent else total, len(runtime))
     return out, figures

@@ -53,16 +53,17 @@ _DEFINITION = re.compile(r"^(?!static\b|extern\b|typedef\b|return\b)[A-Za-z_][\w
                          re.MULTILINE)
 
 
-def runtime_symbols(files: list[str]) -> list[str]:
-    """The external symbols the runtime .c files among `files` define (sorted): what a variant
-    suffix renames (variant_config)."""
+@functools.cache
+def runtime_symbols() -> tuple[str, ...]:
+    """The external symbols the runtime's .c files define (sorted; all of them, whatever a bundle
+    ships, so that bundles of one variant have the same mcu_config.h): what a variant renames."""
     rt = data_dir("mcu_runtime")
     names: set[str] = set()
-    for rel in files:
-        if rel.endswith(".c"):
-            text = re.sub(r"/\*.*?\*/", "", (rt / rel).read_text(), flags=re.DOTALL)
+    for p in sorted(p for d in ("kernels", "support") for p in (rt / d).glob("*.c")):
+        if not p.stem.endswith("_ref"):  # the tests' reference kernels, never shipped
+            text = re.sub(r"/\*.*?\*/", "", p.read_text(), flags=re.DOTALL)
             names.update(m.group(1) for m in _DEFINITION.finditer(text) if not m.group(1).endswith("_t"))
-    return sorted(names)
+    return tuple(sorted(names))
 
 
 @functools.cache
@@ -83,7 +84,7 @@ def variant_tag(optimize: str, isa: str, cpu_flags: str) -> str:
     return f"{optimize}_{isa}_{h[:6]}"
 
 
-def variant_config(text: bytes, tag: str, symbols: list[str]) -> bytes:
+def variant_config(text: bytes, tag: str, symbols: tuple[str, ...]) -> bytes:
     """The bundle's mcu_config.h with the variant: every runtime symbol renamed to <name>_<tag>
     (mcu_nn.h includes mcu_config.h first, so the kernels, their headers and the model's code all
     see the new names; the repository's copy, used by mcugen's own tests and tools, renames nothing)."""
