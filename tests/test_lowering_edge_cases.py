@@ -170,3 +170,34 @@ def test_untyped_value_info_is_dropped_with_a_warning(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("mcugen: warning: 2 value_info entries without a type") == 1, err
     assert (tmp_path / "out" / "model.c").exists() or any((tmp_path / "out").iterdir())
+
+
+def test_uint16_io_is_int16_at_the_c_api(tmp_path):
+    """uint16 graph input/output with zero point 32768 (issue 26 item 3c): int16 tensors with zero
+    point 0 in the IR; the header says the caller passes value - 32768; --inputs takes the uint16
+    data; host C == golden == onnxruntime (converted at the edge) on values across the range."""
+    from emitter.verify.run import load_inputs, signed_output
+    from tests.models.wild import uint16_direct
+
+    path = tmp_path / "u16.onnx"
+    onnx.save(uint16_direct(), path)
+    c = compile_model(path, name="u16")
+    for name in c.graph.inputs + c.graph.outputs:
+        t = c.graph.t(name)
+        assert t.dtype == "int16" and t.quant is not None and t.quant.zp == 0, (name, t)
+    out = emit(c, tmp_path / "b")
+    header = " ".join(ln.strip().lstrip("*").strip() for ln in next(out.glob("u16.h")).read_text().splitlines())
+    assert header.count("uint16 in ONNX (zero point 32768), here int16 with zero point 0") == 2, header
+    raw = np.array([[0, 1, 32767, 32768, 32769, 40000, 65534, 65535]], np.uint16)
+    np.savez(tmp_path / "in.npz", x=raw[None])
+    samples = load_inputs(c, tmp_path / "in.npz", 1)
+    np.testing.assert_array_equal(samples[0][0], (raw.astype(np.int32) - 32768).astype(np.int16))
+    lib = build_library([out], tmp_path / "libu16.so")
+    gold = golden_run(c, samples[0])
+    np.testing.assert_array_equal(run_c(lib, c, samples[0])[0], gold[0])
+    import onnxruntime as ort
+
+    want = ort.InferenceSession(str(path)).run(None, {"x": raw})[0]
+    assert want.dtype == np.uint16
+    assert np.abs(signed_output(want).astype(np.int32) - gold[0].astype(np.int32)).max() <= 1
+    assert ort_run(c, path, samples)[0][0].dtype == np.int16

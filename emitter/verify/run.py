@@ -32,7 +32,8 @@ def load_inputs(c: Compiled, npz: str | Path | None, samples: int, seed: int = 0
     """Reference inputs as int8 in the caller's layout: per sample, one array per graph input.
 
     From an .npz (read_inputs: checked, UsageError otherwise): a key per ONNX input name (or
-    'inputs'/'images'/'x' for a single input), int8 as is, uint8 minus 128, float quantized with
+    'inputs'/'images'/'x' for a single input), int8 as is, uint8 minus 128 (uint16 minus 32768 for an
+    int16 input), float quantized with
     the input's scale and zero point; the first axis runs over samples. Without one: `samples`
     uniform random int8 samples (seeded)."""
     g = c.graph
@@ -46,8 +47,8 @@ def load_inputs(c: Compiled, npz: str | Path | None, samples: int, seed: int = 0
         t = g.t(name)
         if arr.dtype == np.dtype(t.dtype):
             q = arr
-        elif arr.dtype == np.uint8:
-            q = (arr.astype(np.int16) - 128).astype(np.int8)
+        elif arr.dtype in (np.uint8, np.uint16):  # the ONNX uint8 (uint16) data: minus 128 (32768)
+            q = signed_output(arr)
         else:
             assert t.quant is not None
             q = quantize(arr.astype(np.float64), t.quant.s, t.quant.zp, t.dtype)
@@ -91,9 +92,11 @@ def read_inputs(c: Compiled, npz: str | Path) -> list[np.ndarray]:
                              f"{' or '.join(repr(k) for k in allowed)}; found keys {keys}")
         arr = data[key]
         size = int(np.prod(want))
-        ok_dtypes = f"{t.dtype}" + (", uint8 (minus 128)" if t.dtype == "int8" else "") + " or float"
+        unsigned = {"int8": "uint8", "int16": "uint16"}.get(t.dtype)
+        ok_dtypes = f"{t.dtype}" + (f", {unsigned} (minus {128 if t.dtype == 'int8' else 32768})"
+                                    if unsigned else "") + " or float"
         if not (arr.dtype == np.dtype(t.dtype) or np.issubdtype(arr.dtype, np.floating)
-                or (arr.dtype == np.uint8 and t.dtype == "int8")):
+                or (unsigned is not None and arr.dtype == np.dtype(unsigned))):
             raise UsageError(f"--inputs '{npz}': array '{key}' (input '{b.onnx_name}') is {arr.dtype}; "
                              f"expected {ok_dtypes}")
         if arr.shape == want:
