@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 
 from emitter.errors import NodeUnsupported, QuantError
-from emitter.ir import Boundary
+from emitter.ir import ACT_RANGE, Boundary
 from emitter.lower.qparams import narrow_type_problem
 from emitter.lower.state import LowerState
 from emitter.ops.base import QIn
@@ -89,8 +89,12 @@ def graph_output(s: LowerState, name: str) -> None:
     if ir in s.inputs or ir in s.outputs:  # its caller buffer is taken: the output gets a copy
         t = s.ctx.tensors[ir]
         assert t.quant is not None
-        copy = s.ctx.act(f"{name}__out", t.shape, t.quant)
-        s.ctx.emit(None, "copy", [ir], copy, {}, name=f"{name}__out")
+        copy = s.ctx.act(f"{name}__out", t.shape, t.quant, t.dtype)
+        if t.dtype == "int16":  # no int16 copy kernel: a requantize into the same scale is one, exactly
+            lo, hi = ACT_RANGE["int16"]
+            s.ctx.emit(None, "requantize", [ir], copy, {"act_min": lo, "act_max": hi}, name=f"{name}__out")
+        else:
+            s.ctx.emit(None, "copy", [ir], copy, {}, name=f"{name}__out")
         ir = copy
     s.outputs.append(ir)
     s.boundaries[ir] = boundary

@@ -499,6 +499,17 @@ def uint16_ort(symmetric: bool = True) -> onnx.ModelProto:
         return onnx.load(out)
 
 
+def backend_uint16(name: str, zero_point: int | None = None) -> onnx.ModelProto:
+    """onnx's backend test model `name` (tests/models/onnx_backend.py), its uint16 zero point set to
+    zero_point when given."""
+    m = onnx.load_model_from_string(backend_models()[name])
+    if zero_point is not None:
+        for t in m.graph.initializer:
+            if t.data_type == TP.UINT16:
+                t.CopyFrom(NH.from_array(np.full(NH.to_array(t).shape, zero_point, np.uint16), t.name))
+    return m
+
+
 WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     **{f"qgemm_c{'x'.join(map(str, s)) or 'scalar'}": (lambda s=s: qgemm(s))
        for s in [(), (1,), (N,), (1, N), (M, 1), (M, N), (1, 1)]},
@@ -554,6 +565,8 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "u8_depthwise_weights_255_qlinear": u8_depthwise_weights_255,
     "uint16_input_output": uint16_direct,  # issue 26 item 3c: uint16, zero point 32768 = int16
     "uint16_ort_qdq_symmetric": uint16_ort,
+    "onnx_dequantizelinear_uint16_zp32768": lambda: backend_uint16("test_dequantizelinear_uint16", 32768),
+    "onnx_quantizelinear_uint16_zp32768": lambda: backend_uint16("test_quantizelinear_uint16", 32768),
     "value_info_without_type": untyped_value_info,  # issue 26 item 3d: dropped with a warning
     "qlinear_conv_add_u8_input": qlinear_input_graph,  # issue 26 item 3a: no QuantizeLinear at the input
     "qlinear_conv_add_s8_input": lambda: qlinear_input_graph(TP.INT8),
@@ -590,6 +603,10 @@ WILD_REFUSALS: dict[str, Refusal] = {
                                              ("'x'", "'qconv'", "'qadd'", "disagree")),
     "qlinear_add_six_inputs": Refusal(lambda: qlinear_add_inputs(n_inputs=6),
                                       ("graph input 'a'", "node 'qadd' (QLinearAdd)", "6 inputs, expects 7")),
+    "onnx_quantizelinear_uint16": Refusal(lambda: backend_uint16("test_quantizelinear_uint16"),
+                                          ("uint16 activation 'y'", "zero point [32767]", "32768")),
+    "onnx_dequantizelinear_uint16": Refusal(lambda: backend_uint16("test_dequantizelinear_uint16"),
+                                            ("uint16 activation 'x'", "zero point [32767]", "32768")),
     "uint16_asymmetric": Refusal(lambda: uint16_ort(False), ("uint16 activation", "zero point",
                                                             "32768", "ActivationSymmetric")),
     "u8_depthwise_asymmetric_dilated_w": Refusal(lambda: u8_depthwise_weights_255(2),
