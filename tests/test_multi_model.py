@@ -168,3 +168,16 @@ def test_bad_group_input_exits_2_and_writes_nothing(args: list[str], says: str, 
 def test_same_stem_twice_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([str(DIGITS), str(DIGITS), "-o", str(tmp_path / "out")]) == 2
     assert "several models have the name 'digits_cnn_int8'" in capsys.readouterr().err
+
+
+@needs_qemu
+def test_verify_checks_each_model_of_a_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`mcugen verify A B --board=cortex-m4`: each model host and QEMU bit-exact, in the one bundle."""
+    status = main(["verify", str(DIGITS), str(REPO / "examples" / "attention" / "attention_int8.onnx"),
+                   "--name", "digits,attention", "--board=cortex-m4", "-o", str(tmp_path / "two"), "--quiet",
+                   "--samples", "2"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    for name in ("digits", "attention"):
+        assert f"verify {name}:" in out
+    assert out.count("QEMU cortex-m4 vs golden           bit-exact") == 2, out
