@@ -96,6 +96,8 @@ def test_group_bundle_shares_one_runtime_and_one_arena(tmp_path: Path) -> None:
     header = (out / "kws_digits_hello_arena.h").read_text()
     assert f"#define KWS_DIGITS_HELLO_ARENA_SIZE {max(arenas.values())}\n" in header
     assert not (out / "mcu_runtime" / "mcu_runtime").exists()
+    page = (out / "report.html").read_text()
+    assert all(f'href="{n}_report.html"' in page for n in models) and "16576 bytes" in page
     run(["make", "-j2", f"WARN_FLAGS={WARN}"], out)  # host gcc, warning-free
 
 

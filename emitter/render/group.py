@@ -6,7 +6,8 @@ one arena shared by all of them, sized to the largest need.
     <group>_arena.h/.c    the shared arena (<GROUP>_ARENA_SIZE = max of the models' arenas); each
                           model's header maps <name>_arena onto it, its source asserts it fits
     --concurrent          no shared arena: each model keeps its own <name>_arena, as alone
-    <name>_report.json/.html   each model's report; report.json: the group, its arenas and models
+    <name>_report.json/.html   each model's report; report.json and report.html: the group, its
+                          arenas and models
 
 The group's C prefix is the models' names joined by `_` (kws_digits); it names the library, the
 CMake target and the shared arena.
@@ -98,6 +99,8 @@ def render_group(models: list[Compiled], board_flags: str, board_name: str,
                "weight_bytes": ctx["weight_bytes"], "model_file": c_comment(c.model.path.name)}
               for c, ctx in zip(models, ctxs, strict=True)]
     total = sum(a["size"] for a in arenas)
+    for a in arenas:  # report.html's bar: 300 px for the largest arena
+        a["bar"] = 300 * a["size"] // max(size, 1)
     gctx = first | {"prefix": prefix, "PREFIX": upper_ident(prefix), "models": names, "arenas": arenas,
                     "size": size, "total": total, "shared": not concurrent, "kernels": kernels, "bands": bands,
                     "cmsis": any(ctx["cmsis"] for ctx in ctxs),
@@ -124,6 +127,7 @@ def render_group(models: list[Compiled], board_flags: str, board_name: str,
              "arena": {"shared": not concurrent, "bytes": size if not concurrent else total,
                        "sum_of_models_bytes": total, "alignment": 16}}
     out["report.json"] = (json.dumps(group, indent=1, sort_keys=True) + "\n").encode()
+    out["report.html"] = env.get_template("group_report.html.j2").render(gctx).encode()
     rt = data_dir("mcu_runtime")
     for rel in runtime:
         out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()
