@@ -21,7 +21,11 @@ def lower_binary(ctx: LowerCtx, q: QNode, ir_op: str, extra: dict | None = None)
             raise NodeUnsupported(f"input {k} is not quantized")
         names.append(ctx.act_input(qi, q, f"operand{k}"))
     shapes = [ctx.tensors[n].shape for n in names]
-    if np.broadcast_shapes(*shapes) != tuple(q.out_shape):
+    try:
+        together = np.broadcast_shapes(*shapes)
+    except ValueError:  # com.microsoft QLinearAdd/QLinearMul: no ONNX shape inference checked them
+        raise NodeUnsupported(f"operand shapes {shapes} do not broadcast together") from None
+    if together != tuple(q.out_shape):
         raise NodeUnsupported(f"operand shapes {shapes} do not broadcast to {q.out_shape}")
     ctx.emit(q, ir_op, names, q.output, {"act_min": q.act_min, "act_max": q.act_max, **(extra or {})})
 
