@@ -29,7 +29,7 @@ from emitter.passes.layout import assign_layouts
 from emitter.passes.tables import fold_tables
 from emitter.plan import search
 from emitter.plan.arena import GUARD_BYTES, Plan, plan
-from emitter.plan.order import orders, reorder
+from emitter.plan.order import reorder
 from emitter.plan.stream import can_stream
 from emitter.quant import NUMERICS
 
@@ -164,7 +164,7 @@ def compile_model(path: str | Path, options: CompileOptions | None = None, **kwa
     arguments: compile_model(path, name="net", board=board)).
 
     memory: "layer" (whole layers, the liveness bound), "overlap", "stream" (the smallest plan
-    of that kind) or "auto" (emitter/plan/search.choose: by `ram_budget`, else the smallest within 5 %
+    of that kind) or "auto" (emitter/plan/search.py, Goal: by `ram_budget`, else the smallest within 5 %
     estimated overhead). Guard builds always plan whole layers. numerics: "tflite" or
     "onnxruntime" (the rounding contract); None chooses from the model (numerics_of). optimize:
     "speed" (each kernel's fastest path for the shape) or "size" (the bundle defines
@@ -315,8 +315,8 @@ def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str,
             break  # the first choice fits: its kernels are the fastest
         prepared, portable, choices = variant() if callable(variant) else variant
         try:
-            order, choice = memory_order(g, prepared, arena_alignment(prepared, alignment), isa, memory, ram_budget,
-                                         budget_src, core)
+            order, choice = search.search_orders(g, prepared, arena_alignment(prepared, alignment), isa, memory,
+                                                 ram_budget, budget_src, core)
         except BudgetError as e:
             error = error or e
             continue
@@ -330,58 +330,6 @@ def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str,
         assert error is not None
         raise error
     return best[1], best[2], best[3], best[4], best[5]
-
-
-def memory_order(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str, memory: str,
-                 ram_budget: int | None, budget_src: str, core: str = "") -> tuple[list[int], search.Choice]:
-    """The memory plan over the candidate execution orders of a branching graph (emitter/plan/order.py):
-    the order whose plan is best (the fastest within the budget, else the smallest), the file's
-    order on a tie. A budget no order meets raises the file order's BudgetError."""
-    best: tuple[tuple[int, int], list[int], search.Choice] | None = None
-    error: BudgetError | None = None
-    for k, order in enumerate(orders(g)):
-        g2, p2 = reorder(g, order), tuple(prepared[i] for i in order)
-        try:
-            c = memory_plan(g2, p2, [p.scratch for p in p2], align, isa, memory, ram_budget, budget_src, core)
-        except BudgetError as e:
-            error = error or e
-            continue
-        ram = search.activation_ram(g2, c.chosen.plan)
-        key = (c.chosen.overhead, ram) if memory == "auto" and ram_budget is not None else (ram, c.chosen.overhead)
-        if k > 0:
-            c = replace(c, why=f"{c.why}; the layers run in a memory-aware order, not the file's "
-                                  "(emitter/plan/order.py)")
-        if best is None or key < best[0]:
-            best = (key, order, c)
-        if k == 0 and len(c.candidates) == 1:  # the whole-layer plan fits: nothing else to weigh
-            break
-    if best is None:
-        assert error is not None
-        raise error
-    return best[1], best[2]
-
-
-def memory_plan(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: int, isa: str, memory: str,
-                ram_budget: int | None, budget_src: str, core: str = "") -> search.Choice:
-    # the base of the overhead ratio: from the core's own cost table where it holds mcugen's counts
-    # alone (RISC-V: kernel_choice.model_estimate), else the ISA's instructions per MAC
-    from emitter.backends.kernel_choice import model_estimate
-
-    table = model_estimate(prepared, core, isa, search.INSTRUCTIONS_PER_MAC.get(isa, 1.9), 200) if core else None
-    base = table if table is not None else search.model_cost(prepared, isa)
-    if memory == "auto" and ram_budget is not None:  # the fastest plan fits: nothing else to weigh
-        layer = search.Candidate(plan(g, scratch, align), 0)
-        if search.activation_ram(g, layer.plan) <= ram_budget:
-            return search.Choice(layer, (layer,), base,
-                                  f"the fastest plan, within {budget_src} ({ram_budget:,} bytes)")
-    cands = search.candidates(g, prepared, scratch, align, isa)
-    if memory == "auto":
-        return search.choose(g, cands, base, ram_budget, budget_src)
-    if memory not in ("layer", "inplace", "overlap", "stream"):
-        raise UsageError(f"--memory {memory}: use auto, layer, inplace, overlap or stream")
-    kind = [c for c in cands if c.kind == memory] or [c for c in cands if c.kind == "overlap"]  # nothing to stream
-    pick = min(kind, key=lambda c: (search.activation_ram(g, c.plan), c.overhead))
-    return search.Choice(pick, tuple(cands), base, f"--memory {memory}")
 
 
 def golden_tensors(c: Compiled, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:

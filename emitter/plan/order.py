@@ -1,8 +1,8 @@
 """Memory-aware execution orders of a branching graph (residual, inception/concat).
 
 The order of the layers decides which tensors are alive together, so for a graph with branches
-it is part of the memory search (emitter/compiler.memory_plan): each order below is planned and
-the best plan wins. A chain has one order; the file's order is always one of them.
+it is part of the memory search (emitter/plan/search.search_orders): each order below is planned and
+the plan of the lowest cost key wins. A chain has one order; the file's order is always one of them.
 
   file     the order of the ONNX file (after lowering);
   greedy   at each step, of the layers whose inputs are made, the one that adds the fewest bytes

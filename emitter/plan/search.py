@@ -9,38 +9,42 @@ Candidates, from cheapest to smallest:
            layers exactly over a dying operand;
   stream   as overlap, plus runs of layers streamed row by row through rings, the runs chosen by
            a dynamic programme that minimises the estimated peak for a given overhead.
-Every candidate is planned for real (emitter/plan/arena.py); the estimate only proposes. The
+The segments come from emitter/plan/propose.py (runs, estimates, the dynamic programme); every
+candidate is planned for real (emitter/plan/arena.py): the estimate only proposes. The
 instruction overhead of a candidate is estimated from its kernel calls and ring moves
 (CALL_INSTRUCTIONS, MOVE_INSTRUCTIONS_PER_BYTE; benchmarks/memory.py measures the real figures
-in QEMU). `choose()` takes the cheapest plan that fits the budget, or without a budget the
-smallest whose overhead is at most DEFAULT_OVERHEAD.
+in QEMU).
+
+The ranking is one cost key (Goal.key): with --memory auto and a RAM budget the fastest plan that
+fits, (overhead, activation RAM); otherwise the smallest, (activation RAM, overhead) - for auto
+without a budget among the plans whose overhead is at most DEFAULT_OVERHEAD, for a plan kind
+among the candidates of that kind. `search()` lists one execution order's candidates and takes
+the lowest key (`choose()`); `search_orders()` does so for every order of emitter/plan/order.py
+and takes the lowest key again.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from emitter.calls import Prepared
 from emitter.ir import Graph
 from emitter.kernels import kernel
-from emitter.kernels.base import Windowed
 from emitter.plan.arena import Plan, plan
-from emitter.plan.stream import Schedule, Segment, Stage, exact_in_place, make_segment, stage_of
-from emitter.plan.views import roots
+from emitter.plan.order import orders, reorder
+from emitter.plan.propose import (
+    MOVE_INSTRUCTIONS_PER_BYTE,
+    SegmentCache,
+    lean_cost,
+    others,
+    overhead,
+    singles,
+    streamed,
+)
+from emitter.plan.stream import Schedule, Segment, exact_in_place
 
-CALL_INSTRUCTIONS = 3000  # a row call: band params, checks, the kernel's per-call set-up (fitted on QEMU counts)
-WEIGHT_PASS_INSTRUCTIONS = 30.0  # per filter element and call, divided by the positions of a row: a
-#   row call reads every weight once per pass over too few positions, so its cost falls with the
-#   row's width. Fitted on cortex-m7 QEMU counts (benchmarks/memory.py, docs/memory.md): 7 per
-#   element and call at 5 positions (KWS), 0.6 at 32 (IC)
-MOVE_INSTRUCTIONS_PER_BYTE = 0.4  # memmove of ring rows (word copies)
 INSTRUCTIONS_PER_MAC = {"mve": 0.9, "dsp": 1.9, "c": 5.0, "any": 1.9}  # QEMU counts of the shared models
-# extra instructions per MAC of a lean (generic path) call over the fast path it replaces, fitted on
-#   KWS and IC (benchmarks/memory.py): 0.6-1.0 on cortex-m7, 0.01-0.11 on cortex-m55
-LEAN_EXTRA_PER_MAC = {"mve": 0.15, "dsp": 0.9, "c": 0.0, "any": 0.9}
 DEFAULT_OVERHEAD = 0.05
-MAX_SEGMENT = 12  # layers per streamed segment
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,185 +66,6 @@ def activation_ram(g: Graph, p: Plan) -> int:
     """The figure budgets count: arena + the caller's input/output buffers."""
     return p.arena_size + io_bytes(g, p)
 
-
-def runs(g: Graph, prepared: tuple[Prepared, ...]) -> list[list[int]]:
-    """Maximal runs of steps that can stream into each other: each a band layer whose main input
-    is the previous one's output (or a view of it: views are skipped), read by no one else and not
-    a graph output. A sink (stream.sink_of) ends its run."""
-    from emitter.ops import VIEW_OPS
-    root = roots(g)
-    readers: dict[str, list[int]] = {}
-    for k, node in enumerate(g.nodes):
-        for name in node.inputs:
-            if name and node.op not in VIEW_OPS:
-                readers.setdefault(root.get(name, name), []).append(k)
-    outputs = {root[n] for n in g.outputs}
-    out: list[list[int]] = []
-    cur: list[int] = []
-    for k, p in enumerate(prepared):
-        if g.nodes[k].op in VIEW_OPS:
-            continue
-        prev = root[g.nodes[cur[-1]].outputs[0]] if cur else None
-        if prev is not None and readers.get(prev) == [k] and prev not in outputs:
-            main = next((n for n in g.nodes[k].inputs if n and root.get(n) == prev), None)
-            stage = stage_of(g, k, p, main) if main is not None else None
-            if stage is not None and rows_agree(stage_of(g, cur[-1], prepared[cur[-1]]), stage):
-                cur.append(k)
-                if stage.sink:
-                    out.append(cur)
-                    cur = []
-                continue
-        if cur:
-            out.append(cur)
-        cur = [k] if stage_of(g, k, p) is not None else []
-    if cur:
-        out.append(cur)
-    return out
-
-
-def rows_agree(producer: Stage | None, consumer: Stage | None) -> bool:
-    """The consumer reads the producer's output as the same rows (a ring holds whole rows)."""
-    return (producer is not None and consumer is not None and producer.out_rows == consumer.in_rows
-            and producer.out_row_bytes == consumer.in_row_bytes[0])
-
-
-def stages(g: Graph, prepared: tuple[Prepared, ...], steps: list[int]) -> list[Stage] | None:
-    """The steps as the stages of one segment (None: the first cannot start one, e.g. a sink)."""
-    root = roots(g)
-    out: list[Stage] = []
-    for k in steps:
-        main = None
-        if out:
-            main = next(n for n in g.nodes[k].inputs if n and root.get(n) == root[out[-1].output])
-        s = stage_of(g, k, prepared[k], main)
-        if s is None:
-            return None
-        out.append(s)
-    return out
-
-
-def estimate(seg: Segment, trust_overlap: bool = True) -> int:
-    """Bytes a segment needs at its peak, roughly: its whole input and output as the overlap
-    limits place them, its rings, its scratch and its side operands."""
-    first, last = seg.stages[0], seg.stages[-1]
-    size_in, size_out = first.in_rows * first.in_row_bytes[0], last.out_rows * last.out_row_bytes
-    down = seg.sim.down.get(first.inputs[0]) if trust_overlap or len(seg.stages) > 1 else None
-    union = size_in + size_out
-    if down is not None:
-        union = min(union, max(size_in - down, size_out) if down <= 0 else max(size_in, down + size_out))
-    up = seg.up.get(first.inputs[0]) if trust_overlap else None
-    if up is not None:
-        union = min(union, max(size_in, up + size_out) - min(0, up))
-    sides = sum(s.in_rows * s.in_row_bytes[k] for s in seg.stages for k in range(1, len(s.inputs))
-                if s.inputs[k] != first.inputs[0])
-    return union + seg.ring_bytes() + seg.scratch + sides
-
-
-def filter_elements(s: Stage) -> int:
-    """The weights a window stage reads per output position (Windowed params); 0 for others."""
-    return s.params.window().weights if isinstance(s.params, Windowed) else 0
-
-
-def row_width(s: Stage) -> int:
-    """Output positions of one row call (1 for a stage without a window)."""
-    return max(1, s.params.window().output.w) if isinstance(s.params, Windowed) else 1
-
-
-def overhead(seg: Segment, isa: str) -> int:
-    """Estimated extra instructions of running the segment by rows instead of whole layers (and
-    of its scratch-free calls on the slower generic path)."""
-    calls = sum((s.out_rows - 1) * (CALL_INSTRUCTIONS + WEIGHT_PASS_INSTRUCTIONS * filter_elements(s) / row_width(s))
-                for s in seg.stages)
-    return int(calls + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE) + lean_cost(seg, isa)
-
-
-def lean_cost(seg: Segment, isa: str) -> int:
-    """Estimated extra instructions of the segment's lean calls (run by rows or whole)."""
-    return int(seg.slow_macs * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"]))
-
-
-def others(g: Graph, layer: Plan) -> Callable[[Segment], int]:
-    """The bytes of whole-layer tensors live during a segment that are none of its own (e.g. a
-    skip connection): they add to its peak."""
-    def live(seg: Segment) -> int:
-        own = {layer.root.get(n, n) for s in seg.stages for n in (*s.inputs, s.output)}
-        return max(sum(b.size for b in layer.buffers if b.first <= step <= b.last and b.name not in own
-                       and b.kind == "tensor") for step in range(seg.first, seg.last + 1))
-    return live
-
-
-SegmentCache = dict[tuple[tuple[int, ...], bool, bool], Segment | None]
-
-
-def whole_estimate(g: Graph, prepared: tuple[Prepared, ...], step: int) -> int:
-    """A layer run whole: its activations (inputs and output) and its scratch."""
-    node = g.nodes[step]
-    acts = {n for n in (*node.inputs, *node.outputs) if n and not g.t(n).is_const}
-    return sum(g.t(n).nbytes for n in acts) + prepared[step].scratch
-
-
-def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | None,
-             tight: bool = False, other: Callable[[Segment], int] = lambda seg: 0,
-             trust_overlap: bool = True, plain: bool = False, cache: SegmentCache | None = None,
-             lean: bool = False) -> list[Segment]:
-    """Segments over every run: the fewest overhead whose estimated peaks stay within `limit`
-    (None: the smallest estimated peak, then the fewest overhead). tight: rings of the fewest
-    rows (more moves). trust_overlap=False: a single layer is estimated without its overlap, which
-    the placement may not realise, so longer segments win. plain: a layer may also stay whole (no
-    segment, no overhead), so layers whose rows save nothing cost nothing. lean: layers whose twin has a
-    LEAN_C call it where that saves scratch."""
-    cache = {} if cache is None else cache
-    chosen: list[Segment] = []
-    for run in runs(g, prepared):
-        n = len(run)
-        segs: dict[tuple[int, int], Segment] = {}
-        for i in range(n):
-            for j in range(i, min(n, i + MAX_SEGMENT)):
-                key = (tuple(run[i:j + 1]), tight, lean)
-                if key not in cache:
-                    st = stages(g, prepared, run[i:j + 1])
-                    cache[key] = None if st is None else make_segment(
-                        st, prepared, isa, (lambda rows: 0) if tight else (lambda rows: rows), lean)
-                if cache[key] is not None:
-                    segs[i, j] = cache[key]  # type: ignore[assignment]
-        # best[j] = (peak, overhead, segments) of run[:j]
-        best: list[tuple[int, int, list[Segment]] | None] = [(0, 0, [])] + [None] * n
-        for j in range(1, n + 1):
-            for i in range(j):
-                prev, seg = best[i], segs.get((i, j - 1))
-                if prev is None:
-                    continue
-                options: list[tuple[int, int, list[Segment]]] = []
-                if seg is not None:
-                    options.append((estimate(seg, trust_overlap) + other(seg), overhead(seg, isa), [seg]))
-                if plain and i == j - 1:
-                    one = segs.get((i, i))
-                    options.append((whole_estimate(g, prepared, run[i]) + (other(one) if one else 0), 0, []))
-                for est, ovh, add in options:
-                    peak, cost = max(prev[0], est), prev[1] + ovh
-                    if limit is not None and peak > limit:
-                        continue
-                    key2 = (cost, peak) if limit is not None else (peak, cost)
-                    old = best[j]
-                    if old is None or key2 < ((old[1], old[0]) if limit is not None else (old[0], old[1])):
-                        best[j] = (peak, cost, [*prev[2], *add])
-        final = best[n]
-        if final is None:  # no way under the limit: the smallest
-            return streamed(g, prepared, isa, None, tight, other, trust_overlap, plain, cache, lean) \
-                if limit is not None else []
-        chosen += final[2]
-    return chosen
-
-
-def singles(g: Graph, prepared: tuple[Prepared, ...], isa: str, lean: bool = False) -> list[Segment]:
-    out = []
-    for run in runs(g, prepared):
-        for k in run:
-            st = stages(g, prepared, [k])
-            seg = None if st is None else make_segment(st, prepared, isa, lean=lean)
-            if seg is not None:
-                out.append(seg)
-    return out
 
 
 def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignment: int,
@@ -306,26 +131,115 @@ class Choice:
         return c.overhead / self.base if self.base else 0.0
 
 
-def choose(g: Graph, cands: list[Candidate], base: int, budget: int | None, budget_src: str) -> Choice:
-    """The cheapest candidate within the budget; without one, the smallest within DEFAULT_OVERHEAD.
-    A budget below every candidate raises BudgetError naming the smallest plan."""
+# -- the ranking: one cost key over every candidate, within an execution order and across orders --
+
+MEMORY = ("auto", "layer", "inplace", "overlap", "stream")
+
+
+@dataclass(frozen=True)
+class Goal:
+    """What the search optimises: the plan kind asked (`memory`: "auto" chooses), the RAM `budget`
+    (activation bytes; None: none, `budget_src` names where it comes from) and `base`, the
+    estimated instructions of the whole-layer plan that overheads are weighed against."""
+    memory: str
+    budget: int | None
+    budget_src: str
+    base: int
+
+    @property
+    def fastest(self) -> bool:
+        """auto with a budget: the fastest plan that fits; otherwise the smallest."""
+        return self.memory == "auto" and self.budget is not None
+
+    def key(self, g: Graph, c: Candidate) -> tuple[int, int]:
+        """The one cost key: (overhead, activation RAM) for the fastest plan, else (RAM, overhead)."""
+        ram = activation_ram(g, c.plan)
+        return (c.overhead, ram) if self.fastest else (ram, c.overhead)
+
+    def eligible(self, g: Graph, cands: list[Candidate]) -> list[Candidate]:
+        """The candidates the goal may take: those of the kind asked (overlap where nothing streams);
+        for auto, those within the budget, or without one those within DEFAULT_OVERHEAD of the base."""
+        if self.memory != "auto":
+            return [c for c in cands if c.kind == self.memory] or [c for c in cands if c.kind == "overlap"]
+        if self.budget is not None:
+            return [c for c in cands if activation_ram(g, c.plan) <= self.budget]
+        return [c for c in cands if c.overhead <= DEFAULT_OVERHEAD * self.base]
+
+    def why(self) -> str:
+        if self.memory != "auto":
+            return f"--memory {self.memory}"
+        if self.budget is not None:
+            return f"the fastest plan within {self.budget_src} ({self.budget:,} bytes)"
+        return f"the smallest plan within {DEFAULT_OVERHEAD:.0%} estimated overhead"
+
+
+def choose(g: Graph, cands: list[Candidate], goal: Goal) -> Choice:
+    """The eligible candidate of the lowest cost key (the first on a tie). A budget below every
+    candidate raises BudgetError naming the smallest plan."""
     from emitter.errors import BudgetError
 
-    by_ram = sorted(cands, key=lambda c: (activation_ram(g, c.plan), c.overhead))
-    if budget is None:
-        ok = [c for c in by_ram if c.overhead <= DEFAULT_OVERHEAD * base]
-        pick = ok[0] if ok else cands[0]
-        return Choice(pick, tuple(cands), base, f"the smallest plan within {DEFAULT_OVERHEAD:.0%} estimated overhead")
-    fits = [c for c in cands if activation_ram(g, c.plan) <= budget]
-    if not fits:
-        small = by_ram[0]
+    ok = goal.eligible(g, cands)
+    if not ok and goal.fastest:
+        assert goal.budget is not None
+        small = min(cands, key=lambda c: (activation_ram(g, c.plan), c.overhead))
         raise BudgetError(f"RAM: the smallest plan ({small.kind}) needs {activation_ram(g, small.plan):,} bytes of "
-                          f"activation RAM (arena + input/output buffers) but the budget ({budget_src}) is "
-                          f"{budget:,} bytes. Peak at {peak_layer(g, small.plan)}, which sets it. Shrink that "
+                          f"activation RAM (arena + input/output buffers) but the budget ({goal.budget_src}) is "
+                          f"{goal.budget:,} bytes. Peak at {peak_layer(g, small.plan)}, which sets it. Shrink that "
                           "layer's activations (fewer channels, a stride earlier, a smaller input) or choose a "
                           "board with more RAM. Nothing was written.")
-    pick = min(fits, key=lambda c: (c.overhead, activation_ram(g, c.plan)))
-    return Choice(pick, tuple(cands), base, f"the fastest plan within {budget_src} ({budget:,} bytes)")
+    pick = min(ok, key=lambda c: goal.key(g, c)) if ok else cands[0]
+    return Choice(pick, tuple(cands), goal.base, goal.why())
+
+
+def search(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: int, isa: str, memory: str,
+           ram_budget: int | None, budget_src: str, core: str = "") -> Choice:
+    """The plan of one execution order: its candidates (candidates()), ranked by the goal's key.
+    auto with a budget the whole-layer plan meets takes it at once (the fastest; nothing else to weigh)."""
+    # the base of the overhead ratio: from the core's own cost table where it holds mcugen's counts
+    # alone (RISC-V: kernel_choice.model_estimate), else the ISA's instructions per MAC
+    from emitter.backends.kernel_choice import model_estimate
+    from emitter.errors import UsageError
+
+    table = model_estimate(prepared, core, isa, INSTRUCTIONS_PER_MAC.get(isa, 1.9), 200) if core else None
+    goal = Goal(memory, ram_budget, budget_src, table if table is not None else model_cost(prepared, isa))
+    if goal.fastest and ram_budget is not None:
+        layer = Candidate(plan(g, scratch, align), 0)
+        if activation_ram(g, layer.plan) <= ram_budget:
+            return Choice(layer, (layer,), goal.base, goal.why())
+    if memory not in MEMORY:
+        raise UsageError(f"--memory {memory}: use auto, layer, inplace, overlap or stream")
+    return choose(g, candidates(g, prepared, scratch, align, isa), goal)
+
+
+def search_orders(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str, memory: str,
+                  ram_budget: int | None, budget_src: str, core: str = "") -> tuple[list[int], Choice]:
+    """The plan over the candidate execution orders of a branching graph (emitter/plan/order.py):
+    each order's plan (search()), the order of the lowest cost key (Goal.key) taken, the file's
+    order on a tie. A budget no order meets raises the file order's BudgetError."""
+    from emitter.errors import BudgetError
+
+    best: tuple[tuple[int, int], list[int], Choice] | None = None
+    error: BudgetError | None = None
+    goal = Goal(memory, ram_budget, budget_src, 0)  # its key: the base does not enter it
+    for k, order in enumerate(orders(g)):
+        g2, p2 = reorder(g, order), tuple(prepared[i] for i in order)
+        try:
+            c = search(g2, p2, [p.scratch for p in p2], align, isa, memory, ram_budget, budget_src, core)
+        except BudgetError as e:
+            error = error or e
+            continue
+        key = goal.key(g2, c.chosen)
+        if k > 0:
+            c = replace(c, why=f"{c.why}; the layers run in a memory-aware order, not the file's "
+                                  "(emitter/plan/order.py)")
+        if best is None or key < best[0]:
+            best = (key, order, c)
+        if k == 0 and len(c.candidates) == 1:  # the whole-layer plan fits: nothing else to weigh
+            break
+    if best is None:
+        assert error is not None
+        raise error
+    return best[1], best[2]
 
 
 def peak_layer(g: Graph, p: Plan) -> str:
