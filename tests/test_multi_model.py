@@ -16,6 +16,7 @@ model into ONE QEMU firmware (the QEMU kit's start-up code), and checks:
 from __future__ import annotations
 
 import difflib
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -28,6 +29,7 @@ from emitter.boards import load_board
 from emitter.cli import main
 from emitter.compiler import Compiled, compile_model, golden_run
 from emitter.render.bundle import render_bundle
+from emitter.render.runtime_files import runtime_symbols
 from emitter.target import missing_tools
 from emitter.verify.run import load_inputs
 from tests.harness.bundles import SHARED_MODELS
@@ -70,9 +72,11 @@ def main_c(cases: list[tuple[str, list[np.ndarray], list[np.ndarray]]]) -> str:
                       "    int bad = 0;", *inits, *body, "    return bad;", "}", ""])
 
 
-def group(tmp: Path, *extra: str) -> Path:
+def group(tmp: Path, *extra: str, models: tuple[tuple[str, Path], ...] | None = None,
+          board: str = "cortex-m4") -> Path:
     out = tmp / "bundle"
-    status = main([str(KWS), str(DIGITS), str(HELLO), "--board=cortex-m4", "--name", "kws,digits,hello",
+    models = models or (("kws", KWS), ("digits", DIGITS), ("hello", HELLO))
+    status = main([*(str(p) for _, p in models), f"--board={board}", "--name", ",".join(n for n, _ in models),
                    "-o", str(out), "--quiet", *extra])
     assert status == 0
     return out
@@ -101,47 +105,62 @@ def test_group_bundle_shares_one_runtime_and_one_arena(tmp_path: Path) -> None:
     run(["make", "-j2", f"WARN_FLAGS={WARN}"], out)  # host gcc, warning-free
 
 
+VWW = SHARED_MODELS / "mlperf_vww_mobilenetv1" / "mlperf_vww_mobilenetv1.onnx"
+REFS = {"kws": KWS.with_name("mlperf_kws_dscnn_ref.npz"), "digits": REPO / "examples" / "digits_heldout.npz",
+        "hello": HELLO.with_name("tflm_hello_world_ref.npz"), "vww": VWW.with_name("mlperf_vww_mobilenetv1_ref.npz")}
+PATHS = {"kws": KWS, "digits": DIGITS, "hello": HELLO, "vww": VWW}
+
+
 @needs_shared
 @needs_qemu
-def test_group_firmware_runs_every_model_bit_exact_in_qemu(tmp_path: Path) -> None:
-    out = group(tmp_path)
-    board = load_board("cortex-m4")
-    cases = []
-    for name, path, npz in (("kws", KWS, KWS.with_name("mlperf_kws_dscnn_ref.npz")),
-                            ("digits", DIGITS, REPO / "examples" / "digits_heldout.npz"),
-                            ("hello", HELLO, HELLO.with_name("tflm_hello_world_ref.npz"))):
-        c: Compiled = compile_model(path, name=name, board=board)
-        samples = load_inputs(c, npz, 3)[:3]
+@pytest.mark.parametrize("board, names", [
+    ("cortex-m4", ("kws", "digits", "hello")),
+    *(pytest.param(b, ("kws", "vww", "digits"), marks=pytest.mark.slow) for b in ("cortex-m4", "cortex-m7",
+                                                                                   "cortex-m55")),
+])
+def test_group_firmware_runs_every_model_bit_exact_in_qemu(board: str, names: tuple[str, ...],
+                                                           tmp_path: Path) -> None:
+    """One firmware calls every model of the group (3 samples each): QEMU == golden (== TFLM's
+    reference outputs where the shared models have them); one copy of each runtime symbol; the
+    shared arena is the largest model arena."""
+    out = group(tmp_path, models=tuple((n, PATHS[n]) for n in names), board=board)
+    b = load_board(board)
+    cases, arenas = [], {}
+    for name in names:
+        c: Compiled = compile_model(PATHS[name], name=name, board=b)
+        arenas[name] = c.plan.arena_size
+        samples = load_inputs(c, REFS[name], 3)[:3]
         gold = [golden_run(c, s)[0] for s in samples]
-        ref = np.load(npz)
+        ref = np.load(REFS[name])
         if "tflm_outputs" in ref:  # the golden model is TFLM's arithmetic
             for k, g in enumerate(gold):
                 np.testing.assert_array_equal(g, ref["tflm_outputs"][k].reshape(g.shape), err_msg=f"{name} {k}")
         cases.append((name, [s[0] for s in samples], gold))
+    prefix = "_".join(names)
     run(["make", "-j2", "CC=arm-none-eabi-gcc", f"WARN_FLAGS={WARN}"], out)
-    run([sys.executable, "-m", "emitter.cli", "qemu-kit", "--board=cortex-m4", "-o", str(tmp_path / "kit")],
-        REPO)
+    run([sys.executable, "-m", "emitter.cli", "qemu-kit", f"--board={board}", "-o", str(tmp_path / "kit")], REPO)
     (tmp_path / "main.c").write_text(main_c(cases))
     kit = tmp_path / "kit"
     fw = tmp_path / "fw.elf"
-    run(["arm-none-eabi-gcc", *board.cflags, "-O2", *WARN.split(), f"-I{out}", "main.c", str(kit / "startup.c"),
-         str(kit / "syscalls.c"), str(out / "libkws_digits_hello.a"), "--specs=rdimon.specs",
+    run(["arm-none-eabi-gcc", *b.cflags, "-O2", *WARN.split(), f"-I{out}", "main.c", str(kit / "startup.c"),
+         str(kit / "syscalls.c"), str(out / f"lib{prefix}.a"), "--specs=rdimon.specs",
          f"-T{kit / 'board.ld'}", "-Wl,--gc-sections", "-lm", "-o", str(fw)], tmp_path)
     res = subprocess.run(["sh", str(kit / "run"), str(fw)], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=120, check=False)
+                         timeout=600, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.count(": ok\n") == 9, res.stdout
-    symbols = run(["arm-none-eabi-nm", "-S", "--defined-only", str(fw)], tmp_path).stdout.splitlines()
-    defined = Counter(line.split()[-1] for line in symbols)
-    runtime = [s for s in defined if s.startswith("mcu_")]
-    assert runtime and all(defined[s] == 1 for s in runtime)
-    sizes = {line.split()[-1]: int(line.split()[1], 16) for line in symbols if len(line.split()) == 4}
-    arenas = {n: compile_model(p, name=n, board=board).plan.arena_size
-              for n, p in (("kws", KWS), ("digits", DIGITS), ("hello", HELLO))}
-    assert sizes["kws_digits_hello_arena"] == max(arenas.values())
-    assert not {"kws_arena", "digits_arena", "hello_arena"} & set(sizes)
-    print(f"shared arena {sizes['kws_digits_hello_arena']} bytes; separately {arenas} "
-          f"(sum {sum(arenas.values())})")
+    assert res.stdout.count(": ok\n") == 3 * len(names), res.stdout
+    symbols = [line.split() for line in
+               run(["arm-none-eabi-nm", "-S", "--defined-only", str(fw)], tmp_path).stdout.splitlines()]
+    tag = re.search(r'MCU_VARIANT "(\w+)"', (out / "mcu_runtime/include/mcu_config.h").read_text())
+    assert tag is not None
+    variants = Counter(f[-1][: -len(tag.group(1)) - 1] for f in symbols if f[-1].endswith("_" + tag.group(1)))
+    assert variants and set(variants.values()) == {1}  # one copy of each runtime symbol
+    assert not {f[-1] for f in symbols} & set(runtime_symbols())  # none outside the variant
+    sizes = {f[-1]: int(f[1], 16) for f in symbols if len(f) == 4}
+    assert sizes[f"{prefix}_arena"] == max(arenas.values())
+    assert not {f"{n}_arena" for n in names} & set(sizes)
+    print(f"{board}: shared arena {sizes[f'{prefix}_arena']} bytes; separately {arenas} "
+          f"(sum {sum(arenas.values())}); {len(variants)} runtime symbols, one copy each")
 
 
 @needs_shared
