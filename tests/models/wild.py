@@ -438,6 +438,14 @@ def u8_depthwise_weights_255(dilation_w: int = 1) -> onnx.ModelProto:
     return model([node], [vi("x", TP.UINT8, [1, 3, 6, 7])], [vi("y", TP.UINT8, [1, 6, 7, out_w])], inits)
 
 
+def s8_asym_matmul_per_channel() -> onnx.ModelProto:
+    """QDQ MatMul + bias, int8 weights per output channel with zero points across int8 (-128 to 127)."""
+    m = qdq_matmul_add((N,))
+    inits = {t.name: t for t in m.graph.initializer}
+    inits["w_z"].CopyFrom(NH.from_array(np.array([-128, -40, 0, 77, 127], np.int8), "w_z"))
+    return m
+
+
 @dataclass(frozen=True)
 class Refusal:
     build: Callable[[], onnx.ModelProto]
@@ -556,6 +564,7 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "s8_asym_gemm_qdq_per_tensor": lambda: s8_asymmetric("gemm_transb1", "qdq", per_channel=False),
     "s8_asym_matmul_add_qdq_per_tensor": lambda: s8_asymmetric("matmul_add_bias", "qdq", per_channel=False),
     "s8_weights_zp_minus128_qlinear_matmul": s8_weights_zp_minus128,
+    "s8_asym_matmul_per_channel_qdq": s8_asym_matmul_per_channel,
     "s8_weights_zp_minus128_qdq_conv": lambda: s8_weights_zp_minus128("conv"),
     "s8_asym_depthwise_reduce_range_qop": lambda: s8_asymmetric("dwconv3x3_m1", "qop", reduce_range=True),
     "s8_asym_depthwise_qop_per_channel": lambda: s8_asymmetric("dwconv3x3_m1", "qop"),
