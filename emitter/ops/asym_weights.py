@@ -10,7 +10,8 @@ run exactly on the symmetric int8 kernels: the zero point is folded into the int
     # depthwise conv       -> w - zw itself when it fits int8 (exact, no stacking); else
     #                         resize(x) repeating every column 2 (3) times ; depthwise with the parts
     #                         interleaved along the kernel's width, strides and pads along W times 2 (3)
-    #                         (its channels cannot be stacked; its columns can, with dilation 1 along W)
+    #                         (its channels cannot be stacked; its columns can, with dilation 1 along W;
+    #                         dilated along W but not H: its rows, the same way)
 
 Depthwise, interleaved: output column o reads input columns o*s + j - p (j < kw); over x' (column
 c*i + t = x column i, t < c) with kernel width c*kw, stride c*s and pad c*p it reads x' column
@@ -59,23 +60,28 @@ def folded_in_place(w: np.ndarray, zero_point: np.ndarray, out_axis: int) -> np.
     return v.astype(np.int8) if -128 <= int(v.min()) and int(v.max()) <= 127 else None
 
 
-def interleaved_columns(w: np.ndarray, zero_point: np.ndarray) -> np.ndarray:
+def interleaved_columns(w: np.ndarray, zero_point: np.ndarray, axis: int = 3) -> np.ndarray:
     """Depthwise weights [C_out, 1, kh, kw] with zero points along axis 0 -> the int8 parts of
-    w - zw interleaved along the width: [C_out, 1, kh, c * kw], column c*j + t = part t at column j."""
-    kw = w.shape[3]
-    stacked = fold_zero_point(w, zero_point, 0, 3)  # [part 0 | part 1 (| part 2)] along the width
-    c = stacked.shape[3] // kw
-    return np.ascontiguousarray(stacked.reshape(w.shape[:3] + (c, kw)).swapaxes(3, 4).reshape(
-        w.shape[:3] + (c * kw,)))
+    w - zw interleaved along the width (axis 3; the height: axis 2): [C_out, 1, kh, c * kw],
+    column c*j + t = part t at column j."""
+    k = w.shape[axis]
+    stacked = fold_zero_point(w, zero_point, 0, axis)  # [part 0 | part 1 (| part 2)] along the axis
+    c = stacked.shape[axis] // k
+    split = stacked.shape[:axis] + (c, k) + stacked.shape[axis + 1:]
+    return np.ascontiguousarray(np.swapaxes(stacked.reshape(split), axis, axis + 1).reshape(
+        stacked.shape))
 
 
-def repeated_columns(ctx: LowerCtx, q: QNode, x: QIn, copies: int) -> str:
-    """x [N, C, H, W] -> [N, C, H, copies * W], every column repeated (nearest resize, exact)."""
+def repeated_columns(ctx: LowerCtx, q: QNode, x: QIn, copies: int, axis: int = 3) -> str:
+    """x [N, C, H, W] -> [N, C, H, copies * W] (axis 2: [N, C, copies * H, W]), every column (row)
+    repeated (nearest resize, exact)."""
     assert x.name is not None and x.quant is not None
-    n, ch, h, w = x.shape
-    out = ctx.act(f"{q.output}_repeated_columns", (n, ch, h, copies * w), x.quant)
+    shape = list(x.shape)
+    shape[axis] *= copies
+    out = ctx.act(f"{q.output}_repeated_{'columns' if axis == 3 else 'rows'}", tuple(shape), x.quant)
     ctx.emit(q, "resize", [x.name], out, {"mode": "nearest", "ctm": "asymmetric", "nearest_mode": "floor",
-                                          "scale_h": 1.0, "scale_w": float(copies), FOLDED: q.name},
+                                          "scale_h": float(copies) if axis == 2 else 1.0,
+                                          "scale_w": float(copies) if axis == 3 else 1.0, FOLDED: q.name},
              name=f"{q.name}_weight_zero_point")
     return out
 

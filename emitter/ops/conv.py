@@ -40,9 +40,9 @@ def symmetric_weights(w: QIn, node: str) -> None:
         raise QuantError(
             f"node '{node}': weights have non-zero zero points {w.quant.zero_point[:4]} (as int8) "
             f"(asymmetric), and weight - zero point spans [{int(v.min())}, {int(v.max())}], beyond int8, "
-            "so a 1-D or width-dilated depthwise layer cannot fold it; mcugen and CMSIS-NN need symmetric "
-            "int8 weights. Re-quantize with onnxruntime quantize_static(..., weight_type=QuantType.QInt8, "
-            "per_channel=True) (symmetric weights are its default for QInt8)")
+            "so a 1-D depthwise layer, or one dilated along both H and W, cannot fold it; mcugen and "
+            "CMSIS-NN need symmetric int8 weights. Re-quantize with onnxruntime quantize_static(..., "
+            "weight_type=QuantType.QInt8, per_channel=True) (symmetric weights are its default for QInt8)")
 
 
 def bias_int32(b: QIn | None, in_scale: float, w_scale: np.ndarray, c_out: int) -> np.ndarray | None:
@@ -140,14 +140,16 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     in_place = asym_weights.folded_in_place(w.data, w.quant.zero_point, 0) if group != 1 else None
     if asym_weights.is_asymmetric(w) and in_place is not None:  # depthwise: w - zw fits int8 (asym_weights.py)
         wdata, wquant = in_place, asym_weights.symmetric_quant(w.quant)
-    elif asym_weights.is_asymmetric(w) and group != 1 and len(x.shape) == 4 and dilations[1] == 1:
-        # depthwise: parts interleaved along the kernel width over repeated input columns (asym_weights.py)
-        wdata = asym_weights.interleaved_columns(w.data, w.quant.zero_point)
+    elif asym_weights.is_asymmetric(w) and group != 1 and len(x.shape) == 4 and 1 in dilations:
+        # depthwise: parts interleaved along the kernel width (height, if dilated along W) over input
+        # columns (rows) repeated (asym_weights.py)
+        d = 1 if dilations[1] == 1 else 0  # the spatial dim: 0 = H, 1 = W
+        wdata = asym_weights.interleaved_columns(w.data, w.quant.zero_point, 2 + d)
         wquant = asym_weights.symmetric_quant(w.quant)
-        copies = wdata.shape[3] // kernel[1]
-        x_name = asym_weights.repeated_columns(ctx, q, x, copies)
-        kernel[1], strides[1], pads[1], pads[3] = kernel[1] * copies, strides[1] * copies, pads[1] * copies, \
-            pads[3] * copies
+        copies = wdata.shape[2 + d] // kernel[d]
+        x_name = asym_weights.repeated_columns(ctx, q, x, copies, 2 + d)
+        kernel[d], strides[d], pads[d], pads[2 + d] = (kernel[d] * copies, strides[d] * copies, pads[d] * copies,
+                                                       pads[2 + d] * copies)
     elif asym_weights.is_asymmetric(w):  # the weight zero point folded: conv over [x, x] (asym_weights.py)
         if group != 1:
             symmetric_weights(w, q.name)  # depthwise, 1-D or dilated along W: not foldable

@@ -422,9 +422,9 @@ def s8_weights_zp_minus128(op: str = "matmul") -> onnx.ModelProto:
     return model(nodes, [vi("x", TP.FLOAT, [1, 3, 6, 6])], [vi("y", TP.FLOAT, [1, 4, 6, 6])], inits)
 
 
-def u8_depthwise_weights_255(dilation_w: int = 1) -> onnx.ModelProto:
+def u8_depthwise_weights_255(dilation_w: int = 1, dilation_h: int = 1) -> onnx.ModelProto:
     """QLinearConv depthwise 3x3 (stride 2 along W, pads 1 0 2 1), uint8 weights of zero point 0
-    reaching 255 (w - zw = 255: three interleaved parts), uint8 activations."""
+    reaching 255 (w - zw = 255: three interleaved parts), uint8 activations; dilated as given."""
     rng = np.random.default_rng(18)
     w = rng.integers(0, 256, (6, 1, 3, 3)).astype(np.uint8)
     w[:, 0, 0, 0] = 255
@@ -433,9 +433,10 @@ def u8_depthwise_weights_255(dilation_w: int = 1) -> onnx.ModelProto:
         NH.from_array(np.array(90, np.uint8), "y_z"), NH.from_array(w, "w"),
         NH.from_array(rng.integers(-3000, 3000, 6).astype(np.int32), "b")]
     node = H.make_node("QLinearConv", ["x", "x_s", "x_z", "w", "w_s", "w_z", "y_s", "y_z", "b"], ["y"],
-                       name="qdw", group=3, pads=[1, 0, 2, 1], strides=[1, 2], dilations=[1, dilation_w])
+                       name="qdw", group=3, pads=[1, 0, 2, 1], strides=[1, 2], dilations=[dilation_h, dilation_w])
+    out_h = 6 + 3 - dilation_h * 2
     out_w = (7 + 1 - dilation_w * 2 - 1) // 2 + 1
-    return model([node], [vi("x", TP.UINT8, [1, 3, 6, 7])], [vi("y", TP.UINT8, [1, 6, 7, out_w])], inits)
+    return model([node], [vi("x", TP.UINT8, [1, 3, 6, 7])], [vi("y", TP.UINT8, [1, 6, out_h, out_w])], inits)
 
 
 def s8_asym_matmul_per_channel() -> onnx.ModelProto:
@@ -572,6 +573,8 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "s8_asym_depthwise_m2_qop_per_channel": lambda: s8_asymmetric("dwconv3x3_m2", "qop"),
     "s8_asym_depthwise_s2_qdq_per_tensor": lambda: s8_asymmetric("dwconv3x3_s2_nobias", "qdq", per_channel=False),
     "u8_depthwise_weights_255_qlinear": u8_depthwise_weights_255,
+    "u8_depthwise_weights_255_dilated_w": lambda: u8_depthwise_weights_255(2),  # rows repeated instead
+    "u8_depthwise_weights_255_dilated_h": lambda: u8_depthwise_weights_255(1, 2),
     "uint16_input_output": uint16_direct,  # issue 26 item 3c: uint16, zero point 32768 = int16
     "uint16_ort_qdq_symmetric": uint16_ort,
     "onnx_dequantizelinear_uint16_zp32768": lambda: backend_uint16("test_dequantizelinear_uint16", 32768),
@@ -618,7 +621,7 @@ WILD_REFUSALS: dict[str, Refusal] = {
                                             ("uint16 activation 'x'", "zero point [32767]", "32768")),
     "uint16_asymmetric": Refusal(lambda: uint16_ort(False), ("uint16 activation", "zero point",
                                                             "32768", "ActivationSymmetric")),
-    "u8_depthwise_asymmetric_dilated_w": Refusal(lambda: u8_depthwise_weights_255(2),
-                                                 ("node 'qdw'", "non-zero zero points", "width-dilated depthwise")),
+    "u8_depthwise_asymmetric_dilated_hw": Refusal(lambda: u8_depthwise_weights_255(2, 2),
+                                                  ("node 'qdw'", "non-zero zero points", "dilated along both")),
     "qlinear_pool_channels_last1": Refusal(lambda: qlinear_pool(1), ("channels_last=1", "channels_last=0")),
 }
