@@ -41,25 +41,18 @@ static int read_ints(int32_t *out, int count)
     return 1;
 }
 
-static int read_dims(mcu_dims_t *d)
+/* v[0..3] as [N, H, W, C] dims; v[0..4] as the quantization (input_offset output_offset act_min
+ * act_max rounding): the struct fields in mcu_nn.h order. */
+static mcu_dims_t dims_at(const int32_t *v)
 {
-    int32_t v[4];
-    if (!read_ints(v, 4)) {
-        return 0;
-    }
-    d->n = v[0], d->h = v[1], d->w = v[2], d->c = v[3];
-    return 1;
+    const mcu_dims_t d = {v[0], v[1], v[2], v[3]};
+    return d;
 }
 
-static int read_quant(mcu_quant_io_t *q)
+static mcu_quant_io_t quant_at(const int32_t *v)
 {
-    int32_t v[5];
-    if (!read_ints(v, 5)) {
-        return 0;
-    }
-    q->input_offset = v[0], q->output_offset = v[1], q->act_min = v[2], q->act_max = v[3];
-    q->rounding = v[4];
-    return 1;
+    const mcu_quant_io_t q = {v[0], v[1], v[2], v[3], v[4]};
+    return q;
 }
 
 /* "C multiplier[C] shift[C]" and, with_bias, "HAS_BIAS bias[C]": the channel count, 0 on error;
@@ -78,6 +71,25 @@ static int read_channels(int with_bias, int32_t *has_bias)
     return count;
 }
 
+/* A conv or depthwise query after its ISA ("in filter out [depth_multiplier] stride_h stride_w
+ * dilation_h dilation_w pad_top pad_left q", then the channels) as depthwise params (a conv's
+ * depth_multiplier 1); 0 on a malformed query. */
+static int read_window(mcu_depthwise_conv_params_t *p, int with_multiplier, int32_t *has_bias)
+{
+    int32_t v[24];
+    if (!read_ints(v, with_multiplier ? 24 : 23)) {
+        return 0;
+    }
+    const int32_t *w = v + 12; /* past the three dims */
+    memset(p, 0, sizeof(*p));
+    p->input = dims_at(v), p->filter = dims_at(v + 4), p->output = dims_at(v + 8);
+    p->depth_multiplier = with_multiplier ? *w++ : 1;
+    p->stride_h = w[0], p->stride_w = w[1], p->dilation_h = w[2], p->dilation_w = w[3];
+    p->pad_top = w[4], p->pad_left = w[5], p->q = quant_at(w + 6);
+    p->multiplier = multiplier, p->shift = shift;
+    return read_channels(1, has_bias) == p->output.c;
+}
+
 int main(void)
 {
     char op[8];
@@ -92,38 +104,35 @@ int main(void)
         }
         int32_t path, size;
         int32_t has_bias;
-        int32_t w[6]; /* stride_h stride_w dilation_h dilation_w pad_top pad_left */
+        mcu_depthwise_conv_params_t w;
         if (strcmp(op, "conv") == 0) {
-            mcu_conv_params_t p;
-            memset(&p, 0, sizeof(p));
-            if (!read_dims(&p.input) || !read_dims(&p.filter) || !read_dims(&p.output) || !read_ints(w, 6) ||
-                !read_quant(&p.q) || read_channels(1, &has_bias) != p.output.c) {
+            if (!read_window(&w, 0, &has_bias)) {
                 return 2;
             }
-            p.stride_h = w[0], p.stride_w = w[1], p.dilation_h = w[2], p.dilation_w = w[3];
-            p.pad_top = w[4], p.pad_left = w[5], p.multiplier = multiplier, p.shift = shift;
+            const mcu_conv_params_t p = {
+                .input = w.input, .filter = w.filter, .output = w.output,
+                .stride_h = w.stride_h, .stride_w = w.stride_w,
+                .dilation_h = w.dilation_h, .dilation_w = w.dilation_w,
+                .pad_top = w.pad_top, .pad_left = w.pad_left,
+                .q = w.q, .multiplier = w.multiplier, .shift = w.shift};
             path = mcu_conv2d_s8_path(&p, has_bias ? bias : NULL, isa);
             size = mcu_conv2d_s8_get_buffer_size(&p, has_bias ? bias : NULL, isa);
         } else if (strcmp(op, "dw") == 0) {
-            mcu_depthwise_conv_params_t p;
-            memset(&p, 0, sizeof(p));
-            if (!read_dims(&p.input) || !read_dims(&p.filter) || !read_dims(&p.output) ||
-                !read_ints(&p.depth_multiplier, 1) || !read_ints(w, 6) || !read_quant(&p.q) ||
-                read_channels(1, &has_bias) != p.output.c) {
+            if (!read_window(&w, 1, &has_bias)) {
                 return 2;
             }
-            p.stride_h = w[0], p.stride_w = w[1], p.dilation_h = w[2], p.dilation_w = w[3];
-            p.pad_top = w[4], p.pad_left = w[5], p.multiplier = multiplier, p.shift = shift;
-            path = mcu_depthwise_conv2d_s8_path(&p, has_bias ? bias : NULL, isa);
-            size = mcu_depthwise_conv2d_s8_get_buffer_size(&p, has_bias ? bias : NULL, isa);
+            path = mcu_depthwise_conv2d_s8_path(&w, has_bias ? bias : NULL, isa);
+            size = mcu_depthwise_conv2d_s8_get_buffer_size(&w, has_bias ? bias : NULL, isa);
         } else if (strcmp(op, "fc") == 0) {
+            /* batches in_features out_features, q, per_channel */
             mcu_fc_params_t p;
+            int32_t v[9];
             memset(&p, 0, sizeof(p));
-            int32_t v[3];
-            if (!read_ints(v, 3) || !read_quant(&p.q) || !read_ints(&p.per_channel, 1)) {
+            if (!read_ints(v, 9)) {
                 return 2;
             }
-            p.batches = v[0], p.in_features = v[1], p.out_features = v[2];
+            p.batches = v[0], p.in_features = v[1], p.out_features = v[2], p.q = quant_at(v + 3);
+            p.per_channel = v[8];
             if (read_channels(0, &has_bias) != (p.per_channel ? p.out_features : 1)) {
                 return 2;
             }
