@@ -92,9 +92,9 @@ def variant_config(text: bytes, tag: str, symbols: tuple[str, ...]) -> bytes:
              " * derived from what makes the kernels' code differ (--optimize, the board's instruction set",
              " * and CPU flags, the runtime's sources). Bundles of one variant ship the same code, and a",
              " * firmware linking several keeps one copy; bundles of different variants link side by side,",
-             " * each calling its own kernels. */",
+             " * each calling its own kernels. A name defined before (-Dmcu_x=...) keeps its definition. */",
              f"#define MCU_VARIANT \"{tag}\""]
-    lines += [f"#define {s} {s}_{tag}" for s in symbols]
+    lines += [f"#ifndef {s}\n#define {s} {s}_{tag}\n#endif" for s in symbols]
     end = b"#endif /* MCU_CONFIG_H */"
     assert text.count(end) == 1
     return text.replace(end, ("\n".join(lines) + "\n\n").encode() + end)
