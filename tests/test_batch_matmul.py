@@ -153,13 +153,18 @@ def test_cost_case_is_one_batch_matmul_layer(tmp_path):
 @pytest.mark.parametrize("fmt", ["qdq", "qop"])
 def test_attention_block_on_host(fmt, tmp_path):
     """Q/K/V projections, heads, Q x K^T, scale, Softmax, P x V, quantized by onnxruntime: exact
-    with the golden on the host, within 4 quanta of onnxruntime; both MatMuls read K^T and V as
-    rows (no copy inside the kernel)."""
+    with the golden on the host, within 4 quanta of onnxruntime. The heads split (Reshape [T, H, d],
+    Transpose) moves no data: the MatMuls read Q, K^T and V where the projections wrote them
+    ([T, H, d]) through their strides, K^T as rows of d (rhs transposed)."""
     feeds = attention_feeds()
     path = quantize(attention_model(), feeds, fmt=fmt, out_path=tmp_path / f"att_{fmt}.onnx")
     c = compile_model(path, name="att")
     bmms = [p for p in c.prepared if p.kernel == "mcu_batch_matmul_s8"]
-    assert len(bmms) == 2 and all(p.params.rhs_transposed for p in bmms)
+    assert len(bmms) == 2 and "mcu_transpose_s8" not in kernels(c), kernels(c)
+    # heads 8 elements apart (d = 8), rows (tokens) 16 (H * d)
+    for s in (bmms[0].params.lhs_strides, bmms[0].params.rhs_strides, bmms[1].params.rhs_strides):
+        assert (s.h, s.row) == (8, 16), s
+    assert bmms[0].params.rhs_transposed
     assert {"mcu_softmax_s8", "mcu_mul_s8"} <= set(kernels(c))
     lib = build_library([emit(c, tmp_path / "b")], tmp_path / "libatt.so")
     samples = int8_inputs(c, [feeds[0]["x"]])

@@ -22,6 +22,7 @@ from onnx import helper as H
 from onnx import numpy_helper as NH
 
 from emitter.calls import ConstArg, Prepared
+from emitter.kernels.mcu_batch_matmul_s8 import is_dense
 
 KERNELS = {"conv": "mcu_conv2d_s8", "dw": "mcu_depthwise_conv2d_s8", "fc": "mcu_fully_connected_s8",
            "bmm": "mcu_batch_matmul_s8"}
@@ -127,7 +128,7 @@ def shape_of(p: Prepared) -> Shape | None:
     if kind is None or c is None:
         return None
     if kind == "bmm":
-        if c.lhs_transposed or not c.rhs_transposed:
+        if c.lhs_transposed or not c.rhs_transposed or not is_dense(c):
             return None
         return Shape("bmm", h=c.lhs.w, c_in=c.lhs.c, c_out=c.rhs.c, batches=c.output.n * c.output.h, per_channel=0)
     if kind == "fc":

@@ -5,10 +5,12 @@
 
 over batch dims (B0, B1) where each operand's dim equals the output's or is 1. An operand stored
 with its last two axes swapped (lhs [.., K, M], rhs [.., N, K]: a Transpose folded at build
-time) says so in lhs_transposed / rhs_transposed; the golden reads the bytes as stored.
+time) says so in lhs_transposed / rhs_transposed; its strides (elements between batches n, h and
+stored rows; a row's elements contiguous) let it be a view, e.g. the heads of a multi-head split
+stored [T, H, d]. The golden reads the bytes as stored.
 
 CMSIS-NN: arm_batch_matmul_s8 takes rhs as [.., N, K] (rows of K bytes) and lhs as [.., M, K]: it
-runs a layer exactly when lhs is not transposed and rhs is, with TFLite rounding (its batch loop
+runs a layer exactly when lhs is not transposed and rhs is, both dense, with TFLite rounding (its batch loop
 handles the same (n, h) broadcast). On MVE it keeps the rhs column sums in its context: N int32.
 """
 from __future__ import annotations
@@ -29,6 +31,15 @@ INLINE_COLS = 2  # MCU_BMM_INLINE_COLS (mcu_batch_matmul_s8_internal.h)
 
 
 @dataclass(frozen=True)
+class Strides:
+    """Elements between batches n, h and stored rows of an operand (a row's elements contiguous)."""
+    CTYPE: ClassVar[str] = "mcu_bmm_strides_t"
+    n: int
+    h: int
+    row: int
+
+
+@dataclass(frozen=True)
 class BatchMatMulParams(Rounded):
     CTYPE: ClassVar[str] = "mcu_batch_matmul_params_t"
     lhs: Dims  # logical [B0, B1, M, K]
@@ -40,9 +51,20 @@ class BatchMatMulParams(Rounded):
     q: QuantIO  # input_offset: -lhs zero point
     multiplier: int
     shift: int
+    lhs_strides: Strides
+    rhs_strides: Strides
 
     def rounding_mode(self) -> int:
         return self.q.rounding
+
+
+def dense(d: Dims, transposed: int) -> Strides:
+    """The strides of an operand stored contiguously: rows of d.c (d.w when transposed)."""
+    return Strides(d.h * d.w * d.c, d.w * d.c, d.w if transposed else d.c)
+
+
+def is_dense(p: BatchMatMulParams) -> bool:
+    return p.lhs_strides == dense(p.lhs, p.lhs_transposed) and p.rhs_strides == dense(p.rhs, p.rhs_transposed)
 
 
 def check(p: BatchMatMulParams) -> None:
@@ -57,14 +79,33 @@ def check(p: BatchMatMulParams) -> None:
     check_range("rhs_offset", p.rhs_offset, -127, 128)
     check_range("input_offset", p.q.input_offset, -127, 128)
     check_range("shift", p.shift, -31, 30)
+    check_range("output_offset", p.q.output_offset, -128, 127)
+    check_range("act_min", p.q.act_min, -128, p.q.act_max)
+    check_range("act_max", p.q.act_max, p.q.act_min, 127)
+    for what, st, row in (("lhs", p.lhs_strides, lo.w if p.lhs_transposed else lo.c),
+                          ("rhs", p.rhs_strides, r.w if p.rhs_transposed else r.c)):
+        if min(st.n, st.h) < 0 or st.row < row:
+            raise ValueError(f"{what} strides {st}: negative, or rows closer than their {row} elements")
+
+
+def stored(data: np.ndarray, d: Dims, transposed: int, strides: Strides) -> np.ndarray:
+    """The logical [n, h, R, C] operand d read from its bytes as stored (flat)."""
+    flat = np.ascontiguousarray(data).ravel()
+    rows, cols = (d.c, d.w) if transposed else (d.w, d.c)
+    shape = (d.n, d.h, rows, cols)
+    steps = (strides.n, strides.h, strides.row, 1)
+    last = sum((s - 1) * st for s, st in zip(shape, steps, strict=True))
+    if last >= flat.size:
+        raise ValueError(f"operand {d} with strides {strides} reads element {last} of {flat.size}")
+    view = np.lib.stride_tricks.as_strided(flat, shape, tuple(st * flat.itemsize for st in steps), writeable=False)
+    return view.swapaxes(2, 3) if transposed else view
 
 
 def mcu_batch_matmul_s8(p: BatchMatMulParams, lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """int8 lhs and rhs as stored (flat or shaped) -> int8 [B0, B1, M, N]."""
     check(p)
-    lo, r = p.lhs, p.rhs
-    a = lhs.reshape(lo.n, lo.h, lo.c, lo.w).swapaxes(2, 3) if p.lhs_transposed else lhs.reshape(lo.n, lo.h, lo.w, lo.c)
-    b = rhs.reshape(r.n, r.h, r.c, r.w).swapaxes(2, 3) if p.rhs_transposed else rhs.reshape(r.n, r.h, r.w, r.c)
+    a = stored(lhs, p.lhs, p.lhs_transposed, p.lhs_strides)
+    b = stored(rhs, p.rhs, p.rhs_transposed, p.rhs_strides)
     acc = (a.astype(np.int64) + p.q.input_offset) @ (b.astype(np.int64) + p.rhs_offset)  # broadcasts B0, B1
     return output_stage(acc, None, p.q, np.array([p.multiplier]), np.array([p.shift]))
 
@@ -97,9 +138,11 @@ def buffer_size(p: BatchMatMulParams, bias: object, isa: str) -> int:
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
     c = p.params
     assert isinstance(c, BatchMatMulParams)
-    if c.lhs_transposed or not c.rhs_transposed:
-        conv.refusal = ("arm_batch_matmul_s8 reads lhs as [.., M, K] and rhs as [.., N, K] (rows of K); "
-                        "this layer stores " + ("lhs transposed" if c.lhs_transposed else "rhs as [.., K, N]"))
+    if c.lhs_transposed or not c.rhs_transposed or not is_dense(c):
+        conv.refusal = ("arm_batch_matmul_s8 reads lhs as [.., M, K] and rhs as [.., N, K] (rows of K), "
+                        "contiguous; this layer stores " + ("lhs transposed" if c.lhs_transposed else
+                                                            "rhs as [.., K, N]" if not c.rhs_transposed else
+                                                            "an operand as a strided view"))
         return None
     if c.q.rounding != ROUND_TFLITE:
         return None

@@ -9,10 +9,11 @@ constant (an FC layer); this module takes the rest:
     # MatMul(a, DQ(const weights)) -> Q                      ->  fully_connected.lower (fc)
 
 Operands of rank 2 to 4; the batch dims broadcast (numpy rules: each equal to the output's or 1).
-A Transpose of the last two axes in front of an operand (K in Q x K^T) moves no data: the layout
-pass gives its output a swapped layout, and prepare() reads the operand in that order through the
-kernel's lhs_transposed / rhs_transposed flag. An operand in any other byte order gets one
-relayout (layout() below).
+A Transpose in front of an operand moves no data: the layout pass gives its output a permuted
+layout, and the kernel reads the operand as stored wherever one of its last two axes is innermost:
+K^T through the kernel's rhs_transposed flag, the heads of a multi-head split (Reshape [T, H, d],
+Transpose -> [H, T, d], bytes still [T, H, d]) through its batch and row strides. An operand in any
+other byte order gets one relayout (layout() below).
 Per-tensor quantization of both operands and the output.
 """
 from __future__ import annotations
@@ -24,8 +25,16 @@ from emitter.calls import ConstArg, Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Layout, Node, Tensor
 from emitter.kernels.common import Dims, QuantIO
-from emitter.kernels.mcu_batch_matmul_s8 import MAX_DEPTH, BatchMatMulParams, buffer_size, mcu_batch_matmul_s8
-from emitter.layout import equivalent
+from emitter.kernels.mcu_batch_matmul_s8 import (
+    MAX_DEPTH,
+    BatchMatMulParams,
+    Strides,
+    buffer_size,
+    dense,
+    is_dense,
+    mcu_batch_matmul_s8,
+)
+from emitter.layout import equivalent, is_simple, physical_shape
 from emitter.ops.base import LayoutPlan, LowerCtx, QNode, per_tensor
 from emitter.ops.conv import scratch_ctx
 
@@ -77,11 +86,27 @@ def swapped(shape: tuple[int, ...]) -> Layout:
     return Layout(tuple(shape), tuple(perm))
 
 
-def stored_transposed(t: Tensor) -> bool | None:
-    """False: t's bytes are in ONNX order; True: last two axes swapped; None: neither."""
+def storage(t: Tensor) -> tuple[int, Strides] | None:
+    """(transposed, strides) of an operand as its bytes are stored (the kernel's flag and strides),
+    or None when neither of its last two axes is innermost."""
+    d = dims(t.shape)
     if t.layout is None or t.is_const or equivalent(t.layout, Layout.identity(t.shape)):
-        return False
-    return True if equivalent(t.layout, swapped(t.shape)) else None
+        return 0, dense(d, 0)
+    if equivalent(t.layout, swapped(t.shape)):
+        return 1, dense(d, 1)
+    if not is_simple(t.layout, t.shape):
+        return None
+    phys = physical_shape(t.layout)
+    inner = [int(np.prod(phys[k + 1:], dtype=np.int64)) for k in range(len(phys))]
+    stride = [0] * len(phys)
+    for pos, axis in enumerate(t.layout.perm):
+        stride[axis] = inner[pos] if t.shape[axis] > 1 else 0  # a unit axis: any stride
+    s = [0] * (4 - len(stride)) + stride
+    if d.c == 1 or s[3] == 1:  # rows of C contiguous
+        return 0, Strides(s[0], s[1], s[2] if d.w > 1 else d.c)
+    if d.w == 1 or s[2] == 1:  # rows of R contiguous: stored transposed
+        return 1, Strides(s[0], s[1], s[3] if d.c > 1 else d.w)
+    return None
 
 
 def layout(node: Node, g: Graph) -> LayoutPlan:
@@ -89,8 +114,8 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
     relayout: lhs to ONNX order, rhs to [.., N, K] (rows of K bytes: the kernel's fast paths need
     no copy, and CMSIS-NN's arm_batch_matmul_s8 takes it)."""
     a, b = g.t(node.inputs[0]), g.t(node.inputs[1])
-    need_a = None if stored_transposed(a) is not None else Layout.identity(a.shape)
-    need_b = None if stored_transposed(b) is not None else swapped(b.shape)
+    need_a = None if storage(a) is not None else Layout.identity(a.shape)
+    need_b = None if storage(b) is not None else swapped(b.shape)
     return LayoutPlan((need_a, need_b), Layout.identity(g.t(node.outputs[0]).shape))
 
 
@@ -103,9 +128,11 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     bound = la.c * max(128 + qa.zp, 127 - qa.zp) * max(128 + qb.zp, 127 - qb.zp)
     if rounding == quant.ROUND_NEAREST_EVEN and quant.fast_round_ok(mult, shift, np.array([bound])):
         rounding = quant.ROUND_NEAREST_NO_TIE
-    p = BatchMatMulParams(la, lb, dims(y.shape), int(bool(stored_transposed(a))), int(bool(stored_transposed(b))),
-                          -qb.zp, QuantIO(-qa.zp, qy.zp, node.attrs["act_min"], node.attrs["act_max"], rounding),
-                          int(mult[0]), int(shift[0]))
+    sa, sb = storage(a), storage(b)
+    assert sa is not None and sb is not None, "layout() brings each operand to a readable order"
+    p = BatchMatMulParams(la, lb, dims(y.shape), sa[0], sb[0], -qb.zp,
+                          QuantIO(-qa.zp, qy.zp, node.attrs["act_min"], node.attrs["act_max"], rounding),
+                          int(mult[0]), int(shift[0]), sa[1], sb[1])
     const_a = a.data if a.is_const else None
     lhs = TensorArg(a.name) if const_a is None else ConstArg("lhs", const_a)
 
@@ -114,6 +141,7 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
 
     ctx, scratch = scratch_ctx(buffer_size, p, None, isa)
     flags = "".join(f", {w} transposed" for w, t in (("A", p.lhs_transposed), ("B", p.rhs_transposed)) if t)
+    flags += "" if is_dense(p) else ", strided view"
     m, k, n = la.w, la.c, lb.c
     return Prepared("mcu_batch_matmul_s8", p,
                     {"ctx": ctx, "lhs": lhs, "rhs": TensorArg(b.name), "output": TensorArg(y.name)},

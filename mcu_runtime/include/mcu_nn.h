@@ -266,6 +266,13 @@ int32_t mcu_fully_connected_s8_path(const mcu_fc_params_t *params, const int32_t
 /* ------------------------------------------------------------------------------------------- */
 /* Batch matrix multiplication of two activations (TFLite BATCH_MATMUL int8)                   */
 
+/** Where an operand's elements are, as stored: a stored row's elements are contiguous. */
+typedef struct {
+    int32_t n;   /**< elements between batches n, >= 0 */
+    int32_t h;   /**< elements between batches h, >= 0 */
+    int32_t row; /**< elements between stored rows, >= a row's length */
+} mcu_bmm_strides_t;
+
 typedef struct {
     mcu_dims_t lhs;    /**< logical [B0, B1, M, K]: n, h the batch (1 = broadcast), w = M, c = K */
     mcu_dims_t rhs;    /**< logical [B0, B1, K, N]: n, h the batch (1 = broadcast), w = K, c = N */
@@ -276,6 +283,9 @@ typedef struct {
     mcu_quant_io_t q;       /**< q.input_offset = -lhs zero point */
     int32_t multiplier;     /**< Q31, per tensor: lhs_scale * rhs_scale / output_scale */
     int32_t shift;          /**< in [-31, 30], > 0 = left shift */
+    mcu_bmm_strides_t lhs_strides; /**< rows of K (of M when transposed); dense: {h*M*K, M*K, K},
+                                        others where lhs is a view (a multi-head split) */
+    mcu_bmm_strides_t rhs_strides; /**< rows of N (of K when transposed) */
 } mcu_batch_matmul_params_t;
 
 /**

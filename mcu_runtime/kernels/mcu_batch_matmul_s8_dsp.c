@@ -98,8 +98,8 @@ MCU_ALWAYS_INLINE void dot1x2(const int8_t *a, const int8_t *b0, const int8_t *b
     *s1 = acc1;
 }
 
-void mcu_batch_matmul_s8_dsp(const mcu_batch_matmul_params_t *p, const int8_t *lhs,
-                             const int8_t *rhs_t, int8_t *output)
+void mcu_batch_matmul_s8_dsp(const mcu_batch_matmul_params_t *p, const int8_t *lhs, int32_t lhs_row,
+                             const int8_t *rhs_t, int32_t rhs_row, int8_t *output)
 {
     const int32_t rows = p->lhs.w, cols = p->rhs.c, depth = p->lhs.c;
     const int32_t lo = p->q.input_offset, ro = p->rhs_offset;
@@ -110,12 +110,12 @@ void mcu_batch_matmul_s8_dsp(const mcu_batch_matmul_params_t *p, const int8_t *l
     const int32_t lift2 = 2 * mcu_requant2_lift(mult, &p->q); /* 0 in TFLite rounding */
     int32_t m = 0;
     for (; m + 1 < rows; m += 2) {
-        const int8_t *a0 = lhs + m * depth;
-        const int8_t *a1 = a0 + depth;
+        const int8_t *a0 = lhs + m * lhs_row;
+        const int8_t *a1 = a0 + lhs_row;
         int8_t *o0 = output + m * cols;
         for (int32_t n = 0; n < cols; n += 2) {
-            const int8_t *b0 = rhs_t + n * depth;
-            const int8_t *b1 = n + 1 < cols ? b0 + depth : b0; /* odd N: the last column twice */
+            const int8_t *b0 = rhs_t + n * rhs_row;
+            const int8_t *b1 = n + 1 < cols ? b0 + rhs_row : b0; /* odd N: the last column twice */
             int32_t s00, s01, s10, s11;
             dot2x2(a0, a1, b0, b1, &c, &s00, &s01, &s10, &s11);
             o0[n] = finish(s00, lift2, mult, base, right, &p->q);
@@ -129,11 +129,11 @@ void mcu_batch_matmul_s8_dsp(const mcu_batch_matmul_params_t *p, const int8_t *l
         }
     }
     if (m < rows) { /* odd M: the last row, two columns per pass */
-        const int8_t *a = lhs + m * depth;
+        const int8_t *a = lhs + m * lhs_row;
         int8_t *o = output + m * cols;
         for (int32_t n = 0; n < cols; n += 2) {
-            const int8_t *b0 = rhs_t + n * depth;
-            const int8_t *b1 = n + 1 < cols ? b0 + depth : b0;
+            const int8_t *b0 = rhs_t + n * rhs_row;
+            const int8_t *b1 = n + 1 < cols ? b0 + rhs_row : b0;
             int32_t s0, s1;
             dot1x2(a, b0, b1, &c, &s0, &s1);
             o[n] = finish(s0, lift2, mult, base, right, &p->q);

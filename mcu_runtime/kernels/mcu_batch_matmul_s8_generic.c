@@ -14,10 +14,10 @@ MCU_ALWAYS_INLINE void run(const mcu_batch_matmul_params_t *p, const int8_t *lhs
     const int32_t depth = p->lhs.c; /* K */
     const int32_t cols = p->rhs.c;  /* N */
     /* element strides: lhs(m, k) = lhs[m * lhs_m + k * lhs_k], rhs(k, n) = rhs[k * rhs_k + n * rhs_n] */
-    const int32_t lhs_m = p->lhs_transposed ? 1 : depth;
-    const int32_t lhs_k = p->lhs_transposed ? rows : 1;
-    const int32_t rhs_k = p->rhs_transposed ? 1 : cols;
-    const int32_t rhs_n = p->rhs_transposed ? depth : 1;
+    const int32_t lhs_m = p->lhs_transposed ? 1 : p->lhs_strides.row;
+    const int32_t lhs_k = p->lhs_transposed ? p->lhs_strides.row : 1;
+    const int32_t rhs_k = p->rhs_transposed ? 1 : p->rhs_strides.row;
+    const int32_t rhs_n = p->rhs_transposed ? p->rhs_strides.row : 1;
     const int32_t lhs_offset = p->q.input_offset;
     const int32_t rhs_offset = p->rhs_offset;
     for (int32_t m = 0; m < rows; ++m) {

@@ -15,11 +15,11 @@
 #include <arm_mve.h>
 
 void mcu_batch_matmul_s8_mve_columns(const mcu_batch_matmul_params_t *p, const int8_t *rhs_t,
-                                     int32_t *col)
+                                     int32_t rhs_row, int32_t *col)
 {
     const int32_t depth = p->lhs.c;
     for (int32_t n = 0; n < p->rhs.c; ++n) {
-        const int8_t *b = rhs_t + n * depth;
+        const int8_t *b = rhs_t + n * rhs_row;
         int32_t sum = 0, k = 0;
         for (; k + 16 <= depth; k += 16) {
             sum = vaddvaq_s8(sum, vld1q_s8(b + k));
@@ -52,8 +52,9 @@ MCU_ALWAYS_INLINE void mac4(int8x16_t va, int8x16_t v0, int8x16_t v1, int8x16_t 
 /* One batch; `inline_cols`: the column terms summed in the same pass (col unused), for few rows
  * (a constant in each inlined copy). Whole 16-byte chunks of K load unpredicated, the last
  * K % 16 bytes tail-predicated. */
-MCU_ALWAYS_INLINE void run(const mcu_batch_matmul_params_t *p, const int8_t *lhs, const int8_t *rhs_t,
-                           const int32_t *col, int8_t *output, int inline_cols)
+MCU_ALWAYS_INLINE void run(const mcu_batch_matmul_params_t *p, const int8_t *lhs, int32_t lhs_row,
+                           const int8_t *rhs_t, int32_t rhs_row, const int32_t *col, int8_t *output,
+                           int inline_cols)
 {
     const int32_t rows = p->lhs.w, cols = p->rhs.c, depth = p->lhs.c;
     const int32_t lo = p->q.input_offset, ro = p->rhs_offset;
@@ -62,22 +63,22 @@ MCU_ALWAYS_INLINE void run(const mcu_batch_matmul_params_t *p, const int8_t *lhs
     const int32x4_t mult = vdupq_n_s32(p->multiplier);
     const int32x4_t shift = vdupq_n_s32(p->shift);
     for (int32_t m = 0; m < rows; ++m) {
-        const int8_t *a = lhs + m * depth;
+        const int8_t *a = lhs + m * lhs_row;
         int8_t *out = output + m * cols;
         int32_t n = 0;
         for (; n + 4 <= cols; n += 4) {
-            const int8_t *b = rhs_t + n * depth;
+            const int8_t *b = rhs_t + n * rhs_row;
             int32_t s[4] = {0, 0, 0, 0}, c[4] = {0, 0, 0, 0}, sa = 0;
             int32_t k = 0;
             for (; k < whole; k += 16) {
-                mac4(vld1q_s8(a + k), vld1q_s8(b + k), vld1q_s8(b + depth + k), vld1q_s8(b + 2 * depth + k),
-                     vld1q_s8(b + 3 * depth + k), &sa, s, c, inline_cols);
+                mac4(vld1q_s8(a + k), vld1q_s8(b + k), vld1q_s8(b + rhs_row + k), vld1q_s8(b + 2 * rhs_row + k),
+                     vld1q_s8(b + 3 * rhs_row + k), &sa, s, c, inline_cols);
             }
             if (k < depth) {
                 const mve_pred16_t pred = vctp8q((uint32_t)(depth - k));
-                mac4(vldrbq_z_s8(a + k, pred), vldrbq_z_s8(b + k, pred), vldrbq_z_s8(b + depth + k, pred),
-                     vldrbq_z_s8(b + 2 * depth + k, pred), vldrbq_z_s8(b + 3 * depth + k, pred), &sa, s, c,
-                     inline_cols);
+                mac4(vldrbq_z_s8(a + k, pred), vldrbq_z_s8(b + k, pred), vldrbq_z_s8(b + rhs_row + k, pred),
+                     vldrbq_z_s8(b + 2 * rhs_row + k, pred), vldrbq_z_s8(b + 3 * rhs_row + k, pred), &sa, s,
+                     c, inline_cols);
             }
             int32x4_t acc = vld1q_s32(s);
             if (inline_cols) {
@@ -91,7 +92,7 @@ MCU_ALWAYS_INLINE void run(const mcu_batch_matmul_params_t *p, const int8_t *lhs
             vstrbq_s32(out + n, mcu_output_stage4(acc, mult, shift, &p->q));
         }
         for (; n < cols; ++n) {
-            const int8_t *b = rhs_t + n * depth;
+            const int8_t *b = rhs_t + n * rhs_row;
             int32_t acc = 0, sa = 0, sb = 0;
             for (int32_t k = 0; k < depth; k += 16) {
                 const mve_pred16_t pred = vctp8q((uint32_t)(depth - k));
@@ -109,13 +110,13 @@ MCU_ALWAYS_INLINE void run(const mcu_batch_matmul_params_t *p, const int8_t *lhs
     }
 }
 
-void mcu_batch_matmul_s8_mve(const mcu_batch_matmul_params_t *p, const int8_t *lhs,
-                             const int8_t *rhs_t, const int32_t *col, int8_t *output)
+void mcu_batch_matmul_s8_mve(const mcu_batch_matmul_params_t *p, const int8_t *lhs, int32_t lhs_row,
+                             const int8_t *rhs_t, int32_t rhs_row, const int32_t *col, int8_t *output)
 {
     if (col == NULL) {
-        run(p, lhs, rhs_t, col, output, 1);
+        run(p, lhs, lhs_row, rhs_t, rhs_row, col, output, 1);
     } else {
-        run(p, lhs, rhs_t, col, output, 0);
+        run(p, lhs, lhs_row, rhs_t, rhs_row, col, output, 0);
     }
 }
 

@@ -15,7 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emitter.kernels.common import Dims, QuantIO
-from emitter.kernels.mcu_batch_matmul_s8 import BatchMatMulParams, buffer_size, mcu_batch_matmul_s8, path
+from emitter.kernels.mcu_batch_matmul_s8 import (
+    BatchMatMulParams,
+    Strides,
+    buffer_size,
+    dense,
+    mcu_batch_matmul_s8,
+    path,
+)
 from emitter.quant import ROUND_NEAREST_EVEN, ROUND_NEAREST_NO_TIE, ROUND_TFLITE, quantize_multiplier
 from tests.harness.ckernels import MCU_ERR_ARG, MCU_OK, call_raw, scratch_context
 
@@ -33,6 +40,7 @@ class Case(NamedTuple):
     scale: float = 0.003  # lhs_scale * rhs_scale / out_scale
     act: tuple[int, int] = (-128, 127)
     rounding: int = ROUND_TFLITE
+    heads: bool = False  # each operand [1, H, R, C] stored [R, H, C] (a multi-head split's view)
 
 
 CASES = {
@@ -56,14 +64,28 @@ CASES = {
     "rne": Case((1, 2, 5, 8), (1, 2, 8, 6), rhs_t=1, rounding=ROUND_NEAREST_EVEN),
     "no_tie": Case((1, 2, 5, 8), (1, 2, 8, 6), rhs_t=1, rounding=ROUND_NEAREST_NO_TIE),
     "long_k": Case((1, 1, 3, 1000), (1, 1, 1000, 4), rhs_t=1, scale=1e-5),
+    "heads": Case((1, 3, 5, 8), (1, 3, 8, 6), heads=True),
+    "heads_rhs_t": Case((1, 3, 5, 20), (1, 3, 20, 7), rhs_t=1, heads=True),
+    "heads_both_t_bcast": Case((1, 1, 5, 8), (1, 3, 8, 6), lhs_t=1, rhs_t=1, heads=True),
 }
+
+
+def strides(d: Dims, transposed: int, heads: bool) -> Strides:
+    """Dense, or with `heads` the [n = 1, H, R, C] operand (stored rows R, C; transposed: C, R)
+    stored as [R, H, C]: rows H * C apart, heads C apart."""
+    if not heads:
+        return dense(d, transposed)
+    rows, cols = (d.c, d.w) if transposed else (d.w, d.c)
+    return Strides(d.h * rows * cols, cols, d.h * cols)
 
 
 def params(c: Case) -> BatchMatMulParams:
     mult, shift = quantize_multiplier(c.scale)
     out = (max(c.lhs[0], c.rhs[0]), max(c.lhs[1], c.rhs[1]), c.lhs[2], c.rhs[3])
-    return BatchMatMulParams(Dims(*c.lhs), Dims(*c.rhs), Dims(*out), c.lhs_t, c.rhs_t, -c.zp_b,
-                             QuantIO(-c.zp_a, c.zp_out, *c.act, c.rounding), mult, shift)
+    la, lb = Dims(*c.lhs), Dims(*c.rhs)
+    return BatchMatMulParams(la, lb, Dims(*out), c.lhs_t, c.rhs_t, -c.zp_b,
+                             QuantIO(-c.zp_a, c.zp_out, *c.act, c.rounding), mult, shift,
+                             strides(la, c.lhs_t, c.heads), strides(lb, c.rhs_t, c.heads))
 
 
 def operands(c: Case, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -81,10 +103,16 @@ def run_c(p: BatchMatMulParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def logical(data: np.ndarray, d: Dims, transposed: int, heads: bool) -> np.ndarray:
+    """The logical [n, h, R, C] operand from its stored bytes (numpy reshapes, not the twin's strides)."""
+    rows, cols = (d.c, d.w) if transposed else (d.w, d.c)
+    v = data.reshape(rows, d.h, cols).transpose(1, 0, 2)[None] if heads else data.reshape(d.n, d.h, rows, cols)
+    return v.swapaxes(2, 3) if transposed else v
+
+
 def float_reference(c: Case, p: BatchMatMulParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    lo, r = p.lhs, p.rhs
-    x = a.reshape(lo.n, lo.h, lo.c, lo.w).swapaxes(2, 3) if c.lhs_t else a.reshape(lo.n, lo.h, lo.w, lo.c)
-    y = b.reshape(r.n, r.h, r.c, r.w).swapaxes(2, 3) if c.rhs_t else b.reshape(r.n, r.h, r.w, r.c)
+    x = logical(a, p.lhs, c.lhs_t, c.heads)
+    y = logical(b, p.rhs, c.rhs_t, c.heads)
     real = (x.astype(np.float64) - c.zp_a) @ (y.astype(np.float64) - c.zp_b) * c.scale
     return np.clip(np.round(real) + c.zp_out, *c.act).ravel()
 
@@ -133,6 +161,8 @@ INVALID = {
                                                 rhs=dataclasses.replace(p.rhs, w=16385)),
     "flag_2": lambda p: dataclasses.replace(p, rhs_transposed=2),
     "rhs_offset": lambda p: dataclasses.replace(p, rhs_offset=129),
+    "row_stride": lambda p: dataclasses.replace(p, lhs_strides=dataclasses.replace(p.lhs_strides, row=p.lhs.c - 1)),
+    "batch_stride": lambda p: dataclasses.replace(p, rhs_strides=dataclasses.replace(p.rhs_strides, n=-1)),
     "shift": lambda p: dataclasses.replace(p, shift=31),
     "act_range": lambda p: dataclasses.replace(p, q=dataclasses.replace(p.q, act_min=5, act_max=4)),
 }
