@@ -15,6 +15,7 @@ from emitter.compiler import compile_model, golden_run, passes
 from emitter.ir import IRError
 from emitter.lower import lower
 from emitter.passes.fuse import fuse_activations
+from emitter.passes.tables import fold_tables
 from tests.passes.graphs import act, clamp, graph, init, load, node, qdq_op
 
 
@@ -69,8 +70,10 @@ def test_verify_after_lowering_and_each_pass(case: str, tmp_path: Path) -> None:
     assert all(n.layout is not None for n in (g.t(o) for n2 in g.nodes for o in n2.outputs))
 
 
-def test_fusion_runs_first_in_the_pass_list() -> None:
-    assert passes(io_nhwc=False)[0] is fuse_activations
+def test_table_folding_then_fusion_lead_the_pass_list() -> None:
+    # fold_tables reads the chains' own requantize/lut nodes before fusion merges any of them;
+    # fusion then sees the folded table like any other lut
+    assert passes(io_nhwc=False)[:2] == [fold_tables, fuse_activations]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
