@@ -201,22 +201,19 @@ DW_PAIR_LOOP static int32_t channel_pairs_requant2(const mcu_dw_taps_t *t, int32
             const int8_t *wp = w_row;
             for (int32_t i = t->cols; i > 0; --i) {
                 const int8_t *const xq = xp + xb_step;
-                int32_t w = wp[0];
-                s0 += w;
-                a0 += xp[0] * w;
-                b0 += xq[0] * w;
-                w = wp[1];
-                s1 += w;
-                a1 += xp[1] * w;
-                b1 += xq[1] * w;
-                w = wp[2];
-                s2 += w;
-                a2 += xp[2] * w;
-                b2 += xq[2] * w;
-                w = wp[3];
-                s3 += w;
-                a3 += xp[3] * w;
-                b3 += xq[3] * w;
+/* channel k of the block: its weight summed and multiplied with both positions' inputs */
+#define DW_PAIR_TAP(k)                                                                           \
+    do {                                                                                         \
+        const int32_t w = wp[k];                                                                 \
+        s##k += w;                                                                               \
+        a##k += xp[k] * w;                                                                       \
+        b##k += xq[k] * w;                                                                       \
+    } while (0)
+                DW_PAIR_TAP(0);
+                DW_PAIR_TAP(1);
+                DW_PAIR_TAP(2);
+                DW_PAIR_TAP(3);
+#undef DW_PAIR_TAP
                 xp += x_col;
                 wp += w_col;
             }

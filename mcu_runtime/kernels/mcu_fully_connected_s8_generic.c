@@ -42,13 +42,10 @@ static void block4(const int8_t *x, const int8_t *w, int32_t k, int32_t a[4])
 #define FC_RV_LOOP
 #endif
 
-/* a[r] = sum_k x[k] * w[r, k], r < 4, over one block of the layout. RV32: a chunk's 16 inputs of
- * four rows written out, every load at an immediate offset from x or w (16 + 64 loads, 64 MUL and
- * 64 ADD, three pointer and loop instructions per chunk: ~3.3 instructions per MAC, not 4.7). */
-FC_RV_LOOP static void block4(const int8_t *x, const int8_t *w, int32_t k, int32_t a[4])
-{
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    for (int32_t c = k / MCU_FC_CHUNK; c > 0; --c) {
+/* RV32: a chunk's 16 inputs of four rows written out, every load at an immediate offset from x or w
+ * (16 + 64 loads, 64 MUL and 64 ADD, three pointer and loop instructions per chunk: ~3.3
+ * instructions per MAC, not 4.7). */
+#define FC_BLOCK_ATTR FC_RV_LOOP
 #define FC_RV_STEP(i)                                                                            \
     do {                                                                                         \
         const int32_t xv = x[i];                                                                 \
@@ -57,42 +54,41 @@ FC_RV_LOOP static void block4(const int8_t *x, const int8_t *w, int32_t k, int32
         a2 += xv * w[32 + (i)];                                                                  \
         a3 += xv * w[48 + (i)];                                                                  \
     } while (0)
-        FC_RV_STEP(0);
-        FC_RV_STEP(1);
-        FC_RV_STEP(2);
-        FC_RV_STEP(3);
-        FC_RV_STEP(4);
-        FC_RV_STEP(5);
-        FC_RV_STEP(6);
-        FC_RV_STEP(7);
-        FC_RV_STEP(8);
-        FC_RV_STEP(9);
-        FC_RV_STEP(10);
-        FC_RV_STEP(11);
-        FC_RV_STEP(12);
-        FC_RV_STEP(13);
-        FC_RV_STEP(14);
-        FC_RV_STEP(15);
-#undef FC_RV_STEP
-        x += MCU_FC_CHUNK;
-        w += 4 * MCU_FC_CHUNK;
-    }
-    const int32_t tail = k % MCU_FC_CHUNK; /* rows at w + r * tail */
-    mcu_fc_mac4_rows(x, w, tail, 0, tail, &a0, &a1, &a2, &a3);
-    a[0] = a0;
-    a[1] = a1;
-    a[2] = a2;
-    a[3] = a3;
-}
+#define FC_CHUNK4()                                                                              \
+    do {                                                                                         \
+        FC_RV_STEP(0);                                                                           \
+        FC_RV_STEP(1);                                                                           \
+        FC_RV_STEP(2);                                                                           \
+        FC_RV_STEP(3);                                                                           \
+        FC_RV_STEP(4);                                                                           \
+        FC_RV_STEP(5);                                                                           \
+        FC_RV_STEP(6);                                                                           \
+        FC_RV_STEP(7);                                                                           \
+        FC_RV_STEP(8);                                                                           \
+        FC_RV_STEP(9);                                                                           \
+        FC_RV_STEP(10);                                                                          \
+        FC_RV_STEP(11);                                                                          \
+        FC_RV_STEP(12);                                                                          \
+        FC_RV_STEP(13);                                                                          \
+        FC_RV_STEP(14);                                                                          \
+        FC_RV_STEP(15);                                                                          \
+    } while (0)
 
 #else
 
-/* a[r] = sum_k x[k] * w[r, k], r < 4, over one block of the layout */
-static void block4(const int8_t *x, const int8_t *w, int32_t k, int32_t a[4])
+#define FC_BLOCK_ATTR
+#define FC_CHUNK4() mcu_fc_mac4_rows(x, w, MCU_FC_CHUNK, 0, MCU_FC_CHUNK, &a0, &a1, &a2, &a3)
+
+#endif
+
+#if !(defined(__thumb__) && !defined(__thumb2__))
+/* a[r] = sum_k x[k] * w[r, k], r < 4, over one block of the layout (FC_CHUNK4: one chunk of the
+ * four rows into a0..a3) */
+FC_BLOCK_ATTR static void block4(const int8_t *x, const int8_t *w, int32_t k, int32_t a[4])
 {
     int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
     for (int32_t c = k / MCU_FC_CHUNK; c > 0; --c) {
-        mcu_fc_mac4_rows(x, w, MCU_FC_CHUNK, 0, MCU_FC_CHUNK, &a0, &a1, &a2, &a3);
+        FC_CHUNK4();
         x += MCU_FC_CHUNK;
         w += 4 * MCU_FC_CHUNK;
     }
@@ -103,6 +99,8 @@ static void block4(const int8_t *x, const int8_t *w, int32_t k, int32_t a[4])
     a[2] = a2;
     a[3] = a3;
 }
+#undef FC_CHUNK4
+#undef FC_RV_STEP
 
 #endif
 

@@ -258,6 +258,18 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
     "bne     11b\n\t"                                                                              \
     "b       8f\n\t"
 
+/* One chunk of 16 inputs (r1) times the block's four rows (r3) into r0, r2, r4, r6. */
+#define FC_CHUNK_ASM                                                                               \
+    "vldrb.8 q0, [r1], #16\n\t"                                                                    \
+    "vldrb.8 q1, [r3], #16\n\t"                                                                    \
+    "vldrb.8 q2, [r3], #16\n\t"                                                                    \
+    "vmladava.s8 r0, q0, q1\n\t"                                                                   \
+    "vldrb.8 q1, [r3], #16\n\t"                                                                    \
+    "vmladava.s8 r2, q0, q2\n\t"                                                                   \
+    "vldrb.8 q2, [r3], #16\n\t"                                                                    \
+    "vmladava.s8 r4, q0, q1\n\t"                                                                   \
+    "vmladava.s8 r6, q0, q2\n\t"
+
 /* The blocks: per block r0, r2, r4, r6 the four sums from the kernel sums at r5, the chunks
  * (r8; an odd one first, then two per pass of a low-overhead loop: -4.5% on large K, +2
  * instructions per block for K < 32), the tail (r9 inputs, predicated loads), the four sums into
@@ -271,36 +283,12 @@ MCU_FC_NOINLINE static void fc_rows_c(const mcu_fc_params_t *p, const int8_t *in
     "ldrd    r4, r6, [r5], #8\n\t"                                                                 \
     "lsrs    lr, r8, #1\n\t"                                                                       \
     "bcc     20f\n\t"                                                                              \
-    "vldrb.8 q0, [r1], #16\n\t"                                                                    \
-    "vldrb.8 q1, [r3], #16\n\t"                                                                    \
-    "vldrb.8 q2, [r3], #16\n\t"                                                                    \
-    "vmladava.s8 r0, q0, q1\n\t"                                                                   \
-    "vldrb.8 q1, [r3], #16\n\t"                                                                    \
-    "vmladava.s8 r2, q0, q2\n\t"                                                                   \
-    "vldrb.8 q2, [r3], #16\n\t"                                                                    \
-    "vmladava.s8 r4, q0, q1\n\t"                                                                   \
-    "vmladava.s8 r6, q0, q2\n\t"                                                                   \
+    FC_CHUNK_ASM                                                                                   \
     "20:\n\t"                                                                                      \
     "wls     lr, lr, 3f\n"                                                                         \
     "2:\n\t"                                                                                       \
-    "vldrb.8 q0, [r1], #16\n\t"                                                                    \
-    "vldrb.8 q1, [r3], #16\n\t"                                                                    \
-    "vldrb.8 q2, [r3], #16\n\t"                                                                    \
-    "vmladava.s8 r0, q0, q1\n\t"                                                                   \
-    "vldrb.8 q1, [r3], #16\n\t"                                                                    \
-    "vmladava.s8 r2, q0, q2\n\t"                                                                   \
-    "vldrb.8 q2, [r3], #16\n\t"                                                                    \
-    "vmladava.s8 r4, q0, q1\n\t"                                                                   \
-    "vmladava.s8 r6, q0, q2\n\t"                                                                   \
-    "vldrb.8 q0, [r1], #16\n\t"                                                                    \
-    "vldrb.8 q1, [r3], #16\n\t"                                                                    \
-    "vldrb.8 q2, [r3], #16\n\t"                                                                    \
-    "vmladava.s8 r0, q0, q1\n\t"                                                                   \
-    "vldrb.8 q1, [r3], #16\n\t"                                                                    \
-    "vmladava.s8 r2, q0, q2\n\t"                                                                   \
-    "vldrb.8 q2, [r3], #16\n\t"                                                                    \
-    "vmladava.s8 r4, q0, q1\n\t"                                                                   \
-    "vmladava.s8 r6, q0, q2\n\t"                                                                   \
+    FC_CHUNK_ASM                                                                                   \
+    FC_CHUNK_ASM                                                                                   \
     "le      lr, 2b\n"                                                                             \
     "3:\n\t"                                                                                       \
     "sub     r1, r1, r8, lsl #4\n\t"                                                               \
