@@ -6,10 +6,10 @@ import numpy as np
 
 from emitter.calls import ConstArg, IntArg, Prepared, TensorArg, TensorListArg
 from emitter.errors import NodeUnsupported
-from emitter.ir import Graph, Layout, Node
+from emitter.ir import Graph, Layout, Node, Tensor
 from emitter.kernels.mcu_concat_s8 import mcu_concat_s8
-from emitter.layout import is_simple, physical_shape
-from emitter.ops.base import LayoutPlan, LowerCtx, QNode
+from emitter.layout import is_identity, is_simple, physical_shape
+from emitter.ops.base import LayoutPlan, LowerCtx, QIn, QNode
 
 ONNX_OPS = ("Concat",)
 IR_OPS = ("concat",)
@@ -26,7 +26,8 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     names = []
     for k, qi in enumerate(q.inputs):
         if qi.name is None:
-            raise NodeUnsupported(f"input {k} is a constant; Concat of constants is not supported")
+            names.append(_const_in_out_quant(ctx, q, k, qi))
+            continue
         name = qi.name
         if not ctx.tensors[name].quant.same_as(q.out_quant):  # type: ignore[union-attr]
             mid = ctx.act(f"{q.output}_in{k}", ctx.tensors[name].shape, q.out_quant)
@@ -47,24 +48,60 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     ctx.emit(q, "concat", names, q.output, {"axis": axis})
 
 
+def _const_in_out_quant(ctx: LowerCtx, q: QNode, k: int, qi: QIn) -> str:
+    """A constant input (a transformer's class token before its tokens): its float values
+    (DequantizeLinear, float32 as onnxruntime computes it) quantized into the output's scale and
+    zero point at compile time, an int8 tensor the kernel copies like any other input."""
+    assert qi.data is not None
+    if qi.quant is None:
+        raise NodeUnsupported(f"input {k} is a float constant; only a quantized (DequantizeLinear) "
+                              "constant can be concatenated")
+    if all(i.is_const for i in q.inputs):
+        raise NodeUnsupported("every input is a constant; Concat of constants is not supported")
+    out = q.out_quant
+    if out.axis is not None and out.scale.size > 1:
+        raise NodeUnsupported("the output is quantized per axis")
+    data = qi.data.astype(np.int32)
+    scale, zp = qi.quant.scale.astype(np.float32), qi.quant.zero_point.astype(np.int32)
+    if qi.quant.axis is not None and scale.size > 1:
+        bshape = [1] * data.ndim
+        bshape[qi.quant.axis] = scale.size
+        scale, zp = scale.reshape(bshape), zp.reshape(bshape)
+    real = (data - zp).astype(np.float32) * scale
+    qv = np.rint(real / np.float32(out.s)) + out.zp
+    values = np.clip(qv, -128, 127).astype(np.int8)
+    return ctx.const(f"{q.name}_const{k}", values, out)
+
+
 def layout(node: Node, g: Graph) -> LayoutPlan:
-    first = g.t(node.inputs[0])
+    first = next(g.t(n) for n in node.inputs if not g.t(n).is_const)
     assert first.layout is not None
     perm = first.layout.perm if is_simple(first.layout, first.shape) else tuple(range(len(first.shape)))
+    if any(g.t(n).is_const for n in node.inputs):  # a constant's bytes are in logical order
+        perm = tuple(range(len(first.shape)))
     reqs = tuple(Layout(g.t(n).shape, perm) for n in node.inputs)
     return LayoutPlan(reqs, Layout(g.t(node.outputs[0]).shape, perm))
+
+
+def _stored_shape(t: Tensor) -> tuple[int, ...]:
+    """The shape the bytes are stored in: logical for a constant or an identity layout (whose view
+    may have another rank, e.g. a MatMul's [T, D] for [1, T, D]), else the physical one."""
+    if t.is_const or t.layout is None or is_identity(t.layout):
+        return tuple(t.shape)
+    return physical_shape(t.layout)
 
 
 def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     y = g.t(node.outputs[0])
     assert y.layout is not None
     pos = y.layout.perm.index(node.attrs["axis"])
-    outer = int(np.prod(physical_shape(y.layout)[:pos]))
-    chunks = [int(np.prod(physical_shape(g.t(n).layout)[pos:])) for n in node.inputs]  # type: ignore[arg-type]
+    outer = int(np.prod(_stored_shape(y)[:pos]))
+    chunks = [int(np.prod(_stored_shape(g.t(n))[pos:])) for n in node.inputs]
     names = node.inputs
+    consts = {n: np.asarray(g.t(n).data).ravel() for n in names if g.t(n).is_const}
 
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
-        return mcu_concat_s8([env[n] for n in names], chunks, outer)
+        return mcu_concat_s8([consts[n] if n in consts else env[n] for n in names], chunks, outer)
 
     return Prepared("mcu_concat_s8", None,
                     {"num_inputs": IntArg(len(names)), "inputs": TensorListArg(tuple(names)),

@@ -238,8 +238,9 @@ class BundleBuilder:
             return c_int(a.value)
         if isinstance(a, TensorListArg):
             ident = f"l{k}_inputs"
-            local_decls.append(f"const int8_t *const {ident}[{len(a.names)}] = "
-                               f"{{{', '.join(self.ptr(n) for n in a.names)}}};")
+            ptrs_ = [self.const(k, f"input{j}", np.asarray(self.g.t(n).data)) if self.g.t(n).is_const
+                     else self.ptr(n) for j, n in enumerate(a.names)]  # a constant (Concat's class token)
+            local_decls.append(f"const int8_t *const {ident}[{len(a.names)}] = {{{', '.join(ptrs_)}}};")
             return ident
         return "NULL"
 
