@@ -17,7 +17,7 @@ from emitter.kernels.mcu_slice_s8 import SliceParams, mcu_slice_s8
 from emitter.layout import is_simple, physical_shape
 from emitter.ops.base import LayoutPlan, LowerCtx, QNode
 
-ONNX_OPS = ("Slice", "Split")
+ONNX_OPS = ("Slice", "Split", "Gather")
 IR_OPS = ("slice",)
 
 
@@ -51,6 +51,9 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     steps: list[int] | None
     starts: list[int] | None
     ends: list[int] | None
+    if q.op_type == "Gather":
+        lower_gather(ctx, q)
+        return
     if q.op_type == "Slice":
         if "starts" in q.attrs:  # opset < 10
             starts, ends = list(q.attrs["starts"]), list(q.attrs["ends"])
@@ -76,6 +79,37 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
         begin += sizes[k]
     if begin != x.shape[axis]:
         raise NodeUnsupported(f"split sizes {sizes} do not add up to {x.shape[axis]}")
+
+
+def lower_gather(ctx: LowerCtx, q: QNode) -> None:
+    """Gather of constant indices that step evenly (a transformer's class token: x[:, 0], a
+    scalar index that drops the axis) is a slice; a scalar index then a reshape (a view)."""
+    x = q.inputs[0]
+    assert x.name is not None
+    rank = len(x.shape)
+    if len(q.inputs) != 2 or q.inputs[1].data is None:
+        raise NodeUnsupported("Gather needs constant indices")
+    axis = int(q.attrs.get("axis", 0))
+    if set(q.attrs) - {"axis"} or not -rank <= axis < rank:
+        raise NodeUnsupported(f"Gather attributes {dict(q.attrs)} on a rank-{rank} input")
+    axis = axis + rank if axis < 0 else axis
+    data = np.asarray(q.inputs[1].data)
+    dim = x.shape[axis]
+    idx = [int(v) + dim if int(v) < 0 else int(v) for v in data.ravel()]
+    if data.ndim > 1 or not idx or not all(0 <= i < dim for i in idx):
+        raise NodeUnsupported(f"Gather indices {data.tolist()} are not a scalar or 1-D list within {dim}")
+    step = idx[1] - idx[0] if len(idx) > 1 else 1
+    if step == 0 or any(b - a != step for a, b in zip(idx, idx[1:], strict=False)):
+        raise NodeUnsupported(f"Gather indices {idx} do not step evenly (only a slice is supported)")
+    end = idx[-1] + (1 if step > 0 else -1)
+    spec = {"starts": (idx[0],), "ends": (end if end >= 0 else -dim - 1,), "axes": (axis,), "steps": (step,)}
+    if data.ndim == 1:
+        emit_slice(ctx, q, q.output, q.out_shape, q.out_quant, spec, 0)
+        return
+    kept = tuple(1 if k == axis else d for k, d in enumerate(x.shape))
+    mid = ctx.act(f"{q.output}_gathered", kept, q.out_quant)
+    emit_slice(ctx, q, mid, kept, q.out_quant, spec, 0)
+    ctx.emit(q, "reshape", [mid], q.output, {}, name=f"{q.name}_squeeze")
 
 
 def layout(node: Node, g: Graph) -> LayoutPlan:
