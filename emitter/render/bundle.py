@@ -228,6 +228,8 @@ class BundleBuilder:
             structs.append((a.ctype, ident, c_struct(a.fields, functools.partial(self.ref, k, node_name))))
             return f"&{ident}"
         if isinstance(a, TensorArg):
+            if self.g.t(a.name).is_const:  # a constant input (Concat's class token, CMSIS-NN's per-input calls)
+                return self.const(k, f"input{self.g.nodes[k].inputs.index(a.name)}", np.asarray(self.g.t(a.name).data))
             ptr = (ptrs or {}).get(a.name) or self.ptr(a.name)
             if self.g.t(a.name).dtype == "int16":  # int16 activations (emitter/ops/a16.py): typed pointers
                 ptr = f"({'' if a.name in self.g.nodes[k].outputs else 'const '}int16_t *){ptr}"
