@@ -184,12 +184,13 @@ def compile_model(path: str | Path, options: CompileOptions | None = None, **kwa
     name = check_name(options.name) if options.name is not None else c_name(Path(path).stem)
     g = lower(m)
     g.verify()
+    if numerics is not None and numerics not in NUMERICS:
+        raise UsageError(f"unknown numerics '{numerics}': use {' or '.join(NUMERICS)}")
+    # before the passes: fold_tables runs the chain's goldens, which round by the numerics
+    g = replace(g, numerics=numerics if numerics is not None else numerics_of(m))
     for p in passes(options.io_nhwc):
         g = p(g)
         g.verify()
-    if numerics is not None and numerics not in NUMERICS:
-        raise UsageError(f"unknown numerics '{numerics}': use {' or '.join(NUMERICS)}")
-    g = replace(g, numerics=numerics if numerics is not None else numerics_of(m))
     plan_isa = isa if isa is not None else isa_of(board)  # isa: override (host builds)
     fused = fuse_residual_adds(g, residual_fusion(plan_isa, options.backend, board, options.cmsis_choice))
     fused.verify()
