@@ -1,5 +1,6 @@
 """Twin of mcu_mul_s8: TFLite int8 MUL (reference_integer_ops::MulElementwise), broadcast
-via Bcast.
+via Bcast; with rounding ROUND_NEAREST_EVEN (onnxruntime's numerics) the requantization is one
+rounding of the exact product, half to even (the multiplier holds a float32 scale exactly).
 
   out = clamp(requant((a + input1_offset) * (b + input2_offset), output_multiplier, output_shift)
               + output_offset, act_min, act_max)
@@ -14,14 +15,14 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import IntArg, Prepared
-from emitter.kernels.base import Kernel
+from emitter.kernels.base import Kernel, Rounded
 from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import Bcast, broadcast_operand, check_range
-from emitter.quant import requantize
+from emitter.quant import ROUND_NEAREST_EVEN, ROUND_TFLITE, requantize, requantize_rne
 
 
 @dataclass(frozen=True)
-class MulParams:
+class MulParams(Rounded):
     CTYPE: ClassVar[str] = "mcu_mul_params_t"
     size: int
     in1: Bcast
@@ -33,6 +34,10 @@ class MulParams:
     output_shift: int
     act_min: int
     act_max: int
+    rounding: int = ROUND_TFLITE
+
+    def rounding_mode(self) -> int:
+        return self.rounding
 
 
 def mcu_mul_s8(p: MulParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -46,13 +51,21 @@ def mcu_mul_s8(p: MulParams, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     check_range("act_max", p.act_max, p.act_min, 127)
     x1 = broadcast_operand(a, p.in1, p.size, "mul input1") + p.input1_offset
     x2 = broadcast_operand(b, p.in2, p.size, "mul input2") + p.input2_offset
-    raw = requantize(x1 * x2, p.output_multiplier, p.output_shift) + p.output_offset
+    if p.rounding not in (ROUND_TFLITE, ROUND_NEAREST_EVEN):
+        raise ValueError(f"mul: rounding {p.rounding}")
+    if p.rounding == ROUND_TFLITE:
+        req = requantize(x1 * x2, p.output_multiplier, p.output_shift)
+    else:  # mcu_requantize_mode: kept in [-256, 256]
+        req = np.clip(requantize_rne(x1 * x2, p.output_multiplier, p.output_shift), -256, 256)
+    raw = req + p.output_offset
     return np.clip(raw, p.act_min, p.act_max).astype(np.int8)
 
 
 def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
     c = p.params
     assert isinstance(c, MulParams)
+    if c.rounding != ROUND_TFLITE:
+        return None
     full = Bcast(1, c.size)
     if c.in1 != full or c.in2 != full:
         return None

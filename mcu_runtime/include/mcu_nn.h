@@ -410,7 +410,7 @@ mcu_status_t mcu_conv2d_add_s8(const mcu_context_t *ctx, const mcu_conv_add_para
                                const int8_t *input, const int8_t *filter, const int32_t *bias,
                                const int8_t *skip, int8_t *output);
 
-/** TFLite int8 MUL. */
+/** int8 MUL: TFLite's (double rounding) or onnxruntime's (one rounding, half to even). */
 typedef struct {
     int32_t size;
     mcu_bcast_t in1;
@@ -422,6 +422,7 @@ typedef struct {
     int32_t output_shift;
     int32_t act_min;
     int32_t act_max;
+    int32_t rounding; /**< MCU_ROUND_TFLITE or MCU_ROUND_NEAREST_EVEN (int8 only; int16 ignores it) */
 } mcu_mul_params_t;
 
 /** @brief out = clamp(requant((a+off1)*(b+off2), mo, so) + out_off). */

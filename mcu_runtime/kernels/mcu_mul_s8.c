@@ -5,6 +5,8 @@
  * For every output element i, with a = input1[(i / in1.inner) % in1.period] and b likewise:
  *   out = clamp(requant((a + input1_offset) * (b + input2_offset), output_multiplier,
  *               output_shift) + output_offset, act_min, act_max)
+ * requant: TFLite's double rounding (MCU_ROUND_TFLITE) or, for onnxruntime's numerics, one
+ * rounding of the exact product half to even (mcu_requantize_mode).
  */
 #include "mcu_kernel_util.h"
 
@@ -16,7 +18,8 @@ static int8_t mcu_mul_one(const void *params, int8_t a, int8_t b)
     /* |product| <= 256 * 256: no overflow. */
     const int32_t product = input1_val * input2_val;
     const int32_t raw_out =
-        mcu_requantize(product, p->output_multiplier, p->output_shift) + p->output_offset;
+        mcu_requantize_mode(product, p->output_multiplier, p->output_shift, p->rounding) +
+        p->output_offset;
     return (int8_t)mcu_clamp_s32(raw_out, p->act_min, p->act_max);
 }
 
@@ -32,6 +35,7 @@ mcu_status_t mcu_mul_s8(const mcu_mul_params_t *params, const int8_t *input1,
         p->input2_offset < -127 || p->input2_offset > 128 ||
         p->output_offset < MCU_INT8_MIN || p->output_offset > MCU_INT8_MAX ||
         p->output_shift < -31 || p->output_shift > 30 ||
+        (p->rounding != MCU_ROUND_TFLITE && p->rounding != MCU_ROUND_NEAREST_EVEN) ||
         p->act_min < MCU_INT8_MIN || p->act_max > MCU_INT8_MAX || p->act_min > p->act_max) {
         return MCU_ERR_ARG;
     }
