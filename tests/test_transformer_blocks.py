@@ -57,6 +57,8 @@ class Block:
     act: str = "int8"         # "int8" | "uint8"
     preprocess: bool = True   # quant_pre_process before quantize_static
     seed: int = 0
+    qkv: str = "separate"     # "separate" projections, or one "fused" MatMul D -> 3D and a Split (KWT's to_qkv)
+    shapes: str = "explicit"  # Reshape targets "explicit" [1, T, H, d] or torch's "inferred" [0, 0, H, -1]
 
 
 def build(b: Block) -> onnx.ModelProto:
@@ -88,15 +90,20 @@ def build(b: Block) -> onnx.ModelProto:
         mm = node("MatMul", [x, w(f"{out}_W", fin, fin, fout)], f"{out}_mm")
         return node("Add", [mm, bias(f"{out}_b", fout)], out)
 
+    def reduce_mean(x: str, axis: int, out: str, keep: int = 0) -> str:
+        if b.opset >= 18:  # axes an input from opset 18
+            return node("ReduceMean", [x, const(f"{out}_axes", np.array([axis], np.int64))], out, keepdims=keep)
+        return node("ReduceMean", [x], out, axes=[axis], keepdims=keep)
+
     def layernorm(x: str, out: str) -> str:
         g = const(f"{out}_g", (1 + 0.2 * rng.standard_normal(D)).astype(np.float32))
         be = bias(f"{out}_beta", D)
         if b.norm == "op":
             return node("LayerNormalization", [x, g, be], out, axis=-1, epsilon=1e-5)
-        mean = node("ReduceMean", [x], f"{out}_mean", axes=[-1], keepdims=1)
+        mean = reduce_mean(x, -1, f"{out}_mean", keep=1)
         dev = node("Sub", [x, mean], f"{out}_dev")
         sq = node("Pow", [dev, const(f"{out}_two", np.float32(2.0))], f"{out}_sq")
-        var = node("ReduceMean", [sq], f"{out}_var", axes=[-1], keepdims=1)
+        var = reduce_mean(sq, -1, f"{out}_var", keep=1)
         ve = node("Add", [var, const(f"{out}_eps", np.float32(1e-5))], f"{out}_ve")
         sd = node("Sqrt", [ve], f"{out}_sd")
         nrm = node("Div", [dev, sd], f"{out}_norm")
@@ -116,13 +123,13 @@ def build(b: Block) -> onnx.ModelProto:
         a = node("Add", [t, const("one", np.float32(1))], f"{out}_add")
         return node("Mul", [node("Mul", [x, const("half", np.float32(0.5))], f"{out}_half"), a], out)
 
-    def reduce_mean(x: str, axis: int, out: str) -> str:
-        if b.opset >= 18:
-            return node("ReduceMean", [x, const(f"{out}_axes", np.array([axis], np.int64))], out, keepdims=0)
-        return node("ReduceMean", [x], out, axes=[axis], keepdims=0)
 
-    const("heads_shape", np.array([1, Tt, Hh, d], np.int64))
-    const("tokens_shape", np.array([1, Tt, D], np.int64))
+    if b.shapes == "explicit":
+        const("heads_shape", np.array([1, Tt, Hh, d], np.int64))
+        const("tokens_shape", np.array([1, Tt, D], np.int64))
+    else:
+        const("heads_shape", np.array([0, 0, Hh, -1], np.int64))
+        const("tokens_shape", np.array([0, 0, -1], np.int64))
     h = linear("x", b.d_in, D, "embed")
     if b.pool == "cls":
         h = node("Concat", [const("cls", (0.5 * rng.standard_normal((1, 1, D))).astype(np.float32)), h], "with_cls",
@@ -130,8 +137,13 @@ def build(b: Block) -> onnx.ModelProto:
     h = node("Add", [h, const("pos", (0.3 * rng.standard_normal((1, Tt, D))).astype(np.float32))], "h0")
     ln1 = layernorm(h, "ln1")
     heads = {}
+    if b.qkv == "fused":
+        fused = linear(ln1, D, 3 * D, "qkv")
+        split_sizes = const("qkv_sizes", np.array([D, D, D], np.int64))
+        n.append(H.make_node("Split", [fused, split_sizes], ["q", "k", "v"], name="qkv_split", axis=-1))
     for p in "qkv":
-        split = node("Reshape", [linear(ln1, D, D, p), "heads_shape"], f"{p}_split")
+        proj = p if b.qkv == "fused" else linear(ln1, D, D, p)
+        split = node("Reshape", [proj, "heads_shape"], f"{p}_split")
         if p == "k" and b.keys == "t0231":
             heads[p] = node("Transpose", [split], "k_t", perm=[0, 2, 3, 1])
         else:
@@ -192,6 +204,8 @@ DEFAULT = (
           keys="t0231", act="uint8", per_channel=False),
     Block("t7_d10_h2_cls", tokens=7, dim=10, heads=2, d_in=5, mlp=14, opset=17, pool="cls", gelu="tanh",
           preprocess=False),
+    Block("t21_d20_h2_qkv_cls_u8", tokens=21, dim=20, heads=2, d_in=16, mlp=71, opset=18, pool="cls",
+          act="uint8", seed=3, qkv="fused", shapes="inferred"),
 )
 SLOW = (
     Block("t49_d64_h4", tokens=49, dim=64, heads=4, d_in=10, mlp=96, opset=17),
@@ -203,6 +217,10 @@ SLOW = (
           act="uint8", pool="cls"),
     Block("t11_d26_h2_div", tokens=11, dim=26, heads=2, d_in=11, mlp=34, opset=17, scale="div",
           keys="t0231", act="uint8", preprocess=False, per_channel=False),
+    Block("t37_d14_h2_qkv_dec18", tokens=37, dim=14, heads=2, d_in=10, mlp=50, opset=18, norm="decomposed",
+          act="uint8", per_channel=False, qkv="fused", preprocess=False),
+    Block("t20_d32_h4_inferred", tokens=20, dim=32, heads=4, d_in=14, mlp=78, opset=20, gelu="tanh",
+          act="uint8", per_channel=False, preprocess=False, shapes="inferred"),
 )
 ALL = {b.id: b for b in DEFAULT + SLOW}
 

@@ -14,7 +14,7 @@ from emitter.errors import NodeUnsupported, ShapeError
 from emitter.ir import Graph, Layout, Node, QuantParams
 from emitter.kernels.common import pad_rank
 from emitter.kernels.mcu_slice_s8 import SliceParams, mcu_slice_s8
-from emitter.layout import is_simple, physical_shape
+from emitter.layout import is_identity, is_simple, physical_shape
 from emitter.ops.base import LayoutPlan, LowerCtx, QNode
 
 ONNX_OPS = ("Slice", "Split", "Gather")
@@ -181,6 +181,8 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     assert x.layout is not None
     perm = x.layout.perm
     shape = physical_shape(x.layout)
+    if not is_simple(x.layout, x.shape) and is_identity(x.layout):  # bytes in logical order, another
+        perm, shape = tuple(range(len(x.shape))), tuple(x.shape)   # view (a MatMul's [T, 3D] of [1, T, 3D])
     axes = [perm.index(a) for a in node.attrs["axes"]]
     if len(shape) > 6:
         raise NodeUnsupported(f"slice of rank {len(shape)} exceeds the kernel's 6")
