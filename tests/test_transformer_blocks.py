@@ -7,6 +7,8 @@ float and quantized by onnxruntime's quantize_static (QDQ), with and without qua
       or one Transpose (0, 2, 3, 1); MatMul(Q, K^T) -> Mul or Div by a constant -> Softmax(-1)
       -> MatMul(P, V) -> Transpose (0, 2, 1, 3) -> Reshape [1, T, D] -> MatMul + bias -> residual Add
       LayerNorm -> MatMul + bias -> GELU (Erf form, tanh form, opset 20 Gelu) -> MatMul + bias -> Add
+    (depth such layers; fused Q/K/V: one MatMul D -> 3D and a Split; Reshape targets explicit or
+    torch's [0, 0, H, -1]; the scale on the scores or on the query heads)
     -> class token (Gather token 0) or ReduceMean over tokens (axis 1) -> Gemm classifier.
 
 Each variant: compiled, host C == golden bit for bit, golden within 4 quanta of onnxruntime's QDQ
@@ -50,13 +52,14 @@ class Block:
     norm: str = "op"          # "op" (LayerNormalization) | "decomposed"
     gelu: str = "erf"         # "erf" | "tanh" | "op" (opset 20 Gelu)
     keys: str = "t0132"       # "t0132": Transpose (0,2,1,3) then (0,1,3,2); "t0231": one Transpose
-    scale: str = "mul"        # "mul" | "div"
+    scale: str = "mul"        # "mul" | "div" (the scores by a constant) | "q" (Mul of the query heads)
     pool: str = "mean"        # "mean" (ReduceMean axis 1) | "cls" (class token, Gather 0)
     classes: int = 5
     per_channel: bool = True
     act: str = "int8"         # "int8" | "uint8"
     preprocess: bool = True   # quant_pre_process before quantize_static
     seed: int = 0
+    depth: int = 1            # encoder layers
     qkv: str = "separate"     # "separate" projections, or one "fused" MatMul D -> 3D and a Split (KWT's to_qkv)
     shapes: str = "explicit"  # Reshape targets "explicit" [1, T, H, d] or torch's "inferred" [0, 0, H, -1]
 
@@ -135,32 +138,41 @@ def build(b: Block) -> onnx.ModelProto:
         h = node("Concat", [const("cls", (0.5 * rng.standard_normal((1, 1, D))).astype(np.float32)), h], "with_cls",
                  axis=1)
     h = node("Add", [h, const("pos", (0.3 * rng.standard_normal((1, Tt, D))).astype(np.float32))], "h0")
-    ln1 = layernorm(h, "ln1")
-    heads = {}
-    if b.qkv == "fused":
-        fused = linear(ln1, D, 3 * D, "qkv")
-        split_sizes = const("qkv_sizes", np.array([D, D, D], np.int64))
-        n.append(H.make_node("Split", [fused, split_sizes], ["q", "k", "v"], name="qkv_split", axis=-1))
-    for p in "qkv":
-        proj = p if b.qkv == "fused" else linear(ln1, D, D, p)
-        split = node("Reshape", [proj, "heads_shape"], f"{p}_split")
-        if p == "k" and b.keys == "t0231":
-            heads[p] = node("Transpose", [split], "k_t", perm=[0, 2, 3, 1])
-        else:
-            heads[p] = node("Transpose", [split], f"{p}_heads", perm=[0, 2, 1, 3])
-    if b.keys == "t0132":
-        heads["k"] = node("Transpose", [heads["k"]], "k_t", perm=[0, 1, 3, 2])
-    s = node("MatMul", [heads["q"], heads["k"]], "scores")
-    if b.scale == "mul":
-        s = node("Mul", [s, const("scale", np.float32(1 / np.sqrt(d)))], "scaled")
-    else:
-        s = node("Div", [s, const("scale", np.float32(np.sqrt(d)))], "scaled")
-    pr = node("Softmax", [s], "probs", axis=-1)
-    ctx = node("MatMul", [pr, heads["v"]], "context")
-    merged = node("Reshape", [node("Transpose", [ctx], "context_t", perm=[0, 2, 1, 3]), "tokens_shape"], "merged")
-    h1 = node("Add", [h, linear(merged, D, D, "attn_out")], "h1")
-    up = linear(layernorm(h1, "ln2"), D, b.mlp, "up")
-    h2 = node("Add", [h1, linear(gelu(up, "gelu"), b.mlp, D, "down")], "h2")
+    def encoder(h: str, P: str) -> str:
+        ln1 = layernorm(h, f"{P}ln1")
+        heads = {}
+        if b.qkv == "fused":
+            fused = linear(ln1, D, 3 * D, f"{P}qkv")
+            split_sizes = const("qkv_sizes", np.array([D, D, D], np.int64))
+            n.append(H.make_node("Split", [fused, split_sizes], [f"{P}{p}" for p in "qkv"], name=f"{P}qkv_split",
+                                 axis=-1))
+        for p in "qkv":
+            proj = f"{P}{p}" if b.qkv == "fused" else linear(ln1, D, D, f"{P}{p}")
+            split = node("Reshape", [proj, "heads_shape"], f"{P}{p}_split")
+            if p == "k" and b.keys == "t0231":
+                heads[p] = node("Transpose", [split], f"{P}k_t", perm=[0, 2, 3, 1])
+            else:
+                heads[p] = node("Transpose", [split], f"{P}{p}_heads", perm=[0, 2, 1, 3])
+        if b.keys == "t0132":
+            heads["k"] = node("Transpose", [heads["k"]], f"{P}k_t", perm=[0, 1, 3, 2])
+        if b.scale == "q":  # the query scaled before the scores (Hugging Face's order)
+            heads["q"] = node("Mul", [heads["q"], const("scale", np.float32(1 / np.sqrt(d)))], f"{P}q_scaled")
+        s = node("MatMul", [heads["q"], heads["k"]], f"{P}scores")
+        if b.scale == "mul":
+            s = node("Mul", [s, const("scale", np.float32(1 / np.sqrt(d)))], f"{P}scaled")
+        elif b.scale == "div":
+            s = node("Div", [s, const("scale", np.float32(np.sqrt(d)))], f"{P}scaled")
+        pr = node("Softmax", [s], f"{P}probs", axis=-1)
+        ctx = node("MatMul", [pr, heads["v"]], f"{P}context")
+        merged = node("Reshape", [node("Transpose", [ctx], f"{P}context_t", perm=[0, 2, 1, 3]), "tokens_shape"],
+                      f"{P}merged")
+        h1 = node("Add", [h, linear(merged, D, D, f"{P}attn_out")], f"{P}h1")
+        up = linear(layernorm(h1, f"{P}ln2"), D, b.mlp, f"{P}up")
+        return node("Add", [h1, linear(gelu(up, f"{P}gelu"), b.mlp, D, f"{P}down")], f"{P}h2")
+
+    h2 = h
+    for layer in range(b.depth):
+        h2 = encoder(h2, f"l{layer}_" if layer else "")
     if b.pool == "cls":
         pooled = node("Gather", [h2, const("first", np.array(0, np.int64))], "pooled", axis=1)
     else:
@@ -200,8 +212,8 @@ DEFAULT = (
           gelu="tanh", keys="t0231", scale="div", per_channel=False, preprocess=False),
     Block("t13_d20_h4_gelu20_cls_u8", tokens=13, dim=20, heads=4, d_in=10, mlp=36, opset=20, gelu="op",
           pool="cls", act="uint8", scale="div"),
-    Block("t9_d18_h2_dec_u8", tokens=9, dim=18, heads=2, d_in=7, mlp=30, opset=13, norm="decomposed",
-          keys="t0231", act="uint8", per_channel=False),
+    Block("t9_d18_h2_dec_u8_qscale", tokens=9, dim=18, heads=2, d_in=7, mlp=30, opset=13, norm="decomposed",
+          keys="t0231", act="uint8", per_channel=False, scale="q"),
     Block("t7_d10_h2_cls", tokens=7, dim=10, heads=2, d_in=5, mlp=14, opset=17, pool="cls", gelu="tanh",
           preprocess=False),
     Block("t21_d20_h2_qkv_cls_u8", tokens=21, dim=20, heads=2, d_in=16, mlp=71, opset=18, pool="cls",
@@ -221,6 +233,10 @@ SLOW = (
           act="uint8", per_channel=False, qkv="fused", preprocess=False),
     Block("t20_d32_h4_inferred", tokens=20, dim=32, heads=4, d_in=14, mlp=78, opset=20, gelu="tanh",
           act="uint8", per_channel=False, preprocess=False, shapes="inferred"),
+    Block("t24_d20_h2_depth2", tokens=24, dim=20, heads=2, d_in=10, mlp=53, opset=18, norm="decomposed",
+          keys="t0231", depth=2, seed=2),
+    Block("t49_d10_h1_depth2_u8", tokens=49, dim=10, heads=1, d_in=8, mlp=68, opset=13, norm="decomposed",
+          act="uint8", per_channel=False, preprocess=False, scale="div", depth=2, seed=9, shapes="inferred"),
 )
 ALL = {b.id: b for b in DEFAULT + SLOW}
 
