@@ -60,6 +60,7 @@ class Block:
     preprocess: bool = True   # quant_pre_process before quantize_static
     seed: int = 0
     depth: int = 1            # encoder layers
+    trans_b: bool = False     # the classifier as torch exports nn.Linear (Gemm transB=1)
     qkv: str = "separate"     # "separate" projections, or one "fused" MatMul D -> 3D and a Split (KWT's to_qkv)
     shapes: str = "explicit"  # Reshape targets "explicit" [1, T, H, d] or torch's "inferred" [0, 0, H, -1]
 
@@ -177,8 +178,9 @@ def build(b: Block) -> onnx.ModelProto:
         pooled = node("Gather", [h2, const("first", np.array(0, np.int64))], "pooled", axis=1)
     else:
         pooled = reduce_mean(h2, 1, "pooled")
-    inits["cls_W"] = (rng.standard_normal((D, b.classes)) / np.sqrt(D)).astype(np.float32)
-    logits = node("Gemm", [pooled, "cls_W", bias("cls_b", b.classes)], "logits")
+    w_cls = (rng.standard_normal((D, b.classes)) / np.sqrt(D)).astype(np.float32)
+    inits["cls_W"] = w_cls.T.copy() if b.trans_b else w_cls  # torch's Linear: Gemm(transB=1), W [classes, D]
+    logits = node("Gemm", [pooled, "cls_W", bias("cls_b", b.classes)], "logits", **({"transB": 1} if b.trans_b else {}))
     graph = H.make_graph(n, b.id, [H.make_tensor_value_info("x", TP.FLOAT, [1, T, b.d_in])],
                          [H.make_tensor_value_info(logits, TP.FLOAT, [1, b.classes])],
                          [NH.from_array(v, k) for k, v in inits.items()])
@@ -217,7 +219,7 @@ DEFAULT = (
     Block("t7_d10_h2_cls", tokens=7, dim=10, heads=2, d_in=5, mlp=14, opset=17, pool="cls", gelu="tanh",
           preprocess=False),
     Block("t21_d20_h2_qkv_cls_u8", tokens=21, dim=20, heads=2, d_in=16, mlp=71, opset=18, pool="cls",
-          act="uint8", seed=3, qkv="fused", shapes="inferred"),
+          act="uint8", seed=3, qkv="fused", shapes="inferred", trans_b=True),
 )
 SLOW = (
     Block("t49_d64_h4", tokens=49, dim=64, heads=4, d_in=10, mlp=96, opset=17),
