@@ -122,7 +122,8 @@ def test_heads_split_is_a_free_view(built):
 def softmax_tflite_output(path: Path, out: Path) -> Path:
     """The softmax case with TFLite's output quantization (1/256, -128): arm_softmax_s8's."""
     m = onnx.load(str(path))
-    q = next(n for n in m.graph.node if n.op_type == "QuantizeLinear" and n.input[0] == "y")
+    sm = next(n for n in m.graph.node if n.op_type == "Softmax")
+    q = next(n for n in m.graph.node if n.op_type == "QuantizeLinear" and n.input[0] == sm.output[0])
     for init in m.graph.initializer:
         if init.name == q.input[1]:
             init.CopyFrom(numpy_helper.from_array(np.array(1 / 256, np.float32), init.name))
