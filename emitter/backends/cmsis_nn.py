@@ -32,7 +32,7 @@ from emitter.errors import ToolchainError
 from emitter.kernels import kernel
 from emitter.kernels.cmsis_api import API, ScratchRequest, operands, sizer_query
 from emitter.kernels.common import rounding_of
-from emitter.resources import data_dir
+from emitter.resources import cache_dir, data_dir
 
 # Source files never compiled: float kernels of newer CMSIS-NN, which need ARM_NN_ENABLE_F32/F16.
 # The bundle's Makefile and CMakeLists.txt and the SConstruct skip the same names.
@@ -60,11 +60,9 @@ def sizer(path: Path) -> Path:
     header = (path / "Include" / "arm_nnfunctions.h").read_bytes()
     tool = (data_dir("mcu_runtime") / "tools" / "cmsis_sizer.c").read_bytes()  # its queries change with it
     key = hashlib.sha256(str(path).encode() + header + tool).hexdigest()[:16]
-    cache = Path(os.environ.get("MCUGEN_CACHE_DIR", Path.home() / ".cache" / "mcugen")) / f"cmsis-sizer-{key}"
-    exe = cache / "cmsis_sizer"
+    exe = cache_dir(f"cmsis-sizer-{key}") / "cmsis_sizer"
     if exe.is_file():
         return exe
-    cache.mkdir(parents=True, exist_ok=True)
     cmd = ["gcc", "-O1", "-w", f"-I{path / 'Include'}", str(data_dir("mcu_runtime") / "tools" / "cmsis_sizer.c"),
            *map(str, sources(path)), "-o", str(exe)]
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)

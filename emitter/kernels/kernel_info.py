@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from emitter.errors import ToolchainError
-from emitter.resources import data_dir
+from emitter.resources import cache_dir, data_dir
 
 ISA = {"c": 0, "dsp": 1, "mve": 2}  # MCU_ISA_* in mcu_nn.h
 PATHS = ("generic", "dsp", "mve")  # MCU_PATH_GENERIC, MCU_PATH_DSP, MCU_PATH_MVE
@@ -37,16 +37,14 @@ def _sources(root: Path) -> list[Path]:
 
 @cache
 def tool() -> Path:
-    """The host executable, built once per source hash in $MCUGEN_CACHE_DIR (~/.cache/mcugen)."""
+    """The host executable, built once per source hash in mcugen's cache (resources.cache_dir)."""
     root = data_dir("mcu_runtime")
     digest = hashlib.sha256()
     for src in _sources(root):
         digest.update(src.name.encode() + b"\0" + src.read_bytes())
-    base = Path(os.environ.get("MCUGEN_CACHE_DIR", Path.home() / ".cache" / "mcugen"))
-    exe = base / f"kernel-info-{digest.hexdigest()[:16]}" / "kernel_info"
+    exe = cache_dir(f"kernel-info-{digest.hexdigest()[:16]}") / "kernel_info"
     if exe.is_file():
         return exe
-    exe.parent.mkdir(parents=True, exist_ok=True)
     tmp = exe.with_name(f"kernel_info.{os.getpid()}")
     cmd = ["gcc", "-O1", "-std=c99", "-w", *(f"-I{root / d}" for d in ("include", "kernels", "support")),
            "-ffunction-sections", "-fdata-sections", "-Wl,--gc-sections",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from emitter.boards import Board
 from emitter.errors import ToolchainError, VerifyError
+from emitter.resources import cache_dir as resources_cache_dir
 from emitter.resources import data_dir
 from emitter.target import toolchain
 
@@ -122,14 +123,11 @@ def _read_stack(path: Path) -> int | None:
 def build_plugin(cache_dir: Path | str | None = None) -> Path:
     """The instruction-count plugin, built once per plugin source into a cache folder.
 
-    Default cache: $MCUGEN_CACHE_DIR, else $XDG_CACHE_HOME/mcugen, else ~/.cache/mcugen."""
+    Default cache: resources.cache_dir ($MCUGEN_CACHE_DIR, else $XDG_CACHE_HOME/mcugen, else
+    ~/.cache/mcugen)."""
     source = data_dir("mcu_runtime") / "qemu_plugin" / "insn_count.c"
     digest = hashlib.sha256(source.read_bytes()).hexdigest()[:16]
-    if cache_dir is None:
-        base = os.environ.get("MCUGEN_CACHE_DIR") or os.path.join(
-            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mcugen")
-        cache_dir = base
-    target = Path(cache_dir) / f"insn_count-{digest}.so"
+    target = Path(cache_dir if cache_dir is not None else resources_cache_dir("")) / f"insn_count-{digest}.so"
     if target.is_file():
         return target
     toolchain.find_tool("gcc")

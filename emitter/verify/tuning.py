@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import onnx
 
+from emitter import resources
 from emitter.backends.cost_cases import KERNELS, Case, Shape, case_of, onnx_of
 from emitter.boards import Board
 from emitter.calls import Prepared, is_portable
@@ -125,9 +125,7 @@ def kernel_sources_hash() -> str:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("MCUGEN_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mcugen")
-    return Path(base) / "tune"
+    return resources.cache_dir("tune")
 
 
 def cache_key(shape: Shape, path: str, core: str, cmsis_version: str, compiler: str | None = None) -> str:
