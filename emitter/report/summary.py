@@ -156,7 +156,8 @@ def choice_lines(c: Compiled) -> list[str]:
     ours = sum(1 for x in ch if x.ours_wins)
     src = (f"{measured} measured in QEMU (--tune)" if measured == len(ch) else
            f"{len(ch) - measured} from the cost table" + (f", {measured} measured (--tune)" if measured else ""))
-    lines = [f"kernel choice: {len(ch)} conv/depthwise/FC layers, {src}; mcugen's kernel on {ours}, "
+    kinds = "conv/depthwise/FC" + ("/batch MatMul" if any("batch_matmul" in x.kernel for x in ch) else "")
+    lines = [f"kernel choice: {len(ch)} {kinds} layers, {src}; mcugen's kernel on {ours}, "
              "CMSIS-NN on the rest (fewer executed instructions)"]
     if c.options.tune is not None:
         lines += [f"  layer {x.index:>3} {x.kernel:<24} mcugen {x.ours:>10,}  CMSIS-NN {x.cmsis:>10,}  "
