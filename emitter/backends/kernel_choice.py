@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -133,6 +133,21 @@ def table_for(core: str, isa: str) -> tuple[Row, ...]:
     return rows if rows or isa not in SAME_ISA else load_table(SAME_ISA[isa])
 
 
+_R = TypeVar("_R", "Row", "Cost")
+
+
+def nearest(group: list[_R], s: Shape) -> tuple[list[_R], np.ndarray | None]:
+    """The NEIGHBOURS cases of `group` nearest to shape `s` (distance of their features), nearest
+    first, with their weights 1/(distance+0.1)^2; weights None when the nearest is `s` itself."""
+    here = features(s)
+    dist = np.array([float(np.linalg.norm(features(r.shape) - here)) for r in group])
+    order = np.argsort(dist, kind="stable")[:NEIGHBOURS]
+    near = [group[int(i)] for i in order]
+    if dist[order[0]] == 0.0:
+        return near, None
+    return near, 1.0 / (dist[order] + 0.1) ** 2
+
+
 def predict(rows: tuple[Row, ...], s: Shape, path: str, isa: str) -> tuple[int, int, bool] | None:
     """(ours, cmsis, exact) predicted for shape `s` whose kernel takes `path`, from the table rows;
     None when the table has no case of its group."""
@@ -140,14 +155,9 @@ def predict(rows: tuple[Row, ...], s: Shape, path: str, isa: str) -> tuple[int, 
     group = [r for r in rows if r.shape.kind == s.kind and r.path == path and cmsis_fn(r.shape, isa) == fn]
     if not group:
         return None
-    here = features(s)
-    dist = np.array([float(np.linalg.norm(features(r.shape) - here)) for r in group])
-    order = np.argsort(dist, kind="stable")[:NEIGHBOURS]
-    if dist[order[0]] == 0.0:
-        r = group[int(order[0])]
-        return r.ours, r.cmsis, True
-    wts = 1.0 / (dist[order] + 0.1) ** 2
-    near = [group[int(i)] for i in order]
+    near, wts = nearest(group, s)
+    if wts is None:
+        return near[0].ours, near[0].cmsis, True
     log_ratio = sum(w * math.log(r.ours / r.cmsis) for w, r in zip(wts, near, strict=True)) / wts.sum()
     cmsis_per_mac = sum(w * r.cmsis / r.shape.macs for w, r in zip(wts, near, strict=True)) / wts.sum()
     cmsis = max(1, int(round(cmsis_per_mac * s.macs)))
@@ -216,14 +226,10 @@ def predict_ours(rows: tuple[Cost, ...], s: Shape, path: str) -> int | None:
     group = [r for r in rows if r.shape.kind == s.kind and r.path == path]
     if not group:
         return None
-    here = features(s)
-    dist = np.array([float(np.linalg.norm(features(r.shape) - here)) for r in group])
-    order = np.argsort(dist, kind="stable")[:NEIGHBOURS]
-    if dist[order[0]] == 0.0:
-        return group[int(order[0])].ours
-    wts = 1.0 / (dist[order] + 0.1) ** 2
-    per_mac = sum(w * group[int(i)].ours / max(group[int(i)].shape.macs, 1)
-                  for w, i in zip(wts, order, strict=True)) / wts.sum()
+    near, wts = nearest(group, s)
+    if wts is None:
+        return near[0].ours
+    per_mac = sum(w * r.ours / max(r.shape.macs, 1) for w, r in zip(wts, near, strict=True)) / wts.sum()
     return max(1, int(round(per_mac * s.macs)))
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from emitter import quant
 from emitter.calls import Prepared, TensorArg
 from emitter.errors import NodeUnsupported
-from emitter.ir import Graph, Layout, Node
+from emitter.ir import Graph, Layout, Node, QuantParams
 from emitter.kernels.common import Dims, PoolParams
 from emitter.kernels.mcu_avgpool_requant_s8 import AvgPoolRequantParams, mcu_avgpool_requant_s8
 from emitter.kernels.mcu_avgpool_requant_s16 import mcu_avgpool_requant_s16
@@ -111,7 +111,13 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
                                           "pads": tuple(pads), "act_min": lo, "act_max": hi,
                                           "fixed_count": fixed_count and not x.quant.same_as(q.out_quant)
                                           or include_pad and any(pads)})
-    if not keep:  # ReduceMean keepdims=0: a view drops the unit axes
+    finish(ctx, q, target, keep, same_q, out_q)
+
+
+def finish(ctx: LowerCtx, q: QNode, target: str, keep: bool, same_q: bool, out_q: QuantParams) -> None:
+    """After a reduction's pool into `target`: a view dropping the unit axes (keepdims=0), then a
+    requantize to the node's output quantization where the pool could not take it."""
+    if not keep:
         viewed = q.output if same_q else ctx.act(f"{q.output}_view", tuple(q.out_shape), out_q)
         ctx.emit(q, "reshape", [target], viewed, {}, name=f"{q.name}_squeeze")
         target = viewed
@@ -138,13 +144,7 @@ def lower_tokens(ctx: LowerCtx, q: QNode) -> None:
     ctx.emit(q, ir_op, [x.name], target, {"kernel": (1, t), "strides": (1, 1), "pads": (0, 0, 0, 0),
                                           "act_min": lo, "act_max": hi, "tokens": True,
                                           "fixed_count": ir_op == "avgpool" and not x.quant.same_as(q.out_quant)})
-    if not keep:  # keepdims=0: a view drops the token axis
-        viewed = q.output if same_q else ctx.act(f"{q.output}_view", tuple(q.out_shape), out_q)
-        ctx.emit(q, "reshape", [target], viewed, {}, name=f"{q.name}_squeeze")
-        target = viewed
-    if not same_q:
-        ctx.emit(q, "requantize", [target], q.output, {"act_min": q.act_min, "act_max": q.act_max},
-                 name=f"{q.name}_requantize")
+    finish(ctx, q, target, keep, same_q, out_q)
 
 
 def token_dims(shape: tuple[int, ...]) -> Dims:

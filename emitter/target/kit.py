@@ -35,6 +35,15 @@ KIT_FILES = ("startup.c", "mcu_fault_text.h", "syscalls.c", "board.ld", "toolcha
              "README.md")
 
 
+# The kit README's CMake paragraph (both architectures), up to its "Without CMake:" heading
+README_CMAKE = ("With CMake: configure with `-DCMAKE_TOOLCHAIN_FILE=<kit>/toolchain.cmake`, and in your\n"
+                "CMakeLists.txt\n\n"
+                "    include(\"${MCUGEN_QEMU_KIT}/qemu_kit.cmake\")\n"
+                "    mcugen_qemu_kit(my_app)\n\n"
+                "then `<kit>/run build/my_app.elf` (or `cmake --build build --target run_my_app`).\n\n"
+                "Without CMake:\n\n")
+
+
 def qemu_command(board: Board) -> list[str]:
     """qemu-system-arm's (RISC-V: qemu-system-riscv32's) arguments for an image of this board, without -kernel.
     RISC-V: picolibc writes stdout by the semihosting console calls (SYS_WRITEC/SYS_WRITE0), which QEMU
@@ -95,12 +104,7 @@ def kit_files(board: Board, stack_bytes: int = 0x10000) -> dict[str, str]:
               "Written by `mcugen qemu-kit`: your firmware's `main()` runs in QEMU, `printf` goes to the\n"
               "terminal by semihosting, and QEMU exits with `main()`'s return value (4 after a fault: the\n"
               "fault registers are printed).\n\n"
-              "With CMake: configure with `-DCMAKE_TOOLCHAIN_FILE=<kit>/toolchain.cmake`, and in your\n"
-              "CMakeLists.txt\n\n"
-              "    include(\"${MCUGEN_QEMU_KIT}/qemu_kit.cmake\")\n"
-              "    mcugen_qemu_kit(my_app)\n\n"
-              "then `<kit>/run build/my_app.elf` (or `cmake --build build --target run_my_app`).\n\n"
-              "Without CMake:\n\n"
+              + README_CMAKE +
               f"    arm-none-eabi-gcc {cflags} -O2 main.c <kit>/startup.c <kit>/syscalls.c \\\n"
               "        --specs=rdimon.specs -T <kit>/board.ld -Wl,--gc-sections -o app.elf\n"
               "    <kit>/run app.elf\n\n"
@@ -142,12 +146,7 @@ def riscv_kit(board: Board, cflags: str, board_ld: str, run: str, stack_bytes: i
               "`-bios none`: the image starts in M-mode), `printf` goes to the terminal by semihosting\n"
               "(picolibc), and QEMU exits with `main()`'s return value (4 after a trap: mcause, mepc and\n"
               "mtval are printed).\n\n"
-              "With CMake: configure with `-DCMAKE_TOOLCHAIN_FILE=<kit>/toolchain.cmake`, and in your\n"
-              "CMakeLists.txt\n\n"
-              "    include(\"${MCUGEN_QEMU_KIT}/qemu_kit.cmake\")\n"
-              "    mcugen_qemu_kit(my_app)\n\n"
-              "then `<kit>/run build/my_app.elf` (or `cmake --build build --target run_my_app`).\n\n"
-              "Without CMake:\n\n"
+              + README_CMAKE +
               f"    riscv64-unknown-elf-gcc {cflags} --specs=picolibc.specs -O2 main.c <kit>/startup.c \\\n"
               f"        {link} -T <kit>/board.ld -Wl,--gc-sections -o app.elf\n"
               "    <kit>/run app.elf\n\n"

@@ -12,7 +12,7 @@ import dataclasses
 import re
 import subprocess
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,43 +33,15 @@ from tests.harness.ckernels import (
     cross_compile_kernel,
     run_bundle_on_qemu,
 )
+from tests.harness.layernorm_cases import BASE_CASES, Case
 
 KERNEL = "mcu_layernorm_f32_s8"
 F32 = np.float32
 
 
-class Case(NamedTuple):
-    rows: int = 4
-    row_size: int = 48
-    s_in: float = 0.05
-    zp_in: int = 3
-    eps: float = 1e-5
-    s_out: float = 0.03
-    zp_out: int = -2
-    act: tuple[int, int] = (-128, 127)
-    beta: bool = True
-    gamma_sd: float = 0.3  # gamma ~ N(1, sd), beta ~ N(0, sd)
-    spread: int = 128  # inputs uniform in zp_in +- spread (clipped to int8)
-
-
 CASES = {
-    "default": Case(),
-    "no_beta": Case(beta=False),
-    "one_row": Case(rows=1),
-    "row_size_1": Case(row_size=1),  # x - mean == 0: y = beta
-    "row_size_2": Case(row_size=2),
-    "odd_row_size": Case(row_size=37),
-    "wide_rows": Case(rows=3, row_size=768),  # BERT-base hidden size
-    "many_rows": Case(rows=128, row_size=16),
-    "narrow_inputs": Case(spread=2),  # near-constant rows, variance ~ epsilon
-    "large_epsilon": Case(eps=0.5),
-    "tiny_input_scale": Case(s_in=1e-5, eps=1e-12),
-    "large_input_scale": Case(s_in=10.0),
-    "large_gamma_saturates": Case(gamma_sd=5.0, s_out=0.01),
-    "zp_extremes": Case(zp_in=-128, zp_out=127),
-    "zp_extremes_2": Case(zp_in=127, zp_out=-128),
+    **BASE_CASES,
     "relu_act": Case(zp_out=-128, act=(-128, 127), s_out=0.015),
-    "narrow_act": Case(act=(-5, 9)),
 }
 
 
