@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from hypothesis import strategies as st
+
 
 class Case(NamedTuple):
     rows: int = 4
@@ -38,3 +40,16 @@ BASE_CASES = {
     "zp_extremes_2": Case(zp_in=127, zp_out=-128),
     "narrow_act": Case(act=(-5, 9)),
 }
+
+
+@st.composite
+def cases(draw: st.DrawFn, max_row_size: int) -> Case:
+    """Random cases for the property tests: output scales wide enough for gamma's spread."""
+    lo, hi = sorted(draw(st.integers(-128, 127)) for _ in range(2))
+    gamma_sd = draw(st.floats(0.0, 2.0))
+    return Case(rows=draw(st.integers(1, 4)), row_size=draw(st.integers(1, max_row_size)),
+                s_in=draw(st.floats(1e-4, 1.0)), zp_in=draw(st.integers(-128, 127)),
+                eps=draw(st.floats(1e-6, 1e-2)),
+                s_out=draw(st.floats(0.25, 4.0)) * (1.0 + 3.0 * gamma_sd) * 4.0 / 128.0,
+                zp_out=draw(st.integers(-128, 127)), act=(lo, hi), beta=draw(st.booleans()),
+                gamma_sd=gamma_sd, spread=draw(st.sampled_from([1, 4, 128])))
