@@ -95,7 +95,7 @@ def fold_const_view(s: LowerState, node: onnx.NodeProto) -> None:
             raise NodeUnsupported(f"moves the per-channel quantized constant '{node.input[0]}' across "
                                   "its channel axis; quantize it per tensor")
         quant = QuantParams(quant.scale, quant.zero_point, axis)
-    s.dq_const[node.output[0]] = QIn(None, data, quant, tuple(data.shape))
+    s.dq_const[node.output[0]] = QIn(None, data, quant, tuple(data.shape), qi.bits)
 
 
 def lower_lone_q(s: LowerState, node: onnx.NodeProto) -> None:

@@ -5,6 +5,11 @@ a DequantizeLinear reads.
     #                                                           zero point within its type's range)
     # uint8 data (scale, zp)                                 -> int8 data (scale, zp - 128), exact
     # DQ(int32 initializer) with zero point zp               -> data - zp with zero point 0, same reals
+    # DQ(int4/uint4 initializer) with zero point zp           -> data - zp as int8 values, zero point 0
+    #     (exact: |data - zp| <= 15);  all in [-8, 7]         -> bits=4 (int4 zp 0, uint4 zp 8): packed
+    #                                                            4-bit kernels (fc, conv)
+    #     some outside [-8, 7] (uint4 with another zp)        -> bits=8: the int8 kernels, symmetric
+    # int2/uint2, float8/float4 anywhere; int4/uint4 activations -> refused (narrow_type_problem)
 """
 from __future__ import annotations
 
@@ -30,12 +35,20 @@ def to_int8(data: np.ndarray, quant: QuantParams) -> tuple[np.ndarray, QuantPara
     return data, quant
 
 
-def narrow_type_problem(dtype: np.dtype, what: str) -> str | None:
-    """The refusal for a quantized type mcugen does not run: sub-byte integers and 8-bit floats."""
+FOUR_BIT = ("int4", "uint4")
+
+
+def narrow_type_problem(dtype: np.dtype, what: str, constant: bool = False) -> str | None:
+    """The refusal for a quantized type mcugen does not run: sub-byte integers (4-bit ones are
+    read for constants, `constant`) and 8-bit floats."""
     name = str(dtype)
-    if name in ("int4", "uint4", "int2", "uint2"):
-        return (f"{what} is {name}: {name[-1]}-bit quantization is not supported; quantize to 8 "
-                "bits (int8 weights: quantize_static with weight_type=QuantType.QInt8)")
+    if name in FOUR_BIT and not constant:
+        return (f"{what} is {name}: 4-bit activations are not supported (4-bit weights are: "
+                "quantize_static with activation_type=QuantType.QInt8 or QUInt8, "
+                "weight_type=QuantType.QInt4)")
+    if name in ("int2", "uint2"):
+        return (f"{what} is {name}: 2-bit quantization is not supported; quantize to 8 or 4 "
+                "bits (quantize_static with weight_type=QuantType.QInt8 or QuantType.QInt4)")
     if name.startswith("float8") or name.startswith("float4"):
         return (f"{what} is {name}: {name[:6]} quantization is not supported; mcugen runs int8 "
                 "(or uint8): quantize with QuantType.QInt8")
@@ -48,9 +61,11 @@ SAME_SHAPE_QPARAMS = ("QuantizeLinear", "DequantizeLinear")
 
 
 def read_qparams(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype], node: onnx.NodeProto,
-                 scale_name: str, zp_name: str | None, axis: int | None, for_tensor: str) -> QuantParams:
+                 scale_name: str, zp_name: str | None, axis: int | None, for_tensor: str,
+                 constant: bool = False) -> QuantParams:
     """The QuantParams `node` gives `for_tensor` from its scale and zero point inputs; the zero
-    point's dtype is recorded in zp_dtype (it names the type of com.microsoft QLinear* outputs)."""
+    point's dtype is recorded in zp_dtype (it names the type of com.microsoft QLinear* outputs).
+    `constant`: the DequantizeLinear of an initializer (its zero point may be int4/uint4)."""
     where = f"tensor '{for_tensor}' (node '{node.name or node.op_type}')"
     if scale_name not in inits:
         raise NodeUnsupported(f"scale '{scale_name}' of '{for_tensor}' is not a constant")
@@ -65,9 +80,11 @@ def read_qparams(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype], no
                          "re-quantize the model")
     if zp_name and zp_name in inits:
         zp_arr = inits[zp_name]
-        narrow = narrow_type_problem(zp_arr.dtype, f"{where}: zero point '{zp_name}'")
+        narrow = narrow_type_problem(zp_arr.dtype, f"{where}: zero point '{zp_name}'", constant)
         if narrow is not None:
             raise QuantError(narrow)
+        if str(zp_arr.dtype) in FOUR_BIT:  # ml_dtypes int4/uint4: within range by construction
+            zp_arr = zp_arr.astype(np.int8)
         if zp_arr.dtype.kind not in "iu":
             raise QuantError(f"{where}: zero point '{zp_name}' is {zp_arr.dtype}; zero points "
                              "must be integers: re-quantize the model")
@@ -112,14 +129,14 @@ def dequantized_const(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype
     src = node.input[0]
     zp = node.input[2] if len(node.input) > 2 and node.input[2] else None
     data = inits[src]
-    narrow = narrow_type_problem(data.dtype, f"constant '{src}' (node '{node.name}')")
+    narrow = narrow_type_problem(data.dtype, f"constant '{src}' (node '{node.name}')", constant=True)
     if narrow is not None:
         raise QuantError(narrow)
     if data.size == 0:
         raise QuantError(f"constant '{src}' (node '{node.name}') is empty (shape "
                          f"{list(data.shape)}); re-export the model with its weights")
     axis = dq_axis(node, data.shape)
-    quant = read_qparams(inits, zp_dtype, node, node.input[1], zp, axis, src)
+    quant = read_qparams(inits, zp_dtype, node, node.input[1], zp, axis, src, constant=True)
     if quant.axis is not None and not 0 <= quant.axis < data.ndim:
         raise QuantError(f"'{src}' (node '{node.name}'): per-axis quantization along axis "
                          f"{quant.axis} of a {data.ndim}-D tensor; fix the axis attribute")
@@ -138,5 +155,22 @@ def dequantized_const(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype
                              "point overflow int32; re-quantize with zero point 0")
         data = folded.astype(np.int32)
         quant = QuantParams(quant.scale, np.zeros_like(quant.zero_point), quant.axis)
+    if str(data.dtype) in FOUR_BIT:
+        return four_bit_const(data, quant)
     data, quant = to_int8(data, quant)
     return QIn(None, data, quant, tuple(data.shape))
+
+
+def four_bit_const(data: np.ndarray, quant: QuantParams) -> QIn:
+    """int4/uint4 data (ml_dtypes) -> data - zero point as int8 values with zero point 0 (exact,
+    |q - zp| <= 15): bits=4 when every value lies in [-8, 7] (int4 of zero point 0, uint4 of zero
+    point 8), else bits=8 (run by the int8 kernels as a symmetric int8 weight)."""
+    zp = quant.zero_point.astype(np.int16)
+    if quant.axis is not None and zp.size > 1:
+        zp = zp.reshape([-1 if d == quant.axis else 1 for d in range(data.ndim)])
+    else:
+        zp = zp.ravel()[:1]
+    values = data.astype(np.int16) - zp
+    bits = 4 if values.size and -8 <= int(values.min()) and int(values.max()) <= 7 else 8
+    sym = QuantParams(quant.scale, np.zeros_like(quant.zero_point), quant.axis)
+    return QIn(None, values.astype(np.int8), sym, tuple(data.shape), bits)

@@ -75,11 +75,17 @@ class Attrs:
 
 @dataclass(frozen=True, eq=False)
 class QIn:
-    """One input of a quantized operation: an int8 activation (name) or a constant (data)."""
+    """One input of a quantized operation: an int8 activation (name) or a constant (data).
+
+    bits: the width the constant's values fit: 4 for a 4-bit weight (ONNX INT4, or UINT4 whose
+    zero point leaves it in [-8, 7]), whose data arrives as int8 values in [-8, 7] with zero point 0;
+    8 otherwise. Ops with a 4-bit kernel (fc, conv) may store it packed; every other op reads the
+    int8 values (exact)."""
     name: str | None
     data: np.ndarray | None
     quant: QuantParams | None
     shape: tuple[int, ...]
+    bits: int = 8
 
     @property
     def is_const(self) -> bool:
