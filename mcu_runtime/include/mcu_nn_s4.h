@@ -32,7 +32,7 @@ extern "C" {
  * row 0's 16 bytes, then rows 1, 2, 3; then the four rows' tails of H bytes, one after another.
  * The last N % 4 rows follow, one after another. N * ((K + 1) / 2) bytes in all. */
 #define MCU_FC_S4_CHUNK 32
-#define MCU_S4_BIAS 8 /* stored nibble = weight + MCU_S4_BIAS */
+#define MCU_S4_BIAS 8
 
 /**
  * @brief int8 x int4 fully connected: in [batches, K], weights [N, K] packed as above, out
