@@ -3,6 +3,12 @@
 ONNX weights OIHW become OHWI (regular) or [1, KH, KW, C_out] (depthwise) at build time; the
 feature maps are NHWC (a 1-D conv's [N, C, L] is stored [N, L, C] and runs as H = 1).
 Requantization per output channel: M[c] = s_in * s_w[c] / s_out (double), TFLite QuantizeMultiplier.
+
+4-bit weights (QIn.bits == 4, values in [-8, 7]) keep their own kernels, packed two a byte:
+mcu_conv2d_s4 (regular, 1-D) and mcu_depthwise_conv2d_s4, the same numbers as the int8 kernels. They
+are stored as int8 (the int8 kernels) where no 4-bit form exists, and the summary says so: weights
+changed by an asymmetric zero point's folding, int16 activations (prepare_a16), and a convolution
+fused with its residual Add (ops/conv_add.py prepares the conv without the 4-bit attribute).
 """
 from __future__ import annotations
 
@@ -17,7 +23,9 @@ from emitter.calls import CArg, ConstArg, CRef, NullArg, Prepared, StructArg, Te
 from emitter.errors import NodeUnsupported, QuantError
 from emitter.ir import Graph, Layout, Node
 from emitter.kernels import ISAS
+from emitter.kernels import mcu_conv2d_s4 as conv4_twin
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
+from emitter.kernels import mcu_depthwise_conv2d_s4 as dw4_twin
 from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_conv2d_s8 import ConvParams, mcu_conv2d_s8
@@ -161,9 +169,12 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     check_bias_headroom(bias, int(np.prod(wdata.shape[1:])))
     w_name = ctx.const(f"{q.name}_weights", wdata, wquant)
     b_name = ctx.const(f"{q.name}_bias", bias) if bias is not None else ""
-    ctx.emit(q, "conv", [x_name, w_name, b_name], q.output, {
+    attrs: dict[str, Any] = {
         "kernel": tuple(kernel), "strides": tuple(strides), "dilations": tuple(dilations),
-        "pads": tuple(pads), "group": group, "act_min": q.act_min, "act_max": q.act_max})
+        "pads": tuple(pads), "group": group, "act_min": q.act_min, "act_max": q.act_max}
+    if w.bits == 4:  # 4-bit kernels for the weights as given; folded weights: int8, said why
+        attrs["weight_bits"] = 4 if wdata is w.data else "folded"
+    ctx.emit(q, "conv", [x_name, w_name, b_name], q.output, attrs)
 
 
 def feature_layout(shape: tuple[int, ...]) -> Layout:
@@ -190,7 +201,15 @@ def scratch_ctx(buffer_size: Callable[[Any, Any, str], int], p: Any, bias: np.nd
     return StructArg("mcu_context_t", "ctx", {"buf": CRef("scratch" if n else "null"), "size": n}), n
 
 
+INT8_STORAGE = {"folded": "4-bit weights stored as int8: the asymmetric zero point's folding changed them",
+                "a16": "4-bit weights stored as int8: no 4-bit kernel for int16 activations"}
+
+
 def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
+    return _prepare(node, g, isa, node.attrs.get("weight_bits") == 4)
+
+
+def _prepare(node: Node, g: Graph, isa: str, s4: bool) -> Prepared:
     x, w, y = g.t(node.inputs[0]), g.t(node.inputs[1]), g.t(node.outputs[0])
     b = g.t(node.inputs[2]) if node.inputs[2] else None
     xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
@@ -230,16 +249,28 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return fn(p, env[x.name].reshape(in_shape), filt, bias).ravel()
 
-    ctx, scratch = scratch_ctx(dw_twin.buffer_size if depthwise else conv_twin.buffer_size, p, bias, isa)
-    operands: dict[str, CArg] = {"ctx": ctx, "input": TensorArg(x.name), "filter": ConstArg("filter", filt),
+    summary = (f"{kh}x{kw} s{sh}x{sw} d{dh}x{dw} pad t{pt} l{pl}"
+               f"{' depthwise x' + str(c_out // idims.c) if depthwise else ''}")
+    twin: Any = dw_twin if depthwise else conv_twin
+    filt_arg = ConstArg("filter", filt)
+    if s4 and depthwise:  # the int8 golden; the weights packed per tap, two channels a byte
+        kernel, twin, filt_arg = "mcu_depthwise_conv2d_s4", dw4_twin, ConstArg("filter", dw4_twin.pack_filter(filt))
+        summary += ", 4-bit weights"
+    elif s4:  # the int8 golden; the weights packed, the input offset folded into the sums
+        kernel, twin, filt_arg = "mcu_conv2d_s4", conv4_twin, ConstArg("filter", conv4_twin.pack_filter(filt))
+        bias_arg = ConstArg("sums", conv4_twin.kernel_sums(filt, bias, qio.input_offset))
+        summary += ", 4-bit weights"
+    elif node.attrs.get("weight_bits") in INT8_STORAGE:
+        summary += f" ({INT8_STORAGE[node.attrs['weight_bits']]})"
+    ctx, scratch = scratch_ctx(twin.buffer_size, p, bias, isa)
+    operands: dict[str, CArg] = {"ctx": ctx, "input": TensorArg(x.name), "filter": filt_arg,
                                  "bias": bias_arg, "output": TensorArg(y.name)}
-    return Prepared(kernel, p, operands, golden, macs=macs * idims.n, scratch=scratch,
-                    summary=f"{kh}x{kw} s{sh}x{sw} d{dh}x{dw} pad t{pt} l{pl}"
-                            f"{' depthwise x' + str(c_out // idims.c) if depthwise else ''}")
+    return Prepared(kernel, p, operands, golden, macs=macs * idims.n, scratch=scratch, summary=summary)
 
 
 def prepare_a16(node: Node, g: Graph) -> Prepared:
-    base = prepare(node, a16.tflite(g), "c")  # its int8 Prepare with TFLite's multipliers
+    # its int8 Prepare with TFLite's multipliers (4-bit weights: int8 storage, no s16 4-bit kernel)
+    base = _prepare(node, a16.tflite(g), "c", False)
     p: Any = base.params
     a16.check_shifts(node, g, p.shift)
     ops = base.operands
@@ -256,7 +287,8 @@ def prepare_a16(node: Node, g: Graph) -> Prepared:
 
     return Prepared("mcu_depthwise_conv2d_s16" if depthwise else "mcu_conv2d_s16", p,
                     {"input": ops["input"], "filter": filt, "bias": bias, "output": ops["output"]},
-                    golden, macs=base.macs, summary=base.summary)
+                    golden, macs=base.macs, summary=base.summary + (
+                        f" ({INT8_STORAGE['a16']})" if node.attrs.get("weight_bits") == 4 else ""))
 
 
 A16 = a16.Int16(prepare_a16)  # mcu_conv2d_s16 / mcu_depthwise_conv2d_s16

@@ -54,6 +54,69 @@ int32_t mcu_fully_connected_s4_get_buffer_size(const mcu_fc_params_t *params,
 int32_t mcu_fully_connected_s4_path(const mcu_fc_params_t *params, const int32_t *kernel_sums,
                                     int32_t isa);
 
+/* ------------------------------------------------------------------------------------------- */
+/* Convolution (regular and 1-D), depthwise and transposed convolution, 4-bit weights          */
+
+/* Weights are stored as signed nibbles (two's complement, -8..7), the params structs are
+ * mcu_nn.h's, the output stage mcu_output_stage.
+ *
+ * mcu_conv2d_s4: output channel oc's K = KH * KW * C_in weights (OHWI order) take (K + 1) / 2
+ * bytes from byte oc * ((K + 1) / 2): blocks of MCU_S4_BLOCK = 32 weights in 16 bytes, byte j
+ * holding weight j (low nibble) and weight 16 + j (high nibble); then the last T = K % 32 weights
+ * in H = (T + 1) / 2 bytes, byte j holding weight j low and weight H + j high (0 when T is odd).
+ * C_out * ((K + 1) / 2) bytes in all. */
+#define MCU_S4_BLOCK 32
+
+/**
+ * @brief int8 convolution with 4-bit weights (group 1; 1-D as H = 1), NHWC input/output:
+ *   out[y,x,oc] = mcu_output_stage(sum_{ky,kx,ic} in[iy,ix,ic] * w[oc,ky,kx,ic] + sums[oc]),
+ *   sums[oc] = bias[oc] + input_offset * sum of w[oc] (build time; never NULL); a padding tap
+ * reads the input zero point, so the result is mcu_conv2d_s8's for the same weights and bias.
+ * Scratch: mcu_conv2d_s4_get_buffer_size(params, MCU_ISA_NATIVE) bytes in ctx (else
+ * MCU_ERR_SCRATCH); MCU_ERR_ARG for parameters out of range (K at most 65535).
+ */
+mcu_status_t mcu_conv2d_s4(const mcu_context_t *ctx, const mcu_conv_params_t *params,
+                           const int8_t *input, const uint8_t *filter, const int32_t *sums,
+                           int8_t *output);
+
+/** @brief mcu_conv2d_s4 on its generic path whatever the target (the least scratch,
+ * mcu_conv2d_s4_get_buffer_size(params, MCU_ISA_C) bytes). */
+mcu_status_t mcu_conv2d_s4_lean(const mcu_context_t *ctx, const mcu_conv_params_t *params,
+                                const int8_t *input, const uint8_t *filter, const int32_t *sums,
+                                int8_t *output);
+
+/** @brief Scratch bytes mcu_conv2d_s4 needs for these (valid) parameters on `isa` (MCU_ISA_*). */
+int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv_params_t *params, int32_t isa);
+
+/** @brief The code path (MCU_PATH_*) mcu_conv2d_s4 takes for these parameters on `isa`. */
+int32_t mcu_conv2d_s4_path(const mcu_conv_params_t *params, int32_t isa);
+
+/* mcu_depthwise_conv2d_s4: per tap (ky, kx), the C_out weights of that tap in (C_out + 1) / 2
+ * bytes, byte j holding channel 2j (low nibble) and channel 2j + 1 (high nibble; 0 when C_out is
+ * odd). KH * KW * ((C_out + 1) / 2) bytes in all. */
+
+/**
+ * @brief int8 depthwise convolution with 4-bit weights, NHWC, any depth multiplier: the results
+ * of mcu_depthwise_conv2d_s8 (mcu_nn.h) for the same weights and bias (may be NULL). No scratch
+ * (ctx may be NULL); MCU_ERR_ARG for parameters out of range.
+ */
+mcu_status_t mcu_depthwise_conv2d_s4(const mcu_context_t *ctx,
+                                     const mcu_depthwise_conv_params_t *params,
+                                     const int8_t *input, const uint8_t *filter,
+                                     const int32_t *bias, int8_t *output);
+
+/* mcu_transpose_conv_s4: per (oc, ky, kx), the C_in weights of that tap in (C_in + 1) / 2 bytes,
+ * byte j holding input channel 2j (low nibble) and 2j + 1 (high nibble; 0 when C_in is odd).
+ * C_out * KH * KW * ((C_in + 1) / 2) bytes in all. */
+
+/**
+ * @brief int8 transposed convolution with 4-bit weights: the results of mcu_transpose_conv_s8
+ * (mcu_nn.h) for the same weights and bias (may be NULL). No scratch; MCU_ERR_ARG for parameters
+ * out of range.
+ */
+mcu_status_t mcu_transpose_conv_s4(const mcu_transpose_conv_params_t *params, const int8_t *input,
+                                   const uint8_t *filter, const int32_t *bias, int8_t *output);
+
 #ifdef __cplusplus
 }
 #endif

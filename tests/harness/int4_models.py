@@ -141,3 +141,57 @@ def model(kind: str, root: Path, weight_type: str = "int4", per_channel: bool = 
                     extra_options={"WeightSymmetric": symmetric})
     tmp.replace(out)  # atomic: a cached file is whole
     return out
+
+
+# -- convolutions (I2): regular, depthwise, transposed and 1-D ------------------------------------
+@register("conv")
+def conv(rng: np.random.Generator) -> Float:
+    """Conv 3x3 pad 1 [3 -> 12] + Relu, Conv 3x3 stride 2 [12 -> 17] + Relu, Conv 1x1 [17 -> 9]
+    (odd channel counts, K = 27, 108 and 17: whole 32-weight blocks and tails)."""
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], strides=[2, 2]),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("Conv", ["r2", "w3", "b3"], ["y"])]
+    return Float(nodes, {"w1": _w(rng, 12, 3, 3, 3), "b1": _w(rng, 12, s=0.1), "w2": _w(rng, 17, 12, 3, 3, s=0.1),
+                         "b2": _w(rng, 17, s=0.1), "w3": _w(rng, 9, 17, 1, 1), "b3": _w(rng, 9, s=0.1)},
+                 (1, 3, 10, 9))
+
+
+@register("depthwise")
+def depthwise(rng: np.random.Generator) -> Float:
+    """Conv 1x1 [4 -> 13], depthwise 3x3 pad 1 (13 channels) + Relu, depthwise 3x3 stride 2
+    multiplier 2 (13 -> 26), Conv 1x1 [26 -> 6]."""
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"]),
+             helper.make_node("Conv", ["c0", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], group=13),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], strides=[2, 2], group=13),
+             helper.make_node("Conv", ["c2", "w3", "b3"], ["y"])]
+    return Float(nodes, {"w0": _w(rng, 13, 4, 1, 1), "b0": _w(rng, 13, s=0.1), "w1": _w(rng, 13, 1, 3, 3),
+                         "b1": _w(rng, 13, s=0.1), "w2": _w(rng, 26, 1, 3, 3), "b2": _w(rng, 26, s=0.1),
+                         "w3": _w(rng, 6, 26, 1, 1), "b3": _w(rng, 6, s=0.1)}, (1, 4, 9, 8))
+
+
+@register("conv_transpose")
+def conv_transpose(rng: np.random.Generator) -> Float:
+    """Conv 3x3 [3 -> 7] + Relu, ConvTranspose 3x3 stride 2 pad 1 output_padding 1 [7 -> 5]."""
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("ConvTranspose", ["r1", "w2", "b2"], ["y"], strides=[2, 2], pads=[1, 1, 1, 1],
+                              output_padding=[1, 1])]
+    return Float(nodes, {"w1": _w(rng, 7, 3, 3, 3), "b1": _w(rng, 7, s=0.1), "w2": _w(rng, 7, 5, 3, 3),
+                         "b2": _w(rng, 5, s=0.1)}, (1, 3, 6, 5))
+
+
+@register("conv1d")
+def conv1d(rng: np.random.Generator) -> Float:
+    """A keyword-spotting-like 1-D stack on [1, 10, 49]: Conv1d k=5 pad 2 [10 -> 24] + Relu,
+    depthwise Conv1d k=3 dilation 2 pad 2 + Relu, Conv1d k=1 [24 -> 11]."""
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[2, 2]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[2, 2], dilations=[2], group=24),
+             helper.make_node("Relu", ["c2"], ["r2"]),
+             helper.make_node("Conv", ["r2", "w3", "b3"], ["y"])]
+    return Float(nodes, {"w1": _w(rng, 24, 10, 5, s=0.2), "b1": _w(rng, 24, s=0.1), "w2": _w(rng, 24, 1, 3),
+                         "b2": _w(rng, 24, s=0.1), "w3": _w(rng, 11, 24, 1), "b3": _w(rng, 11, s=0.1)},
+                 (1, 10, 49))

@@ -1,0 +1,192 @@
+"""4-bit weights, convolutions (issue 24): mcu_conv2d_s4, mcu_depthwise_conv2d_s4 and
+mcu_transpose_conv_s4 against their goldens (the int8 kernels' twins on the unpacked weights) on
+the host over random shapes, their layouts, scratch formulas and refusals; and small int4 models
+(tests/harness/int4_models.py: conv, depthwise, transposed, 1-D) bit-exact with the golden on the
+host and in QEMU (portable backend) on cortex-m0plus, -m4, -m7 and -m55, where the DSP and MVE
+paths run."""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+import pytest
+
+from emitter.kernels import mcu_conv2d_s4 as conv4
+from emitter.kernels import mcu_depthwise_conv2d_s4 as dw4
+from emitter.kernels import mcu_transpose_conv_s4 as tc4
+from emitter.kernels.common import Dims, QuantIO
+from emitter.kernels.mcu_conv2d_s8 import ConvParams
+from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams
+from emitter.kernels.mcu_transpose_conv_s8 import TransposeConvParams
+from tests.harness.ckernels import (
+    MCU_ERR_ARG,
+    MCU_ERR_SCRATCH,
+    MCU_OK,
+    call_raw,
+    conv_out_size,
+    realistic_multipliers,
+    scratch_context,
+)
+
+ISA = {"c": 0, "dsp": 1, "mve": 2}
+
+
+def _q(rng: np.random.Generator, relu: bool = False) -> QuantIO:
+    zp_in, zp_out = int(rng.integers(-128, 128)), int(rng.integers(-20, 20))
+    return QuantIO(-zp_in, zp_out, zp_out if relu else -128, 127, int(rng.integers(0, 2)))
+
+
+def _mults(rng: np.random.Generator, c: int, taps: int, per_channel: bool) -> tuple[np.ndarray, np.ndarray]:
+    m, s = realistic_multipliers(rng, c if per_channel else 1, taps)
+    return (m, s) if per_channel else (np.repeat(m, c), np.repeat(s, c))
+
+
+# -- layouts ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("k", [1, 2, 3, 17, 31, 32, 33, 63, 64, 65, 100])
+def test_conv_layout_round_trip(k: int) -> None:
+    w = np.random.default_rng(k).integers(-8, 8, (5, k)).astype(np.int8)
+    packed = conv4.pack_rows(w)
+    assert packed.shape == (5, (k + 1) // 2) and packed.dtype == np.uint8
+    np.testing.assert_array_equal(conv4.unpack_rows(packed, k), w)
+    if k >= 32:  # byte j of a whole block: weight j low, weight 16 + j high
+        assert int(packed[0, 0]) == (int(w[0, 0]) & 15) | ((int(w[0, 16]) & 15) << 4)
+
+
+def test_pairs_layout_and_range() -> None:
+    w = np.array([[-8, 7, 1]], np.int8)
+    assert list(dw4.pack_pairs(w)[0]) == [0x78, 0x01]
+    with pytest.raises(ValueError, match=r"\[-8, 7\]"):
+        conv4.pack_rows(np.array([[8]], np.int8))
+
+
+# -- mcu_conv2d_s4 ----------------------------------------------------------------------------
+def conv_case(rng: np.random.Generator, *, n: int = 1, h: int, w: int, c_in: int, c_out: int, kh: int, kw: int,
+              stride: tuple[int, int] = (1, 1), dil: tuple[int, int] = (1, 1),
+              pad: tuple[int, int, int, int] = (0, 0, 0, 0),
+              per_channel: bool = True) -> tuple[ConvParams, np.ndarray, np.ndarray, np.ndarray | None]:
+    oh = conv_out_size(h, kh, stride[0], dil[0], pad[0], pad[2])
+    ow = conv_out_size(w, kw, stride[1], dil[1], pad[1], pad[3])
+    mult, shift = _mults(rng, c_out, kh * kw * c_in, per_channel)
+    p = ConvParams(Dims(n, h, w, c_in), Dims(c_out, kh, kw, c_in), Dims(n, oh, ow, c_out), stride[0], stride[1],
+                   dil[0], dil[1], pad[0], pad[1], _q(rng, bool(rng.integers(0, 2))), mult, shift)
+    x = rng.integers(-128, 128, (n, h, w, c_in), dtype=np.int8)
+    f = rng.integers(-8, 8, (c_out, kh, kw, c_in), dtype=np.int8)
+    b = rng.integers(-(1 << 12), 1 << 12, c_out).astype(np.int32) if rng.integers(0, 4) else None
+    return p, x, f, b
+
+
+def run_conv(p: ConvParams, x: np.ndarray, f: np.ndarray, b: np.ndarray | None, fn: str = "mcu_conv2d_s4",
+             scratch: int | None = None) -> tuple[int, np.ndarray]:
+    size = conv4.buffer_size(p, b, "c") if scratch is None else scratch
+    ctx, _keep = scratch_context(size)
+    out = np.full((p.output.n, p.output.h, p.output.w, p.output.c), 0x5A, np.int8)
+    sums = conv4.kernel_sums(f, b, p.q.input_offset)
+    status = call_raw(fn, ctypes.byref(ctx), p, x, conv4.pack_filter(f), sums, out)
+    return status, out
+
+
+def random_conv(seed: int) -> tuple[ConvParams, np.ndarray, np.ndarray, np.ndarray | None]:
+    rng = np.random.default_rng(seed)
+    kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 6))
+    if rng.integers(0, 4) == 0:
+        kh = 1  # a 1-D (1xN) layer
+    h = int(rng.integers(kh, 9)) if kh > 1 else 1
+    w = int(rng.integers(kw + 2, 14))
+    stride = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    dil = (int(rng.integers(1, 3)) if kh > 1 and h >= 2 * kh else 1, int(rng.integers(1, 3)) if w >= 2 * kw + 1 else 1)
+    pt, pl, pb, pr = (int(v) for v in rng.integers(0, 2 if kh > 1 else 3, 4))
+    pad = (pt, pl, pb, pr) if kh > 1 else (0, pl, 0, pr)
+    return conv_case(rng, n=int(rng.integers(1, 3)), h=h, w=w, c_in=int(rng.integers(1, 40)),
+                     c_out=int(rng.integers(1, 20)), kh=kh, kw=kw, stride=stride, dil=dil, pad=pad,
+                     per_channel=bool(rng.integers(0, 2)))
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_conv_equals_golden(seed: int) -> None:
+    p, x, f, b = random_conv(seed)
+    status, out = run_conv(p, x, f, b)
+    assert status == MCU_OK
+    np.testing.assert_array_equal(out, conv4.mcu_conv2d_s4(p, x, f, b))
+
+
+@pytest.mark.parametrize("c_in,kw,pad", [(64, 1, 0), (33, 1, 0), (7, 5, 2), (100, 3, 1)])
+def test_conv_one_run_windows_and_lean(c_in: int, kw: int, pad: int) -> None:
+    """1x1 / 1xN windows read straight from the input (no scratch) and gathered ones; the lean call."""
+    rng = np.random.default_rng(c_in)
+    p, x, f, b = conv_case(rng, h=1, w=11, c_in=c_in, c_out=5, kh=1, kw=kw, pad=(0, pad, 0, pad))
+    assert conv4.gathers(p) == (pad > 0)
+    for fn in ("mcu_conv2d_s4", "mcu_conv2d_s4_lean"):
+        status, out = run_conv(p, x, f, b, fn)
+        assert status == MCU_OK
+        np.testing.assert_array_equal(out, conv4.mcu_conv2d_s4(p, x, f, b))
+
+
+def test_conv_extremes() -> None:
+    """Every weight -8 or 7, inputs at the int8 ends, K = 65535 taps within reach of int32."""
+    rng = np.random.default_rng(5)
+    p, x, f, b = conv_case(rng, h=3, w=3, c_in=300, c_out=3, kh=3, kw=3, pad=(1, 1, 1, 1))
+    f = np.where(rng.integers(0, 2, f.shape) == 1, 7, -8).astype(np.int8)
+    x = np.where(rng.integers(0, 2, x.shape) == 1, 127, -128).astype(np.int8)
+    status, out = run_conv(p, x, f, b)
+    assert status == MCU_OK
+    np.testing.assert_array_equal(out, conv4.mcu_conv2d_s4(p, x, f, b))
+
+
+def test_conv_scratch_formula_and_refusals() -> None:
+    for seed in range(12):
+        p, x, f, b = random_conv(seed)
+        for isa, code in ISA.items():
+            assert call_raw("mcu_conv2d_s4_get_buffer_size", p, code) == conv4.buffer_size(p, b, isa)
+            assert call_raw("mcu_conv2d_s4_path", p, code) == ("generic", "dsp", "mve").index(conv4.path(p, b, isa))
+    p, x, f, b = conv_case(np.random.default_rng(1), h=5, w=5, c_in=3, c_out=4, kh=3, kw=3, pad=(1, 1, 1, 1))
+    assert conv4.buffer_size(p, b, "c") == 27
+    assert run_conv(p, x, f, b, scratch=26)[0] == MCU_ERR_SCRATCH
+    bad = ConvParams(p.input, p.filter, p.output, 0, 1, 1, 1, 1, 1, p.q, p.multiplier, p.shift)
+    assert run_conv(bad, x, f, b)[0] == MCU_ERR_ARG
+
+
+# -- mcu_depthwise_conv2d_s4 ------------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(16))
+def test_depthwise_equals_golden(seed: int) -> None:
+    rng = np.random.default_rng(100 + seed)
+    c, mult = int(rng.integers(1, 20)), int(rng.choice([1, 1, 2, 3]))
+    kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    h, w = int(rng.integers(kh, 9)), int(rng.integers(kw, 9))
+    sh, sw, dh, dw = (int(v) for v in rng.integers(1, 3, 4))
+    pt, pl, pb, pr = (int(v) for v in rng.integers(0, 2, 4))
+    oh, ow = conv_out_size(h, kh, sh, dh, pt, pb), conv_out_size(w, kw, sw, dw, pl, pr)
+    if oh < 1 or ow < 1:
+        pytest.skip("empty output")
+    c_out = c * mult
+    mult_q, shift = _mults(rng, c_out, kh * kw, bool(rng.integers(0, 2)))
+    n = int(rng.integers(1, 3))
+    p = DepthwiseConvParams(Dims(n, h, w, c), Dims(1, kh, kw, c_out), Dims(n, oh, ow, c_out), mult, sh, sw, dh, dw,
+                            pt, pl, _q(rng), mult_q, shift)
+    x = rng.integers(-128, 128, (n, h, w, c), dtype=np.int8)
+    f = rng.integers(-8, 8, (1, kh, kw, c_out), dtype=np.int8)
+    b = rng.integers(-(1 << 10), 1 << 10, c_out).astype(np.int32) if seed % 3 else None
+    out = np.full((n, oh, ow, c_out), 0x5A, np.int8)
+    assert call_raw("mcu_depthwise_conv2d_s4", None, p, x, dw4.pack_filter(f), b, out) == MCU_OK
+    np.testing.assert_array_equal(out, dw4.mcu_depthwise_conv2d_s4(p, x, f, b))
+
+
+# -- mcu_transpose_conv_s4 --------------------------------------------------------------------
+@pytest.mark.parametrize("seed", range(12))
+def test_transpose_conv_equals_golden(seed: int) -> None:
+    rng = np.random.default_rng(200 + seed)
+    c_in, c_out = int(rng.integers(1, 12)), int(rng.integers(1, 9))
+    kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    h, w = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+    sh, sw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    dh, dw = int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    pt, pl = int(rng.integers(0, kh)), int(rng.integers(0, kw))
+    oh, ow = (h - 1) * sh + (kh - 1) * dh + 1 - pt, (w - 1) * sw + (kw - 1) * dw + 1 - pl
+    mult, shift = _mults(rng, c_out, kh * kw * c_in, bool(rng.integers(0, 2)))
+    p = TransposeConvParams(Dims(1, h, w, c_in), Dims(c_out, kh, kw, c_in), Dims(1, oh, ow, c_out), sh, sw, dh, dw,
+                            pt, pl, _q(rng), mult, shift)
+    x = rng.integers(-128, 128, (1, h, w, c_in), dtype=np.int8)
+    f = rng.integers(-8, 8, (c_out, kh, kw, c_in), dtype=np.int8)
+    b = rng.integers(-(1 << 10), 1 << 10, c_out).astype(np.int32) if seed % 2 else None
+    out = np.full((1, oh, ow, c_out), 0x5A, np.int8)
+    assert call_raw("mcu_transpose_conv_s4", p, x, tc4.pack_filter(f), b, out) == MCU_OK
+    np.testing.assert_array_equal(out, tc4.mcu_transpose_conv_s4(p, x, f, b))
