@@ -13,6 +13,11 @@ output [.., M, N]; its int32 values go into the accumulator, as the kernel adds 
 
 A MatMul by a constant [B, K, N] (one weight matrix per batch) is one fc per batch over slices of
 x [B, M, K], concatenated.
+
+4-bit weights (QIn.bits == 4: int4, or uint4 of zero point 8, emitter/lower/qparams.py) lower to
+the same fc with attribute weight_bits=4; Prepare then calls mcu_fully_connected_s4 with the
+weights packed two per byte (emitter/kernels/mcu_fully_connected_s4.py), the same params, kernel
+sums and golden as the int8 kernel. (The int16-activation variant reads them as int8.)
 """
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from emitter import quant
 from emitter.calls import ConstArg, Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Layout, Node, QuantParams
+from emitter.kernels import mcu_fully_connected_s4 as s4_twin
 from emitter.kernels import mcu_fully_connected_s8 as fc_twin
 from emitter.kernels.common import QuantIO
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
@@ -38,6 +44,7 @@ from emitter.ops.conv import check_accumulation, check_bias_headroom, scratch_ct
 ONNX_OPS = ("MatMul", "Gemm")
 IR_OPS = ("fc",)
 GEMM_DEFAULTS = {"alpha": 1.0, "beta": 1.0, "transA": 0, "transB": 0}
+WEIGHT_BITS = "weight_bits"  # fc attribute: 4 for packed 4-bit weights (absent: 8)
 
 
 def lower(ctx: LowerCtx, q: QNode) -> None:
@@ -84,7 +91,9 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     check_bias_headroom(bias, k)
     wq = QuantParams(wquant.scale, wquant.zero_point, 0 if wquant.scale.size > 1 else None)
     w_name = ctx.const(f"{q.name}_weights", np.ascontiguousarray(weights), wq)
-    attrs = {"act_min": q.act_min, "act_max": q.act_max}
+    attrs: dict[str, Any] = {"act_min": q.act_min, "act_max": q.act_max}
+    if w.bits == 4 and wquant is w.quant:  # packed 4-bit weights (a folded zero point: int8)
+        attrs[WEIGHT_BITS] = 4
     if bias is None or bias.shape[0] == 1:
         b_name = ctx.const(f"{q.name}_bias", bias[0]) if bias is not None else ""
         ctx.emit(q, "fc", [x_name, w_name, b_name], q.output, attrs)
@@ -128,7 +137,7 @@ def lower_batched(ctx: LowerCtx, q: QNode) -> None:
         node.CopyFrom(q.onnx)
         node.name = f"{q.name}_batch{bi}"
         lower(ctx, replace(q, onnx=node, inputs=[QIn(xb, None, x.quant, (1,) + tuple(x.shape[1:])),
-                                                 QIn(None, w.data[bi], wq, tuple(w.data.shape[1:]))],
+                                                 QIn(None, w.data[bi], wq, tuple(w.data.shape[1:]), w.bits)],
                            output=yb, out_shape=(1,) + tuple(q.out_shape[1:])))
         outs.append(yb)
     ctx.emit(q, "concat", outs, q.output, {"axis": 0})
@@ -187,7 +196,8 @@ def layout(node: Node, g: Graph) -> LayoutPlan:
     return LayoutPlan((need, None, None), Layout.identity(y.shape))
 
 
-def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
+def prepare(node: Node, g: Graph, isa: str = "any", packed4: bool = True) -> Prepared:
+    """The int8 kernel's call, or mcu_fully_connected_s4's for 4-bit weights (`packed4`)."""
     x, w, y = g.t(node.inputs[0]), g.t(node.inputs[1]), g.t(node.outputs[0])
     b = g.t(node.inputs[2]) if node.inputs[2] else None
     xq, yq = per_tensor(x, "input", node), per_tensor(y, "output", node)
@@ -206,6 +216,17 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_fully_connected_s8(p, env[x.name].reshape(batches, k), weights, bias).ravel()
 
+    if packed4 and node.attrs.get(WEIGHT_BITS) == 4:
+        def golden4(env: dict[str, np.ndarray]) -> np.ndarray:
+            return s4_twin.mcu_fully_connected_s4(p, env[x.name].reshape(batches, k), weights, bias).ravel()
+
+        ctx4, scratch4 = scratch_ctx(s4_twin.buffer_size, p, sums, isa)
+        return Prepared("mcu_fully_connected_s4", p,
+                        {"ctx": ctx4, "input": TensorArg(x.name),
+                         "weights": ConstArg("weights_s4", s4_twin.pack_weights(weights)),
+                         "kernel_sums": ConstArg("kernel_sums", sums), "output": TensorArg(y.name)},
+                        golden4, macs=batches * k * n_out, scratch=scratch4,
+                        summary=f"{k} -> {n_out}, batches {batches}, int4 weights")
     ctx, scratch = scratch_ctx(fc_twin.buffer_size, p, sums, isa)
     return Prepared("mcu_fully_connected_s8", p,
                     {"ctx": ctx, "input": TensorArg(x.name),
@@ -216,7 +237,7 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
 
 
 def prepare_a16(node: Node, g: Graph) -> Prepared:
-    base = prepare(node, a16.tflite(g), "c")  # its int8 Prepare with TFLite's multipliers
+    base = prepare(node, a16.tflite(g), "c", packed4=False)  # its int8 Prepare, TFLite's multipliers
     p: Any = base.params
     a16.check_shifts(node, g, p.shift)
     ops = base.operands

@@ -30,7 +30,8 @@ def runtime_files(kernels: list[str], bands: bool = False, isa: str = "any") -> 
     support/mcu_band.* (row bands and rings) and mcu_sink.* (accumulating segment ends) only when
     some layer runs by rows (`bands`)."""
     rt = data_dir("mcu_runtime")
-    out = [f"include/{h}" for h in RUNTIME_HEADERS + (("mcu_nn_s16.h",) if s16_kernels(kernels) else ())]
+    out = [f"include/{h}" for h in RUNTIME_HEADERS + (("mcu_nn_s16.h",) if s16_kernels(kernels) else ())
+           + (("mcu_nn_s4.h",) if any("_s4" in k for k in kernels) else ())]
     out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]")
                   if bands or p.stem not in ("mcu_band", "mcu_sink"))
     paths = ISA_PATHS[isa]
