@@ -14,6 +14,9 @@ out = T - pad_begin - pad_end; `output_shape` (or auto_pad SAME_*, out = in * st
 splits T - out over the two pads, the odd one at the end for SAME_UPPER and at the start otherwise.
 The kernel only needs pad_begin (negative allowed) and the output size.
 Requantization per output channel: M[c] = s_in * s_w[c] / s_out, as Conv.
+4-bit weights (QIn.bits == 4) run mcu_transpose_conv_s4, packed two input channels a byte (the
+same numbers); weights changed by an asymmetric zero point's folding are stored as int8, as the
+summary says.
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from emitter import quant
 from emitter.calls import CArg, ConstArg, NullArg, Prepared, TensorArg
 from emitter.errors import NodeUnsupported
 from emitter.ir import Graph, Node
+from emitter.kernels import mcu_transpose_conv_s4 as tc4_twin
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_transpose_conv_s8 import TransposeConvParams, mcu_transpose_conv_s8
 from emitter.ops import asym_weights
@@ -114,9 +118,11 @@ def lower(ctx: LowerCtx, q: QNode) -> None:
     check_bias_headroom(bias, taps)
     w_name = ctx.const(f"{q.name}_weights", wdata, wquant)
     b_name = ctx.const(f"{q.name}_bias", bias) if bias is not None else ""
-    ctx.emit(q, "conv_transpose", [x_name, w_name, b_name], q.output, {
-        "kernel": tuple(kernel), "strides": tuple(strides), "dilations": tuple(dilations),
-        "pads": tuple(begin), "act_min": q.act_min, "act_max": q.act_max})
+    attrs = {"kernel": tuple(kernel), "strides": tuple(strides), "dilations": tuple(dilations),
+             "pads": tuple(begin), "act_min": q.act_min, "act_max": q.act_max}
+    if w.bits == 4:  # the 4-bit kernel for the weights as given; folded ones: int8, said why
+        attrs["weight_bits"] = 4 if wdata is w.data else "folded"
+    ctx.emit(q, "conv_transpose", [x_name, w_name, b_name], q.output, attrs)
 
 
 def layout(node: Node, g: Graph) -> LayoutPlan:
@@ -146,9 +152,16 @@ def prepare(node: Node, g: Graph, isa: str = "any") -> Prepared:
     def golden(env: dict[str, np.ndarray]) -> np.ndarray:
         return mcu_transpose_conv_s8(p, env[x.name].reshape(in_shape), filt, bias).ravel()
 
-    operands: dict[str, CArg] = {"input": TensorArg(x.name), "filter": ConstArg("filter", filt),
+    kernel, summary = "mcu_transpose_conv_s8", f"{kh}x{kw} s{sh}x{sw} d{dh}x{dw} crop t{pt} l{pl}"
+    filt_arg = ConstArg("filter", filt)
+    bits = node.attrs.get("weight_bits")
+    if bits == 4:  # the int8 golden; the weights packed two input channels a byte
+        kernel, filt_arg, summary = "mcu_transpose_conv_s4", ConstArg("filter", tc4_twin.pack_filter(filt)), \
+            summary + ", 4-bit weights"
+    elif bits == "folded":
+        summary += " (4-bit weights stored as int8: the asymmetric zero point's folding changed them)"
+    operands: dict[str, CArg] = {"input": TensorArg(x.name), "filter": filt_arg,
                                  "bias": ConstArg("bias", bias) if bias is not None else NullArg(),
                                  "output": TensorArg(y.name)}
-    return Prepared("mcu_transpose_conv_s8", p, operands, golden,
-                    macs=idims.n * idims.h * idims.w * c_in * c_out * kh * kw,
-                    summary=f"{kh}x{kw} s{sh}x{sw} d{dh}x{dw} crop t{pt} l{pl}")
+    return Prepared(kernel, p, operands, golden, macs=idims.n * idims.h * idims.w * c_in * c_out * kh * kw,
+                    summary=summary)
