@@ -32,52 +32,118 @@ static int32_t input_sum(const int8_t *x, int32_t k)
     return s;
 }
 
-/* a[r] = sum_k x[k] * u[r, k], r < 4, over one block of the layout */
-static inline void block4(const int8_t *x, const uint8_t *w, int32_t k, int32_t a[4])
+#if defined(__OPTIMIZE__) && defined(__GNUC__)
+
+/* One row's 16 bytes (post-incremented): its low nibbles (VAND with q4 = 15s) against the inputs
+ * 0..15 (q0), its high ones (VSHR #4) against 16..31 (q1): 5 instructions, 32 MACs */
+#define S4_MVE_ROW(acc)                                                                         \
+    "vldrb.u8 q2, [%[w]], #16\n\t"                                                              \
+    "vand    q3, q2, q4\n\t"                                                                    \
+    "vshr.u8 q2, q2, #4\n\t"                                                                    \
+    "vmladava.s8 %[" #acc "], q0, q3\n\t"                                                       \
+    "vmladava.s8 %[" #acc "], q1, q2\n\t"
+
+/* sum over `chunks` (>= 1) whole 32-input chunks of one block, as four lanes (rows 0..3); advances
+ * *xp and *wp. A low-overhead loop of 23 instructions per chunk (128 MACs), the four sums into
+ * one vector by two VMOVs. */
+static inline int32x4_t dot_chunks(const int8_t **xp, const uint8_t **wp, int32_t chunks)
+{
+    const int8_t *x = *xp;
+    const uint8_t *w = *wp;
+    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+    int32x4_t v;
+    __asm__("vmov.i8 q4, #15\n\t"
+            "dls     lr, %[n]\n"
+            "1:\n\t"
+            "vldrb.s8 q0, [%[x]], #16\n\t"
+            "vldrb.s8 q1, [%[x]], #16\n\t"
+            S4_MVE_ROW(a0) S4_MVE_ROW(a1) S4_MVE_ROW(a2) S4_MVE_ROW(a3)
+            "le      lr, 1b\n\t"
+            "vmov    %q[v][2], %q[v][0], %[a0], %[a2]\n\t"
+            "vmov    %q[v][3], %q[v][1], %[a1], %[a3]"
+            : [a0] "+Te"(a0), [a1] "+Te"(a1), [a2] "+Te"(a2), [a3] "+Te"(a3), [x] "+r"(x), [w] "+r"(w),
+              [v] "=&w"(v)
+            : [n] "r"(chunks)
+            : "lr", "q0", "q1", "q2", "q3", "q4", "memory");
+    *xp = x;
+    *wp = w;
+    return v;
+}
+
+#else /* unoptimized builds: the same as intrinsics */
+
+static inline int32x4_t dot_chunks(const int8_t **xp, const uint8_t **wp, int32_t chunks)
 {
     const uint8x16_t low = vdupq_n_u8(15);
-    int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-    for (int32_t c = k / MCU_FC_S4_CHUNK; c > 0; --c) {
+    const int8_t *x = *xp;
+    const uint8_t *w = *wp;
+    int32_t a[4] = {0, 0, 0, 0};
+    for (; chunks > 0; --chunks) {
         const int8x16_t xl = vldrbq_s8(x);
         const int8x16_t xh = vldrbq_s8(x + 16);
-        uint8x16_t b = vldrbq_u8(w);
-        a0 = vmladavaq_s8(a0, xl, vreinterpretq_s8_u8(vandq_u8(b, low)));
-        a0 = vmladavaq_s8(a0, xh, vreinterpretq_s8_u8(vshrq_n_u8(b, 4)));
-        b = vldrbq_u8(w + 16);
-        a1 = vmladavaq_s8(a1, xl, vreinterpretq_s8_u8(vandq_u8(b, low)));
-        a1 = vmladavaq_s8(a1, xh, vreinterpretq_s8_u8(vshrq_n_u8(b, 4)));
-        b = vldrbq_u8(w + 32);
-        a2 = vmladavaq_s8(a2, xl, vreinterpretq_s8_u8(vandq_u8(b, low)));
-        a2 = vmladavaq_s8(a2, xh, vreinterpretq_s8_u8(vshrq_n_u8(b, 4)));
-        b = vldrbq_u8(w + 48);
-        a3 = vmladavaq_s8(a3, xl, vreinterpretq_s8_u8(vandq_u8(b, low)));
-        a3 = vmladavaq_s8(a3, xh, vreinterpretq_s8_u8(vshrq_n_u8(b, 4)));
+        for (int32_t r = 0; r < 4; ++r) {
+            const uint8x16_t b = vldrbq_u8(w + 16 * r);
+            a[r] = vmladavaq_s8(a[r], xl, vreinterpretq_s8_u8(vandq_u8(b, low)));
+            a[r] = vmladavaq_s8(a[r], xh, vreinterpretq_s8_u8(vshrq_n_u8(b, 4)));
+        }
         x += MCU_FC_S4_CHUNK;
         w += 2 * MCU_FC_S4_CHUNK;
     }
+    *xp = x;
+    *wp = w;
+    return vldrwq_s32(a);
+}
+
+#endif
+
+/* sum_j x[j] * u[j] over one part of t <= 32 inputs in (t + 1) / 2 bytes at w (byte j: input j
+ * low, input h + j high): tail-predicated loads, inactive lanes 0 */
+static inline int32_t part1(int32_t acc, int8x16_t xl, int8x16_t xh, const uint8_t *w, mve_pred16_t ph)
+{
+    const uint8x16_t b = vldrbq_z_u8(w, ph);
+    acc = vmladavaq_s8(acc, xl, vreinterpretq_s8_u8(vandq_u8(b, vdupq_n_u8(15))));
+    return vmladavaq_s8(acc, xh, vreinterpretq_s8_u8(vshrq_n_u8(b, 4)));
+}
+
+/* sum_k x[k] * u[r, k], r < 4, over one block of the layout, as four lanes */
+static inline int32x4_t block4(const int8_t *x, const uint8_t *w, int32_t k)
+{
+    int32x4_t v = vdupq_n_s32(0);
+    if (k >= MCU_FC_S4_CHUNK) {
+        v = dot_chunks(&x, &w, k / MCU_FC_S4_CHUNK);
+    }
     const int32_t t = k % MCU_FC_S4_CHUNK;
-    if (t > 0) { /* the tails, row after row, h bytes each; input h + j pairs with byte j's high nibble */
+    if (t > 0) { /* the tails, row after row, h bytes each */
         const int32_t h = (t + 1) >> 1;
         const mve_pred16_t ph = vctp8q((uint32_t)h);
         const int8x16_t xl = vldrbq_z_s8(x, ph);
         const int8x16_t xh = vldrbq_z_s8(x + h, vctp8q((uint32_t)(t - h)));
-        uint8x16_t b = vldrbq_z_u8(w, ph);
-        a0 = vmladavaq_s8(a0, xl, vreinterpretq_s8_u8(vandq_u8(b, low)));
-        a0 = vmladavaq_s8(a0, xh, vreinterpretq_s8_u8(vshrq_n_u8(b, 4)));
-        b = vldrbq_z_u8(w + h, ph);
-        a1 = vmladavaq_s8(a1, xl, vreinterpretq_s8_u8(vandq_u8(b, low)));
-        a1 = vmladavaq_s8(a1, xh, vreinterpretq_s8_u8(vshrq_n_u8(b, 4)));
-        b = vldrbq_z_u8(w + 2 * h, ph);
-        a2 = vmladavaq_s8(a2, xl, vreinterpretq_s8_u8(vandq_u8(b, low)));
-        a2 = vmladavaq_s8(a2, xh, vreinterpretq_s8_u8(vshrq_n_u8(b, 4)));
-        b = vldrbq_z_u8(w + 3 * h, ph);
-        a3 = vmladavaq_s8(a3, xl, vreinterpretq_s8_u8(vandq_u8(b, low)));
-        a3 = vmladavaq_s8(a3, xh, vreinterpretq_s8_u8(vshrq_n_u8(b, 4)));
+        int32_t a[4];
+        for (int32_t r = 0; r < 4; ++r) {
+            a[r] = part1(0, xl, xh, w + r * h, ph);
+        }
+        v = vaddq_s32(v, vldrwq_s32(a));
     }
-    a[0] = a0;
-    a[1] = a1;
-    a[2] = a2;
-    a[3] = a3;
+    return v;
+}
+
+/* sum_k x[k] * u[k] over one row (the last N % 4 rows: chunks, then the tail) */
+static int32_t row1(const int8_t *x, const uint8_t *w, int32_t k)
+{
+    const mve_pred16_t all = vctp8q(16u);
+    int32_t acc = 0;
+    int32_t i = 0;
+    for (; i + MCU_FC_S4_CHUNK <= k; i += MCU_FC_S4_CHUNK) {
+        acc = part1(acc, vldrbq_s8(x + i), vldrbq_s8(x + i + 16), w, all);
+        w += MCU_FC_S4_CHUNK / 2;
+    }
+    if (i < k) {
+        const int32_t t = k - i;
+        const int32_t h = (t + 1) >> 1;
+        const mve_pred16_t ph = vctp8q((uint32_t)h);
+        acc = part1(acc, vldrbq_z_s8(x + i, ph), vldrbq_z_s8(x + i + h, vctp8q((uint32_t)(t - h))), w, ph);
+    }
+    return acc;
 }
 
 void mcu_fully_connected_s4_mve(const mcu_fc_params_t *p, const int8_t *input,
@@ -88,28 +154,51 @@ void mcu_fully_connected_s4_mve(const mcu_fc_params_t *p, const int8_t *input,
     const int32_t n_out = p->out_features;
     const int32_t blocked = n_out - n_out % MCU_FC_BLOCK_ROWS;
     const int32_t block_bytes = MCU_FC_BLOCK_ROWS * ((k + 1) >> 1);
-    const int32x4_t mult1 = vdupq_n_s32(p->multiplier[0]);
-    const int32x4_t shift1 = vdupq_n_s32(p->shift[0]);
+    /* per-channel constants four at a time; per tensor the one constant four times (step 0) */
+    const int32_t m1[4] = {p->multiplier[0], p->multiplier[0], p->multiplier[0], p->multiplier[0]};
+    const int32_t s1[4] = {p->shift[0], p->shift[0], p->shift[0], p->shift[0]};
+    static const int32_t no_sums[4] = {0, 0, 0, 0};
+    const int32_t qstep = p->per_channel ? 4 : 0;
+    const int32_t sstep = sums != NULL ? 4 : 0;
+    const int32x4_t out_offset = vdupq_n_s32(q.output_offset);
+    const int32x4_t lo = vdupq_n_s32(q.act_min);
+    const int32x4_t hi = vdupq_n_s32(q.act_max);
+    const int32x4_t zero = vdupq_n_s32(0);
     for (int32_t b = 0; b < p->batches; ++b) {
         const int8_t *const in_row = input + b * k;
         int8_t *const out_row = output + b * n_out;
         const int32_t minus8 = (int32_t)(0u - 8u * (uint32_t)input_sum(in_row, k));
+        const int32x4_t off = vdupq_n_s32(minus8);
         const uint8_t *w = weights;
+        const int32_t *mp = p->per_channel ? p->multiplier : m1;
+        const int32_t *sp = p->per_channel ? p->shift : s1;
+        const int32_t *kp = sums != NULL ? sums : no_sums;
         for (int32_t n = 0; n < blocked; n += MCU_FC_BLOCK_ROWS) {
-            int32_t a[4];
-            block4(in_row, w, k, a);
+            /* + kernel sums - 8 * sum(inputs): int32 wrap-around, as the reference's */
+            int32x4_t acc = vaddq_s32(vaddq_s32(block4(in_row, w, k), off), vldrwq_s32(kp));
+            const int32x4_t m = vldrwq_s32(mp);
+            const int32x4_t s = vldrwq_s32(sp);
             w += block_bytes;
-            int32x4_t acc = vldrwq_s32(a);
-            acc = vaddq_n_s32(acc, minus8); /* int32 wrap-around, as the reference's */
-            if (sums != NULL) {
-                acc = vaddq_s32(acc, vldrwq_s32(sums + n));
+            kp += sstep;
+            mp += qstep;
+            sp += qstep;
+            int32x4_t v;
+            if (q.rounding == MCU_ROUND_TFLITE) { /* mcu_output_stage4, its constants hoisted */
+                const int32x4_t right = vminq_s32(s, zero); /* -exponent */
+                v = vqrdmulhq_s32(vshlq_s32(acc, vmaxq_s32(s, zero)), m);
+                v = vrshlq_s32(vqaddq_s32(v, vshrq_n_s32(vandq_s32(v, right), 31)), right);
+                v = vminq_s32(vmaxq_s32(vaddq_s32(v, out_offset), lo), hi);
+            } else {
+                v = mcu_output_stage4(acc, m, s, &q);
             }
-            const int32x4_t m = p->per_channel ? vldrwq_s32(p->multiplier + n) : mult1;
-            const int32x4_t s = p->per_channel ? vldrwq_s32(p->shift + n) : shift1;
-            vstrbq_s32(out_row + n, mcu_output_stage4(acc, m, s, &q));
+            vstrbq_s32(out_row + n, v);
         }
-        if (blocked < n_out) {
-            mcu_fully_connected_s4_rows(p, in_row, weights, sums, blocked, minus8, out_row);
+        const int32_t rb = (k + 1) >> 1;
+        for (int32_t n = blocked; n < n_out; ++n) { /* the last N % 4 rows */
+            const int32_t acc = (int32_t)((uint32_t)row1(in_row, weights + n * rb, k) + (uint32_t)minus8 +
+                                          (uint32_t)(sums != NULL ? sums[n] : 0));
+            const int32_t c = p->per_channel ? n : 0;
+            out_row[n] = mcu_output_stage(acc, p->multiplier[c], p->shift[c], &q);
         }
     }
 }
