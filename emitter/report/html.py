@@ -424,6 +424,17 @@ def code_section(data: dict[str, Any]) -> dict[str, Any]:
             "flash": num(data["weight_bytes"] + fig["bytes"]), "measured": measured}
 
 
+WEIGHTED_OPS = ("conv", "conv_add", "conv_transpose", "fc")  # the IR ops with a weight matrix/filter
+
+
+def weight_bits(lay: dict[str, Any]) -> str:
+    """The width of a layer's stored weights: 4 for a packed 4-bit kernel (mcu_*_s4), 8 for another
+    layer with weights, "" for a layer without."""
+    if str(lay["kernel"]).endswith("_s4"):
+        return "4"
+    return "8" if lay["op"] in WEIGHTED_OPS and lay["weight_bytes"] else ""
+
+
 def report_html(data: dict[str, Any]) -> str:
     """The page, from report.json's content."""
     layers = {lay["index"]: lay for lay in data["layers"]}
@@ -436,13 +447,13 @@ def report_html(data: dict[str, Any]) -> str:
         rows.append({"index": lay["index"], "name": lay["name"], "short": short(lay["name"]), "op": lay["op"],
                      "kernel": lay["kernel"], "view": False,
                      "backend": backend, "reason": reason, "shape": "x".join(map(str, lay["output_shape"])),
-                     "macs": num(lay["macs"]), "weights": num(lay["weight_bytes"]),
+                     "macs": num(lay["macs"]), "weights": num(lay["weight_bytes"]), "bits": weight_bits(lay),
                      **layer_cells(lay),
                      "instructions": [instr[b].get(lay["index"], "") for b in profiled]})
     for v in data.get("views", []):
         rows.append({"index": v["index"], "name": v["name"], "short": short(v["name"]), "op": v["op"],
                      "kernel": "(view)", "view": True, "backend": "none: no code", "reason": "",
-                     "shape": "x".join(map(str, v["output_shape"])), "macs": "0", "weights": "0",
+                     "shape": "x".join(map(str, v["output_shape"])), "macs": "0", "weights": "0", "bits": "",
                      "runs": f"view of {short(display_name(v['view_of']), 28)}: no code, no copy",
                      "offset": "its input's", "out_bytes": num(v["output_bytes"]),
                      "instructions": ["" for _ in profiled]})

@@ -139,12 +139,39 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
 
     if (folded := summary_line(g.nodes)) is not None:
         lines.append(folded)
+    if (four := int4_line(c)) is not None:
+        lines.append(four)
     if c.backend == "cmsis-nn":
         lines.append(f"CMSIS-NN: {kernels - len(c.portable_layers)} of {kernels} layers call CMSIS-NN directly"
                      + ("; portable kernels:" if c.portable_layers else ""))
         lines += [f"  layer {k} {kernel}: {why}" for k, kernel, why in c.portable_layers]
         lines += choice_lines(c)
     return "\n".join(lines)
+
+
+WEIGHTED_OPS = ("conv", "conv_add", "conv_transpose", "fc")  # the IR ops with a weight matrix/filter
+
+
+def int4_line(c: Compiled) -> str | None:
+    """The 4-bit weights' note: how many of the layers with weights store them packed (an mcu_*_s4
+    kernel: its uint8 const arrays), and the flash that saves against their int8 bytes; None when
+    no layer does."""
+    from emitter.calls import ConstArg
+
+    weighted = four = saved = 0
+    for node, p in zip(c.graph.nodes, c.prepared, strict=True):
+        if node.op not in WEIGHTED_OPS:
+            continue
+        weighted += 1
+        if p.kernel.endswith("_s4"):
+            four += 1
+            packed = sum(a.data.nbytes for a in p.operands.values()
+                         if isinstance(a, ConstArg) and str(a.data.dtype) == "uint8")
+            saved += c.graph.t(node.inputs[1]).size - packed
+    if not four:
+        return None
+    return (f"int4 weights: {four} of {weighted} layers, {fmt_bytes(saved)} B of flash saved vs int8 "
+            "(two weights per byte, read packed: mcu_*_s4 kernels)")
 
 
 def choice_lines(c: Compiled) -> list[str]:
