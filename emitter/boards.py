@@ -8,6 +8,12 @@ Two kinds of board file, one per board, named `<name>.toml`:
   * a named board (`core = "cortex-m4"`) states its real `ram_bytes`/`flash_bytes` and may override
     any other key (e.g. `cflags` for an M7 with a single-precision FPU); the rest, including the QEMU
     machine its test images run on, comes from its core's file.
+Memory regions: arrays of tables `[[ram]]` and `[[flash]]`, each
+`{ name = "dtcm", size = 131072, rank = 0, origin = 0x20000000 }` (rank 0 = fastest; `origin`
+optional; names are lower-case C identifiers, unique within the array). They become
+`Board.ram_pools` / `Board.flash_regions`, ordered by rank. A board without `[[ram]]` has one implicit
+pool `Pool("ram", ram_bytes, 0)` (and without `[[flash]]` one `Pool("flash", flash_bytes, 0)`); a named
+board inherits its core's regions unless it states its own.
 Unknown keys, wrong types, duplicate names/aliases and a `core` that is not a generic board are
 errors naming the file. Names and aliases are matched case-insensitively.
 """
@@ -31,11 +37,27 @@ from emitter.resources import data_dir
 _TOP_KEYS: dict[str, type | tuple[type, ...]] = {
     "name": str, "aliases": list, "description": str, "core": str, "cflags": list,
     "has_dsp": bool, "has_mve": bool, "has_fpu": bool, "ram_bytes": int, "flash_bytes": int,
-    "qemu": dict, "arch": str,
+    "qemu": dict, "arch": str, "ram": list, "flash": list,
 }
-_OPTIONAL_KEYS = {"arch": "arm"}  # key -> value when neither the board nor its core states it
+# key -> value when neither the board nor its core states it
+_OPTIONAL_KEYS: dict[str, Any] = {"arch": "arm", "ram": [], "flash": []}
 ARCHES = ("arm", "riscv")
 _QEMU_KEYS: dict[str, type] = {"machine": str, "args": list, "code": list, "data": list}
+_REGION_KEYS: dict[str, type] = {"name": str, "size": int, "rank": int, "origin": int}
+POOL_NAME = re.compile(r"[a-z_][a-z0-9_]*\Z")  # a lower-case C identifier
+
+
+@dataclass(frozen=True)
+class Pool:
+    """One memory region: a RAM pool the activation buffers may be placed in, or a flash region.
+
+    `rank` 0 is the fastest; `origin` is its base address where the board file states it.
+    """
+
+    name: str
+    size: int
+    rank: int
+    origin: int | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +81,9 @@ class Board:
     data_origin: int
     data_length: int
     arch: str = "arm"  # "arm" (Cortex-M: arm-none-eabi, qemu-system-arm) or "riscv" (rv32)
+    # RAM pools and flash regions, fastest (lowest rank) first; never empty (see the module docstring)
+    ram_pools: tuple[Pool, ...] = ()
+    flash_regions: tuple[Pool, ...] = ()
 
     @property
     def isa(self) -> str:
@@ -189,10 +214,79 @@ def _build(path: Path, data: dict[str, Any]) -> Board:
     for key in ("ram_bytes", "flash_bytes"):
         if data[key] <= 0:
             raise UsageError(f"{path}: '{key}' must be positive, found {data[key]}")
+    ram_pools = _regions(path, "ram", data["ram"]) or (Pool("ram", data["ram_bytes"], 0),)
+    flash_regions = _regions(path, "flash", data["flash"]) or (Pool("flash", data["flash_bytes"], 0),)
     return Board(
         name=data["name"], aliases=tuple(data["aliases"]), description=data["description"],
         core=data["core"], cflags=tuple(data["cflags"]), has_dsp=data["has_dsp"],
         has_mve=data["has_mve"], has_fpu=data["has_fpu"], ram_bytes=data["ram_bytes"],
         flash_bytes=data["flash_bytes"], qemu_machine=qemu["machine"],
         qemu_args=tuple(qemu["args"]), code_origin=regions[0], code_length=regions[1],
-        data_origin=regions[2], data_length=regions[3], arch=data["arch"])
+        data_origin=regions[2], data_length=regions[3], arch=data["arch"],
+        ram_pools=ram_pools, flash_regions=flash_regions)
+
+
+def _regions(path: Path, key: str, tables: list[Any]) -> tuple[Pool, ...]:
+    """The `[[ram]]` or `[[flash]]` tables of one board file, checked, ordered by rank."""
+    pools: list[Pool] = []
+    for table in tables:
+        if not isinstance(table, dict):
+            raise UsageError(f"{path}: '{key}' must be an array of tables ([[{key}]]), found {table!r}")
+        for name, value in table.items():
+            expected = _REGION_KEYS.get(name)
+            if expected is None:
+                raise UsageError(f"{path}: [[{key}]]: unknown key '{name}'; known keys: "
+                                 f"{', '.join(_REGION_KEYS)}")
+            if not isinstance(value, expected) or isinstance(value, bool):
+                raise UsageError(f"{path}: [[{key}]] '{name}' must be {expected.__name__}, found {value!r}")
+        missing = [name for name in ("name", "size", "rank") if name not in table]
+        if missing:
+            raise UsageError(f"{path}: [[{key}]] {table!r} is missing {', '.join(missing)}")
+        name = table["name"]
+        if not POOL_NAME.match(name):
+            raise UsageError(f"{path}: [[{key}]] name '{name}' must be a lower-case C identifier "
+                             f"(letters a-z, digits, '_'; not starting with a digit)")
+        if any(pool.name == name for pool in pools):
+            raise UsageError(f"{path}: [[{key}]] name '{name}' is listed twice")
+        if table["size"] <= 0 or table["rank"] < 0 or table.get("origin", 0) < 0:
+            raise UsageError(f"{path}: [[{key}]] '{name}': size must be positive, rank and origin "
+                             f"not negative, found {table!r}")
+        pools.append(Pool(name, table["size"], table["rank"], table.get("origin")))
+    return tuple(sorted(pools, key=lambda pool: pool.rank))
+
+
+_SIZE = re.compile(r"(0x[0-9a-f]+|[0-9]+)([km]?)\Z", re.IGNORECASE)
+
+
+def parse_pool_option(text: str) -> tuple[str, int]:
+    """`--pool NAME=SIZE` text -> (name, bytes); SIZE is 32768, 32K, 32KiB's '32k', 1M or 0x8000.
+
+    Raises ValueError with a sentence saying what is wrong (the CLI names the flag).
+    """
+    name, sep, size_text = text.partition("=")
+    name, size_text = name.strip(), size_text.strip()
+    if not sep or not POOL_NAME.match(name):
+        raise ValueError(f"expected NAME=SIZE with NAME a lower-case C identifier, found {text!r}")
+    match = _SIZE.match(size_text)
+    if match is None:
+        raise ValueError(f"size {size_text!r} of pool '{name}' is not a byte count "
+                         "(32768, 32K, 1M or 0x8000)")
+    number, unit = match.groups()
+    size = int(number, 16 if number.lower().startswith("0x") else 10)
+    size <<= {"": 0, "k": 10, "m": 20}[unit.lower()]
+    if size <= 0:
+        raise ValueError(f"size of pool '{name}' must be positive, found {size_text!r}")
+    return name, size
+
+
+def pools_with_overrides(board: Board, overrides: tuple[tuple[str, int], ...]) -> tuple[Pool, ...]:
+    """The board's RAM pools with `--pool` overrides: a listed name gets the new size, a new name is
+    added ranked after the board's pools (in the order given). The last override of a name wins."""
+    pools = list(board.ram_pools)
+    for name, size in overrides:
+        index = next((i for i, pool in enumerate(pools) if pool.name == name), None)
+        if index is None:
+            pools.append(Pool(name, size, max(pool.rank for pool in pools) + 1))
+        else:
+            pools[index] = Pool(name, size, pools[index].rank, pools[index].origin)
+    return tuple(sorted(pools, key=lambda pool: pool.rank))
