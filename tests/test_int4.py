@@ -108,3 +108,170 @@ def test_kernel_invalid_params() -> None:
     bad = FCParams(p.batches, 0, p.out_features, p.q, p.per_channel, p.multiplier, p.shift)
     assert call_raw("mcu_fully_connected_s4", ctypes.byref(ctx), bad, x, pack_weights(w), None, out) == MCU_ERR_ARG
     assert (out == 0x5A).all()
+
+
+# -- models: front end ---------------------------------------------------------------------------
+
+MODEL_CASES = [  # (kind, weight type, per channel, activation type, WeightSymmetric) -> expected weight bits
+    (("fc", "int4", True, "int8", True), 4),
+    (("mlp_odd", "int4", True, "int8", True), 4),
+    (("mlp_odd", "int4", False, "int8", True), 4),
+    (("fc_batch", "int4", True, "int8", True), 4),
+    (("fc_batch", "int4", False, "uint8", True), 4),
+    (("mlp_odd", "uint4", True, "int8", True), 4),  # zero point 8: exactly int4
+    (("mlp_odd", "uint4", False, "int8", False), 8),  # other zero points: s8 where q - zp leaves [-8, 7]
+]
+CASE_IDS = ["_".join(str(v) for v in c[0]) for c in MODEL_CASES]
+
+
+@pytest.fixture(scope="session")
+def int4_root(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The quantized test models, made once per session (tests/harness/int4_models.py)."""
+    return tmp_path_factory.getbasetemp() / "int4"
+
+
+def compiled_case(root: Any, case: tuple[str, str, bool, str, bool], name: str, **options: Any) -> Any:
+    from emitter.compiler import compile_model
+    from tests.harness import int4_models
+
+    kind, wt, pc, act, sym = case
+    return compile_model(int4_models.model(kind, root, wt, pc, act, sym), name=name, **options)
+
+
+def samples_of(c: Any, kind: str, n: int = 4) -> list[list[np.ndarray]]:
+    from tests.harness import int4_models
+    from tests.harness.bundles import int8_inputs
+
+    return [int8_inputs(c, [f["x"]]) for f in int4_models.feeds(kind, n, seed=9)]
+
+
+@pytest.mark.parametrize("case,bits", MODEL_CASES, ids=CASE_IDS)
+def test_front_end_weight_bits(case: tuple[str, str, bool, str, bool], bits: int, int4_root: Any) -> None:
+    """int4 (zero point 0) and uint4 of zero point 8 run every MatMul/Gemm on mcu_fully_connected_s4;
+    uint4 of another zero point runs as int8 values q - zp: on the s8 kernel where they leave [-8, 7]."""
+    c = compiled_case(int4_root, case, "m")
+    fcs = [(n, p) for n, p in zip(c.graph.nodes, c.prepared, strict=True) if n.op == "fc"]
+    assert fcs
+    kernels = {p.kernel for _, p in fcs}
+    assert kernels == {"mcu_fully_connected_s4"} if bits == 4 else "mcu_fully_connected_s8" in kernels
+    for n, p in fcs:
+        w = c.graph.t(n.inputs[1]).data
+        assert w is not None and w.dtype == np.int8
+        fits = -8 <= int(w.min()) and int(w.max()) <= 7
+        assert (p.kernel == "mcu_fully_connected_s4") == fits
+        if fits:
+            assert -8 <= int(w.min()) and int(w.max()) <= 7
+            packed = p.operands["weights"]
+            assert packed.data.dtype == np.uint8 and packed.data.size == w.shape[0] * ((w.shape[1] + 1) // 2)
+
+
+def _qdq_model(nodes: list[Any], inits: list[Any], in_shape: list[int], out_shape: list[int],
+               opset: int = 21) -> Any:
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10
+    return m
+
+
+def _matmul_model(w_type: int, w_vals: np.ndarray, zp_type: int, zp_vals: list[int], *, x_type: int = 3,
+                  block: int | None = None, w_scale: np.ndarray | None = None, axis: int = 1, opset: int = 21) -> Any:
+    """x (int8 activation, or x_type) -> MatMul by DQ(w of w_type) -> Q int8 -> y."""
+    from onnx import helper, numpy_helper
+
+    k, n = w_vals.shape
+    scale = w_scale if w_scale is not None else np.full(n, 0.05, np.float32)
+    dq_attrs: dict[str, Any] = {"axis": axis}
+    if block is not None:
+        dq_attrs["block_size"] = block
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], **dq_attrs),
+             helper.make_node("MatMul", ["xd", "wd"], ["m"]),
+             helper.make_node("QuantizeLinear", ["m", "ys", "yz"], ["mq"]),
+             helper.make_node("DequantizeLinear", ["mq", "ys", "yz"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
+             helper.make_tensor("xz", x_type, [], [0]),
+             helper.make_tensor("w", w_type, [k, n], w_vals.ravel().tolist()),
+             numpy_helper.from_array(scale.astype(np.float32), "ws"),
+             helper.make_tensor("wz", zp_type, list(scale.shape), zp_vals),
+             numpy_helper.from_array(np.array(0.1, np.float32), "ys"),
+             numpy_helper.from_array(np.array(0, np.int8), "yz")]
+    return _qdq_model(nodes, inits, [1, k], [1, n], opset)
+
+
+def _compile_error(model: Any, tmp_path: Any) -> Any:
+    import onnx
+
+    from emitter.compiler import compile_model
+    from emitter.errors import McugenError, exit_status
+
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    with pytest.raises(McugenError) as info:
+        compile_model(path)
+    assert exit_status(info.value) == 2
+    return str(info.value)
+
+
+def test_front_end_hand_made_int4_uint4(tmp_path: Any) -> None:
+    """A hand-made INT4 and UINT4 (zero point 8) MatMul at opsets 21 and 25: the same int8 values,
+    bits 4, the same golden."""
+    import onnx
+    from onnx import TensorProto
+
+    from emitter.compiler import compile_model, golden_run
+
+    w = np.random.default_rng(1).integers(-8, 8, (33, 7))
+    outs = []
+    for opset in (21, 25):
+        for name, model in (("i4", _matmul_model(TensorProto.INT4, w, TensorProto.INT4, [0] * 7, opset=opset)),
+                            ("u4", _matmul_model(TensorProto.UINT4, w + 8, TensorProto.UINT4, [8] * 7, opset=opset))):
+            path = tmp_path / f"{name}_{opset}.onnx"
+            onnx.save(model, path)
+            c = compile_model(path)
+            fc = next(p for n, p in zip(c.graph.nodes, c.prepared, strict=True) if n.op == "fc")
+            assert fc.kernel == "mcu_fully_connected_s4"
+            x = np.random.default_rng(2).integers(-128, 128, (1, 33)).astype(np.int8)
+            outs.append(golden_run(c, [x])[0])
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])
+
+
+def test_refusals(tmp_path: Any) -> None:
+    """Exit 2 naming the tensor and what to do: int2 weights, a 4-bit activation, block-wise
+    weights over several blocks; one block over the whole axis is read per channel."""
+    from onnx import TensorProto
+
+    w = np.random.default_rng(1).integers(-2, 2, (32, 4))
+    msg = _compile_error(_matmul_model(TensorProto.INT2, w, TensorProto.INT2, [0] * 4, opset=25), tmp_path)
+    assert "int2" in msg and "'w'" in msg and "QInt4" in msg
+    msg = _compile_error(_matmul_model(TensorProto.INT4, w, TensorProto.INT4, [0] * 4, x_type=TensorProto.INT4),
+                         tmp_path)
+    assert "4-bit activations are not supported" in msg and "xz" in msg
+    scale = np.full((2, 4), 0.05, np.float32)
+    msg = _compile_error(_matmul_model(TensorProto.INT4, w, TensorProto.INT4, [0] * 8, block=16, w_scale=scale,
+                                       axis=0), tmp_path)
+    assert "block quantization (block_size=16)" in msg and "'w'" in msg and "per channel" in msg
+
+
+def test_one_block_over_the_whole_axis_is_per_channel(tmp_path: Any) -> None:
+    import onnx
+    from onnx import TensorProto
+
+    from emitter.compiler import compile_model, golden_run
+
+    w = np.random.default_rng(3).integers(-8, 8, (32, 4))
+    scale = np.array([0.05, 0.04, 0.03, 0.06], np.float32)
+    x = np.random.default_rng(4).integers(-128, 128, (1, 32)).astype(np.int8)
+    outs = []
+    for name, model in (("blocked", _matmul_model(TensorProto.INT4, w, TensorProto.INT4, [0] * 4, block=32,
+                                                  w_scale=scale.reshape(1, 4), axis=0)),
+                        ("per_channel", _matmul_model(TensorProto.INT4, w, TensorProto.INT4, [0] * 4,
+                                                      w_scale=scale, axis=1))):
+        onnx.save(model, tmp_path / f"{name}.onnx")
+        c = compile_model(tmp_path / f"{name}.onnx")
+        outs.append(golden_run(c, [x])[0])
+    np.testing.assert_array_equal(outs[0], outs[1])

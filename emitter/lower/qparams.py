@@ -135,7 +135,9 @@ def dequantized_const(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype
     if data.size == 0:
         raise QuantError(f"constant '{src}' (node '{node.name}') is empty (shape "
                          f"{list(data.shape)}); re-export the model with its weights")
-    axis = dq_axis(node, data.shape)
+    axis: int | None = dq_axis(node, data.shape)
+    if int(onnx_attrs(node).get("block_size", 0)):  # one block over the whole axis (opsets.block_problem
+        inits, axis = one_block(inits, node, data.shape, dq_axis(node, data.shape), zp)  # refused more)
     quant = read_qparams(inits, zp_dtype, node, node.input[1], zp, axis, src, constant=True)
     if quant.axis is not None and not 0 <= quant.axis < data.ndim:
         raise QuantError(f"'{src}' (node '{node.name}'): per-axis quantization along axis "
@@ -159,6 +161,29 @@ def dequantized_const(inits: dict[str, np.ndarray], zp_dtype: dict[str, np.dtype
         return four_bit_const(data, quant)
     data, quant = to_int8(data, quant)
     return QIn(None, data, quant, tuple(data.shape))
+
+
+def one_block(inits: dict[str, np.ndarray], node: onnx.NodeProto, shape: tuple[int, ...], axis: int,
+              zp: str | None) -> tuple[dict[str, np.ndarray], int | None]:
+    """A block-wise DequantizeLinear whose one block spans the axis: its scale (and zero point) of
+    the data's rank with 1 along the axis, read as per tensor or per axis along the one other axis
+    where it varies; QuantError when it varies along several."""
+    src = node.input[0]
+    if node.input[1] not in inits:
+        return inits, axis
+    if not 0 <= axis < len(shape) or int(onnx_attrs(node)["block_size"]) < shape[axis]:
+        raise QuantError(f"'{src}' (node '{node.name}'): block quantization over several blocks is not "
+                         "supported; quantize per tensor or per channel")
+    scale = np.asarray(inits[node.input[1]])
+    varying = [d for d in range(scale.ndim) if scale.shape[d] > 1]
+    if len(varying) > 1:
+        raise QuantError(f"'{src}' (node '{node.name}'): its block scales vary along axes {varying}; "
+                         "mcugen reads one scale per tensor or per channel: re-quantize per channel")
+    out = dict(inits)
+    for name in (node.input[1], zp):
+        if name and name in inits:
+            out[name] = np.asarray(inits[name]).reshape(-1)
+    return out, (varying[0] if varying else None)
 
 
 def four_bit_const(data: np.ndarray, quant: QuantParams) -> QIn:

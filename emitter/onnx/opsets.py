@@ -14,7 +14,10 @@ check per node, from the onnx schemas themselves (onnx.defs):
 QuantizeLinear/DequantizeLinear attributes (opsets 19..25), meaning-preserving values accepted:
 
     # saturate (any value)            -> accepted: it only concerns float8 outputs, refused anyway
-    # block_size = 0                  -> per tensor / per axis, as before; block_size > 0 -> refused
+    # block_size = 0                  -> per tensor / per axis, as before
+    # block_size > 0, DQ of a constant whose blocks span its whole axis (one block)
+    #                                 -> per tensor / per axis (emitter/lower/qparams.py)
+    # block_size > 0 otherwise        -> refused (several blocks along the axis)
     # output_dtype = 0 or int8/uint8  -> (Q) the 8-bit type a zero point would give; anything else refused
     # output_dtype = 0 or float       -> (DQ) float32 as before; float16/bfloat16 outputs refused
     # precision = 0 or float          -> (Q) the division in float32 as before; lower precisions refused
@@ -79,16 +82,33 @@ def newer_op_problem(node: onnx.NodeProto, opset: int) -> str | None:
     return None
 
 
-def qdq_attribute_problem(node: onnx.NodeProto) -> str | None:
-    """Why a QuantizeLinear/DequantizeLinear's attributes change what mcugen would compute, or None."""
+def block_problem(block: int, axis_len: int | None, what: str) -> str | None:
+    """Why a block-wise DequantizeLinear (block_size > 0) of `what` cannot be read, or None: one block
+    spanning the whole axis (length axis_len, None: not a constant) is per tensor / per axis."""
+    if not block or (axis_len is not None and block >= axis_len):
+        return None
+    along = f" ({axis_len} elements along its axis: {-(-axis_len // block)} blocks)" if axis_len else ""
+    return (f"block quantization (block_size={block}) of {what}{along} is not supported; quantize per "
+            "tensor or per channel (block_size=0; onnxruntime: quantize_static with per_channel=True, "
+            "not the MatMulNBits/blocked weight quantizers)")
+
+
+def qdq_attribute_problem(node: onnx.NodeProto, const_shapes: dict[str, tuple[int, ...]] | None = None) -> str | None:
+    """Why a QuantizeLinear/DequantizeLinear's attributes change what mcugen would compute, or None.
+    const_shapes: the initializers' shapes (a DequantizeLinear of a constant may have one block)."""
     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
     unknown = sorted(set(attrs) - {"axis", "saturate", "block_size", "output_dtype", "precision"})
     if unknown:
         return f"unknown attribute(s) {unknown}"
     block = int(attrs.get("block_size", 0))
-    if block:
-        return (f"block quantization (block_size={block}) is not supported; quantize per tensor or "
-                "per channel (block_size=0)")
+    shape = (const_shapes or {}).get(node.input[0]) if node.op_type == "DequantizeLinear" else None
+    axis_len = None
+    if shape is not None and len(shape) > 0:
+        axis = int(attrs.get("axis", 1))
+        axis_len = shape[axis + len(shape) if axis < 0 else axis] if -len(shape) <= axis < len(shape) else None
+    why = block_problem(block, axis_len, f"'{node.input[0]}'")
+    if why is not None:
+        return why
     out = int(attrs.get("output_dtype", 0))
     def name(dtype: int) -> str:
         return onnx.TensorProto.DataType.Name(dtype) if dtype in onnx.TensorProto.DataType.values() else str(dtype)
@@ -111,10 +131,11 @@ def check_nodes(model: onnx.ModelProto, opset: int) -> None:
     """Every default-domain node readable at `opset` (newer_op_problem, qdq_attribute_problem); one
     UnsupportedError listing every node that is not."""
     problems = []
+    shapes = {t.name: tuple(int(d) for d in t.dims) for t in model.graph.initializer}
     for k, node in enumerate(model.graph.node):
         why = newer_op_problem(node, opset)
         if why is None and node.op_type in ("QuantizeLinear", "DequantizeLinear") and node.domain in ("", "ai.onnx"):
-            why = qdq_attribute_problem(node)
+            why = qdq_attribute_problem(node, shapes)
         if why is not None:
             problems.append((node.name or node.output[0] if node.output else f"#{k}", node.op_type, opset, why))
     if problems:
