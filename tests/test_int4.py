@@ -177,7 +177,8 @@ def _qdq_model(nodes: list[Any], inits: list[Any], in_shape: list[int], out_shap
 
 
 def _matmul_model(w_type: int, w_vals: np.ndarray, zp_type: int, zp_vals: list[int], *, x_type: int = 3,
-                  block: int | None = None, w_scale: np.ndarray | None = None, axis: int = 1, opset: int = 21) -> Any:
+                  block: int | None = None, w_scale: np.ndarray | None = None, axis: int = 1, opset: int = 21,
+                  batches: int = 1, x_zp: int = 0) -> Any:
     """x (int8 activation, or x_type) -> MatMul by DQ(w of w_type) -> Q int8 -> y."""
     from onnx import helper, numpy_helper
 
@@ -193,13 +194,13 @@ def _matmul_model(w_type: int, w_vals: np.ndarray, zp_type: int, zp_vals: list[i
              helper.make_node("QuantizeLinear", ["m", "ys", "yz"], ["mq"]),
              helper.make_node("DequantizeLinear", ["mq", "ys", "yz"], ["y"])]
     inits = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
-             helper.make_tensor("xz", x_type, [], [0]),
+             helper.make_tensor("xz", x_type, [], [x_zp]),
              helper.make_tensor("w", w_type, [k, n], w_vals.ravel().tolist()),
              numpy_helper.from_array(scale.astype(np.float32), "ws"),
              helper.make_tensor("wz", zp_type, list(scale.shape), zp_vals),
              numpy_helper.from_array(np.array(0.1, np.float32), "ys"),
              numpy_helper.from_array(np.array(0, np.int8), "yz")]
-    return _qdq_model(nodes, inits, [1, k], [1, n], opset)
+    return _qdq_model(nodes, inits, [batches, k], [batches, n], opset)
 
 
 def _compile_error(model: Any, tmp_path: Any) -> Any:
@@ -275,3 +276,136 @@ def test_one_block_over_the_whole_axis_is_per_channel(tmp_path: Any) -> None:
         c = compile_model(tmp_path / f"{name}.onnx")
         outs.append(golden_run(c, [x])[0])
     np.testing.assert_array_equal(outs[0], outs[1])
+
+
+# -- models: host, QEMU, onnxruntime, flash ---------------------------------------------------------
+
+
+def test_models_bit_exact_on_host(int4_root: Any, tmp_path: Any) -> None:
+    """Every model case's bundle (gcc, the generic path) == the golden, one shared library."""
+    from emitter.compiler import golden_run
+    from tests.harness.bundles import build_library, emit, run_c
+
+    compiled = [compiled_case(int4_root, case, f"i4_{k}") for k, (case, _) in enumerate(MODEL_CASES)]
+    lib = build_library([emit(c, tmp_path / c.name) for c in compiled], tmp_path / "libint4.so")
+    for (case, _), c in zip(MODEL_CASES, compiled, strict=True):
+        for sample in samples_of(c, case[0]):
+            for got, want in zip(run_c(lib, c, sample), golden_run(c, sample), strict=True):
+                np.testing.assert_array_equal(got, want, err_msg=str(case))
+
+
+QEMU_CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m55")
+
+
+@pytest.mark.parametrize("core", QEMU_CORES)
+def test_models_bit_exact_in_qemu(core: str, int4_root: Any, tmp_path: Any) -> None:
+    """Every model case compiled for `core` (its DSP / MVE path), one merged firmware, == the golden."""
+    from emitter.boards import load_board
+    from emitter.compiler import golden_run
+    from emitter.target.toolchain import missing_tools
+    from tests.harness.qemu import MergedCase, run_merged
+
+    if missing_tools():
+        pytest.skip("missing tools: " + "; ".join(missing_tools()))
+    board = load_board(core)
+    cases = []
+    for k, (case, _) in enumerate(MODEL_CASES):
+        c = compiled_case(int4_root, case, f"i4_{k}", board=board)
+        cases.append(MergedCase("_".join(map(str, case)), c, samples_of(c, case[0], 1)[0]))
+    result = run_merged(cases, board, tmp_path, werror=True)
+    assert not result.failures, result.failures
+    for m, got in zip(cases, result.outputs, strict=True):
+        assert got is not None
+        for g, want in zip(got, golden_run(m.compiled, m.inputs), strict=True):
+            np.testing.assert_array_equal(g, want, err_msg=f"{m.label} on {core}")
+
+
+def _drift(c: Any, path: Any, samples: list[list[np.ndarray]]) -> tuple[float, int]:
+    """(share of output elements where the golden differs from onnxruntime's QDQ reference, max |diff|)"""
+    from emitter.compiler import golden_run
+    from emitter.verify.run import ort_run
+
+    ref = ort_run(c, path, samples)
+    diffs = [np.abs(g.astype(np.int32) - r.astype(np.int32)).ravel()
+             for s, rr in zip(samples, ref, strict=True) for g, r in zip(golden_run(c, s), rr, strict=True)]
+    d = np.concatenate(diffs)
+    return float((d != 0).mean()), int(d.max())
+
+
+@pytest.mark.parametrize("kind", ["mlp_odd", "fc_batch"])
+def test_within_onnxruntime_drift(kind: str, int4_root: Any) -> None:
+    """The int4 golden against onnxruntime's own QDQ run of the int4 model drifts no more than the
+    int8 twin's against its model (docs/numerics_onnxruntime.md): at most 1 quantum, on at most
+    twice the int8 twin's share of elements (+ 1 %)."""
+    from tests.harness import int4_models
+
+    share = {}
+    for wt in ("int4", "int8"):
+        path = int4_models.model(kind, int4_root, wt, True)
+        c = compiled_case(int4_root, (kind, wt, True, "int8", True), f"d_{wt}")
+        share[wt], worst = _drift(c, path, samples_of(c, kind, 16))
+        assert worst <= 1, (kind, wt, worst)
+    assert share["int4"] <= 2 * share["int8"] + 0.01, share
+
+
+def test_flash_int4_vs_int8(int4_root: Any) -> None:
+    """The bundle's weight bytes (its const arrays) of the int4 model are <= 55 % of its int8 twin's;
+    the summary line counts the packed bytes."""
+    from emitter.render.bundle import render_bundle
+    from emitter.report.summary import int4_line
+
+    def weight_bytes(c: Any) -> int:
+        import json
+
+        return int(json.loads(render_bundle(c, "", "host")["report.json"])["weight_bytes"])
+
+    four = compiled_case(int4_root, ("fc_wide", "int4", True, "int8", True), "w4")
+    eight = compiled_case(int4_root, ("fc_wide", "int8", True, "int8", True), "w8")
+    assert weight_bytes(four) <= 0.55 * weight_bytes(eight), (weight_bytes(four), weight_bytes(eight))
+    line = int4_line(four)
+    assert line is not None and line.startswith("int4 weights: 3 of 3 layers, 20,800 B of flash saved")
+    assert int4_line(eight) is None
+
+
+def shape_sweep(seed: int = 11) -> list[tuple[int, int, int, bool]]:
+    """(batches, K, N, per channel): odd and even K around the 32-input chunk, N around the 4-row block."""
+    rng = np.random.default_rng(seed)
+    ks = [1, 2, 3, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 97, 130, 257]
+    return [(int(rng.integers(1, 4)), k, int(rng.integers(1, 14)), bool(i % 2)) for i, k in enumerate(ks)]
+
+
+@pytest.mark.parametrize("core", QEMU_CORES)
+def test_kernel_shapes_in_qemu(core: str, tmp_path: Any) -> None:
+    """mcu_fully_connected_s4 on each core's path (generic, DSP, MVE) over random shapes (odd K and
+    N, per tensor / per channel, input zero points, both roundings) == the golden: one merged
+    firmware per core."""
+    import onnx
+    from onnx import TensorProto
+
+    from emitter.boards import load_board
+    from emitter.compiler import compile_model, golden_run
+    from emitter.target.toolchain import missing_tools
+    from tests.harness.qemu import MergedCase, run_merged
+
+    if missing_tools():
+        pytest.skip("missing tools: " + "; ".join(missing_tools()))
+    board = load_board(core)
+    rng = np.random.default_rng(5)
+    cases = []
+    for i, (b, k, n, pc) in enumerate(shape_sweep()):
+        w = rng.integers(-8, 8, (k, n))
+        scale = rng.uniform(0.01, 0.08, n if pc else 1).astype(np.float32)
+        model = _matmul_model(TensorProto.INT4, w, TensorProto.INT4, [0] * scale.size, w_scale=scale,
+                              axis=1, batches=b, x_zp=int(rng.integers(-20, 20)))
+        onnx.save(model, tmp_path / f"s{i}.onnx")
+        c = compile_model(tmp_path / f"s{i}.onnx", name=f"s{i}", board=board,
+                          numerics="tflite" if i % 3 else "onnxruntime")  # both output stages
+        assert any(p.kernel == "mcu_fully_connected_s4" for p in c.prepared)
+        x = rng.integers(-128, 128, (b, k)).astype(np.int8)
+        cases.append(MergedCase(f"b{b}_k{k}_n{n}_{'pc' if pc else 'pt'}", c, [x]))
+    result = run_merged(cases, board, tmp_path / "run", werror=True)
+    assert not result.failures, result.failures
+    for m, got in zip(cases, result.outputs, strict=True):
+        assert got is not None
+        for g, want in zip(got, golden_run(m.compiled, m.inputs), strict=True):
+            np.testing.assert_array_equal(g, want, err_msg=f"{m.label} on {core}")
