@@ -197,7 +197,7 @@ def dq_block_weights() -> onnx.ModelProto:
 
 
 def int4_weights() -> onnx.ModelProto:
-    """QDQ MatMul with int4 weights (opset 21), as onnxruntime's MatMul 4-bit quantizer writes."""
+    """QDQ MatMul with int4 weights (opset 21), as onnxruntime's quantize_static QInt4 writes them."""
     m = at_opset(qdq_matmul_add((N,)), 21)
     inits = {t.name: t for t in m.graph.initializer}
     w = np.random.default_rng(9).integers(-8, 8, (K, N))
@@ -525,6 +525,7 @@ WILD_CASES: dict[str, Callable[[], onnx.ModelProto]] = {
     "qgemm_c4x1_square": lambda: qgemm((4, 1), m=4, n=4),
     "qgemm_no_c": lambda: qgemm(None),
     "int16_input_quantize": int16_input_q,  # int16 activations, zero point 0 (emitter/ops/a16.py)
+    "int4_weights": int4_weights,  # packed 4-bit weights, mcu_fully_connected_s4 (docs/int4.md)
     "int16_input": int16_input_direct,
     "qgemm_transb0_c3x1": lambda: qgemm((M, 1), trans_b=0),
     **{f"qdq_gemm_c{'x'.join(map(str, s)) or 'scalar'}": (lambda s=s: qdq_gemm(s))
@@ -605,7 +606,6 @@ WILD_REFUSALS: dict[str, Refusal] = {
     "quantize_precision_float16": Refusal(
         lambda: with_attrs(at_opset(qdq_gemm((N,)), 23), "QuantizeLinear", precision=TP.FLOAT16),
         ("precision=FLOAT16",)),
-    "int4_weights": Refusal(int4_weights, ("'w_q'", "int4", "4-bit quantization is not supported")),
     "conv_integer": Refusal(conv_integer, ("(ConvInteger", "dynamic quantization", "mcugen quantize")),
     "matmul_integer": Refusal(matmul_integer, ("(MatMulInteger", "dynamic quantization", "mcugen quantize")),
     "bias_overflowing_the_accumulator": Refusal(qdq_gemm_bias_overflowing,
