@@ -279,14 +279,14 @@ def parse_pool_option(text: str) -> tuple[str, int]:
     return name, size
 
 
-def pools_with_overrides(board: Board, overrides: tuple[tuple[str, int], ...]) -> tuple[Pool, ...]:
-    """The board's RAM pools with `--pool` overrides: a listed name gets the new size, a new name is
-    added ranked after the board's pools (in the order given). The last override of a name wins."""
-    pools = list(board.ram_pools)
+def pools_with_overrides(pools_: tuple[Pool, ...], overrides: tuple[tuple[str, int], ...]) -> tuple[Pool, ...]:
+    """RAM pools (a board's) with `--pool` overrides: a listed name gets the new size, a new name is
+    added ranked after the others (in the order given). The last override of a name wins."""
+    pools = list(pools_)
     for name, size in overrides:
         index = next((i for i, pool in enumerate(pools) if pool.name == name), None)
         if index is None:
-            pools.append(Pool(name, size, max(pool.rank for pool in pools) + 1))
+            pools.append(Pool(name, size, max((pool.rank for pool in pools), default=-1) + 1))
         else:
             pools[index] = Pool(name, size, pools[index].rank, pools[index].origin)
     return tuple(sorted(pools, key=lambda pool: pool.rank))

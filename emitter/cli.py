@@ -189,6 +189,10 @@ def _bundle_options(p: argparse.ArgumentParser) -> None:
                         "dying operand: free), overlap (+ outputs over dying inputs, row by row), stream "
                         "(+ chains of layers row by row through small rings); the summary prints each "
                         "plan's RAM and overhead")
+    p.add_argument("--pool", action="append", type=_pool_option, metavar="NAME=SIZE",
+                   help="RAM pool size (32768, 32K or 0x8000), repeatable: overrides a pool the board lists "
+                        "(mcugen boards; e.g. dtcm=32K) or adds one ranked after them; buffers go to the "
+                        "fastest pool by estimated accesses per byte (docs/memory.md, Memory pools)")
     p.add_argument("--optimize", default="speed", choices=["speed", "size"],
                    help="speed: each kernel's fastest path for the layer's shape (-O2); size: one generic "
                         "path per kernel, -Os (MCU_OPTIMIZE_SIZE; docs/code_size.md)")
@@ -290,6 +294,16 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     from emitter.commands.quantize import cmd_quantize as run
 
     return run(args)
+
+
+def _pool_option(text: str) -> tuple[str, int]:
+    """--pool's type: argparse turns the ArgumentTypeError into exit 2 naming --pool."""
+    from emitter.boards import parse_pool_option
+
+    try:
+        return parse_pool_option(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def ram_budget(args: argparse.Namespace, board: Board) -> tuple[int, str]:
@@ -478,7 +492,8 @@ def compile_one(args: argparse.Namespace, model: str, name: str | None, board: B
                          cmsis_choice="cmsis" if args.cmsis_everywhere else "fastest",
                          memory=memory, ram_budget=ram, budget_src=ram_src,
                          numerics=None if args.numerics == "auto" else args.numerics, optimize=args.optimize,
-                         tune=tune_layers if getattr(args, "tune", False) else None)
+                         tune=tune_layers if getattr(args, "tune", False) else None,
+                         pools=tuple(getattr(args, "pool", None) or ()))
 
 
 def emit_group(args: argparse.Namespace, paths: list[str], board_name: str) -> int:

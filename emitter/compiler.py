@@ -16,7 +16,7 @@ import numpy as np
 
 from emitter import ops
 from emitter.backends.cmsis_version import CmsisVersion
-from emitter.boards import Board
+from emitter.boards import Board, pools_with_overrides
 from emitter.calls import Prepared
 from emitter.errors import BudgetError, NodeUnsupported, UnsupportedError, UsageError
 from emitter.ir import Graph, Node
@@ -30,6 +30,7 @@ from emitter.passes.tables import fold_tables
 from emitter.plan import search
 from emitter.plan.arena import GUARD_BYTES, Plan, plan
 from emitter.plan.order import reorder
+from emitter.plan.pools import Placement, assign
 from emitter.plan.stream import can_stream
 from emitter.quant import NUMERICS
 
@@ -59,6 +60,7 @@ class CompileOptions:
     numerics: str | None = None
     optimize: str = "speed"
     tune: Tuner | None = None
+    pools: tuple[tuple[str, int], ...] = ()  # --pool NAME=SIZE: RAM pool sizes over the board's
 
     def as_kwargs(self) -> dict[str, Any]:
         """The options as compile_model keyword arguments."""
@@ -81,6 +83,7 @@ class Compiled:
     options: CompileOptions = CompileOptions()  # compile_model's options after the path
     memory: search.Choice | None = None  # the plan candidates and why this plan (None: whole layers asked)
     kernel_choices: tuple[Any, ...] = ()  # cmsis-nn backend: kernel_choice.Choice per conv/depthwise/FC layer
+    pools: Placement | None = None  # which RAM pool holds each buffer (None: no board, no --pool: one arena)
 
     @property
     def plan_isa(self) -> str:
@@ -197,15 +200,26 @@ def compile_model(path: str | Path, options: CompileOptions | None = None, **kwa
     build = functools.partial(build_plan, name=name, m=m, isa=plan_isa, options=options)
     # whole layers: fusing only saves RAM
     if len(fused.nodes) == len(g.nodes) or options.guard or options.memory == "layer":
-        return build(fused)
+        return place_pools(build(fused))
     try:
         first = build(fused)
     except BudgetError:
-        return build(g)
+        return place_pools(build(g))
     plain = build(g)  # a fused layer does not run by row bands: keep it only where the plan is no larger
     if search.activation_ram(plain.graph, plain.plan) < search.activation_ram(first.graph, first.plan):
-        return plain
-    return first
+        return place_pools(plain)
+    return place_pools(first)
+
+
+def place_pools(c: Compiled) -> Compiled:
+    """The chosen plan's buffers in the board's RAM pools (with --pool's sizes), densest first into
+    the fastest (emitter/plan/pools.py); unchanged without a board and --pool."""
+    board, overrides = c.options.board, c.options.pools
+    if board is None and not overrides:
+        return c
+    pools = pools_with_overrides(board.ram_pools if board is not None else (), overrides)
+    chosen, placement = assign(c.graph, c.prepared, c.plan, pools)
+    return replace(c, plan=chosen, pools=placement)
 
 
 def residual_fusion(isa: str, backend: str, board: Board | None, cmsis_choice: str) -> Callable[[Node, Graph], bool]:

@@ -100,7 +100,8 @@ def test_pool_option_errors(text: str) -> None:
 
 def test_pool_overrides() -> None:
     m55 = load_board("cortex-m55")
-    pools = pools_with_overrides(m55, (("dtcm", 32768), ("extra", 1024), ("dtcm", 65536)))
+    pools = pools_with_overrides(m55.ram_pools, (("dtcm", 32768), ("extra", 1024), ("dtcm", 65536)))
     assert pools == (Pool("dtcm", 65536, 0, 0x30000000), Pool("isram", 4 << 20, 1, 0x31000000),
                      Pool("extra", 1024, 2))
-    assert pools_with_overrides(load_board("cortex-m4"), (("ram", 100),)) == (Pool("ram", 100, 0),)
+    assert pools_with_overrides(load_board("cortex-m4").ram_pools, (("ram", 100),)) == (Pool("ram", 100, 0),)
+    assert pools_with_overrides((), (("a", 100), ("b", 200))) == (Pool("a", 100, 0), Pool("b", 200, 1))

@@ -60,6 +60,25 @@ class BundleBuilder:
         self.arrays: list[ConstArray] = []
         self.stage_calls: dict[int, tuple[str, str]] = {}  # segment step -> (params ident, call with band params)
         self.segment_comments: list[str] = []
+        # several RAM pools: which pool and offset each plan offset is in (None: one arena, as always)
+        self.pools = c.pools if c.pools is not None and c.pools.multi else None
+
+    def arena_at(self, offset: int, paren: bool = True, var: str = "arena") -> str:
+        """C pointer to a plan offset: `arena`, `(arena + 64)` (or `arena + 64`, paren False); with
+        several pools `arena_<pool>` (var: `<prefix>_arena` for file-scope initializers)."""
+        if self.pools is not None:
+            pool, offset = self.pools.split(offset)
+            var = f"{var}_{pool}"
+        if offset == 0:
+            return var
+        return f"({var} + {offset})" if paren else f"{var} + {offset}"
+
+    def place_text(self, offset: int) -> str:
+        """A plan offset in comments: `arena+64`, or `arena_dtcm+64` with several pools."""
+        if self.pools is None:
+            return f"arena+{offset}"
+        pool, at = self.pools.split(offset)
+        return f"arena_{pool}+{at}"
 
     @property
     def isa(self) -> str:
@@ -71,7 +90,7 @@ class BundleBuilder:
     def ptr(self, name: str) -> str:
         kind, where = self.c.plan.location[self.c.plan.root[name]]
         if kind == "arena":
-            return "arena" if where == 0 else f"(arena + {where})"
+            return self.arena_at(where)
         return f"inputs[{where}]" if kind == "input" else f"outputs[{where}]"
 
     def describe(self, role: str, name: str) -> list[str]:
@@ -79,8 +98,8 @@ class BundleBuilder:
         where its bytes are, then its name."""
         kind, where = self.c.plan.location[self.c.plan.root[name]]
         t = self.g.t(name)
-        place = (f"arena+{where} ({t.nbytes} bytes)" if kind == "arena" else
-                 f"rows in the ring at arena+{where}" if kind == "ring" else f"caller's {kind} {where}")
+        place = (f"{self.place_text(where)} ({t.nbytes} bytes)" if kind == "arena" else
+                 f"rows in the ring at {self.place_text(where)}" if kind == "ring" else f"caller's {kind} {where}")
         return named(f"{role} {tensor_text(t)}, {place}", name)
 
     def title(self, k: int) -> list[str]:
@@ -124,7 +143,7 @@ class BundleBuilder:
         comment += self.describe("out", out)
         scratch = scratch_of(self.c.plan, node.name)
         if scratch is not None:
-            comment.append(f"scratch arena+{scratch} ({p.scratch} bytes)")
+            comment.append(f"scratch {self.place_text(scratch)} ({p.scratch} bytes)")
         return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
                      params_init, tuple(local_decls), tuple(calls), tuple(comment),
                      self.ptr(out), self.g.t(out).shape, self.g.t(out).nbytes,
@@ -188,8 +207,10 @@ class BundleBuilder:
             if k == seg.last:
                 names = [self.stage_calls[s.step][0] for s in seg.stages]
                 calls = [self.stage_calls[s.step][1] for s in seg.stages]
-                block = tuple(segments.segment(seg, names, self.ring_offset, calls, finish))
-                rings = ", ".join(f"layer {s.step} {cap} x {s.out_row_bytes} B at arena+{self.ring_offset(s.output)}"
+                block = tuple(segments.segment(seg, names, lambda t: self.arena_at(self.ring_offset(t), False),
+                                               calls, finish))
+                rings = ", ".join(f"layer {s.step} {cap} x {s.out_row_bytes} B at "
+                                  f"{self.place_text(self.ring_offset(s.output))}"
                                   for s, cap in zip(seg.stages, seg.caps, strict=False))
                 comment = [f"Layers {seg.first}-{seg.last} streamed row by row of layer {k}'s "
                            f"{stage.out_rows} output rows; rings: {rings}", *self.segment_comments, *comment]
@@ -259,8 +280,7 @@ class BundleBuilder:
         if v.kind == "scratch":
             at = scratch_of(self.c.plan, node_name)
             assert at is not None, f"layer '{node_name}' has no scratch in the plan"
-            return f"(void *){self.prefix}_arena" if at + v.offset == 0 else \
-                f"(void *)({self.prefix}_arena + {at + v.offset})"
+            return f"(void *){self.arena_at(at + v.offset, var=f'{self.prefix}_arena')}"
         return "NULL"
 
     def io(self, names: tuple[str, ...], kind: str) -> list[dict[str, Any]]:
@@ -289,8 +309,9 @@ class BundleBuilder:
             "model_file": c_comment(m.path.name), "sha256": m.sha256, "opset": m.opset,
             "layers": layers, "arrays": self.arrays, "kernels": kernels, "runtime_sources": sources,
             "bands": bands, "isa": self.isa, "plan_kind": self.c.plan.schedule.kind,
-            "hosted_inputs": [{"index": k, "offset": self.c.plan.offset_of(n), "size": self.g.t(n).nbytes}
-                              for k, n in enumerate(self.g.inputs) if self.c.plan.offset_of(n) is not None],
+            "hosted_inputs": [self.hosted(k, n) for k, n in enumerate(self.g.inputs)
+                              if self.c.plan.offset_of(n) is not None],
+            "pools": self.pool_figures(),
             "inputs": inputs, "outputs": outputs,
             "uses": self.uses(layers),
             "single_io": len(inputs) == 1 and len(outputs) == 1,
@@ -314,6 +335,22 @@ class BundleBuilder:
             "cmsis_opt": CMSIS_OPT_FLAGS[self.c.optimize],
         }
 
+    def hosted(self, k: int, name: str) -> dict[str, Any]:
+        """A graph input held in the arena: its offset (in its pool), the run's and the header's pointers."""
+        at = self.c.plan.offset_of(name)
+        assert at is not None
+        pool, off = self.pools.split(at) if self.pools is not None else ("", at)
+        arena = f"arena_{pool}" if pool else "arena"
+        return {"index": k, "offset": off, "size": self.g.t(name).nbytes, "arena": arena,
+                "place": self.place_text(at), "global": f"{self.prefix}_{arena}"}
+
+    def pool_figures(self) -> list[dict[str, Any]]:
+        """Several pools: each one's name, upper-case name and size (empty: one arena)."""
+        if self.pools is None:
+            return []
+        return [{"name": u.pool.name, "NAME": upper_ident(u.pool.name), "size": u.used, "capacity": u.pool.size,
+                 "accesses": u.accesses, "rank": u.pool.rank} for u in self.pools.pools]
+
     def uses(self, layers: list[Layer]) -> dict[str, bool]:
         """Which of <prefix>_run_multi()'s `arena` and `inputs` its layers' code reads (the others
         get a `(void)x;`). <PREFIX>_AFTER_LAYER's arguments do not count: its default expands to
@@ -321,13 +358,16 @@ class BundleBuilder:
         hosted = any(self.c.plan.offset_of(n) is not None for n in self.g.inputs)
         text = "\n".join(line for lay in layers if not lay.inside
                          for line in (*lay.locals, *lay.block, *(c.text for c in lay.calls)))
-        return {name: hosted or re.search(rf"\b{name}\b", text) is not None for name in ("arena", "inputs")}
+        names = ["arena", "inputs"] + [f"arena_{u.pool.name}" for u in (self.pools.pools if self.pools else ())]
+        return {name: hosted or re.search(rf"\b{name}\b", text) is not None for name in names}
 
     def scratch_checks(self, layers: list[Layer]) -> list[dict[str, Any]]:
         """CMSIS-NN calls whose scratch <prefix>_init() checks once against the linked library."""
         return [{"index": lay.index, "op": lay.op, "kernel": lay.kernel, "cond": lay.precheck,
                  "bytes": ctx_size(self.c.prepared[lay.index]),
-                 "offset": (scratch_of(self.c.plan, lay.name) or 0) + ctx_offset(self.c.prepared[lay.index])}
+                 "offset": (scratch_of(self.c.plan, lay.name) or 0) + ctx_offset(self.c.prepared[lay.index]),
+                 "place": self.place_text((scratch_of(self.c.plan, lay.name) or 0)
+                                          + ctx_offset(self.c.prepared[lay.index]))}
                 for lay in layers if lay.precheck]
 
     def guard_buffers(self, layers: list[Layer]) -> list[dict[str, Any]]:
@@ -340,8 +380,10 @@ class BundleBuilder:
         for b in self.c.plan.buffers:
             fill_at = next((k for k in kernels if k >= b.first), None)
             if fill_at is not None and fill_at <= b.last:
-                out.append({"offset": b.offset, "bytes": b.size, "fill_at": fill_at, "last": b.last,
-                            "name": c_comment(b.name)})
+                pool, at = self.pools.split(b.offset) if self.pools is not None else ("", b.offset)
+                out.append({"offset": at, "bytes": b.size, "fill_at": fill_at, "last": b.last,
+                            "name": c_comment(b.name),
+                            "pool": [u.pool.name for u in self.pools.pools].index(pool) if self.pools else 0})
         return out
 
 

@@ -69,16 +69,13 @@ def sink_row(seg: Segment) -> tuple[str, str]:
     return macros().ring_row(len(seg.stages) - 2), "rows[0]"
 
 
-def segment(seg: Segment, names: list[str], ring_at: Callable[[str], int], calls: list[str],
+def segment(seg: Segment, names: list[str], at: Callable[[str], str], calls: list[str],
             finish: str | None = None) -> list[str]:
     """Several layers through rings, one row per step: the layer nearest the end whose next row's
     input rows are made makes that row (stream.simulate's order). A sink last (its call adds one
-    input row to `acc`) ends with `finish`."""
+    input row to `acc`) ends with `finish`. at(tensor): the C pointer to its ring (`arena + 64`)."""
     st, n = seg.stages, len(seg.stages)
     last = st[-1]
-
-    def at(name: str) -> str:  # arena + offset, no `+ 0`
-        return "arena" if ring_at(name) == 0 else f"arena + {ring_at(name)}"
 
     def band(i: int, rows: str) -> str:
         return band_call(st[i], names[i], f"done[{i}]", f"done[{i}] + 1", f"band{i}", rows)

@@ -1,0 +1,205 @@
+"""Memory pools: the chosen plan's buffers assigned to the board's RAMs by access density.
+
+The plan (its schedule, kernels and offsets in one arena) is chosen first and not changed: this
+module only moves its buffers between pools, so no instruction changes.
+
+Access model (estimated bytes read + written per buffer, from the plan and each layer's call):
+  * a layer writes its output once (a streamed layer: its rows, into its ring);
+  * it reads each activation operand once, except a window kernel (params with `window()`: conv,
+    depthwise, pools) that reads its main input once per output pixel and window tap:
+    out_n * out_h * out_w * kernel_h * kernel_w * in_c bytes (padding taps counted as read);
+  * a kernel's scratch (im2col, row buffers) is written once and read once per byte it holds in
+    each use: 2 x the window reads for a window kernel with scratch, else 2 x its size;
+  * a sink's int32 accumulators are read and written once per input row it adds;
+  * a graph input held in the arena (host-input plans) is also written once by the copy-in.
+The count says which buffers are hot, not how many cycles they cost: caches, the CMSIS-NN kernels'
+blocking and im2col reuse are not modelled.
+
+Placement: the buffers are grouped into units (buffers the plan lets overlap while live -- a
+segment's output over its input, an in-place layer over its operand -- stay together with their
+relative offsets, so a layer that runs in place still does). Units go, densest first (accesses per
+byte; ties: more accesses, then name), to the fastest pool where they still fit: each pool is
+packed by arena.place() on its own units, with their lifetimes. If the plan fits the fastest pool
+whole it stays there, untouched. Units that fit no pool: UsageError naming the pools.
+
+In the Plan returned the pools lie one after another (pool k from `base`), so every offset of the
+plan names one pool and one offset in it (`Placement.split`).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from emitter.boards import Pool
+from emitter.calls import Prepared
+from emitter.errors import UsageError
+from emitter.ir import Graph
+from emitter.plan.arena import Buffer, Plan, place
+
+
+@dataclass(frozen=True)
+class PoolUse:
+    """One pool the plan uses: its bytes start at `base` of the plan's offsets."""
+    pool: Pool
+    base: int
+    used: int
+    accesses: int  # estimated bytes read + written in it per inference
+
+
+@dataclass(frozen=True)
+class Placement:
+    pools: tuple[PoolUse, ...]  # the pools holding buffers, fastest first
+    where: dict[str, str]  # buffer name -> pool name
+    accesses: dict[str, int]  # buffer name -> estimated bytes read + written per inference
+    single_size: int  # the one-arena plan's size
+
+    @property
+    def multi(self) -> bool:
+        return len(self.pools) > 1
+
+    @property
+    def total_accesses(self) -> int:
+        return sum(u.accesses for u in self.pools)
+
+    def split(self, offset: int) -> tuple[str, int]:
+        """The pool and the offset in it of a plan offset."""
+        for use in reversed(self.pools):
+            if offset >= use.base:
+                return use.pool.name, offset - use.base
+        raise AssertionError(f"offset {offset} below every pool")
+
+
+def access_counts(g: Graph, prepared: Sequence[Prepared], p: Plan) -> dict[str, int]:
+    """Estimated bytes read + written per buffer of the plan (the module docstring's model)."""
+    count = {b.name: 0 for b in p.buffers}
+    tensor = {b.of or b.name: b.name for b in p.buffers if b.kind in ("tensor", "ring")}
+
+    def add(name: str, n: int) -> None:
+        b = tensor.get(p.root.get(name, name)) or tensor.get(name)
+        if b is not None:
+            count[b] += n
+
+    for k in range(len(g.inputs)):
+        name = g.inputs[k]
+        if p.location.get(p.root[name], ("",))[0] == "arena":
+            add(name, g.t(name).nbytes)  # the copy-in
+    scratch = {b.of: b.name for b in p.buffers if b.kind == "scratch"}
+    for step, (node, call) in enumerate(zip(g.nodes, prepared, strict=True)):
+        if not call.kernel:
+            continue  # a view: no code
+        seg = p.schedule.segment_at(step)
+        reads = 0
+        for pos, name in enumerate(i for i in node.inputs if i and not g.t(i).is_const):
+            n = window_reads(call.params) if pos == 0 else None
+            add(name, n if n is not None else g.t(name).nbytes)
+            reads = n if pos == 0 and n is not None else reads
+        for name in node.outputs:
+            add(name, g.t(name).nbytes)
+        owner = p.scratch_alias.get(node.name, node.name)
+        if owner in scratch:
+            count[scratch[owner]] += 2 * reads if reads else 2 * call.scratch
+        if seg is not None and seg.acc_bytes and step == seg.last:
+            acc = f"{seg.stages[-1].output}#acc"
+            if acc in count:
+                count[acc] += 2 * seg.acc_bytes * seg.stages[-1].in_rows
+    return count
+
+
+def window_reads(params: object) -> int | None:
+    """Bytes a window kernel reads of its main input: once per output pixel and tap (None: not one)."""
+    window = getattr(params, "window", None)
+    if window is None:
+        return None
+    w = window()
+    inner = getattr(params, "pool", params)
+    f = getattr(inner, "filter", None)
+    if f is not None:
+        taps = f.h * f.w
+    else:
+        taps = getattr(inner, "filter_h", 1) * getattr(inner, "filter_w", 1)
+    return int(w.output.n * w.output.h * w.output.w * taps * w.input.c)
+
+
+def units(buffers: Sequence[Buffer]) -> list[list[int]]:
+    """Indices of buffers that must stay together: live at once and overlapping in the plan."""
+    parent = list(range(len(buffers)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for i, a in enumerate(buffers):
+        for j in range(i):
+            b = buffers[j]
+            if a.first <= b.last and b.first <= a.last and a.offset < b.offset + b.size \
+                    and b.offset < a.offset + a.size:
+                parent[find(i)] = find(j)
+    groups: dict[int, list[int]] = {}
+    for i in range(len(buffers)):
+        groups.setdefault(find(i), []).append(i)
+    return list(groups.values())
+
+
+def assign(g: Graph, prepared: Sequence[Prepared], p: Plan, pools: Sequence[Pool]) -> tuple[Plan, Placement]:
+    """The plan with its buffers in `pools` (fastest first), and where each went."""
+    counts = access_counts(g, prepared, p)
+    total = sum(counts.values())
+    if p.arena_size <= pools[0].size or len(pools) == 1:
+        return p, Placement((PoolUse(pools[0], 0, p.arena_size, total),),
+                            {b.name: pools[0].name for b in p.buffers}, counts, p.arena_size)
+    bufs = p.buffers
+    groups = units(bufs)
+    guard = p.guard
+    span: list[tuple[int, int, int, int]] = []  # per unit: (lowest offset, extent, first, last)
+    for members in groups:
+        lo = min(bufs[i].offset - guard for i in members)
+        hi = max(bufs[i].offset + bufs[i].size + guard for i in members)
+        span.append((lo, hi - lo - 2 * guard, min(bufs[i].first for i in members),
+                     max(bufs[i].last for i in members)))
+    hits = [sum(counts[bufs[i].name] for i in members) for members in groups]
+    order = sorted(range(len(groups)), key=lambda u: (-hits[u] / max(1, span[u][1]), -hits[u],
+                                                      min(bufs[i].name for i in groups[u])))
+    chosen: list[list[int]] = [[] for _ in pools]
+    placed: list[tuple[list[int], int]] = [([], 0) for _ in pools]
+    for u in order:
+        for k, pool in enumerate(pools):
+            if span[u][1] > pool.size:
+                continue
+            trial = chosen[k] + [u]
+            offsets, size = place([span[v][1:] for v in trial], p.alignment, guard)
+            if size <= pool.size:
+                chosen[k], placed[k] = trial, (offsets, size)
+                break
+        else:
+            raise UsageError(
+                f"the activation buffers do not fit the memory pools "
+                f"{', '.join(f'{q.name} ({q.size:,} bytes)' for q in pools)}: the plan needs "
+                f"{p.arena_size:,} bytes in one arena, and a buffer group of {span[u][1]:,} bytes finds no room. "
+                "Give a pool more room (--pool NAME=SIZE), add one, or ask for a smaller plan "
+                "(--memory auto with --ram-budget)")
+    offset: dict[str, int] = {}
+    where: dict[str, str] = {}
+    uses: list[PoolUse] = []
+    base = 0
+    for k, pool in enumerate(pools):
+        if not chosen[k]:
+            continue
+        offsets, size = placed[k]
+        for u, at in zip(chosen[k], offsets, strict=True):
+            for i in groups[u]:
+                offset[bufs[i].name] = base + at - guard + bufs[i].offset - span[u][0]
+                where[bufs[i].name] = pool.name
+        uses.append(PoolUse(pool, base, size, sum(hits[u] for u in chosen[k])))
+        base += size
+    moved = [replace(b, offset=offset[b.name]) for b in bufs]
+    location = dict(p.location)
+    for b in moved:
+        if b.kind == "tensor":
+            location[b.name] = ("arena", b.offset)
+        elif b.kind == "ring":
+            location[b.of] = ("ring", b.offset)
+    moved.sort(key=lambda b: (b.offset, b.first, b.name))
+    new = replace(p, buffers=tuple(moved), arena_size=base, location=location)
+    return new, Placement(tuple(uses), where, counts, p.arena_size)
