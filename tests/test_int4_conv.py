@@ -7,6 +7,7 @@ paths run."""
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import numpy as np
 import pytest
@@ -190,3 +191,79 @@ def test_transpose_conv_equals_golden(seed: int) -> None:
     out = np.full((1, oh, ow, c_out), 0x5A, np.int8)
     assert call_raw("mcu_transpose_conv_s4", p, x, tc4.pack_filter(f), b, out) == MCU_OK
     np.testing.assert_array_equal(out, tc4.mcu_transpose_conv_s4(p, x, f, b))
+
+
+# -- models: int4 conv / depthwise / transposed / 1-D, host and QEMU -----------------------------
+KINDS = ("conv", "depthwise", "conv_transpose", "conv1d")
+KERNELS = {"conv": {"mcu_conv2d_s4"}, "depthwise": {"mcu_conv2d_s4", "mcu_depthwise_conv2d_s4"},
+           "conv_transpose": {"mcu_conv2d_s4", "mcu_transpose_conv_s4"},
+           "conv1d": {"mcu_conv2d_s4", "mcu_depthwise_conv2d_s4"}}
+CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m55")
+
+
+@pytest.fixture(scope="module")
+def conv_models(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Per kind: the int4 model (tests/harness/int4_models.py) and two int8 samples."""
+    from tests.harness import int4_models
+
+    root = tmp_path_factory.mktemp("int4_conv")
+    return {k: (int4_models.model(k, root, "int4"), int4_models.feeds(k, 2, seed=9)) for k in KINDS}
+
+
+def _compiled(path: Any, name: str, board: Any = None) -> Any:
+    from emitter.compiler import compile_model
+
+    return compile_model(path, name=name, board=board, backend="portable")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_model_runs_the_s4_kernels_bit_exact_on_host(kind: str, conv_models: Any, tmp_path: Any) -> None:
+    """Every Conv / ConvTranspose of the int4 model takes a 4-bit kernel, its weights packed (half
+    the int8 bytes, rounded up per row), and the host build equals the golden model."""
+    from emitter.compiler import golden_run
+    from tests.harness.bundles import build_library, emit, int8_inputs, run_c
+
+    path, feeds = conv_models[kind]
+    c = _compiled(path, f"m_{kind}")
+    kernels = {p.kernel for p in c.prepared if "conv" in p.kernel}
+    assert kernels == KERNELS[kind], kernels
+    for node, p in zip(c.graph.nodes, c.prepared, strict=True):
+        if p.kernel.endswith("_s4"):
+            w = c.graph.t(node.inputs[1]).data
+            assert w is not None and -8 <= int(w.min()) and int(w.max()) <= 7
+            assert p.operands["filter"].data.dtype == np.uint8
+            assert p.operands["filter"].data.size < w.size  # type: ignore[union-attr]
+            assert "4-bit weights" in p.summary
+    lib = build_library([emit(c, tmp_path / "b")], tmp_path / "lib.so")
+    for f in feeds:
+        xs = int8_inputs(c, [f["x"]])
+        for got, want in zip(run_c(lib, c, xs), golden_run(c, xs), strict=True):
+            np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_models_bit_exact_in_qemu(core: str, conv_models: Any, tmp_path: Any) -> None:
+    """The four int4 models in one firmware per core (generic path on M0+, DSP on M4/M7, MVE on
+    M55), bit-exact with the golden model."""
+    from emitter.boards import load_board
+    from emitter.compiler import golden_run
+    from emitter.target.toolchain import missing_tools
+    from tests.harness.bundles import int8_inputs
+    from tests.harness.qemu import MergedCase, run_merged
+
+    board = load_board(core)
+    if missing_tools():
+        pytest.skip(f"no toolchain/QEMU for {core}: {missing_tools()}")
+    cases = []
+    for k, kind in enumerate(KINDS):
+        path, feeds = conv_models[kind]
+        c = _compiled(path, f"c{k}", board)
+        cases.append(MergedCase(kind, c, int8_inputs(c, [feeds[0]["x"]])))
+    result = run_merged(cases, board, tmp_path, werror=True)
+    assert result.run.exit_code == 0 and not result.failures, result.failures
+    for k, m in enumerate(cases):
+        got = result.outputs[k]
+        assert got is not None
+        for j, (q, g) in enumerate(zip(got, golden_run(m.compiled, m.inputs), strict=True)):
+            d = q.astype(np.int32) - g.astype(np.int32)
+            assert not d.any(), f"{m.label} on {core}: output {j} differs in {int((d != 0).sum())} elements"

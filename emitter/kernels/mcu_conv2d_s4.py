@@ -76,6 +76,7 @@ def mcu_conv2d_s4(p: ConvParams, input: np.ndarray, filter: np.ndarray, bias: np
 _D = c_defines("kernels/mcu_conv2d_s4_internal.h")
 DSP_BYTES = _D["MCU_CONV_S4_DSP_BYTES"]
 MVE_POSITIONS = _D["MCU_CONV_S4_MVE_POSITIONS"]
+MVE_OC_BLOCK = _D["MCU_CONV_S4_MVE_OC_BLOCK"]
 
 
 def widened(k: int) -> int:
@@ -113,7 +114,7 @@ def _plan(p: ConvParams, isa: str) -> tuple[str, int]:
     if per_pass:
         return "dsp", 2 * per_pass * widened(k) + patch
     if isa == "mve":
-        return "mve", MVE_POSITIONS * patch
+        return "mve", 4 * (2 + MVE_POSITIONS) * MVE_OC_BLOCK + MVE_POSITIONS * patch
     return "generic", patch
 
 

@@ -19,7 +19,8 @@
  *
  * Scratch (mcu_conv2d_s4_get_buffer_size): generic K bytes of window when some window is gathered
  * (mcu_conv2d_s4_gathers), else none; DSP 2 * P * widened(K) bytes of int16 windows plus that
- * window; MVE 3 * K bytes of windows when some are gathered.
+ * window; MVE 4 * 5 * 64 bytes of starting sums, requantization bases and three rows of sums,
+ * plus 3 * K bytes of windows when some are gathered.
  */
 #include <stdint.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "mcu_kernel_util.h"
 #include "mcu_nn.h"
 #include "mcu_nn_s4.h"
+#include "mcu_requant.h"
 
 int mcu_conv2d_s4_gathers(const mcu_conv_params_t *p)
 {
@@ -60,15 +62,37 @@ const int8_t *mcu_conv2d_s4_window(const mcu_conv_params_t *p, const int8_t *inp
         const int32_t iy = y0 + ky * p->dilation_h;
         for (int32_t kx = 0; kx < p->filter.w; ++kx, d += c) {
             const int32_t ix = x0 + kx * p->dilation_w;
-            if (iy < 0 || iy >= p->input.h || ix < 0 || ix >= p->input.w) {
-                memset(d, zp, (size_t)c);
+            const int inside = iy >= 0 && iy < p->input.h && ix >= 0 && ix < p->input.w;
+            const int8_t *src =
+                image + ((size_t)(inside ? iy : 0) * (size_t)p->input.w + (size_t)(inside ? ix : 0)) *
+                            (size_t)c;
+            if (c >= 16) { /* library calls for long runs, loops for short ones */
+                if (inside) {
+                    memcpy(d, src, (size_t)c);
+                } else {
+                    memset(d, zp, (size_t)c);
+                }
             } else {
-                memcpy(d, image + ((size_t)iy * (size_t)p->input.w + (size_t)ix) * (size_t)c,
-                       (size_t)c);
+                for (int32_t i = 0; i < c; ++i) {
+                    d[i] = inside ? src[i] : zp;
+                }
             }
         }
     }
     return patch;
+}
+
+int mcu_conv2d_s4_requant2(const mcu_conv_params_t *p, const int32_t *sums)
+{
+    if (p->q.rounding == MCU_ROUND_NEAREST_EVEN) {
+        return 0;
+    }
+    for (int32_t oc = 0; oc < p->output.c; ++oc) {
+        if (!mcu_requant2_ok(p->multiplier[oc], p->shift[oc], sums[oc])) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 int32_t mcu_conv2d_s4_dsp_positions(const mcu_conv_params_t *p)
@@ -100,7 +124,8 @@ static int32_t plan(const mcu_conv_params_t *p, int32_t isa, int32_t *size, int3
         return MCU_PATH_DSP;
     }
     if (isa == MCU_ISA_MVE) {
-        *size = MCU_CONV_S4_MVE_POSITIONS * patch;
+        *size = 4 * (2 + MCU_CONV_S4_MVE_POSITIONS) * MCU_CONV_S4_MVE_OC_BLOCK +
+                MCU_CONV_S4_MVE_POSITIONS * patch;
         return MCU_PATH_MVE;
     }
     *size = patch;

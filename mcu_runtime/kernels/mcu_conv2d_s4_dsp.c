@@ -16,77 +16,103 @@
 
 #include "mcu_kernel_util.h"
 
-/* n (<= 4) taps from x as one group of two int16 pairs at d: (x0, x2), (x1, x3), zeros past n */
-static inline void widen_group(const int8_t *x, int32_t n, int32_t *d)
+/* n (<= 4) taps from x as one group of two int16 pairs at d[0], d[stride]: (x0, x2), (x1, x3),
+ * zeros past n */
+static inline void widen_group(const int8_t *x, int32_t n, int32_t *d, int32_t stride)
 {
     if (n >= 4) {
         const uint32_t v = read_s8x4(x);
         d[0] = __sxtb16((int32_t)v);
-        d[1] = sxtb16_ror8(v);
+        d[stride] = sxtb16_ror8(v);
         return;
     }
-    int8_t t[4] = {0, 0, 0, 0};
-    memcpy(t, x, (size_t)n);
-    const uint32_t v = read_s8x4(t);
+    uint32_t v = 0;
+    for (int32_t i = 0; i < n; ++i) {
+        v |= (uint32_t)(uint8_t)x[i] << (8 * i);
+    }
     d[0] = __sxtb16((int32_t)v);
-    d[1] = sxtb16_ror8(v);
+    d[stride] = sxtb16_ror8(v);
 }
 
 /* n taps (a block half) as `groups` groups (>= ceil(n / 4)), zeros past n */
-static inline int32_t *widen_half(const int8_t *x, int32_t n, int32_t groups, int32_t *d)
+static inline int32_t *widen_half(const int8_t *x, int32_t n, int32_t groups, int32_t *d,
+                                  int32_t stride)
 {
-    for (int32_t i = 0; i < 4 * groups; i += 4, d += 2) {
-        widen_group(x + i, n - i >= 4 ? 4 : (n - i > 0 ? n - i : 0), d);
+    for (int32_t i = 0; i < 4 * groups; i += 4, d += 2 * stride) {
+        widen_group(x + i, n - i >= 4 ? 4 : (n - i > 0 ? n - i : 0), d, stride);
     }
     return d;
 }
 
-/* One window of k taps in the widened order (mcu_conv2d_s4_widened(k) int16 values at d) */
-static void widen(const int8_t *x, int32_t k, int32_t *d)
+/* One window of k taps in the widened order (mcu_conv2d_s4_widened(k) / 2 words), word j at
+ * d[j * stride]: the windows of a pass interleaved word by word (stride = per_pass). */
+static void widen(const int8_t *x, int32_t k, int32_t *d, int32_t stride)
 {
     for (; k > 0; k -= MCU_S4_BLOCK, x += MCU_S4_BLOCK) {
         const int32_t t = k < MCU_S4_BLOCK ? k : MCU_S4_BLOCK;
         const int32_t h = (t + 1) / 2;
         const int32_t groups = (h + 3) / 4;
-        d = widen_half(x, h, groups, d);
-        d = widen_half(x + h, t - h, groups, d);
+        d = widen_half(x, h, groups, d, stride);
+        d = widen_half(x + h, t - h, groups, d, stride);
     }
 }
 
-/* A word of 8 packed weights from n (<= 4) bytes, zeros past n. */
-static inline uint32_t read_tail(const uint8_t *w, int32_t n)
+/* A word of 8 packed weights from 4 bytes at any address */
+static inline uint32_t read_word(const uint8_t *w)
 {
-    uint8_t t[4] = {0, 0, 0, 0};
-    memcpy(t, w, (size_t)n);
     uint32_t v;
-    memcpy(&v, t, sizeof v);
+    memcpy(&v, w, sizeof v);
     return v;
 }
 
-/* a[p] += the products of one weight word (its low nibbles with the window words at lo, its high
- * nibbles with those at hi; window p is `step` words further) */
-MCU_CONV_S4_INLINE void mac_word(int32_t *a, uint32_t word, const int32_t *lo, const int32_t *hi,
-                                 int32_t step, int32_t per_pass)
+/* ... from n (< 4) bytes, zeros past n */
+static inline uint32_t read_tail(const uint8_t *w, int32_t n)
 {
-    const uint32_t l = (word << 4) & 0xF0F0F0F0u;
-    const uint32_t u = word & 0xF0F0F0F0u;
-    const int32_t l0 = __sxtb16((int32_t)l);
-    const int32_t l1 = sxtb16_ror8(l);
-    const int32_t u0 = __sxtb16((int32_t)u);
-    const int32_t u1 = sxtb16_ror8(u);
-    for (int32_t p = 0; p < per_pass; ++p) {
-        const int32_t *xl = lo + p * step;
-        const int32_t *xu = hi + p * step;
-        a[p] = __smlad(xl[0], l0, a[p]);
-        a[p] = __smlad(xl[1], l1, a[p]);
-        a[p] = __smlad(xu[0], u0, a[p]);
-        a[p] = __smlad(xu[1], u1, a[p]);
+    uint32_t v = 0;
+    for (int32_t i = 0; i < n; ++i) {
+        v |= (uint32_t)w[i] << (8 * i);
     }
+    return v;
 }
 
-/* One pass: per_pass windows widened at xs (`step` words apart), every channel. */
+/* The four int16 pair words of one weight word: its low nibbles (l0, l1) and its high nibbles
+ * (u0, u1), each 16 w. */
+#define MCU_S4_UNPACK(word)                                                                     \
+    const uint32_t l_ = ((word) << 4) & 0xF0F0F0F0u;                                            \
+    const uint32_t u_ = (word)&0xF0F0F0F0u;                                                     \
+    const int32_t l0 = __sxtb16((int32_t)l_);                                                   \
+    const int32_t l1 = sxtb16_ror8(l_);                                                         \
+    const int32_t u0 = __sxtb16((int32_t)u_);                                                   \
+    const int32_t u1 = sxtb16_ror8(u_)
+
+/* acc += the products of the unpacked word with the window words at lo (its low nibbles' taps)
+ * and hi (its high nibbles' taps) */
+#define MCU_S4_MAC(acc, lo, hi)                                                                 \
+    do {                                                                                         \
+        acc = __smlad((lo)[0], l0, acc);                                                         \
+        acc = __smlad((lo)[per_pass], l1, acc);                                                  \
+        acc = __smlad((hi)[0], u0, acc);                                                         \
+        acc = __smlad((hi)[per_pass], u1, acc);                                                  \
+    } while (0)
+
+/* One weight word at the per_pass interleaved windows: lo, hi the first window's words. */
+#define MCU_S4_WORD(word, lo, hi)                                                               \
+    do {                                                                                         \
+        MCU_S4_UNPACK(word);                                                                     \
+        MCU_S4_MAC(a0, (lo), (hi));                                                              \
+        if (per_pass > 1) {                                                                      \
+            MCU_S4_MAC(a1, (lo) + 1, (hi) + 1);                                                  \
+        }                                                                                        \
+        if (per_pass > 2) {                                                                      \
+            MCU_S4_MAC(a2, (lo) + 2, (hi) + 2);                                                  \
+            MCU_S4_MAC(a3, (lo) + 3, (hi) + 3);                                                  \
+        }                                                                                        \
+    } while (0)
+
+/* One pass: per_pass (1, 2 or 4: a constant where inlined) windows widened and interleaved at xs;
+ * every channel. fast: mcu_conv2d_s4_requant2(). */
 MCU_CONV_S4_INLINE void pass(const mcu_conv_params_t *p, const uint8_t *filter, const int32_t *sums,
-                             const int32_t *xs, int32_t step, int8_t *out, int32_t per_pass)
+                             const int32_t *xs, int8_t *out, int32_t per_pass, int fast)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t row = (k + 1) / 2;
@@ -97,20 +123,32 @@ MCU_CONV_S4_INLINE void pass(const mcu_conv_params_t *p, const uint8_t *filter, 
     const int32_t h4 = (h + 3) & ~3; /* taps of the tail block's half, padded */
     const uint8_t *w = filter;
     for (int32_t oc = 0; oc < c_out; ++oc, w += row) {
-        int32_t a[4] = {0, 0, 0, 0};
+        int32_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
         const uint8_t *wb = w;
         const int32_t *x = xs;
-        for (int32_t blk = 0; blk < full; ++blk, wb += 16, x += 16) {
-            uint32_t words[4];
-            memcpy(words, wb, sizeof words);
-            mac_word(a, words[0], x, x + 8, step, per_pass);
-            mac_word(a, words[1], x + 2, x + 10, step, per_pass);
-            mac_word(a, words[2], x + 4, x + 12, step, per_pass);
-            mac_word(a, words[3], x + 6, x + 14, step, per_pass);
+        for (int32_t blk = 0; blk < full; ++blk, wb += 16, x += 16 * per_pass) {
+            for (int32_t j = 0; j < 4; ++j) {
+                const uint32_t word = read_word(wb + 4 * j);
+                MCU_S4_WORD(word, x + 2 * j * per_pass, x + (8 + 2 * j) * per_pass);
+            }
         }
         for (int32_t i = 0; i < h; i += 4) {
-            const uint32_t word = h - i >= 4 ? read_tail(wb + i, 4) : read_tail(wb + i, h - i);
-            mac_word(a, word, x + i / 2, x + h4 / 2 + i / 2, step, per_pass);
+            const uint32_t word = h - i >= 4 ? read_word(wb + i) : read_tail(wb + i, h - i);
+            MCU_S4_WORD(word, x + (i / 2) * per_pass, x + (h4 / 2 + i / 2) * per_pass);
+        }
+        const int32_t a[4] = {a0, a1, a2, a3};
+        if (fast) {
+            mcu_conv_s4_rq_t r;
+            mcu_conv_s4_rq(p, sums, oc, &r);
+            out[oc] = mcu_conv_s4_out(&r, a0 >> 3, &p->q);
+            if (per_pass > 1) {
+                out[c_out + oc] = mcu_conv_s4_out(&r, a1 >> 3, &p->q);
+            }
+            if (per_pass > 2) {
+                out[2 * c_out + oc] = mcu_conv_s4_out(&r, a2 >> 3, &p->q);
+                out[3 * c_out + oc] = mcu_conv_s4_out(&r, a3 >> 3, &p->q);
+            }
+            continue;
         }
         for (int32_t q = 0; q < per_pass; ++q) {
             const int32_t acc = (int32_t)((uint32_t)(a[q] >> 4) + (uint32_t)sums[oc]);
@@ -129,23 +167,24 @@ void mcu_conv2d_s4_dsp(const mcu_conv_params_t *p, const int8_t *input, const ui
         mcu_conv2d_s4_gathers(p) ? (int8_t *)(xs + (size_t)per_pass * (size_t)step) : NULL;
     const int32_t positions = p->input.n * p->output.h * p->output.w;
     const int32_t c_out = p->output.c;
+    const int fast = mcu_conv2d_s4_requant2(p, sums);
     int32_t pos = 0;
     for (; pos + per_pass <= positions; pos += per_pass) {
         for (int32_t q = 0; q < per_pass; ++q) {
-            widen(mcu_conv2d_s4_window(p, input, pos + q, patch), k, xs + q * step);
+            widen(mcu_conv2d_s4_window(p, input, pos + q, patch), k, xs + q, per_pass);
         }
         int8_t *const out = output + (size_t)pos * (size_t)c_out;
         if (per_pass == 4) {
-            pass(p, filter, sums, xs, step, out, 4);
+            pass(p, filter, sums, xs, out, 4, fast);
         } else if (per_pass == 2) {
-            pass(p, filter, sums, xs, step, out, 2);
+            pass(p, filter, sums, xs, out, 2, fast);
         } else {
-            pass(p, filter, sums, xs, step, out, 1);
+            pass(p, filter, sums, xs, out, 1, fast);
         }
     }
     for (; pos < positions; ++pos) { /* the last positions % per_pass, one at a time */
-        widen(mcu_conv2d_s4_window(p, input, pos, patch), k, xs);
-        pass(p, filter, sums, xs, step, output + (size_t)pos * (size_t)c_out, 1);
+        widen(mcu_conv2d_s4_window(p, input, pos, patch), k, xs, 1);
+        pass(p, filter, sums, xs, output + (size_t)pos * (size_t)c_out, 1, fast);
     }
 }
 #endif

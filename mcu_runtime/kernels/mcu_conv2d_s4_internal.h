@@ -21,8 +21,11 @@
 /* DSP path: bytes of int16 windows (P = 4 positions per pass up to 144 widened taps, 2 up to 288,
  * 1 up to 576: the s8 DSP path's MCU_CONV_DSP_WORDS words); larger filters take the generic path. */
 #define MCU_CONV_S4_DSP_BYTES 1152
-/* MVE path: output positions per pass (their windows gathered, when some are, into 3 * K bytes). */
+/* MVE path: output positions per pass (their windows gathered, when some are, into 3 * K bytes),
+ * output channels per block (their starting sums and requantization bases, 2 words each, and three
+ * rows of sums in scratch). */
 #define MCU_CONV_S4_MVE_POSITIONS 3
+#define MCU_CONV_S4_MVE_OC_BLOCK 64
 
 #if defined(__GNUC__)
 #define MCU_CONV_S4_INLINE static inline __attribute__((always_inline))
@@ -61,8 +64,50 @@ int mcu_conv2d_s4_gathers(const mcu_conv_params_t *p);
 const int8_t *mcu_conv2d_s4_window(const mcu_conv_params_t *p, const int8_t *input, int32_t pos,
                                    int8_t *patch);
 
+/* Whether the DSP and MVE paths may requantize with mcu_requant2 (mcu_requant.h): not onnxruntime's
+rounding unproven tie-free, and mcu_requant2_ok(multiplier, shift, sums) for every channel (then
+|acc| < 2^29 + 65535 * 1024 < 2^30). */
+int mcu_conv2d_s4_requant2(const mcu_conv_params_t *p, const int32_t *sums);
+
 /* The DSP path's positions per pass (4, 2 or 1), 0 when it does not run. */
 int32_t mcu_conv2d_s4_dsp_positions(const mcu_conv_params_t *p);
+
+#if defined(__ARM_FEATURE_DSP) && !defined(__ARM_BIG_ENDIAN)
+#include "mcu_requant.h"
+
+/* One channel's constants for mcu_requant2 of a doubled sum 2 * dot: acc2 = 2 dot + s2 (s2 = twice
+ * the channel's sums, plus the doubled lift for MCU_ROUND_NEAREST_NO_TIE), base, right = -shift. */
+typedef struct {
+    int32_t mult;
+    int32_t right;
+    int32_t base;
+    int32_t s2;
+} mcu_conv_s4_rq_t;
+
+MCU_CONV_S4_INLINE void mcu_conv_s4_rq(const mcu_conv_params_t *p, const int32_t *sums, int32_t oc,
+                                       mcu_conv_s4_rq_t *r)
+{
+    const int32_t mult = p->multiplier[oc];
+    const int32_t sh = p->shift[oc];
+    int32_t lift2 = 0;
+    r->mult = mult;
+    r->right = -sh;
+    r->base = p->q.rounding == MCU_ROUND_NEAREST_NO_TIE
+                  ? mcu_requant2_no_tie(mult, sh, p->q.output_offset, &lift2)
+                  : mcu_requant2_base(sh, p->q.output_offset);
+    r->s2 = (int32_t)(2u * (uint32_t)sums[oc] + (uint32_t)lift2);
+}
+
+/* The output of a doubled dot product dot2 (mcu_requant2, then the activation clamp). */
+MCU_CONV_S4_INLINE int8_t mcu_conv_s4_out(const mcu_conv_s4_rq_t *r, int32_t dot2,
+                                          const mcu_quant_io_t *q)
+{
+    /* 2 acc (+ the lift) fits int32; its two parts may wrap */
+    const int32_t acc2 = (int32_t)((uint32_t)dot2 + (uint32_t)r->s2);
+    const int32_t v = mcu_requant2(acc2, r->mult, r->base, r->right);
+    return (int8_t)mcu_clamp_s32(v, q->act_min, q->act_max);
+}
+#endif
 
 #if MCU_ISA_NATIVE == MCU_ISA_DSP
 void mcu_conv2d_s4_dsp(const mcu_conv_params_t *p, const int8_t *input, const uint8_t *filter,

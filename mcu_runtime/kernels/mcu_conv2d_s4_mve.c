@@ -15,46 +15,50 @@
 
 #include "mcu_kernel_util.h"
 
-/* a[c * 3 + q] = sums of channel c (weights w[c], channels), window q, n_ch channels (1 or 2),
- * n_pos windows (1..3) */
+/* s_c += window x's block of t taps (h = ceil(t / 2) in its first half) against channel c's
+ * unpacked weights (lo: first half, hi: second half), c = 0 and, when n_ch > 1, 1 */
+#define MCU_S4_MVE_POS(x, sa, sb)                                                               \
+    do {                                                                                         \
+        const int8x16_t xl = vldrbq_z_s8((x) + off, pl);                                         \
+        const int8x16_t xu = vldrbq_z_s8((x) + off + h, pu);                                     \
+        sa = vmladavaq_s8(vmladavaq_s8(sa, xl, l0), xu, u0);                                     \
+        if (n_ch > 1) {                                                                          \
+            sb = vmladavaq_s8(vmladavaq_s8(sb, xl, l1), xu, u1);                                 \
+        }                                                                                        \
+    } while (0)
+
+/* a[c * 3 + q] = c_c + the dot product of channel c (weights w0, w1) with window q, for n_ch
+ * channels (1 or 2) and n_pos windows (1..3): per block, the weights unpacked once (4 vectors),
+ * each window's two halves loaded once (the loads predicated: the tail block's h and t - h) */
 MCU_CONV_S4_INLINE void dots(const uint8_t *w0, const uint8_t *w1, const int8_t *const x[3],
-                             int32_t k, int32_t a[6], int32_t n_ch, int32_t n_pos)
+                             int32_t k, int32_t a[6], int32_t n_ch, int32_t n_pos, int32_t c0,
+                             int32_t c1)
 {
-    int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0;
+    int32_t s0 = c0, s1 = c0, s2 = c0, s3 = c1, s4 = c1, s5 = c1;
+    const int8_t *const x0 = x[0];
+    const int8_t *const x1 = x[1];
+    const int8_t *const x2 = x[2];
     int32_t off = 0;
     for (; k > 0; k -= MCU_S4_BLOCK, off += MCU_S4_BLOCK, w0 += 16, w1 += 16) {
         const int32_t t = k < MCU_S4_BLOCK ? k : MCU_S4_BLOCK;
-        const int32_t h = (t + 1) / 2;
+        const int32_t h = (t + 1) >> 1;
         const mve_pred16_t pl = vctp8q((uint32_t)h);
         const mve_pred16_t pu = vctp8q((uint32_t)(t - h));
         const int8x16_t v0 = vreinterpretq_s8_u8(vldrbq_z_u8(w0, pl));
         const int8x16_t l0 = vshrq_n_s8(vshlq_n_s8(v0, 4), 4);
         const int8x16_t u0 = vshrq_n_s8(v0, 4);
-        const int8x16_t xl0 = vldrbq_z_s8(x[0] + off, pl);
-        const int8x16_t xu0 = vldrbq_z_s8(x[0] + off + h, pu);
-        s0 = vmladavaq_s8(vmladavaq_s8(s0, xl0, l0), xu0, u0);
-        int8x16_t xl1 = xl0, xu1 = xu0, xl2 = xl0, xu2 = xu0;
-        if (n_pos > 1) {
-            xl1 = vldrbq_z_s8(x[1] + off, pl);
-            xu1 = vldrbq_z_s8(x[1] + off + h, pu);
-            s1 = vmladavaq_s8(vmladavaq_s8(s1, xl1, l0), xu1, u0);
-        }
-        if (n_pos > 2) {
-            xl2 = vldrbq_z_s8(x[2] + off, pl);
-            xu2 = vldrbq_z_s8(x[2] + off + h, pu);
-            s2 = vmladavaq_s8(vmladavaq_s8(s2, xl2, l0), xu2, u0);
-        }
+        int8x16_t l1 = l0, u1 = u0;
         if (n_ch > 1) {
             const int8x16_t v1 = vreinterpretq_s8_u8(vldrbq_z_u8(w1, pl));
-            const int8x16_t l1 = vshrq_n_s8(vshlq_n_s8(v1, 4), 4);
-            const int8x16_t u1 = vshrq_n_s8(v1, 4);
-            s3 = vmladavaq_s8(vmladavaq_s8(s3, xl0, l1), xu0, u1);
-            if (n_pos > 1) {
-                s4 = vmladavaq_s8(vmladavaq_s8(s4, xl1, l1), xu1, u1);
-            }
-            if (n_pos > 2) {
-                s5 = vmladavaq_s8(vmladavaq_s8(s5, xl2, l1), xu2, u1);
-            }
+            l1 = vshrq_n_s8(vshlq_n_s8(v1, 4), 4);
+            u1 = vshrq_n_s8(v1, 4);
+        }
+        MCU_S4_MVE_POS(x0, s0, s3);
+        if (n_pos > 1) {
+            MCU_S4_MVE_POS(x1, s1, s4);
+        }
+        if (n_pos > 2) {
+            MCU_S4_MVE_POS(x2, s2, s5);
         }
     }
     a[0] = s0;
@@ -65,32 +69,61 @@ MCU_CONV_S4_INLINE void dots(const uint8_t *w0, const uint8_t *w1, const int8_t 
     a[5] = s5;
 }
 
-/* n_pos windows x (positions from pos), every channel */
+/* One row of n int32 sums requantized (mcu_requant4), clamped and stored at o, four a vector. */
+static void requant_row(const int32_t *sums, const int32_t *mult, const int32_t *base,
+                        const int32_t *shift, int8_t *o, int32_t n, int32x4_t lo, int32x4_t hi)
+{
+    for (; n > 0; n -= 4, sums += 4, mult += 4, base += 4, shift += 4, o += 4) {
+        const mve_pred16_t pr = vctp32q((uint32_t)n);
+        const int32x4_t v = mcu_requant4(vldrwq_z_s32(sums, pr), vldrwq_z_s32(mult, pr),
+                                         vldrwq_z_s32(base, pr), vldrwq_z_s32(shift, pr));
+        vstrbq_p_s32(o, vminq_s32(vmaxq_s32(v, lo), hi), pr);
+    }
+}
+
+/* n_pos windows x, the channels [oc0, oc1): their sums start at init[oc - oc0] and go to rows (row
+ * words apart); fast: requantized from the rows, else one at a time. */
 MCU_CONV_S4_INLINE void pass(const mcu_conv_params_t *p, const uint8_t *filter, const int32_t *sums,
-                             const int8_t *const x[3], int8_t *out, int32_t n_pos)
+                             const int8_t *const x[3], int8_t *out, int32_t n_pos, int32_t oc0,
+                             int32_t oc1, const int32_t *init, const int32_t *base,
+                             int32_t *rows, int fast)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t row = (k + 1) / 2;
     const int32_t c_out = p->output.c;
+    const int32_t n = oc1 - oc0;
     int32_t a[6];
-    int32_t oc = 0;
-    for (; oc + 2 <= c_out; oc += 2) {
-        const uint8_t *w = filter + (size_t)oc * (size_t)row;
-        dots(w, w + row, x, k, a, 2, n_pos);
+    int32_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+        const uint8_t *w = filter + (size_t)(oc0 + j) * (size_t)row;
+        dots(w, w + row, x, k, a, 2, n_pos, init[j], init[j + 1]);
         for (int32_t q = 0; q < n_pos; ++q) {
-            for (int32_t c = 0; c < 2; ++c) {
-                const int32_t acc = (int32_t)((uint32_t)a[c * 3 + q] + (uint32_t)sums[oc + c]);
-                out[q * c_out + oc + c] =
-                    mcu_output_stage(acc, p->multiplier[oc + c], p->shift[oc + c], &p->q);
-            }
+            rows[q * MCU_CONV_S4_MVE_OC_BLOCK + j] = a[q];
+            rows[q * MCU_CONV_S4_MVE_OC_BLOCK + j + 1] = a[3 + q];
         }
     }
-    if (oc < c_out) {
-        const uint8_t *w = filter + (size_t)oc * (size_t)row;
-        dots(w, w, x, k, a, 1, n_pos);
+    if (j < n) {
+        const uint8_t *w = filter + (size_t)(oc0 + j) * (size_t)row;
+        dots(w, w, x, k, a, 1, n_pos, init[j], 0);
         for (int32_t q = 0; q < n_pos; ++q) {
-            const int32_t acc = (int32_t)((uint32_t)a[q] + (uint32_t)sums[oc]);
-            out[q * c_out + oc] = mcu_output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q);
+            rows[q * MCU_CONV_S4_MVE_OC_BLOCK + j] = a[q];
+        }
+    }
+    if (fast) {
+        const int32x4_t lo = vdupq_n_s32(p->q.act_min);
+        const int32x4_t hi = vdupq_n_s32(p->q.act_max);
+        for (int32_t q = 0; q < n_pos; ++q) {
+            requant_row(rows + q * MCU_CONV_S4_MVE_OC_BLOCK, p->multiplier + oc0, base,
+                        p->shift + oc0, out + q * c_out + oc0, n, lo, hi);
+        }
+        return;
+    }
+    (void)sums;
+    for (int32_t q = 0; q < n_pos; ++q) {
+        for (j = 0; j < n; ++j) {
+            const int32_t oc = oc0 + j;
+            out[q * c_out + oc] = mcu_output_stage(rows[q * MCU_CONV_S4_MVE_OC_BLOCK + j],
+                                                   p->multiplier[oc], p->shift[oc], &p->q);
         }
     }
 }
@@ -99,23 +132,45 @@ void mcu_conv2d_s4_mve(const mcu_conv_params_t *p, const int8_t *input, const ui
                        const int32_t *sums, int8_t *output, void *scratch)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
-    int8_t *const patch = mcu_conv2d_s4_gathers(p) ? (int8_t *)scratch : NULL;
     const int32_t positions = p->input.n * p->output.h * p->output.w;
     const int32_t c_out = p->output.c;
-    for (int32_t pos = 0; pos < positions; pos += MCU_CONV_S4_MVE_POSITIONS) {
-        const int32_t n = positions - pos < 3 ? positions - pos : 3;
-        const int8_t *x[3];
-        for (int32_t q = 0; q < 3; ++q) {
-            x[q] = q < n ? mcu_conv2d_s4_window(p, input, pos + q, patch != NULL ? patch + q * k : NULL)
-                         : x[0];
+    const int fast = mcu_conv2d_s4_requant2(p, sums);
+    /* scratch: a block's starting sums and bases, three rows of sums, the patches */
+    int32_t *const init = (int32_t *)scratch;
+    int32_t *const base = init + MCU_CONV_S4_MVE_OC_BLOCK;
+    int32_t *const rows = base + MCU_CONV_S4_MVE_OC_BLOCK;
+    int8_t *const patch = mcu_conv2d_s4_gathers(p)
+                              ? (int8_t *)(rows + MCU_CONV_S4_MVE_POSITIONS * MCU_CONV_S4_MVE_OC_BLOCK)
+                              : NULL;
+    for (int32_t oc0 = 0; oc0 < c_out; oc0 += MCU_CONV_S4_MVE_OC_BLOCK) {
+        const int32_t oc1 = c_out - oc0 < MCU_CONV_S4_MVE_OC_BLOCK ? c_out : oc0 + MCU_CONV_S4_MVE_OC_BLOCK;
+        for (int32_t oc = oc0; oc < oc1; ++oc) {
+            int32_t lift = 0;
+            if (fast && p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) { /* acc + lift, base' */
+                int32_t lift2;
+                base[oc - oc0] = mcu_requant2_no_tie(p->multiplier[oc], p->shift[oc], p->q.output_offset,
+                                                     &lift2);
+                lift = (int32_t)((uint32_t)lift2 >> 1);
+            } else if (fast) {
+                base[oc - oc0] = mcu_requant2_base(p->shift[oc], p->q.output_offset);
+            }
+            init[oc - oc0] = (int32_t)((uint32_t)sums[oc] + (uint32_t)lift);
         }
-        int8_t *const out = output + (size_t)pos * (size_t)c_out;
-        if (n == 3) {
-            pass(p, filter, sums, x, out, 3);
-        } else if (n == 2) {
-            pass(p, filter, sums, x, out, 2);
-        } else {
-            pass(p, filter, sums, x, out, 1);
+        for (int32_t pos = 0; pos < positions; pos += MCU_CONV_S4_MVE_POSITIONS) {
+            const int32_t n = positions - pos < 3 ? positions - pos : 3;
+            const int8_t *x[3];
+            for (int32_t q = 0; q < 3; ++q) {
+                x[q] = q < n ? mcu_conv2d_s4_window(p, input, pos + q, patch != NULL ? patch + q * k : NULL)
+                             : x[0];
+            }
+            int8_t *const out = output + (size_t)pos * (size_t)c_out;
+            if (n == 3) {
+                pass(p, filter, sums, x, out, 3, oc0, oc1, init, base, rows, fast);
+            } else if (n == 2) {
+                pass(p, filter, sums, x, out, 2, oc0, oc1, init, base, rows, fast);
+            } else {
+                pass(p, filter, sums, x, out, 1, oc0, oc1, init, base, rows, fast);
+            }
         }
     }
 }
