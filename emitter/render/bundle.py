@@ -399,6 +399,9 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str,
                          "with --name")
     ctx = BundleBuilder(c).context()
     ctx.update(cpu_flags=board_flags, board=board_name, frontend=None, tests=bool(tests))
+    if frontend is not None and ctx["pools"]:
+        raise UsageError("a feature front end keeps its scratch in the one arena: with --frontend, give the "
+                         "fastest RAM pool room for the whole plan (--pool NAME=SIZE)")
     if frontend is not None:
         ctx["arena_size"] = max(ctx["arena_size"], frontend.scratch_bytes)
         ctx["frontend"] = frontend.figures() | {"defines": " ".join(f"-D{d}" for d in DSP_DEFINES),

@@ -77,6 +77,11 @@ def render_group(models: list[Compiled], board_flags: str, board_name: str,
     optimize = {c.optimize for c in models}
     assert len(optimize) == 1, "one --optimize for the whole bundle"
     prefix = group_prefix(names)
+    several = [c.name for c in models if c.pools is not None and c.pools.multi]
+    if several and not concurrent:
+        raise UsageError(f"model(s) {', '.join(several)} need several RAM pools; a bundle of several models "
+                         "shares one arena and cannot split it into pools yet: give the fastest pool room for "
+                         "every model's plan (--pool NAME=SIZE), or use --concurrent (one arena set per model)")
     ctxs = [BundleBuilder(c).context() for c in models]
     size = max(ctx["arena_size"] for ctx in ctxs)
     env = environment()

@@ -93,6 +93,29 @@ def budget_line(board: Board, ram_src: str, flash_src: str) -> str | None:
             "(`mcugen boards`) or set --ram-budget/--flash-budget")
 
 
+def pool_lines(c: Compiled) -> list[str]:
+    """One line per RAM pool (bytes used / its size, share of the estimated accesses), when the board
+    lists several pools or --pool is given (emitter/plan/pools.py)."""
+    placement, board = c.pools, c.options.board
+    if placement is None or (not c.options.pools and (board is None or len(board.ram_pools) < 2)):
+        return []
+    from emitter.boards import pools_with_overrides
+
+    listed = pools_with_overrides(board.ram_pools if board is not None else (), c.options.pools)
+    used = {u.pool.name: u for u in placement.pools}
+    total = placement.total_accesses or 1
+    lines = []
+    for pool in listed:
+        u = used.get(pool.name)
+        size, hits = (u.used, u.accesses) if u is not None else (0, 0)
+        lines.append(f"pool {pool.name}: {fmt_bytes(size)} / {fmt_bytes(pool.size)} bytes, "
+                     f"{100 * hits / total:.1f} % of the estimated activation accesses "
+                     f"({fmt_bytes(hits)} bytes per inference; rank {pool.rank})")
+    if not placement.multi:
+        lines[0] += "; the whole plan fits it: one arena"
+    return lines
+
+
 def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_fpu: bool = True,
             code_bytes: int | None = None, code: dict[str, Any] | None = None,
             budget_note: str | None = None) -> str:
@@ -105,6 +128,9 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
         out = g.t(node.outputs[0])
         kind, where = plan.location[plan.root[out.name]]
         offset = f"{where:,}" if kind == "arena" else kind
+        if kind == "arena" and c.pools is not None and c.pools.multi:
+            pool, at = c.pools.split(where)
+            offset = f"{pool}+{at:,}"
         if not p.kernel:
             offset = f"view of {short_name(plan.root[out.name], 16)}" if kind == "arena" else offset
         rows.append((str(k), short_name(node.name), node.op, p.kernel or "(view)",
@@ -128,6 +154,7 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
         f"RAM:   arena {fmt_bytes(plan.arena_size)} bytes + caller's input/output buffers {fmt_bytes(io)} bytes "
         f"= activation RAM {fmt_bytes(activation_ram(g, plan))} bytes",
         *memory_lines(c),
+        *pool_lines(c),
         *([line] if (line := overhead_line(c)) else []),
         *([budget_note] if budget_note else []),
         f"float: {float_layers(c)} of {kernels} layers run in float32 (float islands)"
