@@ -43,6 +43,16 @@ def _mults(rng: np.random.Generator, c: int, taps: int, per_channel: bool) -> tu
 
 
 # -- layouts ----------------------------------------------------------------------------------
+def test_depthwise_layout() -> None:
+    """Per tap, groups of 8 channels: byte j = channel j | channel 4 + j << 4; the last C % 8
+    channels: h = ceil(r / 2), byte j = channel j | channel h + j << 4."""
+    w = np.arange(-8, 3, dtype=np.int8).reshape(1, 1, 1, 11)  # channels 0..10: -8..2
+    b = [int(v) for v in dw4.pack_filter(w)]
+    assert len(b) == 6
+    assert b[0] == (-8 & 15) | ((-4 & 15) << 4) and b[3] == (-5 & 15) | ((-1 & 15) << 4)
+    assert b[4] == (0 & 15) | ((2 & 15) << 4) and b[5] == (1 & 15)
+
+
 @pytest.mark.parametrize("k", [1, 2, 3, 17, 31, 32, 33, 63, 64, 65, 100])
 def test_conv_layout_round_trip(k: int) -> None:
     w = np.random.default_rng(k).integers(-8, 8, (5, k)).astype(np.int8)
@@ -55,7 +65,7 @@ def test_conv_layout_round_trip(k: int) -> None:
 
 def test_pairs_layout_and_range() -> None:
     w = np.array([[-8, 7, 1]], np.int8)
-    assert list(dw4.pack_pairs(w)[0]) == [0x78, 0x01]
+    assert list(tc4.pack_pairs(w)[0]) == [0x78, 0x01]
     with pytest.raises(ValueError, match=r"\[-8, 7\]"):
         conv4.pack_rows(np.array([[8]], np.int8))
 
@@ -169,6 +179,9 @@ def test_depthwise_equals_golden(seed: int) -> None:
     out = np.full((n, oh, ow, c_out), 0x5A, np.int8)
     assert call_raw("mcu_depthwise_conv2d_s4", None, p, x, dw4.pack_filter(f), b, out) == MCU_OK
     np.testing.assert_array_equal(out, dw4.mcu_depthwise_conv2d_s4(p, x, f, b))
+    for isa, code in ISA.items():
+        assert call_raw("mcu_depthwise_conv2d_s4_get_buffer_size", p, code) == dw4.buffer_size(p, b, isa)
+        assert call_raw("mcu_depthwise_conv2d_s4_path", p, code) == ("generic", "dsp", "mve").index(dw4.path(p, b, isa))
 
 
 # -- mcu_transpose_conv_s4 --------------------------------------------------------------------

@@ -24,16 +24,17 @@ from emitter.kernels.mcu_conv2d_s8 import BAND_C, ConvParams, mcu_conv2d_s8
 BLOCK = 32  # MCU_S4_BLOCK
 
 
-def pack_rows(w: np.ndarray) -> np.ndarray:
-    """int8 [rows, K] in [-8, 7] -> uint8 [rows, ceil(K / 2)]: per row, blocks of 32 weights, byte j
-    holding weight j (low nibble) and weight h + j (high nibble), h = 16 (a tail of t: ceil(t / 2))."""
+def pack_rows(w: np.ndarray, block: int = BLOCK) -> np.ndarray:
+    """int8 [rows, K] in [-8, 7] -> uint8 [rows, ceil(K / 2)]: per row, blocks of `block` weights,
+    byte j holding weight j (low nibble) and weight h + j (high nibble), h = block / 2 (a tail of
+    t: ceil(t / 2))."""
     w = np.asarray(w, np.int64)
     if w.size and (w.min() < -8 or w.max() > 7):
         raise ValueError(f"4-bit weights must lie in [-8, 7], got [{w.min()}, {w.max()}]")
     rows, k = w.shape
     out = np.zeros((rows, (k + 1) // 2), np.uint8)
-    for start in range(0, k, BLOCK):
-        t = min(BLOCK, k - start)
+    for start in range(0, k, block):
+        t = min(block, k - start)
         h = (t + 1) // 2
         lo = w[:, start:start + h] & 15
         hi = np.zeros_like(lo)

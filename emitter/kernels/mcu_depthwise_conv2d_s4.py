@@ -1,8 +1,10 @@
 """Twin of mcu_depthwise_conv2d_s4: int8 depthwise 2-D convolution with 4-bit weights.
 
 The numbers are mcu_depthwise_conv2d_s8's (golden: it, on the unpacked filter [1, KH, KW, C_out]
-and the same bias); the filter is packed per tap, two channels a byte (pack_filter: channel 2j in
-byte j's low nibble, 2j + 1 in its high nibble). One path, no scratch, no CMSIS-NN form.
+and the same bias); the filter is packed per tap in groups of 8 channels (pack_filter: 4 bytes,
+byte j holding channel j low and 4 + j high; the last C_out % 8 channels likewise with half of
+them rounded up). Paths: MVE (depth multiplier 1; 8 * C_out bytes of scratch), generic (none).
+No CMSIS-NN form.
 """
 from __future__ import annotations
 
@@ -12,22 +14,16 @@ import numpy as np
 
 from emitter.kernels.base import Kernel
 from emitter.kernels.common import window_band
+from emitter.kernels.mcu_conv2d_s4 import pack_rows
 from emitter.kernels.mcu_depthwise_conv2d_s8 import BAND_C, DepthwiseConvParams, mcu_depthwise_conv2d_s8
 
-
-def pack_pairs(w: np.ndarray) -> np.ndarray:
-    """int8 [rows, n] in [-8, 7] -> uint8 [rows, ceil(n / 2)]: element 2j low nibble, 2j + 1 high."""
-    w = np.asarray(w, np.int64)
-    if w.size and (w.min() < -8 or w.max() > 7):
-        raise ValueError(f"4-bit weights must lie in [-8, 7], got [{w.min()}, {w.max()}]")
-    if w.shape[1] % 2:
-        w = np.concatenate([w, np.zeros((w.shape[0], 1), np.int64)], axis=1)
-    return ((w[:, 0::2] & 15) | ((w[:, 1::2] & 15) << 4)).astype(np.uint8)
+GROUP = 8  # MCU_DW_S4_GROUP
 
 
 def pack_filter(filt: np.ndarray) -> np.ndarray:
-    """[1, KH, KW, C_out] int8 -> KH * KW * ceil(C_out / 2) bytes."""
-    return pack_pairs(filt.reshape(-1, filt.shape[-1])).ravel()
+    """[1, KH, KW, C_out] int8 -> KH * KW * ceil(C_out / 2) bytes (mcu_conv2d_s4's block layout
+    with blocks of 8 along the channels of each tap)."""
+    return pack_rows(filt.reshape(-1, filt.shape[-1]), GROUP).ravel()
 
 
 def mcu_depthwise_conv2d_s4(p: DepthwiseConvParams, input: np.ndarray, filter: np.ndarray,
@@ -41,9 +37,19 @@ def band(p: DepthwiseConvParams, o0: int, o1: int) -> tuple[DepthwiseConvParams,
     return window_band(p, o0, o1)  # type: ignore[no-any-return]
 
 
-def buffer_size(p: Any, bias: Any, isa: str) -> int:
-    """No scratch on any target."""
+def path(p: DepthwiseConvParams, bias: Any, isa: str) -> str:
+    """mcu_depthwise_conv2d_s4_path(): "mve" on MVE with depth multiplier 1, else "generic"."""
+    return "mve" if isa == "mve" and p.depth_multiplier == 1 else "generic"
+
+
+def buffer_size(p: DepthwiseConvParams, bias: Any, isa: str) -> int:
+    """mcu_depthwise_conv2d_s4_get_buffer_size(): 8 * C_out bytes on the MVE path, else none."""
+    return 8 * p.output.c if path(p, bias, isa) == "mve" else 0
+
+
+def lean_buffer_size(p: DepthwiseConvParams, bias: Any) -> int:
+    """The generic path's scratch: none."""
     return 0
 
 
-KERNEL = Kernel("mcu_depthwise_conv2d_s4", band=band, band_c=BAND_C, buffer_size=buffer_size)
+KERNEL = Kernel("mcu_depthwise_conv2d_s4", band=band, band_c=BAND_C, buffer_size=buffer_size, path=path)

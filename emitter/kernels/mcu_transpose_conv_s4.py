@@ -10,8 +10,17 @@ from __future__ import annotations
 import numpy as np
 
 from emitter.kernels.base import Kernel
-from emitter.kernels.mcu_depthwise_conv2d_s4 import pack_pairs
 from emitter.kernels.mcu_transpose_conv_s8 import TransposeConvParams, mcu_transpose_conv_s8
+
+
+def pack_pairs(w: np.ndarray) -> np.ndarray:
+    """int8 [rows, n] in [-8, 7] -> uint8 [rows, ceil(n / 2)]: element 2j low nibble, 2j + 1 high."""
+    w = np.asarray(w, np.int64)
+    if w.size and (w.min() < -8 or w.max() > 7):
+        raise ValueError(f"4-bit weights must lie in [-8, 7], got [{w.min()}, {w.max()}]")
+    if w.shape[1] % 2:
+        w = np.concatenate([w, np.zeros((w.shape[0], 1), np.int64)], axis=1)
+    return ((w[:, 0::2] & 15) | ((w[:, 1::2] & 15) << 4)).astype(np.uint8)
 
 
 def pack_filter(filt: np.ndarray) -> np.ndarray:

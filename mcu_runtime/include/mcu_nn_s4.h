@@ -92,18 +92,29 @@ int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv_params_t *params, int32_t i
 int32_t mcu_conv2d_s4_path(const mcu_conv_params_t *params, int32_t isa);
 
 /* mcu_depthwise_conv2d_s4: per tap (ky, kx), the C_out weights of that tap in (C_out + 1) / 2
- * bytes, byte j holding channel 2j (low nibble) and channel 2j + 1 (high nibble; 0 when C_out is
- * odd). KH * KW * ((C_out + 1) / 2) bytes in all. */
+ * bytes: groups of 8 channels in 4 bytes, byte j holding channel j (low nibble) and channel 4 + j
+ * (high nibble); then the last R = C_out % 8 channels in H = (R + 1) / 2 bytes, byte j holding
+ * channel j low and channel H + j high (0 when R is odd). KH * KW * ((C_out + 1) / 2) bytes. */
 
 /**
  * @brief int8 depthwise convolution with 4-bit weights, NHWC, any depth multiplier: the results
- * of mcu_depthwise_conv2d_s8 (mcu_nn.h) for the same weights and bias (may be NULL). No scratch
- * (ctx may be NULL); MCU_ERR_ARG for parameters out of range.
+ * of mcu_depthwise_conv2d_s8 (mcu_nn.h) for the same weights and bias (may be NULL). Scratch:
+ * mcu_depthwise_conv2d_s4_get_buffer_size(params, MCU_ISA_NATIVE) bytes in ctx (8 * C_out on the
+ * MVE path, else none: ctx may be NULL), else MCU_ERR_SCRATCH; MCU_ERR_ARG for parameters out of
+ * range.
  */
 mcu_status_t mcu_depthwise_conv2d_s4(const mcu_context_t *ctx,
                                      const mcu_depthwise_conv_params_t *params,
                                      const int8_t *input, const uint8_t *filter,
                                      const int32_t *bias, int8_t *output);
+
+/** @brief Scratch bytes mcu_depthwise_conv2d_s4 needs on `isa` (MCU_ISA_*). */
+int32_t mcu_depthwise_conv2d_s4_get_buffer_size(const mcu_depthwise_conv_params_t *params,
+                                                int32_t isa);
+
+/** @brief The code path (MCU_PATH_*) mcu_depthwise_conv2d_s4 takes on `isa`: MCU_PATH_MVE on MVE
+ * with depth multiplier 1, else MCU_PATH_GENERIC. */
+int32_t mcu_depthwise_conv2d_s4_path(const mcu_depthwise_conv_params_t *params, int32_t isa);
 
 /* mcu_transpose_conv_s4: per (oc, ky, kx), the C_in weights of that tap in (C_in + 1) / 2 bytes,
  * byte j holding input channel 2j (low nibble) and 2j + 1 (high nibble; 0 when C_in is odd).

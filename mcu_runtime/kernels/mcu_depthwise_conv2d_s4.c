@@ -1,16 +1,22 @@
 /*
  * mcu_depthwise_conv2d_s4.c - int8 depthwise 2-D convolution with 4-bit weights, NHWC, any depth
- * multiplier; filter per tap (ky, kx): its C_out weights two a byte, channel 2j in byte j's low
- * nibble, 2j + 1 in its high nibble (mcu_nn_s4.h). The numbers are mcu_depthwise_conv2d_s8's: one
- * int32 sum per output element, bias plus (in + input_offset) * w over the taps inside the input
- * (a padding tap adds nothing), then mcu_output_stage.
+ * multiplier (mcu_nn_s4.h gives the filter layout: per tap, groups of 8 channels in 4 bytes, byte j
+ * holding channel j low and channel h + j high, h = 4 or, for the last C_out % 8 channels, half of
+ * them rounded up). The numbers are mcu_depthwise_conv2d_s8's: one int32 sum per output element,
+ * bias plus (in + input_offset) * w over the taps inside the input (a padding tap adds nothing),
+ * then mcu_output_stage.
  *
- * Each output position takes its taps inside the input once (valid_taps), then its channels two at
- * a time (one weight byte a tap, two sums); a depth multiplier above 1 reads input channel
- * oc / depth_multiplier. No scratch.
+ * Paths:
+ * - MVE (mcu_depthwise_conv2d_s4_mve.c, depth multiplier 1): eight channels a step in two int32x4
+ *   sums, four bytes of weights a tap becoming both halves' weights (VSHL/VSHR); requantized by
+ *   mcu_requant4 when the constants allow, from per-channel bases and starting sums in scratch.
+ * - Generic (here, every target): per output position its taps inside the input once
+ *   (valid_taps), then its channels two at a time (one weight byte a tap).
+ * Scratch: 8 * C_out bytes on the MVE path (mcu_depthwise_conv2d_s4_get_buffer_size), else none.
  */
 #include <stdint.h>
 
+#include "mcu_depthwise_conv2d_s4_internal.h"
 #include "mcu_kernel_util.h"
 #include "mcu_nn.h"
 #include "mcu_nn_s4.h"
@@ -35,16 +41,27 @@ static int params_valid(const mcu_depthwise_conv_params_t *p)
            p->multiplier != NULL && p->shift != NULL && shifts_valid(p->shift, p->output.c);
 }
 
-/* The window of one position: taps [ky0, ky1) x [kx0, kx1) inside the input, from `x` (the tap
- * (ky0, kx0)'s pixel). */
-typedef struct {
-    const int8_t *x;
-    int32_t ky0, ky1, kx0, kx1;
-} window_t;
+void mcu_dw_s4_window(const mcu_depthwise_conv_params_t *p, const int8_t *image, int32_t oy,
+                      int32_t ox, mcu_dw_s4_window_t *win)
+{
+    const int32_t y0 = oy * p->stride_h - p->pad_top;
+    const int32_t x0 = ox * p->stride_w - p->pad_left;
+    valid_taps(y0, p->dilation_h, p->filter.h, p->input.h, &win->ky0, &win->ky1);
+    valid_taps(x0, p->dilation_w, p->filter.w, p->input.w, &win->kx0, &win->kx1);
+    if (win->ky0 == win->ky1 || win->kx0 == win->kx1) { /* no tap inside: the sums are the biases */
+        win->ky1 = win->ky0;
+        win->x = image;
+        return;
+    }
+    const int32_t iy = y0 + win->ky0 * p->dilation_h;
+    const int32_t ix = x0 + win->kx0 * p->dilation_w;
+    win->x = image + ((size_t)iy * (size_t)p->input.w + (size_t)ix) * (size_t)p->input.c;
+}
 
-/* sums of channels oc and oc + 1 (oc even) over the window; `in0`, `in1` their input channels */
-static inline void pair(const mcu_depthwise_conv_params_t *p, const window_t *win,
-                        const uint8_t *filter, int32_t row, int32_t oc, int32_t in0, int32_t in1,
+/* sums a0, a1 of two channels over the window: weight byte `byte` of each tap row (low nibble:
+ * the first channel, input channel in0; high: the second, in1) */
+static inline void pair(const mcu_depthwise_conv_params_t *p, const mcu_dw_s4_window_t *win,
+                        const uint8_t *filter, int32_t row, int32_t byte, int32_t in0, int32_t in1,
                         int32_t *a0, int32_t *a1)
 {
     const int32_t off = p->q.input_offset;
@@ -54,7 +71,7 @@ static inline void pair(const mcu_depthwise_conv_params_t *p, const window_t *wi
     int32_t s0 = *a0, s1 = *a1;
     const int8_t *xr = win->x;
     for (int32_t ky = win->ky0; ky < win->ky1; ++ky, xr += dy) {
-        const uint8_t *w = filter + (ky * p->filter.w + win->kx0) * row + oc / 2;
+        const uint8_t *w = filter + (ky * p->filter.w + win->kx0) * row + byte;
         const int8_t *x = xr;
         for (int32_t kx = win->kx0; kx < win->kx1; ++kx, x += dx, w += row) {
             const uint32_t b = *w;
@@ -66,17 +83,9 @@ static inline void pair(const mcu_depthwise_conv_params_t *p, const window_t *wi
     *a1 = s1;
 }
 
-mcu_status_t mcu_depthwise_conv2d_s4(const mcu_context_t *ctx,
-                                     const mcu_depthwise_conv_params_t *params,
-                                     const int8_t *input, const uint8_t *filter,
-                                     const int32_t *bias, int8_t *output)
+static void depthwise_generic(const mcu_depthwise_conv_params_t *p, const int8_t *input,
+                              const uint8_t *filter, const int32_t *bias, int8_t *output)
 {
-    (void)ctx;
-    if (params == NULL || input == NULL || filter == NULL || output == NULL ||
-        !params_valid(params)) {
-        return MCU_ERR_ARG;
-    }
-    const mcu_depthwise_conv_params_t *const p = params;
     const int32_t c_out = p->output.c;
     const int32_t c_in = p->input.c;
     const int32_t mult = p->depth_multiplier;
@@ -85,41 +94,60 @@ mcu_status_t mcu_depthwise_conv2d_s4(const mcu_context_t *ctx,
     for (int32_t b = 0; b < p->output.n; ++b) {
         const int8_t *image = input + (size_t)b * (size_t)(p->input.h * p->input.w * c_in);
         for (int32_t oy = 0; oy < p->output.h; ++oy) {
-            const int32_t y0 = oy * p->stride_h - p->pad_top;
-            window_t win;
-            valid_taps(y0, p->dilation_h, p->filter.h, p->input.h, &win.ky0, &win.ky1);
             for (int32_t ox = 0; ox < p->output.w; ++ox, out += c_out) {
-                const int32_t x0 = ox * p->stride_w - p->pad_left;
-                valid_taps(x0, p->dilation_w, p->filter.w, p->input.w, &win.kx0, &win.kx1);
-                const int32_t iy = y0 + win.ky0 * p->dilation_h;
-                const int32_t ix = x0 + win.kx0 * p->dilation_w;
-                win.x = image + ((size_t)iy * (size_t)p->input.w + (size_t)ix) * (size_t)c_in;
-                if (win.ky0 == win.ky1 || win.kx0 == win.kx1) {
-                    win.x = image; /* no tap inside: the sums are the biases */
-                }
-                int32_t ic = 0, m = 0; /* input channel of oc, and oc's place among its copies */
-                for (int32_t oc = 0; oc < c_out; oc += 2) {
-                    const int32_t in0 = ic;
-                    if (++m == mult) {
-                        m = 0;
-                        ++ic;
-                    }
-                    const int32_t in1 = oc + 1 < c_out ? ic : in0;
-                    if (++m == mult) {
-                        m = 0;
-                        ++ic;
-                    }
-                    int32_t a0 = bias != NULL ? bias[oc] : 0;
-                    int32_t a1 = bias != NULL && oc + 1 < c_out ? bias[oc + 1] : 0;
-                    pair(p, &win, filter, row, oc, in0, in1, &a0, &a1);
-                    out[oc] = mcu_output_stage(a0, p->multiplier[oc], p->shift[oc], &p->q);
-                    if (oc + 1 < c_out) {
-                        out[oc + 1] =
-                            mcu_output_stage(a1, p->multiplier[oc + 1], p->shift[oc + 1], &p->q);
+                mcu_dw_s4_window_t win;
+                mcu_dw_s4_window(p, image, oy, ox, &win);
+                for (int32_t g = 0; g < c_out; g += MCU_DW_S4_GROUP) {
+                    const int32_t r = c_out - g < MCU_DW_S4_GROUP ? c_out - g : MCU_DW_S4_GROUP;
+                    const int32_t h = (r + 1) / 2;
+                    for (int32_t j = 0; j < h; ++j) {
+                        const int32_t oc0 = g + j, oc1 = g + h + j; /* oc1 < c_out unless r is odd */
+                        const int has1 = oc1 < g + r;
+                        int32_t a0 = bias != NULL ? bias[oc0] : 0;
+                        int32_t a1 = bias != NULL && has1 ? bias[oc1] : 0;
+                        pair(p, &win, filter, row, g / 2 + j, oc0 / mult, has1 ? oc1 / mult : oc0 / mult,
+                             &a0, &a1);
+                        out[oc0] = mcu_output_stage(a0, p->multiplier[oc0], p->shift[oc0], &p->q);
+                        if (has1) {
+                            out[oc1] = mcu_output_stage(a1, p->multiplier[oc1], p->shift[oc1], &p->q);
+                        }
                     }
                 }
             }
         }
     }
+}
+
+int32_t mcu_depthwise_conv2d_s4_path(const mcu_depthwise_conv_params_t *params, int32_t isa)
+{
+    return isa == MCU_ISA_MVE && params->depth_multiplier == 1 ? MCU_PATH_MVE : MCU_PATH_GENERIC;
+}
+
+int32_t mcu_depthwise_conv2d_s4_get_buffer_size(const mcu_depthwise_conv_params_t *params,
+                                                int32_t isa)
+{
+    return mcu_depthwise_conv2d_s4_path(params, isa) == MCU_PATH_MVE ? 8 * params->output.c : 0;
+}
+
+mcu_status_t mcu_depthwise_conv2d_s4(const mcu_context_t *ctx,
+                                     const mcu_depthwise_conv_params_t *params,
+                                     const int8_t *input, const uint8_t *filter,
+                                     const int32_t *bias, int8_t *output)
+{
+    if (params == NULL || input == NULL || filter == NULL || output == NULL ||
+        !params_valid(params)) {
+        return MCU_ERR_ARG;
+    }
+    const int32_t size = mcu_depthwise_conv2d_s4_get_buffer_size(params, MCU_ISA_PLAN);
+    if (!scratch_ok(ctx, size)) {
+        return MCU_ERR_SCRATCH;
+    }
+#if MCU_ISA_PLAN == MCU_ISA_MVE
+    if (mcu_depthwise_conv2d_s4_path(params, MCU_ISA_PLAN) == MCU_PATH_MVE) {
+        mcu_depthwise_conv2d_s4_mve(params, input, filter, bias, output, ctx->buf);
+        return MCU_OK;
+    }
+#endif
+    depthwise_generic(params, input, filter, bias, output);
     return MCU_OK;
 }
