@@ -2,12 +2,22 @@
 counts, one C array per pool."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from emitter.boards import Pool, _load_all, load_board, parse_pool_option, pools_with_overrides
+from emitter.cli import main
+from emitter.compiler import Compiled, compile_model, golden_run
 from emitter.errors import UsageError
+from emitter.plan.arena import Plan
+from emitter.plan.pools import access_counts, window_reads
+from emitter.render.bundle import render_bundle
+from emitter.target.toolchain import missing_tools
+from tests.harness.bundles import build_library, emit, run_c, shared_model
+from tests.models.tiny import HELLO
 
 # ---- boards --------------------------------------------------------------------------------------
 
@@ -105,3 +115,147 @@ def test_pool_overrides() -> None:
                      Pool("extra", 1024, 2))
     assert pools_with_overrides(load_board("cortex-m4").ram_pools, (("ram", 100),)) == (Pool("ram", 100, 0),)
     assert pools_with_overrides((), (("a", 100), ("b", 200))) == (Pool("a", 100, 0), Pool("b", 200, 1))
+
+
+# ---- placement -----------------------------------------------------------------------------------
+
+
+def _kws() -> Path:
+    path = shared_model("mlperf_kws_dscnn")
+    if not path.is_file():
+        pytest.skip("../shared/models is not present")
+    return path
+
+
+def _check_placement(c: Compiled, pools: tuple[Pool, ...]) -> None:
+    """Every buffer in one listed pool, inside it, and no two live buffers of a pool overlap."""
+    placement = c.pools
+    assert placement is not None
+    size = {p.name: p.size for p in pools}
+    used = {u.pool.name: u.used for u in placement.pools}
+    assert sum(used.values()) == c.plan.arena_size
+    spots = []
+    for b in c.plan.buffers:
+        pool, at = placement.split(b.offset)
+        assert placement.where[b.name] == pool
+        assert 0 <= at and at + b.size <= used[pool] <= size[pool], (b, pool)
+        spots.append((pool, at, b))
+    for i, (pool, at, a) in enumerate(spots):
+        for pool2, at2, b in spots[:i]:
+            live = a.first <= b.last and b.first <= a.last
+            if pool == pool2 and live and at < at2 + b.size and at2 < at + a.size:
+                # only where the one-arena plan let them overlap too (a layer in place)
+                single = compile_model(c.model.path, board=c.options.board, memory=c.options.memory)
+                ofs = {x.name: x.offset for x in single.plan.buffers}
+                assert ofs[a.name] - ofs[b.name] == at - at2, (a, b)
+
+
+@pytest.mark.parametrize("memory", ["layer", "stream", "inplace"])
+def test_two_pools_place_every_buffer(memory: str) -> None:
+    m55 = load_board("cortex-m55")
+    single = compile_model(_kws(), board=m55, memory=memory)
+    half = single.plan.arena_size // 2
+    c = compile_model(_kws(), board=m55, memory=memory, pools=(("dtcm", half),))
+    pools = pools_with_overrides(m55.ram_pools, (("dtcm", half),))
+    assert c.pools is not None and c.pools.multi
+    _check_placement(c, pools)
+    # placement changes no instruction: the same schedule, kernels and run modes
+    def shape(p: Plan) -> tuple[object, ...]:
+        sch = p.schedule
+        return (sch.kind, sch.exact, sch.host_inputs, p.modes,
+                [(s.first, s.last, s.caps, s.scratch, s.lean) for s in sch.segments])
+    assert shape(c.plan) == shape(single.plan)
+    assert [p.kernel for p in c.prepared] == [p.kernel for p in single.prepared]
+    assert c.pools.single_size == single.plan.arena_size
+    # the densest buffer that fits the fastest pool alone is in it
+    counts = c.pools.accesses
+    fits = [b for b in c.plan.buffers if b.size <= half]
+    densest = max(fits, key=lambda b: (counts[b.name] / b.size, counts[b.name]))
+    assert c.pools.where[densest.name] == "dtcm"
+    dtcm = c.pools.pools[0]
+    assert dtcm.pool.name == "dtcm" and dtcm.accesses / c.pools.total_accesses > 0.5
+
+
+def test_access_counts_model_windows() -> None:
+    """A conv's input is read once per output pixel and tap; its output written once."""
+    c = compile_model(_kws(), board=load_board("cortex-m55"), memory="layer", pools=(("dtcm", 8192),))
+    assert c.pools is not None
+    k = next(k for k, p in enumerate(c.prepared) if p.kernel == "mcu_depthwise_conv2d_s8")
+    node, params = c.graph.nodes[k], c.prepared[k].params
+    w = params.window()
+    reads = window_reads(params)
+    assert reads == w.output.n * w.output.h * w.output.w * params.filter.h * params.filter.w * w.input.c
+    assert reads is not None and reads > c.graph.t(node.inputs[0]).nbytes  # a 3x3 window: read ~9 times
+    assert window_reads(c.prepared[len(c.prepared) - 1].params) is None  # softmax: no window
+    counts = access_counts(c.graph, c.prepared, c.plan)
+    assert sum(counts.values()) == c.pools.total_accesses > 0
+
+
+def test_one_pool_output_unchanged(tmp_path: Path) -> None:
+    """The plan fits the fastest pool: byte-identical to the one-arena bundle."""
+    m55 = load_board("cortex-m55")
+    for path, memory in ((HELLO, "layer"), (_kws(), "stream")):
+        c = compile_model(path, board=m55, memory=memory)
+        assert c.pools is not None and not c.pools.multi and c.pools.pools[0].pool.name == "dtcm"
+        plain = replace(c, pools=None)
+        assert render_bundle(c, "", "cortex-m55") == render_bundle(plain, "", "cortex-m55")
+        big = compile_model(path, board=m55, memory=memory, pools=(("dtcm", 1 << 20), ("extra", 4096)))
+        assert render_bundle(big, "", "cortex-m55") == render_bundle(plain, "", "cortex-m55")
+    # a board without [[ram]]: one implicit pool, the arena as always
+    c4 = compile_model(HELLO, board=load_board("cortex-m4"))
+    assert c4.pools is not None and c4.pools.pools[0].pool.name == "ram"
+    assert render_bundle(c4, "", "cortex-m4") == render_bundle(replace(c4, pools=None), "", "cortex-m4")
+
+
+def test_pools_too_small_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main([str(_kws()), "--board", "m55", "--pool", "dtcm=1K", "--pool", "isram=2K", "-o",
+                 str(tmp_path / "b"), "--quiet", "--memory", "layer"])
+    err = capsys.readouterr().err
+    assert code == 2 and "dtcm (1,024 bytes)" in err and "isram (2,048 bytes)" in err and "--pool" in err
+    with pytest.raises(SystemExit) as exit_:
+        main([str(_kws()), "--board", "m55", "--pool", "dtcm=12KB", "-o", str(tmp_path / "c")])
+    assert exit_.value.code == 2 and "--pool" in capsys.readouterr().err
+
+
+def _bundle_c(tmp_path: Path, c: Compiled) -> str:
+    return (emit(c, tmp_path / c.name) / f"{c.name}.c").read_text()
+
+
+def test_two_pool_bundles_run_bit_exact_on_host(tmp_path: Path) -> None:
+    """Layer, streamed (rings in both pools), in-place (input in the arena) and guard builds."""
+    m55 = load_board("cortex-m55")
+    cases = [compile_model(_kws(), name=f"p_{memory}{int(guard)}", board=m55, memory=memory, guard=guard,
+                           pools=(("dtcm", size),), isa="c")
+             for memory, guard, size in (("layer", False, 6000), ("stream", False, 3000), ("inplace", False, 6000),
+                                         ("layer", True, 6000))]
+    bundles = []
+    for c in cases:
+        assert c.pools is not None and c.pools.multi
+        text = _bundle_c(tmp_path, c)
+        assert f"{c.name}_arena_dtcm[" in text and f"{c.name}_arena_isram[" in text
+        assert 'section(".bss.mcugen_dtcm")' in text and f"{c.name}_arena[" not in text
+        header = (tmp_path / c.name / f"{c.name}.h").read_text()
+        assert f"{c.name.upper()}_POOL_DTCM_SIZE {c.pools.pools[0].used}" in header
+        weights = (tmp_path / c.name / f"{c.name}_weights.c").read_text()
+        assert f"{c.name.upper()}_WEIGHTS_L1_ATTRIBUTES" in weights
+        bundles.append(tmp_path / c.name)
+    lib = build_library(bundles, tmp_path / "libpools.so")
+    rng = np.random.default_rng(0)
+    for c in cases:
+        for _ in range(2):
+            xs = [rng.integers(-128, 128, s).astype(np.int8) for s in c.input_shapes]
+            for got, want in zip(run_c(lib, c, xs), golden_run(c, xs), strict=True):
+                np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.qemu
+@pytest.mark.skipif(bool(missing_tools()), reason="needs arm-none-eabi-gcc and qemu-system-arm")
+def test_two_pools_qemu_cortex_m55(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Host and QEMU bit-exact with two pools on cortex-m55 (the generic linker script takes both
+    .bss.mcugen_* sections into ISRAM; a pool-aware one puts dtcm in the DTCM)."""
+    code = main(["verify", str(_kws()), "--board", "cortex-m55", "--pool", "dtcm=8K", "--samples", "1",
+                 "--quiet", "-o", str(tmp_path / "kws")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "QEMU cortex-m55 vs golden          bit-exact" in out
+    assert "mlperf_kws_dscnn_arena_dtcm[" in (tmp_path / "kws" / "mlperf_kws_dscnn.c").read_text()
