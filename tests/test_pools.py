@@ -2,6 +2,7 @@
 counts, one C array per pool."""
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -238,6 +239,10 @@ def test_two_pool_bundles_run_bit_exact_on_host(tmp_path: Path) -> None:
         assert f"{c.name.upper()}_POOL_DTCM_SIZE {c.pools.pools[0].used}" in header
         weights = (tmp_path / c.name / f"{c.name}_weights.c").read_text()
         assert f"{c.name.upper()}_WEIGHTS_L1_ATTRIBUTES" in weights
+        rep = json.loads((tmp_path / c.name / "report.json").read_text())
+        assert [p["name"] for p in rep["memory"]["pools"]] == ["dtcm", "isram"]
+        html = (tmp_path / c.name / "report.html").read_text()
+        assert 'id="memory-pool-dtcm"' in html and 'id="memory-pool-isram"' in html
         bundles.append(tmp_path / c.name)
     lib = build_library(bundles, tmp_path / "libpools.so")
     rng = np.random.default_rng(0)

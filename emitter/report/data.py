@@ -127,6 +127,16 @@ def memory(plan: Plan, steps: int, inputs: tuple[str, ...] = (), g: Graph | None
     }
 
 
+def pools_of(c: Compiled) -> dict[str, Any]:
+    """Several RAM pools (emitter/plan/pools.py): "pools" [{"name", "rank", "base", "bytes", "capacity",
+    "accesses"}] fastest first (a buffer's `offset` is base + its offset in the pool) and "accesses"
+    (estimated bytes read + written per buffer)."""
+    assert c.pools is not None
+    return {"pools": [{"name": u.pool.name, "rank": u.pool.rank, "base": u.base, "bytes": u.used,
+                       "capacity": u.pool.size, "accesses": u.accesses} for u in c.pools.pools],
+            "accesses": dict(sorted(c.pools.accesses.items()))}
+
+
 def layer_memory(g: Graph, plan: Plan, index: int) -> dict[str, Any]:
     """Where a layer's output lives and how the layer runs: "arena_offset" (of the bytes that
     hold it: its ring's for a streamed layer; None: the caller's buffer), "output_held" (None:
@@ -198,6 +208,8 @@ def code_of(est: dict[str, Any], board: str) -> dict[str, Any]:
 def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
     """report.json of a bundle: the compiled model and the render context `ctx`."""
     mem = memory(c.plan, len(c.graph.nodes), c.graph.inputs, c.graph)
+    if c.pools is not None and c.pools.multi:
+        mem |= pools_of(c)
     return {
         "mcugen_version": __version__, "model": c.model.path.name, "model_sha256": c.model.sha256,
         "name": c.name, "backend": c.backend, "portable_fallbacks": list(c.fallbacks),

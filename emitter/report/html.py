@@ -288,6 +288,30 @@ def memory_chart(mem: dict[str, Any], layers: dict[int, dict[str, Any]]) -> dict
     }
 
 
+def pool_charts(mem: dict[str, Any], layers: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """Several RAM pools (report.json memory.pools): one memory timeline per pool, its buffers at
+    their offsets in it, with its share of the estimated accesses."""
+    pools = mem.get("pools") or []
+    total = sum(p["accesses"] for p in pools) or 1
+    out = []
+    for pool in pools:
+        lo, hi = pool["base"], pool["base"] + pool["bytes"]
+        bufs = [b | {"offset": b["offset"] - lo} for b in mem["buffers"] if lo <= b["offset"] < hi]
+        names = {b["name"] for b in bufs}
+        live = live_bytes(bufs, mem["steps"])
+        over = [o for o in mem.get("overlaps", []) if o["input"] in names and o["output"] in names]
+        shared = [sum(o["bytes"] for o in over if o["first"] <= s <= o["last"]) for s in range(mem["steps"])]
+        used = [v - d for v, d in zip(live, shared, strict=True)]
+        sub = mem | {"arena_bytes": pool["bytes"], "buffers": bufs, "overlaps": over, "in_use_bytes": used,
+                     "floor_step_bytes": used, "floor_bytes": max(used, default=0),
+                     "liveness_lower_bound_bytes": max(live, default=0)}
+        chart = memory_chart(sub, layers)
+        out.append({"name": pool["name"], "rank": pool["rank"], "bytes": num(pool["bytes"]),
+                    "capacity": num(pool["capacity"]), "share": f"{100 * pool['accesses'] / total:.1f}",
+                    "accesses": num(pool["accesses"]), "buffers": len(bufs), "chart": chart})
+    return out
+
+
 def plan_story(data: dict[str, Any]) -> dict[str, Any]:
     """The cards and the note that say what kind of plan this is: its floor (the smallest RAM a
     plan of its kind with its buffers can reach) and gap, its rings and bands."""
@@ -466,6 +490,7 @@ def report_html(data: dict[str, Any]) -> str:
     cmsis_kernels = sorted({lay["kernel"] for lay in data["layers"] if not is_portable(lay["kernel"])})
     return environment().get_template("report.html.j2").render(
         r=data, memory=memory_chart(data["memory"], layers), story=plan_story(data), rows=rows, profiled=profiled,
+        pools=pool_charts(data["memory"], layers),
         weights=bar_chart(weights), code=code, code_chart=bar_chart(code["parts"]),
         cmsis_kernels=cmsis_kernels, views=len(data.get("views", [])),
         toolchain=est["toolchain"] if est else "", other_colour=OTHER_COLOUR, font=FONT, label_font=LABEL,
