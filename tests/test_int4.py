@@ -312,6 +312,9 @@ def test_models_bit_exact_in_qemu(core: str, int4_root: Any, tmp_path: Any) -> N
     for k, (case, _) in enumerate(MODEL_CASES):
         c = compiled_case(int4_root, case, f"i4_{k}", board=board)
         cases.append(MergedCase("_".join(map(str, case)), c, samples_of(c, case[0], 1)[0]))
+    for k, case in enumerate([("fc", "int4", True, "int8", True), ("fc", "int4", False, "int8", True)]):
+        c = compiled_case(int4_root, case, f"i4_tflite_{k}", board=board, numerics="tflite")  # the other rounding
+        cases.append(MergedCase("_".join(map(str, case)) + "_tflite", c, samples_of(c, case[0], 1)[0]))
     result = run_merged(cases, board, tmp_path, werror=True)
     assert not result.failures, result.failures
     for m, got in zip(cases, result.outputs, strict=True):

@@ -25,7 +25,11 @@
 static int32_t input_sum(const int8_t *x, int32_t k)
 {
     int32_t s = 0;
-    for (int32_t i = 0; i < k; i += 16) {
+    int32_t i = 0;
+    for (; i + 16 <= k; i += 16) {
+        s = vaddvaq_s8(s, vldrbq_s8(x + i));
+    }
+    if (i < k) {
         const mve_pred16_t pred = vctp8q((uint32_t)(k - i));
         s = vaddvaq_p_s8(s, vldrbq_z_s8(x + i, pred), pred);
     }
@@ -69,6 +73,95 @@ static inline int32x4_t dot_chunks(const int8_t **xp, const uint8_t **wp, int32_
     *wp = w;
     return v;
 }
+
+/* What the block loop of one input row reads (offsets fixed: the assembly's immediates). */
+typedef struct {
+    const int8_t *x;   /* +0: the input row */
+    int32_t chunks;    /* +4: K / 32 (>= 1) */
+    int32_t minus8;    /* +8: -8 * sum_k x[k] */
+    int32_t out_offset; /* +12 */
+    int32_t lo[4];     /* +16: act_min, four lanes */
+    int32_t hi[4];     /* +32: act_max, four lanes */
+    int8_t *out_end;   /* +48: out_row + the blocked outputs */
+} s4_row_t;
+
+/* The requantization of the four sums in q0 (mcu_output_stage4, TFLite rounding): shifts from
+ * [%[s]], multipliers from [%[m]] (LOAD_S / LOAD_M: post-incremented per channel), clamped to the
+ * row's lanes, stored as four bytes at [%[out]], post-incremented. */
+#define S4_MVE_OUT(LOAD_S, LOAD_M)                                                              \
+    LOAD_S                                                                                      \
+    "vmov.i32 q3, #0\n\t"                                                                       \
+    "vmax.s32 q1, q2, q3\n\t"                                                                   \
+    "vmin.s32 q2, q2, q3\n\t"                                                                   \
+    "vshl.s32 q0, q0, q1\n\t"                                                                   \
+    LOAD_M                                                                                      \
+    "vqrdmulh.s32 q0, q0, q1\n\t"                                                               \
+    "vand    q1, q0, q2\n\t"                                                                    \
+    "vshr.s32 q1, q1, #31\n\t"                                                                  \
+    "vqadd.s32 q0, q0, q1\n\t"                                                                  \
+    "vrshl.s32 q0, q0, q2\n\t"                                                                  \
+    "ldr     %[x], [%[row], #12]\n\t"                                                           \
+    "vadd.i32 q0, q0, %[x]\n\t"                                                                 \
+    "vldrw.32 q1, [%[row], #16]\n\t"                                                            \
+    "vmax.s32 q0, q0, q1\n\t"                                                                   \
+    "vldrw.32 q1, [%[row], #32]\n\t"                                                            \
+    "vmin.s32 q0, q0, q1\n\t"                                                                   \
+    "vstrb.32 q0, [%[out]], #4\n\t"
+
+/* Every block of one input row, K a multiple of 32, kernel sums, TFLite rounding: per block the
+ * four accumulators start at the kernel sums, the chunk loop (23 instructions per 128 MACs), the
+ * sums into q0 plus -8 * sum(inputs), requantized and stored: ~33 instructions per block besides
+ * the chunks. LOAD_S / LOAD_M: the shift and multiplier loads (per channel: post-incremented). */
+#define S4_MVE_ROWS(LOAD_S, LOAD_M)                                                             \
+    "vmov.i8 q4, #15\n"                                                                          \
+    "2:\n\t"                                                                                    \
+    "ldr     %[x], [%[row], #4]\n\t"                                                            \
+    "dls     lr, %[x]\n\t"                                                                      \
+    "ldr     %[x], [%[row]]\n\t"                                                                \
+    "ldr     %[a0], [%[k]], #4\n\t"                                                             \
+    "ldr     %[a1], [%[k]], #4\n\t"                                                             \
+    "ldr     %[a2], [%[k]], #4\n\t"                                                             \
+    "ldr     %[a3], [%[k]], #4\n"                                                                \
+    "1:\n\t"                                                                                    \
+    "vldrb.s8 q0, [%[x]], #16\n\t"                                                              \
+    "vldrb.s8 q1, [%[x]], #16\n\t"                                                              \
+    S4_MVE_ROW(a0) S4_MVE_ROW(a1) S4_MVE_ROW(a2) S4_MVE_ROW(a3)                                 \
+    "le      lr, 1b\n\t"                                                                        \
+    "vmov    q0[2], q0[0], %[a0], %[a2]\n\t"                                                    \
+    "vmov    q0[3], q0[1], %[a1], %[a3]\n\t"                                                    \
+    "ldr     %[x], [%[row], #8]\n\t"                                                            \
+    "vadd.i32 q0, q0, %[x]\n\t"                                                                 \
+    S4_MVE_OUT(LOAD_S, LOAD_M)                                                                  \
+    "ldr     %[x], [%[row], #48]\n\t"                                                           \
+    "cmp     %[out], %[x]\n\t"                                                                  \
+    "bne     2b\n\t"
+
+/* out[n], n < the blocked outputs, of one input row (see S4_MVE_ROWS); advances *wp, *kp. */
+static void rows_asm(const s4_row_t *row, const uint8_t **wp, const int32_t **kp, const int32_t *m,
+                     const int32_t *s, int per_channel, int8_t *out)
+{
+    const uint8_t *w = *wp;
+    const int32_t *k = *kp;
+    const int8_t *x;
+    int32_t a0, a1, a2, a3;
+    if (per_channel) {
+        __asm__ volatile(S4_MVE_ROWS("vldrw.32 q2, [%[s]], #16\n\t", "vldrw.32 q1, [%[m]], #16\n\t")
+                         : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [x] "=&r"(x),
+                           [w] "+r"(w), [k] "+r"(k), [m] "+r"(m), [s] "+r"(s), [out] "+l"(out)
+                         : [row] "r"(row)
+                         : "lr", "q0", "q1", "q2", "q3", "q4", "cc", "memory");
+    } else {
+        __asm__ volatile(S4_MVE_ROWS("vldrw.32 q2, [%[s]]\n\t", "vldrw.32 q1, [%[m]]\n\t")
+                         : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [x] "=&r"(x),
+                           [w] "+r"(w), [k] "+r"(k), [m] "+r"(m), [s] "+r"(s), [out] "+l"(out)
+                         : [row] "r"(row)
+                         : "lr", "q0", "q1", "q2", "q3", "q4", "cc", "memory");
+    }
+    *wp = w;
+    *kp = k;
+}
+
+#define S4_ROWS_ASM 1
 
 #else /* unoptimized builds: the same as intrinsics */
 
@@ -146,8 +239,13 @@ static int32_t row1(const int8_t *x, const uint8_t *w, int32_t k)
     return acc;
 }
 
-void mcu_fully_connected_s4_mve(const mcu_fc_params_t *p, const int8_t *input,
-                                const uint8_t *weights, const int32_t *sums, int8_t *output)
+/* Every other case (K % 32 != 0, NULL kernel sums, onnxruntime rounding, unoptimized builds):
+ * intrinsics per block, out of line (its constants cost the fast path nothing). */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void fc_general(const mcu_fc_params_t *p, const int8_t *input, const uint8_t *weights,
+                       const int32_t *sums, int8_t *output)
 {
     const mcu_quant_io_t q = p->q;
     const int32_t k = p->in_features;
@@ -194,13 +292,62 @@ void mcu_fully_connected_s4_mve(const mcu_fc_params_t *p, const int8_t *input,
             vstrbq_s32(out_row + n, v);
         }
         const int32_t rb = (k + 1) >> 1;
-        for (int32_t n = blocked; n < n_out; ++n) { /* the last N % 4 rows */
-            const int32_t acc = (int32_t)((uint32_t)row1(in_row, weights + n * rb, k) + (uint32_t)minus8 +
-                                          (uint32_t)(sums != NULL ? sums[n] : 0));
-            const int32_t c = p->per_channel ? n : 0;
-            out_row[n] = mcu_output_stage(acc, p->multiplier[c], p->shift[c], &q);
+        for (int32_t r = blocked; r < n_out; ++r) { /* the last N % 4 rows */
+            const int32_t acc = (int32_t)((uint32_t)row1(in_row, weights + r * rb, k) + (uint32_t)minus8 +
+                                          (uint32_t)(sums != NULL ? sums[r] : 0));
+            const int32_t c = p->per_channel ? r : 0;
+            out_row[r] = mcu_output_stage(acc, p->multiplier[c], p->shift[c], &q);
         }
     }
+}
+
+#if defined(S4_ROWS_ASM)
+/* K a multiple of 32, kernel sums, TFLite rounding: every block of an input row in one assembly
+ * loop (rows_asm), the last N % 4 rows by row1. */
+static void fc_fast(const mcu_fc_params_t *p, const int8_t *input, const uint8_t *weights,
+                    const int32_t *sums, int8_t *output)
+{
+    const int32_t k = p->in_features;
+    const int32_t n_out = p->out_features;
+    const int32_t blocked = n_out - n_out % MCU_FC_BLOCK_ROWS;
+    const int32_t m = p->multiplier[0], s = p->shift[0];
+    const int32_t m1[4] = {m, m, m, m};
+    const int32_t s1[4] = {s, s, s, s};
+    s4_row_t row = {input, k / MCU_FC_S4_CHUNK, 0, p->q.output_offset,
+                    {p->q.act_min, p->q.act_min, p->q.act_min, p->q.act_min},
+                    {p->q.act_max, p->q.act_max, p->q.act_max, p->q.act_max}, output};
+    for (int32_t b = 0; b < p->batches; ++b) {
+        const int8_t *const in_row = input + b * k;
+        int8_t *const out_row = output + b * n_out;
+        row.x = in_row;
+        row.minus8 = (int32_t)(0u - 8u * (uint32_t)input_sum(in_row, k));
+        row.out_end = out_row + blocked;
+        const uint8_t *w = weights;
+        const int32_t *kp = sums;
+        if (blocked > 0) {
+            rows_asm(&row, &w, &kp, p->per_channel ? p->multiplier : m1, p->per_channel ? p->shift : s1,
+                     p->per_channel, out_row);
+        }
+        for (int32_t r = blocked; r < n_out; ++r) { /* the last N % 4 rows, (K + 1) / 2 bytes each */
+            const int32_t acc = (int32_t)((uint32_t)row1(in_row, w, k) + (uint32_t)row.minus8 + (uint32_t)sums[r]);
+            w += k >> 1;
+            const int32_t c = p->per_channel ? r : 0;
+            out_row[r] = mcu_output_stage_tflite(acc, p->multiplier[c], p->shift[c], &p->q);
+        }
+    }
+}
+#endif
+
+void mcu_fully_connected_s4_mve(const mcu_fc_params_t *p, const int8_t *input,
+                                const uint8_t *weights, const int32_t *sums, int8_t *output)
+{
+#if defined(S4_ROWS_ASM)
+    if (p->q.rounding == MCU_ROUND_TFLITE && sums != NULL && p->in_features % MCU_FC_S4_CHUNK == 0) {
+        fc_fast(p, input, weights, sums, output);
+        return;
+    }
+#endif
+    fc_general(p, input, weights, sums, output);
 }
 
 #endif
