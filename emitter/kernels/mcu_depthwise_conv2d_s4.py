@@ -3,7 +3,8 @@
 The numbers are mcu_depthwise_conv2d_s8's (golden: it, on the unpacked filter [1, KH, KW, C_out]
 and the same bias); the filter is packed per tap in groups of 8 channels (pack_filter: 4 bytes,
 byte j holding channel j low and 4 + j high; the last C_out % 8 channels likewise with half of
-them rounded up). Paths: MVE (depth multiplier 1; 8 * C_out bytes of scratch), generic (none).
+them rounded up). Paths: DSP and MVE (depth multiplier 1; 8 * C_out bytes of scratch), generic
+(none).
 No CMSIS-NN form.
 """
 from __future__ import annotations
@@ -38,13 +39,13 @@ def band(p: DepthwiseConvParams, o0: int, o1: int) -> tuple[DepthwiseConvParams,
 
 
 def path(p: DepthwiseConvParams, bias: Any, isa: str) -> str:
-    """mcu_depthwise_conv2d_s4_path(): "mve" on MVE with depth multiplier 1, else "generic"."""
-    return "mve" if isa == "mve" and p.depth_multiplier == 1 else "generic"
+    """mcu_depthwise_conv2d_s4_path(): "mve" / "dsp" on MVE / DSP with depth multiplier 1, else "generic"."""
+    return isa if isa in ("mve", "dsp") and p.depth_multiplier == 1 else "generic"
 
 
 def buffer_size(p: DepthwiseConvParams, bias: Any, isa: str) -> int:
-    """mcu_depthwise_conv2d_s4_get_buffer_size(): 8 * C_out bytes on the MVE path, else none."""
-    return 8 * p.output.c if path(p, bias, isa) == "mve" else 0
+    """mcu_depthwise_conv2d_s4_get_buffer_size(): 8 * C_out bytes on the DSP and MVE paths, else none."""
+    return 8 * p.output.c if path(p, bias, isa) != "generic" else 0
 
 
 def lean_buffer_size(p: DepthwiseConvParams, bias: Any) -> int:

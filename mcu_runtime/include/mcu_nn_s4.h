@@ -100,7 +100,7 @@ int32_t mcu_conv2d_s4_path(const mcu_conv_params_t *params, int32_t isa);
  * @brief int8 depthwise convolution with 4-bit weights, NHWC, any depth multiplier: the results
  * of mcu_depthwise_conv2d_s8 (mcu_nn.h) for the same weights and bias (may be NULL). Scratch:
  * mcu_depthwise_conv2d_s4_get_buffer_size(params, MCU_ISA_NATIVE) bytes in ctx (8 * C_out on the
- * MVE path, else none: ctx may be NULL), else MCU_ERR_SCRATCH; MCU_ERR_ARG for parameters out of
+ * DSP and MVE paths, else none: ctx may be NULL), else MCU_ERR_SCRATCH; MCU_ERR_ARG for parameters out of
  * range.
  */
 mcu_status_t mcu_depthwise_conv2d_s4(const mcu_context_t *ctx,
@@ -113,7 +113,7 @@ int32_t mcu_depthwise_conv2d_s4_get_buffer_size(const mcu_depthwise_conv_params_
                                                 int32_t isa);
 
 /** @brief The code path (MCU_PATH_*) mcu_depthwise_conv2d_s4 takes on `isa`: MCU_PATH_MVE on MVE
- * with depth multiplier 1, else MCU_PATH_GENERIC. */
+ * and MCU_PATH_DSP on DSP with depth multiplier 1, else MCU_PATH_GENERIC. */
 int32_t mcu_depthwise_conv2d_s4_path(const mcu_depthwise_conv_params_t *params, int32_t isa);
 
 /* mcu_transpose_conv_s4: per (oc, ky, kx), the C_in weights of that tap in (C_in + 1) / 2 bytes,

@@ -7,12 +7,14 @@
  * then mcu_output_stage.
  *
  * Paths:
+ * - DSP (mcu_depthwise_conv2d_s4_dsp.c, depth multiplier 1): eight channels a step, SXTB16 /
+ *   SXTAB16 pairs and one SMLABB / SMLATT a product, mcu_requant2.
  * - MVE (mcu_depthwise_conv2d_s4_mve.c, depth multiplier 1): eight channels a step in two int32x4
  *   sums, four bytes of weights a tap becoming both halves' weights (VSHL/VSHR); requantized by
  *   mcu_requant4 when the constants allow, from per-channel bases and starting sums in scratch.
  * - Generic (here, every target): per output position its taps inside the input once
  *   (valid_taps), then its channels two at a time (one weight byte a tap).
- * Scratch: 8 * C_out bytes on the MVE path (mcu_depthwise_conv2d_s4_get_buffer_size), else none.
+ * Scratch: 8 * C_out bytes on the DSP and MVE paths (mcu_depthwise_conv2d_s4_get_buffer_size), else none.
  */
 #include <stdint.h>
 
@@ -20,6 +22,7 @@
 #include "mcu_kernel_util.h"
 #include "mcu_nn.h"
 #include "mcu_nn_s4.h"
+#include "mcu_requant.h"
 
 static inline int32_t lo4(uint32_t b)
 {
@@ -83,13 +86,57 @@ static inline void pair(const mcu_depthwise_conv_params_t *p, const mcu_dw_s4_wi
     *a1 = s1;
 }
 
+void mcu_dw_s4_tail(const mcu_depthwise_conv_params_t *p, const mcu_dw_s4_window_t *win,
+                    const uint8_t *filter, const int32_t *bias, int8_t *out, int32_t g)
+{
+    const int32_t c_out = p->output.c;
+    const int32_t mult = p->depth_multiplier;
+    const int32_t row = (c_out + 1) / 2;
+    for (; g < c_out; g += MCU_DW_S4_GROUP) {
+        const int32_t r = c_out - g < MCU_DW_S4_GROUP ? c_out - g : MCU_DW_S4_GROUP;
+        const int32_t h = (r + 1) / 2;
+        for (int32_t j = 0; j < h; ++j) {
+            const int32_t oc0 = g + j, oc1 = g + h + j;
+            const int has1 = oc1 < g + r; /* no second channel when r is odd */
+            int32_t a0 = bias != NULL ? bias[oc0] : 0;
+            int32_t a1 = bias != NULL && has1 ? bias[oc1] : 0;
+            pair(p, win, filter, row, g / 2 + j, oc0 / mult, has1 ? oc1 / mult : oc0 / mult, &a0,
+                 &a1);
+            out[oc0] = mcu_output_stage(a0, p->multiplier[oc0], p->shift[oc0], &p->q);
+            if (has1) {
+                out[oc1] = mcu_output_stage(a1, p->multiplier[oc1], p->shift[oc1], &p->q);
+            }
+        }
+    }
+}
+
+int mcu_dw_s4_constants(const mcu_depthwise_conv_params_t *p, const int32_t *bias, int32_t *base,
+                        int32_t *init)
+{
+    int fast = p->q.rounding != MCU_ROUND_NEAREST_EVEN && p->filter.h * p->filter.w <= 65535;
+    for (int32_t oc = 0; fast && oc < p->output.c; ++oc) {
+        fast = mcu_requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0);
+    }
+    for (int32_t oc = 0; oc < p->output.c; ++oc) {
+        uint32_t lift = 0;
+        base[oc] = 0;
+        if (fast && p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) {
+            const int32_t m = p->multiplier[oc];
+            base[oc] = mcu_requant2_base_q(m, p->shift[oc], &p->q);
+            lift = (uint32_t)mcu_requant2_lift(m, &p->q);
+        } else if (fast) {
+            base[oc] = mcu_requant2_base(p->shift[oc], p->q.output_offset);
+        }
+        init[oc] = (int32_t)((uint32_t)(bias != NULL ? bias[oc] : 0) + lift);
+    }
+    return fast;
+}
+
 static void depthwise_generic(const mcu_depthwise_conv_params_t *p, const int8_t *input,
                               const uint8_t *filter, const int32_t *bias, int8_t *output)
 {
     const int32_t c_out = p->output.c;
     const int32_t c_in = p->input.c;
-    const int32_t mult = p->depth_multiplier;
-    const int32_t row = (c_out + 1) / 2;
     int8_t *out = output;
     for (int32_t b = 0; b < p->output.n; ++b) {
         const int8_t *image = input + (size_t)b * (size_t)(p->input.h * p->input.w * c_in);
@@ -97,22 +144,7 @@ static void depthwise_generic(const mcu_depthwise_conv_params_t *p, const int8_t
             for (int32_t ox = 0; ox < p->output.w; ++ox, out += c_out) {
                 mcu_dw_s4_window_t win;
                 mcu_dw_s4_window(p, image, oy, ox, &win);
-                for (int32_t g = 0; g < c_out; g += MCU_DW_S4_GROUP) {
-                    const int32_t r = c_out - g < MCU_DW_S4_GROUP ? c_out - g : MCU_DW_S4_GROUP;
-                    const int32_t h = (r + 1) / 2;
-                    for (int32_t j = 0; j < h; ++j) {
-                        const int32_t oc0 = g + j, oc1 = g + h + j; /* oc1 < c_out unless r is odd */
-                        const int has1 = oc1 < g + r;
-                        int32_t a0 = bias != NULL ? bias[oc0] : 0;
-                        int32_t a1 = bias != NULL && has1 ? bias[oc1] : 0;
-                        pair(p, &win, filter, row, g / 2 + j, oc0 / mult, has1 ? oc1 / mult : oc0 / mult,
-                             &a0, &a1);
-                        out[oc0] = mcu_output_stage(a0, p->multiplier[oc0], p->shift[oc0], &p->q);
-                        if (has1) {
-                            out[oc1] = mcu_output_stage(a1, p->multiplier[oc1], p->shift[oc1], &p->q);
-                        }
-                    }
-                }
+                mcu_dw_s4_tail(p, &win, filter, bias, out, 0);
             }
         }
     }
@@ -120,13 +152,16 @@ static void depthwise_generic(const mcu_depthwise_conv_params_t *p, const int8_t
 
 int32_t mcu_depthwise_conv2d_s4_path(const mcu_depthwise_conv_params_t *params, int32_t isa)
 {
-    return isa == MCU_ISA_MVE && params->depth_multiplier == 1 ? MCU_PATH_MVE : MCU_PATH_GENERIC;
+    if (params->depth_multiplier != 1) {
+        return MCU_PATH_GENERIC;
+    }
+    return isa == MCU_ISA_MVE ? MCU_PATH_MVE : isa == MCU_ISA_DSP ? MCU_PATH_DSP : MCU_PATH_GENERIC;
 }
 
 int32_t mcu_depthwise_conv2d_s4_get_buffer_size(const mcu_depthwise_conv_params_t *params,
                                                 int32_t isa)
 {
-    return mcu_depthwise_conv2d_s4_path(params, isa) == MCU_PATH_MVE ? 8 * params->output.c : 0;
+    return mcu_depthwise_conv2d_s4_path(params, isa) != MCU_PATH_GENERIC ? 8 * params->output.c : 0;
 }
 
 mcu_status_t mcu_depthwise_conv2d_s4(const mcu_context_t *ctx,
@@ -145,6 +180,11 @@ mcu_status_t mcu_depthwise_conv2d_s4(const mcu_context_t *ctx,
 #if MCU_ISA_PLAN == MCU_ISA_MVE
     if (mcu_depthwise_conv2d_s4_path(params, MCU_ISA_PLAN) == MCU_PATH_MVE) {
         mcu_depthwise_conv2d_s4_mve(params, input, filter, bias, output, ctx->buf);
+        return MCU_OK;
+    }
+#elif MCU_ISA_PLAN == MCU_ISA_DSP
+    if (mcu_depthwise_conv2d_s4_path(params, MCU_ISA_PLAN) == MCU_PATH_DSP) {
+        mcu_depthwise_conv2d_s4_dsp(params, input, filter, bias, output, ctx->buf);
         return MCU_OK;
     }
 #endif

@@ -23,6 +23,23 @@ typedef struct {
 void mcu_dw_s4_window(const mcu_depthwise_conv_params_t *p, const int8_t *image, int32_t oy,
                       int32_t ox, mcu_dw_s4_window_t *win);
 
+/* The channels [g, C_out) of one position (g a multiple of 8) on the generic loop. */
+void mcu_dw_s4_tail(const mcu_depthwise_conv_params_t *p, const mcu_dw_s4_window_t *win,
+                    const uint8_t *filter, const int32_t *bias, int8_t *out, int32_t g);
+
+/* The fast paths' per-channel constants: base[oc] (mcu_requant2's) and init[oc] (bias, plus the
+ * lift of MCU_ROUND_NEAREST_NO_TIE); returns whether mcu_requant2/4 may requantize (else base is
+ * 0 and init the bias). */
+int mcu_dw_s4_constants(const mcu_depthwise_conv_params_t *p, const int32_t *bias, int32_t *base,
+                        int32_t *init);
+
+#if MCU_ISA_NATIVE == MCU_ISA_DSP
+/* depth multiplier 1; scratch 8 * C_out bytes */
+void mcu_depthwise_conv2d_s4_dsp(const mcu_depthwise_conv_params_t *p, const int8_t *input,
+                                 const uint8_t *filter, const int32_t *bias, int8_t *output,
+                                 void *scratch);
+#endif
+
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
 /* depth multiplier 1; scratch 8 * C_out bytes */
 void mcu_depthwise_conv2d_s4_mve(const mcu_depthwise_conv_params_t *p, const int8_t *input,

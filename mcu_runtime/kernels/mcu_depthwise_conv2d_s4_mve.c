@@ -18,21 +18,6 @@
 #include "mcu_kernel_util.h"
 #include "mcu_requant.h"
 
-/* mcu_requant2's constants allow every channel (bias within 2^29: taps * 255 * 8 more stay within
- * 2^30 for any filter the lowering accepts) */
-static int requant_fast(const mcu_depthwise_conv_params_t *p, const int32_t *bias)
-{
-    if (p->q.rounding == MCU_ROUND_NEAREST_EVEN || p->filter.h * p->filter.w > 65535) {
-        return 0;
-    }
-    for (int32_t oc = 0; oc < p->output.c; ++oc) {
-        if (!mcu_requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0)) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* The sums of channels c .. c + n - 1 stored at o (predicated), requantized */
 MCU_ALWAYS_INLINE void store(const mcu_depthwise_conv_params_t *p, int32x4_t acc, int32_t c, int32_t n,
                              const int32_t *base, int fast, int8_t *o)
@@ -59,21 +44,9 @@ void mcu_depthwise_conv2d_s4_mve(const mcu_depthwise_conv_params_t *p, const int
     const int32_t row = (c + 1) / 2;
     const int32_t dy = p->dilation_h * p->input.w * c;
     const int32_t dx = p->dilation_w * c;
-    const int fast = requant_fast(p, bias);
     int32_t *const base = (int32_t *)scratch; /* per channel: base, then bias (+ lift) */
     int32_t *const init = base + c;
-    for (int32_t oc = 0; oc < c; ++oc) {
-        int32_t lift = 0;
-        const int32_t b = bias != NULL ? bias[oc] : 0;
-        if (fast && p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) {
-            int32_t lift2;
-            base[oc] = mcu_requant2_no_tie(p->multiplier[oc], p->shift[oc], p->q.output_offset, &lift2);
-            lift = (int32_t)((uint32_t)lift2 >> 1);
-        } else {
-            base[oc] = fast ? mcu_requant2_base(p->shift[oc], p->q.output_offset) : 0;
-        }
-        init[oc] = (int32_t)((uint32_t)b + (uint32_t)lift);
-    }
+    const int fast = mcu_dw_s4_constants(p, bias, base, init);
     const int32x4_t off = vdupq_n_s32(p->q.input_offset);
     int8_t *out = output;
     for (int32_t bt = 0; bt < p->output.n; ++bt) {
