@@ -14,7 +14,7 @@ from emitter.cli import main
 from emitter.compiler import Compiled, compile_model, golden_run
 from emitter.errors import UsageError
 from emitter.plan.arena import Plan
-from emitter.plan.pools import access_counts, window_reads
+from emitter.plan.pools import access_counts, main_reads
 from emitter.render.bundle import render_bundle
 from emitter.target.toolchain import missing_tools
 from tests.harness.bundles import build_library, emit, run_c, shared_model
@@ -178,16 +178,23 @@ def test_two_pools_place_every_buffer(memory: str) -> None:
 
 
 def test_access_counts_model_windows() -> None:
-    """A conv's input is read once per output pixel and tap; its output written once."""
+    """A depthwise layer reads each window byte once, a conv once per two output channels (from
+    its scratch where it gathers windows there); outputs are written once."""
     c = compile_model(_kws(), board=load_board("cortex-m55"), memory="layer", pools=(("dtcm", 8192),))
     assert c.pools is not None
     k = next(k for k, p in enumerate(c.prepared) if p.kernel == "mcu_depthwise_conv2d_s8")
-    node, params = c.graph.nodes[k], c.prepared[k].params
+    call, params = c.prepared[k], c.prepared[k].params
     w = params.window()
-    reads = window_reads(params)
-    assert reads == w.output.n * w.output.h * w.output.w * params.filter.h * params.filter.w * w.input.c
-    assert reads is not None and reads > c.graph.t(node.inputs[0]).nbytes  # a 3x3 window: read ~9 times
-    assert window_reads(c.prepared[len(c.prepared) - 1].params) is None  # softmax: no window
+    nbytes = c.graph.t(c.graph.nodes[k].inputs[0]).nbytes
+    reads, win = main_reads(call, nbytes)
+    assert reads == win == w.output.n * w.output.h * w.output.w * params.filter.h * params.filter.w * w.input.c
+    assert reads > 8 * nbytes  # a 3x3 window: each byte read about 9 times
+    k = next(k for k, p in enumerate(c.prepared) if p.kernel == "mcu_conv2d_s8" and p.params.filter.h == 1)
+    call = c.prepared[k]
+    reads, win = main_reads(call, c.graph.t(c.graph.nodes[k].inputs[0]).nbytes)
+    assert win == c.graph.t(c.graph.nodes[k].inputs[0]).nbytes and reads == call.macs // 2 == win * 64 // 2
+    softmax = c.prepared[len(c.prepared) - 1]
+    assert main_reads(softmax, 12) == (12, 0)
     counts = access_counts(c.graph, c.prepared, c.plan)
     assert sum(counts.values()) == c.pools.total_accesses > 0
 

@@ -4,12 +4,17 @@ The plan (its schedule, kernels and offsets in one arena) is chosen first and no
 module only moves its buffers between pools, so no instruction changes.
 
 Access model (estimated bytes read + written per buffer, from the plan and each layer's call):
-  * a layer writes its output once (a streamed layer: its rows, into its ring);
-  * it reads each activation operand once, except a window kernel (params with `window()`: conv,
-    depthwise, pools) that reads its main input once per output pixel and window tap:
-    out_n * out_h * out_w * kernel_h * kernel_w * in_c bytes (padding taps counted as read);
-  * a kernel's scratch (im2col, row buffers) is written once and read once per byte it holds in
-    each use: 2 x the window reads for a window kernel with scratch, else 2 x its size;
+  * a layer writes its output once (a streamed layer: its rows, into its ring) and reads each
+    activation operand but the first once;
+  * its first operand: a window kernel (params with `window()`: conv, depthwise, pools) meets
+    W = out_n * out_h * out_w * kernel_h * kernel_w * in_c window bytes. A pool or depthwise layer
+    (a window per channel) reads each once; a convolution reads them once per pair of output
+    channels (max(W, MACs / 2): mcugen's and CMSIS-NN's inner loops meet two channels' weights with
+    one loaded input vector). Where the kernel has scratch the windows are gathered there first
+    (im2col, MVE's interleaved windows): the input is read W bytes, the scratch written W bytes and
+    read the rest. Another layer with MACs (fully connected, matmul) reads max(its input, MACs / 2)
+    bytes of it; the rest read it once;
+  * other scratch is written and read once per use: 2 x its size;
   * a sink's int32 accumulators are read and written once per input row it adds;
   * a graph input held in the arena (host-input plans) is also written once by the copy-in.
 The count says which buffers are hot, not how many cycles they cost: caches, the CMSIS-NN kernels'
@@ -88,16 +93,22 @@ def access_counts(g: Graph, prepared: Sequence[Prepared], p: Plan) -> dict[str, 
         if not call.kernel:
             continue  # a view: no code
         seg = p.schedule.segment_at(step)
-        reads = 0
+        owner = scratch.get(p.scratch_alias.get(node.name, node.name))
         for pos, name in enumerate(i for i in node.inputs if i and not g.t(i).is_const):
-            n = window_reads(call.params) if pos == 0 else None
-            add(name, n if n is not None else g.t(name).nbytes)
-            reads = n if pos == 0 and n is not None else reads
+            nbytes = g.t(name).nbytes
+            if pos > 0:
+                add(name, nbytes)
+                continue
+            reads, window = main_reads(call, nbytes)
+            if window and owner is not None:  # windows gathered in scratch, then read there
+                add(name, window)
+                count[owner] += window + reads
+            else:
+                add(name, reads)
+                if owner is not None:
+                    count[owner] += 2 * call.scratch
         for name in node.outputs:
             add(name, g.t(name).nbytes)
-        owner = p.scratch_alias.get(node.name, node.name)
-        if owner in scratch:
-            count[scratch[owner]] += 2 * reads if reads else 2 * call.scratch
         if seg is not None and seg.acc_bytes and step == seg.last:
             acc = f"{seg.stages[-1].output}#acc"
             if acc in count:
@@ -105,19 +116,19 @@ def access_counts(g: Graph, prepared: Sequence[Prepared], p: Plan) -> dict[str, 
     return count
 
 
-def window_reads(params: object) -> int | None:
-    """Bytes a window kernel reads of its main input: once per output pixel and tap (None: not one)."""
-    window = getattr(params, "window", None)
+def main_reads(call: Prepared, nbytes: int) -> tuple[int, int]:
+    """(bytes the layer's inner loop reads of its first operand of `nbytes`, window bytes W of a
+    window kernel or 0): the module docstring's model."""
+    window = getattr(call.params, "window", None)
     if window is None:
-        return None
+        return max(nbytes, call.macs // 2), 0
     w = window()
-    inner = getattr(params, "pool", params)
+    inner = getattr(call.params, "pool", call.params)
     f = getattr(inner, "filter", None)
-    if f is not None:
-        taps = f.h * f.w
-    else:
-        taps = getattr(inner, "filter_h", 1) * getattr(inner, "filter_w", 1)
-    return int(w.output.n * w.output.h * w.output.w * taps * w.input.c)
+    taps = f.h * f.w if f is not None else getattr(inner, "filter_h", 1) * getattr(inner, "filter_w", 1)
+    win = int(w.output.n * w.output.h * w.output.w * taps * w.input.c)
+    per_channel = w.weights == 0 or w.weights // max(1, w.output.c) == taps  # pool, depthwise
+    return (win if per_channel else max(win, call.macs // 2)), win
 
 
 def units(buffers: Sequence[Buffer]) -> list[list[int]]:
