@@ -50,8 +50,15 @@ mcu_status_t mcu_fully_connected_s4(const mcu_context_t *ctx, const mcu_fc_param
         params->multiplier == NULL || params->shift == NULL || params->batches < 1 ||
         params->in_features < 1 || params->in_features > 65535 || params->out_features < 1 ||
         (params->per_channel != 0 && params->per_channel != 1) ||
-        !quant_io_valid(&params->q) ||
-        !shifts_valid(params->shift, params->per_channel ? params->out_features : 1)) {
+        !quant_io_valid(&params->q)) {
+        return MCU_ERR_ARG;
+    }
+    const int32_t channels = params->per_channel ? params->out_features : 1;
+#if MCU_ISA_PLAN == MCU_ISA_MVE
+    if (!mcu_fc_s4_mve_shifts_ok(params->shift, channels)) { /* four shifts per instruction */
+#else
+    if (!shifts_valid(params->shift, channels)) {
+#endif
         return MCU_ERR_ARG;
     }
 #if MCU_ISA_PLAN == MCU_ISA_MVE

@@ -53,6 +53,9 @@ void mcu_fully_connected_s4_dsp(const mcu_fc_params_t *p, const int8_t *input,
 #endif
 
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
+/* mcu_fully_connected_s4_mve.c: every shift[i], i < count, in [-31, 30] (four at a time) */
+int mcu_fc_s4_mve_shifts_ok(const int32_t *shift, int32_t count);
+
 /* mcu_fully_connected_s4_mve.c */
 void mcu_fully_connected_s4_mve(const mcu_fc_params_t *p, const int8_t *input,
                                 const uint8_t *weights, const int32_t *sums, int8_t *output);

@@ -22,6 +22,22 @@
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
 #include <arm_mve.h>
 
+int mcu_fc_s4_mve_shifts_ok(const int32_t *shift, int32_t count)
+{
+    int32_t lo = 0, hi = 0;
+    int32_t i = 0;
+    for (; i + 4 <= count; i += 4) { /* four shifts per vector */
+        const int32x4_t v = vldrwq_s32(shift + i);
+        lo = vminvq_s32(lo, v);
+        hi = vmaxvq_s32(hi, v);
+    }
+    for (; i < count; ++i) {
+        lo = shift[i] < lo ? shift[i] : lo;
+        hi = shift[i] > hi ? shift[i] : hi;
+    }
+    return lo >= -31 && hi <= 30;
+}
+
 static int32_t input_sum(const int8_t *x, int32_t k)
 {
     int32_t s = 0;
@@ -85,14 +101,13 @@ typedef struct {
     int8_t *out_end;   /* +48: out_row + the blocked outputs */
 } s4_row_t;
 
-/* The requantization of the four sums in q0 (mcu_output_stage4, TFLite rounding): shifts from
+/* The requantization of the four sums in q0 (mcu_output_stage4, TFLite rounding; q5 = 0): shifts from
  * [%[s]], multipliers from [%[m]] (LOAD_S / LOAD_M: post-incremented per channel), clamped to the
  * row's lanes, stored as four bytes at [%[out]], post-incremented. */
 #define S4_MVE_OUT(LOAD_S, LOAD_M)                                                              \
     LOAD_S                                                                                      \
-    "vmov.i32 q3, #0\n\t"                                                                       \
-    "vmax.s32 q1, q2, q3\n\t"                                                                   \
-    "vmin.s32 q2, q2, q3\n\t"                                                                   \
+    "vmax.s32 q1, q2, q5\n\t"                                                                   \
+    "vmin.s32 q2, q2, q5\n\t"                                                                   \
     "vshl.s32 q0, q0, q1\n\t"                                                                   \
     LOAD_M                                                                                      \
     "vqrdmulh.s32 q0, q0, q1\n\t"                                                               \
@@ -113,7 +128,8 @@ typedef struct {
  * sums into q0 plus -8 * sum(inputs), requantized and stored: ~33 instructions per block besides
  * the chunks. LOAD_S / LOAD_M: the shift and multiplier loads (per channel: post-incremented). */
 #define S4_MVE_ROWS(LOAD_S, LOAD_M)                                                             \
-    "vmov.i8 q4, #15\n"                                                                          \
+    "vmov.i8 q4, #15\n\t"                                                                       \
+    "vmov.i32 q5, #0\n"                                                                          \
     "2:\n\t"                                                                                    \
     "ldr     %[x], [%[row], #4]\n\t"                                                            \
     "dls     lr, %[x]\n\t"                                                                      \
@@ -149,13 +165,13 @@ static void rows_asm(const s4_row_t *row, const uint8_t **wp, const int32_t **kp
                          : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [x] "=&r"(x),
                            [w] "+r"(w), [k] "+r"(k), [m] "+r"(m), [s] "+r"(s), [out] "+l"(out)
                          : [row] "r"(row)
-                         : "lr", "q0", "q1", "q2", "q3", "q4", "cc", "memory");
+                         : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "cc", "memory");
     } else {
         __asm__ volatile(S4_MVE_ROWS("vldrw.32 q2, [%[s]]\n\t", "vldrw.32 q1, [%[m]]\n\t")
                          : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [x] "=&r"(x),
                            [w] "+r"(w), [k] "+r"(k), [m] "+r"(m), [s] "+r"(s), [out] "+l"(out)
                          : [row] "r"(row)
-                         : "lr", "q0", "q1", "q2", "q3", "q4", "cc", "memory");
+                         : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "cc", "memory");
     }
     *wp = w;
     *kp = k;
