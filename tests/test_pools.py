@@ -16,6 +16,8 @@ from emitter.errors import UsageError
 from emitter.plan.arena import Plan
 from emitter.plan.pools import access_counts, main_reads
 from emitter.render.bundle import render_bundle
+from emitter.render.group import render_group
+from emitter.render.write import write_bundle
 from emitter.target.toolchain import missing_tools
 from tests.harness.bundles import build_library, emit, run_c, shared_model
 from tests.models.tiny import HELLO
@@ -258,6 +260,28 @@ def test_two_pool_bundles_run_bit_exact_on_host(tmp_path: Path) -> None:
             xs = [rng.integers(-128, 128, s).astype(np.int8) for s in c.input_shapes]
             for got, want in zip(run_c(lib, c, xs), golden_run(c, xs), strict=True):
                 np.testing.assert_array_equal(got, want)
+
+
+def test_group_bundle_shares_one_array_per_pool(tmp_path: Path) -> None:
+    """Two models, one needing two pools: one shared array per pool, the largest need, both bit-exact."""
+    m55 = load_board("cortex-m55")
+    kws = compile_model(_kws(), name="kws", board=m55, pools=(("dtcm", 6000),), isa="c", memory="layer")
+    hello = compile_model(HELLO, name="hello", board=m55, pools=(("dtcm", 6000),), isa="c")
+    assert kws.pools is not None and kws.pools.multi and hello.pools is not None and not hello.pools.multi
+    files, figures = render_group([kws, hello], "", "cortex-m55")
+    write_bundle(files, tmp_path / "g")
+    arena_h = files["kws_hello_arena.h"].decode()
+    need = {u.pool.name: u.used for u in kws.pools.pools}
+    assert f"#define KWS_HELLO_POOL_DTCM_SIZE {max(need['dtcm'], hello.plan.arena_size)}" in arena_h
+    assert f"#define KWS_HELLO_POOL_ISRAM_SIZE {need['isram']}" in arena_h
+    assert "#define hello_arena_dtcm kws_hello_arena_dtcm" in files["hello.h"].decode()
+    assert "kws_hello_arena_isram" in figures.lines()[0]
+    lib = build_library([tmp_path / "g"], tmp_path / "libgroup.so")
+    rng = np.random.default_rng(1)
+    for c in (kws, hello, kws):
+        xs = [rng.integers(-128, 128, s).astype(np.int8) for s in c.input_shapes]
+        for got, want in zip(run_c(lib, c, xs), golden_run(c, xs), strict=True):
+            np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.qemu

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from emitter.render.frontend import FrontEnd
 
 class BundleBuilder:
-    def __init__(self, c: Compiled):
+    def __init__(self, c: Compiled, pooled: bool = False):
         self.c = c
         self.g = c.graph
         self.prefix = c.name
@@ -61,7 +61,8 @@ class BundleBuilder:
         self.stage_calls: dict[int, tuple[str, str]] = {}  # segment step -> (params ident, call with band params)
         self.segment_comments: list[str] = []
         # several RAM pools: which pool and offset each plan offset is in (None: one arena, as always)
-        self.pools = c.pools if c.pools is not None and c.pools.multi else None
+        # (pooled: one array per pool even for one pool, as a group bundle's shared pool arrays need)
+        self.pools = c.pools if c.pools is not None and (c.pools.multi or pooled) else None
 
     def arena_at(self, offset: int, paren: bool = True, var: str = "arena") -> str:
         """C pointer to a plan offset: `arena`, `(arena + 64)` (or `arena + 64`, paren False); with

@@ -41,10 +41,16 @@ class GroupFigures:
     arenas: tuple[tuple[str, int], ...]  # (model name, its own arena bytes)
     arena_bytes: int  # the shared arena's size, or the sum of the models' own
     runtime_files: int
+    pools: tuple[tuple[str, int], ...] = ()  # several RAM pools: (pool, its shared array's bytes)
 
     def lines(self) -> list[str]:
         own = ", ".join(f"{n} {b:,}" for n, b in self.arenas)
         total = sum(b for _, b in self.arenas)
+        if self.shared and self.pools:
+            arrays = ", ".join(f"{self.prefix}_arena_{n} {b:,}" for n, b in self.pools)
+            return [f"bundle {self.prefix}: {len(self.arenas)} models, one runtime ({self.runtime_files} files); "
+                    f"one shared arena per RAM pool ({arrays}; {self.arena_bytes:,} bytes, each the largest "
+                    f"need in it; the models' own: {own})"]
         if self.shared:
             return [f"bundle {self.prefix}: {len(self.arenas)} models, one runtime ({self.runtime_files} files); "
                     f"one shared arena {self.prefix}_arena of {self.arena_bytes:,} bytes (the largest of: {own}; "
@@ -69,6 +75,18 @@ def check_names(names: list[str]) -> None:
             raise UsageError(f"the C prefix '{n}' cannot be used: {problem}; choose others with --name a,b,...")
 
 
+def shared_pools(ctxs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The group's pool arrays: every pool a model uses, fastest first, sized to the largest need
+    (and which model needs what, for the header's comment)."""
+    out: dict[str, dict[str, Any]] = {}
+    for ctx in ctxs:
+        for p in ctx["pools"]:
+            pool = out.setdefault(p["name"], p | {"size": 0, "needs": []})
+            pool["size"] = max(pool["size"], p["size"])
+            pool["needs"].append(f"{ctx['prefix']} {p['size']}")
+    return sorted(out.values(), key=lambda p: (p["rank"], p["name"]))
+
+
 def render_group(models: list[Compiled], board_flags: str, board_name: str,
                  concurrent: bool = False) -> tuple[dict[str, bytes], GroupFigures]:
     """Every file of a several-model bundle, relative path -> bytes, and the summary's figures."""
@@ -77,13 +95,11 @@ def render_group(models: list[Compiled], board_flags: str, board_name: str,
     optimize = {c.optimize for c in models}
     assert len(optimize) == 1, "one --optimize for the whole bundle"
     prefix = group_prefix(names)
-    several = [c.name for c in models if c.pools is not None and c.pools.multi]
-    if several and not concurrent:
-        raise UsageError(f"model(s) {', '.join(several)} need several RAM pools; a bundle of several models "
-                         "shares one arena and cannot split it into pools yet: give the fastest pool room for "
-                         "every model's plan (--pool NAME=SIZE), or use --concurrent (one arena set per model)")
-    ctxs = [BundleBuilder(c).context() for c in models]
-    size = max(ctx["arena_size"] for ctx in ctxs)
+    # a model needs several RAM pools: the shared arena is one array per pool, each the largest need
+    pooled = not concurrent and any(c.pools is not None and c.pools.multi for c in models)
+    ctxs = [BundleBuilder(c, pooled).context() for c in models]
+    pools = shared_pools(ctxs) if pooled else []
+    size = sum(p["size"] for p in pools) if pooled else max(ctx["arena_size"] for ctx in ctxs)
     env = environment()
     files: dict[str, str] = {}
     for c, ctx in zip(models, ctxs, strict=True):
@@ -107,6 +123,7 @@ def render_group(models: list[Compiled], board_flags: str, board_name: str,
     for a in arenas:  # report.html's bar: 300 px for the largest arena
         a["bar"] = 300 * a["size"] // max(size, 1)
     gctx = first | {"prefix": prefix, "PREFIX": upper_ident(prefix), "models": names, "arenas": arenas,
+                    "pools": pools,
                     "size": size, "total": total, "shared": not concurrent, "kernels": kernels, "bands": bands,
                     "cmsis": any(ctx["cmsis"] for ctx in ctxs),
                     "model_sources": [s for ctx in ctxs for s in ctx["model_sources"]]
@@ -139,5 +156,6 @@ def render_group(models: list[Compiled], board_flags: str, board_name: str,
     out[CONFIG] = variant_config(config_header(out[CONFIG], models[0].optimize),
                                  variant_tag(models[0].optimize, isa, board_flags), runtime_symbols())
     figures = GroupFigures(prefix, not concurrent, tuple((a["prefix"], a["size"]) for a in arenas),
-                           size if not concurrent else total, len(runtime))
+                           size if not concurrent else total, len(runtime),
+                           tuple((p["name"], p["size"]) for p in pools))
     return out, figures
