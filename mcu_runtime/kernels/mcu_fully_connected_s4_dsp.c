@@ -8,8 +8,9 @@
  * pairs of int16 lanes by one AND each with 0x000F000F of the word shifted by 0, 8, 4 and 12
  * (low nibbles of bytes 0/2, 1/3, high nibbles of bytes 0/2, 1/3), and four SMLAD add its eight
  * products: 9 instructions per row and 8 weights (the int8 kernel: 10). The chunk tails run the
- * same words where both halves are whole, the rest in C. The input sum (for -8 * sum) is USADA8
- * of the inputs biased to unsigned. Requantized by mcu_output_stage().
+ * same words where both halves are whole, the rest in C; the last N % 4 rows the same words row by
+ * row. The input sum (for -8 * sum) is USADA8 of the inputs biased to unsigned. Requantized by
+ * mcu_output_stage_tflite / _rne.
  */
 #include <stdint.h>
 
@@ -169,6 +170,46 @@ static inline void block4(const int8_t *x, const uint8_t *w, int32_t k, int32_t 
     }
 }
 
+/* sum_k x[k] * u[k] over one row stored row-major ((K + 1) / 2 bytes: chunks, then the tail) */
+static int32_t dot1(const int8_t *x, const uint8_t *w, int32_t k)
+{
+    int32_t a = 0;
+    int32_t i = 0;
+    for (; i + MCU_FC_S4_CHUNK <= k; i += MCU_FC_S4_CHUNK) {
+        for (int32_t j = 0; j < 16; j += 4) {
+            const uint32_t xl = read_s8x4(x + i + j);
+            const uint32_t xh = read_s8x4(x + i + 16 + j);
+            const uint32_t wv = read_u8x4(w + j);
+            MAC8(a, wv, __sxtb16((int32_t)xl), sxtb16_ror8(xl), __sxtb16((int32_t)xh), sxtb16_ror8(xh));
+        }
+        w += MCU_FC_S4_CHUNK / 2;
+    }
+    if (i < k) {
+        const int32_t t = k - i;
+        const int32_t h = (t + 1) >> 1;
+        x += i;
+        int32_t j = 0;
+        for (; j + 4 <= t - h; j += 4) {
+            const uint32_t xl = read_s8x4(x + j);
+            const uint32_t xh = read_s8x4(x + h + j);
+            const uint32_t wv = read_u8x4(w + j);
+            MAC8(a, wv, __sxtb16((int32_t)xl), sxtb16_ror8(xl), __sxtb16((int32_t)xh), sxtb16_ror8(xh));
+        }
+        for (; j < h; ++j) {
+            const int32_t b = w[j];
+            a += (int32_t)x[j] * (b & 15) + (j < t - h ? (int32_t)x[h + j] * (b >> 4) : 0);
+        }
+    }
+    return a;
+}
+
+/* One output, TFLite's or onnxruntime's rounding */
+static inline int8_t out1(int32_t acc, int32_t m, int32_t shift, const mcu_quant_io_t *q)
+{
+    return q->rounding == MCU_ROUND_TFLITE ? mcu_output_stage_tflite(acc, m, shift, q)
+                                           : mcu_output_stage_rne(acc, m, shift, q);
+}
+
 void mcu_fully_connected_s4_dsp(const mcu_fc_params_t *p, const int8_t *input,
                                 const uint8_t *weights, const int32_t *sums, int8_t *output)
 {
@@ -178,6 +219,7 @@ void mcu_fully_connected_s4_dsp(const mcu_fc_params_t *p, const int8_t *input,
     const int32_t blocked = n_out - n_out % MCU_FC_BLOCK_ROWS;
     const int32_t block_bytes = MCU_FC_BLOCK_ROWS * ((k + 1) >> 1);
     const int32_t step = p->per_channel;
+    const int32_t rb = (k + 1) >> 1;
     for (int32_t b = 0; b < p->batches; ++b) {
         const int8_t *const in_row = input + b * k;
         int8_t *const out_row = output + b * n_out;
@@ -191,13 +233,14 @@ void mcu_fully_connected_s4_dsp(const mcu_fc_params_t *p, const int8_t *input,
                 const int32_t acc = (int32_t)((uint32_t)a[r] + (uint32_t)(sums != NULL ? sums[n + r] : 0) +
                                               (uint32_t)minus8);
                 const int32_t c = step * (n + r);
-                out_row[n + r] = q.rounding == MCU_ROUND_TFLITE
-                                     ? mcu_output_stage_tflite(acc, p->multiplier[c], p->shift[c], &q)
-                                     : mcu_output_stage_rne(acc, p->multiplier[c], p->shift[c], &q);
+                out_row[n + r] = out1(acc, p->multiplier[c], p->shift[c], &q);
             }
         }
-        if (blocked < n_out) {
-            mcu_fully_connected_s4_rows(p, in_row, weights, sums, blocked, minus8, out_row);
+        for (int32_t n = blocked; n < n_out; ++n) { /* the last N % 4 rows, one after another */
+            const int32_t acc = (int32_t)((uint32_t)dot1(in_row, weights + n * rb, k) +
+                                          (uint32_t)(sums != NULL ? sums[n] : 0) + (uint32_t)minus8);
+            const int32_t c = step * n;
+            out_row[n] = out1(acc, p->multiplier[c], p->shift[c], &q);
         }
     }
 }
