@@ -46,7 +46,7 @@ static inline uint32_t read_u32(const void *p)
         a7 = __smlatt(xo1, uo, a7);                                                             \
     } while (0)
 
-static inline int8_t out_one(const mcu_depthwise_conv_params_t *p, int32_t acc16, int32_t oc,
+MCU_ALWAYS_INLINE int8_t out_one(const mcu_depthwise_conv_params_t *p, int32_t acc16, int32_t oc,
                              const int32_t *base, const int32_t *init, int fast)
 {
     if (fast) {
