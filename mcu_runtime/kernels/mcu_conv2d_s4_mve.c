@@ -15,21 +15,50 @@
 
 #include "mcu_kernel_util.h"
 
-/* s_c += window x's block of t taps (h = ceil(t / 2) in its first half) against channel c's
- * unpacked weights (lo: first half, hi: second half), c = 0 and, when n_ch > 1, 1 */
-#define MCU_S4_MVE_POS(x, sa, sb)                                                               \
+/* s_c += window x's block (offset off; first half H taps, second half from off + H) against
+ * channel c's unpacked weights (l: first half, u: second half), c = 0 and, when n_ch > 1, 1;
+ * LOAD(ptr) loads 16 or fewer bytes (predicated in the tail block) */
+#define MCU_S4_MVE_POS(x, sa, sb, LOADL, LOADU, H)                                              \
     do {                                                                                         \
-        const int8x16_t xl = vldrbq_z_s8((x) + off, pl);                                         \
-        const int8x16_t xu = vldrbq_z_s8((x) + off + h, pu);                                     \
+        const int8x16_t xl = LOADL((x) + off);                                                   \
+        const int8x16_t xu = LOADU((x) + off + (H));                                             \
         sa = vmladavaq_s8(vmladavaq_s8(sa, xl, l0), xu, u0);                                     \
         if (n_ch > 1) {                                                                          \
             sb = vmladavaq_s8(vmladavaq_s8(sb, xl, l1), xu, u1);                                 \
         }                                                                                        \
     } while (0)
 
+/* One block of weights (both channels) at every window */
+#define MCU_S4_MVE_BLOCK(LOADW, LOADL, LOADU, H)                                                \
+    do {                                                                                         \
+        const int8x16_t v0 = LOADW(w0);                                                          \
+        const int8x16_t l0 = vshrq_n_s8(vshlq_n_s8(v0, 4), 4);                                   \
+        const int8x16_t u0 = vshrq_n_s8(v0, 4);                                                  \
+        int8x16_t l1 = l0, u1 = u0;                                                              \
+        if (n_ch > 1) {                                                                          \
+            const int8x16_t v1 = LOADW(w1);                                                      \
+            l1 = vshrq_n_s8(vshlq_n_s8(v1, 4), 4);                                               \
+            u1 = vshrq_n_s8(v1, 4);                                                              \
+        }                                                                                        \
+        MCU_S4_MVE_POS(x0, s0, s3, LOADL, LOADU, H);                                             \
+        if (n_pos > 1) {                                                                         \
+            MCU_S4_MVE_POS(x1, s1, s4, LOADL, LOADU, H);                                         \
+        }                                                                                        \
+        if (n_pos > 2) {                                                                         \
+            MCU_S4_MVE_POS(x2, s2, s5, LOADL, LOADU, H);                                         \
+        }                                                                                        \
+    } while (0)
+
+#define MCU_S4_LOADW(p) vreinterpretq_s8_u8(vld1q_u8(p))
+#define MCU_S4_LOADX(p) vld1q_s8(p)
+#define MCU_S4_LOADW_T(p) vreinterpretq_s8_u8(vldrbq_z_u8((p), pl))
+#define MCU_S4_LOADL_T(p) vldrbq_z_s8((p), pl)
+#define MCU_S4_LOADU_T(p) vldrbq_z_s8((p), pu)
+
 /* a[c * 3 + q] = c_c + the dot product of channel c (weights w0, w1) with window q, for n_ch
  * channels (1 or 2) and n_pos windows (1..3): per block, the weights unpacked once (4 vectors),
- * each window's two halves loaded once (the loads predicated: the tail block's h and t - h) */
+ * each window's two halves loaded once; the whole blocks without predication, the tail block
+ * (t taps: h and t - h) with predicated loads */
 MCU_CONV_S4_INLINE void dots(const uint8_t *w0, const uint8_t *w1, const int8_t *const x[3],
                              int32_t k, int32_t a[6], int32_t n_ch, int32_t n_pos, int32_t c0,
                              int32_t c1)
@@ -39,27 +68,15 @@ MCU_CONV_S4_INLINE void dots(const uint8_t *w0, const uint8_t *w1, const int8_t 
     const int8_t *const x1 = x[1];
     const int8_t *const x2 = x[2];
     int32_t off = 0;
-    for (; k > 0; k -= MCU_S4_BLOCK, off += MCU_S4_BLOCK, w0 += 16, w1 += 16) {
-        const int32_t t = k < MCU_S4_BLOCK ? k : MCU_S4_BLOCK;
+    for (; off + MCU_S4_BLOCK <= k; off += MCU_S4_BLOCK, w0 += 16, w1 += 16) {
+        MCU_S4_MVE_BLOCK(MCU_S4_LOADW, MCU_S4_LOADX, MCU_S4_LOADX, MCU_S4_BLOCK / 2);
+    }
+    if (off < k) {
+        const int32_t t = k - off;
         const int32_t h = (t + 1) >> 1;
         const mve_pred16_t pl = vctp8q((uint32_t)h);
         const mve_pred16_t pu = vctp8q((uint32_t)(t - h));
-        const int8x16_t v0 = vreinterpretq_s8_u8(vldrbq_z_u8(w0, pl));
-        const int8x16_t l0 = vshrq_n_s8(vshlq_n_s8(v0, 4), 4);
-        const int8x16_t u0 = vshrq_n_s8(v0, 4);
-        int8x16_t l1 = l0, u1 = u0;
-        if (n_ch > 1) {
-            const int8x16_t v1 = vreinterpretq_s8_u8(vldrbq_z_u8(w1, pl));
-            l1 = vshrq_n_s8(vshlq_n_s8(v1, 4), 4);
-            u1 = vshrq_n_s8(v1, 4);
-        }
-        MCU_S4_MVE_POS(x0, s0, s3);
-        if (n_pos > 1) {
-            MCU_S4_MVE_POS(x1, s1, s4);
-        }
-        if (n_pos > 2) {
-            MCU_S4_MVE_POS(x2, s2, s5);
-        }
+        MCU_S4_MVE_BLOCK(MCU_S4_LOADW_T, MCU_S4_LOADL_T, MCU_S4_LOADU_T, h);
     }
     a[0] = s0;
     a[1] = s1;
