@@ -99,7 +99,19 @@ typedef struct {
     int32_t lo[4];     /* +16: act_min, four lanes */
     int32_t hi[4];     /* +32: act_max, four lanes */
     int8_t *out_end;   /* +48: out_row + the blocked outputs */
+    int32_t h;         /* +52: bytes of a row's tail, (K % 32 + 1) / 2 (0: none) */
 } s4_row_t;
+
+/* One row's tail of h bytes (x: h), predicated (P0: the first h lanes; the tail's input vectors
+ * %q[xl], %q[xh] zero beyond their inputs): its products; w += h */
+#define S4_MVE_TAIL_ROW(acc)                                                                    \
+    "vpst\n\t"                                                                                  \
+    "vldrbt.u8 q2, [%[w]]\n\t"                                                                  \
+    "add     %[w], %[w], %[x]\n\t"                                                              \
+    "vand    q3, q2, q4\n\t"                                                                    \
+    "vshr.u8 q2, q2, #4\n\t"                                                                    \
+    "vmladava.s8 %[" #acc "], %q[xl], q3\n\t"                                                   \
+    "vmladava.s8 %[" #acc "], %q[xh], q2\n\t"
 
 /* The requantization of the four sums in q0 (mcu_output_stage4, TFLite rounding; q5 = 0): shifts from
  * [%[s]], multipliers from [%[m]] (LOAD_S / LOAD_M: post-incremented per channel), clamped to the
@@ -123,26 +135,33 @@ typedef struct {
     "vmin.s32 q0, q0, q1\n\t"                                                                   \
     "vstrb.32 q0, [%[out]], #4\n\t"
 
-/* Every block of one input row, K a multiple of 32, kernel sums, TFLite rounding: per block the
- * four accumulators start at the kernel sums, the chunk loop (23 instructions per 128 MACs), the
- * sums into q0 plus -8 * sum(inputs), requantized and stored: ~33 instructions per block besides
- * the chunks. LOAD_S / LOAD_M: the shift and multiplier loads (per channel: post-incremented). */
+/* Every block of one input row, kernel sums, TFLite rounding: per block the four accumulators
+ * start at the kernel sums, the chunk loop (23 instructions per 128 MACs), the rows' tails (28
+ * instructions, predicated loads), the sums into q0 plus -8 * sum(inputs), requantized and
+ * stored: ~33 instructions per block besides the chunks and tails. LOAD_S / LOAD_M: the shift and multiplier loads (per channel: post-incremented). */
 #define S4_MVE_ROWS(LOAD_S, LOAD_M)                                                             \
     "vmov.i8 q4, #15\n\t"                                                                       \
     "vmov.i32 q5, #0\n"                                                                          \
     "2:\n\t"                                                                                    \
     "ldr     %[x], [%[row], #4]\n\t"                                                            \
-    "dls     lr, %[x]\n\t"                                                                      \
-    "ldr     %[x], [%[row]]\n\t"                                                                \
     "ldr     %[a0], [%[k]], #4\n\t"                                                             \
     "ldr     %[a1], [%[k]], #4\n\t"                                                             \
     "ldr     %[a2], [%[k]], #4\n\t"                                                             \
-    "ldr     %[a3], [%[k]], #4\n"                                                                \
+    "ldr     %[a3], [%[k]], #4\n\t"                                                             \
+    "wls     lr, %[x], 3f\n\t"                                                                  \
+    "ldr     %[x], [%[row]]\n"                                                                   \
     "1:\n\t"                                                                                    \
     "vldrb.s8 q0, [%[x]], #16\n\t"                                                              \
     "vldrb.s8 q1, [%[x]], #16\n\t"                                                              \
     S4_MVE_ROW(a0) S4_MVE_ROW(a1) S4_MVE_ROW(a2) S4_MVE_ROW(a3)                                 \
-    "le      lr, 1b\n\t"                                                                        \
+    "le      lr, 1b\n"                                                                           \
+    "3:\n\t"                                                                                    \
+    "ldr     %[x], [%[row], #52]\n\t"                                                           \
+    "cmp     %[x], #0\n\t"                                                                      \
+    "beq     5f\n\t"                                                                            \
+    "vctp.8  %[x]\n\t"                                                                          \
+    S4_MVE_TAIL_ROW(a0) S4_MVE_TAIL_ROW(a1) S4_MVE_TAIL_ROW(a2) S4_MVE_TAIL_ROW(a3)             \
+    "5:\n\t"                                                                                    \
     "vmov    q0[2], q0[0], %[a0], %[a2]\n\t"                                                    \
     "vmov    q0[3], q0[1], %[a1], %[a3]\n\t"                                                    \
     "ldr     %[x], [%[row], #8]\n\t"                                                            \
@@ -154,7 +173,7 @@ typedef struct {
 
 /* out[n], n < the blocked outputs, of one input row (see S4_MVE_ROWS); advances *wp, *kp. */
 static void rows_asm(const s4_row_t *row, const uint8_t **wp, const int32_t **kp, const int32_t *m,
-                     const int32_t *s, int per_channel, int8_t *out)
+                     const int32_t *s, int per_channel, int8_t *out, int8x16_t xl, int8x16_t xh)
 {
     const uint8_t *w = *wp;
     const int32_t *k = *kp;
@@ -164,13 +183,13 @@ static void rows_asm(const s4_row_t *row, const uint8_t **wp, const int32_t **kp
         __asm__ volatile(S4_MVE_ROWS("vldrw.32 q2, [%[s]], #16\n\t", "vldrw.32 q1, [%[m]], #16\n\t")
                          : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [x] "=&r"(x),
                            [w] "+r"(w), [k] "+r"(k), [m] "+r"(m), [s] "+r"(s), [out] "+l"(out)
-                         : [row] "r"(row)
+                         : [row] "r"(row), [xl] "w"(xl), [xh] "w"(xh)
                          : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "cc", "memory");
     } else {
         __asm__ volatile(S4_MVE_ROWS("vldrw.32 q2, [%[s]]\n\t", "vldrw.32 q1, [%[m]]\n\t")
                          : [a0] "=&Te"(a0), [a1] "=&Te"(a1), [a2] "=&Te"(a2), [a3] "=&Te"(a3), [x] "=&r"(x),
                            [w] "+r"(w), [k] "+r"(k), [m] "+r"(m), [s] "+r"(s), [out] "+l"(out)
-                         : [row] "r"(row)
+                         : [row] "r"(row), [xl] "w"(xl), [xh] "w"(xh)
                          : "lr", "q0", "q1", "q2", "q3", "q4", "q5", "cc", "memory");
     }
     *wp = w;
@@ -255,7 +274,7 @@ static int32_t row1(const int8_t *x, const uint8_t *w, int32_t k)
     return acc;
 }
 
-/* Every other case (K % 32 != 0, NULL kernel sums, onnxruntime rounding, unoptimized builds):
+/* Every other case (NULL kernel sums, onnxruntime rounding, unoptimized builds):
  * intrinsics per block, out of line (its constants cost the fast path nothing). */
 #if defined(__GNUC__)
 __attribute__((noinline))
@@ -318,8 +337,8 @@ static void fc_general(const mcu_fc_params_t *p, const int8_t *input, const uint
 }
 
 #if defined(S4_ROWS_ASM)
-/* K a multiple of 32, kernel sums, TFLite rounding: every block of an input row in one assembly
- * loop (rows_asm), the last N % 4 rows by row1. */
+/* Kernel sums, TFLite rounding: every block of an input row in one assembly loop (rows_asm), the
+ * last N % 4 rows by row1. */
 static void fc_fast(const mcu_fc_params_t *p, const int8_t *input, const uint8_t *weights,
                     const int32_t *sums, int8_t *output)
 {
@@ -329,9 +348,12 @@ static void fc_fast(const mcu_fc_params_t *p, const int8_t *input, const uint8_t
     const int32_t m = p->multiplier[0], s = p->shift[0];
     const int32_t m1[4] = {m, m, m, m};
     const int32_t s1[4] = {s, s, s, s};
+    const int32_t full = k - k % MCU_FC_S4_CHUNK;
+    const int32_t t = k - full;
+    const int32_t h = (t + 1) >> 1;
     s4_row_t row = {input, k / MCU_FC_S4_CHUNK, 0, p->q.output_offset,
                     {p->q.act_min, p->q.act_min, p->q.act_min, p->q.act_min},
-                    {p->q.act_max, p->q.act_max, p->q.act_max, p->q.act_max}, output};
+                    {p->q.act_max, p->q.act_max, p->q.act_max, p->q.act_max}, output, h};
     for (int32_t b = 0; b < p->batches; ++b) {
         const int8_t *const in_row = input + b * k;
         int8_t *const out_row = output + b * n_out;
@@ -340,13 +362,15 @@ static void fc_fast(const mcu_fc_params_t *p, const int8_t *input, const uint8_t
         row.out_end = out_row + blocked;
         const uint8_t *w = weights;
         const int32_t *kp = sums;
-        if (blocked > 0) {
+        if (blocked > 0) { /* the tail's inputs: h low-nibble lanes, t - h high-nibble ones, zero beyond */
+            const int8x16_t xl = vldrbq_z_s8(in_row + full, vctp8q((uint32_t)h));
+            const int8x16_t xh = vldrbq_z_s8(in_row + full + h, vctp8q((uint32_t)(t - h)));
             rows_asm(&row, &w, &kp, p->per_channel ? p->multiplier : m1, p->per_channel ? p->shift : s1,
-                     p->per_channel, out_row);
+                     p->per_channel, out_row, xl, xh);
         }
         for (int32_t r = blocked; r < n_out; ++r) { /* the last N % 4 rows, (K + 1) / 2 bytes each */
             const int32_t acc = (int32_t)((uint32_t)row1(in_row, w, k) + (uint32_t)row.minus8 + (uint32_t)sums[r]);
-            w += k >> 1;
+            w += (k + 1) >> 1;
             const int32_t c = p->per_channel ? r : 0;
             out_row[r] = mcu_output_stage_tflite(acc, p->multiplier[c], p->shift[c], &p->q);
         }
@@ -358,7 +382,7 @@ void mcu_fully_connected_s4_mve(const mcu_fc_params_t *p, const int8_t *input,
                                 const uint8_t *weights, const int32_t *sums, int8_t *output)
 {
 #if defined(S4_ROWS_ASM)
-    if (p->q.rounding == MCU_ROUND_TFLITE && sums != NULL && p->in_features % MCU_FC_S4_CHUNK == 0) {
+    if (p->q.rounding == MCU_ROUND_TFLITE && sums != NULL) {
         fc_fast(p, input, weights, sums, output);
         return;
     }
