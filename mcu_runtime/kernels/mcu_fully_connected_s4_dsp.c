@@ -7,7 +7,8 @@
  * (x1, x3)) for the four rows; each row's weight word (eight unsigned nibbles) gives its four
  * pairs of int16 lanes by one AND each with 0x000F000F of the word shifted by 0, 8, 4 and 12
  * (low nibbles of bytes 0/2, 1/3, high nibbles of bytes 0/2, 1/3), and four SMLAD add its eight
- * products: 9 instructions per row and 8 weights (the int8 kernel: 10). The chunk tails run the
+ * products. The optimized chunk loop (inline assembly) takes the low and the high nibbles in two
+ * passes, so that it fits the registers: 23 instructions per 16 MACs, as the int8 kernel's. The chunk tails run the
  * same words where both halves are whole, the rest in C; the last N % 4 rows the same words row by
  * row. The input sum (for -8 * sum) is USADA8 of the inputs biased to unsigned. Requantized by
  * mcu_output_stage_tflite / _rne.
