@@ -12,7 +12,7 @@ import pytest
 from emitter.boards import Pool, _load_all, load_board, parse_pool_option, pools_with_overrides
 from emitter.cli import main
 from emitter.compiler import Compiled, compile_model, golden_run
-from emitter.errors import UsageError
+from emitter.errors import QuantError, UsageError
 from emitter.plan.arena import Plan
 from emitter.plan.pools import access_counts, main_reads
 from emitter.render.bundle import render_bundle
@@ -295,3 +295,30 @@ def test_two_pools_qemu_cortex_m55(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 0, out
     assert "QEMU cortex-m55 vs golden          bit-exact" in out
     assert "mlperf_kws_dscnn_arena_dtcm[" in (tmp_path / "kws" / "mlperf_kws_dscnn.c").read_text()
+
+
+@pytest.mark.slow
+def test_zoo_two_pools_bit_exact_on_host(tmp_path: Path) -> None:
+    """Every int8 zoo model, whole-layer and streamed plans, with a fastest pool a third of the
+    plan: bit-exact with the golden model on the host."""
+    m55 = load_board("cortex-m55")
+    compiled, bundles = [], []
+    for path in sorted((Path(__file__).parent / "models" / "zoo" / "models").glob("*.onnx")):
+        for memory in ("layer", "stream"):
+            name = f"z_{path.stem}_{memory}"
+            try:
+                whole = compile_model(path, name=name, board=m55, memory=memory, isa="c")
+            except QuantError:
+                continue  # a float model
+            c = compile_model(path, name=name, board=m55, memory=memory, isa="c",
+                              pools=(("dtcm", max(64, whole.plan.arena_size // 3)),))
+            compiled.append(c)
+            bundles.append(emit(c, tmp_path / name))
+    assert sum(1 for c in compiled if c.pools is not None and c.pools.multi) >= len(compiled) // 2
+    lib = build_library(bundles, tmp_path / "libzoo.so")
+    rng = np.random.default_rng(2)
+    for c in compiled:
+        xs = [rng.integers(-128, 128, s).astype(c.graph.t(n).dtype) for s, n in zip(c.input_shapes, c.graph.inputs,
+                                                                                   strict=True)]
+        for got, want in zip(run_c(lib, c, xs), golden_run(c, xs), strict=True):
+            np.testing.assert_array_equal(got, want, err_msg=c.name)
