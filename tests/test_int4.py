@@ -412,3 +412,36 @@ def test_kernel_shapes_in_qemu(core: str, tmp_path: Any) -> None:
         assert got is not None
         for g, want in zip(got, golden_run(m.compiled, m.inputs), strict=True):
             np.testing.assert_array_equal(g, want, err_msg=f"{m.label} on {core}")
+
+
+def test_four_bit_constant_of_another_op_reads_its_int8_values(tmp_path: Any) -> None:
+    """A 4-bit constant that feeds no 4-bit kernel (here an Add) is read as its int8 values: the
+    same golden as the INT8 constant of the same values, UINT4 with zero point 8 too."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from emitter.compiler import compile_model, golden_run
+
+    vals = np.random.default_rng(6).integers(-8, 8, (1, 12))
+    outs = []
+    for name, ctype, cvals, zp in (("i8", TensorProto.INT8, vals, 0), ("i4", TensorProto.INT4, vals, 0),
+                                   ("u4", TensorProto.UINT4, vals + 8, 8)):
+        nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+                 helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+                 helper.make_node("DequantizeLinear", ["c", "cs", "cz"], ["cd"]),
+                 helper.make_node("Add", ["xd", "cd"], ["a"]),
+                 helper.make_node("QuantizeLinear", ["a", "ys", "yz"], ["aq"]),
+                 helper.make_node("DequantizeLinear", ["aq", "ys", "yz"], ["y"])]
+        inits = [numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
+                 numpy_helper.from_array(np.array(0, np.int8), "xz"),
+                 helper.make_tensor("c", ctype, [1, 12], cvals.ravel().tolist()),
+                 numpy_helper.from_array(np.array(0.05, np.float32), "cs"),
+                 helper.make_tensor("cz", ctype, [], [zp]),
+                 numpy_helper.from_array(np.array(0.04, np.float32), "ys"),
+                 numpy_helper.from_array(np.array(0, np.int8), "yz")]
+        onnx.save(_qdq_model(nodes, inits, [1, 12], [1, 12]), tmp_path / f"{name}.onnx")
+        c = compile_model(tmp_path / f"{name}.onnx")
+        x = np.random.default_rng(7).integers(-128, 128, (1, 12)).astype(np.int8)
+        outs.append(golden_run(c, [x])[0])
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o, outs[0])
