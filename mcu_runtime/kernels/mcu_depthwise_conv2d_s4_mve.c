@@ -55,8 +55,28 @@ void mcu_depthwise_conv2d_s4_mve(const mcu_depthwise_conv_params_t *p, const int
             for (int32_t ox = 0; ox < p->output.w; ++ox, out += c) {
                 mcu_dw_s4_window_t win;
                 mcu_dw_s4_window(p, image, oy, ox, &win);
-                for (int32_t g = 0; g < c; g += MCU_DW_S4_GROUP) {
-                    const int32_t r = c - g < MCU_DW_S4_GROUP ? c - g : MCU_DW_S4_GROUP;
+                int32_t g = 0;
+                for (; g + MCU_DW_S4_GROUP <= c; g += MCU_DW_S4_GROUP) { /* whole groups */
+                    int32x4_t al = vldrwq_s32(init + g);
+                    int32x4_t au = vldrwq_s32(init + g + 4);
+                    const int8_t *xr = win.x + g;
+                    const uint8_t *wr = filter + (win.ky0 * p->filter.w + win.kx0) * row + g / 2;
+                    for (int32_t ky = win.ky0; ky < win.ky1; ++ky, xr += dy, wr += p->filter.w * row) {
+                        const uint8_t *w = wr;
+                        const int8_t *x = xr;
+                        for (int32_t kx = win.kx0; kx < win.kx1; ++kx, x += dx, w += row) {
+                            const int32x4_t v = vldrbq_s32((const int8_t *)w);
+                            const int32x4_t wl = vshrq_n_s32(vshlq_n_s32(v, 28), 28);
+                            const int32x4_t wu = vshrq_n_s32(vshlq_n_s32(v, 24), 28);
+                            al = vaddq_s32(al, vmulq_s32(vaddq_s32(vldrbq_s32(x), off), wl));
+                            au = vaddq_s32(au, vmulq_s32(vaddq_s32(vldrbq_s32(x + 4), off), wu));
+                        }
+                    }
+                    store(p, al, g, 4, base, fast, out);
+                    store(p, au, g + 4, 4, base, fast, out);
+                }
+                if (g < c) { /* the last C_out % 8 channels, predicated */
+                    const int32_t r = c - g;
                     const int32_t h = (r + 1) / 2;
                     const mve_pred16_t pl = vctp32q((uint32_t)h);
                     const mve_pred16_t pu = vctp32q((uint32_t)(r - h));
