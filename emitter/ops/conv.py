@@ -6,9 +6,10 @@ Requantization per output channel: M[c] = s_in * s_w[c] / s_out (double), TFLite
 
 4-bit weights (QIn.bits == 4, values in [-8, 7]) keep their own kernels, packed two a byte:
 mcu_conv2d_s4 (regular, 1-D) and mcu_depthwise_conv2d_s4, the same numbers as the int8 kernels. They
-are stored as int8 (the int8 kernels) where no 4-bit form exists, and the summary says so: weights
-changed by an asymmetric zero point's folding, int16 activations (prepare_a16), and a convolution
-fused with its residual Add (ops/conv_add.py prepares the conv without the 4-bit attribute).
+are stored as int8 (the int8 kernels) where no 4-bit form exists: weights changed by an asymmetric
+zero point's folding and int16 activations (prepare_a16), the summary saying so; and a convolution
+fused with its residual Add (ops/conv_add.py prepares the conv from CONV_ATTRS, without weight_bits:
+mcu_conv2d_add_s8 on int8 weights, its summary silent about it).
 """
 from __future__ import annotations
 
