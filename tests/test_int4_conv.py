@@ -280,3 +280,171 @@ def test_models_bit_exact_in_qemu(core: str, conv_models: Any, tmp_path: Any) ->
         for j, (q, g) in enumerate(zip(got, golden_run(m.compiled, m.inputs), strict=True)):
             d = q.astype(np.int32) - g.astype(np.int32)
             assert not d.any(), f"{m.label} on {core}: output {j} differs in {int((d != 0).sum())} elements"
+
+
+# -- kernels in QEMU: every path of mcu_conv2d_s4 / mcu_depthwise_conv2d_s4 -----------------------
+QEMU_CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m55")
+CONV_SHAPES = {  # (h, w, c_in, c_out, (kh, kw), pads t/b/l/r, stride, dilation, n)
+    "p4_k108_gather": (6, 6, 12, 7, (3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 1),  # 3 blocks + tail 12
+    "p4_k27": (5, 5, 3, 5, (3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 1),            # tail block only
+    "p2_k225": (4, 4, 25, 6, (3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 1),          # DSP P = 2
+    "p1_k400": (3, 4, 16, 5, (5, 5), (2, 2, 2, 2), (1, 1), (1, 1), 1),          # DSP P = 1
+    "generic_k700": (3, 3, 28, 3, (5, 5), (2, 2, 2, 2), (1, 1), (1, 1), 1),     # DSP: generic
+    "pointwise_64": (3, 5, 64, 9, (1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1),    # read in place
+    "one_by_five": (1, 11, 7, 4, (1, 5), (0, 0, 2, 2), (1, 2), (1, 1), 2),      # 1-D, batch 2
+    "dilated": (7, 7, 5, 6, (3, 2), (1, 0, 0, 1), (2, 1), (2, 2), 1),
+}
+DW_SHAPES = {  # (h, w, c, mult, (kh, kw), pads, stride, dilation)
+    "c16": (6, 5, 16, 1, (3, 3), (1, 1, 1, 1), (1, 1), (1, 1)),
+    "c13_tail": (5, 6, 13, 1, (3, 3), (1, 1, 1, 1), (2, 1), (1, 1)),
+    "c3_dilated": (7, 7, 3, 1, (3, 3), (2, 2, 2, 2), (1, 1), (2, 2)),
+    "mult2_generic": (4, 4, 5, 2, (3, 3), (1, 1, 1, 1), (1, 1), (1, 1)),
+    "c24_1x5": (1, 12, 24, 1, (1, 5), (0, 0, 2, 2), (1, 1), (1, 1)),
+}
+
+
+def _variants(p: Any, channels_w: np.ndarray, b: np.ndarray | None) -> list[Any]:
+    """The case in TFLite numerics and in onnxruntime's (float32 scales; rounding half to even
+    proven tie-free where fast_round_ok says so: the fast paths; else the generic loops)."""
+    from dataclasses import replace
+
+    from emitter.quant import ROUND_NEAREST_EVEN, ROUND_NEAREST_NO_TIE, acc_bound, exact_multipliers, fast_round_ok
+
+    tfl = replace(p, q=replace(p.q, rounding=0))
+    real = np.asarray(p.multiplier, np.float64) * np.exp2(np.asarray(p.shift, np.float64) - 31)
+    mult, shift = exact_multipliers(real.astype(np.float32))
+    c = channels_w.shape[0]
+    tie_free = fast_round_ok(mult, shift, acc_bound(channels_w, b, c))
+    ort = replace(p, q=replace(p.q, rounding=ROUND_NEAREST_NO_TIE if tie_free else ROUND_NEAREST_EVEN),
+                  multiplier=mult, shift=shift)
+    return [tfl, ort]
+
+
+def qemu_cases() -> list[tuple[str, str, Any, list[Any]]]:
+    rng = np.random.default_rng(44)
+    out: list[tuple[str, str, Any, list[Any]]] = []
+    for name, (h, w, ci, co, k, pads, st, dl, n) in CONV_SHAPES.items():
+        p, x, f, b = conv_case(rng, n=n, h=h, w=w, c_in=ci, c_out=co, kh=k[0], kw=k[1], stride=st, dil=dl,
+                               pad=(pads[0], pads[2], pads[1], pads[3]))
+        b = b if b is not None else np.zeros(co, np.int32)
+        out += [(name, "conv", v, [x, f, b]) for v in _variants(p, f.reshape(co, -1), b)]
+    for name, (h, w, c, mult, k, pads, st, dl) in DW_SHAPES.items():
+        oh = conv_out_size(h, k[0], st[0], dl[0], pads[0], pads[1])
+        ow = conv_out_size(w, k[1], st[1], dl[1], pads[2], pads[3])
+        m, s = _mults(rng, c * mult, k[0] * k[1], True)
+        p = DepthwiseConvParams(Dims(1, h, w, c), Dims(1, *k, c * mult), Dims(1, oh, ow, c * mult), mult, *st, *dl,
+                                pads[0], pads[2], _q(rng), m, s)
+        x = rng.integers(-128, 128, (1, h, w, c), dtype=np.int8)
+        f = rng.integers(-8, 8, (1, *k, c * mult), dtype=np.int8)
+        b = rng.integers(-(1 << 12), 1 << 12, c * mult).astype(np.int32)
+        out += [(name, "dw", v, [x, f, b]) for v in _variants(p, f.reshape(-1, c * mult).T, b)]
+    return out
+
+
+def _arr(ctype: str, name: str, a: np.ndarray) -> str:
+    return f"static const {ctype} {name}[{a.size}] = {{{', '.join(str(int(v)) for v in a.ravel())}}};\n"
+
+
+def _dims(d: Dims) -> str:
+    return f"{{.n = {d.n}, .h = {d.h}, .w = {d.w}, .c = {d.c}}}"
+
+
+RUN_C = """
+static int run_{kind}(const {ptype} *p, const int8_t *x, const uint8_t *w, const int32_t *b, int8_t *out,
+                      int8_t *meta)
+{{
+    const int32_t need = {k}_get_buffer_size(p, MCU_ISA_NATIVE);
+    put_meta(meta, {k}_path(p, MCU_ISA_NATIVE), need);
+    mcu_context_t ctx = {{scratch, need - 1}};
+    if (need > (int32_t)sizeof scratch || (need > 0 && {k}(&ctx, p, x, w, b, out) != MCU_ERR_SCRATCH)) {{
+        return 1;
+    }}
+    ctx.size = need;
+    return {k}(&ctx, p, x, w, b, out) != MCU_OK;
+}}
+"""
+
+
+def qemu_net_c(cases: list[tuple[str, str, Any, list[Any]]]) -> str:
+    """Every case's constants and one run of each (after a call with one scratch byte too few must
+    return MCU_ERR_SCRATCH); output 0: the outputs, output 1: per case its path and scratch need."""
+    decls, calls, off = [], [], 0
+    for k, (_, kind, p, (x, f, b)) in enumerate(cases):
+        packed, bias = (conv4.pack_filter(f), conv4.kernel_sums(f, b, p.q.input_offset)) if kind == "conv" \
+            else (dw4.pack_filter(f), b)
+        q = p.q
+        decls += [_arr("int8_t", f"x{k}", x), _arr("uint8_t", f"w{k}", packed), _arr("int32_t", f"b{k}", bias),
+                  _arr("int32_t", f"m{k}", p.multiplier), _arr("int32_t", f"s{k}", p.shift)]
+        common = (f".input = {_dims(p.input)}, .filter = {_dims(p.filter)}, .output = {_dims(p.output)}, "
+                  f".stride_h = {p.stride_h}, .stride_w = {p.stride_w}, .dilation_h = {p.dilation_h}, "
+                  f".dilation_w = {p.dilation_w}, .pad_top = {p.pad_top}, .pad_left = {p.pad_left}, "
+                  f".q = {{.input_offset = {q.input_offset}, .output_offset = {q.output_offset}, "
+                  f".act_min = {q.act_min}, .act_max = {q.act_max}, .rounding = {q.rounding}}}, "
+                  f".multiplier = m{k}, .shift = s{k}")
+        if kind == "conv":
+            decls.append(f"static const mcu_conv_params_t p{k} = {{{common}}};\n")
+        else:
+            decls.append(f"static const mcu_depthwise_conv_params_t p{k} = {{{common}, "
+                         f".depth_multiplier = {p.depth_multiplier}}};\n")
+        calls.append(f"    if (run_{kind}(&p{k}, x{k}, w{k}, b{k}, outputs[0] + {off}, outputs[1] + {5 * k}) != 0) {{\n"
+                     f"        return {k + 1};\n    }}\n")
+        off += p.output.n * p.output.h * p.output.w * p.output.c
+    runner = """
+static int32_t scratch[1024];
+
+static void put_meta(int8_t *meta, int32_t path, int32_t need)
+{
+    meta[0] = (int8_t)path;
+    for (int i = 0; i < 4; ++i) {
+        meta[1 + i] = (int8_t)(uint8_t)((uint32_t)need >> (8 * i));
+    }
+}
+
+"""
+    for kind, kern, ptype in (("conv", "mcu_conv2d_s4", "mcu_conv_params_t"),
+                              ("dw", "mcu_depthwise_conv2d_s4", "mcu_depthwise_conv_params_t")):
+        runner += RUN_C.format(kind=kind, k=kern, ptype=ptype)
+    runner += """
+int net_run_multi(const int8_t *const *inputs, int8_t *const *outputs);
+
+int net_run_multi(const int8_t *const *inputs, int8_t *const *outputs)
+{
+    (void)inputs;
+"""
+    return ("#include <stdint.h>\n#include <stddef.h>\n#include \"mcu_runtime/include/mcu_nn.h\"\n"
+            "#include \"mcu_runtime/include/mcu_nn_s4.h\"\n\n" + "".join(decls) + runner + "".join(calls)
+            + "    return 0;\n}\n")
+
+
+@pytest.mark.qemu
+@pytest.mark.parametrize("opt", ["-O2", pytest.param("-O0", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("core", QEMU_CORES)
+def test_kernels_every_path_in_qemu(core: str, opt: str, tmp_path: Any) -> None:
+    """mcu_conv2d_s4 (DSP P = 4, 2, 1, its assembly block loop, MVE, generic; windows gathered or
+    read in place) and mcu_depthwise_conv2d_s4 (DSP, MVE, whole groups and the C_out % 8 tail,
+    depth multiplier 2 on the generic loop), TFLite and onnxruntime numerics: bit-exact with the
+    golden, and the C's path and scratch on the core equal the twins'."""
+    from emitter.boards import load_board
+    from emitter.compiler import isa_of
+    from tests.harness.ckernels import run_bundle_on_qemu
+
+    cases = qemu_cases()
+    isa = isa_of(load_board(core))
+    golden, metas = [], []
+    for _, kind, p, (x, f, b) in cases:
+        twin: Any = conv4 if kind == "conv" else dw4
+        fn = conv4.mcu_conv2d_s4 if kind == "conv" else dw4.mcu_depthwise_conv2d_s4
+        golden.append(np.asarray(fn(p, x, f, b), np.int8).ravel())
+        metas.append((("generic", "dsp", "mve").index(twin.path(p, b, isa)), twin.buffer_size(p, b, isa)))
+    want = np.concatenate(golden)
+    raw = run_bundle_on_qemu(core, ["mcu_conv2d_s4", "mcu_depthwise_conv2d_s4"], qemu_net_c(cases), [1],
+                             [want.size, 5 * len(cases)], b"\0", tmp_path, opt)
+    starts = np.cumsum([0] + [g.size for g in golden])
+    got = np.frombuffer(raw[:want.size], np.int8)
+    bad = [f"{cases[k][0]} rounding {cases[k][2].q.rounding}" for k, g in enumerate(golden)
+           if not np.array_equal(got[starts[k]:starts[k] + g.size], g)]
+    assert not bad, f"{bad} differ from the golden on {core} {opt}"
+    meta = raw[want.size:]
+    got_meta = [(meta[5 * k], int.from_bytes(meta[5 * k + 1:5 * k + 5], "little", signed=True))
+                for k in range(len(cases))]
+    assert got_meta == metas
