@@ -43,6 +43,29 @@ int mcu_conv2d_s4_gathers(const mcu_conv_params_t *p)
     return !contiguous || border;
 }
 
+/* n bytes: library calls for long runs, loops for short ones */
+static inline void copy(int8_t *d, const int8_t *src, int32_t n)
+{
+    if (n >= 16) {
+        memcpy(d, src, (size_t)n);
+        return;
+    }
+    for (int32_t i = 0; i < n; ++i) {
+        d[i] = src[i];
+    }
+}
+
+static inline void fill(int8_t *d, int8_t v, int32_t n)
+{
+    if (n >= 16) {
+        memset(d, v, (size_t)n);
+        return;
+    }
+    for (int32_t i = 0; i < n; ++i) {
+        d[i] = v;
+    }
+}
+
 const int8_t *mcu_conv2d_s4_window(const mcu_conv_params_t *p, const int8_t *input, int32_t pos,
                                    int8_t *patch)
 {
@@ -58,26 +81,26 @@ const int8_t *mcu_conv2d_s4_window(const mcu_conv_params_t *p, const int8_t *inp
     }
     const int8_t zp = (int8_t)(-p->q.input_offset);
     int8_t *d = patch;
-    for (int32_t ky = 0; ky < p->filter.h; ++ky) {
+    int32_t kx0, kx1; /* the taps of a row inside the input */
+    valid_taps(x0, p->dilation_w, p->filter.w, p->input.w, &kx0, &kx1);
+    const int32_t row = p->filter.w * c;
+    for (int32_t ky = 0; ky < p->filter.h; ++ky, d += row) {
         const int32_t iy = y0 + ky * p->dilation_h;
-        for (int32_t kx = 0; kx < p->filter.w; ++kx, d += c) {
-            const int32_t ix = x0 + kx * p->dilation_w;
-            const int inside = iy >= 0 && iy < p->input.h && ix >= 0 && ix < p->input.w;
-            const int8_t *src =
-                image + ((size_t)(inside ? iy : 0) * (size_t)p->input.w + (size_t)(inside ? ix : 0)) *
-                            (size_t)c;
-            if (c >= 16) { /* library calls for long runs, loops for short ones */
-                if (inside) {
-                    memcpy(d, src, (size_t)c);
-                } else {
-                    memset(d, zp, (size_t)c);
-                }
-            } else {
-                for (int32_t i = 0; i < c; ++i) {
-                    d[i] = inside ? src[i] : zp;
-                }
+        if (iy < 0 || iy >= p->input.h || kx0 == kx1) {
+            fill(d, zp, row);
+            continue;
+        }
+        fill(d, zp, kx0 * c);
+        const int8_t *src = image + ((size_t)iy * (size_t)p->input.w + (size_t)(x0 + kx0 * p->dilation_w)) *
+                                        (size_t)c;
+        if (p->dilation_w == 1) { /* the row's inside taps are one run of the input */
+            copy(d + kx0 * c, src, (kx1 - kx0) * c);
+        } else {
+            for (int32_t kx = kx0; kx < kx1; ++kx, src += p->dilation_w * c) {
+                copy(d + kx * c, src, c);
             }
         }
+        fill(d + kx1 * c, zp, (p->filter.w - kx1) * c);
     }
     return patch;
 }
