@@ -48,9 +48,4 @@ def buffer_size(p: DepthwiseConvParams, bias: Any, isa: str) -> int:
     return 8 * p.output.c if path(p, bias, isa) != "generic" else 0
 
 
-def lean_buffer_size(p: DepthwiseConvParams, bias: Any) -> int:
-    """The generic path's scratch: none."""
-    return 0
-
-
 KERNEL = Kernel("mcu_depthwise_conv2d_s4", band=band, band_c=BAND_C, buffer_size=buffer_size, path=path)
