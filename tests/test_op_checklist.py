@@ -15,7 +15,7 @@ from emitter.kernels.base import Kernel
 from tests.models.ops import ALL_CASES
 
 ROOT = Path(__file__).resolve().parent.parent
-HEADERS = ("mcu_runtime/include/mcu_nn.h", "mcu_runtime/include/mcu_nn_s16.h")
+HEADERS = ("mcu_runtime/include/mcu_nn.h", "mcu_runtime/include/mcu_nn_s16.h", "mcu_runtime/include/mcu_nn_s4.h")
 
 # Op modules no ONNX op lowers to: the passes make their IR ops (a case of the ops they fuse stands).
 FUSED = {"conv_add": "conv + residual Add, fused by emitter/passes/fuse.py (tests/test_conv_add.py)"}
@@ -35,6 +35,9 @@ TESTED_ELSEWHERE = {
                  "mcu_requantize_s16", "mcu_requantize_s16_s8", "mcu_requantize_s8_s16", "mcu_transpose_s16")},
     **{k: ("tests/test_a16w8_lut.py", "int16 table kernels (TFLite's LOGISTIC/TANH/SOFTMAX int16)")
        for k in ("mcu_sigmoid_s16", "mcu_tanh_s16", "mcu_softmax_s16")},
+    **{k: ("tests/test_int4_conv.py", "4-bit weights: C == golden over random shapes, every path in QEMU")
+       for k in ("mcu_conv2d_s4", "mcu_depthwise_conv2d_s4", "mcu_transpose_conv_s4")},
+    "mcu_fully_connected_s4": ("tests/test_int4.py", "4-bit weights: C == golden over a shape sweep, every path in QEMU"),
 }
 
 
@@ -83,7 +86,7 @@ def test_kernel_files(k: str) -> None:
         assert ctypes_of(k), f"emitter/kernels/{k}.py: a params dataclass with CTYPE"
     assert (ROOT / "mcu_runtime" / "kernels" / f"{k}.c").is_file()
     headers = "".join((ROOT / h).read_text() for h in HEADERS)
-    assert re.search(rf"^\S.*\b{k}\s*\(", headers, re.M), f"{k}: its prototype in mcu_nn.h or mcu_nn_s16.h"
+    assert re.search(rf"^\S.*\b{k}\s*\(", headers, re.M), f"{k}: its prototype in mcu_nn.h, mcu_nn_s16.h or mcu_nn_s4.h"
     if k in TESTED_ELSEWHERE:
         path, _why = TESTED_ELSEWHERE[k]
         assert not kernel_tests(k), f"{k} has a tests/kernels/ test now: drop it from TESTED_ELSEWHERE"

@@ -42,6 +42,7 @@ from emitter.render.runtime_files import (
     runtime_files,
     runtime_symbols,
     s16_kernels,
+    s4_kernels,
     variant_config,
     variant_tag,
 )
@@ -332,6 +333,7 @@ class BundleBuilder:
             "cmsis_supported": cmsis_supported(),
             "numerics": self.g.numerics,
             "s16": s16_kernels(kernels),
+            "s4": s4_kernels(kernels),
             "optimize": self.c.optimize, "opt": OPT_FLAGS[self.c.optimize],
             "cmsis_opt": CMSIS_OPT_FLAGS[self.c.optimize],
         }

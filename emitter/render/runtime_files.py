@@ -31,7 +31,7 @@ def runtime_files(kernels: list[str], bands: bool = False, isa: str = "any") -> 
     some layer runs by rows (`bands`)."""
     rt = data_dir("mcu_runtime")
     out = [f"include/{h}" for h in RUNTIME_HEADERS + (("mcu_nn_s16.h",) if s16_kernels(kernels) else ())
-           + (("mcu_nn_s4.h",) if any("_s4" in k for k in kernels) else ())]
+           + (("mcu_nn_s4.h",) if s4_kernels(kernels) else ())]
     out += sorted(p.relative_to(rt).as_posix() for p in (rt / "support").glob("*.[ch]")
                   if bands or p.stem not in ("mcu_band", "mcu_sink"))
     paths = ISA_PATHS[isa]
@@ -46,6 +46,11 @@ def runtime_files(kernels: list[str], bands: bool = False, isa: str = "any") -> 
 def s16_kernels(kernels: list[str]) -> bool:
     """Does the bundle call an int16-activation kernel (mcu_runtime/include/mcu_nn_s16.h)?"""
     return any("_s16" in k for k in kernels)
+
+
+def s4_kernels(kernels: list[str]) -> bool:
+    """Does the bundle call a 4-bit-weight kernel (mcu_runtime/include/mcu_nn_s4.h)?"""
+    return any(k.endswith("_s4") for k in kernels)
 
 
 # A function or object defined with external linkage at the start of a line of a runtime .c file:

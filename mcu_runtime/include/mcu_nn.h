@@ -730,11 +730,4 @@ mcu_status_t mcu_layernorm_s8(const mcu_layernorm_params_t *params, const int8_t
 }
 #endif
 
-/* The 4-bit-weight kernels' header ships with the bundles that call them (runtime_files.py). */
-#if defined(__has_include)
-#if __has_include("mcu_nn_s4.h")
-#include "mcu_nn_s4.h"
-#endif
-#endif
-
 #endif /* MCU_NN_H */
