@@ -113,6 +113,13 @@ def build_parser() -> argparse.ArgumentParser:
     quantize.add_argument("--board", default="cortex-m7",
                           help="board for the compile check and the QEMU run (default cortex-m7)")
     quantize.add_argument("--no-qemu", action="store_true", help="accuracy on the host only")
+    quantize.add_argument("--weights", default="int8", metavar="int8|int4|auto",
+                          help="weight precision: int8 (default), int4 per-channel for every conv/FC "
+                               "weight (opset 21), or auto: int4 per layer while top-1 stays within "
+                               "--accuracy-budget of int8 (on --labels, else agreement with the float "
+                               "model on the calibration data)")
+    quantize.add_argument("--accuracy-budget", type=float, default=None, metavar="POINTS",
+                          help="with --weights auto: top-1 percentage points int4 may cost (default 1)")
     _debug_option(quantize)
     quantize.set_defaults(run=cmd_quantize)
 

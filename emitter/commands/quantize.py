@@ -1,6 +1,7 @@
 """`mcugen quantize`: a float ONNX model -> the INT8 model mcugen runs best, plus an accuracy check.
 
     mcugen quantize model_fp32.onnx --calibration data.npz -o model_int8.onnx
+                    [--weights int8|int4|auto] [--accuracy-budget 1.0]
                     [--labels labelled.npz] [--board cortex-m7] [--no-qemu] [--debug]
 
 1. Constant folding (Constant nodes and shape arithmetic of torch's exporter become initializers,
@@ -11,6 +12,11 @@
    data.npz holds one array per graph input name, or for a one-input model a single array named
    `inputs`, `images` or `x`; the first axis runs over samples.
 3. mcugen compiles the result (the summary line says so, or the error says why not).
+   --weights int4: every Conv/ConvTranspose/Gemm/MatMul weight INT4 per-channel (symmetric; the
+   model's opset raised to 21, onnxruntime's TensorQuantOverrides per weight), activations int8,
+   biases int32. --weights auto: per layer, int4 where top-1 stays within --accuracy-budget
+   percentage points of the all-int8 model (choose_int4: each layer's
+   damage alone, then layers added by least damage per byte saved, each step checked).
 4. With --labels (keys `images`/`inputs` or the input names, plus `labels`): top-1 accuracy of the
    float model (onnxruntime), the int8 model (onnxruntime), mcugen's golden model, the generated C
    built with gcc on the host and, on a board with a QEMU machine, run in QEMU — one table.
@@ -23,6 +29,7 @@ import logging
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,6 +138,79 @@ def load_labels(npz: str | Path, count: int) -> np.ndarray:
     return labels.astype(np.int64)
 
 
+# -- weight precision ------------------------------------------------------------------------------
+
+WEIGHT_MODES = ("int8", "int4", "auto")
+INT4_OPSET = 21  # INT4 QuantizeLinear/DequantizeLinear need opset 21
+
+
+@dataclass(frozen=True)
+class WeightLayer:
+    """One quantizable weight: its node, op, initializer, per-channel axis and element count."""
+    node: str
+    op: str
+    weight: str
+    axis: int
+    count: int
+
+    @property
+    def int8_bytes(self) -> int:
+        return self.count
+
+    @property
+    def int4_bytes(self) -> int:
+        return (self.count + 1) // 2  # two 4-bit values a byte (ONNX INT4 packing)
+
+
+def weight_layers(model: onnx.ModelProto) -> list[WeightLayer]:
+    """The Conv (and depthwise), ConvTranspose, Gemm and MatMul weights held as initializers, in
+    graph order, with the channel axis onnxruntime quantizes them along (output channels)."""
+    inits = {i.name: i for i in model.graph.initializer}
+    out: list[WeightLayer] = []
+    seen: set[str] = set()
+    for k, node in enumerate(model.graph.node):
+        if node.op_type not in ("Conv", "ConvTranspose", "Gemm", "MatMul") or len(node.input) < 2:
+            continue
+        w = node.input[1]
+        if w not in inits or w in seen:
+            continue
+        dims = list(inits[w].dims)
+        if node.op_type == "Conv":
+            axis = 0
+        elif node.op_type == "ConvTranspose":
+            axis = 1
+        elif node.op_type == "Gemm":
+            trans_b = next((a.i for a in node.attribute if a.name == "transB"), 0)
+            axis = 0 if trans_b else 1
+        else:
+            axis = len(dims) - 1
+        if len(dims) < 2 or axis >= len(dims):
+            continue
+        seen.add(w)
+        out.append(WeightLayer(node.name or f"{node.op_type}_{k}", node.op_type, w, axis,
+                               int(np.prod(dims))))
+    return out
+
+
+def raise_opset(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model at opset 21 (INT4 Q/DQ), or a UsageError saying what to do."""
+    version = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if version >= INT4_OPSET:
+        return model
+    from onnx import version_converter
+
+    try:
+        out = version_converter.convert_version(model, INT4_OPSET)
+        onnx.checker.check_model(out)
+    except Exception as exc:  # noqa: BLE001 - the converter raises several types
+        msg = str(exc).strip().splitlines()
+        raise UsageError(f"--weights int4/auto need opset {INT4_OPSET} (INT4 DequantizeLinear) and "
+                         f"onnx cannot raise this model from opset {version}: "
+                         f"{msg[0] if msg else type(exc).__name__}; export it at opset "
+                         f"{INT4_OPSET} or use --weights int8") from None
+    return out
+
+
 # -- quantization --------------------------------------------------------------------------------
 
 
@@ -175,8 +255,9 @@ def fold_constants(model: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def quantize_for_mcugen(model: onnx.ModelProto, calib: dict[str, np.ndarray],
-                        out_path: str | Path) -> Path:
-    """onnxruntime quantize_static with the settings of SETTINGS; returns out_path."""
+                        out_path: str | Path, int4: Sequence[WeightLayer] = ()) -> Path:
+    """onnxruntime quantize_static with the settings of SETTINGS, the weights of `int4` INT4
+    per-channel (the model must then be opset 21); returns out_path."""
     from onnxruntime.quantization import (
         CalibrationDataReader,
         QuantFormat,
@@ -204,6 +285,12 @@ def quantize_for_mcugen(model: onnx.ModelProto, calib: dict[str, np.ndarray],
     out_path.parent.mkdir(parents=True, exist_ok=True)
     work = onnx.ModelProto()
     work.CopyFrom(model)
+    extra: dict[str, Any] = {"ForceQuantizeNoInputCheck": True, "WeightSymmetric": True,
+                             "ActivationSymmetric": False}
+    if int4:
+        extra["TensorQuantOverrides"] = {
+            w.weight: [{"axis": w.axis, "quant_type": QuantType.QInt4, "symmetric": True}]
+            for w in int4}
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)  # quantize_static's "consider pre-processing" hint
@@ -211,8 +298,7 @@ def quantize_for_mcugen(model: onnx.ModelProto, calib: dict[str, np.ndarray],
         quantize_static(work, str(out_path), Reader(), quant_format=QuantFormat.QDQ,
                         op_types_to_quantize=op_types, per_channel=True, reduce_range=False,
                         activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                        extra_options={"ForceQuantizeNoInputCheck": True,
-                                       "WeightSymmetric": True, "ActivationSymmetric": False})
+                        extra_options=extra)
     except McugenError:
         raise
     except Exception as exc:  # noqa: BLE001 - report onnxruntime's failure as a model error
@@ -246,15 +332,15 @@ def int8_predictions(outputs: Sequence[Sequence[np.ndarray]]) -> np.ndarray:
 
 
 def accuracy_table(float_model: Path, int8_model: Path, labelled: dict[str, np.ndarray],
-                   labels: np.ndarray, c: Compiled, board: Board, qemu: bool, source: str
-                   ) -> tuple[str, bool]:
+                   labels: np.ndarray, c: Compiled, board: Board, qemu: bool, source: str,
+                   kind: str = "int8") -> tuple[str, bool]:
     """Build, run and tabulate; returns (text, every int8 run bit-exact with the golden)."""
     from emitter.render.bundle import render_bundle
     from emitter.render.write import write_bundle
     from emitter.verify.run import run_verify
 
     rows = [("float model (onnxruntime)", ort_predictions(float_model, labelled)),
-            ("int8 model (onnxruntime)", ort_predictions(int8_model, labelled))]
+            (f"{kind} model (onnxruntime)", ort_predictions(int8_model, labelled))]
     with tempfile.TemporaryDirectory(prefix="mcugen-quantize-") as tmp:
         work = Path(tmp)
         bundle = work / "bundle"
@@ -266,14 +352,71 @@ def accuracy_table(float_model: Path, int8_model: Path, labelled: dict[str, np.n
         use_qemu = qemu and bool(board.qemu_machine)
         rep = run_verify(c, bundle, board, int8_model, str(npz), len(labels), qemu=use_qemu,
                          work=work / "verify")
-    rows.append(("int8 mcugen golden model", int8_predictions(rep.outputs["golden"])))
-    rows.append(("int8 generated C, host gcc", int8_predictions(rep.outputs["host"])))
+    rows.append((f"{kind} mcugen golden model", int8_predictions(rep.outputs["golden"])))
+    rows.append((f"{kind} generated C, host gcc", int8_predictions(rep.outputs["host"])))
     if "qemu" in rep.outputs:
-        rows.append((f"int8 generated C, QEMU {board.name}", int8_predictions(rep.outputs["qemu"])))
+        rows.append((f"{kind} generated C, QEMU {board.name}", int8_predictions(rep.outputs["qemu"])))
     lines = [rep.text(), "", f"top-1 accuracy on {len(labels)} labelled samples ({source}):"]
     for what, pred in rows:
         lines.append(f"  {what:<36} {100.0 * float(np.mean(pred == labels)):6.2f}%")
     return "\n".join(lines), rep.ok
+
+
+# -- weight precision search ---------------------------------------------------------------------
+
+
+def choose_int4(model: onnx.ModelProto, calib: dict[str, np.ndarray], feeds: dict[str, np.ndarray],
+                reference: np.ndarray, budget: float, source: str) -> tuple[list[WeightLayer], str]:
+    """--weights auto: the layers to hold int4 weights, and the per-layer table.
+
+    Top-1 (percent of `reference`: labels, or the float model's top-1) of the all-int8 model is
+    the baseline. Each layer is measured int4 alone (its damage, in points); then layers are
+    added in order of least damage per byte saved, each addition checked on the combined model
+    and kept when top-1 stays within `budget` points of the baseline. Deterministic: onnxruntime's
+    quantizer and CPU kernels are, and ties keep graph order."""
+    layers = weight_layers(model)
+    with tempfile.TemporaryDirectory(prefix="mcugen-int4-") as tmp:
+        runs = [0]
+
+        def top1(int4: Sequence[WeightLayer]) -> float:
+            runs[0] += 1
+            path = Path(tmp) / f"trial{runs[0]}.onnx"
+            quantize_for_mcugen(model, calib, path, int4)
+            return 100.0 * float(np.mean(ort_predictions(path, feeds) == reference))
+
+        base = top1([])
+        every = top1(layers)
+        alone = {w.weight: base - top1([w]) for w in layers}
+        index = {w.weight: k for k, w in enumerate(layers)}
+        order = sorted(layers, key=lambda w: (alone[w.weight] / max(w.int8_bytes - w.int4_bytes, 1),
+                                              index[w.weight]))
+        chosen: list[WeightLayer] = []
+        combined: dict[str, float] = {}
+        auto = base
+        for w in order:
+            trial = sorted(chosen + [w], key=lambda x: index[x.weight])
+            t = every if len(trial) == len(layers) else top1(trial)
+            combined[w.weight] = t
+            if t >= base - budget - 1e-9:
+                chosen, auto = trial, t
+    picked = {w.weight for w in chosen}
+    width = max([5] + [len(w.node) for w in layers])
+    lines = [f"weights per layer (--weights auto, budget {budget:g} point(s) of top-1 {source}):",
+             f"  {'layer':<{width}} {'op':<13} {'weight bytes int8 -> int4':>26} {'alone':>9} "
+             f"{'step':>8} {'bits':>4}"]
+    for w in layers:
+        lines.append(f"  {w.node:<{width}} {w.op:<13} {w.int8_bytes:>14,} -> {w.int4_bytes:>8,} "
+                     f"{0.0 - alone[w.weight] + 0.0:>+8.2f}p {combined[w.weight]:>7.2f}% "
+                     f"{4 if w.weight in picked else 8:>4}")
+    b8 = sum(w.int8_bytes for w in layers)
+    b_auto = sum(w.int4_bytes if w.weight in picked else w.int8_bytes for w in layers)
+    b4 = sum(w.int4_bytes for w in layers)
+    lines.append("  (alone: top-1 change with only that layer int4, in points; step: top-1 of the "
+                 "combined model when the search tried it)")
+    lines.append(f"top-1 int8 {base:.2f}% / int4 {every:.2f}% / auto {auto:.2f}%; weight bytes "
+                 f"int8 {b8:,} / int4 {b4:,} / auto {b_auto:,} (auto saves {b8 - b_auto:,} B, "
+                 f"{len(chosen)} of {len(layers)} layers int4)")
+    return chosen, "\n".join(lines)
 
 
 # -- command ---------------------------------------------------------------------------------------
@@ -297,10 +440,52 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     labelled = load_samples(args.labels, shapes, "--labels") if args.labels else None
     labels = load_labels(args.labels, len(next(iter(labelled.values())))) if labelled else None
 
+    mode = getattr(args, "weights", "int8") or "int8"
+    budget = getattr(args, "accuracy_budget", None)
+    if mode not in WEIGHT_MODES:
+        raise UsageError(f"--weights '{mode}' is not one of {', '.join(WEIGHT_MODES)}")
+    if budget is not None and mode != "auto":
+        raise UsageError("--accuracy-budget applies to --weights auto only; add --weights auto "
+                         "or drop it")
+    budget = 1.0 if budget is None else float(budget)
+    if not np.isfinite(budget) or budget < 0:
+        raise UsageError(f"--accuracy-budget {budget:g} must be a number of top-1 points >= 0 "
+                         "(e.g. 1 for one percentage point)")
+
     folded = fold_constants(model)
-    quantize_for_mcugen(folded, calib, out)
+    int4: list[WeightLayer] = []
+    settings = SETTINGS
+    if mode != "int8":
+        layers = weight_layers(folded)
+        if not layers:
+            raise UsageError(f"--weights {mode}: '{args.model}' has no Conv, ConvTranspose, Gemm or "
+                             "MatMul weight held as an initializer to make int4; use --weights int8")
+        folded = raise_opset(folded)
+        if mode == "int4":
+            int4 = layers
+        else:
+            if labelled is not None and labels is not None:
+                feeds, reference = labelled, labels
+                source = f"on {len(labels)} labelled samples of {Path(args.labels).name}"
+            else:
+                feeds = calib
+                reference = ort_predictions(args.model, calib)
+                source = (f"as agreement with the float model on {len(reference)} calibration "
+                          "samples (no --labels)")
+            if len(reference) == 0:
+                raise UsageError("--weights auto needs samples to measure top-1: give --labels "
+                                 "LABELLED.npz or calibration data")
+            int4, table = choose_int4(folded, calib, feeds, reference, budget, source)
+            print(table)
+        names = {w.weight for w in int4}
+        settings = SETTINGS.replace("per-channel int8 weights",
+                                    f"per-channel weights int4 in {len(int4)} of {len(layers)} "
+                                    f"layers ({', '.join(w.node for w in int4) or 'none'}), int8 "
+                                    f"in the rest; opset {INT4_OPSET}" if names else
+                                    "per-channel int8 weights (auto kept every layer int8)")
+    quantize_for_mcugen(folded, calib, out, int4)
     n_calib = len(next(iter(calib.values())))
-    print(f"wrote {out} ({SETTINGS}; {n_calib} calibration samples from {args.calibration})")
+    print(f"wrote {out} ({settings}; {n_calib} calibration samples from {args.calibration})")
 
     try:
         c = compile_model(out, name=c_name(out.stem), input_shapes=shapes if batch_fixed else None)
@@ -314,7 +499,8 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     if labelled is None or labels is None:
         return 0
     text, ok = accuracy_table(Path(args.model), out, labelled, labels, c, board,
-                              not args.no_qemu, Path(args.labels).name)
+                              not args.no_qemu, Path(args.labels).name,
+                              "quantized" if int4 else "int8")
     print(text)
     if not ok:
         raise VerifyError("the generated C does not match mcugen's golden model bit for bit "
