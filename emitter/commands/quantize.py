@@ -480,8 +480,9 @@ def cmd_quantize(args: argparse.Namespace) -> int:
         names = {w.weight for w in int4}
         settings = SETTINGS.replace("per-channel int8 weights",
                                     f"per-channel weights int4 in {len(int4)} of {len(layers)} "
-                                    f"layers ({', '.join(w.node for w in int4) or 'none'}), int8 "
-                                    f"in the rest; opset {INT4_OPSET}" if names else
+                                    f"layers ({', '.join(w.node for w in int4)})"
+                                    f"{', int8 in the rest' if len(int4) < len(layers) else ''}; "
+                                    f"opset {INT4_OPSET}" if names else
                                     "per-channel int8 weights (auto kept every layer int8)")
     quantize_for_mcugen(folded, calib, out, int4)
     n_calib = len(next(iter(calib.values())))
