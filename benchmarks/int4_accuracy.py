@@ -18,7 +18,7 @@ onnxruntime's CPU reference (graph optimizations off). Nothing is compiled: top-
 
     python benchmarks/int4_accuracy.py [--models digits,keyword] [--budget 1]
 
-Prints a markdown section (docs/int4.md, "Top-1 with int4 weights").
+Prints the figures of docs/int4.md, "Top-1 of int8, int4 and auto".
 """
 from __future__ import annotations
 
@@ -139,7 +139,7 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=1.0, help="auto's top-1 budget in points")
     args = ap.parse_args()
     makers = {"digits": digits, "keyword": keyword}
-    lines = ["## Top-1 with int4 weights", "",
+    lines = ["## Top-1 of int8, int4 and auto", "",
              "onnxruntime CPU reference (optimizations off), `mcugen quantize`'s quantization; "
              f"auto budget {args.budget:g} point of int8. Measured by "
              "`python benchmarks/int4_accuracy.py`.", ""]

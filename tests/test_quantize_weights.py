@@ -151,6 +151,11 @@ def test_auto_keeps_the_sensitive_layer_int8(sensitive_mlp, tmp_path, capsys):
     assert auto >= int8 - 1.0
     assert "auto saves 32 B" in text
     assert weight_dtypes(out) == {"sensitive": TP.INT8, "robust": TP.INT4}
+    # deterministic: the same table and the same bytes again
+    assert quantize(model, data, tmp_path / "again.onnx", "--weights", "auto") == 0
+    again = capsys.readouterr().out
+    assert again.split("wrote ")[0] == text.split("wrote ")[0]
+    assert (tmp_path / "again.onnx").read_bytes() == out.read_bytes()
     # a budget wide enough for the collapse takes both
     assert quantize(model, data, tmp_path / "wide.onnx", "--weights", "auto",
                     "--accuracy-budget", "100") == 0
