@@ -37,7 +37,8 @@ TESTED_ELSEWHERE = {
        for k in ("mcu_sigmoid_s16", "mcu_tanh_s16", "mcu_softmax_s16")},
     **{k: ("tests/test_int4_conv.py", "4-bit weights: C == golden over random shapes, every path in QEMU")
        for k in ("mcu_conv2d_s4", "mcu_depthwise_conv2d_s4", "mcu_transpose_conv_s4")},
-    "mcu_fully_connected_s4": ("tests/test_int4.py", "4-bit weights: C == golden over a shape sweep, every path in QEMU"),
+    "mcu_fully_connected_s4": ("tests/test_int4.py",
+                               "4-bit weights: C == golden over a shape sweep, every path in QEMU"),
 }
 
 

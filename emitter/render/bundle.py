@@ -41,8 +41,8 @@ from emitter.render.layers import ConstArray, Layer, LayerCall, call_kind, ctx_o
 from emitter.render.runtime_files import (
     runtime_files,
     runtime_symbols,
-    s16_kernels,
     s4_kernels,
+    s16_kernels,
     variant_config,
     variant_tag,
 )
