@@ -17,7 +17,7 @@ from pathlib import Path
 from emitter.boards import Board
 from emitter.errors import ToolchainError
 from emitter.resources import data_dir
-from emitter.target import toolchain
+from emitter.target import placement, toolchain
 
 _KINDS = ("text", "rodata", "data", "bss")
 
@@ -103,6 +103,13 @@ def build_firmware(bundle_dir: Path | str, glue_dir: Path | str, board: Board,
         args.append(f"cmsis_nn_lib={Path(cmsis_nn_lib).resolve()}")
     if bundle_lib is not None:
         args.append(f"bundle_lib={Path(bundle_lib).resolve()}")
+    script = placement.linker_script(board)
+    if script is not None:  # the board's RAM pools at their origins
+        build.mkdir(parents=True, exist_ok=True)
+        ld_path = build / "firmware.ld"
+        if not ld_path.is_file() or ld_path.read_text() != script:
+            ld_path.write_text(script)
+        args.append(f"ld_script={ld_path}")
     log = _scons(bundle_dir, glue_dir, build, opt, cflags, werror, jobs, args)
     elf = build / "firmware.elf"
     map_file = build / "firmware.map"
@@ -176,9 +183,11 @@ def _section_kinds(elf: Path, board: Board) -> dict[str, str]:
             kinds[name] = "text" if "CODE" in flag_set else "rodata"
         elif board.data_origin <= vma < board.data_origin + board.data_length:
             kinds[name] = "data" if "LOAD" in flag_set else "bss"
+        elif placement.pool_of_section(board, vma) is not None and "LOAD" not in flag_set:
+            kinds[name] = "bss"  # a pool's arena at the pool's origin (placement.linker_fragment)
         else:
             raise ToolchainError(f"{elf}: section {name} at 0x{vma:x} lies outside the board's "
-                                 f"CODE and DATA regions")
+                                 f"CODE and DATA regions and its RAM pools")
     return kinds
 
 

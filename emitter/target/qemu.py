@@ -10,6 +10,7 @@ import hashlib
 import os
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +34,8 @@ COUNTS_FILE = "insn_counts.txt"
 class QemuRun:
     """One QEMU run. instructions: executed instructions per inference, in sample order (empty
     without the plugin); stack_bytes: the deepest inference stack (None if stack.txt is absent);
-    laps: per inference, the instructions between lap markers (a per-layer profile build)."""
+    laps: per inference, the instructions between lap markers (a per-layer profile build);
+    accesses: per inference, the data bytes loaded and stored in each range of run_qemu's ranges=."""
 
     exit_code: int
     stdout: str
@@ -43,14 +45,20 @@ class QemuRun:
     command: tuple[str, ...]
     workdir: Path
     laps: tuple[tuple[int, ...], ...] = ()
+    # per inference, range name -> (bytes loaded, bytes stored) in it (run_qemu's ranges=)
+    accesses: tuple[dict[str, tuple[int, int]], ...] = ()
+    ranges: dict[str, tuple[int, int]] | None = None  # the ranges= counted: name -> (address, bytes)
 
 
 def run_qemu(elf: Path | str, board: Board, workdir: Path | str, timeout: float = 120,
-             count_instructions: bool = True, *, check: bool = True) -> QemuRun:
+             count_instructions: bool = True, *, check: bool = True,
+             ranges: Mapping[str, tuple[int, int]] | None = None) -> QemuRun:
     """Run `elf` on the board's QEMU machine with cwd=workdir (which must hold input.bin).
 
     Stale output.bin/stack.txt/counts are removed first. QEMU is killed after `timeout` seconds
-    (VerifyError). With check=True a non-zero exit raises VerifyError quoting the image's output
+    (VerifyError). ranges: name -> (address, bytes); the plugin then also counts the data bytes
+    loaded and stored in each per inference (QemuRun.accesses; memory callbacks on every access, so
+    slower; needs count_instructions). With check=True a non-zero exit raises VerifyError quoting the image's output
     (ToolchainError when QEMU itself failed); with check=False the QemuRun is returned as is."""
     qemu = toolchain.find_tool(toolchain.qemu_binary(board.arch))
     work = Path(workdir).resolve()
@@ -62,7 +70,8 @@ def run_qemu(elf: Path | str, board: Board, workdir: Path | str, timeout: float 
                "-semihosting-config", "enable=on,target=native", "-kernel", str(elf_path)]
     if count_instructions:
         plugin, counts = (str(p).replace(",", ",,") for p in (build_plugin(), work / COUNTS_FILE))
-        command += ["-plugin", f"{plugin},out={counts},arch={board.arch}"]  # QEMU syntax: "," doubled
+        spans = "".join(f",range={name}:0x{start:x}:0x{size:x}" for name, (start, size) in (ranges or {}).items())
+        command += ["-plugin", f"{plugin},out={counts},arch={board.arch}{spans}"]  # QEMU syntax: "," doubled
     try:
         result = subprocess.run(command, cwd=work, stdin=subprocess.DEVNULL, capture_output=True,
                                 text=True, errors="replace", timeout=timeout, check=False)
@@ -74,6 +83,8 @@ def run_qemu(elf: Path | str, board: Board, workdir: Path | str, timeout: float 
     run = QemuRun(exit_code=result.returncode, stdout=result.stdout, stderr=result.stderr,
                   instructions=_read_counts(work / COUNTS_FILE) if count_instructions else (),
                   laps=_read_laps(work / COUNTS_FILE) if count_instructions else (),
+                  accesses=_read_accesses(work / COUNTS_FILE) if count_instructions and ranges else (),
+                  ranges=dict(ranges) if count_instructions and ranges else None,
                   stack_bytes=_read_stack(work / "stack.txt"), command=tuple(command),
                   workdir=work)
     if check and run.exit_code != 0:
@@ -110,7 +121,20 @@ def _read_laps(path: Path) -> tuple[tuple[int, ...], ...]:
     """Per inference, the instructions between lap markers (empty without lap markers)."""
     if not path.is_file():
         return ()
-    return tuple(tuple(int(v) for v in line.split()[1:]) for line in path.read_text().splitlines() if line.strip())
+    return tuple(tuple(int(v) for v in line.split()[1:] if ":" not in v)
+                 for line in path.read_text().splitlines() if line.strip())
+
+
+def _read_accesses(path: Path) -> tuple[dict[str, tuple[int, int]], ...]:
+    """Per inference, range name -> (bytes loaded, bytes stored): the "NAME:LOADED:STORED" fields."""
+    if not path.is_file():
+        return ()
+    result = []
+    for line in path.read_text().splitlines():
+        fields = [v.rsplit(":", 2) for v in line.split()[1:] if ":" in v]
+        if line.strip():
+            result.append({name: (int(loaded), int(stored)) for name, loaded, stored in fields})
+    return tuple(result)
 
 
 def _read_stack(path: Path) -> int | None:

@@ -96,14 +96,26 @@ def run_on_host(bundle: Path, glue: Path, work: Path, samples: Samples, cflags: 
 def run_in_qemu(bundle: Path, glue: Path, board: Board, work: Path, samples: Samples,
                cflags: Sequence[str] = (), *, cmsis_nn: Path | None = None, cmsis_opt: str = "-Ofast",
                count_instructions: bool = True, check: bool = True, stale: Sequence[str] = (),
-               run_name: str = "qemu_run", opt: str = "-O2", cc: str = "gcc") -> tuple[Firmware, QemuRun]:
+               run_name: str = "qemu_run", opt: str = "-O2", cc: str = "gcc",
+               arena_prefix: str | None = None, pool_accesses: bool | None = None) -> tuple[Firmware, QemuRun]:
     """Cross-build bundle + harness for `board` under work/fw and run it on `samples` in QEMU in
     work/<run_name> (see emitter.target.qemu.run_qemu for count_instructions and check); opt: the
-    bundle's optimisation (compiler.OPT_FLAGS); cc: the compiler (gcc or a clang)."""
+    bundle's optimisation (compiler.OPT_FLAGS); cc: the compiler (gcc or a clang).
+
+    arena_prefix: the bundle's C prefix; its arena arrays (one per pool, see
+    emitter.target.placement.arena_ranges) are then the plugin's ranges, their bytes loaded and
+    stored counted in QemuRun.accesses, when pool_accesses is True, or None and the ELF has two
+    arrays or more (counting slows QEMU down a few times)."""
     from emitter.target.firmware import build_firmware
+    from emitter.target.placement import arena_ranges
     from emitter.target.qemu import run_qemu
 
     fw = build_firmware(bundle, glue, board, work / "fw", opt, cflags=cflags, cmsis_nn=cmsis_nn, cmsis_opt=cmsis_opt,
                         cc=cc)
+    ranges = arena_ranges(fw.elf, board, arena_prefix) if arena_prefix and count_instructions \
+        and pool_accesses is not False else {}
+    if pool_accesses is None and len(ranges) < 2:
+        ranges = {}
     run_dir = run_folder(work / run_name, samples, stale)
-    return fw, run_qemu(fw.elf, board, run_dir, count_instructions=count_instructions, check=check)
+    return fw, run_qemu(fw.elf, board, run_dir, count_instructions=count_instructions, check=check,
+                        ranges=ranges or None)

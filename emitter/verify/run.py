@@ -20,6 +20,7 @@ from emitter.verify.harness import Samples, run_in_qemu, run_on_host, unpack, wr
 
 if TYPE_CHECKING:
     from emitter.boards import Board
+    from emitter.target.qemu import QemuRun
 
 
 def quantize(x: np.ndarray, scale: float, zp: int, dtype: str = "int8") -> np.ndarray:
@@ -370,7 +371,8 @@ def _run_checks(rep: VerifyReport, c: Compiled, bundle: Path, board: Board, samp
             rep.note(f"{source[0]}: {source[1]}")
         if qemu:
             fw, run = run_in_qemu(bundle, w / "glue", board, w, samples, cmsis_nn=c.cmsis_path,
-                                  opt=OPT_FLAGS[c.optimize], cmsis_opt=CMSIS_OPT_FLAGS[c.optimize], cc=cc)
+                                  opt=OPT_FLAGS[c.optimize], cmsis_opt=CMSIS_OPT_FLAGS[c.optimize], cc=cc,
+                                  arena_prefix=c.name)
             target = unpack(c, (run.workdir / "output.bin").read_bytes(), len(samples))
             rep.outputs["qemu"] = target
             rep.check("qemu_vs_golden", f"QEMU {board.name} vs golden", target, gold)
@@ -390,6 +392,32 @@ def _run_checks(rep: VerifyReport, c: Compiled, bundle: Path, board: Board, samp
                      f"inference stack {run.stack_bytes} bytes")
             rep.note(f"code beyond the weights (linked firmware, --optimize {c.optimize}): "
                      f"{fw.model_code(c.name):,} bytes" + (" with CMSIS-NN's" if c.cmsis_path else ""))
+            if run.accesses:
+                rep.figures["pool_accesses"] = pool_accesses(run)
+                rep.note(pool_access_line(rep.figures["pool_accesses"], board.name))
+
+
+def pool_accesses(run: QemuRun) -> dict[str, dict[str, int | float]]:
+    """Per pool arena the plugin counted (QemuRun.accesses): its address and bytes, and the data
+    bytes loaded and stored in it per inference (the first inference's; `varies` 1 when another
+    inference's differ), with `share`, its loads + stores over all the arenas'."""
+    assert run.ranges is not None and run.accesses
+    first = run.accesses[0]
+    total = sum(loaded + stored for loaded, stored in first.values())
+    varies = int(any(a != first for a in run.accesses[1:]))
+    return {name: {"address": start, "bytes": size, "loaded": first[name][0], "stored": first[name][1],
+                   "share": (first[name][0] + first[name][1]) / total if total else 0.0, "varies": varies}
+            for name, (start, size) in run.ranges.items()}
+
+
+def pool_access_line(pools: dict[str, dict[str, int | float]], board: str) -> str:
+    """One report line: bytes accessed per pool arena, as the QEMU plugin counted them."""
+    parts = [f"{name} {int(p['loaded']) + int(p['stored']):,} ({100 * p['share']:.1f} %; loads "
+             f"{int(p['loaded']):,}, stores {int(p['stored']):,}; {int(p['bytes']):,} bytes at 0x{int(p['address']):x})"
+             for name, p in pools.items()]
+    varies = any(p["varies"] for p in pools.values())
+    return (f"arena bytes accessed per inference ({board}, QEMU plugin"
+            + (", first inference; the others differ" if varies else "") + "): " + ", ".join(parts))
 
 
 # x86-64 without AVX-512 VNNI: onnxruntime's u8s8 integer kernels add pairs of uint8 x int8 products
