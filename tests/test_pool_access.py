@@ -8,7 +8,7 @@ a. The plugin on a hand-written cortex-m55 firmware whose accesses are known byt
 b. digits (examples/) on cortex-m55 with a fastest pool too small for the plan: two arenas, the
    dtcm one at 0x30000000+, the isram one at 0x31000000+ (nm), bit-exact with the golden model,
    the same instructions as the one-arena build, and the bytes accessed in `mcugen verify`'s figures.
-c. (slow) VWW (../shared) on cortex-m55 with --pool dtcm=32768: bit-exact with TFLM, >= 80 % of the
+c. VWW (../shared) on cortex-m55 with --pool dtcm=32768: bit-exact with TFLM, >= 80 % of the
    arena bytes accessed in dtcm, instructions <= the one-arena build's.
 """
 from __future__ import annotations
@@ -160,14 +160,14 @@ def test_digits_two_pools_placed_counted_and_bit_exact(tmp_path):
     assert figures["dtcm"]["share"] + figures["isram"]["share"] == pytest.approx(1.0)
     _, single, got_single = _build_and_run(one, tmp_path / "one", samples)
     assert single.accesses == ()  # one arena: counting stays off by default
-    assert max(run.instructions) <= min(single.instructions)  # placement moves buffers, not code
+    for multi, whole in zip(run.instructions, single.instructions, strict=True):
+        assert multi <= whole  # placement moves buffers, it adds no instruction
     for g, q in zip(gold, got_single, strict=True):
         np.testing.assert_array_equal(q[0], g[0])
 
 
 # ---- c. VWW with a 32 KiB DTCM (acceptance) ------------------------------------------------------
 
-@pytest.mark.slow
 @pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared/models is not present")
 def test_vww_dtcm_32k_takes_most_accesses(tmp_path):
     name = "mlperf_vww_mobilenetv1"
@@ -184,4 +184,6 @@ def test_vww_dtcm_32k_takes_most_accesses(tmp_path):
     assert figures["dtcm"]["address"] == 0x30000000
     assert figures["dtcm"]["share"] >= 0.80, figures
     _, single, _ = _build_and_run(one, tmp_path / "one", samples, pool_accesses_on=False)
-    assert max(run.instructions) <= min(single.instructions), (run.instructions, single.instructions)
+    # per sample (VWW's counts depend on the input): placement moves buffers, it adds no instruction
+    for k, (multi, whole) in enumerate(zip(run.instructions, single.instructions, strict=True)):
+        assert multi <= whole, f"sample {k}: {multi:,} instructions with two pools, {whole:,} with one arena"

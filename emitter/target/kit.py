@@ -7,7 +7,7 @@ with (mcu_runtime/target/, the board's QEMU regions from boards/*.toml), written
                      a fault handler that prints the fault registers and exits 4
     mcu_fault_text.h the fault report's text, included by startup.c (shared with RISC-V's)
     syscalls.c       _sbrk bounded by the linker script's heap
-    board.ld         cortex_m.ld with the board's CODE and DATA regions filled in
+    board.ld         cortex_m.ld with the board's CODE and DATA regions (and RAM pools, placement.py) filled in
     toolchain.cmake  CMake toolchain file: arm-none-eabi-gcc, the board's flags, rdimon + board.ld
     qemu_kit.cmake   mcugen_qemu_kit(target): adds startup.c and syscalls.c to an executable
     run              `run app.elf [args]`: the board's QEMU machine with semihosting; exits with
@@ -29,6 +29,7 @@ from pathlib import Path
 from emitter.boards import Board
 from emitter.errors import OutputError, UsageError
 from emitter.resources import data_dir
+from emitter.target import placement
 from emitter.target.toolchain import qemu_binary
 
 KIT_FILES = ("startup.c", "mcu_fault_text.h", "syscalls.c", "board.ld", "toolchain.cmake", "qemu_kit.cmake", "run",
@@ -63,6 +64,8 @@ def kit_files(board: Board, stack_bytes: int = 0x10000) -> dict[str, str]:
     riscv = board.arch == "riscv"
     target = data_dir("mcu_runtime") / "target"
     ld = (target / "riscv" / "riscv.ld" if riscv else target / "cortex_m.ld").read_text()
+    if not riscv:  # a multi-pool bundle's arenas at the pools' origins, as in mcugen's own test image
+        ld = placement.linker_script(board) or ld
     cflags = " ".join(board.cflags)
     regions = (f"/* {board.name}: {board.qemu_machine} regions (boards/{board.core}.toml), written by mcugen "
                f"qemu-kit */\n"
