@@ -3,7 +3,8 @@ data bytes the inference loads and stores in each (mcu_runtime/qemu_plugin/insn_
 
 a. The plugin on a hand-written cortex-m55 firmware whose accesses are known byte for byte: two
    arrays (one in .bss.mcugen_dtcm, linked at the DTCM's 0x30000000; one in .bss, in the ISRAM),
-   volatile word/halfword/byte loads and stores between the markers, more outside them; the
+   volatile word/halfword/byte and MVE vector (also predicated) loads and stores between the
+   markers, more outside them; the
    instruction count equals the run without ranges.
 b. digits (examples/) on cortex-m55 with a fastest pool too small for the plan: two arenas, the
    dtcm one at 0x30000000+, the isram one at 0x31000000+ (nm), bit-exact with the golden model,
@@ -42,10 +43,12 @@ M55 = load_board("cortex-m55")
 # ---- a. the plugin on known accesses ----------------------------------------------------------
 
 KNOWN_C = r"""
+#include <arm_mve.h>
 #include <stdint.h>
 #include "mcu_markers.h"
 
 uint32_t fast[8] __attribute__((section(".bss.mcugen_dtcm"), aligned(16)));
+int8_t vec[32] __attribute__((section(".bss.mcugen_dtcm"), aligned(16)));
 uint8_t slow[12] __attribute__((aligned(4)));
 
 int main(void)
@@ -68,6 +71,11 @@ int main(void)
     for (uint32_t i = 0; i < 3u; ++i) {
         sum += h[i];              /* 3 halfword loads: 6 bytes loaded from isram */
     }
+    /* MVE (QEMU runs these in helpers): a 16-byte vector load and store in dtcm, and a predicated
+       store of 5 lanes: 16 loaded, 21 stored */
+    int8x16_t v = vld1q_s8(vec);
+    vst1q_s8(vec + 16, vaddq_n_s8(v, 1));
+    vst1q_p_s8(vec, v, vctp8q(5));
     MCU_MARK_END();
     sum += f[1] + s[0];           /* after the end marker: not counted */
     return sum == 0u ? 1 : 0;
@@ -112,14 +120,15 @@ def test_linker_script_places_only_pools_qemu_models():
 def test_plugin_counts_known_accesses_per_range(tmp_path):
     elf = _build_known(tmp_path)
     syms = _symbols(elf)
-    assert syms["fast"] == (0x30000000, 32)
+    assert syms["fast"][0] >= 0x30000000 and syms["vec"][0] >= 0x30000000
+    assert {syms["fast"][1], syms["vec"][1]} == {32}
     assert 0x31000000 <= syms["slow"][0] < 0x31400000 and syms["slow"][1] == 12
     plain = run_qemu(elf, M55, tmp_path)
-    ranges = {"dtcm": syms["fast"], "isram": syms["slow"]}
+    ranges = {"fast": syms["fast"], "vec": syms["vec"], "slow": syms["slow"]}
     counted = run_qemu(elf, M55, tmp_path, ranges=ranges)
     assert counted.instructions == plain.instructions and len(plain.instructions) == 1
     assert plain.accesses == () and plain.laps == ((),)
-    assert counted.accesses == ({"dtcm": (32, 32), "isram": (6, 12)},)
+    assert counted.accesses == ({"fast": (32, 32), "vec": (16, 16 + 5), "slow": (6, 12)},)
     assert counted.laps == ((),)  # the range fields are not laps
 
 
