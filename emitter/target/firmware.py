@@ -184,7 +184,7 @@ def _section_kinds(elf: Path, board: Board) -> dict[str, str]:
         elif board.data_origin <= vma < board.data_origin + board.data_length:
             kinds[name] = "data" if "LOAD" in flag_set else "bss"
         elif placement.pool_of_section(board, vma) is not None and "LOAD" not in flag_set:
-            kinds[name] = "bss"  # a pool's arena at the pool's origin (placement.linker_fragment)
+            kinds[name] = "bss"  # a pool's arena at the pool's origin (placement.linker_script)
         else:
             raise ToolchainError(f"{elf}: section {name} at 0x{vma:x} lies outside the board's "
                                  f"CODE and DATA regions and its RAM pools")
