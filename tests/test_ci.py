@@ -226,6 +226,16 @@ def test_report_json_of_a_verification_matches_its_documented_schema(two_boards)
         check_schema(report)
 
 
+def test_report_json_of_a_two_pool_bundle_matches_its_documented_schema(tmp_path):
+    """memory.pools / memory.accesses: only in a bundle whose buffers sit in several RAM pools."""
+    res = mcugen(str(DIGITS), "--board", "cortex-m55", "--pool", "dtcm=1024", "-o", str(tmp_path / "out"),
+                 cwd=tmp_path)
+    assert res.returncode == 0, res.stderr[-2000:]
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert [p["name"] for p in report["memory"]["pools"]] == ["dtcm", "isram"]
+    check_schema(report)
+
+
 def test_schema_check_fails_on_an_undocumented_key_and_a_wrong_type():
     report = {"mcugen_version": "x", "measured": {"m4": {"checks": [{"ok": True, "surprise": 1}]}}}
     with pytest.raises(AssertionError, match=r"measured.<board>.checks\[\].surprise is not documented"):
