@@ -5,6 +5,7 @@
     mcugen verify MODEL.onnx --board=B [--inputs x.npz]      (same as emit --verify)
     mcugen debug MODEL.onnx --board=B [--inputs x.npz]       (per-layer host/QEMU/golden/ORT table)
     mcugen quantize FP32.onnx --calibration data.npz -o INT8.onnx [--labels test.npz]
+                    [--weights int8|int4|auto]             (int4 weights: docs/int4.md)
     mcugen boards                                             (list the boards)
     mcugen qemu-kit --board=B -o DIR                          (run your own firmware in QEMU)
     mcugen features SPEC.toml AUDIO... -o feats.npz           (front-end features via cmsisdsp)
