@@ -192,7 +192,9 @@ def _bundle_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ram-reserve", default="0",
                    help="RAM of the board the rest of the firmware keeps (e.g. 64K), when no --ram-budget")
     p.add_argument("--memory", default="auto", choices=["auto", "layer", "inplace", "overlap", "stream"],
-                   help="memory plan: auto (the fastest that fits the RAM budget), layer (whole layers, "
+                   help="memory plan: auto (the smallest plan within 2%% estimated instructions, free "
+                        "savings, within the board's RAM; with --ram-budget/--ram-reserve the fastest that "
+                        "fits), layer (whole layers, "
                         "the liveness bound), inplace (+ input in the arena, element-wise layers over a "
                         "dying operand: free), overlap (+ outputs over dying inputs, row by row), stream "
                         "(+ chains of layers row by row through small rings); the summary prints each "

@@ -84,7 +84,7 @@ def group(tmp: Path, *extra: str, models: tuple[tuple[str, Path], ...] | None = 
 
 @needs_shared
 def test_group_bundle_shares_one_runtime_and_one_arena(tmp_path: Path) -> None:
-    out = group(tmp_path)
+    out = group(tmp_path, "--memory", "layer")  # whole layers, as compile_model below plans alone
     board = load_board("cortex-m4")
     models = {n: compile_model(p, name=n, board=board) for n, p in
               (("kws", KWS), ("digits", DIGITS), ("hello", HELLO))}

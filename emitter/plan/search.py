@@ -15,10 +15,13 @@ instruction overhead of a candidate is estimated from its kernel calls and ring 
 (CALL_INSTRUCTIONS, MOVE_INSTRUCTIONS_PER_BYTE; benchmarks/memory.py measures the real figures
 in QEMU).
 
-The ranking is one cost key (Goal.key): with --memory auto and a RAM budget the fastest plan that
-fits, (overhead, activation RAM); otherwise the smallest, (activation RAM, overhead) - for auto
-without a budget among the plans whose overhead is at most DEFAULT_OVERHEAD, for a plan kind
-among the candidates of that kind. `search()` lists one execution order's candidates and takes
+The ranking is one cost key (Goal.key): with --memory auto and an explicit RAM budget
+(--ram-budget, --ram-reserve) the fastest plan that fits, (overhead, activation RAM); otherwise the
+smallest, (activation RAM, overhead) - for auto without a budget or within the board's own RAM
+among the plans whose estimated overhead is at most FREE_OVERHEAD ("free savings": e.g. in-place
+element-wise layers cost nothing; the fastest plan that fits when none of those fits the board),
+for a plan kind among the candidates of that kind. `--memory layer` keeps whole layers.
+`search()` lists one execution order's candidates and takes
 the lowest key (`choose()`); `search_orders()` does so for every order of emitter/plan/order.py
 and takes the lowest key again.
 """
@@ -44,7 +47,7 @@ from emitter.plan.propose import (
 from emitter.plan.stream import Schedule, Segment, exact_in_place
 
 INSTRUCTIONS_PER_MAC = {"mve": 0.9, "dsp": 1.9, "c": 5.0, "any": 1.9}  # QEMU counts of the shared models
-DEFAULT_OVERHEAD = 0.05
+FREE_OVERHEAD = 0.02  # auto without an explicit budget: the smallest plan within this estimated overhead
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,6 +129,7 @@ class Choice:
     candidates: tuple[Candidate, ...]
     base: int  # estimated instructions of the layer plan
     why: str
+    free: bool = False  # chosen as free savings (Goal.free): the smallest within FREE_OVERHEAD
 
     def ratio(self, c: Candidate) -> float:
         return c.overhead / self.base if self.base else 0.0
@@ -136,20 +140,34 @@ class Choice:
 MEMORY = ("auto", "layer", "inplace", "overlap", "stream")
 
 
+def board_own(budget_src: str) -> bool:
+    """The budget is the board's own RAM, not one the user gave (--ram-budget, --ram-reserve):
+    emitter/cli.ram_budget names it `board NAME RAM`."""
+    return budget_src.startswith("board ") and budget_src.endswith(" RAM")
+
+
 @dataclass(frozen=True)
 class Goal:
     """What the search optimises: the plan kind asked (`memory`: "auto" chooses), the RAM `budget`
     (activation bytes; None: none, `budget_src` names where it comes from) and `base`, the
-    estimated instructions of the whole-layer plan that overheads are weighed against."""
+    estimated instructions of the whole-layer plan that overheads are weighed against.
+    free_first=False: auto within the board's own RAM where no free plan fits (the fastest that fits)."""
     memory: str
     budget: int | None
     budget_src: str
     base: int
+    free_first: bool = True
+
+    @property
+    def free(self) -> bool:
+        """auto without an explicit budget: the smallest plan within FREE_OVERHEAD (free savings)."""
+        return self.memory == "auto" and self.free_first and (self.budget is None or board_own(self.budget_src))
 
     @property
     def fastest(self) -> bool:
-        """auto with a budget: the fastest plan that fits; otherwise the smallest."""
-        return self.memory == "auto" and self.budget is not None
+        """auto with an explicit budget (or no free plan within the board's): the fastest plan that
+        fits; otherwise the smallest."""
+        return self.memory == "auto" and self.budget is not None and not self.free
 
     def key(self, g: Graph, c: Candidate) -> tuple[int, int]:
         """The one cost key: (overhead, activation RAM) for the fastest plan, else (RAM, overhead)."""
@@ -158,27 +176,36 @@ class Goal:
 
     def eligible(self, g: Graph, cands: list[Candidate]) -> list[Candidate]:
         """The candidates the goal may take: those of the kind asked (overlap where nothing streams);
-        for auto, those within the budget, or without one those within DEFAULT_OVERHEAD of the base."""
+        for auto, those within the budget, and without an explicit one those within FREE_OVERHEAD
+        of the base."""
         if self.memory != "auto":
             return [c for c in cands if c.kind == self.memory] or [c for c in cands if c.kind == "overlap"]
-        if self.budget is not None:
-            return [c for c in cands if activation_ram(g, c.plan) <= self.budget]
-        return [c for c in cands if c.overhead <= DEFAULT_OVERHEAD * self.base]
+        fit = cands if self.budget is None else [c for c in cands if activation_ram(g, c.plan) <= self.budget]
+        if self.free:
+            return [c for c in fit if c.overhead <= FREE_OVERHEAD * self.base]
+        return fit
 
     def why(self) -> str:
         if self.memory != "auto":
             return f"--memory {self.memory}"
+        if self.free:
+            return (f"free savings: the smallest plan within {FREE_OVERHEAD:.0%} estimated instructions; "
+                    "--memory layer keeps whole layers")
         if self.budget is not None:
             return f"the fastest plan within {self.budget_src} ({self.budget:,} bytes)"
-        return f"the smallest plan within {DEFAULT_OVERHEAD:.0%} estimated overhead"
+        return "the fastest plan"
 
 
 def choose(g: Graph, cands: list[Candidate], goal: Goal) -> Choice:
-    """The eligible candidate of the lowest cost key (the first on a tie). A budget below every
+    """The eligible candidate of the lowest cost key (the first on a tie). Within the board's own
+    RAM where no plan within FREE_OVERHEAD fits, the fastest that fits. A budget below every
     candidate raises BudgetError naming the smallest plan."""
     from emitter.errors import BudgetError
 
     ok = goal.eligible(g, cands)
+    if not ok and goal.free and goal.budget is not None:
+        goal = replace(goal, free_first=False)
+        ok = goal.eligible(g, cands)
     if not ok and goal.fastest:
         assert goal.budget is not None
         small = min(cands, key=lambda c: (activation_ram(g, c.plan), c.overhead))
@@ -188,7 +215,7 @@ def choose(g: Graph, cands: list[Candidate], goal: Goal) -> Choice:
                           "layer's activations (fewer channels, a stride earlier, a smaller input) or choose a "
                           "board with more RAM. Nothing was written.")
     pick = min(ok, key=lambda c: goal.key(g, c)) if ok else cands[0]
-    return Choice(pick, tuple(cands), goal.base, goal.why())
+    return Choice(pick, tuple(cands), goal.base, goal.why(), goal.free and bool(ok))
 
 
 def search(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: int, isa: str, memory: str,

@@ -23,19 +23,27 @@ def float_layers(c: Compiled) -> int:
 
 def memory_lines(c: Compiled) -> list[str]:
     """The memory plan: its kind, what it beat and what it costs."""
-    from emitter.plan.search import activation_ram
+    from emitter.plan.search import FREE_OVERHEAD, activation_ram
 
     g, plan, choice = c.graph, c.plan, c.memory
     layer = plan if choice is None else choice.candidates[0].plan
     bound = layer.lower_bound + sum(g.t(n).nbytes for n in g.inputs + g.outputs)
     if choice is None or plan.schedule.kind == "layer":
+        why = "" if choice is None else (f"; no smaller plan within {FREE_OVERHEAD:.0%} estimated instructions "
+                                         "(--memory auto's free savings)" if choice.free else f"; {choice.why}")
         return [f"plan:  whole layers (liveness lower bound {fmt_bytes(plan.lower_bound)}, gap {fmt_bytes(plan.gap)})"
-                + ("" if choice is None else f"; {choice.why}")]
+                + why]
     rows = sum(1 for m in plan.modes.values() if m in ("down", "up"))
+    if choice.free:  # the default's free savings: which plan, against whole layers, and why
+        head = (f"plan:  {plan.schedule.kind}, activation RAM {fmt_bytes(activation_ram(g, plan))} bytes vs "
+                f"{fmt_bytes(activation_ram(g, layer))} whole-layer, {choice.ratio(choice.chosen):+.1%} estimated "
+                f"instructions ({choice.why})")
+    else:
+        head = (f"plan:  {plan.schedule.kind}, {choice.why}: activation RAM {fmt_bytes(activation_ram(g, plan))} "
+                f"bytes vs {fmt_bytes(bound)} for whole layers at their liveness lower bound; estimated overhead "
+                f"{choice.ratio(choice.chosen):.1%} of the instructions")
     streams = [s for s in plan.schedule.segments if plan.modes.get(s.first) == "rows"]
-    text = [f"plan:  {plan.schedule.kind}, {choice.why}: activation RAM {fmt_bytes(activation_ram(g, plan))} bytes "
-            f"vs {fmt_bytes(bound)} for whole layers at their liveness lower bound; estimated overhead "
-            f"{choice.ratio(choice.chosen):.1%} of the instructions",
+    text = [head,
             f"       {rows} layers write over their input row by row, {len(streams)} streamed chains"
             + "".join(f"; layers {s.first}-{s.last}" + (" (into an accumulating head)" if s.stages[-1].sink else "")
                       for s in streams)]
