@@ -199,9 +199,6 @@ def test_vww_dtcm_32k_takes_most_accesses(tmp_path):
 
 
 @pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared/models is not present")
-@pytest.mark.xfail(strict=True, reason="known: 5,140,650 vs 5,140,649 instructions (--profile: layers 3, 4, 6 "
-                   "differ by +1, +1, -1, all in the run function's address arithmetic: gcc loads a second "
-                   "arena base). Strict: when it passes, drop this mark")
 def test_vww_dtcm_32k_adds_no_instruction(tmp_path):
     name, _ref, samples, run, _got = _vww_runs(tmp_path)
     one = compile_model(shared_model(name), name="net", board=M55)

@@ -14,7 +14,7 @@ from emitter.cli import main
 from emitter.compiler import Compiled, compile_model, golden_run
 from emitter.errors import QuantError, UsageError
 from emitter.plan.arena import Plan
-from emitter.plan.pools import access_counts, main_reads
+from emitter.plan.pools import access_counts, addresses, coalesce, main_reads
 from emitter.render.bundle import render_bundle
 from emitter.render.group import render_group
 from emitter.render.write import write_bundle
@@ -177,6 +177,45 @@ def test_two_pools_place_every_buffer(memory: str) -> None:
     assert c.pools.where[densest.name] == "dtcm"
     dtcm = c.pools.pools[0]
     assert dtcm.pool.name == "dtcm" and dtcm.accesses / c.pools.total_accesses > 0.5
+
+
+def test_coalesce_reuses_addresses() -> None:
+    """Four layers' outputs, each live two steps, packed at three addresses: coalescing ping-pongs
+    them between two (the run function then keeps both in registers), same pool size."""
+    spans = [(100, 0, 1), (100, 1, 2), (100, 2, 3), (100, 3, 4)]
+    starts = [[0]] * 4
+    packed = [0, 100, 200, 0]
+    moved = coalesce(spans, packed, 300, starts, 4, 0)
+    assert moved == [0, 100, 0, 100]
+    assert len(addresses(moved, starts, 0)) == 2 < len(addresses(packed, starts, 0))
+    # already two addresses: unchanged; guard bytes before each unit are kept
+    assert coalesce(spans, [0, 100, 0, 100], 300, starts, 4, 0) == [0, 100, 0, 100]
+    assert coalesce(spans, [16, 148, 280, 16], 396, starts, 4, 16) == [16, 148, 16, 148]
+
+
+def test_coalesce_keeps_pool_size_lifetimes_and_alignment() -> None:
+    """Random units: the coalesced offsets stay in the pool, aligned, with no two units that are
+    live at once overlapping, and never more distinct addresses than the packing."""
+    from emitter.plan.arena import place
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(2, 9))
+        spans = []
+        for _ in range(n):
+            first = int(rng.integers(0, 8))
+            spans.append((int(rng.integers(1, 64)) * 4, first, first + int(rng.integers(0, 3))))
+        starts = [[0] if rng.random() < 0.8 else [0, 4] for _ in range(n)]
+        guard = int(rng.choice([0, 16]))
+        packed, size = place(spans, 16, guard)
+        moved = coalesce(spans, packed, size, starts, 16, guard)
+        assert len(addresses(moved, starts, guard)) <= len(addresses(packed, starts, guard))
+        padded = [e + 2 * guard for e, _, _ in spans]
+        for u, at in enumerate(moved):
+            assert (at - guard) % 16 == 0 and 0 <= at - guard and at - guard + padded[u] <= size
+            for v in range(u):
+                live = spans[u][1] <= spans[v][2] and spans[v][1] <= spans[u][2]
+                assert not (live and at < moved[v] + padded[v] and moved[v] < at + padded[u]), (spans, moved)
 
 
 def test_access_counts_model_windows() -> None:

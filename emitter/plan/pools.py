@@ -27,6 +27,13 @@ byte; ties: more accesses, then name), to the fastest pool where they still fit:
 packed by arena.place() on its own units, with their lifetimes. If the plan fits the fastest pool
 whole it stays there, untouched. Units that fit no pool: UsageError naming the pools.
 
+Addresses: each distinct activation address the run function passes to a kernel costs it one
+instruction (a literal load or an add to a base) where the one-arena plan's ping-pong reuses a
+register, so splitting the arena must not add distinct addresses. After packing, `coalesce()`
+moves units inside their pool (same pool, same pool size, same shares) onto start addresses other
+units already use wherever their lifetimes allow, and keeps the result if it has fewer distinct
+addresses (VWW on cortex-m55 with --pool dtcm=32768: 7 -> 6, the one-arena plan's count).
+
 In the Plan returned the pools lie one after another (pool k from `base`), so every offset of the
 plan names one pool and one offset in it (`Placement.split`).
 """
@@ -172,6 +179,8 @@ def assign(g: Graph, prepared: Sequence[Prepared], p: Plan, pools: Sequence[Pool
     hits = [sum(counts[bufs[i].name] for i in members) for members in groups]
     order = sorted(range(len(groups)), key=lambda u: (-hits[u] / max(1, span[u][1]), -hits[u],
                                                       min(bufs[i].name for i in groups[u])))
+    starts = [[bufs[i].offset - span[u][0] for i in members if bufs[i].kind == "tensor"]
+              for u, members in enumerate(groups)]
     chosen: list[list[int]] = [[] for _ in pools]
     placed: list[tuple[list[int], int]] = [([], 0) for _ in pools]
     for u in order:
@@ -198,6 +207,8 @@ def assign(g: Graph, prepared: Sequence[Prepared], p: Plan, pools: Sequence[Pool
         if not chosen[k]:
             continue
         offsets, size = placed[k]
+        offsets = coalesce([span[u][1:] for u in chosen[k]], offsets, size, [starts[u] for u in chosen[k]],
+                           p.alignment, guard)
         for u, at in zip(chosen[k], offsets, strict=True):
             for i in groups[u]:
                 offset[bufs[i].name] = base + at - guard + bufs[i].offset - span[u][0]
@@ -214,3 +225,53 @@ def assign(g: Graph, prepared: Sequence[Prepared], p: Plan, pools: Sequence[Pool
     moved.sort(key=lambda b: (b.offset, b.first, b.name))
     new = replace(p, buffers=tuple(moved), arena_size=base, location=location)
     return new, Placement(tuple(uses), where, counts, p.arena_size)
+
+
+def addresses(spans_at: Sequence[int], starts: Sequence[Sequence[int]], guard: int) -> set[int]:
+    """The distinct start addresses (pool offsets) of the units' tensors, each unit at `at`."""
+    return {at - guard + r for at, rel in zip(spans_at, starts, strict=True) for r in rel}
+
+
+def coalesce(spans: Sequence[tuple[int, int, int]], offsets: Sequence[int], size: int,
+             starts: Sequence[Sequence[int]], alignment: int, guard: int) -> list[int]:
+    """The units' offsets in one pool (as arena.place() returns them: `at`, guard bytes before),
+    moved onto addresses other units already use: units in order of first use, each at the
+    feasible padded start within `size` where the most of its tensors land on an address in use
+    (ties: its own offset, then the lowest), else the lowest that fits. The new offsets if they
+    give fewer distinct tensor addresses (`starts`: each unit's tensors relative to its padded
+    start), else `offsets` unchanged. Pure and deterministic."""
+    n = len(spans)
+    padded = [extent + 2 * guard for extent, _, _ in spans]
+    order = sorted(range(n), key=lambda u: (spans[u][1], offsets[u], u))
+    new: list[int] = [0] * n
+    done: list[int] = []
+    used: set[int] = set()
+
+    def fits(u: int, ps: int) -> bool:
+        if ps < 0 or ps % alignment or ps + padded[u] > size:
+            return False
+        _, first, last = spans[u]
+        return all(not (spans[v][1] <= last and first <= spans[v][2]
+                        and ps < new[v] + padded[v] and new[v] < ps + padded[u]) for v in done)
+
+    for u in order:
+        own = offsets[u] - guard
+        cands = sorted({a - r for a in used for r in starts[u]} | {own})
+        ok = [ps for ps in cands if fits(u, ps)]
+        if not ok:
+            bad = sorted((new[v], new[v] + padded[v]) for v in done
+                         if spans[v][1] <= spans[u][2] and spans[u][1] <= spans[v][2])
+            ps = 0
+            for lo, hi in bad:
+                if ps + padded[u] <= lo:
+                    break
+                ps = max(ps, -(-hi // alignment) * alignment)
+            if not fits(u, ps):
+                return list(offsets)
+            ok = [ps]
+        best = min(ok, key=lambda ps: (-sum(ps + r in used for r in starts[u]), ps != own, ps))
+        new[u] = best
+        done.append(u)
+        used |= {best + r for r in starts[u]}
+    moved = [ps + guard for ps in new]
+    return moved if len(addresses(moved, starts, guard)) < len(addresses(offsets, starts, guard)) else list(offsets)
