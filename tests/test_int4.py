@@ -366,8 +366,16 @@ def test_flash_int4_vs_int8(int4_root: Any) -> None:
     eight = compiled_case(int4_root, ("fc_wide", "int8", True, "int8", True), "w8")
     assert weight_bytes(four) <= 0.55 * weight_bytes(eight), (weight_bytes(four), weight_bytes(eight))
     line = int4_line(four)
-    assert line is not None and line.startswith("int4 weights: 3 of 3 layers, 20,800 B of flash saved")
+    assert line is not None and line.startswith("int4 weights: 3 of 3 layers; their weights take ")
+    assert ", 20,800 B of flash saved" in line
+    import json
+
+    fig = json.loads(render_bundle(four, "", "host")["report.json"])["int4"]
+    assert fig["layers"] == fig["weighted_layers"] == 3 and fig["saved_bytes"] == 20_800
+    assert fig["packed_bytes"] <= 0.51 * fig["int8_bytes"]  # two per byte, an odd row's last nibble at most
+    assert f"({fig['packed_bytes'] / fig['int8_bytes']:.0%})" in line
     assert int4_line(eight) is None
+    assert "int4" not in json.loads(render_bundle(eight, "", "host")["report.json"])
 
 
 def shape_sweep(seed: int = 11) -> list[tuple[int, int, int, bool]]:

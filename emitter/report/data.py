@@ -41,6 +41,7 @@ from emitter import __version__
 from emitter.ir import Graph
 from emitter.plan import search
 from emitter.plan.arena import Buffer, Plan
+from emitter.report.summary import int4_figures
 
 if TYPE_CHECKING:
     from emitter.compiler import Compiled
@@ -232,6 +233,7 @@ def report(c: Compiled, ctx: dict[str, Any]) -> dict[str, Any]:
     } | code_of(code_estimate(ctx["board"], ctx["kernels"], c.optimize, tuple(ctx["runtime_sources"]),
                               len(ctx["layers"])), ctx["board"]) | (
         {"guard_bytes": ctx["guard"]} if ctx["guard"] else {}) | (
+        {"int4": four} if (four := int4_figures(c)) is not None else {}) | (
         {"portable_layers": [{"index": k, "kernel": kernel, "why": why} for k, kernel, why in c.portable_layers],
          "kernel_choices": [{"index": x.index, "kernel": x.kernel, "mcugen": x.ours, "cmsis_nn": x.cmsis,
                              "source": x.source, "chosen": "mcugen" if x.ours_wins else "cmsis-nn"}

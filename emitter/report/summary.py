@@ -187,26 +187,40 @@ def summary(c: Compiled, weight_bytes: int, board: str, backend_note: str, has_f
 WEIGHTED_OPS = ("conv", "conv_add", "conv_transpose", "fc")  # the IR ops with a weight matrix/filter
 
 
-def int4_line(c: Compiled) -> str | None:
-    """The 4-bit weights' note: how many of the layers with weights store them packed (an mcu_*_s4
-    kernel: its uint8 const arrays), and the flash that saves against their int8 bytes; None when
-    no layer does."""
+def int4_figures(c: Compiled) -> dict[str, int] | None:
+    """The 4-bit weights' figures (report.json `int4`), None when no layer stores them packed:
+    `layers` of `weighted_layers` (the layers with weights) run an mcu_*_s4 kernel, whose weight
+    arrays take `packed_bytes` (its uint8 const arrays) against `int8_bytes` as int8 (one byte per
+    weight); `saved_bytes` is the difference. Parameters (multipliers, shifts, bias) are the int8
+    kernels' and are not counted here."""
     from emitter.calls import ConstArg
 
-    weighted = four = saved = 0
+    weighted = four = packed = int8 = 0
     for node, p in zip(c.graph.nodes, c.prepared, strict=True):
         if node.op not in WEIGHTED_OPS:
             continue
         weighted += 1
         if p.kernel.endswith("_s4"):
             four += 1
-            packed = sum(a.data.nbytes for a in p.operands.values()
-                         if isinstance(a, ConstArg) and str(a.data.dtype) == "uint8")
-            saved += c.graph.t(node.inputs[1]).size - packed
+            packed += sum(a.data.nbytes for a in p.operands.values()
+                          if isinstance(a, ConstArg) and str(a.data.dtype) == "uint8")
+            int8 += c.graph.t(node.inputs[1]).size
     if not four:
         return None
-    return (f"int4 weights: {four} of {weighted} layers, {fmt_bytes(saved)} B of flash saved vs int8 "
-            "(two weights per byte, read packed: mcu_*_s4 kernels)")
+    return {"layers": four, "weighted_layers": weighted, "packed_bytes": packed, "int8_bytes": int8,
+            "saved_bytes": int8 - packed}
+
+
+def int4_line(c: Compiled) -> str | None:
+    """The 4-bit weights' note: how many of the layers with weights store them packed, their
+    weight bytes against int8, and the flash that saves; None when no layer does."""
+    f = int4_figures(c)
+    if f is None:
+        return None
+    share = f["packed_bytes"] / f["int8_bytes"] if f["int8_bytes"] else 0.0
+    return (f"int4 weights: {f['layers']} of {f['weighted_layers']} layers; their weights take "
+            f"{fmt_bytes(f['packed_bytes'])} B packed vs {fmt_bytes(f['int8_bytes'])} B as int8 ({share:.0%}), "
+            f"{fmt_bytes(f['saved_bytes'])} B of flash saved (two weights per byte, read packed: mcu_*_s4 kernels)")
 
 
 def choice_lines(c: Compiled) -> list[str]:
