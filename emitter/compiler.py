@@ -298,6 +298,8 @@ def build_plan(g: Graph, *, name: str, m: OnnxModel, isa: str, options: CompileO
             order, prepared, portable, choices, choice = got
         g = reorder(g, order)
         chosen = choice.chosen.plan
+        if conversion is not None:  # layers CMSIS-NN runs on bands are no fallbacks
+            portable = cmsis_nn.drop_banded(portable, prepared, chosen)
     return Compiled(name, m, g, prepared, chosen, io_nhwc,
                     backend, tuple(sorted({kernel for _, kernel, _ in portable})),
                     cmsis_path if backend == "cmsis-nn" else None, tuple(portable), version, options, choice,

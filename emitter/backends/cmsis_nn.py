@@ -20,9 +20,10 @@ import os
 import re
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from emitter.backends.cmsis_version import CmsisVersion, detect
 from emitter.backends.kernel_choice import Choice, choose, ours_is_faster, reason
@@ -134,6 +135,75 @@ def with_scratch(p: Prepared, size: int) -> Prepared:
 
 KEPT = "runs by rows to meet the RAM budget (CMSIS-NN's kernel takes whole tensors)"
 
+# -- CMSIS-NN on row bands (docs/memory.md, CMSIS-NN in streamed plans) --
+# The calls whose operands a band re-dimensions: input_dims.h, output_dims.h and the params'
+# padding.h (the band's own top padding; its bottom padding is what the window reaches past
+# input_dims.h, as for a whole layer). Each output row depends only on its window, so a band call
+# computes exactly the layer's rows.
+BAND_FNS = frozenset({"arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8", "arm_avgpool_s8",
+                      "arm_max_pool_s8"})
+BAND_PARAMS = ("conv_params", "dw_conv_params", "pool_params")  # the operand whose padding.h a band sets
+
+
+@dataclass(frozen=True)
+class BandGeometry:
+    """One distinct band call of a layer: its input rows, output rows and top padding."""
+    in_h: int
+    out_h: int
+    pad_top: int
+
+
+@dataclass(frozen=True, eq=False)
+class Banded(Prepared):
+    """A layer the planner sees as its portable kernel (whose twin states the band rule) that runs
+    CMSIS-NN's call on each band when its segment runs by rows (and that whole CMSIS-NN call when
+    it does not). `scratch` covers the whole call and every band call (run lean, the layer takes
+    its twin's lean scratch instead: plan/stream.band_scratch)."""
+    cmsis: Prepared | None = None  # the CMSIS-NN call, its context sized for every band (with_scratch)
+    bands: tuple[BandGeometry, ...] = ()  # the distinct band calls of one output row each
+    window: tuple[int, int, int, int, int, int] = (0, 0, 0, 0, 0, 0)  # out_h, in_h, stride, dilation, taps, pad_top
+
+    @property
+    def is_portable(self) -> bool:  # its scratch is CMSIS-NN's (16-byte alignment, compiler.arena_alignment)
+        return False
+
+
+def band_geometries(p: Prepared) -> list[tuple[BandGeometry, Prepared]]:
+    """Every distinct one-row band of a layer whose twin has a band rule: (geometry, the layer
+    with that band's params)."""
+    rule = kernel(p.kernel).band
+    assert rule is not None and p.params is not None
+    out: dict[BandGeometry, Prepared] = {}
+    for r in range(p.params.output.h):
+        bp, _, _ = rule(p.params, r, r + 1)
+        geo = BandGeometry(bp.input.h, bp.output.h, bp.pad_top)
+        if geo not in out:
+            out[geo] = replace(p, params=bp)
+    return list(out.items())
+
+
+def window_of(p: Prepared) -> tuple[int, int, int, int, int, int]:
+    """The mcu_window_t of a band layer (mcu_runtime/support/mcu_band.h): out_h, in_h, stride,
+    dilation, taps, pad_top."""
+    c: Any = p.params
+    taps = c.filter.h if hasattr(c, "filter") else c.filter_h
+    return (c.output.h, c.input.h, c.stride_h, getattr(c, "dilation_h", 1), taps, c.pad_top)
+
+
+def band_requests(conv: Converter, p: Prepared, whole: Prepared) -> list[ScratchRequest | None] | None:
+    """The scratch requests of every band call of layer p, whose whole-layer CMSIS-NN call is
+    `whole`; None when CMSIS-NN does not take some band (the converter refuses it, e.g. a 1xN
+    convolution of one input row on MVE: cmsis_quirks.mve_1xn_problem) or takes it otherwise."""
+    if whole.kernel not in BAND_FNS or kernel(p.kernel).band is None or p.then or whole.then:
+        return None
+    out = []
+    for _, bp in band_geometries(p):
+        got, request = conv.convert(bp)
+        if got.kernel != whole.kernel:
+            return None
+        out.append(request)
+    return out
+
 
 ROUNDING = "onnxruntime numerics: CMSIS-NN rounds as TFLite (double rounding, ties away from zero)"
 Calls = tuple[tuple[Prepared, ...], list[tuple[int, str, str]], list[Choice]]  # calls, portable layers, choices
@@ -151,6 +221,7 @@ class Conversion:
     refused: dict[int, str]  # why CMSIS-NN's kernel does not take a layer its twin maps (converter refusal)
     choices: tuple[Choice, ...]  # the kernel choices made (kernel_choice.choose)
     no_such: tuple[str, ...] = ()  # per layer: why CMSIS-NN has no call, when it has none
+    band_scratch: dict[int, int] = field(default_factory=dict)  # layers CMSIS-NN takes by bands: every band's scratch
 
     def select(self, keep: frozenset[int] = frozenset()) -> Calls:
         """The calls, with `keep` (layers to run by rows) left portable: (calls, portable layers as
@@ -159,6 +230,8 @@ class Conversion:
         for k, (mine, theirs) in enumerate(zip(self.native, self.cmsis, strict=True)):
             why = self.ours.get(k) or (KEPT if k in keep else None)
             p = mine if why is not None or theirs is None else theirs
+            if why == KEPT and theirs is not None and k in self.band_scratch:
+                p = banded(mine, theirs, self.band_scratch[k])
             if p.kernel == mine.kernel and p.kernel:
                 portable.append((k, p.kernel, why or self.refused.get(k) or self.no_such[k]))
             out.append(p)
@@ -202,7 +275,60 @@ def convert_once(prepared: tuple[Prepared, ...], board: Board, path: Path, choic
         call = None if got is None else (with_scratch(got[0], next(sizes)) if got[1] is not None else got[0])
         cmsis.append(None if call is None or call.kernel == orig.kernel else call)
     no_such = tuple(no_cmsis_reason(conv, p) if p.kernel else "" for p in prepared)
-    return Conversion(prepared, tuple(cmsis), ours, refused, tuple(choices), no_such)
+    return Conversion(prepared, tuple(cmsis), ours, refused, tuple(choices), no_such,
+                      band_sizes(conv, prepared, cmsis, path))
+
+
+def band_sizes(conv: Converter, prepared: tuple[Prepared, ...], cmsis: list[Prepared | None],
+               path: Path) -> dict[int, int]:
+    """Per layer CMSIS-NN takes on every band: the most scratch any of its band calls needs."""
+    asked: dict[int, list[ScratchRequest | None]] = {}
+    for k, (p, whole) in enumerate(zip(prepared, cmsis, strict=True)):
+        if whole is not None and p.kernel and p.params is not None:
+            got = band_requests(conv, p, whole)
+            if got is not None:
+                asked[k] = got
+    queries = sorted({r.query for got in asked.values() for r in got if r is not None})
+    size = dict(zip(queries, ask_sizes(path, queries), strict=True))
+    return {k: max([0, *(size[r.query] for r in got if r is not None)]) for k, got in asked.items()}
+
+
+def banded(mine: Prepared, theirs: Prepared, band_scratch: int) -> Banded:
+    """Layer `mine` (portable, for the planner's band rule) running CMSIS-NN's `theirs` on bands."""
+    call = with_scratch(theirs, max(band_scratch, theirs.scratch - (scratch_offset(theirs.operands["ctx"]) or 0)))\
+        if "ctx" in theirs.operands else theirs
+    values = {f.name: getattr(mine, f.name) for f in fields(Prepared)}
+    values["scratch"] = call.scratch  # plan/stream.band_scratch: every band's; lean: the twin's lean scratch
+    return Banded(**values, cmsis=call, bands=tuple(g for g, _ in band_geometries(mine)), window=window_of(mine))
+
+
+def band_call(p: Prepared, plan: Any, k: int) -> Prepared | None:
+    """The CMSIS-NN call Banded layer k runs in the plan: on each band when its segment runs by
+    rows, else whole; None (mcugen's kernel) where its segment runs it lean (the generic path, for
+    the least scratch) or as a sink (it adds each input row as it is made)."""
+    if not isinstance(p, Banded) or p.cmsis is None:
+        return None
+    seg = plan.schedule.segment_at(k)
+    if seg is not None and (k in seg.lean or (plan.modes.get(seg.first, "whole") != "whole" and
+                                              any(s.sink for s in seg.stages if s.step == k))):
+        return None
+    return p.cmsis
+
+
+LEAN = "runs by rows with its generic path, for the least scratch, to meet the RAM budget"
+
+
+def drop_banded(portable: list[tuple[int, str, str]], prepared: tuple[Prepared, ...], plan: Any
+                ) -> list[tuple[int, str, str]]:
+    """The portable layers of a plan without those that run CMSIS-NN's call (on bands or whole);
+    those in a lean segment say so."""
+    out = []
+    for k, name, why in portable:
+        seg = plan.schedule.segment_at(k)
+        if band_call(prepared[k], plan, k) is None:
+            out.append((k, name, LEAN if isinstance(prepared[k], Banded) and seg is not None and k in seg.lean
+                        else why))
+    return out
 
 
 def convert_all(prepared: tuple[Prepared, ...], board: Board, path: Path, choice: str = "fastest",

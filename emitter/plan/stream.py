@@ -308,6 +308,8 @@ def band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool = False) -> int
     None when some band needs more than the layer planned for (its ctx says how much it has).
     lean: what the twin's lean_c needs instead (its generic path, the least scratch)."""
     t = twin(stage.kernel)
+    if getattr(p, "cmsis", None) is not None and not lean:
+        return p.scratch  # cmsis_nn.Banded: CMSIS-NN's call on each band, its scratch the most any band needs
     if t.buffer_size is None:
         return p.scratch
     bias = p.bias

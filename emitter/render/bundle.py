@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from emitter import __version__
+from emitter.backends.cmsis_nn import Banded, band_call
 from emitter.backends.cmsis_version import supported as cmsis_supported
-from emitter.calls import CArg, ConstArg, CRef, IntArg, StructArg, TensorArg, TensorListArg, is_portable
+from emitter.calls import CArg, ConstArg, CRef, IntArg, Prepared, StructArg, TensorArg, TensorListArg, is_portable
 from emitter.compiler import Compiled
 from emitter.errors import UsageError
 from emitter.features.sources import DEFINES as DSP_DEFINES
@@ -110,26 +111,41 @@ class BundleBuilder:
 
     def const(self, k: int, suffix: str, values: np.ndarray) -> str:
         ident = f"{self.prefix}_l{k}_{suffix}"
-        kernel = self.c.prepared[k].kernel
+        kernel = self.prep(k).kernel
         header = () if any(a.layer == k for a in self.arrays) else (*self.title(k), f"kernel {kernel}")
         role = array_role(suffix, kernel, values)
         self.arrays.append(ConstArray(C_TYPES[str(values.dtype)], ident, np.ascontiguousarray(values), k,
                                       f"Layer {k} {self.g.nodes[k].op}: {role}", header))
         return ident
 
+    def prep(self, k: int) -> Prepared:
+        """Layer k's call as it runs: a layer the cmsis-nn backend runs on bands (cmsis_nn.Banded)
+        calls CMSIS-NN (on each band, or whole outside a by-rows segment) unless it runs lean."""
+        p = self.c.prepared[k]
+        return band_call(p, self.c.plan, k) or p
+
+    def windows(self, seg: Segment) -> frozenset[int]:
+        """The steps of a segment whose bands CMSIS-NN computes."""
+        return frozenset(s.step for s in seg.stages if self.prep(s.step) is not self.c.prepared[s.step])
+
     def layer(self, k: int) -> Layer | None:
-        node, p = self.g.nodes[k], self.c.prepared[k]
+        node, p = self.g.nodes[k], self.prep(k)
         if not p.kernel:
             return None
         before = sum(a.nbytes for a in self.arrays)
         params_ident = params_init = params_type = None
-        if p.params is not None:
+        seg = self.segment_at(k)
+        if seg is not None and k in self.windows(seg):
+            banded = self.c.prepared[k]
+            assert isinstance(banded, Banded)
+            params_type, params_ident = segments.WINDOW_TYPE, f"{self.prefix}_l{k}_window"
+            params_init = segments.window_init(banded.window)
+        elif p.params is not None:
             params_type = type(p.params).CTYPE
             params_ident = f"{self.prefix}_l{k}_params"
             params_init = c_struct(p.params, functools.partial(self.ref, k, node.name))
         local_decls: list[str] = []
         structs: list[tuple[str, str, str]] = []
-        seg = self.segment_at(k)
         if seg is not None:
             return self.stage_layer(k, seg, params_type, params_ident, params_init, structs, before)
         calls = [LayerCall(self.call(k, node.name, *self.kernel_args(k), structs, local_decls, params_ident),
@@ -161,7 +177,7 @@ class BundleBuilder:
     def kernel_args(self, k: int) -> tuple[str, tuple[CArg, ...]]:
         """Layer k's function and arguments: in a segment that takes lean calls, its twin's LEAN_C
         with the segment's (smaller) scratch, whether it runs by rows or whole."""
-        p = self.c.prepared[k]
+        p = self.prep(k)
         seg = self.c.plan.schedule.segment_at(k)
         if seg is None or k not in seg.lean:
             return p.kernel, p.args
@@ -173,11 +189,14 @@ class BundleBuilder:
                     params_init: str | None, structs: list[tuple[str, str, str]], before: int) -> Layer:
         """Layer k of a segment: its constants and structs as usual; its call, with band
         parameters and row pointers, goes into the loop the segment's last layer carries."""
-        node, p = self.g.nodes[k], self.c.prepared[k]
+        node, p = self.g.nodes[k], self.prep(k)
         assert params_ident is not None
         stage = next(s for s in seg.stages if s.step == k)
+        windows = self.windows(seg)
 
         def call(s: Stage, ptrs: dict[str, str], band: str) -> str:
+            if k in windows:
+                return self.band_cmsis_call(k, node.name, p, structs, band, ptrs)
             return self.call(k, node.name, *self.kernel_args(k), structs, [], band, ptrs)
 
         mode = self.c.plan.modes[seg.first]
@@ -188,7 +207,7 @@ class BundleBuilder:
         comment += self.describe("out", node.outputs[0])
         block: tuple[str, ...] = ()
         if len(seg.stages) == 1:
-            block = tuple(segments.single(seg, mode, params_ident, self.ptr, call))
+            block = tuple(segments.single(seg, mode, params_ident, self.ptr, call, windows))
             comment.append(f"runs row by row, {'top down' if mode == 'down' else 'bottom up'}: its output "
                            "overlaps its input, each row written where no later row reads")
         else:
@@ -210,7 +229,7 @@ class BundleBuilder:
                 names = [self.stage_calls[s.step][0] for s in seg.stages]
                 calls = [self.stage_calls[s.step][1] for s in seg.stages]
                 block = tuple(segments.segment(seg, names, lambda t: self.arena_at(self.ring_offset(t), False),
-                                               calls, finish))
+                                               calls, finish, windows))
                 rings = ", ".join(f"layer {s.step} {cap} x {s.out_row_bytes} B at "
                                   f"{self.place_text(self.ring_offset(s.output))}"
                                   for s, cap in zip(seg.stages, seg.caps, strict=False))
@@ -221,13 +240,49 @@ class BundleBuilder:
                 self.segment_comments += comment
         if k in seg.lean:
             comment.append(f"calls {kernel_twin(p.kernel).lean_c}: the generic path, for the least scratch")
+        check = None
+        if k in windows:
+            comment.append(f"CMSIS-NN's {p.kernel} on each band of rows: input rows and top padding "
+                           "of the band (mcu_window_band)")
+            check = self.band_precheck(k, node.name, p)
         scratch = scratch_of(self.c.plan, node.name)
         return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
                      params_init, (), (), tuple(comment), self.ptr(node.outputs[0]) if block else "NULL",
                      self.g.t(node.outputs[0]).shape, self.g.t(node.outputs[0]).nbytes,
                      self.c.plan.offset_of(node.outputs[0]) if block else scratch,
-                     p.macs, sum(a.nbytes for a in self.arrays) - before, tuple(structs), None,
+                     p.macs, sum(a.nbytes for a in self.arrays) - before, tuple(structs), check,
                      inside=not block, block=block)
+
+    def band_cmsis_call(self, k: int, node_name: str, p: Prepared, structs: list[tuple[str, str, str]],
+                        band: str, ptrs: dict[str, str]) -> str:
+        """CMSIS-NN's call of layer k on one band: its dims and padding those of `band` (an
+        mcu_window_band_t), compound literals; the other operands as for the whole layer."""
+        ex = segments.Expr
+        texts = []
+        for name, a in p.operands.items():
+            if isinstance(a, StructArg) and (fields := segments.band_structs(
+                    name, a.fields, ex(f"{band}.in_h"), ex(f"{band}.out_h"), ex(f"{band}.pad_top"))) is not None:
+                texts.append("&" + segments.literal(a.ctype, fields, functools.partial(self.ref, k, node_name)))
+            else:
+                texts.append(self.arg_text(k, node_name, a, structs, [], ptrs))
+        return segments.cmsis_status(f"{p.kernel}({', '.join(texts)})")
+
+    def band_precheck(self, k: int, node_name: str, p: Prepared) -> str | None:
+        """<prefix>_init()'s scratch check of a banded layer: every distinct band call."""
+        banded = self.c.prepared[k]
+        assert isinstance(banded, Banded)
+        conds = []
+        for geo in banded.bands:
+            def ident(a: Any, geo: Any = geo) -> str:
+                name = next(n for n, v in p.operands.items() if v is a)
+                fields = segments.band_structs(name, a.fields, geo.in_h, geo.out_h, geo.pad_top)
+                if fields is None:
+                    return f"{self.prefix}_l{k}_{a.suffix}"
+                return segments.literal(a.ctype, fields, functools.partial(self.ref, k, node_name))
+            cond = precheck(p.kernel, p.operands, ident, ctx_size(p))
+            if cond is not None:
+                conds.append(f"({cond})")
+        return "\n        || ".join(conds) or None  # one line per band call, in <prefix>_init()'s if
 
     def ring_offset(self, tensor: str) -> int:
         return next(b.offset for b in self.c.plan.buffers if b.kind == "ring" and b.of == tensor)
@@ -367,10 +422,10 @@ class BundleBuilder:
     def scratch_checks(self, layers: list[Layer]) -> list[dict[str, Any]]:
         """CMSIS-NN calls whose scratch <prefix>_init() checks once against the linked library."""
         return [{"index": lay.index, "op": lay.op, "kernel": lay.kernel, "cond": lay.precheck,
-                 "bytes": ctx_size(self.c.prepared[lay.index]),
-                 "offset": (scratch_of(self.c.plan, lay.name) or 0) + ctx_offset(self.c.prepared[lay.index]),
+                 "bytes": ctx_size(self.prep(lay.index)),
+                 "offset": (scratch_of(self.c.plan, lay.name) or 0) + ctx_offset(self.prep(lay.index)),
                  "place": self.place_text((scratch_of(self.c.plan, lay.name) or 0)
-                                          + ctx_offset(self.c.prepared[lay.index]))}
+                                          + ctx_offset(self.prep(lay.index)))}
                 for lay in layers if lay.precheck]
 
     def guard_buffers(self, layers: list[Layer]) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from typing import Any
 from emitter.kernels import kernel
 from emitter.kernels.base import SinkC
 from emitter.plan.stream import Segment, Stage
-from emitter.render.cfmt import c_comment, environment
+from emitter.render.cfmt import c_comment, c_struct, environment
 
 CallText = Callable[[Stage, dict[str, str], str], str]  # (stage, tensor -> C pointer, band params) -> call
 
@@ -42,10 +42,56 @@ def stage_ptrs(seg: Segment, i: int, ptr: Callable[[str], str]) -> dict[str, str
     return ptrs
 
 
-def band_call(stage: Stage, params: str, o0: str, o1: str, band: str, rows: str) -> str:
+# A stage whose band CMSIS-NN computes (the cmsis-nn backend, emitter/backends/cmsis_nn.py Banded):
+# its band function is mcu_window_band() over the layer's mcu_window_t (mcu_runtime/support/mcu_band.h),
+# and its call re-dimensions CMSIS-NN's structs with the band's rows (band_structs).
+WINDOW_C, WINDOW_TYPE, WINDOW_BAND_TYPE = "mcu_window_band", "mcu_window_t", "mcu_window_band_t"
+
+
+def window_init(window: tuple[int, ...]) -> str:
+    """The initializer of a layer's mcu_window_t (Banded.window)."""
+    return c_struct(dict(zip(("out_h", "in_h", "stride", "dilation", "taps", "pad_top"), window, strict=True)))
+
+
+class Expr:
+    """A C expression in a struct field (a band's value)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def band_structs(name: str, fields: dict[str, Any], in_h: Any, out_h: Any, pad_top: Any) -> dict[str, Any] | None:
+    """The fields of CMSIS-NN operand `name` on one band (None: the band keeps the layer's)."""
+    from emitter.backends.cmsis_nn import BAND_PARAMS
+
+    if name in ("input_dims", "output_dims"):
+        return {**fields, "h": in_h if name == "input_dims" else out_h}
+    if name in BAND_PARAMS:
+        return {**fields, "padding": {**fields["padding"], "h": pad_top}}
+    return None
+
+
+def literal(ctype: str, fields: dict[str, Any], refs: Callable[[str, Any], str]) -> str:
+    """A compound literal `(ctype){.a = 1, ...}` on one line; an Expr field is its text."""
+    def ref(path: str, v: Any) -> str:
+        return v.text if isinstance(v, Expr) else refs(path, v)
+    return f"({ctype}){' '.join(c_struct(fields, ref).split())}"
+
+
+def cmsis_status(call: str) -> str:
+    """A CMSIS-NN call as an mcu_status_t expression."""
+    return f"({call} == ARM_CMSIS_NN_SUCCESS ? MCU_OK : MCU_ERR_ARG)"
+
+
+def band_call(stage: Stage, params: str, o0: str, o1: str, band: str, rows: str, window: bool = False) -> str:
     k = kernel(stage.kernel)
-    b = {"fn": k.band_c, "row_size": stage.row_size if k.row_band is not None else None}  # element-wise: rows
+    b = {"fn": WINDOW_C if window else k.band_c,
+         "row_size": stage.row_size if k.row_band is not None and not window else None}  # element-wise: rows
     return str(macros().band_call(b, params, o0, o1, band, rows))
+
+
+def band_ctype(stage: Stage, window: bool) -> str:
+    return WINDOW_BAND_TYPE if window else str(type(stage.params).CTYPE)
 
 
 def sink_calls(sink: SinkC, params: str, ops: dict[str, str], row: str, y: str, acc: str) -> tuple[str, str]:
@@ -54,13 +100,16 @@ def sink_calls(sink: SinkC, params: str, ops: dict[str, str], row: str, y: str, 
     return str(m.sink_add(sink, params, ops, row, y, acc)), str(m.sink_finish(sink, params, ops, acc))
 
 
-def single(seg: Segment, mode: str, params: str, ptr: Callable[[str], str], call: CallText) -> list[str]:
-    """One layer by rows, its output over its input: top down or bottom up."""
+def single(seg: Segment, mode: str, params: str, ptr: Callable[[str], str], call: CallText,
+           windows: frozenset[int] = frozenset()) -> list[str]:
+    """One layer by rows, its output over its input: top down or bottom up. windows: the steps
+    whose band CMSIS-NN computes (WINDOW_C)."""
     m, s = macros(), seg.stages[0]
     ptrs = {name: m.rows_ptr(ptr(name), "rows[0]", rb) for name, rb in zip(s.inputs, s.in_row_bytes, strict=True)}
     ptrs[s.output] = m.rows_ptr(ptr(s.output), "y", s.out_row_bytes)
-    d = {"ctype": type(s.params).CTYPE, "mode": mode, "rows": s.out_rows, "last_row": s.out_rows - 1,
-         "band": band_call(s, params, "y", "y + 1", "band", "rows"), "call": call(s, ptrs, "band")}
+    w = s.step in windows
+    d = {"ctype": band_ctype(s, w), "mode": mode, "rows": s.out_rows, "last_row": s.out_rows - 1,
+         "band": band_call(s, params, "y", "y + 1", "band", "rows", w), "call": call(s, ptrs, "band")}
     return lines(m.single(d))
 
 
@@ -70,15 +119,16 @@ def sink_row(seg: Segment) -> tuple[str, str]:
 
 
 def segment(seg: Segment, names: list[str], at: Callable[[str], str], calls: list[str],
-            finish: str | None = None) -> list[str]:
+            finish: str | None = None, windows: frozenset[int] = frozenset()) -> list[str]:
     """Several layers through rings, one row per step: the layer nearest the end whose next row's
     input rows are made makes that row (stream.simulate's order). A sink last (its call adds one
-    input row to `acc`) ends with `finish`. at(tensor): the C pointer to its ring (`arena + 64`)."""
+    input row to `acc`) ends with `finish`. at(tensor): the C pointer to its ring (`arena + 64`).
+    windows: the steps whose band CMSIS-NN computes (WINDOW_C)."""
     st, n = seg.stages, len(seg.stages)
     last = st[-1]
 
     def band(i: int, rows: str) -> str:
-        return band_call(st[i], names[i], f"done[{i}]", f"done[{i}] + 1", f"band{i}", rows)
+        return band_call(st[i], names[i], f"done[{i}]", f"done[{i}] + 1", f"band{i}", rows, st[i].step in windows)
 
     stages = []
     for i in range(n - 1, -1, -1):
@@ -93,6 +143,6 @@ def segment(seg: Segment, names: list[str], at: Callable[[str], str], calls: lis
     d = {"rings": [{"i": i, "at": at(s.output), "row_bytes": s.out_row_bytes, "cap": seg.caps[i], "step": s.step}
                    for i, s in enumerate(st[:-1])],
          "sink": {"at": at(last.output + "#acc"), "step": last.step, "count": last.sink} if last.sink else None,
-         "bands": [{"i": i, "ctype": type(s.params).CTYPE} for i, s in enumerate(st) if not s.sink],
+         "bands": [{"i": i, "ctype": band_ctype(s, s.step in windows)} for i, s in enumerate(st) if not s.sink],
          "n": n, "last": n - 1, "rows": last.out_rows, "stages": stages, "finish": finish}
     return lines(macros().segment(d))

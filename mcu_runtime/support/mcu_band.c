@@ -76,6 +76,15 @@ mcu_status_t mcu_avgpool_requant_s8_band(const mcu_avgpool_requant_params_t *par
     return mcu_pool_band(&params->pool, o0, o1, &band->pool, rows);
 }
 
+mcu_status_t mcu_window_band(const mcu_window_t *window, int32_t o0, int32_t o1,
+                             mcu_window_band_t *band, int32_t rows[2])
+{
+    band->pad_top = window->pad_top;
+    band->in_h = window->in_h;
+    return window_band(o0, o1, window->out_h, window->stride, window->dilation, window->taps,
+                       &band->pad_top, &band->in_h, &band->out_h, rows);
+}
+
 mcu_status_t mcu_add_s8_band(const mcu_add_params_t *params, int32_t row_size, int32_t o0,
                              int32_t o1, mcu_add_params_t *band, int32_t rows[2])
 {

@@ -46,6 +46,29 @@ mcu_status_t mcu_pool_band(const mcu_pool_params_t *params, int32_t o0, int32_t 
 mcu_status_t mcu_avgpool_requant_s8_band(const mcu_avgpool_requant_params_t *params, int32_t o0,
                                          int32_t o1, mcu_avgpool_requant_params_t *band,
                                          int32_t rows[2]);
+/* The rows of a window layer whose band is computed by another library's kernel (the cmsis-nn
+ * backend calls CMSIS-NN's convolution, depthwise convolution and pools on each band). */
+typedef struct {
+    int32_t out_h;    /* the layer's output rows */
+    int32_t in_h;     /* its input rows */
+    int32_t stride;   /* vertical */
+    int32_t dilation; /* vertical */
+    int32_t taps;     /* filter rows */
+    int32_t pad_top;  /* the layer's top padding */
+} mcu_window_t;
+
+/* One band of it: the input dims' h, output dims' h and top padding of that band's call. */
+typedef struct {
+    int32_t in_h;
+    int32_t out_h;
+    int32_t pad_top;
+} mcu_window_band_t;
+
+/* Rows [o0, o1) of a window layer: the band's call reads input rows [rows[0], rows[1]) (in_h of
+ * them, from a pointer to row rows[0]) with pad_top rows of padding above; the window's taps
+ * below its last input row are padding, as for the whole layer. */
+mcu_status_t mcu_window_band(const mcu_window_t *window, int32_t o0, int32_t o1,
+                             mcu_window_band_t *band, int32_t rows[2]);
 /* Element-wise add of two whole same-size operands viewed as rows of `row_size` elements. */
 mcu_status_t mcu_add_s8_band(const mcu_add_params_t *params, int32_t row_size, int32_t o0,
                              int32_t o1, mcu_add_params_t *band, int32_t rows[2]);
