@@ -151,8 +151,12 @@ def test_conv_scratch_formula_and_refusals() -> None:
             assert call_raw("mcu_conv2d_s4_get_buffer_size", p, code) == conv4.buffer_size(p, b, isa)
             assert call_raw("mcu_conv2d_s4_path", p, code) == ("generic", "dsp", "mve").index(conv4.path(p, b, isa))
     p, x, f, b = conv_case(np.random.default_rng(1), h=5, w=5, c_in=3, c_out=4, kh=3, kw=3, pad=(1, 1, 1, 1))
-    assert conv4.buffer_size(p, b, "c") == 27
-    assert run_conv(p, x, f, b, scratch=26)[0] == MCU_ERR_SCRATCH
+    # the blocked generic path: 4 corrections, 4 channels of 27 unpacked weights, the 27-byte patch
+    assert conv4.buffer_size(p, b, "c") == 4 * 4 + 4 * 27 + 27
+    assert run_conv(p, x, f, b, scratch=4 * 4 + 4 * 27 + 26)[0] == MCU_ERR_SCRATCH
+    assert conv4.lean_buffer_size(p, b) == call_raw("mcu_conv2d_s4_lean_get_buffer_size", p) == 27
+    assert run_conv(p, x, f, b, "mcu_conv2d_s4_lean", scratch=26)[0] == MCU_ERR_SCRATCH
+    assert run_conv(p, x, f, b, "mcu_conv2d_s4_lean", scratch=27)[0] == MCU_OK
     bad = ConvParams(p.input, p.filter, p.output, 0, 1, 1, 1, 1, 1, p.q, p.multiplier, p.shift)
     assert run_conv(bad, x, f, b)[0] == MCU_ERR_ARG
 
@@ -178,7 +182,13 @@ def test_depthwise_equals_golden(seed: int) -> None:
     f = rng.integers(-8, 8, (1, kh, kw, c_out), dtype=np.int8)
     b = rng.integers(-(1 << 10), 1 << 10, c_out).astype(np.int32) if seed % 3 else None
     out = np.full((n, oh, ow, c_out), 0x5A, np.int8)
-    assert call_raw("mcu_depthwise_conv2d_s4", None, p, x, dw4.pack_filter(f), b, out) == MCU_OK
+    need = dw4.buffer_size(p, b, "c")
+    ctx, _keep = scratch_context(need)
+    if need:  # the unpacked filter (and mcu_depthwise_conv2d_s8's scratch) in ctx, exactly
+        short, _keep2 = scratch_context(need - 1)
+        assert call_raw("mcu_depthwise_conv2d_s4", ctypes.byref(short), p, x, dw4.pack_filter(f), b, out) \
+            == MCU_ERR_SCRATCH
+    assert call_raw("mcu_depthwise_conv2d_s4", ctypes.byref(ctx), p, x, dw4.pack_filter(f), b, out) == MCU_OK
     np.testing.assert_array_equal(out, dw4.mcu_depthwise_conv2d_s4(p, x, f, b))
     for isa, code in ISA.items():
         assert call_raw("mcu_depthwise_conv2d_s4_get_buffer_size", p, code) == dw4.buffer_size(p, b, isa)
@@ -294,6 +304,10 @@ CONV_SHAPES = {  # (h, w, c_in, c_out, (kh, kw), pads t/b/l/r, stride, dilation,
     "pointwise_64": (3, 5, 64, 9, (1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1),    # read in place
     "one_by_five": (1, 11, 7, 4, (1, 5), (0, 0, 2, 2), (1, 2), (1, 1), 2),      # 1-D, batch 2
     "dilated": (7, 7, 5, 6, (3, 2), (1, 0, 0, 1), (2, 1), (2, 2), 1),
+    # blocked paths, several blocks of unpacked weights: 6 + 6 + 1 (DSP, MVE), 4 + 4 + 4 + 1 (generic)
+    "blocks_k288": (5, 5, 32, 13, (3, 3), (1, 1, 1, 1), (1, 1), (1, 1), 1),
+    # K = 33 (odd, K % 32 = 1): 62 + 8 (DSP, MVE), 32 + 32 + 6 (generic)
+    "pointwise_k33_c70": (2, 3, 33, 70, (1, 1), (0, 0, 0, 0), (1, 1), (1, 1), 1),
 }
 DW_SHAPES = {  # (h, w, c, mult, (kh, kw), pads, stride, dilation)
     "c16": (6, 5, 16, 1, (3, 3), (1, 1, 1, 1), (1, 1), (1, 1)),
@@ -301,6 +315,7 @@ DW_SHAPES = {  # (h, w, c, mult, (kh, kw), pads, stride, dilation)
     "c3_dilated": (7, 7, 3, 1, (3, 3), (2, 2, 2, 2), (1, 1), (2, 2)),
     "mult2_generic": (4, 4, 5, 2, (3, 3), (1, 1, 1, 1), (1, 1), (1, 1)),
     "c24_1x5": (1, 12, 24, 1, (1, 5), (0, 0, 2, 2), (1, 1), (1, 1)),
+    "c232_packed": (3, 4, 232, 1, (3, 3), (1, 1, 1, 1), (1, 1), (1, 1)),  # 2088 weights: the s4 paths
 }
 
 
@@ -391,7 +406,7 @@ def qemu_net_c(cases: list[tuple[str, str, Any, list[Any]]]) -> str:
                      f"        return {k + 1};\n    }}\n")
         off += p.output.n * p.output.h * p.output.w * p.output.c
     runner = """
-static int32_t scratch[1024];
+static int32_t scratch[4096];
 
 static void put_meta(int8_t *meta, int32_t path, int32_t need)
 {
@@ -438,7 +453,8 @@ def test_kernels_every_path_in_qemu(core: str, opt: str, tmp_path: Any) -> None:
         golden.append(np.asarray(fn(p, x, f, b), np.int8).ravel())
         metas.append((("generic", "dsp", "mve").index(twin.path(p, b, isa)), twin.buffer_size(p, b, isa)))
     want = np.concatenate(golden)
-    raw = run_bundle_on_qemu(core, ["mcu_conv2d_s4", "mcu_depthwise_conv2d_s4"], qemu_net_c(cases), [1],
+    raw = run_bundle_on_qemu(core, ["mcu_conv2d_s4", "mcu_depthwise_conv2d_s4", *conv4.RUNTIME_DEPS,
+                                    *dw4.RUNTIME_DEPS], qemu_net_c(cases), [1],
                              [want.size, 5 * len(cases)], b"\0", tmp_path, opt)
     starts = np.cumsum([0] + [g.size for g in golden])
     got = np.frombuffer(raw[:want.size], np.int8)

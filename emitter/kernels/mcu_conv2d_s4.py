@@ -6,8 +6,10 @@ the layout of mcu_nn_s4.h: per output channel, blocks of 32 weights in 16 bytes,
 j | weight 16 + j << 4, then the tail of T weights in ceil(T / 2) bytes likewise), and the kernel
 takes sums[oc] = bias[oc] + input_offset * sum of w[oc] (kernel_sums) instead of the bias.
 
-Paths and scratch (mcu_conv2d_s4.c, plan()): DSP for at most 576 widened taps (P = 4, 2 or 1
-positions a pass), MVE always, generic otherwise; buffer_size() repeats its formula.
+Paths and scratch (mcu_conv2d_s4.c, plan()): blocks of output channels unpacked to int8 once in
+scratch (at most UNPACK_BYTES), then mcu_conv2d_s8's DSP / MVE / generic loops (where mcu_conv2d_s8
+would take them); the unblocked DSP path where only it fits; buffer_size() repeats the C's formula,
+lean_buffer_size() the unblocked generic path's (mcu_conv2d_s4_lean).
 No CMSIS-NN form (CMSIS-NN 7.0.0 has no 4-bit convolution).
 """
 from __future__ import annotations
@@ -76,8 +78,19 @@ def mcu_conv2d_s4(p: ConvParams, input: np.ndarray, filter: np.ndarray, bias: np
 
 _D = c_defines("kernels/mcu_conv2d_s4_internal.h")
 DSP_BYTES = _D["MCU_CONV_S4_DSP_BYTES"]
-MVE_POSITIONS = _D["MCU_CONV_S4_MVE_POSITIONS"]
-MVE_OC_BLOCK = _D["MCU_CONV_S4_MVE_OC_BLOCK"]
+UNPACK_BYTES = _D["MCU_CONV_S4_UNPACK_BYTES"]
+_D8 = c_defines("kernels/mcu_conv2d_s8_internal.h")
+PATCH_BYTES = _D8["MCU_CONV_PATCH_BYTES"]
+OC_BLOCK = _D8["MCU_CONV_OC_BLOCK"]
+MVE_OC_BLOCK = _D8["MCU_CONV_MVE_OC_BLOCK"]
+FAST_MAX_K = _D8["MCU_CONV_FAST_MAX_K"]
+DSP_OC_BLOCK = _D["MCU_CONV_S4_DSP_OC_BLOCK"]
+DSP8_WORDS = _D8["MCU_CONV_DSP_WORDS"]
+DSP8_PATCH = _D8["MCU_CONV_DSP_PATCH"]
+ROUND_NEAREST_EVEN = c_defines("include/mcu_nn.h")["MCU_ROUND_NEAREST_EVEN"]
+ROUND_NEAREST_NO_TIE = c_defines("include/mcu_nn.h")["MCU_ROUND_NEAREST_NO_TIE"]
+# The blocked paths run mcu_conv2d_s8's generic and MVE loops: its dispatcher and path files ship.
+RUNTIME_DEPS = ("mcu_conv2d_s8",)
 
 
 def widened(k: int) -> int:
@@ -108,15 +121,69 @@ def dsp_positions(p: ConvParams) -> int:
     return per_pass
 
 
+def unpack_block(p: ConvParams, most: int, round_to: int) -> int:
+    """unpack_block(): output channels a block on the blocked paths (their unpacked weights within
+    UNPACK_BYTES, one channel at least; a multiple of round_to when not all and that many fit)."""
+    k = p.filter.h * p.filter.w * p.input.c
+    n = min(UNPACK_BYTES // k, most)
+    if n >= p.output.c:
+        return p.output.c
+    if n >= round_to:
+        n -= n % round_to
+    return max(n, 1)
+
+
+def _sums_row(n: int) -> int:
+    return 8 if n <= 8 else 16 if n <= 16 else 32 if n <= 32 else 64
+
+
+def _mve_ok(p: ConvParams) -> bool:
+    """mve_ok(): mcu_conv2d_s8's MVE path takes these parameters (the sums checked per call)."""
+    k = p.filter.h * p.filter.w * p.input.c
+    if p.q.rounding == ROUND_NEAREST_EVEN or k > FAST_MAX_K or (k > PATCH_BYTES and gathers(p)):
+        return False
+    return _requant2_ok(p)
+
+
+def _requant2_ok(p: ConvParams) -> bool:
+    """mcu_requant2_ok(multiplier, shift, 0) for every channel (the sums are checked per call)."""
+    return all(-20 <= int(s) <= -1 and int(m) >= 0 for m, s in zip(p.multiplier, p.shift, strict=True))
+
+
+def dsp8_positions(p: ConvParams) -> int:
+    """dsp8_positions(): P of the blocked DSP path (mcu_conv2d_s8's DSP loops), 0 when it does not run."""
+    words = DSP8_WORDS
+    if max(p.filter.h, p.filter.w, p.input.c) > 2 * words or p.q.rounding == ROUND_NEAREST_EVEN:
+        return 0
+    k = p.filter.h * p.filter.w * p.input.c
+    groups = (k + 3) >> 2
+    if groups * 2 > words or (k > DSP8_PATCH and p.input.c % 4) or not _requant2_ok(p):
+        return 0
+    per_pass = 4 if groups * 8 <= words else 2 if groups * 4 <= words else 1
+    while per_pass > p.input.n * p.output.h * p.output.w:
+        per_pass >>= 1
+    return per_pass
+
+
 def _plan(p: ConvParams, isa: str) -> tuple[str, int]:
     k = p.filter.h * p.filter.w * p.input.c
     patch = k if gathers(p) else 0
-    per_pass = dsp_positions(p) if isa == "dsp" else 0
+    n = unpack_block(p, OC_BLOCK, 4)
+    size = 4 * n + n * k + (k if k <= PATCH_BYTES and gathers(p) else 0)
+    p8 = dsp8_positions(p) if isa == "dsp" else 0
+    if p8:
+        n = unpack_block(p, DSP_OC_BLOCK, 2)
+        dsp = (4 * n + 8 * p8 * ((k + 3) >> 2) + (8 * n if p.q.rounding == ROUND_NEAREST_NO_TIE else 0)
+               + (k if p.input.c % 4 and gathers(p) else 0) + n * k)
+        return "dsp", max(size, dsp)
+    per_pass = dsp_positions(p) if isa == "dsp" and p.q.rounding != ROUND_NEAREST_EVEN else 0
     if per_pass:
         return "dsp", 2 * per_pass * widened(k) + patch
-    if isa == "mve":
-        return "mve", 4 * (2 + MVE_POSITIONS) * MVE_OC_BLOCK + MVE_POSITIONS * patch
-    return "generic", patch
+    if isa == "mve" and _mve_ok(p):
+        n = unpack_block(p, MVE_OC_BLOCK, 2)
+        mve = 8 * n + 4 * (2 * _sums_row(n) + n + (n & 1)) + 48 * ((k + 15) >> 4) + patch + n * k
+        return "mve", max(size, mve)
+    return "generic", size
 
 
 def path(p: ConvParams, bias: Any, isa: str) -> str:
@@ -130,8 +197,9 @@ def buffer_size(p: ConvParams, bias: Any, isa: str) -> int:
 
 
 def lean_buffer_size(p: ConvParams, bias: Any) -> int:
-    """Scratch bytes of mcu_conv2d_s4_lean (the generic path)."""
-    return buffer_size(p, bias, "c")
+    """mcu_conv2d_s4_lean_get_buffer_size(): the unblocked generic path's K-byte patch when some
+    window is gathered, else none."""
+    return p.filter.h * p.filter.w * p.input.c if gathers(p) else 0
 
 
 def band(p: ConvParams, o0: int, o1: int) -> tuple[ConvParams, int, int]:
@@ -140,4 +208,5 @@ def band(p: ConvParams, o0: int, o1: int) -> tuple[ConvParams, int, int]:
 
 
 KERNEL = Kernel("mcu_conv2d_s4", band=band, band_c=BAND_C, lean_c="mcu_conv2d_s4_lean",
-                lean_buffer_size=lean_buffer_size, buffer_size=buffer_size, path=path)
+                lean_buffer_size=lean_buffer_size, buffer_size=buffer_size, path=path,
+                runtime_deps=RUNTIME_DEPS)

@@ -3,8 +3,10 @@
 The numbers are mcu_depthwise_conv2d_s8's (golden: it, on the unpacked filter [1, KH, KW, C_out]
 and the same bias); the filter is packed per tap in groups of 8 channels (pack_filter: 4 bytes,
 byte j holding channel j low and 4 + j high; the last C_out % 8 channels likewise with half of
-them rounded up). Paths: DSP and MVE (depth multiplier 1; 8 * C_out bytes of scratch), generic
-(none).
+them rounded up). Filters of at most MCU_DW_S4_UNPACK_BYTES weights are unpacked to int8 in scratch
+once a call and run through mcu_depthwise_conv2d_s8 (its path; its scratch plus KH * KW * C_out
+bytes); larger ones take the s4 paths: DSP and MVE (depth multiplier 1; 8 * C_out bytes of
+scratch), generic (none).
 No CMSIS-NN form.
 """
 from __future__ import annotations
@@ -38,14 +40,40 @@ def band(p: DepthwiseConvParams, o0: int, o1: int) -> tuple[DepthwiseConvParams,
     return window_band(p, o0, o1)  # type: ignore[no-any-return]
 
 
+# Filters of at most UNPACK_BYTES weights run through mcu_depthwise_conv2d_s8 (its dispatcher and
+# path files ship with this kernel).
+RUNTIME_DEPS = ("mcu_depthwise_conv2d_s8",)
+
+
+def unpack_bytes() -> int:
+    """MCU_DW_S4_UNPACK_BYTES: the largest filter (KH * KW * C_out weights) unpacked to int8."""
+    from emitter.kernels import c_defines
+    return int(c_defines("kernels/mcu_depthwise_conv2d_s4_internal.h")["MCU_DW_S4_UNPACK_BYTES"])
+
+
+def unpacked(p: DepthwiseConvParams) -> int:
+    """unpacked_bytes(): KH * KW * C_out when the filter is unpacked in scratch, else 0."""
+    n = p.filter.h * p.filter.w * p.output.c
+    return n if n <= unpack_bytes() else 0
+
+
 def path(p: DepthwiseConvParams, bias: Any, isa: str) -> str:
-    """mcu_depthwise_conv2d_s4_path(): "mve" / "dsp" on MVE / DSP with depth multiplier 1, else "generic"."""
+    """mcu_depthwise_conv2d_s4_path(): an unpacked filter takes mcu_depthwise_conv2d_s8's path (asked
+    without the bias); else "mve" / "dsp" on MVE / DSP with depth multiplier 1, else "generic"."""
+    if unpacked(p):
+        from emitter.kernels import mcu_depthwise_conv2d_s8 as dw8
+        return str(dw8.path(p, None, isa))
     return isa if isa in ("mve", "dsp") and p.depth_multiplier == 1 else "generic"
 
 
 def buffer_size(p: DepthwiseConvParams, bias: Any, isa: str) -> int:
-    """mcu_depthwise_conv2d_s4_get_buffer_size(): 8 * C_out bytes on the DSP and MVE paths, else none."""
+    """mcu_depthwise_conv2d_s4_get_buffer_size(): mcu_depthwise_conv2d_s8's scratch plus the unpacked
+    filter; else 8 * C_out bytes on the s4 DSP and MVE paths, none on the generic one."""
+    if n := unpacked(p):
+        from emitter.kernels import mcu_depthwise_conv2d_s8 as dw8
+        return int(dw8.buffer_size(p, None, isa)) + n
     return 8 * p.output.c if path(p, bias, isa) != "generic" else 0
 
 
-KERNEL = Kernel("mcu_depthwise_conv2d_s4", band=band, band_c=BAND_C, buffer_size=buffer_size, path=path)
+KERNEL = Kernel("mcu_depthwise_conv2d_s4", band=band, band_c=BAND_C, buffer_size=buffer_size, path=path,
+                runtime_deps=RUNTIME_DEPS)

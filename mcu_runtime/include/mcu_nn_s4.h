@@ -79,14 +79,17 @@ mcu_status_t mcu_conv2d_s4(const mcu_context_t *ctx, const mcu_conv_params_t *pa
                            const int8_t *input, const uint8_t *filter, const int32_t *sums,
                            int8_t *output);
 
-/** @brief mcu_conv2d_s4 on its generic path whatever the target (the least scratch,
- * mcu_conv2d_s4_get_buffer_size(params, MCU_ISA_C) bytes). */
+/** @brief mcu_conv2d_s4 on its unblocked generic path whatever the target (slower, the least
+ * scratch: mcu_conv2d_s4_lean_get_buffer_size(params) bytes). */
 mcu_status_t mcu_conv2d_s4_lean(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                                 const int8_t *input, const uint8_t *filter, const int32_t *sums,
                                 int8_t *output);
 
 /** @brief Scratch bytes mcu_conv2d_s4 needs for these (valid) parameters on `isa` (MCU_ISA_*). */
 int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv_params_t *params, int32_t isa);
+
+/** @brief Scratch bytes mcu_conv2d_s4_lean needs: K when some window is gathered, else none. */
+int32_t mcu_conv2d_s4_lean_get_buffer_size(const mcu_conv_params_t *params);
 
 /** @brief The code path (MCU_PATH_*) mcu_conv2d_s4 takes for these parameters on `isa`. */
 int32_t mcu_conv2d_s4_path(const mcu_conv_params_t *params, int32_t isa);
@@ -98,10 +101,13 @@ int32_t mcu_conv2d_s4_path(const mcu_conv_params_t *params, int32_t isa);
 
 /**
  * @brief int8 depthwise convolution with 4-bit weights, NHWC, any depth multiplier: the results
- * of mcu_depthwise_conv2d_s8 (mcu_nn.h) for the same weights and bias (may be NULL). Scratch:
- * mcu_depthwise_conv2d_s4_get_buffer_size(params, MCU_ISA_NATIVE) bytes in ctx (8 * C_out on the
- * DSP and MVE paths, else none: ctx may be NULL), else MCU_ERR_SCRATCH; MCU_ERR_ARG for parameters out of
- * range.
+ * of mcu_depthwise_conv2d_s8 (mcu_nn.h) for the same weights and bias (may be NULL). A filter of
+ * at most 2048 weights (KH * KW * C_out) is unpacked to int8 in scratch once a call and runs
+ * through mcu_depthwise_conv2d_s8; a larger one reads its nibbles in the s4 loops. Scratch:
+ * mcu_depthwise_conv2d_s4_get_buffer_size(params, MCU_ISA_NATIVE) bytes in ctx (unpacked:
+ * mcu_depthwise_conv2d_s8's scratch plus KH * KW * C_out; else 8 * C_out on the DSP and MVE
+ * paths, none on the generic one: ctx may then be NULL), else MCU_ERR_SCRATCH; MCU_ERR_ARG for
+ * parameters out of range.
  */
 mcu_status_t mcu_depthwise_conv2d_s4(const mcu_context_t *ctx,
                                      const mcu_depthwise_conv_params_t *params,
@@ -112,8 +118,9 @@ mcu_status_t mcu_depthwise_conv2d_s4(const mcu_context_t *ctx,
 int32_t mcu_depthwise_conv2d_s4_get_buffer_size(const mcu_depthwise_conv_params_t *params,
                                                 int32_t isa);
 
-/** @brief The code path (MCU_PATH_*) mcu_depthwise_conv2d_s4 takes on `isa`: MCU_PATH_MVE on MVE
- * and MCU_PATH_DSP on DSP with depth multiplier 1, else MCU_PATH_GENERIC. */
+/** @brief The code path (MCU_PATH_*) mcu_depthwise_conv2d_s4 takes on `isa`: an unpacked filter
+ * mcu_depthwise_conv2d_s8_path(params, NULL, isa) (its bias is checked per call); else
+ * MCU_PATH_MVE on MVE and MCU_PATH_DSP on DSP with depth multiplier 1, else MCU_PATH_GENERIC. */
 int32_t mcu_depthwise_conv2d_s4_path(const mcu_depthwise_conv_params_t *params, int32_t isa);
 
 /* mcu_transpose_conv_s4: per (oc, ky, kx), the C_in weights of that tap in (C_in + 1) / 2 bytes,

@@ -7,8 +7,8 @@
  * The weights go by blocks of 32 (the last block t = K % 32 weights): with h = ceil(t / 2) (16 for
  * a whole block), byte j of the block holds weight j in its low nibble and weight h + j in its high
  * nibble (0 where h + j >= t). So a block's low nibbles are its first half and its high nibbles its
- * second half, in order: the MVE path unpacks 16 bytes into two vectors of 16 weights, the DSP path
- * a word into two words of int16 pairs.
+ * second half, in order: the blocked paths unpack 16 bytes into 32 int8 (a word into two words; on
+ * MVE one vector into two), the unblocked DSP path a word into two words of int16 pairs.
  */
 #ifndef MCU_CONV2D_S4_INTERNAL_H
 #define MCU_CONV2D_S4_INTERNAL_H
@@ -21,11 +21,12 @@
 /* DSP path: bytes of int16 windows (P = 4 positions per pass up to 144 widened taps, 2 up to 288,
  * 1 up to 576: the s8 DSP path's MCU_CONV_DSP_WORDS words); larger filters take the generic path. */
 #define MCU_CONV_S4_DSP_BYTES 1152
-/* MVE path: output positions per pass (their windows gathered, when some are, into 3 * K bytes),
- * output channels per block (their starting sums and requantization bases, 2 words each, and three
- * rows of sums in scratch). */
-#define MCU_CONV_S4_MVE_POSITIONS 3
-#define MCU_CONV_S4_MVE_OC_BLOCK 64
+/* Blocked paths (mcu_conv2d_s4.c): the int8 weights of a block of output channels unpacked into
+ * at most this many bytes of scratch (at least one channel's K), then every position through
+ * mcu_conv2d_s8's loops. */
+#define MCU_CONV_S4_UNPACK_BYTES 2048
+/* Blocked DSP path: output channels a block at most. */
+#define MCU_CONV_S4_DSP_OC_BLOCK 64
 
 #if defined(__GNUC__)
 #define MCU_CONV_S4_INLINE static inline __attribute__((always_inline))
@@ -114,9 +115,5 @@ void mcu_conv2d_s4_dsp(const mcu_conv_params_t *p, const int8_t *input, const ui
                        const int32_t *sums, int8_t *output, int32_t per_pass, void *scratch);
 #endif
 
-#if MCU_ISA_NATIVE == MCU_ISA_MVE
-void mcu_conv2d_s4_mve(const mcu_conv_params_t *p, const int8_t *input, const uint8_t *filter,
-                       const int32_t *sums, int8_t *output, void *scratch);
-#endif
 
 #endif /* MCU_CONV2D_S4_INTERNAL_H */

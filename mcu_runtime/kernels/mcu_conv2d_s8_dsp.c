@@ -238,14 +238,15 @@ MCU_CONV_INLINE void dsp_channels_p(const mcu_conv_params_t *p, const int32_t *x
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t full_groups = k >> 2;
     const int32_t tail = k & 3;
-    const int32_t out_c = p->output.c;
+    const int32_t out_c = p->output.c; /* the output pixel's stride */
+    const int32_t n_c = p->filter.n;   /* its channels computed (output.c, or mcu_conv2d_s4's block) */
     const mcu_quant_io_t q = p->q;
     const int full = q.act_min == MCU_INT8_MIN && q.act_max == MCU_INT8_MAX;
     const int32_t *const multiplier = p->multiplier;
     const int32_t *const shift = p->shift;
     const int32_t *const xtail = xbuf + 2 * per_pass * full_groups;
     const int8_t *w = filter; /* advanced by the dot products */
-    for (int32_t oc = 0; oc < out_c; ++oc) {
+    for (int32_t oc = 0; oc < n_c; ++oc) {
         int32_t b2 = bias != NULL ? 2 * bias[oc] : 0;
         int32_t base_no_tie = 0;
         if (no_tie) {
@@ -310,7 +311,7 @@ static void dsp_channels_p1(const mcu_conv_params_t *p, const int32_t *xbuf,
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t full_groups = k >> 2;
     const int32_t tail = k & 3;
-    const int32_t out_c = p->output.c;
+    const int32_t out_c = p->filter.n; /* channels computed (see dsp_channels_p) */
     const mcu_quant_io_t q = p->q;
     const int full = q.act_min == MCU_INT8_MIN && q.act_max == MCU_INT8_MAX;
     const int no_tie = q.rounding == MCU_ROUND_NEAREST_NO_TIE; /* rq holds its constants */
@@ -456,9 +457,9 @@ void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const in
     /* onnxruntime's rounding: each channel's doubled lift and base', then the patch */
     int32_t *const rq = xbuf + 2 * per_pass * ((filter_size + 3) >> 2);
     const int no_tie = p->q.rounding == MCU_ROUND_NEAREST_NO_TIE;
-    int8_t *const patch = (int8_t *)(rq + (no_tie ? 2 * p->output.c : 0));
+    int8_t *const patch = (int8_t *)(rq + (no_tie ? 2 * p->filter.n : 0));
     if (no_tie) {
-        for (int32_t oc = 0; oc < p->output.c; ++oc) {
+        for (int32_t oc = 0; oc < p->filter.n; ++oc) {
             rq[2 * oc + 1] = mcu_requant2_no_tie(p->multiplier[oc], p->shift[oc], p->q.output_offset,
                                              &rq[2 * oc]);
         }

@@ -358,6 +358,12 @@ MCU_CONV_NOINLINE static void conv_block(const mcu_conv_block_t *c, const int8_t
 #endif
 }
 
+void mcu_conv2d_s8_generic_block(const mcu_conv_block_t *c, const int8_t *input, int8_t *output,
+                                 int8_t *patch)
+{
+    conv_block(c, input, output, patch);
+}
+
 /* scratch: corrections (4 * min(C_out, MCU_CONV_OC_BLOCK) bytes), then the patch */
 void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
                            const int32_t *bias, int8_t *output, void *scratch,

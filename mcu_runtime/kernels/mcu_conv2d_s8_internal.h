@@ -208,8 +208,16 @@ void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, cons
                            const int32_t *bias, int8_t *output, void *scratch,
                            const mcu_conv_fuse_t *fuse);
 
+/* One block of output channels (c->oc_base, c->oc_end, c->corr filled; c->requant2 on RV32) at
+ * every position: the generic path's loop nest, exposed for mcu_conv2d_s4 (its blocks of weights
+ * unpacked to int8). patch: K bytes when K <= MCU_CONV_PATCH_BYTES and windows are gathered. */
+void mcu_conv2d_s8_generic_block(const mcu_conv_block_t *c, const int8_t *input, int8_t *output,
+                                 int8_t *patch);
+
 #if MCU_ISA_NATIVE == MCU_ISA_DSP
-/* mcu_conv2d_s8_dsp.c; per_pass = mcu_conv2d_s8_dsp_positions() > 0 */
+/* mcu_conv2d_s8_dsp.c; per_pass = mcu_conv2d_s8_dsp_positions() > 0. It computes the p->filter.n
+ * channels of filter and bias (p->output.c for mcu_conv2d_s8; mcu_conv2d_s4 passes a block of
+ * them, output.c then only the output pixels' stride). */
 void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch,
                        const mcu_conv_fuse_t *fuse);
@@ -220,6 +228,12 @@ void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const in
 void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, void *scratch,
                        const mcu_conv_fuse_t *fuse);
+/* One block of output channels (c->corr and c->base filled) at every position: the MVE path's
+ * loop nest, exposed for mcu_conv2d_s4. sums: three rows of sums_row(n) words (8, 16, 32 or 64
+ * for the block's n channels) plus n + (n & 1) words; xq: 48 * ceil(K / 16) bytes; patch: K bytes
+ * when windows are gathered. */
+void mcu_conv2d_s8_mve_block(const mcu_conv_block_t *c, const int8_t *input, int8_t *output,
+                             int32_t *sums, int8_t *xq, int8_t *patch);
 #endif
 
 #endif /* MCU_CONV2D_S8_INTERNAL_H */

@@ -416,6 +416,12 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
     }
 }
 
+void mcu_conv2d_s8_mve_block(const mcu_conv_block_t *c, const int8_t *input, int8_t *output,
+                             int32_t *sums, int8_t *xq, int8_t *patch)
+{
+    conv_block_mve(c, input, output, sums, xq, patch);
+}
+
 /* The sum of n int8 (VADDVA, 16 per instruction). */
 #if MCU_CONV_MVE_ASM
 MCU_CONV_INLINE int32_t sum_mve(const int8_t *w, int32_t n)

@@ -7,6 +7,11 @@
  * then mcu_output_stage.
  *
  * Paths:
+ * - Unpacked (every target), filters of at most MCU_DW_S4_UNPACK_BYTES weights (KH * KW * C_out):
+ *   the filter unpacked to int8 [KH * KW][C_out] at the end of the scratch once a call (two words
+ *   per group of 8 channels and tap), then mcu_depthwise_conv2d_s8 on it with the scratch before
+ *   (its DSP, MVE or generic path: the int8 twin's instructions plus the unpacking).
+ * The s4 paths, for larger filters:
  * - DSP (mcu_depthwise_conv2d_s4_dsp.c, depth multiplier 1): eight channels a step, SXTB16 /
  *   SXTAB16 pairs and one SMLABB / SMLATT a product, mcu_requant2.
  * - MVE (mcu_depthwise_conv2d_s4_mve.c, depth multiplier 1): eight channels a step in two int32x4
@@ -14,9 +19,12 @@
  *   mcu_requant4 when the constants allow, from per-channel bases and starting sums in scratch.
  * - Generic (here, every target): per output position its taps inside the input once
  *   (valid_taps), then its channels two at a time (one weight byte a tap).
- * Scratch: 8 * C_out bytes on the DSP and MVE paths (mcu_depthwise_conv2d_s4_get_buffer_size), else none.
+ * Scratch (mcu_depthwise_conv2d_s4_get_buffer_size): unpacked, mcu_depthwise_conv2d_s8's scratch
+ * (asked without the bias) plus KH * KW * C_out bytes; else 8 * C_out bytes on the DSP and MVE
+ * paths, none on the generic one.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu_depthwise_conv2d_s4_internal.h"
 #include "mcu_kernel_util.h"
@@ -150,8 +158,53 @@ static void depthwise_generic(const mcu_depthwise_conv_params_t *p, const int8_t
     }
 }
 
+/* KH * KW * C_out when the filter is unpacked (at most MCU_DW_S4_UNPACK_BYTES), else 0. */
+static int32_t unpacked_bytes(const mcu_depthwise_conv_params_t *p)
+{
+    const int64_t n = (int64_t)p->filter.h * p->filter.w * p->output.c;
+    return n <= MCU_DW_S4_UNPACK_BYTES ? (int32_t)n : 0;
+}
+
+/* Four nibbles (the low one of each byte of v) as four int8 bytes (mcu_conv2d_s4.c's s4_bytes). */
+static inline uint32_t s4_bytes(uint32_t v)
+{
+    return (((v & 0x0F0F0F0Fu) ^ 0x88888888u) - 0x08080808u) ^ 0x80808080u;
+}
+
+/* The packed filter as int8 [KH * KW][C_out]: per tap, each group of 8 channels' 4 bytes as two
+ * words of four, the last C_out % 8 channels (h = ceil(r / 2) bytes) byte by byte. */
+static void unpack(const mcu_depthwise_conv_params_t *p, const uint8_t *filter, int8_t *d)
+{
+    const int32_t c = p->output.c;
+    const int32_t row = (c + 1) / 2;
+    const int32_t whole = c - c % MCU_DW_S4_GROUP;
+    const int32_t r = c - whole;
+    const int32_t h = (r + 1) / 2;
+    for (int32_t t = p->filter.h * p->filter.w; t > 0; --t, filter += row, d += c) {
+        int32_t g = 0;
+        for (; g < whole; g += MCU_DW_S4_GROUP) {
+            uint32_t v;
+            memcpy(&v, filter + g / 2, 4);
+            const uint32_t lo = s4_bytes(v);
+            const uint32_t hi = s4_bytes(v >> 4);
+            memcpy(d + g, &lo, 4);
+            memcpy(d + g + 4, &hi, 4);
+        }
+        for (int32_t j = 0; j < h; ++j) {
+            const uint32_t b = filter[g / 2 + j];
+            d[g + j] = (int8_t)lo4(b);
+            if (h + j < r) {
+                d[g + h + j] = (int8_t)hi4(b);
+            }
+        }
+    }
+}
+
 int32_t mcu_depthwise_conv2d_s4_path(const mcu_depthwise_conv_params_t *params, int32_t isa)
 {
+    if (unpacked_bytes(params) > 0) { /* mcu_depthwise_conv2d_s8's path (the bias checked per call) */
+        return mcu_depthwise_conv2d_s8_path(params, NULL, isa);
+    }
     if (params->depth_multiplier != 1) {
         return MCU_PATH_GENERIC;
     }
@@ -161,6 +214,10 @@ int32_t mcu_depthwise_conv2d_s4_path(const mcu_depthwise_conv_params_t *params, 
 int32_t mcu_depthwise_conv2d_s4_get_buffer_size(const mcu_depthwise_conv_params_t *params,
                                                 int32_t isa)
 {
+    const int32_t unpacked = unpacked_bytes(params);
+    if (unpacked > 0) { /* mcu_depthwise_conv2d_s8's scratch, then the unpacked filter */
+        return mcu_depthwise_conv2d_s8_get_buffer_size(params, NULL, isa) + unpacked;
+    }
     return mcu_depthwise_conv2d_s4_path(params, isa) != MCU_PATH_GENERIC ? 8 * params->output.c : 0;
 }
 
@@ -176,6 +233,13 @@ mcu_status_t mcu_depthwise_conv2d_s4(const mcu_context_t *ctx,
     const int32_t size = mcu_depthwise_conv2d_s4_get_buffer_size(params, MCU_ISA_PLAN);
     if (!scratch_ok(ctx, size)) {
         return MCU_ERR_SCRATCH;
+    }
+    const int32_t unpacked = unpacked_bytes(params);
+    if (unpacked > 0) { /* unpacked once, then mcu_depthwise_conv2d_s8 */
+        const mcu_context_t sub = {ctx->buf, size - unpacked};
+        int8_t *const w = (int8_t *)ctx->buf + (size - unpacked);
+        unpack(params, filter, w);
+        return mcu_depthwise_conv2d_s8(&sub, params, input, w, bias, output);
     }
 #if MCU_ISA_PLAN == MCU_ISA_MVE
     if (mcu_depthwise_conv2d_s4_path(params, MCU_ISA_PLAN) == MCU_PATH_MVE) {

@@ -12,6 +12,9 @@
 
 /* Channels a group of the filter layout (4 bytes a tap): channel j low, 4 + j high. */
 #define MCU_DW_S4_GROUP 8
+/* Filters of at most this many weights (KH * KW * C_out) are unpacked to int8 in scratch once a
+ * call and run through mcu_depthwise_conv2d_s8's paths; larger ones take the s4 paths below. */
+#define MCU_DW_S4_UNPACK_BYTES 2048
 
 /* One output position's taps inside the input, [ky0, ky1) x [kx0, kx1) (ky0 == ky1: none), and
  * the input pixel of tap (ky0, kx0). */

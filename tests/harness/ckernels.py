@@ -310,7 +310,7 @@ def run_bundle_on_qemu(core: str, kernels: list[str], net_c: str, in_sizes: list
         shutil.copy(s, bundle / "mcu_runtime" / "support" / s.name)
     for k in kernels:
         for f in [KERNELS / f"{k}.c", *(KERNELS / f"{k}_{part}" for part in (
-                "common.c", "generic.c", "dsp.c", "mve.c", "internal.h"))]:
+                "common.c", "generic.c", "dsp.c", "dsp1d.c", "mve.c", "mve_ring.c", "internal.h"))]:
             if f.is_file():
                 shutil.copy(f, bundle / "mcu_runtime" / "kernels" / f.name)
     (bundle / "net.c").write_text(net_c)
