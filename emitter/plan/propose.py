@@ -3,11 +3,18 @@ into each other, the stages of a segment, its estimated peak bytes and instructi
 the dynamic programme that picks segments over a run for a peak limit.
 
 The estimates only propose: search.candidates() plans each proposal for real (emitter/plan/arena.py).
-The instruction figures are fitted on QEMU counts (benchmarks/memory.py, docs/memory.md).
+The instruction figures come from the core's cost table where it has the layer's kernel (conv and
+depthwise: layer_costs(), each row call predicted as its own band shape on the path it takes, the
+lean generic path included), else from constants fitted on QEMU counts (benchmarks/memory.py,
+docs/memory.md).
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cache
+from typing import Any, cast
 
 from emitter.calls import Prepared
 from emitter.ir import Graph
@@ -26,6 +33,51 @@ MOVE_INSTRUCTIONS_PER_BYTE = 0.4  # memmove of ring rows (word copies)
 #   KWS and IC (benchmarks/memory.py): 0.6-1.0 on cortex-m7, 0.01-0.11 on cortex-m55
 LEAN_EXTRA_PER_MAC = {"mve": 0.15, "dsp": 0.9, "c": 0.0, "any": 0.9}
 MAX_SEGMENT = 12  # layers per streamed segment
+# A convolution with its residual Add fused (mcu_conv2d_add_s8): its conv's count plus this per output
+#   element. QEMU, IC's first residual layer against the conv of the same shape before it: 60 on
+#   cortex-m4/m7 (DSP), 13 on cortex-m55 (MVE); 90-106 on rv32imac (plain C)
+FUSED_ADD_PER_OUTPUT = {"mve": 13, "dsp": 60, "c": 100, "any": 100}
+
+
+@cache
+def cost_rows(core: str, isa: str) -> tuple[Any, ...]:
+    """mcugen's own counts ("ours") of the core's committed cost table (emitter/backends/cost_tables;
+    the Arm tables hold CMSIS-NN's beside them), else of the table of a core with the same ISA."""
+    from emitter.backends import kernel_choice as kc
+
+    f = kc.TABLES / f"{core}.json"
+    if not f.is_file():
+        if isa not in kc.SAME_ISA or core == kc.SAME_ISA[isa]:
+            return ()
+        return cost_rows(kc.SAME_ISA[isa], isa)
+    return tuple(kc.Cost(kc.Shape.from_list(r["shape"]), r["path"], r["ours"])
+                 for r in json.loads(f.read_text())["cases"])
+
+
+def base_estimate(prepared: tuple[Prepared, ...], core: str, isa: str, per_mac: float, per_call: int) -> int | None:
+    """Instructions of the whole-layer plan on `core`, the base of every overhead ratio: each conv,
+    depthwise and fully connected layer from the core's cost table (kernel_choice.predict_ours, the
+    table's instructions per MAC of its nearest cases; a fused residual Add as FUSED_ADD_PER_OUTPUT
+    per output), any other layer per_mac x its MACs + per_call. None: no table for the core's ISA."""
+    from emitter.backends import kernel_choice as kc
+    from emitter.backends.cost_cases import shape_of
+
+    rows = cost_rows(core, isa) if core else ()
+    if not rows:
+        return None
+    total = 0
+    for p in prepared:
+        got, extra, layer = None, 0, p
+        if p.kernel == "mcu_conv2d_add_s8" and p.params is not None:
+            params: Any = p.params
+            o = params.conv.output
+            layer = replace(p, kernel="mcu_conv2d_s8", params=params.conv)
+            extra = FUSED_ADD_PER_OUTPUT.get(isa, FUSED_ADD_PER_OUTPUT["any"]) * o.n * o.h * o.w * o.c
+        if layer.kernel in ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8", "mcu_fully_connected_s8"):
+            shape = shape_of(layer)
+            got = kc.predict_ours(rows, shape, kc.path_of(layer, isa)) if shape is not None else None
+        total += got + extra if got is not None else int(p.macs * per_mac) + per_call
+    return total
 
 
 def runs(g: Graph, prepared: tuple[Prepared, ...]) -> list[list[int]]:
@@ -111,17 +163,101 @@ def row_width(s: Stage) -> int:
     return max(1, s.params.window().output.w) if isinstance(s.params, Windowed) else 1
 
 
-def overhead(seg: Segment, isa: str) -> int:
+@dataclass(frozen=True)
+class LayerCost:
+    """A layer's instructions from the core's cost table: whole on its fast path, whole on the
+    generic (lean) path, and by rows (one call per output row, each row's band shape) on either."""
+    whole: int
+    whole_lean: int
+    rows: int
+    rows_lean: int
+
+
+Costs = dict[int, LayerCost]  # step -> its table costs (layers the table has)
+TABLE_KERNELS = ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8")
+_PREDICTED: dict[tuple[str, str, Any, str], int | None] = {}
+
+
+def predicted(core: str, isa: str, shape: Any, path: str) -> int | None:
+    """kernel_choice.predict_ours on the core's table, cached per shape and path."""
+    from emitter.backends import kernel_choice as kc
+
+    key = (core, isa, shape, path)
+    if key not in _PREDICTED:
+        _PREDICTED[key] = kc.predict_ours(cost_rows(core, isa), shape, path)
+    return _PREDICTED[key]
+
+
+def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
+    """Table costs of every conv and depthwise layer (emitter/backends/cost_tables: mcugen's counts per
+    core, fast and generic paths). A row call is predicted as the convolution of that one output row
+    (its twin's band(): its input rows, its own padding), so the per-call set-up and the positions a
+    short row wastes come from the table, per kernel, path and core."""
+    from emitter.backends import kernel_choice as kc
+    from emitter.backends.cost_cases import shape_of
+    from emitter.kernels import kernel as twin
+
+    if not core or not cost_rows(core, isa):
+        return {}
+    out: Costs = {}
+    for k, p in enumerate(prepared):
+        band: Any = twin(p.kernel).band if p.kernel in TABLE_KERNELS and p.params is not None else None
+        shape = shape_of(p) if band is not None else None
+        if band is None or shape is None:
+            continue
+        fast, params = kc.path_of(p, isa), cast(Any, p.params)
+        whole, lean = predicted(core, isa, shape, fast), predicted(core, isa, shape, "generic")
+        rows = rows_lean = 0
+        for o in range(params.output.h):
+            bs = shape_of(replace(p, params=band(params, o, o + 1)[0]))
+            rf = predicted(core, isa, bs, fast) if bs is not None else None
+            rl = predicted(core, isa, bs, "generic") if bs is not None else None
+            if rf is None or rl is None:
+                rows = -1
+                break
+            rows, rows_lean = rows + rf, rows_lean + rl
+        if whole is None or lean is None or rows < 0:
+            continue
+        out[k] = LayerCost(whole, lean, rows, rows_lean)
+    return out
+
+
+def overhead(seg: Segment, isa: str, costs: Costs | None = None) -> int:
     """Estimated extra instructions of running the segment by rows instead of whole layers (and
-    of its scratch-free calls on the slower generic path)."""
-    calls = sum((s.out_rows - 1) * (CALL_INSTRUCTIONS + WEIGHT_PASS_INSTRUCTIONS * filter_elements(s) / row_width(s))
-                for s in seg.stages)
-    return int(calls + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE) + lean_cost(seg, isa)
+    of its scratch-free calls on the slower generic path): from the table's row calls where it has
+    the layer (layer_costs), else CALL_INSTRUCTIONS and WEIGHT_PASS_INSTRUCTIONS per extra call."""
+    costs = costs or {}
+    extra = 0.0
+    for s in seg.stages:
+        c = costs.get(s.step)
+        if c is not None and not s.sink:
+            extra += max(0, (c.rows_lean if s.step in seg.lean else c.rows) - c.whole)
+        else:
+            per_call = CALL_INSTRUCTIONS + WEIGHT_PASS_INSTRUCTIONS * filter_elements(s) / row_width(s)
+            extra += (s.out_rows - 1) * per_call
+            if s.step in seg.lean:
+                extra += lean_macs(seg, s) * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"])
+    return int(extra + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE)
 
 
-def lean_cost(seg: Segment, isa: str) -> int:
-    """Estimated extra instructions of the segment's lean calls (run by rows or whole)."""
-    return int(seg.slow_macs * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"]))
+def lean_macs(seg: Segment, s: Stage) -> int:
+    """The MACs of one lean stage (the segment counts them together: its share by filter size)."""
+    lean = [x for x in seg.stages if x.step in seg.lean]
+    weights = [max(1, filter_elements(x) * x.out_rows * row_width(x)) for x in lean]
+    return int(seg.slow_macs * weights[lean.index(s)] / sum(weights)) if s in lean else 0
+
+
+def lean_cost(seg: Segment, isa: str, costs: Costs | None = None) -> int:
+    """Estimated extra instructions of the segment's lean calls when its layers run whole."""
+    costs = costs or {}
+    extra = 0.0
+    for s in seg.stages:
+        if s.step not in seg.lean:
+            continue
+        c = costs.get(s.step)
+        extra += max(0, c.whole_lean - c.whole) if c is not None else \
+            lean_macs(seg, s) * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"])
+    return int(extra)
 
 
 def others(g: Graph, layer: Plan) -> Callable[[Segment], int]:
@@ -147,7 +283,7 @@ def whole_estimate(g: Graph, prepared: tuple[Prepared, ...], step: int) -> int:
 def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | None,
              tight: bool = False, other: Callable[[Segment], int] = lambda seg: 0,
              trust_overlap: bool = True, plain: bool = False, cache: SegmentCache | None = None,
-             lean: bool = False) -> list[Segment]:
+             lean: bool = False, costs: Costs | None = None) -> list[Segment]:
     """Segments over every run: the fewest overhead whose estimated peaks stay within `limit`
     (None: the smallest estimated peak, then the fewest overhead). tight: rings of the fewest
     rows (more moves). trust_overlap=False: a single layer is estimated without its overlap, which
@@ -177,7 +313,7 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
                     continue
                 options: list[tuple[int, int, list[Segment]]] = []
                 if seg is not None:
-                    options.append((estimate(seg, trust_overlap) + other(seg), overhead(seg, isa), [seg]))
+                    options.append((estimate(seg, trust_overlap) + other(seg), overhead(seg, isa, costs), [seg]))
                 if plain and i == j - 1:
                     one = segs.get((i, i))
                     options.append((whole_estimate(g, prepared, run[i]) + (other(one) if one else 0), 0, []))
@@ -191,7 +327,7 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
                         best[j] = (peak, cost, [*prev[2], *add])
         final = best[n]
         if final is None:  # no way under the limit: the smallest
-            return streamed(g, prepared, isa, None, tight, other, trust_overlap, plain, cache, lean) \
+            return streamed(g, prepared, isa, None, tight, other, trust_overlap, plain, cache, lean, costs) \
                 if limit is not None else []
         chosen += final[2]
     return chosen

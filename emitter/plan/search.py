@@ -37,7 +37,10 @@ from emitter.plan.arena import Plan, plan
 from emitter.plan.order import orders, reorder
 from emitter.plan.propose import (
     MOVE_INSTRUCTIONS_PER_BYTE,
+    Costs,
     SegmentCache,
+    base_estimate,
+    layer_costs,
     lean_cost,
     others,
     overhead,
@@ -72,8 +75,10 @@ def activation_ram(g: Graph, p: Plan) -> int:
 
 
 def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignment: int,
-               isa: str) -> list[Candidate]:
-    """Every plan worth offering, cheapest first."""
+               isa: str, core: str = "") -> list[Candidate]:
+    """Every plan worth offering, cheapest first; overheads from the core's cost table where it has
+    the layer (propose.layer_costs)."""
+    costs = layer_costs(prepared, core, isa)
     exact = tuple(k for k, p in enumerate(prepared) if exact_in_place(p.kernel) and not p.then)
     exact_inputs = tuple(kernel(prepared[k].kernel).exact_in_place_inputs for k in exact)
 
@@ -84,7 +89,7 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
     copy = int(sum(g.t(n).nbytes for n in g.inputs) * MOVE_INSTRUCTIONS_PER_BYTE)  # run() copies the input in
     out.append(Candidate(plan(g, scratch, alignment, 0, schedule("inplace", ())), copy))
     one = singles(g, prepared, isa)
-    out.append(candidate(g, scratch, alignment, schedule("overlap", tuple(one)), copy, isa))
+    out.append(candidate(g, scratch, alignment, schedule("overlap", tuple(one)), copy, isa, costs))
     free = singles(g, prepared, isa, lean=True)  # the smallest: lean calls where they save scratch
     seen = set()
     cache: SegmentCache = {}
@@ -96,7 +101,7 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
             (None, False, True, True, False), (None, True, False, True, False),
             (None, False, True, True, True), (None, True, False, True, True)):
         limit = None if frac is None else int(out[2].plan.arena_size * frac)
-        segs = streamed(g, prepared, isa, limit, tight, other, trust, plain, cache, lean)
+        segs = streamed(g, prepared, isa, limit, tight, other, trust, plain, cache, lean, costs)
         key = tuple((s.first, s.last, s.caps, s.lean) for s in segs)
         if key in seen or (not plain and all(len(s.stages) == 1 for s in segs)) or not segs:
             continue
@@ -105,17 +110,18 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
             covered = {k for s in segs for k in range(s.first, s.last + 1)}
             segs += [s for s in (free if lean else one) if s.first not in covered]
         segs.sort(key=lambda s: s.first)
-        out.append(candidate(g, scratch, alignment, schedule("stream", tuple(segs)), copy, isa))
+        out.append(candidate(g, scratch, alignment, schedule("stream", tuple(segs)), copy, isa, costs))
     if any(s.lean for s in free):
-        out.append(candidate(g, scratch, alignment, schedule("overlap", tuple(free)), copy, isa))
+        out.append(candidate(g, scratch, alignment, schedule("overlap", tuple(free)), copy, isa, costs))
     return out
 
 
-def candidate(g: Graph, scratch: list[int], alignment: int, schedule: Schedule, copy: int, isa: str) -> Candidate:
+def candidate(g: Graph, scratch: list[int], alignment: int, schedule: Schedule, copy: int, isa: str,
+              costs: Costs | None = None) -> Candidate:
     """The schedule planned for real, its overhead counted on the segments that run by rows."""
     p = plan(g, scratch, alignment, 0, schedule)
-    return Candidate(p, copy + sum(overhead(s, isa) if p.modes.get(s.first) != "whole" else lean_cost(s, isa)
-                                   for s in schedule.segments))
+    return Candidate(p, copy + sum(overhead(s, isa, costs) if p.modes.get(s.first) != "whole"
+                                   else lean_cost(s, isa, costs) for s in schedule.segments))
 
 
 def model_cost(prepared: tuple[Prepared, ...], isa: str) -> int:
@@ -222,12 +228,15 @@ def search(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: 
            ram_budget: int | None, budget_src: str, core: str = "") -> Choice:
     """The plan of one execution order: its candidates (candidates()), ranked by the goal's key.
     auto with a budget the whole-layer plan meets takes it at once (the fastest; nothing else to weigh)."""
-    # the base of the overhead ratio: from the core's own cost table where it holds mcugen's counts
-    # alone (RISC-V: kernel_choice.model_estimate), else the ISA's instructions per MAC
+    # the base of the overhead ratio: mcugen's counts in the core's cost table (propose.base_estimate;
+    # the Arm tables too), else the ISA's instructions per MAC
     from emitter.backends.kernel_choice import model_estimate
     from emitter.errors import UsageError
 
-    table = model_estimate(prepared, core, isa, INSTRUCTIONS_PER_MAC.get(isa, 1.9), 200) if core else None
+    per_mac = INSTRUCTIONS_PER_MAC.get(isa, 1.9)
+    table = base_estimate(prepared, core, isa, per_mac, 200) if core else None
+    if table is None and core:
+        table = model_estimate(prepared, core, isa, per_mac, 200)
     goal = Goal(memory, ram_budget, budget_src, table if table is not None else model_cost(prepared, isa))
     if goal.fastest and ram_budget is not None:
         layer = Candidate(plan(g, scratch, align), 0)
@@ -235,7 +244,7 @@ def search(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: 
             return Choice(layer, (layer,), goal.base, goal.why())
     if memory not in MEMORY:
         raise UsageError(f"--memory {memory}: use auto, layer, inplace, overlap or stream")
-    return choose(g, candidates(g, prepared, scratch, align, isa), goal)
+    return choose(g, candidates(g, prepared, scratch, align, isa, core), goal)
 
 
 def search_orders(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str, memory: str,
