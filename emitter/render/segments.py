@@ -133,12 +133,13 @@ def segment(seg: Segment, names: list[str], at: Callable[[str], str], calls: lis
     stages = []
     for i in range(n - 1, -1, -1):
         s = st[i]
+        what = "CMSIS-NN on its band" if s.step in windows else c_comment(s.kernel)
         nxt = None
         if i < n - 1:
             nxt = {"i": i + 1, "rows": st[i + 1].out_rows, "sink": bool(st[i + 1].sink),
                    "band": None if st[i + 1].sink else band(i + 1, "keep")}
         stages.append({"i": i, "sink": bool(s.sink), "band": None if s.sink else band(i, "rows"),
-                       "what": f"layer {s.step}: {c_comment(s.kernel)}", "prev": i - 1 if i > 0 else None,
+                       "what": f"layer {s.step}: {what}", "prev": i - 1 if i > 0 else None,
                        "next": nxt, "call": calls[i]})
     d = {"rings": [{"i": i, "at": at(s.output), "row_bytes": s.out_row_bytes, "cap": seg.caps[i], "step": s.step}
                    for i, s in enumerate(st[:-1])],
