@@ -14,6 +14,12 @@ after any change to mcugen's kernels or to the CMSIS-NN version; it prints how l
 A RISC-V core (rv32imac; the ESP32-C3 reads its table through its core) has no CMSIS-NN: its table
 holds mcugen's counts only ("cmsis": null), measured in qemu-system-riscv32 without CMSIS_NN_PATH,
 and gives the RISC-V plan estimates (kernel_choice.model_estimate).
+
+    CMSIS_NN_PATH=/path/to/CMSIS-NN python scripts/cost_tables.py --s4 [--cores cortex-m4,cortex-m7,cortex-m55]
+
+measures only the 4-bit-weight rows (s4_cases(): mcugen's s4 kernels against CMSIS-NN's s4 calls on
+a subset of the sweep's shapes with int4 weights) and replaces the s4 rows of the existing tables,
+leaving their 8-bit rows as they are.
 """
 from __future__ import annotations
 
@@ -31,7 +37,7 @@ if str(ROOT) not in sys.path:
 
 from emitter.backends import kernel_choice as kc  # noqa: E402
 from emitter.backends.cmsis_nn import check_version, cmsis_path  # noqa: E402
-from emitter.backends.cost_cases import SHAPE_FIELDS, Case, Shape, random_case  # noqa: E402
+from emitter.backends.cost_cases import S4_KERNELS, SHAPE_FIELDS, Case, Shape, random_case  # noqa: E402
 from emitter.backends.kernel_choice import TABLES  # noqa: E402
 from emitter.boards import load_board  # noqa: E402
 from emitter.verify.tuning import CMSIS_OPT, compiler_version, kernel_sources_hash, measure  # noqa: E402
@@ -187,6 +193,42 @@ def sweep_cases(seed: int = 12) -> list[Case]:
     return cases + [random_case(f"g{i}", s, 10_000 + i, wide=True) for i, s in enumerate(again)]
 
 
+S4_EVERY = 3  # every third conv / depthwise / FC shape of the sweep again with 4-bit weights
+
+
+def s4_cases(seed: int = 12) -> list[Case]:
+    """The 4-bit rows' cases: every S4_EVERY-th conv, depthwise and FC shape of the sweep with int4
+    weights (FC per tensor: v7.0.0's arm_fully_connected_s4 has no per-channel form), typical
+    requantization."""
+    from dataclasses import replace
+    shapes = [replace(s, bits=4, per_channel=0 if s.kind == "fc" else s.per_channel)
+              for s in sweep_shapes(seed) if s.kind in S4_KERNELS][::S4_EVERY]
+    return [random_case(f"q{i}", s, 20_000 + i) for i, s in enumerate(shapes)]
+
+
+def s4_kernels_hash() -> str:
+    """The sources of mcugen's s4 kernels (mcu_runtime/kernels/mcu_*_s4*)."""
+    import hashlib
+
+    from emitter.resources import data_dir
+    h = hashlib.sha256()
+    for f in sorted((data_dir("mcu_runtime") / "kernels").glob("*.[ch]")):
+        if any(f.name.startswith(k) for k in S4_KERNELS.values()):
+            h.update(f.name.encode() + f.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def merge_s4(core: str, out: Path, rows: list[str], seconds: float) -> None:
+    """Replace the s4 rows of `core`'s table with `rows` (its 8-bit rows and header kept)."""
+    f = out / f"{core}.json"
+    data = json.loads(f.read_text())
+    keep = [json.dumps(r) for r in data["cases"] if Shape.from_list(r["shape"]).bits != 4]
+    head = {k: v for k, v in data.items() if k != "cases"}
+    head.update({"shape_fields": list(SHAPE_FIELDS), "s4_kernels": s4_kernels_hash(),
+                 "s4_command": "python scripts/cost_tables.py --s4", "s4_seconds": round(seconds)})
+    f.write_text(json.dumps(head, indent=1)[:-2] + ',\n "cases": [\n  ' + ",\n  ".join(keep + rows) + "\n ]\n}\n")
+
+
 def leave_one_out(core: str, isa: str) -> tuple[int, int]:
     """(cases, cases where the rule, predicting each case from all the others, picks a candidate
     more than 3 % slower than the better one)."""
@@ -209,12 +251,14 @@ def summary(cores: list[str]) -> str:
         if board.arch != "arm":  # no CMSIS-NN to compare with
             continue
         rows = kc.load_table(core)
-        for kind in ("conv", "dw", "fc", "bmm"):
-            for path in sorted({r.path for r in rows if r.shape.kind == kind}):
-                g = [r for r in rows if r.shape.kind == kind and r.path == path]
-                ratio = float(np.median([r.ours / r.cmsis for r in g]))
-                lines.append(f"| {core} | {kind} | {path} | {len(g)} | {sum(r.ours < r.cmsis for r in g)} | "
-                             f"{ratio:.2f} |")
+        for bits in (8, 4):
+            for kind in ("conv", "dw", "fc", "bmm"):
+                for path in sorted({r.path for r in rows if r.shape.kind == kind and r.shape.bits == bits}):
+                    g = [r for r in rows if r.shape.kind == kind and r.path == path and r.shape.bits == bits]
+                    ratio = float(np.median([r.ours / r.cmsis for r in g]))
+                    name = kind if bits == 8 else kind + " s4"
+                    lines.append(f"| {core} | {name} | {path} | {len(g)} | {sum(r.ours < r.cmsis for r in g)} | "
+                                 f"{ratio:.2f} |")
         n, miss = leave_one_out(core, board.isa)
         loo.append(f"- {core}: {miss} of {n} cases more than 3 % slower than the better candidate")
     return "\n".join(lines + ["", "Leave-one-out (each case predicted from the others):", ""] + loo)
@@ -226,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=TABLES)
     ap.add_argument("--limit", type=int, default=0, help="only the first N shapes (a quick check)")
     ap.add_argument("--summary", action="store_true", help="print the committed tables' figures (markdown)")
+    ap.add_argument("--s4", action="store_true", help="measure only the 4-bit rows and merge them into the tables")
     args = ap.parse_args(argv)
     if args.summary:
         print(summary(args.cores.split(",")))
@@ -236,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         print("scripts/cost_tables.py: set CMSIS_NN_PATH to a CMSIS-NN v7 checkout", file=sys.stderr)
         return 2
     version = str(check_version(path)) if path is not None else None
-    cases = sweep_cases()
+    cases = s4_cases() if args.s4 else sweep_cases()
     if args.limit:
         cases = cases[:args.limit]
     args.out.mkdir(parents=True, exist_ok=True)
@@ -248,10 +293,18 @@ def main(argv: list[str] | None = None) -> int:
         # RISC-V: the table estimates models, whose requantization is realistic: the sweep's
         # wide-shift repeats (the same shapes, "generic" on every path) would mix slower counts in
         mine = cases if arm else [c for c in cases if not c.name.startswith("g")]
+        if args.s4 and not arm:
+            continue
         counts = measure(mine, board, path if arm else None)
         seconds = time.perf_counter() - t0
         rows = [json.dumps({"shape": s.as_list(), "path": n.path, "ours": n.ours, "cmsis": n.cmsis})
                 for s, n in zip((c.shape for c in mine), counts, strict=True)]
+        if args.s4:
+            merge_s4(board.name, args.out, rows, seconds)
+            wins = sum(1 for n in counts if n.cmsis is not None and n.ours < n.cmsis)
+            print(f"{board.name}: {len(mine)} s4 cases, CMSIS-NN's call on {sum(n.cmsis is not None for n in counts)}, "
+                  f"mcugen faster on {wins}, {seconds:.0f} s", flush=True)
+            continue
         if arm:
             head = {"core": board.name, "isa": board.isa, "cmsis_nn": version, "cmsis_opt": CMSIS_OPT,
                     "bundle_opt": "-O2", "arm_none_eabi_gcc": compiler_version(), "kernels": kernel_sources_hash(),

@@ -78,12 +78,14 @@ def test_precheck_names_the_call_structs() -> None:
 
 def test_derived_registries() -> None:
     assert RETURNS_VOID == {"arm_softmax_s8", *(f"arm_concatenation_s8_{a}" for a in "xyzw")}
-    assert API_FUNCTIONS == declared_functions() and len(API_FUNCTIONS) == 25 + 8 * 3
+    assert API_FUNCTIONS == declared_functions() and len(API_FUNCTIONS) == 28 + 10 * 3
     assert API_FUNCTIONS["arm_transpose_s8"][1][1] == "int8_t *const"
     mapped = [k for k in KERNELS if hasattr(twin(k), "to_cmsis")]
     assert mapped == ["mcu_add_s16", "mcu_add_s8", "mcu_avgpool_s16", "mcu_avgpool_s8", "mcu_batch_matmul_s8",
                       "mcu_concat_s8",
-                      "mcu_conv2d_s16", "mcu_conv2d_s8", "mcu_depthwise_conv2d_s16", "mcu_depthwise_conv2d_s8",
-                      "mcu_fully_connected_s16", "mcu_fully_connected_s8", "mcu_maxpool_s16", "mcu_maxpool_s8",
+                      "mcu_conv2d_s16", "mcu_conv2d_s4", "mcu_conv2d_s8", "mcu_depthwise_conv2d_s16",
+                      "mcu_depthwise_conv2d_s4", "mcu_depthwise_conv2d_s8",
+                      "mcu_fully_connected_s16", "mcu_fully_connected_s4", "mcu_fully_connected_s8",
+                      "mcu_maxpool_s16", "mcu_maxpool_s8",
                       "mcu_mul_s16", "mcu_mul_s8", "mcu_pad_s8", "mcu_sigmoid_s16", "mcu_softmax_s16", "mcu_softmax_s8",
                       "mcu_tanh_s16", "mcu_transpose_conv_s8", "mcu_transpose_s8"]

@@ -26,7 +26,10 @@ from emitter.kernels.mcu_batch_matmul_s8 import is_dense
 
 KERNELS = {"conv": "mcu_conv2d_s8", "dw": "mcu_depthwise_conv2d_s8", "fc": "mcu_fully_connected_s8",
            "bmm": "mcu_batch_matmul_s8"}
+# 4-bit weights (Shape.bits 4): mcugen's s4 kernels against CMSIS-NN's s4 calls (emitter/kernels/cmsis_s4.py)
+S4_KERNELS = {"conv": "mcu_conv2d_s4", "dw": "mcu_depthwise_conv2d_s4", "fc": "mcu_fully_connected_s4"}
 KIND_OF = {v: k for k, v in KERNELS.items()}
+KIND_OF_S4 = {v: k for k, v in S4_KERNELS.items()}
 
 
 @dataclass(frozen=True)
@@ -52,6 +55,7 @@ class Shape:
     pr: int = 0
     batches: int = 1
     per_channel: int = 1
+    bits: int = 8  # the weights' width: 4 for the s4 kernels (as_list and key leave 8 out)
 
     @property
     def out_h(self) -> int:
@@ -80,6 +84,9 @@ class Shape:
         return self.taps * self.outputs
 
     def label(self) -> str:
+        return self._label() + (" int4" if self.bits == 4 else "")
+
+    def _label(self) -> str:
         if self.kind == "fc":
             return f"fc {self.c_in}->{self.c_out}" + (f" x{self.batches}" if self.batches > 1 else "")
         if self.kind == "bmm":
@@ -92,14 +99,15 @@ class Shape:
                 f"{self.out_h}x{self.out_w}x{self.c_out}")
 
     def as_list(self) -> list[Any]:
-        return list(astuple(self))
+        values = list(astuple(self))
+        return values if self.bits != 8 else values[:-1]  # the tables' 8-bit rows as they were
 
     @staticmethod
     def from_list(values: list[Any]) -> Shape:
         return Shape(*values)
 
     def key(self) -> str:
-        return hashlib.sha256(repr(astuple(self)).encode()).hexdigest()[:16]
+        return hashlib.sha256(repr(tuple(self.as_list())).encode()).hexdigest()[:16]
 
 
 SHAPE_FIELDS = tuple(f.name for f in fields(Shape))
@@ -124,21 +132,22 @@ def shape_of(p: Prepared) -> Shape | None:
     """The Shape of a portable conv / depthwise / FC layer, or of a batch matmul CMSIS-NN can take
     (lhs [.., M, K], rhs stored [.., N, K]); None for any other layer."""
     c: Any = p.params
-    kind = KIND_OF.get(p.kernel)
+    kind = KIND_OF.get(p.kernel) or KIND_OF_S4.get(p.kernel)
     if kind is None or c is None:
         return None
+    bits = 4 if p.kernel in KIND_OF_S4 else 8
     if kind == "bmm":
         if c.lhs_transposed or not c.rhs_transposed or not is_dense(c):
             return None
         return Shape("bmm", h=c.lhs.w, c_in=c.lhs.c, c_out=c.rhs.c, batches=c.output.n * c.output.h, per_channel=0)
     if kind == "fc":
         return Shape("fc", c_in=c.in_features, c_out=c.out_features, batches=c.batches,
-                     per_channel=int(c.per_channel))
+                     per_channel=int(c.per_channel), bits=bits)
     i, f, o = c.input, c.filter, c.output
     pb = max(0, (o.h - 1) * c.stride_h + c.dilation_h * (f.h - 1) + 1 - i.h - c.pad_top)
     pr = max(0, (o.w - 1) * c.stride_w + c.dilation_w * (f.w - 1) + 1 - i.w - c.pad_left)
     return Shape(kind, i.h, i.w, i.c, o.c, f.h, f.w, c.stride_h, c.stride_w, c.dilation_h, c.dilation_w,
-                 c.pad_top, pb, c.pad_left, pr, batches=i.n)
+                 c.pad_top, pb, c.pad_left, pr, batches=i.n, bits=bits)
 
 
 def case_of(p: Prepared, name: str) -> Case | None:
@@ -155,7 +164,7 @@ def case_of(p: Prepared, name: str) -> Case | None:
     w, b = p.operands.get(key), p.operands.get("bias")
     if not isinstance(w, ConstArg):
         return None
-    data = np.asarray(w.data, dtype=np.int8)
+    data = np.asarray(w.data, dtype=np.int8) if s.bits == 8 else unpacked_s4(p, s)
     if s.kind == "conv":
         weights = data.reshape(s.c_out, s.kh, s.kw, s.c_in).transpose(0, 3, 1, 2)
     elif s.kind == "dw":
@@ -163,8 +172,27 @@ def case_of(p: Prepared, name: str) -> Case | None:
     else:
         weights = data.reshape(s.c_out, s.c_in)
     bias = np.asarray(b.data, np.int32) if isinstance(b, ConstArg) else None
+    if s.bits == 4 and s.kind == "conv" and bias is not None:  # mcu_conv2d_s4 takes kernel sums: the bias back
+        bias = (bias.astype(np.int64) - c.q.input_offset * weights.reshape(s.c_out, -1).astype(np.int64).sum(1)
+                ).astype(np.int32)
     return Case(name, s, weights, bias, np.asarray(c.multiplier), np.asarray(c.shift),
                 -int(c.q.input_offset), int(c.q.output_offset))
+
+
+def unpacked_s4(p: Prepared, s: Shape) -> np.ndarray:
+    """The int8 values of an s4 layer's packed weights, in the s8 twin's layout (FC [N, K], conv
+    OHWI, depthwise [KH, KW, C_out])."""
+    from emitter.kernels.cmsis_s4 import unpack_dw
+    from emitter.kernels.mcu_conv2d_s4 import unpack_rows
+    from emitter.kernels.mcu_depthwise_conv2d_s4 import GROUP
+    from emitter.kernels.mcu_fully_connected_s4 import unpack_weights
+    w = p.operands["weights" if s.kind == "fc" else "filter"]
+    assert isinstance(w, ConstArg)
+    if s.kind == "fc":
+        return unpack_weights(w.data, s.c_out, s.c_in)
+    if s.kind == "conv":
+        return unpack_rows(np.asarray(w.data).reshape(s.c_out, -1), s.kh * s.kw * s.c_in)
+    return unpack_dw(w.data, s.kh * s.kw, s.c_out, GROUP)
 
 
 def random_case(name: str, s: Shape, seed: int, wide: bool = False) -> Case:
@@ -184,7 +212,8 @@ def random_case(name: str, s: Shape, seed: int, wide: bool = False) -> Case:
         return Case(name, s, rng.integers(-127, 128, shape).astype(np.int8), None, mult.astype(np.int32), shift)
     else:
         shape = (s.c_out, s.c_in)
-    return Case(name, s, rng.integers(-127, 128, shape).astype(np.int8),
+    low, high = (-8, 8) if s.bits == 4 else (-127, 128)
+    return Case(name, s, rng.integers(low, high, shape).astype(np.int8),
                 rng.integers(-(1 << 12), 1 << 12, s.c_out).astype(np.int32), mult.astype(np.int32), shift)
 
 
@@ -207,8 +236,7 @@ def branch(c: Case, i: int) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto
     w_s = _scales(c)
     inits = [NH.from_array(np.array(1.0, np.float32), t + "s1"),
              NH.from_array(np.array(c.zp_in, np.int8), t + "xz"), NH.from_array(np.array(c.zp_out, np.int8), t + "yz"),
-             NH.from_array(c.weights, t + "wq"), NH.from_array(w_s if w_s.size > 1 else w_s.reshape(()), t + "ws"),
-             NH.from_array(np.zeros(w_s.shape, np.int8), t + "wz")]
+             *_weight_tensors(c.weights, w_s, t, s.bits)]
     nodes = [H.make_node("DequantizeLinear", [t + "x", t + "s1", t + "xz"], [t + "xf"], name=t + "dqx"),
              H.make_node("DequantizeLinear", [t + "wq", t + "ws", t + "wz"], [t + "wf"], name=t + "dqw", axis=0)]
     ins = [t + "xf", t + "wf"]
@@ -230,6 +258,15 @@ def branch(c: Case, i: int) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto
     nodes.append(H.make_node("QuantizeLinear", [t + "y", t + "s1", t + "yz"], [t + "q"], name=t + "qy"))
     return (nodes, inits, H.make_tensor_value_info(t + "x", TP.INT8, x_shape),
             H.make_tensor_value_info(t + "q", TP.INT8, y_shape))
+
+
+def _weight_tensors(w: np.ndarray, w_s: np.ndarray, t: str, bits: int) -> list[onnx.TensorProto]:
+    """The weights, their scales and zero points; INT4 (opset 21) for a 4-bit case."""
+    scales = NH.from_array(w_s if w_s.size > 1 else w_s.reshape(()), t + "ws")
+    if bits != 4:
+        return [NH.from_array(w, t + "wq"), scales, NH.from_array(np.zeros(w_s.shape, np.int8), t + "wz")]
+    return [H.make_tensor(t + "wq", TP.INT4, w.shape, w.ravel().astype(np.int8).tolist()), scales,
+            H.make_tensor(t + "wz", TP.INT4, w_s.shape if w_s.size > 1 else (), [0] * int(w_s.size))]
 
 
 def bmm_branch(c: Case, i: int) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto], onnx.ValueInfoProto,
@@ -263,7 +300,8 @@ def onnx_of(cases: list[Case]) -> onnx.ModelProto:
         inits += t
         ins.append(x)
         outs.append(y)
+    s4 = any(c.shape.bits == 4 for c in cases)  # INT4 DequantizeLinear: opset 21
     m = H.make_model(H.make_graph(nodes, "cost_cases", ins, outs, inits),
-                     opset_imports=[H.make_opsetid("", 13)], producer_name="mcugen-cost-cases")
-    m.ir_version = 8
+                     opset_imports=[H.make_opsetid("", 21 if s4 else 13)], producer_name="mcugen-cost-cases")
+    m.ir_version = 10 if s4 else 8
     return m

@@ -20,6 +20,11 @@ The rule, for a layer the table does not hold:
    MACs. mcugen's kernel runs where the predicted ratio is below 1.
 Cores without a table use the table of a core with the same instruction set (DSP: cortex-m4, MVE:
 cortex-m55); plain-C cores (no DSP, no MVE) keep CMSIS-NN, whose C mcugen's C does not beat.
+
+4-bit weights (Shape.bits 4: mcugen's s4 kernels against CMSIS-NN's s4 calls, emitter/kernels/cmsis_s4.py)
+are their own groups (the s4 wrappers' branches, cmsis_fn) with their own table rows
+(`python scripts/cost_tables.py --s4`). mcugen's s4 kernel is the incumbent: where no s4 row of the
+group was measured (a plain-C core, a core's table without s4 rows), it stays (source "unmeasured").
 """
 from __future__ import annotations
 
@@ -35,8 +40,11 @@ import numpy as np
 from emitter.backends.cost_cases import Shape, shape_of
 from emitter.calls import ConstArg, Prepared
 from emitter.kernels import mcu_batch_matmul_s8 as bmm_twin
+from emitter.kernels import mcu_conv2d_s4 as conv4_twin
 from emitter.kernels import mcu_conv2d_s8 as conv_twin
+from emitter.kernels import mcu_depthwise_conv2d_s4 as dw4_twin
 from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
+from emitter.kernels import mcu_fully_connected_s4 as fc4_twin
 from emitter.kernels import mcu_fully_connected_s8 as fc_twin
 
 TABLES = Path(__file__).resolve().parent / "cost_tables"
@@ -63,7 +71,10 @@ class Choice:
 
     @property
     def ours_wins(self) -> bool:
-        return self.ours < self.cmsis
+        return self.ours < self.cmsis or self.source == UNMEASURED
+
+
+UNMEASURED = "unmeasured"  # an s4 layer whose group has no measured case: mcugen's kernel stays
 
 
 def bias_of(p: Prepared) -> np.ndarray | None:
@@ -75,12 +86,20 @@ def bias_of(p: Prepared) -> np.ndarray | None:
 def path_of(p: Prepared, isa: str) -> str:
     """The code path mcugen's kernel takes for this layer on `isa`."""
     twin: Any = {"mcu_conv2d_s8": conv_twin, "mcu_depthwise_conv2d_s8": dw_twin,
-                 "mcu_fully_connected_s8": fc_twin, "mcu_batch_matmul_s8": bmm_twin}[p.kernel]
+                 "mcu_fully_connected_s8": fc_twin, "mcu_batch_matmul_s8": bmm_twin,
+                 "mcu_conv2d_s4": conv4_twin, "mcu_depthwise_conv2d_s4": dw4_twin,
+                 "mcu_fully_connected_s4": fc4_twin}[p.kernel]
+    if p.kernel == "mcu_fully_connected_s4":
+        s = p.operands.get("kernel_sums")
+        return str(twin.path(p.params, s.data if isinstance(s, ConstArg) else None, isa))
     return str(twin.path(p.params, bias_of(p), isa))
 
 
 def cmsis_fn(s: Shape, isa: str) -> str:
-    """The function arm_convolve_wrapper_s8 / arm_depthwise_conv_wrapper_s8 (v7) dispatches to."""
+    """The function arm_convolve_wrapper_s8 / arm_depthwise_conv_wrapper_s8 (v7) dispatches to; for
+    4-bit weights, the s4 wrappers' (suffix _s4)."""
+    if s.bits == 4:
+        return cmsis_fn_s4(s, isa) + "_s4"
     if s.kind == "fc":
         return "fc_per_channel" if s.per_channel else "fc"
     if s.kind == "bmm":
@@ -98,6 +117,21 @@ def cmsis_fn(s: Shape, isa: str) -> str:
             return "dw_3x3"
         return "dw_opt"
     return "dw"
+
+
+def cmsis_fn_s4(s: Shape, isa: str) -> str:
+    """The function arm_convolve_wrapper_s4 / arm_depthwise_conv_wrapper_s4 (v7) dispatches to."""
+    if s.kind == "fc":
+        return "fc"
+    if s.kind == "conv":
+        if s.pt == s.pl == 0 and s.kh == s.kw == 1 and s.dh == s.dw == 1:
+            return "1x1_fast" if s.sh == s.sw == 1 else "1x1"
+        if s.h == 1 and s.dw == 1 and s.kh == 1 and s.sw * s.c_in % 4 == 0:
+            return "1xn"
+        if isa == "mve" and s.kh * s.kw * s.c_in % 2 == 0:
+            return "even"
+        return "conv"
+    return "dw_opt" if s.c_out == s.c_in and s.batches == 1 and s.dh == s.dw == 1 else "dw"
 
 
 def features(s: Shape) -> np.ndarray:
@@ -152,7 +186,8 @@ def predict(rows: tuple[Row, ...], s: Shape, path: str, isa: str) -> tuple[int, 
     """(ours, cmsis, exact) predicted for shape `s` whose kernel takes `path`, from the table rows;
     None when the table has no case of its group."""
     fn = cmsis_fn(s, isa)
-    group = [r for r in rows if r.shape.kind == s.kind and r.path == path and cmsis_fn(r.shape, isa) == fn]
+    group = [r for r in rows if r.shape.kind == s.kind and r.shape.bits == s.bits and r.path == path
+             and cmsis_fn(r.shape, isa) == fn]
     if not group:
         return None
     near, wts = nearest(group, s)
@@ -169,12 +204,14 @@ def choose(p: Prepared, index: int, core: str, isa: str,
     """The candidates of one layer on `core`, or None (not a conv/depthwise/FC layer, a plain-C
     core, or nothing measured of its kind). measured: (ours, cmsis) from --tune."""
     s = shape_of(p)
-    if s is None or isa not in ("dsp", "mve"):
+    if s is None or (isa not in ("dsp", "mve") and s.bits == 8):
         return None
     path = path_of(p, isa)
     if measured is not None and measured[1] is not None:
         return Choice(index, p.kernel, measured[0], measured[1], "measured", path)
-    got = predict(table_for(core, isa), s, path, isa)
+    got = predict(table_for(core, isa), s, path, isa) if isa in ("dsp", "mve") else None
+    if got is None and s.bits == 4:
+        return Choice(index, p.kernel, 0, 0, UNMEASURED, path)
     if got is None:
         return None
     ours, cmsis, _ = got
@@ -192,6 +229,9 @@ def ours_is_faster(p: Prepared, var: str, core: str | None = None) -> str | None
 
 
 def reason(ch: Choice) -> str:
+    if ch.source == UNMEASURED:
+        return (f"CMSIS-NN's 4-bit call was never measured against mcugen's on this core and kind of layer "
+                f"({ch.path} path): mcugen's 4-bit kernel stays")
     return (f"{ch.ours:,} vs CMSIS-NN {ch.cmsis:,} instructions "
             f"({ch.ours / ch.cmsis:.2f}x, {ch.path} path, {ch.source})")
 

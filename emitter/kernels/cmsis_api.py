@@ -116,6 +116,26 @@ DECLARATIONS: tuple[tuple[str, Scratch | None], ...] = (
      "const cmsis_nn_dims *output_dims, int8_t *output)",
      Scratch("int32_t arm_fully_connected_s8_get_buffer_size(const cmsis_nn_dims *filter_dims)",
              ("output_dims",), ("fc", ("output_dims",)))),
+    # 4-bit weights (emitter/kernels/cmsis_s4.py): nibbles in order, two a byte, low nibble first
+    ("arm_cmsis_nn_status arm_convolve_wrapper_s4(const cmsis_nn_context *ctx, const cmsis_nn_conv_params "
+     "*conv_params, const cmsis_nn_per_channel_quant_params *quant_params, const cmsis_nn_dims *input_dims, "
+     "const int8_t *input_data, const cmsis_nn_dims *filter_dims, const int8_t *filter_data, "
+     "const cmsis_nn_dims *bias_dims, const int32_t *bias_data, const cmsis_nn_dims *output_dims, "
+     "int8_t *output_data)",
+     Scratch("int32_t arm_convolve_wrapper_s4_get_buffer_size(const cmsis_nn_conv_params *conv_params, "
+             "const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims, const cmsis_nn_dims *output_dims)",
+             ("conv_params", "input_dims", "filter_dims", "output_dims"),
+             ("conv4", tuple(f.format(p="conv_params") for f in _CONV_SIZER)))),
+    ("arm_cmsis_nn_status arm_depthwise_conv_wrapper_s4(const cmsis_nn_context *ctx, const cmsis_nn_dw_conv_params "
+     "*dw_conv_params, const cmsis_nn_per_channel_quant_params *quant_params, const cmsis_nn_dims *input_dims, "
+     "const int8_t *input_data, const cmsis_nn_dims *filter_dims, const int8_t *filter_data, "
+     "const cmsis_nn_dims *bias_dims, const int32_t *bias_data, const cmsis_nn_dims *output_dims, "
+     "int8_t *output_data)",
+     Scratch("int32_t arm_depthwise_conv_wrapper_s4_get_buffer_size(const cmsis_nn_dw_conv_params *dw_conv_params, "
+             "const cmsis_nn_dims *input_dims, const cmsis_nn_dims *filter_dims, const cmsis_nn_dims *output_dims)",
+             ("dw_conv_params", "input_dims", "filter_dims", "output_dims"),
+             ("dw4", (*(f.format(p="dw_conv_params") for f in _CONV_SIZER), "dw_conv_params.ch_mult")))),
+    (f"arm_cmsis_nn_status arm_fully_connected_s4({_FC.format(q='per_tensor')})", None),  # ctx unused
     (f"arm_cmsis_nn_status arm_avgpool_s8({_POOL})",
      Scratch("int32_t arm_avgpool_s8_get_buffer_size(const int dim_dst_width, const int ch_src)",
              ("output_dims.w", "input_dims.c"), ("avg", ("output_dims.w", "input_dims.c")))),

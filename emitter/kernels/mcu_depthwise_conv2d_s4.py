@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from emitter.kernels.base import Kernel
+from emitter.kernels.cmsis_s4 import depthwise_to_cmsis as to_cmsis
 from emitter.kernels.common import window_band
 from emitter.kernels.mcu_conv2d_s4 import pack_rows
 from emitter.kernels.mcu_depthwise_conv2d_s8 import BAND_C, DepthwiseConvParams, mcu_depthwise_conv2d_s8
@@ -76,4 +77,4 @@ def buffer_size(p: DepthwiseConvParams, bias: Any, isa: str) -> int:
 
 
 KERNEL = Kernel("mcu_depthwise_conv2d_s4", band=band, band_c=BAND_C, buffer_size=buffer_size, path=path,
-                runtime_deps=RUNTIME_DEPS)
+                runtime_deps=RUNTIME_DEPS, to_cmsis=to_cmsis)

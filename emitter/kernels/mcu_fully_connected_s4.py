@@ -18,6 +18,7 @@ import numpy as np
 
 from emitter.kernels import c_defines
 from emitter.kernels.base import Kernel
+from emitter.kernels.cmsis_s4 import fc_to_cmsis as to_cmsis
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 
 _C = c_defines("include/mcu_nn_s4.h")
@@ -116,4 +117,4 @@ def buffer_size(p: FCParams, sums: np.ndarray | None, isa: str) -> int:
     return 0
 
 
-KERNEL = Kernel("mcu_fully_connected_s4", buffer_size=buffer_size, path=path)
+KERNEL = Kernel("mcu_fully_connected_s4", buffer_size=buffer_size, path=path, to_cmsis=to_cmsis)

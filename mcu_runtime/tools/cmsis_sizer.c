@@ -13,7 +13,8 @@
  *   avg  VAR  out_w ch
  *   tconv VAR in_n in_h in_w in_c  f_n f_h f_w f_c  out_n out_h out_w out_c  sw sh
  *        (v7.0.0 defines only the generic size function of the transpose conv: every VAR asks it)
- * and the int16-activation kernels' conv16, dw16, fc16, avg16 with the same numbers.
+ * and the int16-activation kernels' conv16, dw16, fc16, avg16 with the same numbers, and the
+ * 4-bit-weight kernels' conv4, dw4 likewise.
  */
 #include <stdio.h>
 #include <string.h>
@@ -33,8 +34,12 @@ int main(void)
         int32_t size = -1;
         const int s16 = strcmp(op, "conv16") == 0 || strcmp(op, "dw16") == 0 || strcmp(op, "fc16") == 0 ||
                         strcmp(op, "avg16") == 0;
+        const int s4 = strcmp(op, "conv4") == 0 || strcmp(op, "dw4") == 0;
         if (s16) {
             op[strlen(op) - 2] = '\0'; /* the same numbers as the int8 query */
+        }
+        if (s4) {
+            op[strlen(op) - 1] = '\0';
         }
         if (strcmp(op, "conv") == 0 || strcmp(op, "dw") == 0) {
             int sw, sh, pw, ph, dw, dh, mult = 1;
@@ -50,7 +55,16 @@ int main(void)
                 memset(&p, 0, sizeof(p));
                 p.stride.w = sw; p.stride.h = sh; p.padding.w = pw; p.padding.h = ph;
                 p.dilation.w = dw; p.dilation.h = dh; p.activation.min = -128; p.activation.max = 127;
-                if (s16 && strcmp(var, "mve") == 0) size = arm_convolve_wrapper_s16_get_buffer_size_mve(&p, &in, &f, &out);
+                if (s4 && strcmp(var, "mve") == 0) {
+                    /* v7.0.0's generic s4 size function, which <prefix>_init() checks on the target, answers
+                       the s8 wrapper's MVE size on MVE: plan the larger of that and the s4 kernels' own */
+                    const int32_t s4_size = arm_convolve_wrapper_s4_get_buffer_size_mve(&p, &in, &f, &out);
+                    const int32_t s8_size = arm_convolve_wrapper_s8_get_buffer_size_mve(&p, &in, &f, &out);
+                    size = s4_size > s8_size ? s4_size : s8_size;
+                }
+                else if (s4 && strcmp(var, "dsp") == 0) size = arm_convolve_wrapper_s4_get_buffer_size_dsp(&p, &in, &f, &out);
+                else if (s4) size = arm_convolve_wrapper_s4_get_buffer_size(&p, &in, &f, &out);
+                else if (s16 && strcmp(var, "mve") == 0) size = arm_convolve_wrapper_s16_get_buffer_size_mve(&p, &in, &f, &out);
                 else if (s16 && strcmp(var, "dsp") == 0) size = arm_convolve_wrapper_s16_get_buffer_size_dsp(&p, &in, &f, &out);
                 else if (s16) size = arm_convolve_wrapper_s16_get_buffer_size(&p, &in, &f, &out);
                 else if (strcmp(var, "mve") == 0) size = arm_convolve_wrapper_s8_get_buffer_size_mve(&p, &in, &f, &out);
@@ -62,7 +76,10 @@ int main(void)
                 p.ch_mult = mult;
                 p.stride.w = sw; p.stride.h = sh; p.padding.w = pw; p.padding.h = ph;
                 p.dilation.w = dw; p.dilation.h = dh; p.activation.min = -128; p.activation.max = 127;
-                if (s16 && strcmp(var, "mve") == 0) size = arm_depthwise_conv_wrapper_s16_get_buffer_size_mve(&p, &in, &f, &out);
+                if (s4 && strcmp(var, "mve") == 0) size = arm_depthwise_conv_wrapper_s4_get_buffer_size_mve(&p, &in, &f, &out);
+                else if (s4 && strcmp(var, "dsp") == 0) size = arm_depthwise_conv_wrapper_s4_get_buffer_size_dsp(&p, &in, &f, &out);
+                else if (s4) size = arm_depthwise_conv_wrapper_s4_get_buffer_size(&p, &in, &f, &out);
+                else if (s16 && strcmp(var, "mve") == 0) size = arm_depthwise_conv_wrapper_s16_get_buffer_size_mve(&p, &in, &f, &out);
                 else if (s16 && strcmp(var, "dsp") == 0) size = arm_depthwise_conv_wrapper_s16_get_buffer_size_dsp(&p, &in, &f, &out);
                 else if (s16) size = arm_depthwise_conv_wrapper_s16_get_buffer_size(&p, &in, &f, &out);
                 else if (strcmp(var, "mve") == 0) size = arm_depthwise_conv_wrapper_s8_get_buffer_size_mve(&p, &in, &f, &out);
