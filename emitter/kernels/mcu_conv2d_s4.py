@@ -20,7 +20,6 @@ import numpy as np
 
 from emitter.kernels import c_defines
 from emitter.kernels.base import Kernel
-from emitter.kernels.cmsis_s4 import conv_to_cmsis as to_cmsis
 from emitter.kernels.common import window_band
 from emitter.kernels.mcu_conv2d_s8 import BAND_C, ConvParams, mcu_conv2d_s8
 
@@ -86,6 +85,7 @@ OC_BLOCK = _D8["MCU_CONV_OC_BLOCK"]
 MVE_OC_BLOCK = _D8["MCU_CONV_MVE_OC_BLOCK"]
 FAST_MAX_K = _D8["MCU_CONV_FAST_MAX_K"]
 DSP_OC_BLOCK = _D["MCU_CONV_S4_DSP_OC_BLOCK"]
+MIN_OC_BLOCK = _D["MCU_CONV_S4_MIN_OC_BLOCK"]
 DSP8_WORDS = _D8["MCU_CONV_DSP_WORDS"]
 DSP8_PATCH = _D8["MCU_CONV_DSP_PATCH"]
 ROUND_NEAREST_EVEN = c_defines("include/mcu_nn.h")["MCU_ROUND_NEAREST_EVEN"]
@@ -122,11 +122,11 @@ def dsp_positions(p: ConvParams) -> int:
     return per_pass
 
 
-def unpack_block(p: ConvParams, most: int, round_to: int) -> int:
+def unpack_block(p: ConvParams, most: int, round_to: int, least: int = 1) -> int:
     """unpack_block(): output channels a block on the blocked paths (their unpacked weights within
-    UNPACK_BYTES, one channel at least; a multiple of round_to when not all and that many fit)."""
+    UNPACK_BYTES, `least` channels at least; a multiple of round_to when not all and that many fit)."""
     k = p.filter.h * p.filter.w * p.input.c
-    n = min(UNPACK_BYTES // k, most)
+    n = min(max(UNPACK_BYTES // k, least), most)
     if n >= p.output.c:
         return p.output.c
     if n >= round_to:
@@ -173,7 +173,7 @@ def _plan(p: ConvParams, isa: str) -> tuple[str, int]:
     size = 4 * n + n * k + (k if k <= PATCH_BYTES and gathers(p) else 0)
     p8 = dsp8_positions(p) if isa == "dsp" else 0
     if p8:
-        n = unpack_block(p, DSP_OC_BLOCK, 2)
+        n = unpack_block(p, DSP_OC_BLOCK, 2, MIN_OC_BLOCK)
         dsp = (4 * n + 8 * p8 * ((k + 3) >> 2) + (8 * n if p.q.rounding == ROUND_NEAREST_NO_TIE else 0)
                + (k if p.input.c % 4 and gathers(p) else 0) + n * k)
         return "dsp", max(size, dsp)
@@ -181,7 +181,7 @@ def _plan(p: ConvParams, isa: str) -> tuple[str, int]:
     if per_pass:
         return "dsp", 2 * per_pass * widened(k) + patch
     if isa == "mve" and _mve_ok(p):
-        n = unpack_block(p, MVE_OC_BLOCK, 2)
+        n = unpack_block(p, MVE_OC_BLOCK, 2, MIN_OC_BLOCK)
         mve = 8 * n + 4 * (2 * _sums_row(n) + n + (n & 1)) + 48 * ((k + 15) >> 4) + patch + n * k
         return "mve", max(size, mve)
     return "generic", size
@@ -210,4 +210,4 @@ def band(p: ConvParams, o0: int, o1: int) -> tuple[ConvParams, int, int]:
 
 KERNEL = Kernel("mcu_conv2d_s4", band=band, band_c=BAND_C, lean_c="mcu_conv2d_s4_lean",
                 lean_buffer_size=lean_buffer_size, buffer_size=buffer_size, path=path,
-                runtime_deps=RUNTIME_DEPS, to_cmsis=to_cmsis)
+                runtime_deps=RUNTIME_DEPS)

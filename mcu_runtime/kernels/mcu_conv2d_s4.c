@@ -28,9 +28,9 @@
  *   the least scratch.
  *
  * Scratch (mcu_conv2d_s4_get_buffer_size; emitter/kernels/mcu_conv2d_s4.py repeats it): blocked
- * generic 4 n + n K (+ K of patch for gathered windows when K <= 576), n = unpack_block(32, 4);
- * blocked DSP 4 n + mcu_conv2d_s8's DSP scratch for n channels + n K, n = unpack_block(64, 2);
- * blocked MVE mcu_conv2d_s8's MVE scratch for n channels + n K, n = unpack_block(64, 2) (each
+ * generic 4 n + n K (+ K of patch for gathered windows when K <= 576), n = unpack_block(32, 4, 1);
+ * blocked DSP 4 n + mcu_conv2d_s8's DSP scratch for n channels + n K, n = unpack_block(64, 2, 16);
+ * blocked MVE mcu_conv2d_s8's MVE scratch for n channels + n K, n = unpack_block(64, 2, 16) (each
  * blocked fast path at least the blocked generic one's); unblocked DSP 2 P widened(K) (+ K);
  * lean K when some window is gathered, else none.
  */
@@ -151,12 +151,13 @@ int32_t mcu_conv2d_s4_dsp_positions(const mcu_conv_params_t *p)
 }
 
 /* Output channels a block on the blocked paths: at most `most`, their unpacked weights within
- * MCU_CONV_S4_UNPACK_BYTES (one channel at least); a multiple of `round` when it is not all of
- * them and that many fit. */
-static int32_t unpack_block(const mcu_conv_params_t *p, int32_t most, int32_t round)
+ * MCU_CONV_S4_UNPACK_BYTES but `least` channels at least (each block re-reads every window); a
+ * multiple of `round` when it is not all of them and that many fit. */
+static int32_t unpack_block(const mcu_conv_params_t *p, int32_t most, int32_t round, int32_t least)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     int32_t n = MCU_CONV_S4_UNPACK_BYTES / k;
+    n = n > least ? n : least;
     n = n < most ? n : most;
     if (n >= p->output.c) {
         return p->output.c;
@@ -172,7 +173,7 @@ static int32_t unpack_block(const mcu_conv_params_t *p, int32_t most, int32_t ro
 static int32_t generic_size(const mcu_conv_params_t *p)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
-    const int32_t n = unpack_block(p, MCU_CONV_OC_BLOCK, 4);
+    const int32_t n = unpack_block(p, MCU_CONV_OC_BLOCK, 4, 1);
     return 4 * n + n * k + (k <= MCU_CONV_PATCH_BYTES && mcu_conv2d_s4_gathers(p) ? k : 0);
 }
 
@@ -187,7 +188,7 @@ static int32_t sums_row(int32_t n)
 static int32_t mve_size(const mcu_conv_params_t *p)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
-    const int32_t n = unpack_block(p, MCU_CONV_MVE_OC_BLOCK, 2);
+    const int32_t n = unpack_block(p, MCU_CONV_MVE_OC_BLOCK, 2, MCU_CONV_S4_MIN_OC_BLOCK);
     return 8 * n + 4 * (2 * sums_row(n) + n + (n & 1)) + 48 * ((k + 15) >> 4) +
            (mcu_conv2d_s4_gathers(p) ? k : 0) + n * k;
 }
@@ -242,7 +243,7 @@ static int32_t dsp8_positions(const mcu_conv_params_t *p)
 static int32_t dsp8_size(const mcu_conv_params_t *p, int32_t per_pass)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
-    const int32_t n = unpack_block(p, MCU_CONV_S4_DSP_OC_BLOCK, 2);
+    const int32_t n = unpack_block(p, MCU_CONV_S4_DSP_OC_BLOCK, 2, MCU_CONV_S4_MIN_OC_BLOCK);
     return 4 * n + 8 * per_pass * ((k + 3) >> 2) +
            (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE ? 8 * n : 0) +
            (p->input.c % 4 != 0 && mcu_conv2d_s4_gathers(p) ? k : 0) + n * k;
@@ -362,7 +363,7 @@ static void conv_blocked_generic(const mcu_conv_params_t *p, const int8_t *input
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t row = (k + 1) / 2;
     const int32_t out_c = p->output.c;
-    const int32_t block = unpack_block(p, MCU_CONV_OC_BLOCK, 4);
+    const int32_t block = unpack_block(p, MCU_CONV_OC_BLOCK, 4, 1);
     int32_t *const corr = (int32_t *)scratch;
     int8_t *const wbuf = (int8_t *)(corr + block);
     int8_t *const patch = wbuf + block * k;
@@ -400,7 +401,7 @@ static void conv_blocked_dsp(const mcu_conv_params_t *p, const int8_t *input,
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t row = (k + 1) / 2;
     const int32_t out_c = p->output.c;
-    const int32_t block = unpack_block(p, MCU_CONV_S4_DSP_OC_BLOCK, 2);
+    const int32_t block = unpack_block(p, MCU_CONV_S4_DSP_OC_BLOCK, 2, MCU_CONV_S4_MIN_OC_BLOCK);
     int32_t *const bias = (int32_t *)scratch;
     void *const s8 = bias + block;
     int8_t *const wbuf = (int8_t *)scratch + dsp8_size(p, per_pass) - block * k;
@@ -431,7 +432,7 @@ static void conv_blocked_mve(const mcu_conv_params_t *p, const int8_t *input,
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t row = (k + 1) / 2;
     const int32_t out_c = p->output.c;
-    const int32_t block = unpack_block(p, MCU_CONV_MVE_OC_BLOCK, 2);
+    const int32_t block = unpack_block(p, MCU_CONV_MVE_OC_BLOCK, 2, MCU_CONV_S4_MIN_OC_BLOCK);
     int32_t *const corr = (int32_t *)scratch;
     int32_t *const base = corr + block;
     int32_t *const rows = base + block;

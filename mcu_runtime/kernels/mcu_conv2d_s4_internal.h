@@ -27,6 +27,9 @@
 #define MCU_CONV_S4_UNPACK_BYTES 2048
 /* Blocked DSP path: output channels a block at most. */
 #define MCU_CONV_S4_DSP_OC_BLOCK 64
+/* Blocked DSP and MVE paths: output channels a block at least (past MCU_CONV_S4_UNPACK_BYTES for
+ * K > 128: fewer blocks, fewer passes over the windows). */
+#define MCU_CONV_S4_MIN_OC_BLOCK 16
 
 #if defined(__GNUC__)
 #define MCU_CONV_S4_INLINE static inline __attribute__((always_inline))
