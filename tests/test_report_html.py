@@ -119,8 +119,8 @@ def test_memory_plan_is_drawn_at_the_planner_offsets(tmp_path, tiny, which):
     model = tiny if which == "tiny_qdq_conv" else KWS
     if not model.is_file():
         pytest.skip(f"shared model {model} is absent")
-    page = emit(model, tmp_path / "b")
-    c = compile_model(model, board=load_board("cortex-m7"), backend="portable")
+    page = emit(model, tmp_path / "b", "--memory", "layer")  # whole layers: one rectangle per plan buffer
+    c = compile_model(model, board=load_board("cortex-m7"), backend="portable", memory="layer")
     steps = len(c.graph.nodes)
     html = page.read_text()
     for external in ("<script", "<link", "<img", "<iframe", "<object", "@import", "url(", "src=", "href=",
@@ -168,9 +168,9 @@ def test_screenshot(tmp_path, tiny):
 
 
 def test_report_json_memory_is_the_plan(tmp_path, tiny):
-    page = emit(tiny, tmp_path / "b")
+    page = emit(tiny, tmp_path / "b", "--memory", "layer")  # the whole-layer plan's record
     mem = json.loads(page.with_name("report.json").read_text())["memory"]
-    c = compile_model(tiny, board=load_board("cortex-m7"), backend="portable")
+    c = compile_model(tiny, board=load_board("cortex-m7"), backend="portable", memory="layer")
     steps = len(c.graph.nodes)
     live = [sum(b.size for b in c.plan.buffers if b.first <= s <= b.last) for s in range(steps)]
     assert mem == {"kind": "layer", "arena_bytes": c.plan.arena_size, "liveness_lower_bound_bytes": c.plan.lower_bound,
