@@ -154,9 +154,10 @@ def test_conv_scratch_formula_and_refusals() -> None:
     # the blocked generic path: 4 corrections, 4 channels of 27 unpacked weights, the 27-byte patch
     assert conv4.buffer_size(p, b, "c") == 4 * 4 + 4 * 27 + 27
     assert run_conv(p, x, f, b, scratch=4 * 4 + 4 * 27 + 26)[0] == MCU_ERR_SCRATCH
-    assert conv4.lean_buffer_size(p, b) == call_raw("mcu_conv2d_s4_lean_get_buffer_size", p) == 27
-    assert run_conv(p, x, f, b, "mcu_conv2d_s4_lean", scratch=26)[0] == MCU_ERR_SCRATCH
-    assert run_conv(p, x, f, b, "mcu_conv2d_s4_lean", scratch=27)[0] == MCU_OK
+    lean = conv4.lean_buffer_size(p, b)
+    assert lean == call_raw("mcu_conv2d_s4_lean_get_buffer_size", p) == 4 * 4 + 4 * 27 + 27
+    assert run_conv(p, x, f, b, "mcu_conv2d_s4_lean", scratch=lean - 1)[0] == MCU_ERR_SCRATCH
+    assert run_conv(p, x, f, b, "mcu_conv2d_s4_lean", scratch=lean)[0] == MCU_OK
     bad = ConvParams(p.input, p.filter, p.output, 0, 1, 1, 1, 1, 1, p.q, p.multiplier, p.shift)
     assert run_conv(bad, x, f, b)[0] == MCU_ERR_ARG
 

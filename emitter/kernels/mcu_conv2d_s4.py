@@ -9,7 +9,7 @@ takes sums[oc] = bias[oc] + input_offset * sum of w[oc] (kernel_sums) instead of
 Paths and scratch (mcu_conv2d_s4.c, plan()): blocks of output channels unpacked to int8 once in
 scratch (at most UNPACK_BYTES), then mcu_conv2d_s8's DSP / MVE / generic loops (where mcu_conv2d_s8
 would take them); the unblocked DSP path where only it fits; buffer_size() repeats the C's formula,
-lean_buffer_size() the unblocked generic path's (mcu_conv2d_s4_lean).
+lean_buffer_size() mcu_conv2d_s4_lean's (blocks of 4 channels).
 No CMSIS-NN form (CMSIS-NN 7.0.0 has no 4-bit convolution).
 """
 from __future__ import annotations
@@ -86,6 +86,7 @@ MVE_OC_BLOCK = _D8["MCU_CONV_MVE_OC_BLOCK"]
 FAST_MAX_K = _D8["MCU_CONV_FAST_MAX_K"]
 DSP_OC_BLOCK = _D["MCU_CONV_S4_DSP_OC_BLOCK"]
 MIN_OC_BLOCK = _D["MCU_CONV_S4_MIN_OC_BLOCK"]
+LEAN_OC_BLOCK = _D["MCU_CONV_S4_LEAN_OC_BLOCK"]
 DSP8_WORDS = _D8["MCU_CONV_DSP_WORDS"]
 DSP8_PATCH = _D8["MCU_CONV_DSP_PATCH"]
 ROUND_NEAREST_EVEN = c_defines("include/mcu_nn.h")["MCU_ROUND_NEAREST_EVEN"]
@@ -198,9 +199,11 @@ def buffer_size(p: ConvParams, bias: Any, isa: str) -> int:
 
 
 def lean_buffer_size(p: ConvParams, bias: Any) -> int:
-    """mcu_conv2d_s4_lean_get_buffer_size(): the unblocked generic path's K-byte patch when some
-    window is gathered, else none."""
-    return p.filter.h * p.filter.w * p.input.c if gathers(p) else 0
+    """mcu_conv2d_s4_lean_get_buffer_size(): the blocked generic path with blocks of LEAN_OC_BLOCK
+    channels (their corrections and unpacked weights, then the patch)."""
+    k = p.filter.h * p.filter.w * p.input.c
+    n = min(unpack_block(p, OC_BLOCK, 4), LEAN_OC_BLOCK)
+    return 4 * n + n * k + (k if k <= PATCH_BYTES and gathers(p) else 0)
 
 
 def band(p: ConvParams, o0: int, o1: int) -> tuple[ConvParams, int, int]:

@@ -79,8 +79,8 @@ mcu_status_t mcu_conv2d_s4(const mcu_context_t *ctx, const mcu_conv_params_t *pa
                            const int8_t *input, const uint8_t *filter, const int32_t *sums,
                            int8_t *output);
 
-/** @brief mcu_conv2d_s4 on its unblocked generic path whatever the target (slower, the least
- * scratch: mcu_conv2d_s4_lean_get_buffer_size(params) bytes). */
+/** @brief mcu_conv2d_s4 on its generic path whatever the target, blocks of 4 output channels
+ * (the least scratch: mcu_conv2d_s4_lean_get_buffer_size(params) bytes). */
 mcu_status_t mcu_conv2d_s4_lean(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                                 const int8_t *input, const uint8_t *filter, const int32_t *sums,
                                 int8_t *output);
@@ -88,7 +88,8 @@ mcu_status_t mcu_conv2d_s4_lean(const mcu_context_t *ctx, const mcu_conv_params_
 /** @brief Scratch bytes mcu_conv2d_s4 needs for these (valid) parameters on `isa` (MCU_ISA_*). */
 int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv_params_t *params, int32_t isa);
 
-/** @brief Scratch bytes mcu_conv2d_s4_lean needs: K when some window is gathered, else none. */
+/** @brief Scratch bytes mcu_conv2d_s4_lean needs: 4 n + n K (+ K when some window is gathered and
+ * K <= 576), n = min(4, C_out, max(1, 2048 / K)). */
 int32_t mcu_conv2d_s4_lean_get_buffer_size(const mcu_conv_params_t *params);
 
 /** @brief The code path (MCU_PATH_*) mcu_conv2d_s4 takes for these parameters on `isa`. */

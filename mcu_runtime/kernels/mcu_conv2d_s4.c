@@ -24,15 +24,14 @@
  *   starting sums = sums (+ onnxruntime's lift), mcu_requant4 rows;
  * - blocked generic everywhere else (and when a sum is out of mcu_requant2's range), blocks of up
  *   to 32 channels (multiples of 4), corrections = sums;
- * - mcu_conv2d_s4_lean: the unblocked generic loop (one position a pass, nibbles read in place),
- *   the least scratch.
+ * - mcu_conv2d_s4_lean: the blocked generic path with blocks of 4 channels (the least scratch).
  *
  * Scratch (mcu_conv2d_s4_get_buffer_size; emitter/kernels/mcu_conv2d_s4.py repeats it): blocked
  * generic 4 n + n K (+ K of patch for gathered windows when K <= 576), n = unpack_block(32, 4, 1);
  * blocked DSP 4 n + mcu_conv2d_s8's DSP scratch for n channels + n K, n = unpack_block(64, 2, 16);
  * blocked MVE mcu_conv2d_s8's MVE scratch for n channels + n K, n = unpack_block(64, 2, 16) (each
  * blocked fast path at least the blocked generic one's); unblocked DSP 2 P widened(K) (+ K);
- * lean K when some window is gathered, else none.
+ * lean 4 n + n K (+ the patch), n = min(4, the blocked generic path's n).
  */
 #include <stdint.h>
 #include <string.h>
@@ -286,10 +285,19 @@ int32_t mcu_conv2d_s4_get_buffer_size(const mcu_conv_params_t *params, int32_t i
     return size;
 }
 
+/* Output channels a block of mcu_conv2d_s4_lean: at most four (one dot product of mcu_conv2d_s8's
+ * generic loops) and the blocked generic path's. */
+static int32_t lean_block(const mcu_conv_params_t *p)
+{
+    const int32_t n = unpack_block(p, MCU_CONV_OC_BLOCK, 4, 1);
+    return n < MCU_CONV_S4_LEAN_OC_BLOCK ? n : MCU_CONV_S4_LEAN_OC_BLOCK;
+}
+
 int32_t mcu_conv2d_s4_lean_get_buffer_size(const mcu_conv_params_t *params)
 {
-    return mcu_conv2d_s4_gathers(params) ? params->filter.h * params->filter.w * params->input.c
-                                          : 0;
+    const int32_t k = params->filter.h * params->filter.w * params->input.c;
+    const int32_t n = lean_block(params);
+    return 4 * n + n * k + (k <= MCU_CONV_PATCH_BYTES && mcu_conv2d_s4_gathers(params) ? k : 0);
 }
 
 int32_t mcu_conv2d_s4_path(const mcu_conv_params_t *params, int32_t isa)
@@ -358,12 +366,11 @@ static void unpack(const uint8_t *w, int32_t k, int8_t *d)
  * the block's first channel). */
 static void conv_blocked_generic(const mcu_conv_params_t *p, const int8_t *input,
                                  const uint8_t *filter, const int32_t *sums, int8_t *output,
-                                 void *scratch)
+                                 void *scratch, int32_t block)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int32_t row = (k + 1) / 2;
     const int32_t out_c = p->output.c;
-    const int32_t block = unpack_block(p, MCU_CONV_OC_BLOCK, 4, 1);
     int32_t *const corr = (int32_t *)scratch;
     int8_t *const wbuf = (int8_t *)(corr + block);
     int8_t *const patch = wbuf + block * k;
@@ -466,43 +473,6 @@ static void conv_blocked_mve(const mcu_conv_params_t *p, const int8_t *input,
 }
 #endif
 
-/* sum_k x[k] * w[k] over the packed weights of one channel */
-static int32_t dot_s4(const int8_t *x, const uint8_t *w, int32_t k)
-{
-    int32_t acc = 0;
-    for (; k >= MCU_S4_BLOCK; k -= MCU_S4_BLOCK, x += MCU_S4_BLOCK, w += MCU_S4_BLOCK / 2) {
-        for (int32_t j = 0; j < MCU_S4_BLOCK / 2; ++j) {
-            acc += x[j] * mcu_s4_lo(w[j]) + x[MCU_S4_BLOCK / 2 + j] * mcu_s4_hi(w[j]);
-        }
-    }
-    const int32_t h = (k + 1) / 2;
-    for (int32_t j = 0; j < h; ++j) {
-        acc += x[j] * mcu_s4_lo(w[j]);
-        if (h + j < k) {
-            acc += x[h + j] * mcu_s4_hi(w[j]);
-        }
-    }
-    return acc;
-}
-
-static void conv_generic(const mcu_conv_params_t *p, const int8_t *input, const uint8_t *filter,
-                         const int32_t *sums, int8_t *output, void *scratch)
-{
-    const int32_t k = p->filter.h * p->filter.w * p->input.c;
-    const int32_t row = (k + 1) / 2;
-    const int32_t positions = p->input.n * p->output.h * p->output.w;
-    const int32_t c_out = p->output.c;
-    int8_t *out = output;
-    for (int32_t pos = 0; pos < positions; ++pos) {
-        const int8_t *x = mcu_conv2d_s4_window(p, input, pos, (int8_t *)scratch);
-        const uint8_t *w = filter;
-        for (int32_t oc = 0; oc < c_out; ++oc, w += row) {
-            const int32_t acc = (int32_t)((uint32_t)dot_s4(x, w, k) + (uint32_t)sums[oc]);
-            *out++ = mcu_output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q);
-        }
-    }
-}
-
 /* The call on the paths of MCU_ISA_PLAN, or (lean) on the unblocked generic path. */
 static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                            const int8_t *input, const uint8_t *filter, const int32_t *sums,
@@ -538,7 +508,8 @@ static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *pa
         if (mcu_conv2d_s4_requant2(params, sums)) {
             conv_blocked_dsp(params, input, filter, sums, output, -per_pass, scratch);
         } else {
-            conv_blocked_generic(params, input, filter, sums, output, scratch);
+            conv_blocked_generic(params, input, filter, sums, output, scratch,
+                                 unpack_block(params, MCU_CONV_OC_BLOCK, 4, 1));
         }
         return MCU_OK;
     }
@@ -554,11 +525,8 @@ static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *pa
 #endif
     (void)path;
     (void)per_pass;
-    if (lean) {
-        conv_generic(params, input, filter, sums, output, scratch);
-    } else {
-        conv_blocked_generic(params, input, filter, sums, output, scratch);
-    }
+    conv_blocked_generic(params, input, filter, sums, output, scratch,
+                         lean ? lean_block(params) : unpack_block(params, MCU_CONV_OC_BLOCK, 4, 1));
     return MCU_OK;
 }
 

@@ -30,6 +30,8 @@
 /* Blocked DSP and MVE paths: output channels a block at least (past MCU_CONV_S4_UNPACK_BYTES for
  * K > 128: fewer blocks, fewer passes over the windows). */
 #define MCU_CONV_S4_MIN_OC_BLOCK 16
+/* mcu_conv2d_s4_lean: output channels a block. */
+#define MCU_CONV_S4_LEAN_OC_BLOCK 4
 
 #if defined(__GNUC__)
 #define MCU_CONV_S4_INLINE static inline __attribute__((always_inline))
