@@ -263,7 +263,7 @@ def predict_ours(rows: tuple[Cost, ...], s: Shape, path: str) -> int | None:
     the NEIGHBOURS nearest cases of the same kind and path (the distance of predict()), their
     instructions per MAC weighted by 1/(distance+0.1)^2, times the layer's MACs; None when the
     table has no case of that kind and path."""
-    group = [r for r in rows if r.shape.kind == s.kind and r.path == path]
+    group = [r for r in rows if r.shape.kind == s.kind and r.path == path and r.shape.bits == s.bits]
     if not group:
         return None
     near, wts = nearest(group, s)
