@@ -20,6 +20,7 @@ import numpy as np
 
 from emitter.kernels import c_defines
 from emitter.kernels.base import Kernel
+from emitter.kernels.cmsis_s4 import conv_to_cmsis as to_cmsis
 from emitter.kernels.common import window_band
 from emitter.kernels.mcu_conv2d_s8 import BAND_C, ConvParams, mcu_conv2d_s8
 
@@ -213,4 +214,4 @@ def band(p: ConvParams, o0: int, o1: int) -> tuple[ConvParams, int, int]:
 
 KERNEL = Kernel("mcu_conv2d_s4", band=band, band_c=BAND_C, lean_c="mcu_conv2d_s4_lean",
                 lean_buffer_size=lean_buffer_size, buffer_size=buffer_size, path=path,
-                runtime_deps=RUNTIME_DEPS)
+                runtime_deps=RUNTIME_DEPS, to_cmsis=to_cmsis)
