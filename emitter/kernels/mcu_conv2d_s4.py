@@ -10,7 +10,7 @@ Paths and scratch (mcu_conv2d_s4.c, plan()): blocks of output channels unpacked 
 scratch (at most UNPACK_BYTES), then mcu_conv2d_s8's DSP / MVE / generic loops (where mcu_conv2d_s8
 would take them); the unblocked DSP path where only it fits; buffer_size() repeats the C's formula,
 lean_buffer_size() mcu_conv2d_s4_lean's (blocks of 4 channels).
-No CMSIS-NN form (CMSIS-NN 7.0.0 has no 4-bit convolution).
+CMSIS-NN form: arm_convolve_wrapper_s4 (emitter/kernels/cmsis_s4.py), chosen by measurement.
 """
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ them rounded up). Filters of at most MCU_DW_S4_UNPACK_BYTES weights are unpacked
 once a call and run through mcu_depthwise_conv2d_s8 (its path; its scratch plus KH * KW * C_out
 bytes); larger ones take the s4 paths: DSP and MVE (depth multiplier 1; 8 * C_out bytes of
 scratch), generic (none).
-No CMSIS-NN form.
+CMSIS-NN form: arm_depthwise_conv_wrapper_s4 (emitter/kernels/cmsis_s4.py), where its known faults
+(emitter/kernels/cmsis_quirks.py) do not apply; chosen by measurement.
 """
 from __future__ import annotations
 

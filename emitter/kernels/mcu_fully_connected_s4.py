@@ -9,8 +9,8 @@ in blocks of four, interleaved chunk by chunk, the blocks' tails row after row, 
 rows one after another. N * ((K + 1) // 2) bytes: the C reads them straight from flash (no
 scratch, no unpacked copy).
 
-No CMSIS-NN mapping: arm_fully_connected_s4 packs its nibbles in order, in another layout, and
-this kernel is ours on every backend.
+CMSIS-NN form: arm_fully_connected_s4 for per-tensor weights (v7.0.0 has no per-channel s4 FC),
+its weights repacked in order at build time (emitter/kernels/cmsis_s4.py), chosen by measurement.
 """
 from __future__ import annotations
 
