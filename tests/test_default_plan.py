@@ -29,6 +29,7 @@ def test_board_budget_takes_the_smallest_free_plan(core: str) -> None:
     assert c.memory is not None and c.memory.free
     layer = c.memory.candidates[0]
     assert layer.kind == "layer"
+    assert all(x.kind != "stream" for x in c.memory.candidates)  # free savings plan no streamed chain
     free = [x for x in c.memory.candidates if x.overhead <= FREE_OVERHEAD * c.memory.base]
     assert activation_ram(c.graph, c.plan) == min(activation_ram(c.graph, x.plan) for x in free)
     assert activation_ram(c.graph, c.plan) < activation_ram(c.graph, layer.plan)  # digits: inplace saves

@@ -28,6 +28,8 @@ WEIGHT_PASS_INSTRUCTIONS = 30.0  # per filter element and call, divided by the p
 #   row call reads every weight once per pass over too few positions, so its cost falls with the
 #   row's width. Fitted on cortex-m7 QEMU counts (benchmarks/memory.py, docs/memory.md): 7 per
 #   element and call at 5 positions (KWS), 0.6 at 32 (IC)
+ROW_CALL_FLOOR = 850  # the least a row call adds over its whole-layer share (IC's first conv on cortex-m4/m7,
+#   32 positions a row: +865 per call measured in QEMU)
 MOVE_INSTRUCTIONS_PER_BYTE = 0.4  # memmove of ring rows (word copies)
 # extra instructions per MAC of a lean (generic path) call over the fast path it replaces, fitted on
 #   KWS and IC (benchmarks/memory.py): 0.6-1.0 on cortex-m7, 0.01-0.11 on cortex-m55
@@ -230,8 +232,8 @@ def overhead(seg: Segment, isa: str, costs: Costs | None = None) -> int:
     extra = 0.0
     for s in seg.stages:
         c = costs.get(s.step)
-        if c is not None and not s.sink:
-            extra += max(0, (c.rows_lean if s.step in seg.lean else c.rows) - c.whole)
+        if c is not None and not s.sink:  # the table's 1-row shapes may predict below whole: a floor per call
+            extra += max((s.out_rows - 1) * ROW_CALL_FLOOR, (c.rows_lean if s.step in seg.lean else c.rows) - c.whole)
         else:
             per_call = CALL_INSTRUCTIONS + WEIGHT_PASS_INSTRUCTIONS * filter_elements(s) / row_width(s)
             extra += (s.out_rows - 1) * per_call

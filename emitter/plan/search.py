@@ -18,8 +18,9 @@ in QEMU).
 The ranking is one cost key (Goal.key): with --memory auto and an explicit RAM budget
 (--ram-budget, --ram-reserve) the fastest plan that fits, (overhead, activation RAM); otherwise the
 smallest, (activation RAM, overhead) - for auto without a budget or within the board's own RAM
-among the plans whose estimated overhead is at most FREE_OVERHEAD ("free savings": e.g. in-place
-element-wise layers cost nothing; the fastest plan that fits when none of those fits the board),
+among the plans without streamed chains whose estimated overhead is at most FREE_OVERHEAD ("free
+savings": e.g. in-place element-wise layers cost nothing; the fastest plan that fits when none of
+those fits the board),
 for a plan kind among the candidates of that kind. `--memory layer` keeps whole layers.
 `search()` lists one execution order's candidates and takes
 the lowest key (`choose()`); `search_orders()` does so for every order of emitter/plan/order.py
@@ -75,9 +76,10 @@ def activation_ram(g: Graph, p: Plan) -> int:
 
 
 def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignment: int,
-               isa: str, core: str = "") -> list[Candidate]:
+               isa: str, core: str = "", most: int | None = None) -> list[Candidate]:
     """Every plan worth offering, cheapest first; overheads from the core's cost table where it has
-    the layer (propose.layer_costs)."""
+    the layer (propose.layer_costs). most (free savings: FREE_OVERHEAD of the base): no streamed
+    proposal is planned, free savings never take one (Goal.eligible)."""
     costs = layer_costs(prepared, core, isa)
     exact = tuple(k for k, p in enumerate(prepared) if exact_in_place(p.kernel) and not p.then)
     exact_inputs = tuple(kernel(prepared[k].kernel).exact_in_place_inputs for k in exact)
@@ -94,7 +96,8 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
     seen = set()
     cache: SegmentCache = {}
     other = others(g, out[0].plan)
-    for frac, tight, trust, plain, lean in (
+    # free savings take no streamed chain (their estimate is the least sure: docs/memory.md): not planned
+    for frac, tight, trust, plain, lean in () if most is not None else (
             (1.0, False, True, False, False), (0.75, False, True, False, False), (0.5, False, True, False, False),
             (None, False, True, False, False), (None, True, True, False, False), (None, True, False, False, False),
             (1.0, False, True, True, False), (0.75, False, True, True, False), (0.5, False, True, True, False),
@@ -187,8 +190,8 @@ class Goal:
         if self.memory != "auto":
             return [c for c in cands if c.kind == self.memory] or [c for c in cands if c.kind == "overlap"]
         fit = cands if self.budget is None else [c for c in cands if activation_ram(g, c.plan) <= self.budget]
-        if self.free:
-            return [c for c in fit if c.overhead <= FREE_OVERHEAD * self.base]
+        if self.free:  # no streamed chain: its estimate is the least sure (docs/memory.md, estimate error)
+            return [c for c in fit if c.overhead <= FREE_OVERHEAD * self.base and c.kind != "stream"]
         return fit
 
     def why(self) -> str:
@@ -244,7 +247,11 @@ def search(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: 
             return Choice(layer, (layer,), goal.base, goal.why())
     if memory not in MEMORY:
         raise UsageError(f"--memory {memory}: use auto, layer, inplace, overlap or stream")
-    return choose(g, candidates(g, prepared, scratch, align, isa, core), goal)
+    # free savings where the whole-layer plan fits (it is free itself, so no fallback can be needed):
+    # proposals over FREE_OVERHEAD are not planned
+    most = int(FREE_OVERHEAD * goal.base) if goal.free and (
+        ram_budget is None or activation_ram(g, plan(g, scratch, align)) <= ram_budget) else None
+    return choose(g, candidates(g, prepared, scratch, align, isa, core, most), goal)
 
 
 def search_orders(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str, memory: str,
