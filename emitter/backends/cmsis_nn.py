@@ -142,6 +142,8 @@ KEPT = "runs by rows to meet the RAM budget (CMSIS-NN's kernel takes whole tenso
 # computes exactly the layer's rows.
 BAND_FNS = frozenset({"arm_convolve_wrapper_s8", "arm_depthwise_conv_wrapper_s8", "arm_avgpool_s8",
                       "arm_max_pool_s8"})
+# element-wise calls of whole same-size operands: a band is a row pointer and block_size = its elements
+ROW_BAND_FNS = frozenset({"arm_elementwise_add_s8"})
 BAND_PARAMS = ("conv_params", "dw_conv_params", "pool_params")  # the operand whose padding.h a band sets
 
 
@@ -194,7 +196,11 @@ def band_requests(conv: Converter, p: Prepared, whole: Prepared) -> list[Scratch
     """The scratch requests of every band call of layer p, whose whole-layer CMSIS-NN call is
     `whole`; None when CMSIS-NN does not take some band (the converter refuses it, e.g. a 1xN
     convolution of one input row on MVE: cmsis_quirks.mve_1xn_problem) or takes it otherwise."""
-    if whole.kernel not in BAND_FNS or kernel(p.kernel).band is None or p.then or whole.then:
+    if p.then or whole.then:
+        return None
+    if kernel(p.kernel).row_band is not None:
+        return [] if whole.kernel in ROW_BAND_FNS else None  # no scratch
+    if whole.kernel not in BAND_FNS or kernel(p.kernel).band is None:
         return None
     out = []
     for _, bp in band_geometries(p):
@@ -299,6 +305,8 @@ def banded(mine: Prepared, theirs: Prepared, band_scratch: int) -> Banded:
         if "ctx" in theirs.operands else theirs
     values = {f.name: getattr(mine, f.name) for f in fields(Prepared)}
     values["scratch"] = call.scratch  # plan/stream.band_scratch: every band's; lean: the twin's lean scratch
+    if kernel(mine.kernel).band is None:  # element-wise (ROW_BAND_FNS): its twin's row bands, no window
+        return Banded(**values, cmsis=call)
     return Banded(**values, cmsis=call, bands=tuple(g for g, _ in band_geometries(mine)), window=window_of(mine))
 
 

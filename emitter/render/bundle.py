@@ -128,6 +128,10 @@ class BundleBuilder:
         """The steps of a segment whose bands CMSIS-NN computes."""
         return frozenset(s.step for s in seg.stages if self.prep(s.step) is not self.c.prepared[s.step])
 
+    def window_bands(self, seg: Segment) -> frozenset[int]:
+        """Those of windows() whose bands mcu_window_band() computes (window layers)."""
+        return frozenset(k for k in self.windows(seg) if any(getattr(self.c.prepared[k], "window", ())))
+
     def layer(self, k: int) -> Layer | None:
         node, p = self.g.nodes[k], self.prep(k)
         if not p.kernel:
@@ -135,11 +139,13 @@ class BundleBuilder:
         before = sum(a.nbytes for a in self.arrays)
         params_ident = params_init = params_type = None
         seg = self.segment_at(k)
-        if seg is not None and k in self.windows(seg):
-            banded = self.c.prepared[k]
-            assert isinstance(banded, Banded)
+        banded = self.c.prepared[k]
+        if seg is not None and k in self.windows(seg) and isinstance(banded, Banded) and any(banded.window):
             params_type, params_ident = segments.WINDOW_TYPE, f"{self.prefix}_l{k}_window"
             params_init = segments.window_init(banded.window)
+        elif seg is not None and k in self.windows(seg) and banded.params is not None:  # element-wise: twin's params
+            params_type, params_ident = type(banded.params).CTYPE, f"{self.prefix}_l{k}_params"
+            params_init = c_struct(banded.params, functools.partial(self.ref, k, node.name))
         elif p.params is not None:
             params_type = type(p.params).CTYPE
             params_ident = f"{self.prefix}_l{k}_params"
@@ -192,11 +198,11 @@ class BundleBuilder:
         node, p = self.g.nodes[k], self.prep(k)
         assert params_ident is not None
         stage = next(s for s in seg.stages if s.step == k)
-        windows = self.windows(seg)
+        windows, wbands = self.windows(seg), self.window_bands(seg)
 
         def call(s: Stage, ptrs: dict[str, str], band: str) -> str:
             if k in windows:
-                return self.band_cmsis_call(k, node.name, p, structs, band, ptrs)
+                return self.band_cmsis_call(k, node.name, p, structs, band, ptrs, s.row_size)
             return self.call(k, node.name, *self.kernel_args(k), structs, [], band, ptrs)
 
         mode = self.c.plan.modes[seg.first]
@@ -207,7 +213,7 @@ class BundleBuilder:
         comment += self.describe("out", node.outputs[0])
         block: tuple[str, ...] = ()
         if len(seg.stages) == 1:
-            block = tuple(segments.single(seg, mode, params_ident, self.ptr, call, windows))
+            block = tuple(segments.single(seg, mode, params_ident, self.ptr, call, wbands))
             comment.append(f"runs row by row, {'top down' if mode == 'down' else 'bottom up'}: its output "
                            "overlaps its input, each row written where no later row reads")
         else:
@@ -229,7 +235,7 @@ class BundleBuilder:
                 names = [self.stage_calls[s.step][0] for s in seg.stages]
                 calls = [self.stage_calls[s.step][1] for s in seg.stages]
                 block = tuple(segments.segment(seg, names, lambda t: self.arena_at(self.ring_offset(t), False),
-                                               calls, finish, windows))
+                                               calls, finish, wbands))
                 rings = ", ".join(f"layer {s.step} {cap} x {s.out_row_bytes} B at "
                                   f"{self.place_text(self.ring_offset(s.output))}"
                                   for s, cap in zip(seg.stages, seg.caps, strict=False))
@@ -241,9 +247,12 @@ class BundleBuilder:
         if k in seg.lean:
             comment.append(f"calls {kernel_twin(p.kernel).lean_c}: the generic path, for the least scratch")
         check = None
-        if k in windows:
+        if k in wbands:
             comment.append(f"CMSIS-NN's {p.kernel} on each band of rows: input rows and top padding "
                            "of the band (mcu_window_band)")
+        elif k in windows:
+            comment.append(f"CMSIS-NN's {p.kernel} on each band of rows (block_size: the band's elements)")
+        if k in windows:
             check = self.band_precheck(k, node.name, p)
         scratch = scratch_of(self.c.plan, node.name)
         return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
@@ -254,13 +263,16 @@ class BundleBuilder:
                      inside=not block, block=block)
 
     def band_cmsis_call(self, k: int, node_name: str, p: Prepared, structs: list[tuple[str, str, str]],
-                        band: str, ptrs: dict[str, str]) -> str:
+                        band: str, ptrs: dict[str, str], row_size: int = 0) -> str:
         """CMSIS-NN's call of layer k on one band: its dims and padding those of `band` (an
-        mcu_window_band_t), compound literals; the other operands as for the whole layer."""
+        mcu_window_band_t), compound literals; the other operands as for the whole layer. An
+        element-wise call (row_size elements per row) takes the band's elements as block_size."""
         ex = segments.Expr
         texts = []
         for name, a in p.operands.items():
-            if isinstance(a, StructArg) and (fields := segments.band_structs(
+            if name == "block_size" and row_size:
+                texts.append(f"(rows[1] - rows[0]) * {row_size}")
+            elif isinstance(a, StructArg) and (fields := segments.band_structs(
                     name, a.fields, ex(f"{band}.in_h"), ex(f"{band}.out_h"), ex(f"{band}.pad_top"))) is not None:
                 texts.append("&" + segments.literal(a.ctype, fields, functools.partial(self.ref, k, node_name)))
             else:
