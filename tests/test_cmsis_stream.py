@@ -3,7 +3,9 @@ by rows calls CMSIS-NN's convolution, depthwise convolution or pool on each band
 sub-tensor with the band's own top padding; emitter/backends/cmsis_nn.py Banded), bit-exact with
 the golden model on the host and in QEMU (cortex-m4, m7: DSP; m55: MVE), on small models with odd
 padding, strides and dilations whose bands reach the top and bottom borders, and on a shared model
-against TFLM's reference outputs.
+against TFLM's reference outputs. (An add of two whole same-size operands runs CMSIS-NN's
+arm_elementwise_add_s8 on each band; IC's residual adds are checked by `mcugen verify`, see
+docs/memory.md: RESIDUAL below streams wrongly with the portable kernels already.)
 """
 from __future__ import annotations
 
@@ -45,13 +47,15 @@ CHAIN = [("conv", 16, 3, 3, 1, 1, [1, 1, 1, 1]), ("dw", 1, 3, 3, 1, 2, [2, 2, 1,
 OVERLAP = [("conv", 8, 3, 3, 2, 1, [2, 1, 0, 1]), ("dw", 1, 3, 3, 1, 2, [1, 1, 2, 1]),
            ("pool", "AveragePool", 3, 3, 2, [1, 1, 1, 1]), ("conv", 12, 1, 1, 1, 1, [0, 0, 0, 0]),
            ("pool", "MaxPool", 3, 2, 1, [2, 0, 0, 1]), ("dw", 2, 5, 3, 2, 1, [2, 1, 1, 1])]
+RESIDUAL = [("conv", 8, 3, 3, 1, 1, [1, 1, 1, 1]), ("conv", 8, 3, 3, 1, 1, [1, 1, 1, 1]), ("add", 0),
+            ("conv", 12, 1, 1, 1, 1, [0, 0, 0, 0]), ("pool", "MaxPool", 3, 3, 2, [1, 1, 1, 1])]
 MODELS = {"chain": (CHAIN, 4, 40, 12, 1), "overlap": (OVERLAP, 4, 23, 11, 0)}
 ONE_BY_N = ([("conv", 8, 1, 3, 1, 1, [0, 1, 0, 0])], 4, 6, 5, 2)  # 1x3, padding left 1, right 0
 
 
 def chain_model(name: str, out: Path) -> Path:
     """A float chain of MODELS[name] over an NCHW input, quantized QDQ int8 per channel."""
-    layers, cin, h, w, seed = MODELS[name] if name in MODELS else ONE_BY_N
+    layers, cin, h, w, seed = MODELS.get(name) or {"one_by_n": ONE_BY_N, "residual": (RESIDUAL, 8, 30, 10, 4)}[name]
     rng = np.random.default_rng(seed)
     nodes, inits = [], []
 
@@ -62,7 +66,9 @@ def chain_model(name: str, out: Path) -> Path:
     cur, c = "x", cin
     for k, layer in enumerate(layers):
         n = f"l{k}"
-        if layer[0] in ("conv", "dw"):
+        if layer[0] == "add":  # a residual add of layer layer[1]'s output
+            nodes.append(helper.make_node("Add", [cur, f"l{layer[1]}"], [n], name=n))
+        elif layer[0] in ("conv", "dw"):
             kind, co, kh, kw, s, d, pads = layer
             group = c if kind == "dw" else 1
             co = c * co if kind == "dw" else co
@@ -195,7 +201,7 @@ def test_band_calls_bit_exact_host_and_qemu(models: dict[str, Path], name: str, 
     host build and the firmware in QEMU equal the golden model."""
     c = plan_of(models[name], core, name)
     calls = banded(c)
-    assert calls and ("rows" if name == "chain" else "up") in calls.values(), calls
+    assert calls and ("up" if name == "overlap" else "rows") in calls.values(), calls
     board = load_board(core)
     write_bundle(render_bundle(c, " ".join(board.cflags), board.name), tmp_path / "b")
     assert "mcu_window_band(" in (tmp_path / "b" / "net.c").read_text()
@@ -227,3 +233,15 @@ def test_shared_model_streams_cmsis_nn_bit_exact_with_tflm(tmp_path: Path) -> No
     want = np.load(ref)["tflm_outputs"]
     np.testing.assert_array_equal(np.stack([o[0] for o in rep.outputs["qemu"]]), want)
     np.testing.assert_array_equal(np.stack([o[0] for o in rep.outputs["host"]]), want)
+
+
+@pytest.mark.xfail(strict=True, reason="found while testing CMSIS-NN bands: this residual chain's row-band "
+                   "plans (stream and overlap) differ from the golden model with the portable kernels too; "
+                   "whole layers are bit-exact. Not a CMSIS-NN problem: the mark must go when it is fixed")
+def test_residual_chain_streams_bit_exact_portable(tmp_path: Path) -> None:
+    """Conv 3x3, conv 3x3, add of both, conv 1x1, max pool (8 channels, 30x10), portable, host."""
+    path, board = chain_model("residual", tmp_path), load_board("cortex-m4")
+    c = compile_model(path, name="net", board=board, numerics="tflite", io_nhwc=True, memory="stream")
+    write_bundle(render_bundle(c, " ".join(board.cflags), board.name), tmp_path / "b")
+    rep = run_verify(c, tmp_path / "b", board, path, None, 2, qemu=False, work=tmp_path / "w")
+    assert rep.ok, rep.text()
