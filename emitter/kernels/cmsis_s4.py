@@ -157,13 +157,6 @@ def depthwise_to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchR
 def unpack_dw(packed: np.ndarray, taps: int, ch: int, group: int) -> np.ndarray:
     """mcu_depthwise_conv2d_s4.pack_filter's inverse: [taps, C_out] int8 (its rows are the taps,
     each ceil(C_out / 2) bytes in blocks of `group` channels)."""
-    rows = np.asarray(packed, np.uint8).reshape(taps, (ch + 1) // 2)
-    b = rows.astype(np.int64)
-    lo, hi = ((b & 15) ^ 8) - 8, ((b >> 4) ^ 8) - 8
-    out = np.zeros((taps, ch), np.int8)
-    for start in range(0, ch, group):
-        t = min(group, ch - start)
-        h = (t + 1) // 2
-        out[:, start:start + h] = lo[:, start // 2:start // 2 + h]
-        out[:, start + h:start + t] = hi[:, start // 2:start // 2 + t - h]
-    return out
+    from emitter.kernels.mcu_conv2d_s4 import unpack_rows
+
+    return unpack_rows(np.asarray(packed, np.uint8).reshape(taps, (ch + 1) // 2), ch, group)

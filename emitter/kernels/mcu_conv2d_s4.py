@@ -46,13 +46,14 @@ def pack_rows(w: np.ndarray, block: int = BLOCK) -> np.ndarray:
     return out
 
 
-def unpack_rows(packed: np.ndarray, k: int) -> np.ndarray:
-    """pack_rows' inverse: uint8 [rows, ceil(K / 2)] -> int8 [rows, K]."""
-    b = packed.astype(np.int64)
+def unpack_rows(packed: np.ndarray, k: int, block: int = BLOCK) -> np.ndarray:
+    """pack_rows' inverse: uint8 [rows, ceil(K / 2)] -> int8 [rows, K] (blocks of `block` values,
+    BLOCK for pack_rows; mcu_depthwise_conv2d_s4's filter rows use its own group)."""
+    b = np.asarray(packed, np.uint8).astype(np.int64)
     lo, hi = ((b & 15) ^ 8) - 8, ((b >> 4) ^ 8) - 8
     out = np.zeros((b.shape[0], k), np.int8)
-    for start in range(0, k, BLOCK):
-        t = min(BLOCK, k - start)
+    for start in range(0, k, block):
+        t = min(block, k - start)
         h = (t + 1) // 2
         out[:, start:start + h] = lo[:, start // 2:start // 2 + h]
         out[:, start + h:start + t] = hi[:, start // 2:start // 2 + t - h]
