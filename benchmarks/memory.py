@@ -88,11 +88,12 @@ def table(rows: list[dict]) -> list[str]:
     for r in rows:
         b = base.get((r["model"], r["core"]))
         over = f"{r['instructions'] / b - 1:+.1%}" if b else "—"
-        ratio = r["activation_ram_bytes"] / layer_ram[(r["model"], r["core"])]
+        whole = layer_ram.get((r["model"], r["core"]))
+        ratio = f"{r['activation_ram_bytes'] / whole:.0%}" if whole else "—"
         kind = r["kind"] if r["chosen"] == r["kind"] else f"{r['kind']} ({r['chosen']})"
         est = r.get("estimated_instructions")
         err = f"{est / r['instructions'] - 1:+.1%}" if est else "—"
-        lines.append(f"| {r['model']} | {r['core']} | {kind} | {r['activation_ram_bytes']:,} | {ratio:.0%} | "
+        lines.append(f"| {r['model']} | {r['core']} | {kind} | {r['activation_ram_bytes']:,} | {ratio} | "
                      f"{r['instructions']:,.0f} | {over} | {r['estimated_overhead']:+.1%} | {err} | "
                      f"{'yes' if r['bit_exact_vs_tflm'] else 'NO'} |")
     return lines
