@@ -310,11 +310,18 @@ def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: 
                 allow(name, out, seg.sim.down[name], seg.up.get(name), seg.last)
     inputs = dict(zip(schedule.exact, schedule.exact_inputs, strict=False))  # a missing entry: any
     for step in schedule.exact:
+        chain = schedule.segment_at(step)
+        if chain is not None and len(chain.stages) > 1:  # by rows in a chain: its replay above set the limits
+            continue
         node, only = g.nodes[step], inputs.get(step, ())
+        # bytes the kernel reads through another operand than those it may write over (a conv_add whose
+        # skip is its convolution's own input: the windows still read rows the output has reached)
+        other = {root.get(n, n) for k, n in enumerate(node.inputs) if n and only and k not in only}
         for pos, name in enumerate(node.inputs):
             if only and pos not in only:  # the kernel's exact_in_place_inputs (empty: any operand)
                 continue
-            if name and not g.t(name).is_const and g.t(name).nbytes == g.t(node.outputs[0]).nbytes:
+            if name and not g.t(name).is_const and g.t(name).nbytes == g.t(node.outputs[0]).nbytes \
+                    and root.get(name, name) not in other:
                 allow(name, node.outputs[0], 0, None, step)
     return pairs
 
