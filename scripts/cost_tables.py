@@ -13,7 +13,7 @@ mcugen's kernel and CMSIS-NN's, counted in QEMU (emitter/verify/tuning.py). Run 
 after any change to mcugen's kernels or to the CMSIS-NN version; it prints how long it took.
 A RISC-V core (rv32imac; the ESP32-C3 reads its table through its core) has no CMSIS-NN: its table
 holds mcugen's counts only ("cmsis": null), measured in qemu-system-riscv32 without CMSIS_NN_PATH,
-and gives the RISC-V plan estimates (kernel_choice.model_estimate).
+and gives the memory plan its instruction base (emitter/plan/propose.base_estimate).
 
     CMSIS_NN_PATH=/path/to/CMSIS-NN python scripts/cost_tables.py --s4 [--cores cortex-m4,cortex-m7,cortex-m55]
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -276,30 +276,3 @@ def predict_ours(rows: tuple[Cost, ...], s: Shape, path: str) -> int | None:
 # A convolution with its residual Add fused (mcu_conv2d_add_s8): the conv's count plus this per
 # output element (the Add's arithmetic and the general output stage; 90-106 on IC's three
 # residual layers, rv32imac)
-FUSED_ADD_PER_OUTPUT = 100
-
-
-def model_estimate(prepared: tuple[Prepared, ...], core: str, isa: str, per_mac: float,
-                   per_call: int) -> int | None:
-    """Instructions per inference on `core` estimated from its table of mcugen's counts: each conv,
-    depthwise and fully connected layer by predict_ours() (a conv with a fused residual Add as its
-    conv plus FUSED_ADD_PER_OUTPUT per output), any other layer per_mac x its MACs + per_call; None
-    when the core has no such table (the Arm cores keep their per-ISA figure)."""
-    rows = load_costs(core)
-    if not rows:
-        return None
-    total = 0
-    for p in prepared:
-        got = None
-        extra = 0
-        layer = p
-        if p.kernel == "mcu_conv2d_add_s8" and p.params is not None:
-            params: Any = p.params
-            conv: Any = params.conv
-            layer = replace(p, kernel="mcu_conv2d_s8", params=conv)
-            extra = FUSED_ADD_PER_OUTPUT * conv.output.n * conv.output.h * conv.output.w * conv.output.c
-        if layer.kernel in ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8", "mcu_fully_connected_s8"):
-            s = shape_of(layer)
-            got = predict_ours(rows, s, path_of(layer, isa)) if s is not None else None
-        total += got + extra if got is not None else int(p.macs * per_mac) + per_call
-    return total

@@ -233,13 +233,10 @@ def search(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: 
     auto with a budget the whole-layer plan meets takes it at once (the fastest; nothing else to weigh)."""
     # the base of the overhead ratio: mcugen's counts in the core's cost table (propose.base_estimate;
     # the Arm tables too), else the ISA's instructions per MAC
-    from emitter.backends.kernel_choice import model_estimate
     from emitter.errors import UsageError
 
     per_mac = INSTRUCTIONS_PER_MAC.get(isa, 1.9)
     table = base_estimate(prepared, core, isa, per_mac, 200) if core else None
-    if table is None and core:
-        table = model_estimate(prepared, core, isa, per_mac, 200)
     goal = Goal(memory, ram_budget, budget_src, table if table is not None else model_cost(prepared, isa))
     if goal.fastest and ram_budget is not None:
         layer = Candidate(plan(g, scratch, align), 0)
