@@ -95,6 +95,15 @@ def path_of(p: Prepared, isa: str) -> str:
     return str(twin.path(p.params, bias_of(p), isa))
 
 
+def conv_fn(s: Shape) -> str | None:
+    """The 1x1 / 1xN branch both convolution wrappers (s8, s4) take first, None for the others."""
+    if s.pt == s.pl == 0 and s.kh == s.kw == 1 and s.dh == s.dw == 1:
+        return "1x1_fast" if s.sh == s.sw == 1 else "1x1"
+    if s.h == 1 and s.dw == 1 and s.kh == 1 and s.sw * s.c_in % 4 == 0:
+        return "1xn"
+    return None
+
+
 def cmsis_fn(s: Shape, isa: str) -> str:
     """The function arm_convolve_wrapper_s8 / arm_depthwise_conv_wrapper_s8 (v7) dispatches to; for
     4-bit weights, the s4 wrappers' (suffix _s4)."""
@@ -105,11 +114,7 @@ def cmsis_fn(s: Shape, isa: str) -> str:
     if s.kind == "bmm":
         return "bmm"
     if s.kind == "conv":
-        if s.pt == s.pl == 0 and s.kh == s.kw == 1 and s.dh == s.dw == 1:
-            return "1x1_fast" if s.sh == s.sw == 1 else "1x1"
-        if s.h == 1 and s.dw == 1 and s.kh == 1 and s.sw * s.c_in % 4 == 0:
-            return "1xn"
-        return "conv"
+        return conv_fn(s) or "conv"
     if isa == "mve" and s.c_in == 1 and s.c_out > DW_TO_CONV_ABOVE:
         return "dw_to_conv"
     if s.c_out == s.c_in and s.batches == 1 and s.dh == s.dw == 1:
@@ -124,13 +129,7 @@ def cmsis_fn_s4(s: Shape, isa: str) -> str:
     if s.kind == "fc":
         return "fc"
     if s.kind == "conv":
-        if s.pt == s.pl == 0 and s.kh == s.kw == 1 and s.dh == s.dw == 1:
-            return "1x1_fast" if s.sh == s.sw == 1 else "1x1"
-        if s.h == 1 and s.dw == 1 and s.kh == 1 and s.sw * s.c_in % 4 == 0:
-            return "1xn"
-        if isa == "mve" and s.kh * s.kw * s.c_in % 2 == 0:
-            return "even"
-        return "conv"
+        return conv_fn(s) or ("even" if isa == "mve" and s.kh * s.kw * s.c_in % 2 == 0 else "conv")
     return "dw_opt" if s.c_out == s.c_in and s.batches == 1 and s.dh == s.dw == 1 else "dw"
 
 
