@@ -29,11 +29,11 @@ from emitter.backends.cost_cases import Shape, onnx_of, random_case, shape_of
 from emitter.boards import load_board
 from emitter.compiler import Compiled, compile_model, golden_run
 from emitter.kernels import cmsis_quirks
-from emitter.kernels.cmsis_s4 import cmsis_pack, cmsis_unpack, unpack_dw
+from emitter.kernels.cmsis_s4 import cmsis_pack, cmsis_unpack
 from emitter.kernels.mcu_conv2d_s4 import pack_filter as pack_conv
 from emitter.kernels.mcu_conv2d_s4 import unpack_rows
-from emitter.kernels.mcu_depthwise_conv2d_s4 import GROUP
 from emitter.kernels.mcu_depthwise_conv2d_s4 import pack_filter as pack_dw
+from emitter.kernels.mcu_depthwise_conv2d_s4 import unpack_filter
 from emitter.render.bundle import render_bundle
 from emitter.render.write import write_bundle
 from emitter.target.kit import write_kit
@@ -66,7 +66,7 @@ def test_cmsis_pack_is_in_order_low_nibble_first() -> None:
 def test_unpacking_mcugens_layouts(ch: int) -> None:
     rng = np.random.default_rng(ch)
     f = rng.integers(-8, 8, (1, 3, 3, ch)).astype(np.int8)
-    assert (unpack_dw(pack_dw(f), 9, ch, GROUP) == f.reshape(9, ch)).all()
+    assert (unpack_filter(pack_dw(f), 9, ch) == f.reshape(9, ch)).all()
     w = rng.integers(-8, 8, (5, 3, 3, ch)).astype(np.int8)
     assert (unpack_rows(pack_conv(w).reshape(5, -1), 9 * ch) == w.reshape(5, -1)).all()
 

@@ -182,9 +182,8 @@ def case_of(p: Prepared, name: str) -> Case | None:
 def unpacked_s4(p: Prepared, s: Shape) -> np.ndarray:
     """The int8 values of an s4 layer's packed weights, in the s8 twin's layout (FC [N, K], conv
     OHWI, depthwise [KH, KW, C_out])."""
-    from emitter.kernels.cmsis_s4 import unpack_dw
     from emitter.kernels.mcu_conv2d_s4 import unpack_rows
-    from emitter.kernels.mcu_depthwise_conv2d_s4 import GROUP
+    from emitter.kernels.mcu_depthwise_conv2d_s4 import unpack_filter
     from emitter.kernels.mcu_fully_connected_s4 import unpack_weights
     w = p.operands["weights" if s.kind == "fc" else "filter"]
     assert isinstance(w, ConstArg)
@@ -192,7 +191,7 @@ def unpacked_s4(p: Prepared, s: Shape) -> np.ndarray:
         return unpack_weights(w.data, s.c_out, s.c_in)
     if s.kind == "conv":
         return unpack_rows(np.asarray(w.data).reshape(s.c_out, -1), s.kh * s.kw * s.c_in)
-    return unpack_dw(w.data, s.kh * s.kw, s.c_out, GROUP)
+    return unpack_filter(w.data, s.kh * s.kw, s.c_out)
 
 
 def random_case(name: str, s: Shape, seed: int, wide: bool = False) -> Case:

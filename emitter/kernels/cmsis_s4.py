@@ -59,9 +59,9 @@ def _pad(conv: Converter) -> tuple[int, int]:
     return (MVE_PAD, MVE_FILTER_PAD) if conv.var == "mve" else (0, 0)
 
 
-def fc_to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
-    """mcu_fully_connected_s4 -> arm_fully_connected_s4 (per-tensor layers)."""
-    from emitter.kernels.mcu_fully_connected_s4 import unpack_weights
+def fc_to_cmsis(conv: Converter, p: Prepared, w: np.ndarray) -> tuple[Prepared, ScratchRequest | None] | None:
+    """mcu_fully_connected_s4 -> arm_fully_connected_s4 (per-tensor layers); `w`: the layer's
+    weights unpacked, int8 [N, K] (the twin unpacks its own layout)."""
     from emitter.kernels.mcu_fully_connected_s8 import FCParams, bias_of_sums
     c = p.params
     assert isinstance(c, FCParams)
@@ -69,9 +69,8 @@ def fc_to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest 
         conv.refusal = "per-channel 4-bit weights: CMSIS-NN v7.0.0's arm_fully_connected_s4 is per tensor only"
         return None
     ops = p.operands
-    wp, s = ops["weights"], ops["kernel_sums"]
-    assert isinstance(wp, ConstArg) and isinstance(s, ConstArg)
-    w = unpack_weights(wp.data, c.out_features, c.in_features)
+    s = ops["kernel_sums"]
+    assert isinstance(s, ConstArg)
     bias = bias_of_sums(c, w, s.data)
     _, fpad = _pad(conv)
     params = {"input_offset": c.q.input_offset, "filter_offset": 0, "output_offset": c.q.output_offset,
@@ -93,17 +92,14 @@ def fc_to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest 
     return conv.call(p, "arm_fully_connected_s4", values)
 
 
-def conv_to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
-    """mcu_conv2d_s4 -> arm_convolve_wrapper_s4."""
-    from emitter.kernels.mcu_conv2d_s4 import unpack_rows
+def conv_to_cmsis(conv: Converter, p: Prepared, w: np.ndarray) -> tuple[Prepared, ScratchRequest | None] | None:
+    """mcu_conv2d_s4 -> arm_convolve_wrapper_s4; `w`: the filter unpacked, int8 OHWI rows [C_out, K]."""
     from emitter.kernels.mcu_conv2d_s8 import ConvParams, per_channel_quant
     c = p.params
     assert isinstance(c, ConvParams)
     ops = p.operands
-    f, s = ops["filter"], ops["bias"]
-    assert isinstance(f, ConstArg) and isinstance(s, ConstArg)
-    k = c.filter.h * c.filter.w * c.filter.c
-    w = unpack_rows(f.data.reshape(c.filter.n, -1), k)  # OHWI rows
+    s = ops["bias"]
+    assert isinstance(s, ConstArg)
     bias = (s.data.astype(np.int64) - c.q.input_offset * w.astype(np.int64).sum(axis=1)).astype(np.int32)
     pad, fpad = _pad(conv)
     params = {"input_offset": c.q.input_offset, "output_offset": c.q.output_offset,
@@ -121,10 +117,10 @@ def conv_to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchReques
         "output_dims": StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), "output_data": ops["output"]})
 
 
-def depthwise_to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
-    """mcu_depthwise_conv2d_s4 -> arm_depthwise_conv_wrapper_s4 (not its MVE opt path)."""
+def depthwise_to_cmsis(conv: Converter, p: Prepared, w: np.ndarray) -> tuple[Prepared, ScratchRequest | None] | None:
+    """mcu_depthwise_conv2d_s4 -> arm_depthwise_conv_wrapper_s4 (not its MVE opt path); `w`: the
+    filter unpacked, int8 [KH * KW, C_out]."""
     from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
-    from emitter.kernels.mcu_depthwise_conv2d_s4 import GROUP
     from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams
     c = p.params
     assert isinstance(c, DepthwiseConvParams)
@@ -133,10 +129,8 @@ def depthwise_to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchR
         conv.refusal = problem
         return None
     ops = p.operands
-    f, b = ops["filter"], ops["bias"]
-    assert isinstance(f, ConstArg)
-    taps, ch = c.filter.h * c.filter.w, c.output.c
-    w = unpack_dw(f.data, taps, ch, GROUP)  # [taps, C_out]
+    b = ops["bias"]
+    ch = c.output.c
     bias = b.data if isinstance(b, ConstArg) else np.zeros(ch, np.int32)
     pad, fpad = _pad(conv)
     params = {"input_offset": c.q.input_offset, "output_offset": c.q.output_offset, "ch_mult": c.depth_multiplier,
@@ -153,10 +147,3 @@ def depthwise_to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchR
         "bias_data": ConstArg("bias", padded(bias, pad)),
         "output_dims": StructArg("cmsis_nn_dims", "output_dims", dims(c.output)), "output_data": ops["output"]})
 
-
-def unpack_dw(packed: np.ndarray, taps: int, ch: int, group: int) -> np.ndarray:
-    """mcu_depthwise_conv2d_s4.pack_filter's inverse: [taps, C_out] int8 (its rows are the taps,
-    each ceil(C_out / 2) bytes in blocks of `group` channels)."""
-    from emitter.kernels.mcu_conv2d_s4 import unpack_rows
-
-    return unpack_rows(np.asarray(packed, np.uint8).reshape(taps, (ch + 1) // 2), ch, group)

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from emitter.kernels import c_defines
+from emitter.calls import ConstArg, Prepared
+from emitter.kernels import c_defines, cmsis_s4
 from emitter.kernels.base import Kernel
-from emitter.kernels.cmsis_s4 import conv_to_cmsis as to_cmsis
+from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import window_band
 from emitter.kernels.mcu_conv2d_s8 import BAND_C, ConvParams, mcu_conv2d_s8
 
@@ -58,6 +59,15 @@ def unpack_rows(packed: np.ndarray, k: int, block: int = BLOCK) -> np.ndarray:
         out[:, start:start + h] = lo[:, start // 2:start // 2 + h]
         out[:, start + h:start + t] = hi[:, start // 2:start // 2 + t - h]
     return out
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    """arm_convolve_wrapper_s4 on the layer's filter (emitter/kernels/cmsis_s4.py)."""
+    f, c = p.operands["filter"], p.params
+    assert c is not None
+    assert isinstance(f, ConstArg)
+    return cmsis_s4.conv_to_cmsis(conv, p, unpack_rows(f.data.reshape(c.filter.n, -1),
+                                                       c.filter.h * c.filter.w * c.filter.c))
 
 
 def pack_filter(filt: np.ndarray) -> np.ndarray:

@@ -16,10 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from emitter.calls import ConstArg, Prepared
+from emitter.kernels import cmsis_s4
 from emitter.kernels.base import Kernel
-from emitter.kernels.cmsis_s4 import depthwise_to_cmsis as to_cmsis
+from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.common import window_band
-from emitter.kernels.mcu_conv2d_s4 import pack_rows
+from emitter.kernels.mcu_conv2d_s4 import pack_rows, unpack_rows
 from emitter.kernels.mcu_depthwise_conv2d_s8 import BAND_C, DepthwiseConvParams, mcu_depthwise_conv2d_s8
 
 GROUP = 8  # MCU_DW_S4_GROUP
@@ -29,6 +31,19 @@ def pack_filter(filt: np.ndarray) -> np.ndarray:
     """[1, KH, KW, C_out] int8 -> KH * KW * ceil(C_out / 2) bytes (mcu_conv2d_s4's block layout
     with blocks of 8 along the channels of each tap)."""
     return pack_rows(filt.reshape(-1, filt.shape[-1]), GROUP).ravel()
+
+
+def unpack_filter(packed: np.ndarray, taps: int, ch: int) -> np.ndarray:
+    """pack_filter's inverse: int8 [taps, C_out] (each tap's row ceil(C_out / 2) bytes in blocks of GROUP)."""
+    return unpack_rows(np.asarray(packed, np.uint8).reshape(taps, (ch + 1) // 2), ch, GROUP)
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    """arm_depthwise_conv_wrapper_s4 on the layer's filter (emitter/kernels/cmsis_s4.py)."""
+    f, c = p.operands["filter"], p.params
+    assert c is not None
+    assert isinstance(f, ConstArg)
+    return cmsis_s4.depthwise_to_cmsis(conv, p, unpack_filter(f.data, c.filter.h * c.filter.w, c.output.c))
 
 
 def mcu_depthwise_conv2d_s4(p: DepthwiseConvParams, input: np.ndarray, filter: np.ndarray,

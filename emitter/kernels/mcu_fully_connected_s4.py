@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from emitter.kernels import c_defines
+from emitter.calls import ConstArg, Prepared
+from emitter.kernels import c_defines, cmsis_s4
 from emitter.kernels.base import Kernel
-from emitter.kernels.cmsis_s4 import fc_to_cmsis as to_cmsis
+from emitter.kernels.cmsis_api import Converter, ScratchRequest
 from emitter.kernels.mcu_fully_connected_s8 import FCParams, mcu_fully_connected_s8
 
 _C = c_defines("include/mcu_nn_s4.h")
@@ -59,6 +60,13 @@ def pack_rows(weights: np.ndarray) -> np.ndarray:
     if k > full:
         parts.append(_pack_row_part(u[:, full:]))
     return np.concatenate(parts, axis=1) if parts else np.zeros((r, 0), np.uint8)
+
+
+def to_cmsis(conv: Converter, p: Prepared) -> tuple[Prepared, ScratchRequest | None] | None:
+    """arm_fully_connected_s4 on the layer's weights (emitter/kernels/cmsis_s4.py)."""
+    w, c = p.operands["weights"], p.params
+    assert isinstance(w, ConstArg) and isinstance(c, FCParams)
+    return cmsis_s4.fc_to_cmsis(conv, p, unpack_weights(w.data, c.out_features, c.in_features))
 
 
 def pack_weights(weights: np.ndarray) -> np.ndarray:
