@@ -306,12 +306,14 @@ int32_t mcu_conv2d_s4_path(const mcu_conv_params_t *params, int32_t isa)
     return plan(params, isa, &size, &per_pass);
 }
 
+#if MCU_ISA_NATIVE != MCU_ISA_MVE
 /* Four nibbles (the low one of each byte of v) as four int8 bytes: x ^ 8 with bit 7 set, less 8
  * (no borrow leaves a byte), bit 7 flipped back: x - 16 for x >= 8. */
 static inline uint32_t s4_bytes(uint32_t v)
 {
     return (((v & 0x0F0F0F0Fu) ^ 0x88888888u) - 0x08080808u) ^ 0x80808080u;
 }
+#endif
 
 /* One output channel's K packed weights (mcu_nn_s4.h) as K int8 in (ky, kx, ic) order. */
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
