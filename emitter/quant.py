@@ -183,24 +183,27 @@ def layer_multipliers(numerics: str, in_s: float, w_s: np.ndarray, out_s: float
 
 
 def fast_round_ok(multiplier: np.ndarray, shift: np.ndarray, acc_bound: np.ndarray) -> bool:
-    """ROUND_NEAREST_EVEN may run on the fast DSP/MVE requantization (mcu_requant2_lift in
-    mcu_requant.h, which rounds half up) when, per channel with |acc| <= acc_bound:
-    |acc| < 2^29 - 2^23 (the lifted accumulator stays in [0, 2^30)), and no acc that matters is
-    a tie. acc M / 2^(31+r) is a tie only if acc M has exactly 30 + r trailing zero bits, i.e.
-    acc has 30 + r - v of them (2^v the lowest set bit of M), impossible when 2^(30 + r - v) >
-    |acc|; and a tie matters only inside the int8 range, |acc M / 2^(31+r)| <= 256, i.e. |acc| <=
-    2^(39+r) / M. Channels with shift >= 0 never take the fast path (mcu_requant2_ok); every
-    multiplier must be > 0."""
+    """ROUND_NEAREST_EVEN may run as ROUND_NEAREST_NO_TIE, rounding half up, on the fast DSP/MVE
+    requantization (mcu_requant2_lift, mcu_requant4_no_tie in mcu_requant.h) when, per channel
+    with |acc| <= acc_bound, no acc that matters is a tie and the arithmetic cannot overflow:
+    - acc M 2^s / 2^31 (M = m 2^v, m odd) is a tie only if acc has exactly 30 - s - v trailing
+      zero bits: impossible when that is negative or 2^(30 - s - v) > |acc|; and a tie matters
+      only inside the int8 range, |acc M 2^s / 2^31| <= 256, i.e. |acc| <= 2^(39 - s) / M;
+    - shift s <= 0: |acc| < 2^29 - 2^23 (the lifted accumulator stays in [0, 2^30); shift 0
+      takes the depthwise fast paths with a lift of 2^29 alone: mcu_requant2_ok_q);
+    - shift s > 0: |acc| 2^s < 2^30 (acc << s is multiplied as it is).
+    Every multiplier must be > 0."""
     for m, s, b in zip(np.asarray(multiplier, np.int64).ravel(), np.asarray(shift, np.int64).ravel(),
                        np.broadcast_to(np.asarray(acc_bound, np.int64), np.shape(multiplier)).ravel(),
                        strict=True):
         if m <= 0:
             return False  # (a zero scale: the generic loops; mcu_requant2_no_tie assumes M > 0)
-        if s >= 0:
-            continue
-        v = (int(m) & -int(m)).bit_length() - 1
-        relevant = min(int(b), (1 << (39 - int(s))) // int(m))
-        if b >= (1 << 29) - (1 << 23) or 1 << (30 - int(s) - v) <= relevant:
+        m, s, b = int(m), int(s), int(b)
+        v = (m & -m).bit_length() - 1
+        if b >= ((1 << 29) - (1 << 23) if s <= 0 else 1 << (30 - s)):
+            return False
+        zeros = 30 - s - v
+        if zeros >= 0 and 1 << zeros <= min(b, (1 << (39 - s)) // m):
             return False
     return True
 

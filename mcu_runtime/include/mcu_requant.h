@@ -94,6 +94,22 @@ static inline int32_t mcu_requant2_base(int32_t shift, int32_t output_offset)
 }
 
 /*
+ * mcu_requant2_ok(), or, for onnxruntime's rounding (MCU_ROUND_NEAREST_NO_TIE), also shift 0 (r = 0):
+ * SMMLAR's / VQRDMULH's own + 2^31 is then the rounding and nothing is shifted out. The lift is
+ * 2^29 alone: 2 * 2^29 * M = 2^32 (M >> 2) exactly (M = m 2^v, v >= 7), so with base' =
+ * output_offset - (M >> 2) the numerator is 2 acc M + 2^31 + output_offset 2^32, i.e. acc M / 2^31
+ * rounded half up plus the offset, and a = acc + 2^29 lies in [0, 2^30) for |acc| < 2^29
+ * (emitter/quant.py fast_round_ok() proves such a channel tie-free). TFLite's multipliers need not
+ * be multiples of 4, so TFLite rounding keeps shift <= -1. Used by the depthwise fast paths.
+ */
+static inline int mcu_requant2_ok_q(int32_t multiplier, int32_t shift, int32_t bias, int32_t rounding)
+{
+    return mcu_requant2_ok(multiplier, shift, bias) ||
+           (shift == 0 && rounding == MCU_ROUND_NEAREST_NO_TIE && multiplier > 0 &&
+            bias > -(1 << 29) && bias < (1 << 29));
+}
+
+/*
  * onnxruntime's rounding on the fast paths (rounding == MCU_ROUND_NEAREST_NO_TIE): mcu_requant2 and
  * mcu_requant4 compute floor((2 a M + 2^31 + 2^32 (base - [a < 0])) / 2^(32+r)) for the accumulator
  * a they get. Give them a = acc + lift, lift = 2^29 + 2^(30 - v) with 2^v the lowest set bit of
@@ -106,10 +122,13 @@ static inline int32_t mcu_requant2_base(int32_t shift, int32_t output_offset)
  *   output offset; half up is half to even as no reachable acc is a tie.
  * emitter/quant.py fast_round_ok() checks both bounds per channel at build time.
  */
-static inline int32_t mcu_requant2_lift(int32_t multiplier, const mcu_quant_io_t *q)
+static inline int32_t mcu_requant2_lift(int32_t multiplier, int32_t shift, const mcu_quant_io_t *q)
 {
     if (q->rounding != MCU_ROUND_NEAREST_NO_TIE || multiplier <= 0) {
         return 0;
+    }
+    if (shift == 0) { /* mcu_requant2_ok_q */
+        return (int32_t)(1u << 29);
     }
     const int32_t v = __builtin_ctz((uint32_t)multiplier); /* RBIT + CLZ */
     return (int32_t)((1u << 29) + ((1u << 30) >> v));
@@ -120,6 +139,10 @@ static inline int32_t mcu_requant2_lift(int32_t multiplier, const mcu_quant_io_t
 static inline int32_t mcu_requant2_no_tie(int32_t multiplier, int32_t shift, int32_t output_offset,
                                       int32_t *lift2)
 {
+    if (shift == 0) { /* mcu_requant2_ok_q */
+        *lift2 = (int32_t)(1u << 30);
+        return output_offset - (multiplier >> 2);
+    }
     const int32_t v = __builtin_ctz((uint32_t)multiplier);
     *lift2 = (int32_t)((1u << 30) + ((1u << 31) >> v));
     return mcu_requant2_base(shift, output_offset) - 1 - (multiplier >> 2) - (multiplier >> (v + 1));
@@ -128,6 +151,9 @@ static inline int32_t mcu_requant2_no_tie(int32_t multiplier, int32_t shift, int
 /* mcu_requant2_base(), or base' above for MCU_ROUND_NEAREST_NO_TIE */
 static inline int32_t mcu_requant2_base_q(int32_t multiplier, int32_t shift, const mcu_quant_io_t *q)
 {
+    if (q->rounding == MCU_ROUND_NEAREST_NO_TIE && multiplier > 0 && shift == 0) {
+        return q->output_offset - (multiplier >> 2); /* mcu_requant2_ok_q */
+    }
     const int32_t base = mcu_requant2_base(shift, q->output_offset);
     if (q->rounding != MCU_ROUND_NEAREST_NO_TIE || multiplier <= 0) {
         return base;
@@ -163,10 +189,45 @@ static inline int8_t mcu_output_stage_requant2(int32_t acc, int32_t multiplier, 
 /* requantize (CMSIS-NN's arm_requantize_mve, bit-exact with mcu_output_stage: VQRDMULH is
  * SaturatingRoundingDoublingHighMul, VRSHL by -exponent after gemmlowp's fix-up of negative
  * values is RoundingDivideByPOT), add the output offset, clamp: four lanes. */
+/*
+ * onnxruntime's rounding proven tie-free (MCU_ROUND_NEAREST_NO_TIE: emitter/quant.py fast_round_ok()
+ * proves every channel, whatever its shift), before the offset and clamp, on four lanes:
+ * - shift s >= 0: VQRDMULH(acc << s, M) = floor((2 acc 2^s M + 2^31) / 2^32), acc M 2^s / 2^31
+ *   rounded half up, one rounding (|acc| 2^s < 2^30 is proven);
+ * - shift s = -r <= -1: mcu_requant4's arithmetic with the lift of mcu_requant2_lift (a = acc +
+ *   2^29 + 2^(30-v) in [0, 2^30), so [a < 0] = 0) and base' without the offset:
+ *   (VQRDMULH(a, M) + 2^(r-1) - 1 - j) >> r, j = (M >> 2) + (M >> (v + 1)); the offset's
+ *   output_offset 2^r is a multiple of 2^r, so it is added after the shift instead, and r may
+ *   reach 31. Every term stays inside int32: VQRDMULH(a, M) < 2^30, j < 2^29 + 2^23.
+ * Half up is half to even as no reachable acc is a tie; about 20 instructions for four outputs
+ * against a 64-bit product and a rounding per lane.
+ */
+static inline int32x4_t mcu_requant4_no_tie(int32x4_t acc, int32x4_t multiplier, int32x4_t shift)
+{
+    const mve_pred16_t right_lanes = vcmpltq_n_s32(shift, 0);
+    const int32x4_t low = vandq_s32(multiplier, vnegq_s32(multiplier));  /* 2^v */
+    const int32x4_t v = vsubq_s32(vdupq_n_s32(31), vclzq_s32(low));
+    const int32x4_t lift = vaddq_n_s32(vshlq_s32(vdupq_n_s32(1 << 30), vnegq_s32(v)), 1 << 29);
+    const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
+    const int32x4_t a = vpselq_s32(vaddq_s32(acc, lift), vshlq_s32(acc, left), right_lanes);
+    const int32x4_t h = vqrdmulhq_s32(a, multiplier);
+    const int32x4_t right = vminq_s32(shift, vdupq_n_s32(0)); /* -r */
+    const int32x4_t j = vaddq_s32(vshrq_n_s32(multiplier, 2),
+                                  vshlq_s32(multiplier, vsubq_s32(vdupq_n_s32(-1), v)));
+    const int32x4_t half = vshlq_s32(vdupq_n_s32(1), vsubq_s32(vnegq_s32(right), vdupq_n_s32(1)));
+    const int32x4_t corr = vpselq_s32(vsubq_s32(vsubq_n_s32(half, 1), j), vdupq_n_s32(0), right_lanes);
+    return vshlq_s32(vaddq_s32(h, corr), right);
+}
+
 static inline int32x4_t mcu_output_stage4(int32x4_t acc, int32x4_t multiplier, int32x4_t shift,
                                       const mcu_quant_io_t *q)
 {
-    if (q->rounding != MCU_ROUND_TFLITE) { /* onnxruntime's rounding: mcu_output_stage per lane */
+    if (q->rounding == MCU_ROUND_NEAREST_NO_TIE) {
+        int32x4_t v = vaddq_n_s32(mcu_requant4_no_tie(acc, multiplier, shift), q->output_offset);
+        v = vmaxq_s32(v, vdupq_n_s32(q->act_min));
+        return vminq_s32(v, vdupq_n_s32(q->act_max));
+    }
+    if (q->rounding != MCU_ROUND_TFLITE) { /* unproven onnxruntime rounding: mcu_output_stage per lane */
         int32_t a[4], m[4], s[4], o[4];
         vst1q_s32(a, acc);
         vst1q_s32(m, multiplier);

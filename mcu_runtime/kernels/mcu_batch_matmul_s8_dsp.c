@@ -107,7 +107,7 @@ void mcu_batch_matmul_s8_dsp(const mcu_batch_matmul_params_t *p, const int8_t *l
                         (int32_t)(((uint32_t)ro << 16) | ((uint32_t)ro & 0xFFFFu)), lo, ro, depth};
     const int32_t mult = p->multiplier, right = -p->shift;
     const int32_t base = mcu_requant2_base_q(mult, p->shift, &p->q);
-    const int32_t lift2 = 2 * mcu_requant2_lift(mult, &p->q); /* 0 in TFLite rounding */
+    const int32_t lift2 = 2 * mcu_requant2_lift(mult, p->shift, &p->q); /* 0 in TFLite rounding */
     int32_t m = 0;
     for (; m + 1 < rows; m += 2) {
         const int8_t *a0 = lhs + m * lhs_row;

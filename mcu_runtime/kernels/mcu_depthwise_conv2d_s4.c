@@ -123,7 +123,8 @@ int mcu_dw_s4_constants(const mcu_depthwise_conv_params_t *p, const int32_t *bia
 {
     int fast = p->q.rounding != MCU_ROUND_NEAREST_EVEN && p->filter.h * p->filter.w <= 65535;
     for (int32_t oc = 0; fast && oc < p->output.c; ++oc) {
-        fast = mcu_requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0);
+        fast = mcu_requant2_ok_q(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0,
+                                 p->q.rounding);
     }
     for (int32_t oc = 0; oc < p->output.c; ++oc) {
         uint32_t lift = 0;
@@ -131,7 +132,7 @@ int mcu_dw_s4_constants(const mcu_depthwise_conv_params_t *p, const int32_t *bia
         if (fast && p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) {
             const int32_t m = p->multiplier[oc];
             base[oc] = mcu_requant2_base_q(m, p->shift[oc], &p->q);
-            lift = (uint32_t)mcu_requant2_lift(m, &p->q);
+            lift = (uint32_t)mcu_requant2_lift(m, p->shift[oc], &p->q);
         } else if (fast) {
             base[oc] = mcu_requant2_base(p->shift[oc], p->q.output_offset);
         }

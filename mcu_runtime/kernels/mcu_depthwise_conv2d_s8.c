@@ -40,18 +40,20 @@ typedef char mcu_dw_mve_scratch_bytes_ok
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
 #include <arm_mve.h>
 
-/* mcu_requant2_ok() of every channel, four at a time: shift + 20 in [0, 19] and
- * bias + 2^29 - 1 in [0, 2^30 - 2] as unsigned, multiplier >= 0. */
+/* mcu_requant2_ok_q() of every channel, four at a time: shift + 20 in [0, 19] ([0, 20] for
+ * onnxruntime's rounding) and bias + 2^29 - 1 in [0, 2^30 - 2] as unsigned, multiplier >= 0
+ * (> 0 for onnxruntime's rounding: fast_round_ok() gives every channel of such a layer one). */
 static int requant2_ok_all(const int32_t *mult, const int32_t *shift, const int32_t *bias,
-                           int32_t n)
+                           int32_t n, int32_t rounding)
 {
+    const uint32_t top = rounding == MCU_ROUND_NEAREST_NO_TIE ? 20u : 19u;
     mve_pred16_t bad = 0;
     for (int32_t c = 0; c < n; c += 4) {
         const mve_pred16_t p = vctp32q((uint32_t)(n - c));
         const int32x4_t s = vaddq_n_s32(vldrwq_z_s32(shift + c, p), 20);
         const int32x4_t b = bias != NULL ? vldrwq_z_s32(bias + c, p) : vdupq_n_s32(0);
         const int32x4_t b1 = vaddq_n_s32(b, (1 << 29) - 1);
-        bad |= vcmphiq_m_n_u32(vreinterpretq_u32_s32(s), 19u, p);
+        bad |= vcmphiq_m_n_u32(vreinterpretq_u32_s32(s), top, p);
         bad |= vcmpltq_m_n_s32(vldrwq_z_s32(mult + c, p), 0, p);
         bad |= vcmphiq_m_n_u32(vreinterpretq_u32_s32(b1), (1u << 30) - 2u, p);
     }
@@ -74,17 +76,18 @@ static int shifts_valid4(const int32_t *shift, int32_t n)
 #define DW_SHIFTS_VALID shifts_valid
 #endif
 
-/* No unproven onnxruntime rounding, and mcu_requant2_ok() (mcu_requant.h) for every output channel. */
+/* No unproven onnxruntime rounding, and mcu_requant2_ok_q() (mcu_requant.h) for every output channel. */
 static int requant_fast(const mcu_depthwise_conv_params_t *p, const int32_t *bias)
 {
     if (p->q.rounding == MCU_ROUND_NEAREST_EVEN) {
         return 0;
     }
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
-    return requant2_ok_all(p->multiplier, p->shift, bias, p->output.c);
+    return requant2_ok_all(p->multiplier, p->shift, bias, p->output.c, p->q.rounding);
 #endif
     for (int32_t c = 0; c < p->output.c; ++c) {
-        if (!mcu_requant2_ok(p->multiplier[c], p->shift[c], bias != NULL ? bias[c] : 0)) {
+        if (!mcu_requant2_ok_q(p->multiplier[c], p->shift[c], bias != NULL ? bias[c] : 0,
+                               p->q.rounding)) {
             return 0;
         }
     }
@@ -150,7 +153,7 @@ static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv
         !quant_io_valid(&params->q)) {
         return MCU_ERR_ARG;
     }
-    /* (the fast paths' mcu_requant2_ok() shifts, in [-20, -1], are valid) */
+    /* (the fast paths' mcu_requant2_ok_q() shifts, in [-20, 0], are valid) */
     const int32_t path = mcu_depthwise_conv2d_s8_path(params, bias, isa);
     if (path == MCU_PATH_GENERIC && !DW_SHIFTS_VALID(params->shift, out_dims->c)) {
         return MCU_ERR_ARG;

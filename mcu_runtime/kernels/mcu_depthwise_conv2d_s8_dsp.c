@@ -348,7 +348,8 @@ static void prepare_group(mcu_dw_group4_t *g, mcu_dw_lanes2_t l[2],
     }
     for (int32_t k = 0; k < 4; ++k) {
         const int32_t ch = c + (k >> 1) + 2 * (k & 1);
-        g->bias2[k] = 2 * ((bias != NULL ? bias[ch] : 0) + mcu_requant2_lift(p->multiplier[ch], &p->q));
+        g->bias2[k] =
+            2 * ((bias != NULL ? bias[ch] : 0) + mcu_requant2_lift(p->multiplier[ch], p->shift[ch], &p->q));
         g->mult[k] = p->multiplier[ch];
         g->right[k] = -p->shift[ch];
         g->base[k] = mcu_requant2_base_q(p->multiplier[ch], p->shift[ch], &p->q);

@@ -226,12 +226,38 @@ def edge_variants(name: str, p: DepthwiseConvParams, inputs: list[Any]) -> Built
     return out
 
 
+def shift0_variant(name: str, p: DepthwiseConvParams, inputs: list[Any], seed: int) -> Built:
+    """Every channel's effective scale in [0.5, 1) (shift 0, as 4-bit weights' larger scales give),
+    then in [1, 4) (shifts 1 and 2), with weights in {-1, 0, 1}, inputs within +-31 of the zero
+    point and a small bias so that outputs span the int8 range. In onnxruntime numerics the fast
+    paths take shift 0 with a lift of 2^29 alone (mcu_requant2_ok_q) and the generic loops take
+    shifts 1 and 2 (on MVE four lanes at a time: mcu_requant4_no_tie); TFLite rounding keeps both
+    on the generic loops."""
+    rng = np.random.default_rng(seed)
+    x, w, b = inputs
+    c = p.output.c
+    out = []
+    for label, lo, hi in (("all shifts 0", 0.5, 1.0), ("shifts 1 and 2", 1.0, 4.0)):
+        mult, shift = exact_multipliers(rng.uniform(lo, hi, c).astype(np.float32))
+        assert ((shift == 0) if lo < 1 else (shift >= 1) & (shift <= 2)).all()
+        lo_x, hi_x = max(-128, -31 - p.q.input_offset), min(127, 31 - p.q.input_offset)
+        x2 = np.clip(x.astype(np.int32), lo_x, hi_x).astype(x.dtype)
+        b2 = None if b is None else rng.integers(-100, 101, c).astype(np.int32)
+        out.append((f"{name} ({label})", replace(p, multiplier=mult, shift=shift),
+                    [x2, np.sign(w).astype(w.dtype), b2]))
+    return out
+
+
 @pytest.fixture(scope="module")
 def built() -> list[tuple[str, DepthwiseConvParams, list[Any]]]:
     cases = [(name, *build(case, np.random.default_rng(sum(map(ord, name)))))
              for name, case in ALL_CASES.items()]
     cases += [v for name, p, inputs in cases if name in ("3x3_pairs", "3x3_ring8_c20_tail", "3x3_ring16_c140_tails")
               for v in edge_variants(name, p, inputs)]
+    cases += [v for k, (name, p, inputs) in enumerate(cases)
+              if name in ("3x3_pairs", "3x3_ring16_c140_tails", "3x3_stride2", "k7x1_lines_c12", "5x5_c6_tail",
+                          "1x1_c16")
+              for v in shift0_variant(name, p, inputs, k)]
     ort = [(f"{name} (onnxruntime numerics)", ort_variant(p, inputs[1], inputs[2]), inputs)
            for name, p, inputs in cases]
     assert sum(p.q.rounding == ROUND_NEAREST_NO_TIE for _, p, _ in ort) >= len(ort) // 2
@@ -239,9 +265,17 @@ def built() -> list[tuple[str, DepthwiseConvParams, list[Any]]]:
 
 
 def test_cases_reach_every_path(built) -> None:
-    """The table is worth running: on each ISA every path is taken by some case."""
+    """The table is worth running: on each ISA every path is taken by some case, and the shift-0
+    cases take the fast path in onnxruntime numerics only."""
     for isa, want in (("dsp", {"dsp", "generic"}), ("mve", {"mve", "generic"})):
         assert {twin.path(p, b, isa) for _, p, (_, _, b) in built} == want
+        for label, count in (("(all shifts 0)", 12), ("(shifts 1 and 2)", 12)):
+            cases = [(p, b) for name, p, (_, _, b) in built if label in name]
+            assert len(cases) == count
+            for p, b in cases:
+                proven = p.q.rounding == ROUND_NEAREST_NO_TIE
+                assert proven == (p.q.rounding != 0)  # every onnxruntime variant is proven tie-free
+                assert (twin.path(p, b, isa) == isa) == (proven and label == "(all shifts 0)"), (isa, p)
 
 
 @pytest.mark.parametrize("opt", ["-O2", "-O0"])
