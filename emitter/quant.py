@@ -193,12 +193,12 @@ def fast_round_ok(multiplier: np.ndarray, shift: np.ndarray, acc_bound: np.ndarr
       takes the depthwise fast paths with a lift of 2^29 alone: mcu_requant2_ok_q);
     - shift s > 0: |acc| 2^s < 2^30 (acc << s is multiplied as it is).
     Every multiplier must be > 0."""
-    for m, s, b in zip(np.asarray(multiplier, np.int64).ravel(), np.asarray(shift, np.int64).ravel(),
-                       np.broadcast_to(np.asarray(acc_bound, np.int64), np.shape(multiplier)).ravel(),
-                       strict=True):
+    for m64, s64, b64 in zip(np.asarray(multiplier, np.int64).ravel(), np.asarray(shift, np.int64).ravel(),
+                             np.broadcast_to(np.asarray(acc_bound, np.int64), np.shape(multiplier)).ravel(),
+                             strict=True):
+        m, s, b = int(m64), int(s64), int(b64)
         if m <= 0:
             return False  # (a zero scale: the generic loops; mcu_requant2_no_tie assumes M > 0)
-        m, s, b = int(m), int(s), int(b)
         v = (m & -m).bit_length() - 1
         if b >= ((1 << 29) - (1 << 23) if s <= 0 else 1 << (30 - s)):
             return False
