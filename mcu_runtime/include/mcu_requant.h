@@ -105,7 +105,7 @@ static inline int32_t mcu_requant2_base(int32_t shift, int32_t output_offset)
 static inline int mcu_requant2_ok_q(int32_t multiplier, int32_t shift, int32_t bias, int32_t rounding)
 {
     return mcu_requant2_ok(multiplier, shift, bias) ||
-           (shift == 0 && rounding == MCU_ROUND_NEAREST_NO_TIE && multiplier > 0 &&
+           (shift == 0 && rounding == MCU_ROUND_NEAREST_NO_TIE && multiplier >= 0 &&
             bias > -(1 << 29) && bias < (1 << 29));
 }
 
@@ -139,13 +139,21 @@ static inline int32_t mcu_requant2_lift(int32_t multiplier, int32_t shift, const
 static inline int32_t mcu_requant2_no_tie(int32_t multiplier, int32_t shift, int32_t output_offset,
                                       int32_t *lift2)
 {
-    if (shift == 0) { /* mcu_requant2_ok_q */
-        *lift2 = (int32_t)(1u << 30);
-        return output_offset - (multiplier >> 2);
-    }
     const int32_t v = __builtin_ctz((uint32_t)multiplier);
     *lift2 = (int32_t)((1u << 30) + ((1u << 31) >> v));
     return mcu_requant2_base(shift, output_offset) - 1 - (multiplier >> 2) - (multiplier >> (v + 1));
+}
+
+/* mcu_requant2_no_tie() for mcu_requant2_ok_q() constants: shift 0 too (the depthwise fast paths;
+ * the convolutions keep the test out of their per-call setup) */
+static inline int32_t mcu_requant2_no_tie_q(int32_t multiplier, int32_t shift, int32_t output_offset,
+                                            int32_t *lift2)
+{
+    if (shift == 0) {
+        *lift2 = (int32_t)(1u << 30);
+        return output_offset - (multiplier >> 2);
+    }
+    return mcu_requant2_no_tie(multiplier, shift, output_offset, lift2);
 }
 
 /* mcu_requant2_base(), or base' above for MCU_ROUND_NEAREST_NO_TIE */

@@ -348,11 +348,17 @@ static void prepare_group(mcu_dw_group4_t *g, mcu_dw_lanes2_t l[2],
     }
     for (int32_t k = 0; k < 4; ++k) {
         const int32_t ch = c + (k >> 1) + 2 * (k & 1);
-        g->bias2[k] =
-            2 * ((bias != NULL ? bias[ch] : 0) + mcu_requant2_lift(p->multiplier[ch], p->shift[ch], &p->q));
+        const int32_t b = bias != NULL ? bias[ch] : 0;
+        if (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) { /* every multiplier > 0 (fast_round_ok) */
+            int32_t lift2;
+            g->base[k] = mcu_requant2_no_tie_q(p->multiplier[ch], p->shift[ch], p->q.output_offset, &lift2);
+            g->bias2[k] = 2 * b + lift2;
+        } else {
+            g->base[k] = mcu_requant2_base(p->shift[ch], p->q.output_offset);
+            g->bias2[k] = 2 * b;
+        }
         g->mult[k] = p->multiplier[ch];
         g->right[k] = -p->shift[ch];
-        g->base[k] = mcu_requant2_base_q(p->multiplier[ch], p->shift[ch], &p->q);
     }
     if (p->filter.h != 3 || p->filter.w != 3) {
         return;

@@ -69,7 +69,7 @@ static void mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params
 }
 
 /* onnxruntime's rounding (MCU_ROUND_NEAREST_NO_TIE) for mve_prepare's channels c .. c + 7:
- * mcu_requant2_lift added to the sums' starting values, base' (mcu_requant2_no_tie). */
+ * mcu_requant2_lift added to the sums' starting values, base' (mcu_requant2_no_tie_q). */
 static void mve_prepare_no_tie(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
                                int32_t c)
 {
@@ -77,8 +77,8 @@ static void mve_prepare_no_tie(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv
         const int32_t odd = k & 1;
         const int32_t j = k >> 1;
         int32_t lift2;
-        g->base[odd][j] = mcu_requant2_no_tie(p->multiplier[c + k], p->shift[c + k],
-                                          p->q.output_offset, &lift2);
+        g->base[odd][j] = mcu_requant2_no_tie_q(p->multiplier[c + k], p->shift[c + k],
+                                            p->q.output_offset, &lift2);
         g->bias[odd][j] += lift2 / 2;
         g->bias_full[odd][j] += lift2 / 2;
     }
