@@ -35,6 +35,12 @@ MOVE_INSTRUCTIONS_PER_BYTE = 0.4  # memmove of ring rows (word copies)
 #   KWS and IC (benchmarks/memory.py): 0.6-1.0 on cortex-m7, 0.01-0.11 on cortex-m55
 LEAN_EXTRA_PER_MAC = {"mve": 0.15, "dsp": 0.9, "c": 0.0, "any": 0.9}
 MAX_SEGMENT = 12  # layers per streamed segment
+HEIGHTS = (1, 2, 4, 8)  # band heights the search tries: output rows a layer of a segment makes per call
+# mcu_conv2d_s8's DSP path computes PASS_POSITIONS output positions a pass, its last pass over a call's
+#   positions overlapping the one before (mcu_runtime/kernels/mcu_conv2d_s8_dsp.c): a call of n
+#   positions computes ceil(n / P) * P of them. The cost table's per-MAC prediction of a band shape
+#   misses that (KWS's 5-position rows: 8 positions computed each); layer_costs adds it per band.
+PASS_POSITIONS = {("mcu_conv2d_s8", "dsp"): 4}
 # A convolution with its residual Add fused (mcu_conv2d_add_s8): its conv's count plus this per output
 #   element. QEMU, IC's first residual layer against the conv of the same shape before it: 60 on
 #   cortex-m4/m7 (DSP), 13 on cortex-m55 (MVE); 90-106 on rv32imac (plain C)
@@ -168,11 +174,23 @@ def row_width(s: Stage) -> int:
 @dataclass(frozen=True)
 class LayerCost:
     """A layer's instructions from the core's cost table: whole on its fast path, whole on the
-    generic (lean) path, and by rows (one call per output row, each row's band shape) on either."""
+    generic (lean) path, and by rows (one call per output row, each row's band shape) on either;
+    `bands`: by bands of h rows (h > 1 of HEIGHTS: one call per band, each its own band shape),
+    (fast, lean) per h."""
     whole: int
     whole_lean: int
     rows: int
     rows_lean: int
+    bands: tuple[tuple[int, int, int], ...] = ()  # (h, fast, lean)
+
+    def by_bands(self, h: int, lean: bool) -> int:
+        """Instructions by bands of h rows (1: by rows)."""
+        if h == 1:
+            return self.rows_lean if lean else self.rows
+        got = next((b for b in self.bands if b[0] == h), None)
+        if got is None:  # h beyond the table's: as the largest predicted
+            got = max(self.bands, default=(1, self.rows, self.rows_lean))
+        return got[2] if lean else got[1]
 
 
 Costs = dict[int, LayerCost]  # step -> its table costs (layers the table has)
@@ -209,19 +227,35 @@ def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
             continue
         fast, params = kc.path_of(p, isa), cast(Any, p.params)
         whole, lean = predicted(core, isa, shape, fast), predicted(core, isa, shape, "generic")
-        rows = rows_lean = 0
-        for o in range(params.output.h):
-            bs = shape_of(replace(p, params=band(params, o, o + 1)[0]))
-            rf = predicted(core, isa, bs, fast) if bs is not None else None
-            rl = predicted(core, isa, bs, "generic") if bs is not None else None
-            if rf is None or rl is None:
-                rows = -1
-                break
-            rows, rows_lean = rows + rf, rows_lean + rl
-        if whole is None or lean is None or rows < 0:
+        by: list[tuple[int, int, int]] = []
+        per_pass = PASS_POSITIONS.get((p.kernel, fast), 1)
+        for h in HEIGHTS:
+            fast_sum = lean_sum = 0
+            for o in range(0, params.output.h, h):
+                bs = shape_of(replace(p, params=band(params, o, min(o + h, params.output.h))[0]))
+                rf = predicted(core, isa, bs, fast) if bs is not None else None
+                if rf is not None and per_pass > 1:  # the positions its passes compute beyond the band's
+                    n = (min(o + h, params.output.h) - o) * params.output.w
+                    rf = rf * (-(-n // per_pass) * per_pass) // n
+                rl = predicted(core, isa, bs, "generic") if bs is not None else None
+                if rf is None or rl is None:
+                    fast_sum = -1
+                    break
+                fast_sum, lean_sum = fast_sum + rf, lean_sum + rl
+            if fast_sum < 0:
+                if h == 1:
+                    break
+                continue
+            by.append((h, fast_sum, lean_sum))
+        if whole is None or lean is None or not by or by[0][0] != 1:
             continue
-        out[k] = LayerCost(whole, lean, rows, rows_lean)
+        out[k] = LayerCost(whole, lean, by[0][1], by[0][2], tuple(by[1:]))
     return out
+
+
+def calls_of(s: Stage, h: int) -> int:
+    """Kernel calls of a stage by bands of h rows."""
+    return -(-s.out_rows // h)
 
 
 def overhead(seg: Segment, isa: str, costs: Costs | None = None) -> int:
@@ -230,13 +264,14 @@ def overhead(seg: Segment, isa: str, costs: Costs | None = None) -> int:
     the layer (layer_costs), else CALL_INSTRUCTIONS and WEIGHT_PASS_INSTRUCTIONS per extra call."""
     costs = costs or {}
     extra = 0.0
-    for s in seg.stages:
-        c = costs.get(s.step)
-        if c is not None and not s.sink:  # the table's 1-row shapes may predict below whole: a floor per call
-            extra += max((s.out_rows - 1) * ROW_CALL_FLOOR, (c.rows_lean if s.step in seg.lean else c.rows) - c.whole)
+    for i, s in enumerate(seg.stages):
+        c, h = costs.get(s.step), seg.height(i)
+        calls = calls_of(s, h)
+        if c is not None and not s.sink:  # the table's band shapes may predict below whole: a floor per call
+            extra += max((calls - 1) * ROW_CALL_FLOOR, c.by_bands(h, s.step in seg.lean) - c.whole)
         else:
-            per_call = CALL_INSTRUCTIONS + WEIGHT_PASS_INSTRUCTIONS * filter_elements(s) / row_width(s)
-            extra += (s.out_rows - 1) * per_call
+            per_call = CALL_INSTRUCTIONS + WEIGHT_PASS_INSTRUCTIONS * filter_elements(s) / (row_width(s) * h)
+            extra += (calls - 1) * per_call
             if s.step in seg.lean:
                 extra += lean_macs(seg, s) * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"])
     return int(extra + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE)
@@ -272,7 +307,7 @@ def others(g: Graph, layer: Plan) -> Callable[[Segment], int]:
     return live
 
 
-SegmentCache = dict[tuple[tuple[int, ...], bool, bool], Segment | None]
+SegmentCache = dict[tuple[tuple[int, ...], bool, bool, int], Segment | None]
 
 
 def whole_estimate(g: Graph, prepared: tuple[Prepared, ...], step: int) -> int:
@@ -291,33 +326,37 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
     rows (more moves). trust_overlap=False: a single layer is estimated without its overlap, which
     the placement may not realise, so longer segments win. plain: a layer may also stay whole (no
     segment, no overhead), so layers whose rows save nothing cost nothing. lean: layers whose twin has a
-    LEAN_C call it where that saves scratch."""
+    LEAN_C call it where that saves scratch. A segment of several layers is offered at every band
+    height of HEIGHTS (its layers making that many rows a call; bigger rings, fewer calls), so the
+    limit picks the height with the fewest overhead that fits, and no limit the smallest peak."""
     cache = {} if cache is None else cache
     chosen: list[Segment] = []
     for run in runs(g, prepared):
         n = len(run)
-        segs: dict[tuple[int, int], Segment] = {}
+        segs: dict[tuple[int, int], list[Segment]] = {}
         for i in range(n):
             for j in range(i, min(n, i + MAX_SEGMENT)):
-                key = (tuple(run[i:j + 1]), tight, lean)
-                if key not in cache:
-                    st = stages(g, prepared, run[i:j + 1])
-                    cache[key] = None if st is None else make_segment(
-                        st, prepared, isa, (lambda rows: 0) if tight else (lambda rows: rows), lean)
-                if cache[key] is not None:
-                    segs[i, j] = cache[key]  # type: ignore[assignment]
+                for h in HEIGHTS if j > i else (1,):
+                    key = (tuple(run[i:j + 1]), tight, lean, h)
+                    if key not in cache:
+                        st = stages(g, prepared, run[i:j + 1])
+                        seg = None if st is None else make_segment(
+                            st, prepared, isa, (lambda rows: 0) if tight else (lambda rows: rows), lean, h)
+                        cache[key] = seg if seg is not None and (h == 1 or seg.heights) else None
+                    if cache[key] is not None:
+                        segs.setdefault((i, j), []).append(cache[key])  # type: ignore[arg-type]
         # best[j] = (peak, overhead, segments) of run[:j]
         best: list[tuple[int, int, list[Segment]] | None] = [(0, 0, [])] + [None] * n
         for j in range(1, n + 1):
             for i in range(j):
-                prev, seg = best[i], segs.get((i, j - 1))
+                prev = best[i]
                 if prev is None:
                     continue
                 options: list[tuple[int, int, list[Segment]]] = []
-                if seg is not None:
+                for seg in segs.get((i, j - 1), []):
                     options.append((estimate(seg, trust_overlap) + other(seg), overhead(seg, isa, costs), [seg]))
                 if plain and i == j - 1:
-                    one = segs.get((i, i))
+                    one = segs[i, i][0] if (i, i) in segs else None
                     options.append((whole_estimate(g, prepared, run[i]) + (other(one) if one else 0), 0, []))
                 for est, ovh, add in options:
                     peak, cost = max(prev[0], est), prev[1] + ovh
@@ -331,8 +370,44 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
         if final is None:  # no way under the limit: the smallest
             return streamed(g, prepared, isa, None, tight, other, trust_overlap, plain, cache, lean, costs) \
                 if limit is not None else []
+        if limit is not None:
+            final = (final[0], final[1], [raise_heights(seg, g, prepared, isa, limit, tight, other, trust_overlap,
+                                                        lean, costs) for seg in final[2]])
         chosen += final[2]
     return chosen
+
+
+def raise_heights(seg: Segment, g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int, tight: bool,
+                  other: Callable[[Segment], int], trust_overlap: bool, lean: bool, costs: Costs | None) -> Segment:
+    """The segment with taller bands where they pay (greedy): each round, of the layers whose band
+    height may double (up to the layer's height), the one that saves the most estimated overhead per byte
+    its estimated peak grows, while that peak stays within `limit`; until none saves any."""
+    if len(seg.stages) < 2:
+        return seg
+    st = list(seg.stages)
+    cur, cost = seg, overhead(seg, isa, costs)
+    hs = [seg.height(i) for i in range(len(st))]
+    slack: Callable[[int], int] = (lambda rows: 0) if tight else (lambda rows: rows)
+    while True:
+        best: tuple[float, Segment, list[int], int] | None = None
+        peak = estimate(cur, trust_overlap) + other(cur)
+        for i, s in enumerate(st):
+            if s.sink or hs[i] >= s.out_rows:
+                continue
+            trial = [*hs]
+            trial[i] = min(2 * hs[i], s.out_rows)
+            got = make_segment(st, prepared, isa, slack, lean, tuple(trial))
+            if got is None or tuple(got.heights or (1,) * len(st)) != tuple(trial):
+                continue
+            c2, p2 = overhead(got, isa, costs), estimate(got, trust_overlap) + other(got)
+            if c2 >= cost or p2 > limit:
+                continue
+            score = (cost - c2) / max(1, p2 - peak)
+            if best is None or score > best[0]:
+                best = (score, got, trial, c2)
+        if best is None:
+            return cur
+        _, cur, hs, cost = best
 
 
 def singles(g: Graph, prepared: tuple[Prepared, ...], isa: str, lean: bool = False) -> list[Segment]:

@@ -8,7 +8,9 @@ Candidates, from cheapest to smallest:
            over the input it reads for the last time (top down or bottom up), element-wise
            layers exactly over a dying operand;
   stream   as overlap, plus runs of layers streamed row by row through rings, the runs chosen by
-           a dynamic programme that minimises the estimated peak for a given overhead.
+           a dynamic programme that minimises the estimated peak for a given overhead; each
+           layer of a run makes a band of 1, 2, 4, 8 or more rows a call (taller bands: bigger
+           rings, fewer calls; with a budget, taller() raises them within what it leaves).
 The segments come from emitter/plan/propose.py (runs, estimates, the dynamic programme); every
 candidate is planned for real (emitter/plan/arena.py): the estimate only proposes. The
 instruction overhead of a candidate is estimated from its kernel calls and ring moves
@@ -41,10 +43,12 @@ from emitter.plan.propose import (
     Costs,
     SegmentCache,
     base_estimate,
+    estimate,
     layer_costs,
     lean_cost,
     others,
     overhead,
+    raise_heights,
     singles,
     streamed,
 )
@@ -76,10 +80,12 @@ def activation_ram(g: Graph, p: Plan) -> int:
 
 
 def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignment: int,
-               isa: str, core: str = "", most: int | None = None) -> list[Candidate]:
+               isa: str, core: str = "", most: int | None = None, budget: int | None = None) -> list[Candidate]:
     """Every plan worth offering, cheapest first; overheads from the core's cost table where it has
     the layer (propose.layer_costs). most (free savings: FREE_OVERHEAD of the base): no streamed
-    proposal is planned, free savings never take one (Goal.eligible)."""
+    proposal is planned, free savings never take one (Goal.eligible). budget (the fastest plan
+    within it): each streamed plan that fits it is offered again with taller bands
+    (taller()), within the bytes it leaves."""
     costs = layer_costs(prepared, core, isa)
     exact = tuple(k for k, p in enumerate(prepared) if exact_in_place(p.kernel) and not p.then)
     exact_inputs = tuple(kernel(prepared[k].kernel).exact_in_place_inputs for k in exact)
@@ -105,7 +111,7 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
             (None, False, True, True, True), (None, True, False, True, True)):
         limit = None if frac is None else int(out[2].plan.arena_size * frac)
         segs = streamed(g, prepared, isa, limit, tight, other, trust, plain, cache, lean, costs)
-        key = tuple((s.first, s.last, s.caps, s.lean) for s in segs)
+        key = tuple((s.first, s.last, s.caps, s.lean, s.heights) for s in segs)
         if key in seen or (not plain and all(len(s.stages) == 1 for s in segs)) or not segs:
             continue
         seen.add(key)
@@ -116,6 +122,37 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
         out.append(candidate(g, scratch, alignment, schedule("stream", tuple(segs)), copy, isa, costs))
     if any(s.lean for s in free):
         out.append(candidate(g, scratch, alignment, schedule("overlap", tuple(free)), copy, isa, costs))
+    if budget is not None:
+        out += taller(g, prepared, scratch, alignment, isa, costs, out, budget, other)
+    return out
+
+
+def taller(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignment: int, isa: str, costs: Costs,
+           cands: list[Candidate], budget: int, other: Any) -> list[Candidate]:
+    """The streamed candidates within `budget` with taller bands (propose.raise_heights: the layers
+    whose taller bands save the most estimated instructions per byte), each segment's estimated
+    peak growing by at most a share of the bytes the plan leaves under the budget (the estimate's
+    bytes are rough: the plan is made for real and kept where it fits)."""
+    out: list[Candidate] = []
+    seen = set()
+    for c in cands:
+        ram = activation_ram(g, c.plan)
+        if c.kind != "stream" or ram > budget:
+            continue
+        for share in (1.0, 0.7, 0.4):
+            for tight in (False, True):
+                segs = tuple(raise_heights(s, g, prepared, isa, estimate(s) + other(s) + int(share * (budget - ram)),
+                                           tight, other, True, bool(s.lean), costs)
+                             for s in c.plan.schedule.segments)
+                key = tuple((s.first, s.last, s.caps, s.lean, s.heights) for s in segs)
+                if key in seen or all(not s.heights for s in segs):
+                    continue
+                seen.add(key)
+                got = candidate(g, scratch, alignment, replace(c.plan.schedule, segments=segs), 0, isa, costs)
+                got = replace(got, overhead=got.overhead + c.overhead - sum(
+                    overhead(s, isa, costs) if c.plan.modes.get(s.first) != "whole" else lean_cost(s, isa, costs)
+                    for s in c.plan.schedule.segments))
+                out.append(got)
     return out
 
 
@@ -248,7 +285,8 @@ def search(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: 
     # proposals over FREE_OVERHEAD are not planned
     most = int(FREE_OVERHEAD * goal.base) if goal.free and (
         ram_budget is None or activation_ram(g, plan(g, scratch, align)) <= ram_budget) else None
-    return choose(g, candidates(g, prepared, scratch, align, isa, core, most), goal)
+    return choose(g, candidates(g, prepared, scratch, align, isa, core, most,
+                                ram_budget if goal.fastest else None), goal)
 
 
 def search_orders(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str, memory: str,
@@ -304,7 +342,10 @@ def report(g: Graph, p: Plan, choice: Choice | None) -> dict[str, Any]:
         mode = p.modes.get(seg.first, "whole") if seg is not None else "whole"
         out = p.root[node.outputs[0]]
         b = buffers.get(("tensor", out)) or buffers.get(("ring", out))
-        row: dict[str, Any] = {"index": k, "name": node.name, "mode": mode, "band_rows": 1 if mode != "whole" else None,
+        steps = [s.step for s in seg.stages] if seg is not None else []
+        band_rows = seg.height(steps.index(k)) if seg is not None and k in steps else 1
+        row: dict[str, Any] = {"index": k, "name": node.name, "mode": mode,
+                               "band_rows": band_rows if mode != "whole" else None,
                                "recompute": 1.0,  # streamed rows are computed once: no halo recomputation
                                "buffer": None if b is None else {"name": b.name, "offset": b.offset, "bytes": b.size,
                                                                  "first": b.first, "last": b.last}}
@@ -314,7 +355,6 @@ def report(g: Graph, p: Plan, choice: Choice | None) -> dict[str, Any]:
             row["segment"] = [seg.first, seg.last]
             if k == seg.last and seg.stages[-1].sink:
                 row["accumulator_bytes"] = seg.acc_bytes
-            steps = [s.step for s in seg.stages]
             pos = steps.index(k) if k in steps else len(seg.caps)  # a view inside the segment holds no ring
             if pos < len(seg.caps):
                 row["ring_rows"] = seg.caps[pos]

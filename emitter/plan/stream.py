@@ -2,8 +2,9 @@
 chain of them row by row ("a segment") costs and allows.
 
 A segment is a run of consecutive layers L0..Ln-1, each reading the previous one's output on the
-rows its window needs (its twin's band()). It runs as one loop, one kernel call per row: each step
-the layer nearest the end whose next row's input rows are made makes that row, so rows are
+rows its window needs (its twin's band()). It runs as one loop, one kernel call per band of rows
+(each layer's band height `h`, Segment.heights: 1 by default; the last band may be shorter): each
+step the layer nearest the end whose next band's input rows are made makes that band, so rows are
 consumed as soon as they can be (depth first). A layer's output inside the segment never exists
 whole: it lives in a ring of `cap` rows (mcu_runtime/support/mcu_band.c) that drops the rows its
 consumer has passed. The first
@@ -169,17 +170,25 @@ def _lowest(stages: list[Stage], done: list[int], tensor: str) -> int | None:
     return low
 
 
-def ready(stages: list[Stage], done: list[int], i: int) -> bool:
-    """Stage i's next row can be made: the rows it reads of the previous stage are made."""
-    return i == 0 or stages[i].rows(done[i], done[i] + 1)[1] <= done[i - 1]
+def band_end(s: Stage, h: int, r: int) -> int:
+    """The end of the band of (at most) h rows starting at row r (a sink adds one row a call)."""
+    return r + 1 if s.sink else min(r + h, s.out_rows)
 
 
-def simulate(stages: list[Stage], caps: list[int] | None) -> Sim | None:
-    """Replay the segment loop (rings of `caps` rows; None: unbounded, to measure them). Returns
-    None when a ring is too small. Each step, the stage nearest the end whose next row's input
-    rows are made makes that row (depth first: a row is consumed as soon as it can be, so a ring
-    holds little more than its consumer's window). Reads the whole tensors: stage 0's main input
-    and every side operand (inputs[1:]); every other input is the previous stage's ring."""
+def ready(stages: list[Stage], done: list[int], i: int, heights: tuple[int, ...] = ()) -> bool:
+    """Stage i's next band can be made: the rows it reads of the previous stage are made."""
+    h = heights[i] if heights else 1
+    return i == 0 or stages[i].rows(done[i], band_end(stages[i], h, done[i]))[1] <= done[i - 1]
+
+
+def simulate(stages: list[Stage], caps: list[int] | None, heights: tuple[int, ...] = ()) -> Sim | None:
+    """Replay the segment loop (rings of `caps` rows; None: unbounded, to measure them; `heights`:
+    each stage's band height, () all 1). Returns None when a ring is too small. Each step, the
+    stage nearest the end whose next band's input rows are made makes that band (depth first: a
+    row is consumed as soon as it can be, so a ring holds little more than its consumer's
+    window). Pushing a band of m rows into a ring that cannot take them first drops the rows its
+    consumer has passed (mcu_ring_push_rows). Reads the whole tensors: stage 0's main input and
+    every side operand (inputs[1:]); every other input is the previous stage's ring."""
     n = len(stages)
     sim = Sim(peak_rows=[0] * (n - 1))
     done = [0] * n
@@ -187,17 +196,19 @@ def simulate(stages: list[Stage], caps: list[int] | None) -> Sim | None:
     whole = {(i, k): name for i, s in enumerate(stages) for k, name in enumerate(s.inputs) if k > 0 or i == 0}
     while done[-1] < stages[-1].out_rows:
         i = n - 1
-        while not ready(stages, done, i):
+        while not ready(stages, done, i, heights):
             i -= 1
         s, r = stages[i], done[i]
-        lo, hi = s.rows(r, r + 1)
+        end = band_end(s, heights[i] if heights else 1, r)
+        m = end - r
+        lo, hi = s.rows(r, end)
         if i > 0 and not (base[i - 1] <= lo and hi <= base[i - 1] + count[i - 1]):
             return None
         sim.calls += 1
         if i < n - 1:
             nxt = stages[i + 1]
-            keep = nxt.rows(done[i + 1], done[i + 1] + 1)[0] if done[i + 1] < nxt.out_rows else r + 1
-            if caps is not None and count[i] == caps[i]:
+            keep = nxt.rows(done[i + 1], done[i + 1] + 1)[0] if done[i + 1] < nxt.out_rows else end
+            if caps is not None and count[i] + m > caps[i]:
                 drop = keep - base[i]
                 if drop <= 0:
                     return None
@@ -208,30 +219,37 @@ def simulate(stages: list[Stage], caps: list[int] | None) -> Sim | None:
                 else:
                     base[i] += count[i]
                     count[i] = 0
+                if count[i] + m > caps[i]:
+                    return None
             elif caps is None:  # unbounded: drop what is passed, without moving
                 drop = max(0, min(keep - base[i], count[i]))
                 base[i] += drop
                 count[i] -= drop
-            count[i] += 1
+            count[i] += m
             sim.peak_rows[i] = max(sim.peak_rows[i], count[i])
-        done[i] += 1
+        done[i] = end
         if i == n - 1:
-            _write_limits(sim, stages, done, whole, r, lo)
+            _write_limits(sim, stages, done, whole, r, end)
     return sim
 
 
 def _write_limits(sim: Sim, stages: list[Stage], done: list[int], whole: dict[tuple[int, int], str],
-                  r: int, lo_now: int) -> None:
-    """Output row r of the last stage was just written: how far below each whole input may the
-    output start (delta = output offset - input offset)?"""
+                  r: int, end: int) -> None:
+    """Output rows [r, end) of the last stage were just written, by one call: how far below each
+    whole input may the output start (delta = output offset - input offset)? A call of several
+    rows writes all of them below the lowest row it reads (an exact-in-place kernel: each row at
+    or below its own input rows, as the call goes element by element)."""
     last = stages[-1]
     exact = exact_in_place(last.kernel)
     for (i, k), name in whole.items():
         rb = stages[i].in_row_bytes[k]
         low = _lowest(stages, done, name)
-        limit = None if low is None else low * rb - (r + 1) * last.out_row_bytes
+        limit = None if low is None else low * rb - end * last.out_row_bytes
         if i == len(stages) - 1:  # read by this very call
-            now = lo_now * rb - (r if exact else r + 1) * last.out_row_bytes
+            if exact:
+                now = min(last.rows(y, y + 1)[0] * rb - y * last.out_row_bytes for y in range(r, end))
+            else:
+                now = last.rows(r, end)[0] * rb - end * last.out_row_bytes
             limit = now if limit is None else min(limit, now)
         if limit is not None:
             sim.down[name] = min(sim.down.get(name, limit), limit)
@@ -247,15 +265,16 @@ def simulate_up(stage: Stage) -> dict[str, int]:
     return {stage.inputs[0]: up}
 
 
-def ring_caps(stages: list[Stage], slack: Callable[[int], int] = lambda rows: rows) -> list[int] | None:
+def ring_caps(stages: list[Stage], slack: Callable[[int], int] = lambda rows: rows,
+              heights: tuple[int, ...] = ()) -> list[int] | None:
     """Ring capacities: the most rows each ring holds at once (unbounded replay), plus `slack`
     rows (fewer moves); checked by a bounded replay."""
-    free = simulate(stages, None)
+    free = simulate(stages, None, heights)
     if free is None:
         return None
     caps = [rows + slack(rows) for rows in free.peak_rows]
     caps = [min(c, s.out_rows) for c, s in zip(caps, stages, strict=False)]
-    return caps if simulate(stages, caps) is not None else None
+    return caps if simulate(stages, caps, heights) is not None else None
 
 
 @dataclass(frozen=True, eq=False)
@@ -268,6 +287,11 @@ class Segment:
     up: dict[str, int]  # one stage: delta limits running upwards
     lean: tuple[int, ...] = ()  # steps that call their twin's lean_c: the generic path, the least scratch
     slow_macs: int = 0  # MACs of those steps (they run slower: memplan's overhead counts them)
+    heights: tuple[int, ...] = ()  # per stage: output rows a call makes (its band height); (): 1 each
+
+    def height(self, i: int) -> int:
+        """Stage i's band height (rows a call makes; the last band may be shorter)."""
+        return self.heights[i] if self.heights else 1
 
     @property
     def first(self) -> int:
@@ -303,38 +327,59 @@ class Schedule:
         return next((s for s in self.segments if s.first <= step <= s.last), None)
 
 
-def band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool = False) -> int | None:
-    """The scratch every band of the stage needs (the layer's own, when no band needs more), or
-    None when some band needs more than the layer planned for (its ctx says how much it has).
-    lean: what the twin's lean_c needs instead (its generic path, the least scratch)."""
+def band_starts(stage: Stage, h: int) -> list[tuple[int, int]]:
+    """The bands of height h to check for scratch: the first, a middle one and the last."""
+    starts = list(range(0, stage.out_rows, h))
+    return [(r, min(r + h, stage.out_rows)) for r in sorted({starts[0], starts[len(starts) // 2], starts[-1]})]
+
+
+def band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool = False, h: int = 1) -> int | None:
+    """The scratch every band (of h rows) of the stage needs (the layer's own, when no band needs
+    more), or None when some band needs more than the layer planned for (its ctx says how much it
+    has). lean: what the twin's lean_c needs instead (its generic path, the least scratch)."""
     t = twin(stage.kernel)
     if getattr(p, "cmsis", None) is not None and not lean:
         return p.scratch  # cmsis_nn.Banded: CMSIS-NN's call on each band, its scratch the most any band needs
     if t.buffer_size is None:
         return p.scratch
     bias = p.bias
+    bands = band_starts(stage, h)
     if lean and t.lean_buffer_size is not None:  # by rows, or whole (where the planner finds no overlap)
-        return max([t.lean_buffer_size(stage.band(r, r + 1)[0], bias) for r in {0, stage.out_rows // 2,
-                                                                                 stage.out_rows - 1}]
+        return max([t.lean_buffer_size(stage.band(o0, o1)[0], bias) for o0, o1 in bands]
                    + [t.lean_buffer_size(p.params, bias)])
-    for r in {0, stage.out_rows // 2, stage.out_rows - 1}:
-        bp, _, _ = stage.band(r, r + 1)
+    for o0, o1 in bands:
+        bp, _, _ = stage.band(o0, o1)
         need = max(t.buffer_size(bp, bias, i) for i in (ISAS if isa == "any" else (isa,)))
         if need > p.scratch:
             return None
     return p.scratch
 
 
+def stage_heights(stages: list[Stage], prepared: tuple[Prepared, ...], h: int | tuple[int, ...]) -> tuple[int, ...]:
+    """Band heights of a segment whose layers make h rows a call (or h[i], stage i): a sink adds
+    one row a call, a layer whose band CMSIS-NN computes (cmsis_nn.Banded) makes one; () when
+    every height is 1."""
+    hs = h if isinstance(h, tuple) else (h,) * len(stages)
+    out = tuple(1 if s.sink or getattr(prepared[s.step], "cmsis", None) is not None else max(1, min(x, s.out_rows))
+                for s, x in zip(stages, hs, strict=True))
+    return () if all(x == 1 for x in out) else out
+
+
 def make_segment(stages: list[Stage], prepared: tuple[Prepared, ...], isa: str,
-                 slack: Callable[[int], int] = lambda rows: rows, lean: bool = False) -> Segment | None:
+                 slack: Callable[[int], int] = lambda rows: rows, lean: bool = False,
+                 h: int | tuple[int, ...] = 1) -> Segment | None:
     """The stages as one segment (None when they cannot run so). lean: stages whose twin has a
-    lean_c call it (less scratch, more instructions) where that saves scratch."""
-    caps = ring_caps(stages, slack) if len(stages) > 1 else []
+    lean_c call it (less scratch, more instructions) where that saves scratch. h: the band height
+    of its layers, or of each (several layers only: one layer alone runs by single rows)."""
+    heights = stage_heights(stages, prepared, h) if len(stages) > 1 else ()
+    caps = ring_caps(stages, slack, heights) if len(stages) > 1 else []
     if caps is None:
         return None
-    sim = simulate(stages, caps)
-    full = [band_scratch(s, prepared[s.step], isa) for s in stages]
-    small = [band_scratch(s, prepared[s.step], isa, True) for s in stages] if lean else full
+    sim = simulate(stages, caps, heights)
+    hs = heights or (1,) * len(stages)
+    full = [band_scratch(s, prepared[s.step], isa, h=x) for s, x in zip(stages, hs, strict=True)]
+    small = [band_scratch(s, prepared[s.step], isa, True, h=x) for s, x in zip(stages, hs, strict=True)] \
+        if lean else full
     if sim is None or any(x is None for x in full):
         return None
     pairs = list(zip(stages, full, small, strict=True))
@@ -342,4 +387,4 @@ def make_segment(stages: list[Stage], prepared: tuple[Prepared, ...], isa: str,
     scratch = [b if s.step in free else a for s, a, b in pairs]
     up = simulate_up(stages[0]) if len(stages) == 1 else {}
     return Segment(tuple(stages), tuple(caps), max(x for x in scratch if x is not None), sim, up, free,
-                   sum(prepared[k].macs for k in free))
+                   sum(prepared[k].macs for k in free), heights)

@@ -1,8 +1,9 @@
 """The data of the layers that run by row bands, for templates/stream_segment.c.j2: one loop per
 segment (emitter/plan/stream.py).
 
-A segment of several layers is one loop making one row per step, of the layer nearest the end
-whose next row's input rows are made (depth first), into that layer's ring
+A segment of several layers is one loop making one band per step (its band height's rows, one
+row by default), of the layer nearest the end whose next band's input rows are made (depth
+first), into that layer's ring
 (mcu_runtime/support/mcu_band.h). A one-layer segment whose output the planner put over its
 input is a loop of row calls, top down ("down") or bottom up ("up"). The loops replay exactly
 what emitter/plan/stream.simulate() replayed to size the rings and the overlaps. The C text is
@@ -118,29 +119,48 @@ def sink_row(seg: Segment) -> tuple[str, str]:
     return macros().ring_row(len(seg.stages) - 2), "rows[0]"
 
 
+def band_end(i: int, h: int, rows: int) -> str:
+    """C: the end of stage i's next band of (at most) h of its `rows` output rows."""
+    if h == 1:
+        return f"done[{i}] + 1"
+    if rows % h == 0:
+        return f"done[{i}] + {h}"
+    return f"(done[{i}] + {h} < {rows} ? done[{i}] + {h} : {rows})"
+
+
+def band_count(i: int, h: int, rows: int) -> str:
+    """C: the rows of stage i's next band (h, or fewer in the last)."""
+    return str(h) if rows % h == 0 else f"(done[{i}] + {h} < {rows} ? {h} : {rows} - done[{i}])"
+
+
 def segment(seg: Segment, names: list[str], at: Callable[[str], str], calls: list[str],
             finish: str | None = None, windows: frozenset[int] = frozenset()) -> list[str]:
-    """Several layers through rings, one row per step: the layer nearest the end whose next row's
-    input rows are made makes that row (stream.simulate's order). A sink last (its call adds one
-    input row to `acc`) ends with `finish`. at(tensor): the C pointer to its ring (`arena + 64`).
-    windows: the steps whose band CMSIS-NN computes (WINDOW_C)."""
+    """Several layers through rings, one band per step: the layer nearest the end whose next
+    band's input rows are made makes that band (stream.simulate's order), h rows in one call
+    (seg.height(i); one by default), pushed into its ring whole (mcu_ring_push_rows). A sink
+    last (its call adds one input row to `acc`) ends with `finish`. at(tensor): the C pointer
+    to its ring (`arena + 64`). windows: the steps whose band CMSIS-NN computes (WINDOW_C)."""
     st, n = seg.stages, len(seg.stages)
     last = st[-1]
 
-    def band(i: int, rows: str) -> str:
-        return band_call(st[i], names[i], f"done[{i}]", f"done[{i}] + 1", f"band{i}", rows, st[i].step in windows)
+    def band(i: int, rows: str, h: int) -> str:
+        return band_call(st[i], names[i], f"done[{i}]", band_end(i, h, st[i].out_rows), f"band{i}", rows,
+                         st[i].step in windows)
 
     stages = []
     for i in range(n - 1, -1, -1):
-        s = st[i]
+        s, h = st[i], seg.height(i)
         what = "CMSIS-NN on its band" if s.step in windows else c_comment(s.kernel)
+        if h > 1:
+            what += f", {h} rows a call"
         nxt = None
-        if i < n - 1:
+        if i < n - 1:  # the lowest row its next band reads: that of its next row
             nxt = {"i": i + 1, "rows": st[i + 1].out_rows, "sink": bool(st[i + 1].sink),
-                   "band": None if st[i + 1].sink else band(i + 1, "keep")}
-        stages.append({"i": i, "sink": bool(s.sink), "band": None if s.sink else band(i, "rows"),
+                   "band": None if st[i + 1].sink else band(i + 1, "keep", 1)}
+        stages.append({"i": i, "sink": bool(s.sink), "band": None if s.sink else band(i, "rows", h),
                        "what": f"layer {s.step}: {what}", "prev": i - 1 if i > 0 else None,
-                       "next": nxt, "call": calls[i]})
+                       "next": nxt, "call": calls[i], "end": band_end(i, h, s.out_rows),
+                       "count": None if h == 1 else band_count(i, h, s.out_rows)})
     d = {"rings": [{"i": i, "at": at(s.output), "row_bytes": s.out_row_bytes, "cap": seg.caps[i], "step": s.step}
                    for i, s in enumerate(st[:-1])],
          "sink": {"at": at(last.output + "#acc"), "step": last.step, "count": last.sink} if last.sink else None,

@@ -18,7 +18,9 @@
 #ifndef MCU_BAND_H
 #define MCU_BAND_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu_nn.h"
 
@@ -76,6 +78,40 @@ mcu_status_t mcu_add_s8_band(const mcu_add_params_t *params, int32_t row_size, i
 /* Room for tensor row ring->base + ring->count; returns where to write it, or NULL when the
  * ring is full and no row below `keep` can be dropped (a planning error). */
 int8_t *mcu_ring_push(mcu_ring_t *ring, int32_t keep);
+
+/* Room for the `n` tensor rows from ring->base + ring->count on (a band of n rows, made by one
+ * call): when they do not fit, the rows below `keep` are dropped first, as mcu_ring_push() does
+ * for one row. Returns where to write them, or NULL when they still do not fit (a planning error).
+ * Inline: only streamed plans with bands of several rows call it. */
+static inline int8_t *mcu_ring_push_rows(mcu_ring_t *ring, int32_t keep, int32_t n)
+{
+    int8_t *at;
+
+    if (n < 1) {
+        return NULL;
+    }
+    if (ring->count + n > ring->cap) {
+        const int32_t drop = keep - ring->base;
+        if (drop <= 0) {
+            return NULL;
+        }
+        if (drop < ring->count) {
+            memmove(ring->buf, ring->buf + drop * ring->row_bytes,
+                    (size_t)(ring->count - drop) * (size_t)ring->row_bytes);
+            ring->count -= drop;
+            ring->base = keep;
+        } else { /* nothing held is needed: the ring restarts at the first row pushed now */
+            ring->base += ring->count;
+            ring->count = 0;
+        }
+        if (ring->count + n > ring->cap) {
+            return NULL;
+        }
+    }
+    at = ring->buf + ring->count * ring->row_bytes;
+    ring->count += n;
+    return at;
+}
 
 /* Tensor row `row` (held by the ring). */
 static inline const int8_t *mcu_ring_row(const mcu_ring_t *ring, int32_t row)
