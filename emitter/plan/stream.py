@@ -333,10 +333,26 @@ def band_starts(stage: Stage, h: int) -> list[tuple[int, int]]:
     return [(r, min(r + h, stage.out_rows)) for r in sorted({starts[0], starts[len(starts) // 2], starts[-1]})]
 
 
+_SCRATCH: dict[tuple[int, str, bool, int, int, int], tuple[Prepared, int | None]] = {}
+
+
 def band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool = False, h: int = 1) -> int | None:
     """The scratch every band (of h rows) of the stage needs (the layer's own, when no band needs
     more), or None when some band needs more than the layer planned for (its ctx says how much it
-    has). lean: what the twin's lean_c needs instead (its generic path, the least scratch)."""
+    has). lean: what the twin's lean_c needs instead (its generic path, the least scratch).
+    Remembered per layer (the search asks for the same layers' bands many times)."""
+    key = (id(p), isa, lean, h, stage.sink, stage.out_rows)
+    got = _SCRATCH.get(key)
+    if got is not None and got[0] is p:
+        return got[1]
+    if len(_SCRATCH) > 20000:
+        _SCRATCH.clear()
+    need = _band_scratch(stage, p, isa, lean, h)
+    _SCRATCH[key] = (p, need)
+    return need
+
+
+def _band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool, h: int) -> int | None:
     t = twin(stage.kernel)
     if getattr(p, "cmsis", None) is not None and not lean:
         return p.scratch  # cmsis_nn.Banded: CMSIS-NN's call on each band, its scratch the most any band needs
