@@ -228,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
             "activation RAM = planned arena + the caller's input/output buffers; a plan with the input in "
             "the arena counts it once). `plan (x)`: the plan that kind chose is of kind x. `near`: the "
             "fastest plan (by mcugen's estimate) within 110 % of the smallest one's RAM, as `--ram-budget` "
-            "would choose it.", "",
+            "would choose it. A run with --kinds/--backends/--models/--cores re-measures those rows only; the "
+            "others keep their earlier measurement.", "",
             *table(rows), "", *acceptance(rows), *default_plans(rows), "## Against TFLM and the peers", "",
             *peers(rows), ""]
     md = out / "memory.md"
