@@ -219,9 +219,10 @@ def test_transpose_conv_equals_golden(seed: int) -> None:
 
 
 # -- models: int4 conv / depthwise / transposed / 1-D, host and QEMU -----------------------------
-KINDS = ("conv", "depthwise", "conv_transpose", "conv1d")
+KINDS = ("conv", "depthwise", "conv_transpose", "conv_transpose_wide", "conv1d")
 KERNELS = {"conv": {"mcu_conv2d_s4"}, "depthwise": {"mcu_conv2d_s4", "mcu_depthwise_conv2d_s4"},
            "conv_transpose": {"mcu_conv2d_s4", "mcu_transpose_conv_s4"},
+           "conv_transpose_wide": {"mcu_conv2d_s4", "mcu_transpose_conv_s4"},  # C_in 45: the DSP/MVE dot
            "conv1d": {"mcu_conv2d_s4", "mcu_depthwise_conv2d_s4"}}
 CORES = ("cortex-m0plus", "cortex-m4", "cortex-m7", "cortex-m55")
 

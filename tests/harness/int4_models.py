@@ -183,6 +183,17 @@ def conv_transpose(rng: np.random.Generator) -> Float:
                          "b2": _w(rng, 5, s=0.1)}, (1, 3, 6, 5))
 
 
+@register("conv_transpose_wide")
+def conv_transpose_wide(rng: np.random.Generator) -> Float:
+    """Conv 3x3 [3 -> 45] + Relu, ConvTranspose 2x2 stride 2 [45 -> 6]: C_in 45 is one 32-channel step
+    of the MVE path plus a tail of 13 (the DSP path: eleven 4-channel steps and one channel)."""
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("ConvTranspose", ["r1", "w2", "b2"], ["y"], strides=[2, 2])]
+    return Float(nodes, {"w1": _w(rng, 45, 3, 3, 3), "b1": _w(rng, 45, s=0.1), "w2": _w(rng, 45, 6, 2, 2),
+                         "b2": _w(rng, 6, s=0.1)}, (1, 3, 4, 5))
+
+
 @register("conv1d")
 def conv1d(rng: np.random.Generator) -> Float:
     """A keyword-spotting-like 1-D stack on [1, 10, 49]: Conv1d k=5 pad 2 [10 -> 24] + Relu,
