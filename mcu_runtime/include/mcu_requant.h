@@ -227,23 +227,32 @@ static inline int32x4_t mcu_requant4_no_tie(int32x4_t acc, int32x4_t multiplier,
     return vshlq_s32(vaddq_s32(h, corr), right);
 }
 
-static inline int32x4_t mcu_output_stage4(int32x4_t acc, int32x4_t multiplier, int32x4_t shift,
-                                      const mcu_quant_io_t *q)
+/* mcu_output_stage4() in onnxruntime's rounding: proven tie-free (MCU_ROUND_NEAREST_NO_TIE) on four
+ * lanes, else mcu_output_stage per lane. Out of line, so that TFLite's inline path stays as small
+ * as it was (the generic loops keep their registers). */
+static __attribute__((noinline, unused)) int32x4_t mcu_output_stage4_ort(int32x4_t acc, int32x4_t multiplier,
+                                                                        int32x4_t shift, const mcu_quant_io_t *q)
 {
     if (q->rounding == MCU_ROUND_NEAREST_NO_TIE) {
         int32x4_t v = vaddq_n_s32(mcu_requant4_no_tie(acc, multiplier, shift), q->output_offset);
         v = vmaxq_s32(v, vdupq_n_s32(q->act_min));
         return vminq_s32(v, vdupq_n_s32(q->act_max));
     }
-    if (q->rounding != MCU_ROUND_TFLITE) { /* unproven onnxruntime rounding: mcu_output_stage per lane */
-        int32_t a[4], m[4], s[4], o[4];
-        vst1q_s32(a, acc);
-        vst1q_s32(m, multiplier);
-        vst1q_s32(s, shift);
-        for (int32_t r = 0; r < 4; ++r) {
-            o[r] = mcu_output_stage_rne(a[r], m[r], s[r], q);
-        }
-        return vld1q_s32(o);
+    int32_t a[4], m[4], s[4], o[4];
+    vst1q_s32(a, acc);
+    vst1q_s32(m, multiplier);
+    vst1q_s32(s, shift);
+    for (int32_t r = 0; r < 4; ++r) {
+        o[r] = mcu_output_stage_rne(a[r], m[r], s[r], q);
+    }
+    return vld1q_s32(o);
+}
+
+static inline int32x4_t mcu_output_stage4(int32x4_t acc, int32x4_t multiplier, int32x4_t shift,
+                                      const mcu_quant_io_t *q)
+{
+    if (q->rounding != MCU_ROUND_TFLITE) {
+        return mcu_output_stage4_ort(acc, multiplier, shift, q);
     }
     const int32x4_t left = vmaxq_s32(shift, vdupq_n_s32(0));
     const int32x4_t right = vminq_s32(shift, vdupq_n_s32(0)); /* -exponent */
