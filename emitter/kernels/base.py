@@ -17,6 +17,10 @@ Later stages ask the record (emitter.kernels.kernel(name)) and never probe the m
               (params, bias) its scratch
   exact_in_place  element i is read before element i is written: the output may lie exactly on
               an input; exact_in_place_inputs the node inputs it may lie on (empty: any)
+  in_place    (params, bias, isa) -> bytes or None: one whole call may write its output over its
+              main input (node input 0, same size) when the output starts at least that many bytes
+              below it (0: exactly on it); None: it may not (this call's code path reads input
+              that its writes have reached)
   buffer_size (params, bias, isa) -> scratch bytes; None: the layer's own Prepared.scratch stands
   path        (params, bias, isa) -> the code path the C dispatcher takes; None: one path
   runtime_deps    other kernels whose C ships with this one (a fused kernel's or a wrapper's parts)
@@ -41,6 +45,7 @@ Sink = Callable[[Any, int], "int | None"]
 Scratch = Callable[[Any, Any, str], int]
 LeanScratch = Callable[[Any, Any], int]
 Path = Callable[[Any, Any, str], str]
+InPlace = Callable[[Any, Any, str], "int | None"]
 ToCmsis = Callable[[Any, Any], Any]
 
 
@@ -98,6 +103,7 @@ class Kernel:
     lean_buffer_size: LeanScratch | None = None
     exact_in_place: bool = False
     exact_in_place_inputs: tuple[int, ...] = ()
+    in_place: InPlace | None = None
     buffer_size: Scratch | None = None
     path: Path | None = None
     runtime_deps: tuple[str, ...] = ()

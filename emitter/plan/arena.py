@@ -309,6 +309,7 @@ def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: 
             if name in seg.sim.down:
                 allow(name, out, seg.sim.down[name], seg.up.get(name), seg.last)
     inputs = dict(zip(schedule.exact, schedule.exact_inputs, strict=False))  # a missing entry: any
+    downs = dict(zip(schedule.exact, schedule.exact_down, strict=False))  # a missing entry: exactly on it
     for step in schedule.exact:
         chain = schedule.segment_at(step)
         if chain is not None and len(chain.stages) > 1:  # by rows in a chain: its replay above set the limits
@@ -322,7 +323,7 @@ def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: 
                 continue
             if name and not g.t(name).is_const and g.t(name).nbytes == g.t(node.outputs[0]).nbytes \
                     and root.get(name, name) not in other:
-                allow(name, node.outputs[0], 0, None, step)
+                allow(name, node.outputs[0], -downs.get(step, 0), None, step)  # Pairs: offset(out) - offset(in) <= down
     return pairs
 
 

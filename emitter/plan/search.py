@@ -52,7 +52,7 @@ from emitter.plan.propose import (
     singles,
     streamed,
 )
-from emitter.plan.stream import Schedule, Segment, exact_in_place
+from emitter.plan.stream import Schedule, Segment, exact_in_place, in_place_down
 
 INSTRUCTIONS_PER_MAC = {"mve": 0.9, "dsp": 1.9, "c": 5.0, "any": 1.9}  # QEMU counts of the shared models
 FREE_OVERHEAD = 0.02  # auto without an explicit budget: the smallest plan within this estimated overhead
@@ -87,18 +87,22 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
     within it): each streamed plan that fits it is offered again with taller bands
     (taller()), within the bytes it leaves."""
     costs = layer_costs(prepared, core, isa)
-    exact = tuple(k for k, p in enumerate(prepared) if exact_in_place(p.kernel) and not p.then)
-    exact_inputs = tuple(kernel(prepared[k].kernel).exact_in_place_inputs for k in exact)
+    # whole calls over a dying operand: element-wise layers exactly, pointwise convolutions (which
+    # then run whole, never by rows alone: as low or lower in RAM, and no band calls)
+    downs = {k: d for k, p in enumerate(prepared) if (d := in_place_down(p, isa)) is not None}
+    exact = tuple(k for k, p in enumerate(prepared) if (exact_in_place(p.kernel) and not p.then) or k in downs)
+    exact_inputs = tuple((0,) if k in downs else kernel(prepared[k].kernel).exact_in_place_inputs for k in exact)
+    exact_down = tuple(downs.get(k, 0) for k in exact)
 
     def schedule(kind: str, segments: tuple[Segment, ...]) -> Schedule:
-        return Schedule(kind, segments, exact, exact_inputs, host_inputs=True)
+        return Schedule(kind, segments, exact, exact_inputs, exact_down, host_inputs=True)
 
     out = [Candidate(plan(g, scratch, alignment), 0)]
     copy = int(sum(g.t(n).nbytes for n in g.inputs) * MOVE_INSTRUCTIONS_PER_BYTE)  # run() copies the input in
     out.append(Candidate(plan(g, scratch, alignment, 0, schedule("inplace", ())), copy))
-    one = singles(g, prepared, isa)
+    one = [s for s in singles(g, prepared, isa) if s.first not in downs]
     out.append(candidate(g, scratch, alignment, schedule("overlap", tuple(one)), copy, isa, costs))
-    free = singles(g, prepared, isa, lean=True)  # the smallest: lean calls where they save scratch
+    free = [s for s in singles(g, prepared, isa, lean=True) if s.first not in downs]  # lean calls: the least scratch
     seen = set()
     cache: SegmentCache = {}
     other = others(g, out[0].plan)
@@ -110,7 +114,8 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
             (None, False, True, True, False), (None, True, False, True, False),
             (None, False, True, True, True), (None, True, False, True, True)):
         limit = None if frac is None else int(out[2].plan.arena_size * frac)
-        segs = streamed(g, prepared, isa, limit, tight, other, trust, plain, cache, lean, costs)
+        segs = [s for s in streamed(g, prepared, isa, limit, tight, other, trust, plain, cache, lean, costs)
+                if len(s.stages) > 1 or s.first not in downs]
         key = tuple((s.first, s.last, s.caps, s.lean, s.heights) for s in segs)
         if key in seen or (not plain and all(len(s.stages) == 1 for s in segs)) or not segs:
             continue

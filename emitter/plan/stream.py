@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from emitter.backends.kernel_choice import bias_of
 from emitter.calls import Prepared
 from emitter.ir import Graph
 from emitter.kernels import ISAS
@@ -47,6 +48,16 @@ def exact_in_place(kernel: str) -> bool:
     """The kernel's twin says element i is read before element i is written (exact_in_place; a
     kernel without a Python twin states no rule)."""
     return twin(kernel).exact_in_place
+
+
+def in_place_down(p: Prepared, isa: str) -> int | None:
+    """Bytes below its main input where one whole call of the layer may start writing its output
+    over it (its twin's in_place: a pointwise convolution), None where it may not (isa "any",
+    no board: the code path is not known)."""
+    rule = twin(p.kernel).in_place
+    if rule is None or p.then or p.params is None or isa not in ISAS:
+        return None
+    return rule(p.params, bias_of(p), isa)
 
 
 @dataclass(frozen=True, eq=False)
@@ -315,12 +326,14 @@ class Segment:
 
 @dataclass(frozen=True)
 class Schedule:
-    """How the planner may run the layers: which run as segments, which element-wise layers may
-    write over a dying operand, and whether graph inputs live in the arena."""
+    """How the planner may run the layers: which run as segments, which layers may write over a
+    dying operand in one whole call (element-wise layers exactly, a pointwise convolution from
+    exact_down bytes below it), and whether graph inputs live in the arena."""
     kind: str  # "layer" | "overlap" | "stream"
     segments: tuple[Segment, ...] = ()
     exact: tuple[int, ...] = ()  # steps of exact-in-place kernels that may write over a dying same-size operand
     exact_inputs: tuple[tuple[int, ...], ...] = ()  # per exact step: the node inputs it may lie on (empty: any)
+    exact_down: tuple[int, ...] = ()  # per exact step: bytes its output starts below that input at least
     host_inputs: bool = False
 
     def segment_at(self, step: int) -> Segment | None:

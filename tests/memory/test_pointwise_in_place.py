@@ -1,0 +1,132 @@
+"""A pointwise convolution (1x1, stride 1, as many output channels as input ones) written over its
+input in one whole call (emitter/kernels/mcu_conv2d_s8.py in_place): the planner places its output
+exactly where the C path allows it (the DSP path: on the input when its passes divide the
+positions, else four positions lower; MVE: on the input, when the channels are one block;
+generic: never), and the bundle stays bit-exact with the golden model in QEMU."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from emitter.boards import load_board
+from emitter.compiler import Compiled, compile_model
+from emitter.kernels import kernel
+from emitter.plan.stream import in_place_down
+from emitter.render.bundle import render_bundle
+from emitter.render.write import write_bundle
+from emitter.target.firmware import build_firmware
+from emitter.target.qemu import run_qemu
+from emitter.target.toolchain import missing_tools
+from emitter.verify.harness import pack, unpack
+from emitter.verify.run import run_host
+from tests.harness.bundles import emit
+from tests.models.ops import quantize
+
+MISSING = missing_tools()
+IR_VERSION = 8
+
+# (core, channels, height, width): the whole-call overlap the core's path allows, in positions (None: none)
+CASES = [("cortex-m4", 16, 5, 5, 4),  # 25 positions: the DSP path's last pass steps back
+         ("cortex-m7", 16, 4, 6, 0),  # 24 positions: every pass whole
+         ("cortex-m55", 16, 5, 5, 0),  # MVE: one block of channels
+         ("cortex-m55", 80, 3, 3, None),  # MVE: two blocks (MCU_CONV_MVE_OC_BLOCK 64): never
+         ("cortex-m0plus", 16, 5, 5, None)]  # generic: never
+
+
+def pointwise_model(c: int, h: int, w: int, out: Path, seed: int = 0) -> Path:
+    """Three pointwise convs (c -> c), each with ReLU; quantized QDQ int8. Compiled with io_nhwc,
+    the arena holds one tensor and the layers' overlaps at least (the input lives in it)."""
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+    cur = "x"
+    for k, kh in enumerate((1, 1, 1)):
+        wt = rng.normal(0, 0.4, (c, c, kh, kh)).astype(np.float32)
+        b = rng.normal(0, 0.1, c).astype(np.float32)
+        inits += [numpy_helper.from_array(wt, f"w{k}"), numpy_helper.from_array(b, f"b{k}")]
+        p = kh // 2
+        nodes += [helper.make_node("Conv", [cur, f"w{k}", f"b{k}"], [f"c{k}"], name=f"conv{k}",
+                                   kernel_shape=[kh, kh], pads=[p, p, p, p]),
+                  helper.make_node("Relu", [f"c{k}"], [f"r{k}"], name=f"relu{k}")]
+        cur = f"r{k}"
+    graph = helper.make_graph(nodes, "pointwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
+                              [helper.make_tensor_value_info(cur, TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="mcugen-tests")
+    model.ir_version = IR_VERSION
+    calib = [{"x": rng.normal(0, 1, (1, c, h, w)).astype(np.float32)} for _ in range(8)]
+    return quantize(onnx.shape_inference.infer_shapes(model), calib, out_path=out / f"pw_{c}_{h}x{w}.onnx")
+
+
+def pointwise_steps(c: Compiled) -> list[int]:
+    return [k for k, p in enumerate(c.prepared) if p.kernel == "mcu_conv2d_s8"]
+
+
+def placed_down(c: Compiled, step: int) -> int | None:
+    """How far below its input the layer's output starts, None where they do not overlap."""
+    node = c.graph.nodes[step]
+    at = {b.name: b for b in c.plan.buffers if b.kind == "tensor"}
+    src, dst = at[c.plan.root[node.inputs[0]]], at[c.plan.root[node.outputs[0]]]
+    if dst.offset + dst.size <= src.offset or src.offset + src.size <= dst.offset:
+        return None
+    return src.offset - dst.offset
+
+
+@pytest.mark.parametrize(("core", "ch", "h", "w", "positions"), CASES)
+def test_pointwise_written_over_its_input_where_the_path_allows(core: str, ch: int, h: int, w: int,
+                                                                positions: int | None, tmp_path: Path) -> None:
+    board = load_board(core)
+    c = compile_model(pointwise_model(ch, h, w, tmp_path), name="net", board=board, memory="inplace", io_nhwc=True)
+    steps = pointwise_steps(c)
+    assert len(steps) == 3
+    want = None if positions is None else positions * ch
+    for step in steps:
+        assert in_place_down(c.prepared[step], c.plan_isa) == want
+    # each layer's output in the arena (the last one's is the caller's) as high as the rule lets
+    # it (the smallest arena): exactly at the limit
+    for step in steps[:-1]:
+        assert placed_down(c, step) == want, (step, placed_down(c, step), want)
+
+
+def test_the_rule_is_the_pointwise_layers_only() -> None:
+    from emitter.kernels.common import Dims, QuantIO
+    from emitter.kernels.mcu_conv2d_s8 import ConvParams
+
+    def conv(k: int, stride: int, pad: int, c_out: int) -> ConvParams:
+        o = (6 + 2 * pad - k) // stride + 1
+        return ConvParams(Dims(1, 6, 6, 8), Dims(c_out, k, k, 8), Dims(1, o, o, c_out), stride, stride, 1, 1,
+                          pad, pad, QuantIO(0, 0, -128, 127), np.full(c_out, 1 << 30, np.int32),
+                          np.full(c_out, -8, np.int32))
+
+    rule = kernel("mcu_conv2d_s8").in_place
+    assert rule is not None
+    assert rule(conv(1, 1, 0, 8), None, "dsp") == 0  # 36 positions
+    assert rule(conv(1, 1, 0, 8), None, "mve") == 0
+    assert rule(conv(1, 1, 0, 8), None, "c") is None
+    for other in (conv(3, 1, 1, 8), conv(1, 2, 0, 8), conv(1, 1, 0, 16), conv(1, 1, 1, 8)):
+        assert rule(other, None, "dsp") is None
+
+
+@pytest.mark.skipif(bool(MISSING), reason="needs missing tools: " + "; ".join(MISSING))
+@pytest.mark.parametrize(("core", "ch", "h", "w", "positions"), [x for x in CASES if x[4] is not None])
+def test_pointwise_in_place_bit_exact_in_qemu(core: str, ch: int, h: int, w: int, positions: int,
+                                               tmp_path: Path) -> None:
+    board = load_board(core)
+    onnx_path = pointwise_model(ch, h, w, tmp_path)
+    c = compile_model(onnx_path, name="net", board=board, memory="inplace", io_nhwc=True)
+    assert all(placed_down(c, k) == positions * ch for k in pointwise_steps(c)[:-1])  # at the limit: tests the rule
+    rng = np.random.default_rng(1)
+    samples = [[rng.integers(-128, 128, c.input_shapes[0]).astype(np.int8)] for _ in range(3)]
+    host_c = compile_model(onnx_path, name="net", memory="layer", isa="c", io_nhwc=True)
+    want = run_host(host_c, emit(host_c, tmp_path / "host_bundle"), samples, tmp_path / "host")
+    bundle = tmp_path / "bundle"
+    write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle)
+    fw = build_firmware(bundle, tmp_path / "host" / "glue", board, tmp_path / "fw")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "input.bin").write_bytes(pack(samples))
+    run_qemu(fw.elf, fw.board, tmp_path / "run")
+    got = unpack(c, (tmp_path / "run" / "output.bin").read_bytes(), len(samples))
+    for k in range(len(samples)):
+        assert np.array_equal(np.asarray(got[k][0]).ravel(), np.asarray(want[k][0]).ravel()), (core, k)
