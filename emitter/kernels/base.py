@@ -20,7 +20,8 @@ Later stages ask the record (emitter.kernels.kernel(name)) and never probe the m
   in_place    (params, bias, isa) -> bytes or None: one whole call may write its output over its
               main input (node input 0, same size) when the output starts at least that many bytes
               below it (0: exactly on it); None: it may not (this call's code path reads input
-              that its writes have reached)
+              that its writes have reached); in_place_c the C function of such a call when it is not
+              the kernel's own, in_place_buffer_size (params, bias, isa) its scratch
   buffer_size (params, bias, isa) -> scratch bytes; None: the layer's own Prepared.scratch stands
   path        (params, bias, isa) -> the code path the C dispatcher takes; None: one path
   runtime_deps    other kernels whose C ships with this one (a fused kernel's or a wrapper's parts)
@@ -104,6 +105,8 @@ class Kernel:
     exact_in_place: bool = False
     exact_in_place_inputs: tuple[int, ...] = ()
     in_place: InPlace | None = None
+    in_place_c: str = ""
+    in_place_buffer_size: Scratch | None = None
     buffer_size: Scratch | None = None
     path: Path | None = None
     runtime_deps: tuple[str, ...] = ()

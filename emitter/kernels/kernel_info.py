@@ -25,7 +25,8 @@ from emitter.resources import cache_dir, data_dir
 ISA = {"c": 0, "dsp": 1, "mve": 2}  # MCU_ISA_* in mcu_nn.h
 PATHS = ("generic", "dsp", "mve")  # MCU_PATH_GENERIC, MCU_PATH_DSP, MCU_PATH_MVE
 # the dispatchers the tool links (with --gc-sections: only their path and size queries remain)
-DISPATCHERS = ("kernels/mcu_conv2d_s8.c", "kernels/mcu_depthwise_conv2d_s8.c", "kernels/mcu_fully_connected_s8.c")
+DISPATCHERS = ("kernels/mcu_conv2d_s8.c", "kernels/mcu_conv2d_s8_common.c", "kernels/mcu_depthwise_conv2d_s8.c",
+               "kernels/mcu_fully_connected_s8.c")
 TOOL = "tools/kernel_info.c"
 
 
@@ -110,7 +111,8 @@ def _channels(p: Any, count: int, bias: np.ndarray | None) -> str:
 
 
 def query(kind: str, p: Any, bias: np.ndarray | None, isa: str) -> str:
-    """The tool's input line for one call (kind: "conv", "dw" or "fc"; the tool's header)."""
+    """The tool's input line for one call (kind: "conv", "pw" (a conv's in-place question), "dw",
+    "dwip" (a depthwise's in-place scratch) or "fc"; the tool's header)."""
     head = f"{kind} {ISA[isa]}"
     if kind == "fc":
         count = p.out_features if p.per_channel else 1
@@ -118,10 +120,10 @@ def query(kind: str, p: Any, bias: np.ndarray | None, isa: str) -> str:
         return (f"{head} {p.batches} {p.in_features} {p.out_features} {_quant(p.q)} {p.per_channel} "
                 f"{count} {_ints(m)} {_ints(s)}")
     window = f"{p.stride_h} {p.stride_w} {p.dilation_h} {p.dilation_w} {p.pad_top} {p.pad_left}"
-    if kind == "conv":
+    if kind in ("conv", "pw"):
         return (f"{head} {_dims(p.input)} {_dims(p.filter)} {_dims(p.output)} {window} {_quant(p.q)} "
                 f"{_channels(p, p.output.c, bias)}")
-    if kind == "dw":
+    if kind in ("dw", "dwip"):
         return (f"{head} {_dims(p.input)} {_dims(p.filter)} {_dims(p.output)} {p.depth_multiplier} {window} "
                 f"{_quant(p.q)} {_channels(p, p.output.c, bias)}")
     raise ValueError(f"kernel_info: unknown kind {kind!r}")

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from emitter.calls import ConstArg, Prepared, StructArg
-from emitter.kernels import c_defines, kernel_info
+from emitter.kernels import kernel_info
 from emitter.kernels.base import Kernel, Rounded, Window, Windowed
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
 from emitter.kernels.cmsis_quirks import mve_1xn_problem
@@ -135,32 +135,12 @@ def band(p: ConvParams, o0: int, o1: int) -> tuple[ConvParams, int, int]:
     return window_band(p, o0, o1)  # type: ignore[no-any-return]
 
 
-MVE_OC_BLOCK = c_defines("kernels/mcu_conv2d_s8_internal.h")["MCU_CONV_MVE_OC_BLOCK"]
-DSP_MAX_POSITIONS = 4  # mcu_conv2d_s8_dsp_positions(): at most 4 output positions a pass
-
-
 def in_place(p: ConvParams, bias: np.ndarray | None, isa: str) -> int | None:
-    """Whether one whole call may write the output over its input, and how far below it (bytes).
-    Only a pointwise layer (1x1, stride 1, no padding, as many output channels as input ones):
-    output position n lies on input position n, and the paths that read every input byte of a
-    group of positions before they write the group's outputs allow it:
-    - DSP: a pass extends its positions' windows into scratch, then writes their outputs; the last
-      pass may step back over positions already written (mcu_conv2d_s8_dsp) unless the passes
-      divide the positions, so then the output starts DSP_MAX_POSITIONS positions lower;
-    - MVE: three positions' windows are copied into scratch, then their outputs written, when all
-      channels are one block (C_out <= MCU_CONV_MVE_OC_BLOCK);
-    - generic: blocks of channels re-read each position after earlier blocks wrote it: never."""
-    pointwise = (p.filter.h == p.filter.w == 1 and p.stride_h == p.stride_w == 1 and p.pad_top == p.pad_left == 0
-                 and p.output.h == p.input.h and p.output.w == p.input.w and p.output.c == p.input.c)
-    if not pointwise:
-        return None
-    kind = path(p, bias, isa)
-    if kind == "dsp":
-        positions = p.input.n * p.input.h * p.input.w
-        return 0 if positions % DSP_MAX_POSITIONS == 0 else DSP_MAX_POSITIONS * p.output.c
-    if kind == "mve" and p.output.c <= MVE_OC_BLOCK:
-        return 0
-    return None
+    """How far below its input (bytes) one whole call may start writing its output over it (a
+    pointwise layer on a path that reads a group of positions before it writes them), None where it
+    may not (mcu_conv2d_s8_in_place_down(), asked of the C)."""
+    down = kernel_info.ask("pw", p, bias, isa)[1]
+    return None if down < 0 else down
 
 
 KERNEL = Kernel("mcu_conv2d_s8", band=band, band_c=BAND_C, lean_c=LEAN_C, lean_buffer_size=lean_buffer_size,

@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import ConstArg, Prepared, StructArg
-from emitter.kernels import kernel_info
+from emitter.kernels import c_defines, kernel_info
 from emitter.kernels.base import Kernel, Rounded, Window, Windowed
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.kernels.common import (
@@ -144,5 +144,21 @@ def band(p: DepthwiseConvParams, o0: int, o1: int) -> tuple[DepthwiseConvParams,
     return window_band(p, o0, o1)  # type: ignore[no-any-return]
 
 
+IN_PLACE_C = "mcu_depthwise_conv2d_s8_in_place"  # the output over its input, channel block by block
+IN_PLACE_BLOCK = c_defines("include/mcu_nn.h")["MCU_DW_IN_PLACE_CHANNELS"]  # channels a block: its calls
+
+
+def in_place(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> int | None:
+    """IN_PLACE_C writes the output exactly over its input when they have the same dims (a block's
+    channels are copied out before any of them is written, and no other block reads them)."""
+    return 0 if p.output == p.input and p.depth_multiplier == 1 else None
+
+
+def in_place_buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> int:
+    """Scratch of IN_PLACE_C (mcu_depthwise_conv2d_s8_in_place_get_buffer_size(), asked of the C)."""
+    return kernel_info.ask("dwip", p, bias, isa)[1]
+
+
 KERNEL = Kernel("mcu_depthwise_conv2d_s8", band=band, band_c=BAND_C, lean_c=LEAN_C, lean_buffer_size=lean_buffer_size,
+                in_place=in_place, in_place_c=IN_PLACE_C, in_place_buffer_size=in_place_buffer_size,
                 buffer_size=buffer_size, path=path, to_cmsis=to_cmsis)

@@ -239,7 +239,12 @@ def lower_bound(spans: Sequence[Span], steps: int) -> int:
 def plan(g: Graph, scratch: list[int] | None = None, alignment: int = 4, guard: int = 0,
          schedule: Schedule | None = None) -> Plan:
     schedule = schedule or Schedule("layer")
-    bufs, root, location = lifetimes(g, scratch or [0] * len(g.nodes), schedule.host_inputs)
+    scratch = list(scratch or [0] * len(g.nodes))
+    for step in schedule.exact:  # an in-place call through another function has its own scratch
+        call = schedule.call_at(step)
+        if call is not None and call.call:
+            scratch[step] = call.scratch
+    bufs, root, location = lifetimes(g, scratch, schedule.host_inputs)
     alias: dict[str, str] = {}
     if schedule.segments or schedule.exact:
         bufs, alias = scheduled(g, bufs, root, schedule)
@@ -309,10 +314,11 @@ def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: 
             if name in seg.sim.down:
                 allow(name, out, seg.sim.down[name], seg.up.get(name), seg.last)
     inputs = dict(zip(schedule.exact, schedule.exact_inputs, strict=False))  # a missing entry: any
-    downs = dict(zip(schedule.exact, schedule.exact_down, strict=False))  # a missing entry: exactly on it
+    calls = dict(zip(schedule.exact, schedule.in_place, strict=False))  # None: element-wise, exactly on it
     for step in schedule.exact:
         chain = schedule.segment_at(step)
-        if chain is not None and len(chain.stages) > 1:  # by rows in a chain: its replay above set the limits
+        # by rows in a chain (or a convolution by rows alone): the replay above set the limits
+        if chain is not None and (len(chain.stages) > 1 or calls.get(step) is not None):
             continue
         node, only = g.nodes[step], inputs.get(step, ())
         # bytes the kernel reads through another operand than those it may write over (a conv_add whose
@@ -323,7 +329,8 @@ def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: 
                 continue
             if name and not g.t(name).is_const and g.t(name).nbytes == g.t(node.outputs[0]).nbytes \
                     and root.get(name, name) not in other:
-                allow(name, node.outputs[0], -downs.get(step, 0), None, step)  # Pairs: offset(out) - offset(in) <= down
+                call = calls.get(step)  # Pairs: offset(out) - offset(in) <= down
+                allow(name, node.outputs[0], -call.down if call is not None else 0, None, step)
     return pairs
 
 

@@ -31,11 +31,12 @@ and takes the lowest key again.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from emitter.calls import Prepared
 from emitter.ir import Graph
 from emitter.kernels import kernel
+from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 from emitter.plan.arena import Plan, plan
 from emitter.plan.order import orders, reorder
 from emitter.plan.propose import (
@@ -52,7 +53,7 @@ from emitter.plan.propose import (
     singles,
     streamed,
 )
-from emitter.plan.stream import Schedule, Segment, exact_in_place, in_place_down
+from emitter.plan.stream import InPlace, Schedule, Segment, exact_in_place, in_place_call
 
 INSTRUCTIONS_PER_MAC = {"mve": 0.9, "dsp": 1.9, "c": 5.0, "any": 1.9}  # QEMU counts of the shared models
 FREE_OVERHEAD = 0.02  # auto without an explicit budget: the smallest plan within this estimated overhead
@@ -87,22 +88,40 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
     within it): each streamed plan that fits it is offered again with taller bands
     (taller()), within the bytes it leaves."""
     costs = layer_costs(prepared, core, isa)
-    # whole calls over a dying operand: element-wise layers exactly, pointwise convolutions (which
-    # then run whole, never by rows alone: as low or lower in RAM, and no band calls)
-    downs = {k: d for k, p in enumerate(prepared) if (d := in_place_down(p, isa)) is not None}
-    exact = tuple(k for k, p in enumerate(prepared) if (exact_in_place(p.kernel) and not p.then) or k in downs)
-    exact_inputs = tuple((0,) if k in downs else kernel(prepared[k].kernel).exact_in_place_inputs for k in exact)
-    exact_down = tuple(downs.get(k, 0) for k in exact)
+    # whole calls over a dying operand: element-wise layers exactly; pointwise convolutions in their
+    # own call (which then never run by rows alone: as low or lower in RAM, no band calls); depthwise
+    # ones through their channel-block call (in_place_c: copies and calls cost), where it lowers the peak
+    calls = {k: with_cost(c, prepared[k]) for k, p in enumerate(prepared) if (c := in_place_call(p, isa)) is not None}
+    own = frozenset(k for k, c in calls.items() if not c.call)
+    blocks = frozenset(calls) - own
 
-    def schedule(kind: str, segments: tuple[Segment, ...]) -> Schedule:
-        return Schedule(kind, segments, exact, exact_inputs, exact_down, host_inputs=True)
+    def schedule(kind: str, segments: tuple[Segment, ...], use: frozenset[int] = frozenset()) -> Schedule:
+        """use: the depthwise layers that write over their input (blocks)."""
+        exact = tuple(k for k, p in enumerate(prepared)
+                      if (exact_in_place(p.kernel) and not p.then) or k in own or k in use)
+        return Schedule(kind, segments, exact,
+                        tuple((0,) if k in calls else kernel(prepared[k].kernel).exact_in_place_inputs for k in exact),
+                        tuple(calls.get(k) for k in exact), host_inputs=True)
 
     out = [Candidate(plan(g, scratch, alignment), 0)]
     copy = int(sum(g.t(n).nbytes for n in g.inputs) * MOVE_INSTRUCTIONS_PER_BYTE)  # run() copies the input in
-    out.append(Candidate(plan(g, scratch, alignment, 0, schedule("inplace", ())), copy))
-    one = [s for s in singles(g, prepared, isa) if s.first not in downs]
+    out.append(candidate(g, scratch, alignment, schedule("inplace", ()), copy, isa, costs))
+    use = frozenset[int]()  # the depthwise layers at the peak, while they alone set it and it falls
+    for _ in blocks:
+        steps = peak_steps(g, out[-1].plan)
+        if not steps <= blocks or steps <= use:
+            break
+        got = candidate(g, scratch, alignment, schedule("inplace", (), use | steps), copy, isa, costs)
+        if got.plan.arena_size >= out[-1].plan.arena_size:
+            break
+        use |= steps
+        out.append(got)
+    one = [s for s in singles(g, prepared, isa) if s.first not in own]
     out.append(candidate(g, scratch, alignment, schedule("overlap", tuple(one)), copy, isa, costs))
-    free = [s for s in singles(g, prepared, isa, lean=True) if s.first not in downs]  # lean calls: the least scratch
+    if blocks:  # the depthwise layers in place rather than by rows
+        out.append(candidate(g, scratch, alignment, schedule("overlap", tuple(s for s in one if s.first not in blocks),
+                                                             blocks), copy, isa, costs))
+    free = [s for s in singles(g, prepared, isa, lean=True) if s.first not in own]  # lean calls: the least scratch
     seen = set()
     cache: SegmentCache = {}
     other = others(g, out[0].plan)
@@ -115,7 +134,7 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
             (None, False, True, True, True), (None, True, False, True, True)):
         limit = None if frac is None else int(out[2].plan.arena_size * frac)
         segs = [s for s in streamed(g, prepared, isa, limit, tight, other, trust, plain, cache, lean, costs)
-                if len(s.stages) > 1 or s.first not in downs]
+                if len(s.stages) > 1 or s.first not in own]
         key = tuple((s.first, s.last, s.caps, s.lean, s.heights) for s in segs)
         if key in seen or (not plain and all(len(s.stages) == 1 for s in segs)) or not segs:
             continue
@@ -154,19 +173,42 @@ def taller(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignme
                     continue
                 seen.add(key)
                 got = candidate(g, scratch, alignment, replace(c.plan.schedule, segments=segs), 0, isa, costs)
-                got = replace(got, overhead=got.overhead + c.overhead - sum(
-                    overhead(s, isa, costs) if c.plan.modes.get(s.first) != "whole" else lean_cost(s, isa, costs)
-                    for s in c.plan.schedule.segments))
+                got = replace(got, overhead=got.overhead + c.overhead - schedule_overhead(c.plan, isa, costs))
                 out.append(got)
     return out
 
 
 def candidate(g: Graph, scratch: list[int], alignment: int, schedule: Schedule, copy: int, isa: str,
               costs: Costs | None = None) -> Candidate:
-    """The schedule planned for real, its overhead counted on the segments that run by rows."""
+    """The schedule planned for real, its overhead counted on the segments that run by rows and on
+    the in-place calls through another function."""
     p = plan(g, scratch, alignment, 0, schedule)
-    return Candidate(p, copy + sum(overhead(s, isa, costs) if p.modes.get(s.first) != "whole"
-                                   else lean_cost(s, isa, costs) for s in schedule.segments))
+    return Candidate(p, copy + schedule_overhead(p, isa, costs))
+
+
+def schedule_overhead(p: Plan, isa: str, costs: Costs | None) -> int:
+    """Estimated instructions a plan's schedule adds: its segments (by rows, or lean whole calls)
+    and its in-place calls (with_cost)."""
+    sched = p.schedule
+    return sum(overhead(s, isa, costs) if p.modes.get(s.first) != "whole" else lean_cost(s, isa, costs)
+               for s in sched.segments) + sum(c.cost for k in sched.exact if (c := sched.call_at(k)) is not None)
+
+
+IN_PLACE_BLOCK_CALL = 1400  # a depthwise in-place block's kernel call (QEMU, KWS on cortex-m7: 8 channels a block)
+IN_PLACE_PER_BYTE = 1.0  # ... and its copies out and back, per byte copied
+
+
+def with_cost(c: InPlace, p: Prepared) -> InPlace:
+    """The in-place call with its estimated extra instructions: none for the layer's own call; a
+    channel-block call (a depthwise layer's) copies the tensor out and back, a block of channels
+    (MCU_DW_IN_PLACE_CHANNELS) at a time, one kernel call per block."""
+    if not c.call:
+        return c
+    params = cast(Any, p.params)
+    out = params.output
+    nbytes = out.n * out.h * out.w * out.c
+    blocks = -(-out.c // dw_twin.IN_PLACE_BLOCK)
+    return replace(c, cost=int(2 * nbytes * IN_PLACE_PER_BYTE) + IN_PLACE_BLOCK_CALL * blocks)
 
 
 def model_cost(prepared: tuple[Prepared, ...], isa: str) -> int:
@@ -325,14 +367,18 @@ def search_orders(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str
     return best[1], best[2]
 
 
+def peak_steps(g: Graph, p: Plan) -> frozenset[int]:
+    """The steps at which the arena's highest byte is in use (the layers that set it)."""
+    tops = [max((b.offset + b.size for b in p.buffers if b.first <= step <= b.last), default=0)
+            for step in range(len(g.nodes))]
+    return frozenset(s for s, t in enumerate(tops) if t == max(tops, default=0))
+
+
 def peak_layer(g: Graph, p: Plan) -> str:
     """The first layer at which the arena's highest byte is in use (the layer that sets it)."""
-    def top(step: int) -> int:
-        return max((b.offset + b.size for b in p.buffers if b.first <= step <= b.last), default=0)
-
     if not p.buffers:
         return "no layer (the arena is empty)"
-    step = max(range(len(g.nodes)), key=lambda s: (top(s), -s))
+    step = min(peak_steps(g, p))
     return f"layer {step} '{g.nodes[step].name}' ({g.nodes[step].op})"
 
 

@@ -50,14 +50,30 @@ def exact_in_place(kernel: str) -> bool:
     return twin(kernel).exact_in_place
 
 
-def in_place_down(p: Prepared, isa: str) -> int | None:
-    """Bytes below its main input where one whole call of the layer may start writing its output
-    over it (its twin's in_place: a pointwise convolution), None where it may not (isa "any",
-    no board: the code path is not known)."""
-    rule = twin(p.kernel).in_place
-    if rule is None or p.then or p.params is None or isa not in ISAS:
+@dataclass(frozen=True)
+class InPlace:
+    """A layer's whole call that writes its output over its main input (its twin's in_place)."""
+    down: int  # bytes below the input where the output may start at most (0: exactly on it)
+    call: str = ""  # the C function of that call ("": the layer's own)
+    scratch: int = 0  # that call's scratch (with `call`)
+    cost: int = 0  # its estimated extra instructions (search.with_cost)
+
+
+def in_place_call(p: Prepared, isa: str) -> InPlace | None:
+    """How one whole call of the layer may write its output over its main input (its twin's
+    in_place: a pointwise convolution in its own call, a depthwise one through its in_place_c), None
+    where it may not (isa "any", no board: the code path is not known)."""
+    t = twin(p.kernel)
+    if t.in_place is None or p.then or p.params is None or isa not in ISAS:
         return None
-    return rule(p.params, bias_of(p), isa)
+    bias = bias_of(p)
+    down = t.in_place(p.params, bias, isa)
+    if down is None:
+        return None
+    if not t.in_place_c:
+        return InPlace(down)
+    assert t.in_place_buffer_size is not None, f"{p.kernel}: in_place_c without its scratch"
+    return InPlace(down, t.in_place_c, t.in_place_buffer_size(p.params, bias, isa))
 
 
 @dataclass(frozen=True, eq=False)
@@ -327,17 +343,24 @@ class Segment:
 @dataclass(frozen=True)
 class Schedule:
     """How the planner may run the layers: which run as segments, which layers may write over a
-    dying operand in one whole call (element-wise layers exactly, a pointwise convolution from
-    exact_down bytes below it), and whether graph inputs live in the arena."""
+    dying operand in one whole call (element-wise layers exactly; pointwise and depthwise
+    convolutions as their in_place says), and whether graph inputs live in the arena."""
+
     kind: str  # "layer" | "overlap" | "stream"
     segments: tuple[Segment, ...] = ()
     exact: tuple[int, ...] = ()  # steps of exact-in-place kernels that may write over a dying same-size operand
     exact_inputs: tuple[tuple[int, ...], ...] = ()  # per exact step: the node inputs it may lie on (empty: any)
-    exact_down: tuple[int, ...] = ()  # per exact step: bytes its output starts below that input at least
+    in_place: tuple[InPlace | None, ...] = ()  # per exact step: its in-place call (None: element-wise, exactly)
     host_inputs: bool = False
 
     def segment_at(self, step: int) -> Segment | None:
         return next((s for s in self.segments if s.first <= step <= s.last), None)
+
+    def call_at(self, step: int) -> InPlace | None:
+        """The in-place call of an exact step that runs whole (in no segment), or None."""
+        if step not in self.exact or self.segment_at(step) is not None:
+            return None
+        return dict(zip(self.exact, self.in_place, strict=False)).get(step)
 
 
 def band_starts(stage: Stage, h: int) -> list[tuple[int, int]]:

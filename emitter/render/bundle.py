@@ -166,8 +166,12 @@ class BundleBuilder:
                 comment += self.describe("in ", i)
         comment += self.describe("out", out)
         scratch = scratch_of(self.c.plan, node.name)
+        call = self.c.plan.schedule.call_at(k)
+        if call is not None and call.call:
+            comment.append(f"calls {call.call}: its output over its input, channel block by channel block")
         if scratch is not None:
-            comment.append(f"scratch {self.place_text(scratch)} ({p.scratch} bytes)")
+            size = call.scratch if call is not None and call.call else p.scratch
+            comment.append(f"scratch {self.place_text(scratch)} ({size} bytes)")
         return Layer(k, node.name, node.op, node.source, p.kernel, p.summary, params_type, params_ident,
                      params_init, tuple(local_decls), tuple(calls), tuple(comment),
                      self.ptr(out), self.g.t(out).shape, self.g.t(out).nbytes,
@@ -185,11 +189,12 @@ class BundleBuilder:
         with the segment's (smaller) scratch, whether it runs by rows or whole."""
         p = self.prep(k)
         seg = self.c.plan.schedule.segment_at(k)
-        if seg is None or k not in seg.lean:
-            return p.kernel, p.args
-        ctx = {"buf": CRef("scratch" if seg.scratch else "null"), "size": seg.scratch}
-        return kernel_twin(p.kernel).lean_c, tuple(replace(a, fields=ctx) if isinstance(a, StructArg) and
-                                            a.ctype == "mcu_context_t" else a for a in p.args)
+        if seg is not None and k in seg.lean:
+            return kernel_twin(p.kernel).lean_c, with_ctx(p.args, seg.scratch)
+        call = self.c.plan.schedule.call_at(k)
+        if call is not None and call.call:  # written over its input through another function
+            return call.call, with_ctx(p.args, call.scratch)
+        return p.kernel, p.args
 
     def stage_layer(self, k: int, seg: Segment, params_type: str | None, params_ident: str | None,
                     params_init: str | None, structs: list[tuple[str, str, str]], before: int) -> Layer:
@@ -506,3 +511,10 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str,
                                  variant_tag(c.optimize, ctx["isa"], board_flags), runtime_symbols())
     out.update(tests or {})
     return out
+
+
+def with_ctx(args: tuple[CArg, ...], size: int) -> tuple[CArg, ...]:
+    """The call's arguments with its mcu_context_t holding `size` bytes of the layer's scratch."""
+    ctx = {"buf": CRef("scratch" if size else "null"), "size": size}
+    return tuple(replace(a, fields=ctx) if isinstance(a, StructArg) and a.ctype == "mcu_context_t" else a
+                 for a in args)

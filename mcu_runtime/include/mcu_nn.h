@@ -135,6 +135,17 @@ mcu_status_t mcu_conv2d_s8_lean(const mcu_context_t *ctx, const mcu_conv_params_
                                 const int8_t *input, const int8_t *filter, const int32_t *bias,
                                 int8_t *output);
 
+/**
+ * @brief Whether mcu_conv2d_s8 on `isa` may write its output over its input in one call, and
+ * where: the bytes below the input where the output may start at most (0: exactly on it), or -1
+ * where it may not. Only a pointwise layer (1x1, stride 1, no padding, C_out == C_in) on a path
+ * that reads every input byte of a group of positions before it writes their outputs: the DSP path
+ * (its last pass steps back over written positions unless the passes divide the positions: then
+ * one pass lower), the MVE path with all channels in one block; never the generic path.
+ */
+int32_t mcu_conv2d_s8_in_place_down(const mcu_conv_params_t *params, const int32_t *bias,
+                                    int32_t isa);
+
 /** @brief Scratch bytes mcu_conv2d_s8 needs for these (valid) parameters on `isa` (MCU_ISA_*). */
 int32_t mcu_conv2d_s8_get_buffer_size(const mcu_conv_params_t *params, const int32_t *bias,
                                       int32_t isa);
@@ -181,6 +192,32 @@ mcu_status_t mcu_depthwise_conv2d_s8_lean(const mcu_context_t *ctx,
                                           const mcu_depthwise_conv_params_t *params,
                                           const int8_t *input, const int8_t *filter,
                                           const int32_t *bias, int8_t *output);
+
+/* Channels a block of mcu_depthwise_conv2d_s8_in_place: two of the DSP path's four-channel groups,
+ * one of the MVE path's eight int16 lanes. Fewer need less scratch but more calls (KWS's 64
+ * channels on cortex-m7, a layer's cost over its plain call: 4 channels a block +10.7 %, 8 +8.6 %,
+ * 16 +7.5 %; the copies alone about 16 instructions a pixel and block). */
+#define MCU_DW_IN_PLACE_CHANNELS 8
+
+/**
+ * @brief mcu_depthwise_conv2d_s8 whose output may lie exactly on its input (output == input; the
+ * output dims equal the input dims, depth_multiplier 1), the same results: channel block by channel
+ * block (8 channels), each block's input channels and weights copied into the scratch,
+ * the block computed there by mcu_depthwise_conv2d_s8's own path, its output copied back into
+ * those channels. ctx: mcu_depthwise_conv2d_s8_in_place_get_buffer_size(params, bias,
+ * MCU_ISA_NATIVE) bytes, else MCU_ERR_SCRATCH; other output dims: MCU_ERR_ARG.
+ */
+mcu_status_t mcu_depthwise_conv2d_s8_in_place(const mcu_context_t *ctx,
+                                              const mcu_depthwise_conv_params_t *params,
+                                              const int8_t *input, const int8_t *filter,
+                                              const int32_t *bias, int8_t *output);
+
+/**
+ * @brief Scratch bytes of mcu_depthwise_conv2d_s8_in_place on `isa` (MCU_ISA_*): the most one
+ * block's call needs, then the block's weights, input and output (each rounded up to 4 bytes).
+ */
+int32_t mcu_depthwise_conv2d_s8_in_place_get_buffer_size(const mcu_depthwise_conv_params_t *params,
+                                                         const int32_t *bias, int32_t isa);
 
 /**
  * @brief The code path (MCU_PATH_*) mcu_depthwise_conv2d_s8 takes for these (valid) parameters on

@@ -2,7 +2,9 @@
  * mcu_conv2d_s8_common.c - the helpers the paths of mcu_conv2d_s8 share (every target; the
  * dispatcher is mcu_conv2d_s8.c, the paths mcu_conv2d_s8_generic.c, _dsp.c and _mve.c): the
  * window gather into a patch, and the residual Add's stores of mcu_conv2d_add_s8. Both stay out of
- * line (MCU_CONV_NOINLINE) so the paths' inner loops do not grow.
+ * line (MCU_CONV_NOINLINE) so the paths' inner loops do not grow. Also the planner's question
+ * whether a call may write over its input (mcu_conv2d_s8_in_place_down), which the paths' loop
+ * orders answer.
  */
 #include <stdint.h>
 #include <string.h>
@@ -96,4 +98,27 @@ MCU_CONV_NOINLINE void mcu_conv2d_s8_fuse_store(const mcu_conv_fuse_t *f, int8_t
     for (int32_t r = 0; r < n; ++r) {
         o[r * stride] = mcu_conv_fuse_one(f, v[r], s[r * stride]);
     }
+}
+
+int32_t mcu_conv2d_s8_in_place_down(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa)
+{
+    const int pointwise = p->filter.h == 1 && p->filter.w == 1 && p->stride_h == 1 &&
+                          p->stride_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
+                          p->output.h == p->input.h && p->output.w == p->input.w &&
+                          p->output.c == p->input.c;
+    if (!pointwise) {
+        return -1;
+    }
+    const int32_t path = mcu_conv2d_s8_path(p, bias, isa);
+    if (path == MCU_PATH_DSP) {
+        /* a pass extends its positions' windows into the scratch, then writes their outputs; the
+         * last pass of a call whose passes do not divide the positions starts over written ones */
+        const int32_t per_pass = mcu_conv2d_s8_dsp_positions(p, bias);
+        const int32_t positions = p->input.n * p->input.h * p->input.w;
+        return positions % per_pass == 0 ? 0 : per_pass * p->output.c;
+    }
+    if (path == MCU_PATH_MVE && p->output.c <= MCU_CONV_MVE_OC_BLOCK) {
+        return 0; /* three positions' windows copied, then their outputs: one block of channels */
+    }
+    return -1; /* generic: each block of channels reads every position again */
 }

@@ -25,8 +25,15 @@
  * Scratch (mcu_depthwise_conv2d_s8_get_buffer_size): the fast paths prepare a group's weights
  * and requantization constants once, in ctx->buf (MVE: then the ring, dw_mve_ring_bytes());
  * the generic path needs none.
+ *
+ * mcu_depthwise_conv2d_s8_in_place writes the output over its input (TinyEngine's in-place
+ * depthwise, by blocks of channels rather than one): each block of MCU_DW_IN_PLACE_CHANNELS channels
+ * is copied out of the tensor with its weights, computed in the scratch by the same
+ * path as a call of that many channels, and copied back into the channels it came from, which no
+ * later block reads. Extra cost: the copies (two words a pixel per block) and one call per block.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "mcu_depthwise_conv2d_s8_internal.h"
 
@@ -193,4 +200,119 @@ mcu_status_t mcu_depthwise_conv2d_s8_lean(const mcu_context_t *ctx,
                                           const int32_t *bias, int8_t *output)
 {
     return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_C);
+}
+
+/* -- the output over its input: channel blocks through the scratch -- */
+
+static int32_t round4(int32_t n)
+{
+    return (n + 3) & ~(int32_t)3;
+}
+
+/* The parameters of channels [c0, c0 + b) alone (depth_multiplier 1). */
+static mcu_depthwise_conv_params_t block_params(const mcu_depthwise_conv_params_t *p, int32_t c0,
+                                                int32_t b)
+{
+    mcu_depthwise_conv_params_t s = *p;
+    s.input.c = b;
+    s.filter.c = b;
+    s.output.c = b;
+    s.multiplier = p->multiplier + c0;
+    s.shift = p->shift + c0;
+    return s;
+}
+
+int32_t mcu_depthwise_conv2d_s8_in_place_get_buffer_size(const mcu_depthwise_conv_params_t *params,
+                                                         const int32_t *bias, int32_t isa)
+{
+    const int32_t block = MCU_DW_IN_PLACE_CHANNELS;
+    const int32_t c = params->output.c;
+    int32_t most = 0;
+    for (int32_t c0 = 0; c0 < c; c0 += block) {
+        const int32_t b = c - c0 < block ? c - c0 : block;
+        const mcu_depthwise_conv_params_t sub = block_params(params, c0, b);
+        const int32_t size =
+            mcu_depthwise_conv2d_s8_get_buffer_size(&sub, bias != NULL ? bias + c0 : NULL, isa);
+        most = size > most ? size : most;
+    }
+    const int32_t b = c < block ? c : block;
+    return round4(most) + round4(params->filter.h * params->filter.w * b) +
+           round4(params->input.n * params->input.h * params->input.w * b) +
+           params->output.n * params->output.h * params->output.w * b;
+}
+
+/* n runs of 4 bytes (a word), src_step and dst_step apart, two a step */
+static void copy_words(int8_t *dst, int32_t dst_step, const int8_t *src, int32_t src_step, int32_t n)
+{
+    for (; n >= 2; n -= 2, dst += 2 * dst_step, src += 2 * src_step) {
+        uint32_t a, b;
+        memcpy(&a, src, 4);
+        memcpy(&b, src + src_step, 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + dst_step, &b, 4);
+    }
+    if (n > 0) {
+        uint32_t a;
+        memcpy(&a, src, 4);
+        memcpy(dst, &a, 4);
+    }
+}
+
+/* n runs of b bytes, src_step and dst_step apart (word by word where b is a multiple of 4) */
+static void copy_runs(int8_t *dst, int32_t dst_step, const int8_t *src, int32_t src_step, int32_t n,
+                      int32_t b)
+{
+    if ((b & 3) == 0) {
+        for (int32_t j = 0; j < b; j += 4) {
+            copy_words(dst + j, dst_step, src + j, src_step, n);
+        }
+        return;
+    }
+    for (; n > 0; --n, dst += dst_step, src += src_step) {
+        for (int32_t j = 0; j < b; ++j) {
+            dst[j] = src[j];
+        }
+    }
+}
+
+mcu_status_t mcu_depthwise_conv2d_s8_in_place(const mcu_context_t *ctx,
+                                              const mcu_depthwise_conv_params_t *params,
+                                              const int8_t *input, const int8_t *filter,
+                                              const int32_t *bias, int8_t *output)
+{
+    if (params == NULL || input == NULL || filter == NULL || output == NULL ||
+        params->multiplier == NULL || params->shift == NULL || params->depth_multiplier != 1 ||
+        !dims_valid(&params->input) || !dims_valid(&params->filter) ||
+        params->output.n != params->input.n || params->output.h != params->input.h ||
+        params->output.w != params->input.w || params->output.c != params->input.c) {
+        return MCU_ERR_ARG;
+    }
+    const int32_t need = mcu_depthwise_conv2d_s8_in_place_get_buffer_size(params, bias, MCU_ISA_PLAN);
+    int8_t *const buf = (int8_t *)scratch_of(ctx, need);
+    if (buf == NULL) {
+        return MCU_ERR_SCRATCH;
+    }
+    const int32_t block = MCU_DW_IN_PLACE_CHANNELS;
+    const int32_t c = params->output.c;
+    const int32_t taps = params->filter.h * params->filter.w;
+    const int32_t pixels = params->input.n * params->input.h * params->input.w;
+    const int32_t b_most = c < block ? c : block;
+    const int32_t sub_size = need - round4(taps * b_most) - round4(pixels * b_most) - pixels * b_most;
+    int8_t *const w = buf + sub_size;
+    int8_t *const x = w + round4(taps * b_most);
+    int8_t *const y = x + round4(pixels * b_most);
+    const mcu_context_t sub_ctx = {sub_size > 0 ? buf : NULL, sub_size};
+    for (int32_t c0 = 0; c0 < c; c0 += block) {
+        const int32_t b = c - c0 < block ? c - c0 : block;
+        const mcu_depthwise_conv_params_t sub = block_params(params, c0, b);
+        copy_runs(w, b, filter + c0, c, taps, b);
+        copy_runs(x, b, input + c0, c, pixels, b);
+        const mcu_status_t st =
+            depthwise(&sub_ctx, &sub, x, w, bias != NULL ? bias + c0 : NULL, y, MCU_ISA_PLAN);
+        if (st != MCU_OK) {
+            return st;
+        }
+        copy_runs(output + c0, c, y, b, pixels, b);
+    }
+    return MCU_OK;
 }

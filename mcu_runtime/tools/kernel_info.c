@@ -12,7 +12,9 @@
  *   conv ISA  in(n h w c) filter(n h w c) out(n h w c) stride_h stride_w dilation_h dilation_w
  *             pad_top pad_left  q(input_offset output_offset act_min act_max rounding)
  *             C multiplier[C] shift[C] HAS_BIAS bias[C if HAS_BIAS]
+ *   pw   ISA  (as conv): the path, and mcu_conv2d_s8_in_place_down() as SIZE (-1: not in place)
  *   dw   ISA  in filter out depth_multiplier stride_h ... pad_left q C multiplier shift HAS_BIAS bias
+ *   dwip ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_in_place_get_buffer_size() as SIZE
  *   fc   ISA  batches in_features out_features q per_channel C multiplier[C] shift[C]
  *
  * A malformed line ends the tool with status 2.
@@ -105,7 +107,7 @@ int main(void)
         int32_t path, size;
         int32_t has_bias;
         mcu_depthwise_conv_params_t w;
-        if (strcmp(op, "conv") == 0) {
+        if (strcmp(op, "conv") == 0 || strcmp(op, "pw") == 0) {
             if (!read_window(&w, 0, &has_bias)) {
                 return 2;
             }
@@ -116,13 +118,16 @@ int main(void)
                 .pad_top = w.pad_top, .pad_left = w.pad_left,
                 .q = w.q, .multiplier = w.multiplier, .shift = w.shift};
             path = mcu_conv2d_s8_path(&p, has_bias ? bias : NULL, isa);
-            size = mcu_conv2d_s8_get_buffer_size(&p, has_bias ? bias : NULL, isa);
-        } else if (strcmp(op, "dw") == 0) {
+            size = op[0] == 'p' ? mcu_conv2d_s8_in_place_down(&p, has_bias ? bias : NULL, isa)
+                                : mcu_conv2d_s8_get_buffer_size(&p, has_bias ? bias : NULL, isa);
+        } else if (strcmp(op, "dw") == 0 || strcmp(op, "dwip") == 0) {
             if (!read_window(&w, 1, &has_bias)) {
                 return 2;
             }
             path = mcu_depthwise_conv2d_s8_path(&w, has_bias ? bias : NULL, isa);
-            size = mcu_depthwise_conv2d_s8_get_buffer_size(&w, has_bias ? bias : NULL, isa);
+            size = op[2] == 'i'
+                       ? mcu_depthwise_conv2d_s8_in_place_get_buffer_size(&w, has_bias ? bias : NULL, isa)
+                       : mcu_depthwise_conv2d_s8_get_buffer_size(&w, has_bias ? bias : NULL, isa);
         } else if (strcmp(op, "fc") == 0) {
             /* batches in_features out_features, q, per_channel */
             mcu_fc_params_t p;

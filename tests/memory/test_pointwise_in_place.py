@@ -15,7 +15,7 @@ from onnx import TensorProto, helper, numpy_helper
 from emitter.boards import load_board
 from emitter.compiler import Compiled, compile_model
 from emitter.kernels import kernel
-from emitter.plan.stream import in_place_down
+from emitter.plan.stream import in_place_call
 from emitter.render.bundle import render_bundle
 from emitter.render.write import write_bundle
 from emitter.target.firmware import build_firmware
@@ -83,7 +83,8 @@ def test_pointwise_written_over_its_input_where_the_path_allows(core: str, ch: i
     assert len(steps) == 3
     want = None if positions is None else positions * ch
     for step in steps:
-        assert in_place_down(c.prepared[step], c.plan_isa) == want
+        call = in_place_call(c.prepared[step], c.plan_isa)
+        assert (call.down if call is not None else None) == want
     # each layer's output in the arena (the last one's is the caller's) as high as the rule lets
     # it (the smallest arena): exactly at the limit
     for step in steps[:-1]:

@@ -1,0 +1,109 @@
+"""A depthwise convolution written over its input (mcu_depthwise_conv2d_s8_in_place: channel block
+by channel block through the scratch), chosen where it lowers the plan's peak: the planner places
+the output exactly on the input and gives the call its own scratch, the bundle calls it, and the
+results stay bit-exact with the golden model on the host and in QEMU, on every path (generic on
+cortex-m0plus, DSP, MVE; a last block of fewer channels)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from emitter.boards import load_board
+from emitter.compiler import Compiled, compile_model
+from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
+from emitter.plan.search import activation_ram
+from emitter.render.bundle import render_bundle
+from emitter.render.write import write_bundle
+from emitter.target.firmware import build_firmware
+from emitter.target.qemu import run_qemu
+from emitter.target.toolchain import missing_tools
+from emitter.verify.harness import pack, unpack
+from emitter.verify.run import run_host
+from tests.harness.bundles import emit
+from tests.models.ops import quantize
+
+MISSING = missing_tools()
+IR_VERSION = 8
+# (core, channels, height, width): 40 channels five blocks of 8; 36 four and a last one of 4 (blocks of
+# MCU_DW_IN_PLACE_CHANNELS; its copies take 2 x 8 / C of the tensor, a saving from 17 channels up)
+CASES = [("cortex-m0plus", 36, 7, 5), ("cortex-m4", 36, 7, 5), ("cortex-m7", 40, 6, 9), ("cortex-m55", 36, 7, 5)]
+
+
+def depthwise_model(c: int, h: int, w: int, out: Path, seed: int = 0) -> Path:
+    """Three depthwise convs (3x3 pad 1, 3x3 pad 1, 5x5 pad 2: the output as large as the input),
+    each with ReLU; quantized QDQ int8, per channel."""
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+    cur = "x"
+    for k, kh in enumerate((3, 3, 5)):
+        inits += [numpy_helper.from_array(rng.normal(0, 0.5, (c, 1, kh, kh)).astype(np.float32), f"w{k}"),
+                  numpy_helper.from_array(rng.normal(0, 0.1, c).astype(np.float32), f"b{k}")]
+        p = kh // 2
+        nodes += [helper.make_node("Conv", [cur, f"w{k}", f"b{k}"], [f"c{k}"], name=f"dw{k}", group=c,
+                                   kernel_shape=[kh, kh], pads=[p, p, p, p]),
+                  helper.make_node("Relu", [f"c{k}"], [f"r{k}"], name=f"relu{k}")]
+        cur = f"r{k}"
+    graph = helper.make_graph(nodes, "depthwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
+                              [helper.make_tensor_value_info(cur, TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="mcugen-tests")
+    model.ir_version = IR_VERSION
+    calib = [{"x": rng.normal(0, 1, (1, c, h, w)).astype(np.float32)} for _ in range(8)]
+    return quantize(onnx.shape_inference.infer_shapes(model), calib, out_path=out / f"dw_{c}_{h}x{w}.onnx")
+
+
+def in_place_steps(c: Compiled) -> list[int]:
+    """The steps the bundle runs through mcu_depthwise_conv2d_s8_in_place."""
+    return [k for k in range(len(c.graph.nodes)) if (call := c.plan.schedule.call_at(k)) is not None
+            and call.call == dw_twin.IN_PLACE_C]
+
+
+def compiled(core: str, ch: int, h: int, w: int, tmp_path: Path) -> tuple[Path, Compiled]:
+    onnx_path = depthwise_model(ch, h, w, tmp_path)
+    return onnx_path, compile_model(onnx_path, name="net", board=load_board(core), memory="inplace", io_nhwc=True)
+
+
+@pytest.mark.parametrize(("core", "ch", "h", "w"), CASES)
+def test_depthwise_in_place_lowers_the_peak(core: str, ch: int, h: int, w: int, tmp_path: Path) -> None:
+    onnx_path, c = compiled(core, ch, h, w, tmp_path)
+    steps = in_place_steps(c)
+    assert steps, "no depthwise layer written over its input"
+    at = {b.name: b for b in c.plan.buffers}
+    for k in steps:
+        node = c.graph.nodes[k]
+        out = c.plan.root[node.outputs[0]]
+        if out in at:  # (the last layer writes the caller's buffer)
+            assert at[out].offset == at[c.plan.root[node.inputs[0]]].offset, "not exactly over its input"
+        scratch = at[f"{node.name}#scratch"].size
+        p = c.prepared[k]
+        assert scratch == dw_twin.in_place_buffer_size(p.params, p.operands["bias"].data, c.plan_isa)
+    plain = compile_model(onnx_path, name="net", board=load_board(core), memory="layer", io_nhwc=True)
+    assert activation_ram(c.graph, c.plan) < activation_ram(plain.graph, plain.plan)
+
+
+@pytest.mark.skipif(bool(MISSING), reason="needs missing tools: " + "; ".join(MISSING))
+@pytest.mark.parametrize(("core", "ch", "h", "w"), CASES)
+def test_depthwise_in_place_bit_exact_in_qemu(core: str, ch: int, h: int, w: int, tmp_path: Path) -> None:
+    board = load_board(core)
+    onnx_path, c = compiled(core, ch, h, w, tmp_path)
+    assert in_place_steps(c)
+    rng = np.random.default_rng(2)
+    samples = [[rng.integers(-128, 128, c.input_shapes[0]).astype(np.int8)] for _ in range(3)]
+    plain = compile_model(onnx_path, name="net", memory="layer", isa="c", io_nhwc=True)
+    want = run_host(plain, emit(plain, tmp_path / "plain_bundle"), samples, tmp_path / "plain")
+    bundle = tmp_path / "bundle"
+    write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle)
+    assert dw_twin.IN_PLACE_C + "(" in (bundle / "net.c").read_text()
+    host = run_host(c, bundle, samples, tmp_path / "host")  # the same plan, built for the host
+    fw = build_firmware(bundle, tmp_path / "host" / "glue", board, tmp_path / "fw")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "input.bin").write_bytes(pack(samples))
+    run_qemu(fw.elf, fw.board, tmp_path / "run")
+    got = unpack(c, (tmp_path / "run" / "output.bin").read_bytes(), len(samples))
+    for k in range(len(samples)):
+        expect = np.asarray(want[k][0]).ravel()
+        assert np.array_equal(np.asarray(host[k][0]).ravel(), expect), ("host", core, k)
+        assert np.array_equal(np.asarray(got[k][0]).ravel(), expect), (core, k)
