@@ -322,4 +322,101 @@ static inline int32_t mcu_requant2(int32_t acc2, int32_t mult, int32_t base, int
 
 #endif
 
+/* TFLite's int8 Add for int8 operands in fewer instructions (mcu_add_s8 on full operands, and the
+ * residual Add in mcu_conv2d_add_s8's output stage): output[i] = add(v, skip[i]) where v
+ * is the int8 value mcu_conv2d_s8 would write at i. The Add's constants are taken apart by
+ * operand: the conv value's side (offset, multiplier, exponent = -shift) and the skip's. */
+typedef struct {
+    const int8_t *skip;     /* skip[i] pairs with output[i] */
+    const int8_t *output;   /* the output's first element (finds i from an output pointer) */
+    int32_t conv_offset;    /* the Add's input offset of the conv value */
+    int32_t conv_mult;
+    int32_t conv_exp;       /* in [0, 30] */
+    int32_t skip_offset;
+    int32_t skip_mult;
+    int32_t skip_exp;       /* in [0, 30] */
+    int32_t shift1;         /* left_shift + 1, in [1, 21] */
+    int32_t out_mult;
+    int32_t out_exp;        /* in [0, 30] */
+    int32_t out_offset;
+    int32_t act_min;
+    int32_t act_max;
+    int32_t conv_mask; /* 2^exp - 1 of each exponent */
+    int32_t skip_mask;
+    int32_t out_mask;
+} mcu_conv_fuse_t;
+
+/* (a * b + 2^31) >> 32 (SMMULR). For |a| < 2^30 this is exactly gemmlowp's
+ * SaturatingRoundingDoublingHighMul(a / 2, b) = floor((a / 2 * b + 2^30) / 2^31) when a is even:
+ * its nudge 1 - 2^30 for a negative product, with a division truncating toward zero, is the same
+ * floor (and its one saturating case, INT32_MIN * INT32_MIN, cannot occur). */
+#if MCU_ISA_NATIVE != MCU_ISA_C && defined(__GNUC__)
+static inline int32_t mcu_conv_fuse_mulhi(int32_t a, int32_t b)
+{
+    int32_t r;
+    __asm__("smmulr %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+#else
+static inline int32_t mcu_conv_fuse_mulhi(int32_t a, int32_t b)
+{
+    /* Arithmetic right shift of a negative value: see mcu_rounding_divide_by_pot. */
+    return (int32_t)(((int64_t)a * (int64_t)b + ((int64_t)1 << 31)) >> 32);
+}
+#endif
+
+/* x / 2^e rounding half away from zero (mcu_rounding_divide_by_pot) for e in [0, 30]; mask =
+ * 2^e - 1 and half = mask >> 1 given. */
+static inline int32_t mcu_conv_fuse_rdbpot(int32_t x, int32_t e, int32_t mask, int32_t half)
+{
+    const int32_t threshold = half + (int32_t)((uint32_t)x >> 31);
+    return (x >> e) + ((x & mask) > threshold ? 1 : 0);
+}
+
+/* mcu_add_s8's element for the conv value v and the skip value s, the same arithmetic with the
+ * doubling high multiplies done as SMMULR: (v + off) << left_shift has |.| <= 2^28, so
+ * SRDHM((v + off) << ls, m) = mcu_conv_fuse_mulhi((v + off) << (ls + 1), m); each scaled value
+ * then has |.| <= 2^28, their sum |.| <= 2^29, and SRDHM(sum, mo) = mcu_conv_fuse_mulhi(2 sum, mo). */
+static inline int8_t mcu_conv_fuse_one(const mcu_conv_fuse_t *f, int32_t v, int32_t s)
+{
+    const int32_t x1 = (int32_t)((uint32_t)(v + f->conv_offset) << f->shift1);
+    const int32_t x2 = (int32_t)((uint32_t)(s + f->skip_offset) << f->shift1);
+    const int32_t scaled1 = mcu_conv_fuse_rdbpot(mcu_conv_fuse_mulhi(x1, f->conv_mult), f->conv_exp,
+                                                 f->conv_mask, f->conv_mask >> 1);
+    const int32_t scaled2 = mcu_conv_fuse_rdbpot(mcu_conv_fuse_mulhi(x2, f->skip_mult), f->skip_exp,
+                                                 f->skip_mask, f->skip_mask >> 1);
+    const int32_t sum2 = 2 * (scaled1 + scaled2);
+    const int32_t raw = mcu_conv_fuse_rdbpot(mcu_conv_fuse_mulhi(sum2, f->out_mult), f->out_exp,
+                                             f->out_mask, f->out_mask >> 1) + f->out_offset;
+    return (int8_t)mcu_clamp_s32(raw, f->act_min, f->act_max);
+}
+
+#if MCU_ISA_NATIVE == MCU_ISA_MVE
+#include <arm_mve.h>
+
+/* mcu_conv2d_add_s8's Add on four lanes, its constants in vectors: SMMULR is VRMULH, and
+ * mcu_conv_fuse_rdbpot (RoundingDivideByPOT) is VRSHL by -e after adding -1 to negative values
+ * (rounding half up then rounds their halves away from zero, as CMSIS-NN's MVE add does). */
+typedef struct {
+    int32x4_t shift1, conv_mult, skip_mult, out_mult, conv_e, skip_e, out_e, act_min, act_max;
+    int32_t conv_offset, skip_offset, out_offset;
+} mcu_conv_fuse4_t;
+
+static inline int32x4_t mcu_conv_rdbpot4(int32x4_t x, int32x4_t neg_e)
+{
+    return vrshlq_s32(vqaddq_s32(x, vshrq_n_s32(vandq_s32(x, neg_e), 31)), neg_e);
+}
+
+static inline int32x4_t mcu_conv_fuse4(const mcu_conv_fuse4_t *f, int32x4_t v, int32x4_t s)
+{
+    const int32x4_t x1 = vshlq_s32(vaddq_n_s32(v, f->conv_offset), f->shift1);
+    const int32x4_t x2 = vshlq_s32(vaddq_n_s32(s, f->skip_offset), f->shift1);
+    const int32x4_t sum = vaddq_s32(mcu_conv_rdbpot4(vrmulhq_s32(x1, f->conv_mult), f->conv_e),
+                                    mcu_conv_rdbpot4(vrmulhq_s32(x2, f->skip_mult), f->skip_e));
+    const int32x4_t out = mcu_conv_rdbpot4(vrmulhq_s32(vshlq_n_s32(sum, 1), f->out_mult), f->out_e);
+    const int32x4_t raw = vaddq_n_s32(out, f->out_offset);
+    return vminq_s32(vmaxq_s32(raw, f->act_min), f->act_max);
+}
+#endif
+
 #endif /* MCU_REQUANT_H */

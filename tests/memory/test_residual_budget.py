@@ -3,11 +3,10 @@ the budget plan streams the residual blocks, so it runs each block's Add as its 
 (by bands or whole) where the whole-layer plan fuses it into the conv (mcu_conv2d_add_s8). The
 budget plan must stay within 1.10x of the whole layers' instructions, bit-exact with TFLM.
 
-On cortex-m55 it does not yet: mcu_add_s8 has no fast path (133-137 instructions an element on
-m4/m7/m55 against 13 for the fused Add's MVE stage), so the 28,672 unfused Add elements cost
-~3.5M instructions: 6,884,609 vs 3,362,514 (2.05x). The fix proposed for mcu_add_s8.c (full operands
-through mcu_conv_fuse_one / mcu_conv_fuse4: 10.5 an element on m55, 53 on m4/m7) gives 3,463,743
-(1.03x) on m55, 0.99x on m4/m7; remove the xfail with it."""
+mcu_add_s8's scalar loop took 133-137 instructions an element on m4/m7/m55 (13 for the fused Add's
+MVE stage): the 28,672 unfused Add elements cost ~3.5M instructions on cortex-m55, 6,884,609 vs
+3,362,514 (2.05x). Its fast path for full operands (mcu_conv_fuse_one / mcu_conv_fuse4: 10.5 an
+element on m55, 53 on m4/m7) gives 3,463,743 (1.03x) on m55, 0.99x on m4/m7."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -30,8 +29,6 @@ MISSING = missing_tools()
 MODEL = "mlperf_ic_resnet8"
 BUDGET = 32_000
 LIMIT = 1.10  # budget plan instructions / whole-layer plan instructions
-SLOW_ADD = pytest.mark.xfail(strict=True, reason="mcu_add_s8 has no fast path on MVE: the unfused residual "
-                             "Adds cost 2.05x (see the module docstring)")
 
 
 def run(c: Compiled, samples: list[list[np.ndarray]], tmp: Path) -> tuple[int, list[np.ndarray]]:
@@ -51,7 +48,7 @@ def run(c: Compiled, samples: list[list[np.ndarray]], tmp: Path) -> tuple[int, l
 
 @pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared/models is not present")
 @pytest.mark.skipif(bool(MISSING), reason="needs missing tools: " + "; ".join(MISSING))
-@pytest.mark.parametrize("core", ["cortex-m4", "cortex-m7", pytest.param("cortex-m55", marks=SLOW_ADD)])
+@pytest.mark.parametrize("core", ["cortex-m4", "cortex-m7", "cortex-m55"])
 def test_ic_budget_plan_near_whole_layers(core: str, tmp_path: Path) -> None:
     board = load_board(core)
     ref = np.load(SHARED_MODELS / MODEL / f"{MODEL}_ref.npz")
