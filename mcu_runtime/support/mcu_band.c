@@ -4,8 +4,6 @@
  */
 #include "mcu_band.h"
 
-#include <string.h>
-
 int32_t mcu_window_rows(int32_t o0, int32_t o1, int32_t stride, int32_t dilation,
                         int32_t filter_h, int32_t pad_top, int32_t in_h, int32_t rows[2])
 {
@@ -104,20 +102,5 @@ mcu_status_t mcu_add_s8_band(const mcu_add_params_t *params, int32_t row_size, i
 
 int8_t *mcu_ring_push(mcu_ring_t *ring, int32_t keep)
 {
-    if (ring->count == ring->cap) {
-        const int32_t drop = keep - ring->base;
-        if (drop <= 0) {
-            return NULL;
-        }
-        if (drop < ring->count) {
-            memmove(ring->buf, ring->buf + drop * ring->row_bytes,
-                    (size_t)(ring->count - drop) * (size_t)ring->row_bytes);
-            ring->count -= drop;
-            ring->base = keep;
-        } else { /* nothing held is needed: the ring restarts at the row pushed now */
-            ring->base += ring->count;
-            ring->count = 0;
-        }
-    }
-    return ring->buf + ring->count++ * ring->row_bytes;
+    return mcu_ring_push_rows(ring, keep, 1);
 }

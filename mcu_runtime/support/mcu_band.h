@@ -75,8 +75,9 @@ mcu_status_t mcu_window_band(const mcu_window_t *window, int32_t o0, int32_t o1,
 mcu_status_t mcu_add_s8_band(const mcu_add_params_t *params, int32_t row_size, int32_t o0,
                              int32_t o1, mcu_add_params_t *band, int32_t rows[2]);
 
-/* Room for tensor row ring->base + ring->count; returns where to write it, or NULL when the
- * ring is full and no row below `keep` can be dropped (a planning error). */
+/* Room for tensor row ring->base + ring->count (mcu_ring_push_rows of one row); returns where to
+ * write it, or NULL when the ring is full and no row below `keep` can be dropped (a planning
+ * error). */
 int8_t *mcu_ring_push(mcu_ring_t *ring, int32_t keep);
 
 /* Room for the `n` tensor rows from ring->base + ring->count on (a band of n rows, made by one
