@@ -34,6 +34,9 @@ MOVE_INSTRUCTIONS_PER_BYTE = 0.4  # memmove of ring rows (word copies)
 # extra instructions per MAC of a lean (generic path) call over the fast path it replaces, fitted on
 #   KWS and IC (benchmarks/memory.py): 0.6-1.0 on cortex-m7, 0.01-0.11 on cortex-m55
 LEAN_EXTRA_PER_MAC = {"mve": 0.15, "dsp": 0.9, "c": 0.0, "any": 0.9}
+# mcu_conv2d_s8_lean's DSP variant over the DSP path's table counts: QEMU, micro_speech's first conv by
+#   rows at --ram-budget 2600 against 3000 (the fast path by rows), cortex-m4/m7: +121k on ~700k
+LEAN_DSP_FACTOR = 1.17
 MAX_SEGMENT = 12  # layers per streamed segment
 HEIGHTS = (1, 2, 4, 8)  # band heights the search tries: output rows a layer of a segment makes per call
 # mcu_conv2d_s8's DSP path computes PASS_POSITIONS output positions a pass, its last pass over a call's
@@ -226,7 +229,9 @@ def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
         if band is None or shape is None:
             continue
         fast, params = kc.path_of(p, isa), cast(Any, p.params)
-        whole, lean = predicted(core, isa, shape, fast), predicted(core, isa, shape, "generic")
+        slow, slower = lean_path_of(p, isa)
+        whole, lean = predicted(core, isa, shape, fast), predicted(core, isa, shape, slow)
+        lean = int(lean * slower) if lean is not None else None
         by: list[tuple[int, int, int]] = []
         per_pass = PASS_POSITIONS.get((p.kernel, fast), 1)
         for h in HEIGHTS:
@@ -237,7 +242,8 @@ def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
                 if rf is not None and per_pass > 1:  # the positions its passes compute beyond the band's
                     n = (min(o + h, params.output.h) - o) * params.output.w
                     rf = rf * (-(-n // per_pass) * per_pass) // n
-                rl = predicted(core, isa, bs, "generic") if bs is not None else None
+                rl = predicted(core, isa, bs, slow) if bs is not None else None
+                rl = int(rl * slower) if rl is not None else None
                 if rf is None or rl is None:
                     fast_sum = -1
                     break
@@ -251,6 +257,19 @@ def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
             continue
         out[k] = LayerCost(whole, lean, by[0][1], by[0][2], tuple(by[1:]))
     return out
+
+
+def lean_path_of(p: Prepared, isa: str) -> tuple[str, float]:
+    """The path a layer's lean call takes on `isa` (mcu_conv2d_s8: its twin's lean_path; else the
+    generic path), and the factor on that path's table counts: the lean DSP variant (two positions a
+    pass, channel pairs) runs LEAN_DSP_FACTOR times the table's DSP rows (four positions a pass)."""
+    if p.kernel != "mcu_conv2d_s8":
+        return "generic", 1.0
+    from emitter.backends.kernel_choice import bias_of
+    from emitter.kernels import mcu_conv2d_s8 as conv_twin
+
+    path = conv_twin.lean_path(p.params, bias_of(p), isa)
+    return path, LEAN_DSP_FACTOR if path == "dsp" else 1.0
 
 
 def calls_of(s: Stage, h: int) -> int:

@@ -23,16 +23,23 @@
  * The paths share the window gather and the residual Add's stores (mcu_conv2d_s8_common.c).
  * Under MCU_OPTIMIZE_SIZE (mcu_config.h) it plans as on MCU_ISA_C (MCU_ISA_PLAN): generic only.
  *
+ * The lean call (mcu_conv2d_s8_lean: a layer run by rows in a tight memory plan) takes a lean
+ * variant of the fast path when that needs at most MCU_CONV_LEAN_EXTRA bytes more scratch than
+ * the generic path: on DSP at most two positions a pass, two channels at a time
+ * (mcu_conv2d_s8_dsp_lean); on MVE blocks of MCU_CONV_MVE_LEAN_BLOCK channels; else the generic
+ * path. Its scratch on an ISA: mcu_conv2d_s8_lean_buffer_size (mcu_conv2d_s8_internal.h).
+ *
  * Scratch (mcu_conv2d_s8_get_buffer_size, exact for each path; none is taken from the stack):
  * - generic: 4 * min(C_out, MCU_CONV_OC_BLOCK) bytes of corrections, plus K bytes of patch when
  *   K <= MCU_CONV_PATCH_BYTES and some window is not one run of the input;
  * - DSP: 8 * P * ceil(K / 4) bytes of interleaved windows, plus 8 * C_out bytes of per-channel
- *   requantization constants for MCU_ROUND_NEAREST_NO_TIE, plus K bytes of patch when
- *   C_in % 4 != 0 and some window is not one run of the input;
+ *   requantization constants for MCU_ROUND_NEAREST_NO_TIE, plus, when C_in % 4 != 0 and some
+ *   window is not one run of the input, a patch of KW * C_in bytes (windows read row by row:
+ *   KW * C_in % 4 == 0, no horizontal dilation) or K bytes;
  * - MVE: for n = min(C_out, MCU_CONV_MVE_OC_BLOCK), 8 * n bytes of corrections and
- *   requantization bases, 4 * (2 * row + n rounded up to even) of sums (row: n rounded up to
- *   8, 16, 32 or 64), 48 * ceil(K / 16) bytes of three interleaved windows, plus K bytes of
- *   patch when some window is not one run of the input.
+ *   requantization bases, 48 * ceil(K / 16) bytes of three interleaved windows, then
+ *   4 * (2 * row + n rounded up to even) of sums (row: n rounded up to 8, 16, 32 or 64), or K
+ *   bytes if more and some window is not one run of the input (the patch shares the sums).
  */
 #include <stdint.h>
 
@@ -83,6 +90,18 @@ int mcu_conv2d_s8_gathers(const mcu_conv_params_t *p)
     return !contiguous || border;
 }
 
+/* The DSP path's patch bytes: none when C_in % 4 == 0 (windows read tap by tap) or every window is
+ * one run of the input; one window row when windows are read row by row (KW * C_in % 4 == 0, no
+ * horizontal dilation); else the whole window (gathered). */
+static int32_t dsp_patch(const mcu_conv_params_t *p, int32_t k, int gathers)
+{
+    if (p->input.c % 4 == 0 || !gathers) {
+        return 0;
+    }
+    const int32_t w_row = p->filter.w * p->input.c;
+    return w_row % 4 == 0 && p->dilation_w == 1 ? w_row : k;
+}
+
 /* Every channel's constants allow mcu_requant2/mcu_requant4 (MVE path). */
 static int requant_fast(const mcu_conv_params_t *p, const int32_t *bias)
 {
@@ -103,9 +122,12 @@ static int32_t min32(int32_t a, int32_t b)
     return a < b ? a : b;
 }
 
-/* The path on `isa`, and through *size its scratch bytes; per_pass: the DSP path's P. */
-static int32_t plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa, int32_t *size,
-                    int32_t *per_pass)
+/* The path on `isa`, and through *size its scratch bytes; per_pass: the DSP path's P. lean: the
+ * lean call's variant of the fast path (at most two positions a pass on DSP, channel pairs; on
+ * MVE blocks of MCU_CONV_MVE_LEAN_BLOCK channels), before the MCU_CONV_LEAN_EXTRA check
+ * (lean_plan). */
+static int32_t plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa, int lean,
+                    int32_t *size, int32_t *per_pass)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     const int gathers = mcu_conv2d_s8_gathers(p);
@@ -113,17 +135,20 @@ static int32_t plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa
     if (isa == MCU_ISA_DSP) {
         *per_pass = mcu_conv2d_s8_dsp_positions(p, bias);
         if (*per_pass > 0) {
+            if (lean && *per_pass > 2) {
+                *per_pass = 2;
+            }
             const int32_t groups = (k + 3) >> 2;
-            *size = 8 * *per_pass * groups + (p->input.c % 4 != 0 && gathers ? k : 0) +
+            *size = 8 * *per_pass * groups + dsp_patch(p, k, gathers) +
                     (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE ? 8 * p->output.c : 0);
             return MCU_PATH_DSP;
         }
     }
     if (isa == MCU_ISA_MVE && (k <= MCU_CONV_PATCH_BYTES || !gathers) && requant_fast(p, bias)) {
-        const int32_t n = min32(p->output.c, MCU_CONV_MVE_OC_BLOCK);
+        const int32_t n = min32(p->output.c, lean ? MCU_CONV_MVE_LEAN_BLOCK : MCU_CONV_MVE_OC_BLOCK);
         const int32_t row = n <= 8 ? 8 : n <= 16 ? 16 : n <= 32 ? 32 : 64;
-        *size = 8 * n + 4 * (2 * row + n + (n & 1)) + 48 * ((k + 15) >> 4) +
-                (gathers ? k : 0);
+        const int32_t sums = 4 * (2 * row + n + (n & 1)); /* the patch shares them */
+        *size = 8 * n + 48 * ((k + 15) >> 4) + (gathers && k > sums ? k : sums);
         return MCU_PATH_MVE;
     }
     *size = 4 * min32(p->output.c, MCU_CONV_OC_BLOCK) +
@@ -131,24 +156,54 @@ static int32_t plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa
     return MCU_PATH_GENERIC;
 }
 
+/* The lean call's path on `isa`: its variant of the fast path when that needs at most
+ * MCU_CONV_LEAN_EXTRA bytes more than the generic path, else the generic path. */
+static int32_t lean_plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa,
+                         int32_t *size, int32_t *per_pass)
+{
+    int32_t generic, none;
+    (void)plan(p, bias, MCU_ISA_C, 1, &generic, &none);
+    const int32_t path = plan(p, bias, isa, 1, size, per_pass);
+    if (path != MCU_PATH_GENERIC && *size > generic + MCU_CONV_LEAN_EXTRA) {
+        *size = generic;
+        *per_pass = 0;
+        return MCU_PATH_GENERIC;
+    }
+    return path;
+}
+
+int32_t mcu_conv2d_s8_lean_path(const mcu_conv_params_t *params, const int32_t *bias, int32_t isa)
+{
+    int32_t size, per_pass;
+    return lean_plan(params, bias, isa, &size, &per_pass);
+}
+
+int32_t mcu_conv2d_s8_lean_buffer_size(const mcu_conv_params_t *params, const int32_t *bias,
+                                       int32_t isa)
+{
+    int32_t size, per_pass;
+    (void)lean_plan(params, bias, isa, &size, &per_pass);
+    return size;
+}
+
 int32_t mcu_conv2d_s8_get_buffer_size(const mcu_conv_params_t *params, const int32_t *bias,
                                       int32_t isa)
 {
     int32_t size, per_pass;
-    (void)plan(params, bias, isa, &size, &per_pass);
+    (void)plan(params, bias, isa, 0, &size, &per_pass);
     return size;
 }
 
 int32_t mcu_conv2d_s8_path(const mcu_conv_params_t *params, const int32_t *bias, int32_t isa)
 {
     int32_t size, per_pass;
-    return plan(params, bias, isa, &size, &per_pass);
+    return plan(params, bias, isa, 0, &size, &per_pass);
 }
 
-/* The call on the paths of `isa`: MCU_ISA_PLAN, or MCU_ISA_C for the generic path. */
+/* The call on the paths of MCU_ISA_PLAN; lean: the lean call's (lean_plan). */
 static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                            const int8_t *input, const int8_t *filter, const int32_t *bias,
-                           int8_t *output, const mcu_conv_fuse_t *fuse, int32_t isa)
+                           int8_t *output, const mcu_conv_fuse_t *fuse, int lean)
 {
     if (params == NULL || input == NULL || filter == NULL || output == NULL ||
         params->multiplier == NULL || params->shift == NULL) {
@@ -165,19 +220,24 @@ static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *pa
         return MCU_ERR_ARG;
     }
     int32_t size, per_pass;
-    const int32_t path = plan(params, bias, isa, &size, &per_pass);
+    const int32_t path = lean ? lean_plan(params, bias, MCU_ISA_PLAN, &size, &per_pass)
+                              : plan(params, bias, MCU_ISA_PLAN, 0, &size, &per_pass);
     if (!scratch_ok(ctx, size)) {
         return MCU_ERR_SCRATCH;
     }
     void *const scratch = size > 0 ? ctx->buf : NULL;
 #if MCU_ISA_PLAN == MCU_ISA_DSP
     if (path == MCU_PATH_DSP) {
-        mcu_conv2d_s8_dsp(params, input, filter, bias, output, per_pass, scratch, fuse);
+        if (lean) {
+            mcu_conv2d_s8_dsp_lean(params, input, filter, bias, output, per_pass, scratch);
+        } else {
+            mcu_conv2d_s8_dsp(params, input, filter, bias, output, per_pass, scratch, fuse);
+        }
         return MCU_OK;
     }
 #elif MCU_ISA_PLAN == MCU_ISA_MVE
     if (path == MCU_PATH_MVE) {
-        mcu_conv2d_s8_mve(params, input, filter, bias, output, scratch, fuse);
+        mcu_conv2d_s8_mve(params, input, filter, bias, output, lean, scratch, fuse);
         return MCU_OK;
     }
 #endif
@@ -191,19 +251,19 @@ mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *pa
                            const int8_t *input, const int8_t *filter, const int32_t *bias,
                            int8_t *output)
 {
-    return conv2d(ctx, params, input, filter, bias, output, NULL, MCU_ISA_PLAN);
+    return conv2d(ctx, params, input, filter, bias, output, NULL, 0);
 }
 
 mcu_status_t mcu_conv2d_s8_run(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                                const int8_t *input, const int8_t *filter, const int32_t *bias,
                                int8_t *output, const mcu_conv_fuse_t *fuse)
 {
-    return conv2d(ctx, params, input, filter, bias, output, fuse, MCU_ISA_PLAN);
+    return conv2d(ctx, params, input, filter, bias, output, fuse, 0);
 }
 
 mcu_status_t mcu_conv2d_s8_lean(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                                 const int8_t *input, const int8_t *filter, const int32_t *bias,
                                 int8_t *output)
 {
-    return conv2d(ctx, params, input, filter, bias, output, NULL, MCU_ISA_C);
+    return conv2d(ctx, params, input, filter, bias, output, NULL, 1);
 }

@@ -20,8 +20,10 @@
  * (K <= MCU_CONV_DSP_PATCH) gathered by mcu_conv2d_s8_gather first.
  * Conditions (else the generic path): K <= 2 * MCU_CONV_DSP_WORDS, mcu_requant2_ok() for every
  * output channel (then |acc| < 2^29 + 576 * 255 * 128 < 2^30).
- * Scratch: 8 * P * ceil(K / 4) bytes of interleaved windows (xbuf), then the K-byte patch when
- * windows are gathered byte by byte.
+ * Scratch: 8 * P * ceil(K / 4) bytes of interleaved windows (xbuf), then the patch when
+ * windows are gathered byte by byte (K bytes) or rows across the edge assembled (KW * C_in).
+ * The lean call (mcu_conv2d_s8_dsp_lean) keeps at most P = 2 windows (half the xbuf of P = 4)
+ * and meets them with two channels at a time (dot_p2x2: 19 instructions per 16 products).
  */
 #include <stdint.h>
 
@@ -59,6 +61,22 @@ static void extend(int32_t *dst, const int8_t *src, int32_t n, int32_t step, int
         dst[0] = __sadd16(even, even);
         dst[1] = __sadd16(odd, odd);
     }
+}
+
+/* `groups` (> 0) whole groups of four bytes from src, as extend() (inline: the short rows of a
+ * window read row by row) */
+MCU_CONV_INLINE void extend_groups(int32_t *dst, const int8_t *src, int32_t groups, int32_t step,
+                                   int32_t offset2)
+{
+    do {
+        const uint32_t v = read_s8x4(src);
+        const int32_t even = __sxtab16(offset2, (int32_t)v);
+        const int32_t odd = sxtab16_ror8(offset2, v);
+        dst[0] = __sadd16(even, even);
+        dst[1] = __sadd16(odd, odd);
+        src += 4;
+        dst += step;
+    } while (--groups > 0);
 }
 
 /* `groups` groups of zero values (padding taps) */
@@ -163,6 +181,45 @@ MCU_CONV_INLINE void dot_p1x2(int32_t a[2], const int32_t *xb, const int8_t *w, 
     a[1] = a1;
 }
 
+/* a[2 c + p] += sum over n (>= 1) value groups of xbuf(p) * w_c, p < 2, c < 2, w_0 = w,
+ * w_1 = w + k (P = 2 with channel pairs, the lean call: 19 instructions per 16 products in twelve
+ * registers, the first position's window read twice) */
+MCU_CONV_INLINE void dot_p2x2(int32_t a[4], const int32_t *xb, const int8_t *w, int32_t k,
+                              int32_t n)
+{
+    int32_t a0 = a[0], a1 = a[1], b0 = a[2], b1 = a[3];
+    int32_t x0, x1, we, wo;
+    __asm__("1:\n\t"
+            "ldr     %[wo], [%[w], %[k]]\n\t"
+            "sxtb16  %[we], %[wo]\n\t"
+            "sxtb16  %[wo], %[wo], ror #8\n\t"
+            "ldrd    %[x0], %[x1], [%[xb]]\n\t"
+            "smlad   %[b0], %[x0], %[we], %[b0]\n\t"
+            "smlad   %[b0], %[x1], %[wo], %[b0]\n\t"
+            "ldrd    %[x0], %[x1], [%[xb], #8]\n\t"
+            "smlad   %[b1], %[x0], %[we], %[b1]\n\t"
+            "smlad   %[b1], %[x1], %[wo], %[b1]\n\t"
+            "ldr     %[wo], [%[w]], #4\n\t"
+            "sxtb16  %[we], %[wo]\n\t"
+            "sxtb16  %[wo], %[wo], ror #8\n\t"
+            "smlad   %[a1], %[x0], %[we], %[a1]\n\t"
+            "smlad   %[a1], %[x1], %[wo], %[a1]\n\t"
+            "ldrd    %[x0], %[x1], [%[xb]], #16\n\t"
+            "smlad   %[a0], %[x0], %[we], %[a0]\n\t"
+            "smlad   %[a0], %[x1], %[wo], %[a0]\n\t"
+            "subs    %[n], %[n], #1\n\t"
+            "bne     1b"
+            : [a0] "+r"(a0), [a1] "+r"(a1), [b0] "+r"(b0), [b1] "+r"(b1), [xb] "+r"(xb),
+              [w] "+r"(w), [n] "+r"(n), [x0] "=&r"(x0), [x1] "=&r"(x1), [we] "=&r"(we),
+              [wo] "=&r"(wo)
+            : [k] "r"(k)
+            : "cc", "memory");
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = b0;
+    a[3] = b1;
+}
+
 #else /* unoptimized builds: the same in C */
 
 MCU_CONV_INLINE void dot_p4(int32_t a[4], const int32_t *xb, const int8_t **wp, int32_t n)
@@ -199,6 +256,21 @@ MCU_CONV_INLINE void dot_p1x2(int32_t a[2], const int32_t *xb, const int8_t *w, 
         for (int32_t c = 0; c < 2; ++c) {
             const uint32_t v = read_s8x4(w + c * k);
             a[c] = __smlad(xb[1], sxtb16_ror8(v), __smlad(xb[0], __sxtb16((int32_t)v), a[c]));
+        }
+    }
+}
+
+
+MCU_CONV_INLINE void dot_p2x2(int32_t a[4], const int32_t *xb, const int8_t *w, int32_t k,
+                              int32_t n)
+{
+    for (; n > 0; --n, xb += 4, w += 4) {
+        for (int32_t c = 0; c < 2; ++c) {
+            const uint32_t v = read_s8x4(w + c * k);
+            const int32_t we = __sxtb16((int32_t)v);
+            const int32_t wo = sxtb16_ror8(v);
+            a[2 * c] = __smlad(xb[1], wo, __smlad(xb[0], we, a[2 * c]));
+            a[2 * c + 1] = __smlad(xb[3], wo, __smlad(xb[2], we, a[2 * c + 1]));
         }
     }
 }
@@ -372,6 +444,77 @@ MCU_CONV_NOINLINE static void dsp_channels(const mcu_conv_params_t *p, const int
     }
 }
 
+/* P = 2 with channel pairs (the lean call, no residual Add): every output channel of two
+ * consecutive positions whose windows are in xbuf, two channels per dot_p2x2 (an odd last one
+ * alone, dot_p2); no_tie and rq as in dsp_channels_p. */
+MCU_CONV_INLINE void dsp_pairs_p2(const mcu_conv_params_t *p, const int32_t *xbuf,
+                                  const int8_t *filter, const int32_t *bias, int8_t *out,
+                                  int no_tie, const int32_t *rq)
+{
+    const int32_t k = p->filter.h * p->filter.w * p->input.c;
+    const int32_t full_groups = k >> 2;
+    const int32_t tail = k & 3;
+    const int32_t out_c = p->output.c; /* the output pixel's stride */
+    const int32_t n_c = p->filter.n;
+    const mcu_quant_io_t q = p->q;
+    const int full = q.act_min == MCU_INT8_MIN && q.act_max == MCU_INT8_MAX;
+    const int32_t *const xtail = xbuf + 4 * full_groups;
+    for (int32_t oc = 0; oc < n_c; oc += 2) {
+        const int32_t count = n_c - oc < 2 ? 1 : 2;
+        const int8_t *const w = filter + oc * k;
+        int32_t a[4]; /* a[2 c + position] for channel oc + c */
+        for (int32_t c = 0; c < count; ++c) {
+            const int32_t b2 = (bias != NULL ? 2 * bias[oc + c] : 0) + (no_tie ? rq[2 * (oc + c)] : 0);
+            a[2 * c] = b2;
+            a[2 * c + 1] = b2;
+        }
+        if (full_groups > 0) {
+            if (count == 2) {
+                dot_p2x2(a, xbuf, w, k, full_groups);
+            } else {
+                const int8_t *wp = w;
+                dot_p2(a, xbuf, &wp, full_groups);
+            }
+        }
+        for (int32_t c = 0; c < count; ++c) {
+            const int32_t o = oc + c;
+            int32_t a0 = a[2 * c], a1 = a[2 * c + 1];
+            if (tail != 0) {
+                int32_t we, wo;
+                tail_weights(w + c * k + 4 * full_groups, tail, &we, &wo);
+                a0 = __smlad(xtail[1], wo, __smlad(xtail[0], we, a0));
+                a1 = __smlad(xtail[3], wo, __smlad(xtail[2], we, a1));
+            }
+            const int32_t mult = p->multiplier[o];
+            const int32_t sh = p->shift[o];
+            const int32_t base = no_tie ? rq[2 * o + 1] : mcu_requant2_base(sh, q.output_offset);
+            a0 = mcu_requant2(a0, mult, base, -sh);
+            a1 = mcu_requant2(a1, mult, base, -sh);
+            if (!full) {
+                a0 = mcu_clamp_s32(a0, q.act_min, q.act_max);
+                a1 = mcu_clamp_s32(a1, q.act_min, q.act_max);
+            }
+            out[o + out_c] = (int8_t)a1;
+            out[o] = (int8_t)a0;
+        }
+    }
+}
+
+/* The lean call's passes: P = 2 with channel pairs, or P = 1. */
+MCU_CONV_NOINLINE static void dsp_channels_lean(const mcu_conv_params_t *p, const int32_t *xbuf,
+                                                const int8_t *filter, const int32_t *bias,
+                                                int8_t *out, int32_t per_pass, const int32_t *rq,
+                                                const mcu_conv_fuse_t *fuse)
+{
+    if (per_pass == 1) {
+        dsp_channels_p1(p, xbuf, filter, bias, out, rq, fuse);
+    } else if (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE) {
+        dsp_pairs_p2(p, xbuf, filter, bias, out, 1, rq);
+    } else {
+        dsp_pairs_p2(p, xbuf, filter, bias, out, 0, rq);
+    }
+}
+
 /* Position n's window into xbuf slot `slot` of per_pass (see above). */
 static void dsp_window(const mcu_conv_block_t *c, const int8_t *input, int32_t n, int32_t *xbuf,
                        int32_t slot, int32_t per_pass, int8_t *patch)
@@ -421,24 +564,39 @@ static void dsp_window(const mcu_conv_block_t *c, const int8_t *input, int32_t n
          * inside it, zero values for a padding row, a row across the edge assembled first */
         const int32_t w_row = k_w * in_c;
         const int32_t row_groups = w_row >> 2;
-        const int8_t pad = (int8_t)(-p->q.input_offset);
         const int32_t first = win.kx_begin * in_c;
         const int32_t last = win.kx_end * in_c;
-        for (int32_t ky = 0; ky < k_h; ++ky, dst += row_groups * step) {
-            if (ky < win.ky_begin || ky >= win.ky_end) {
-                extend_zero(dst, row_groups, step);
-                continue;
-            }
-            const int8_t *const row =
+        const int32_t row_step = p->dilation_h * c->in_row;
+        int32_t ky = 0;
+        for (; ky < win.ky_begin; ++ky, dst += row_groups * step) {
+            extend_zero(dst, row_groups, step);
+        }
+        if (ky < win.ky_end) { /* the rows inside the input (x0 * C_in before them: padding) */
+            const int8_t *row =
                 win.in_batch + (win.y0 + ky * p->dilation_h) * c->in_row + win.x0 * in_c;
             if (first == 0 && last == w_row) {
-                extend(dst, row, w_row, step, offset2);
-            } else {
-                for (int32_t i = 0; i < w_row; ++i) {
-                    patch[i] = i >= first && i < last ? row[i] : pad;
+                for (; ky < win.ky_end; ++ky, dst += row_groups * step, row += row_step) {
+                    extend_groups(dst, row, row_groups, step, offset2);
                 }
-                extend(dst, patch, w_row, step, offset2);
+            } else {
+                const int8_t pad = (int8_t)(-p->q.input_offset);
+                for (; ky < win.ky_end; ++ky, dst += row_groups * step, row += row_step) {
+                    int32_t i = 0;
+                    for (; i < first; ++i) {
+                        patch[i] = pad;
+                    }
+                    for (; i < last; ++i) {
+                        patch[i] = row[i];
+                    }
+                    for (; i < w_row; ++i) {
+                        patch[i] = pad;
+                    }
+                    extend_groups(dst, patch, row_groups, step, offset2);
+                }
             }
+        }
+        for (; ky < k_h; ++ky, dst += row_groups * step) {
+            extend_zero(dst, row_groups, step);
         }
     } else {
         mcu_conv2d_s8_gather(c, &win, patch);
@@ -446,11 +604,23 @@ static void dsp_window(const mcu_conv_block_t *c, const int8_t *input, int32_t n
     }
 }
 
-/* The whole convolution through the DSP path, per_pass = dsp_positions(). */
-/* The whole convolution through the DSP path, per_pass = mcu_conv2d_s8_dsp_positions(). */
-void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
-                       const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch,
-                       const mcu_conv_fuse_t *fuse)
+/* dsp_channels, or (lean) the lean call's dsp_channels_lean */
+MCU_CONV_INLINE void channels(int lean, const mcu_conv_params_t *p, const int32_t *xbuf,
+                              const int8_t *filter, const int32_t *bias, int8_t *out,
+                              int32_t per_pass, const int32_t *rq, const mcu_conv_fuse_t *fuse)
+{
+    if (lean) {
+        dsp_channels_lean(p, xbuf, filter, bias, out, per_pass, rq, fuse);
+    } else {
+        dsp_channels(p, xbuf, filter, bias, out, per_pass, rq, fuse);
+    }
+}
+
+/* The whole convolution through the DSP path, per_pass positions a pass; lean: the lean call's
+ * passes (dsp_channels_lean). */
+static void dsp_conv(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
+                     const int32_t *bias, int8_t *output, int32_t per_pass, int lean,
+                     void *scratch, const mcu_conv_fuse_t *fuse)
 {
     const int32_t filter_size = p->filter.h * p->filter.w * p->input.c;
     int32_t *const xbuf = (int32_t *)scratch;
@@ -480,7 +650,7 @@ void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const in
         if (first >= whole) {
             for (int32_t n = first; n < positions; ++n) {
                 dsp_window(&c, input, n, xbuf, 0, 1, patch);
-                dsp_channels(p, xbuf, filter, bias, output + n * p->output.c, 1, rq, fuse);
+                channels(lean, p, xbuf, filter, bias, output + n * p->output.c, 1, rq, fuse);
             }
             break;
         }
@@ -488,8 +658,22 @@ void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const in
         for (int32_t i = 0; i < per_pass; ++i) {
             dsp_window(&c, input, n0 + i, xbuf, i, per_pass, patch);
         }
-        dsp_channels(p, xbuf, filter, bias, output + n0 * p->output.c, per_pass, rq, fuse);
+        channels(lean, p, xbuf, filter, bias, output + n0 * p->output.c, per_pass, rq, fuse);
     }
+}
+
+/* The whole convolution through the DSP path, per_pass = mcu_conv2d_s8_dsp_positions(). */
+void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
+                       const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch,
+                       const mcu_conv_fuse_t *fuse)
+{
+    dsp_conv(p, input, filter, bias, output, per_pass, 0, scratch, fuse);
+}
+
+void mcu_conv2d_s8_dsp_lean(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch)
+{
+    dsp_conv(p, input, filter, bias, output, per_pass, 1, scratch, NULL);
 }
 
 #endif /* MCU_ISA_NATIVE == MCU_ISA_DSP */

@@ -29,6 +29,10 @@
 /* MVE path: output channels whose constants (2 words each) and sums (three rows, 8, 16, 32 or 64
  * words apart: the block's channels rounded up) are kept at a time. */
 #define MCU_CONV_MVE_OC_BLOCK 64
+/* The lean call (mcu_conv2d_s8_lean): its MVE variant's channel block, and the most scratch bytes
+ * a variant of the fast path may take beyond the generic path's (else the lean call is generic). */
+#define MCU_CONV_MVE_LEAN_BLOCK 8
+#define MCU_CONV_LEAN_EXTRA 256
 /* Largest window whose requantization may take the fast, exact mcu_requant2/mcu_requant4 arithmetic
  * (|acc| < 2^29 + 16384 * 255 * 128 < 2^30 with mcu_requant2_ok() constants). */
 #define MCU_CONV_FAST_MAX_K 16384
@@ -94,6 +98,11 @@ static inline int32_t mcu_conv_add_wrap(int32_t a, int32_t b)
 /* Plain C (every target, the host included): the dispatcher's choice. */
 int32_t mcu_conv2d_s8_dsp_positions(const mcu_conv_params_t *p, const int32_t *bias);
 int mcu_conv2d_s8_gathers(const mcu_conv_params_t *p);
+/* The lean call's (mcu_conv2d_s8_lean) path on `isa` (MCU_PATH_*) and its scratch bytes there
+ * (the planner's lean_buffer_size takes the most of any target's). */
+int32_t mcu_conv2d_s8_lean_path(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa);
+int32_t mcu_conv2d_s8_lean_buffer_size(const mcu_conv_params_t *p, const int32_t *bias,
+                                       int32_t isa);
 
 /* mcu_conv2d_s8_common.c (every target), shared by the paths: the residual Add's stores, out of
  * line (the paths inline their loops): o[r * stride] = mcu_conv_fuse_one(f, v[r], the skip
@@ -126,17 +135,22 @@ void mcu_conv2d_s8_generic_block(const mcu_conv_block_t *c, const int8_t *input,
 void mcu_conv2d_s8_dsp(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch,
                        const mcu_conv_fuse_t *fuse);
+/* The lean call's DSP variant: per_pass = min(mcu_conv2d_s8_dsp_positions(), 2), P = 2 passes
+ * taking two output channels at a time (the window buffer of two positions). */
+void mcu_conv2d_s8_dsp_lean(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
+                            const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch);
 #endif
 
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
-/* mcu_conv2d_s8_mve.c; fuse: mcu_conv2d_add_s8's residual Add, or NULL */
+/* mcu_conv2d_s8_mve.c; lean: blocks of MCU_CONV_MVE_LEAN_BLOCK channels (the lean call); fuse:
+ * mcu_conv2d_add_s8's residual Add, or NULL */
 void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
-                       const int32_t *bias, int8_t *output, void *scratch,
+                       const int32_t *bias, int8_t *output, int lean, void *scratch,
                        const mcu_conv_fuse_t *fuse);
 /* One block of output channels (c->corr and c->base filled) at every position: the MVE path's
  * loop nest, exposed for mcu_conv2d_s4. sums: three rows of sums_row(n) words (8, 16, 32 or 64
  * for the block's n channels) plus n + (n & 1) words; xq: 48 * ceil(K / 16) bytes; patch: K bytes
- * when windows are gathered. */
+ * when windows are gathered (it may share the sums' bytes). */
 void mcu_conv2d_s8_mve_block(const mcu_conv_block_t *c, const int8_t *input, int8_t *output,
                              int32_t *sums, int8_t *xq, int8_t *patch);
 #endif

@@ -13,10 +13,11 @@
  * - each position's row is requantized four channels per vector (requant_rows: mcu_requant4, clamp,
  *   one narrowing store); with mcu_conv2d_add_s8's residual Add, the Add follows on the same four
  *   lanes (requant_rows_fused).
- * Scratch: corrections and requantization bases (2 words per channel of a block), the three rows
- * of sums (sums_row() words apart, the last one as long as the block rounded up to even), the
- * three windows interleaved in 16-byte chunks (48 * ceil(K / 16) bytes), then (some window
- * gathered) a K-byte patch.
+ * Scratch: corrections and requantization bases (2 words per channel of a block), the three
+ * windows interleaved in 16-byte chunks (48 * ceil(K / 16) bytes), then the three rows of sums
+ * (sums_row() words apart, the last one as long as the block rounded up to even), which (some
+ * window gathered) also hold the K-byte patch: the windows of a pass are gathered before it
+ * writes its sums, and the sums are requantized before the next pass gathers.
  * Inline assembly where optimizing (gcc -O0 cannot give the pass its twelve registers); the same
  * arithmetic in intrinsics otherwise.
  */
@@ -475,23 +476,24 @@ MCU_CONV_NOINLINE static void block_constants(const mcu_conv_block_t *c, const i
 }
 
 void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
-                       const int32_t *bias, int8_t *output, void *scratch,
+                       const int32_t *bias, int8_t *output, int lean, void *scratch,
                        const mcu_conv_fuse_t *fuse)
 {
     const int32_t out_c = p->output.c;
-    const int32_t block = MCU_CONV_MVE_OC_BLOCK;
+    const int32_t block = lean ? MCU_CONV_MVE_LEAN_BLOCK : MCU_CONV_MVE_OC_BLOCK;
     const int32_t n = out_c < block ? out_c : block;
     int32_t *const corr = (int32_t *)scratch;
     int32_t *const base = corr + n;
-    int32_t *const sums = base + n;
-    int8_t *const xq = (int8_t *)(sums + 2 * sums_row(n) + n + (n & 1));
     mcu_conv_block_t c;
     mcu_conv_block_init(&c, p, filter, corr, base, fuse);
     const int32_t k = c.filter_size;
+    int8_t *const xq = (int8_t *)(base + n);
+    /* the patch shares the sums' bytes: a window is gathered before the pass writes the sums */
+    int32_t *const sums = (int32_t *)(void *)(xq + 48 * ((k + 15) >> 4));
     for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += block) {
         c.oc_end = out_c - c.oc_base < block ? out_c : c.oc_base + block;
         block_constants(&c, bias, corr, base);
-        conv_block_mve(&c, input, output, sums, xq, xq + 48 * ((k + 15) >> 4));
+        conv_block_mve(&c, input, output, sums, xq, (int8_t *)(void *)sums);
     }
 }
 

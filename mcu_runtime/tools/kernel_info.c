@@ -12,6 +12,8 @@
  *   conv ISA  in(n h w c) filter(n h w c) out(n h w c) stride_h stride_w dilation_h dilation_w
  *             pad_top pad_left  q(input_offset output_offset act_min act_max rounding)
  *             C multiplier[C] shift[C] HAS_BIAS bias[C if HAS_BIAS]
+ *   lean ISA  (as conv): mcu_conv2d_s8_lean's path and scratch on ISA (mcu_conv2d_s8_lean_path,
+ *             mcu_conv2d_s8_lean_buffer_size: mcu_conv2d_s8_internal.h)
  *   pw   ISA  (as conv): the path, and mcu_conv2d_s8_in_place_down() as SIZE (-1: not in place)
  *   dw   ISA  in filter out depth_multiplier stride_h ... pad_left q C multiplier shift HAS_BIAS bias
  *   dwip ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_in_place_get_buffer_size() as SIZE
@@ -24,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcu_conv2d_s8_internal.h"
 #include "mcu_nn.h"
 
 #define MAX_CHANNELS 65536
@@ -107,7 +110,7 @@ int main(void)
         int32_t path, size;
         int32_t has_bias;
         mcu_depthwise_conv_params_t w;
-        if (strcmp(op, "conv") == 0 || strcmp(op, "pw") == 0) {
+        if (strcmp(op, "conv") == 0 || strcmp(op, "lean") == 0 || strcmp(op, "pw") == 0) {
             if (!read_window(&w, 0, &has_bias)) {
                 return 2;
             }
@@ -117,9 +120,16 @@ int main(void)
                 .dilation_h = w.dilation_h, .dilation_w = w.dilation_w,
                 .pad_top = w.pad_top, .pad_left = w.pad_left,
                 .q = w.q, .multiplier = w.multiplier, .shift = w.shift};
-            path = mcu_conv2d_s8_path(&p, has_bias ? bias : NULL, isa);
-            size = op[0] == 'p' ? mcu_conv2d_s8_in_place_down(&p, has_bias ? bias : NULL, isa)
-                                : mcu_conv2d_s8_get_buffer_size(&p, has_bias ? bias : NULL, isa);
+            if (op[0] == 'l') {
+                path = mcu_conv2d_s8_lean_path(&p, has_bias ? bias : NULL, isa);
+                size = mcu_conv2d_s8_lean_buffer_size(&p, has_bias ? bias : NULL, isa);
+            } else if (op[0] == 'p') {
+                path = mcu_conv2d_s8_path(&p, has_bias ? bias : NULL, isa);
+                size = mcu_conv2d_s8_in_place_down(&p, has_bias ? bias : NULL, isa);
+            } else {
+                path = mcu_conv2d_s8_path(&p, has_bias ? bias : NULL, isa);
+                size = mcu_conv2d_s8_get_buffer_size(&p, has_bias ? bias : NULL, isa);
+            }
         } else if (strcmp(op, "dw") == 0 || strcmp(op, "dwip") == 0) {
             if (!read_window(&w, 1, &has_bias)) {
                 return 2;
