@@ -13,8 +13,8 @@ Later stages ask the record (emitter.kernels.kernel(name)) and never probe the m
   sink        (params, row_bytes) -> int32 accumulators, or None: the layer may end a segment by
               adding each input row as it is made (mcu_runtime/support/mcu_sink.h); sink_c
               (params, row_bytes) -> SinkC, the data of its C (templates/stream_segment.c.j2)
-  lean_c      a call taking the generic path on every target (the least scratch); lean_buffer_size
-              (params, bias) its scratch
+  lean_c      a call needing little scratch (the generic path, or a lean variant of the fast one);
+              lean_buffer_size (params, bias, isa) its scratch
   exact_in_place  element i is read before element i is written: the output may lie exactly on
               an input; exact_in_place_inputs the node inputs it may lie on (empty: any)
   in_place    (params, bias, isa) -> bytes or None: one whole call may write its output over its
@@ -44,7 +44,7 @@ Band = Callable[[Any, int, int], tuple[Any, int, int]]
 RowBand = Callable[[Any, int, int, int], tuple[Any, int, int]]
 Sink = Callable[[Any, int], "int | None"]
 Scratch = Callable[[Any, Any, str], int]
-LeanScratch = Callable[[Any, Any], int]
+LeanScratch = Callable[[Any, Any, str], int]
 Path = Callable[[Any, Any, str], str]
 InPlace = Callable[[Any, Any, str], "int | None"]
 ToCmsis = Callable[[Any, Any], Any]

@@ -111,8 +111,8 @@ def _channels(p: Any, count: int, bias: np.ndarray | None) -> str:
 
 
 def query(kind: str, p: Any, bias: np.ndarray | None, isa: str) -> str:
-    """The tool's input line for one call (kind: "conv", "pw" (a conv's in-place question), "dw",
-    "dwip" (a depthwise's in-place scratch) or "fc"; the tool's header)."""
+    """The tool's input line for one call (kind: "conv", "lean" (a conv's lean call), "pw" (a conv's
+    in-place question), "dw", "dwip" (a depthwise's in-place scratch) or "fc"; the tool's header)."""
     head = f"{kind} {ISA[isa]}"
     if kind == "fc":
         count = p.out_features if p.per_channel else 1
@@ -120,7 +120,7 @@ def query(kind: str, p: Any, bias: np.ndarray | None, isa: str) -> str:
         return (f"{head} {p.batches} {p.in_features} {p.out_features} {_quant(p.q)} {p.per_channel} "
                 f"{count} {_ints(m)} {_ints(s)}")
     window = f"{p.stride_h} {p.stride_w} {p.dilation_h} {p.dilation_w} {p.pad_top} {p.pad_left}"
-    if kind in ("conv", "pw"):
+    if kind in ("conv", "lean", "pw"):
         return (f"{head} {_dims(p.input)} {_dims(p.filter)} {_dims(p.output)} {window} {_quant(p.q)} "
                 f"{_channels(p, p.output.c, bias)}")
     if kind in ("dw", "dwip"):

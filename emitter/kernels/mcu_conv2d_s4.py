@@ -210,7 +210,7 @@ def buffer_size(p: ConvParams, bias: Any, isa: str) -> int:
     return _plan(p, isa)[1]
 
 
-def lean_buffer_size(p: ConvParams, bias: Any) -> int:
+def lean_buffer_size(p: ConvParams, bias: Any, isa: str = "any") -> int:  # (the same on every target)
     """mcu_conv2d_s4_lean_get_buffer_size(): the blocked generic path with blocks of LEAN_OC_BLOCK
     channels (their corrections and unpacked weights, then the patch)."""
     k = p.filter.h * p.filter.w * p.input.c

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from emitter.calls import ConstArg, Prepared, StructArg
-from emitter.kernels import kernel_info
+from emitter.kernels import ISAS, kernel_info
 from emitter.kernels.base import Kernel, Rounded, Window, Windowed
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, arr, dims, padded, tile
 from emitter.kernels.cmsis_quirks import mve_1xn_problem
@@ -117,12 +117,21 @@ def buffer_size(p: Any, bias: np.ndarray | None, isa: str) -> int:
     return kernel_info.ask("conv", p, bias, isa)[1]
 
 
-LEAN_C = "mcu_conv2d_s8_lean"  # the generic path on every target: the least scratch
+LEAN_C = "mcu_conv2d_s8_lean"  # little scratch: a lean variant of the fast path, else the generic path
 
 
-def lean_buffer_size(p: Any, bias: np.ndarray | None) -> int:
-    """Scratch bytes of LEAN_C: the generic path's."""
-    return buffer_size(p, bias, "c")
+def lean_path(p: Any, bias: np.ndarray | None, isa: str) -> str:
+    """The code path LEAN_C takes on `isa`: the fast path's lean variant ("dsp": at most two
+    positions a pass, channel pairs; "mve": blocks of 8 channels) where it needs at most
+    MCU_CONV_LEAN_EXTRA bytes more than the generic path, else "generic" (mcu_conv2d_s8_lean_path(),
+    asked of the C)."""
+    return kernel_info.ask("lean", p, bias, isa)[0]
+
+
+def lean_buffer_size(p: Any, bias: np.ndarray | None, isa: str) -> int:
+    """Scratch bytes of LEAN_C on `isa` (mcu_conv2d_s8_lean_buffer_size(), asked of the C); for
+    "any" (no board) the most any target's lean call needs."""
+    return max(kernel_info.ask("lean", p, bias, i)[1] for i in ((isa,) if isa in ISAS else ISAS))
 
 
 BAND_C = "mcu_conv2d_s8_band"  # mcu_runtime/support/mcu_band.c

@@ -129,7 +129,7 @@ def buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> in
 LEAN_C = "mcu_depthwise_conv2d_s8_lean"  # the generic path on every target: no scratch
 
 
-def lean_buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None) -> int:
+def lean_buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> int:
     """Scratch bytes of LEAN_C: none."""
     return 0
 

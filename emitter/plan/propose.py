@@ -48,6 +48,10 @@ PASS_POSITIONS = {("mcu_conv2d_s8", "dsp"): 4}
 #   element. QEMU, IC's first residual layer against the conv of the same shape before it: 60 on
 #   cortex-m4/m7 (DSP), 13 on cortex-m55 (MVE); 90-106 on rv32imac (plain C)
 FUSED_ADD_PER_OUTPUT = {"mve": 13, "dsp": 60, "c": 100, "any": 100}
+# A residual Add on its own (mcu_add_s8: a plan that runs the convolution by rows unfuses it), per
+#   output element, on its fast path (full operands): QEMU, 10.5 on cortex-m55, 53 on m4/m7, 62 on
+#   m3 and 229 on m0+ (tests/kernels/test_add_cores.py's shapes)
+ADD_PER_OUTPUT = {"mve": 11, "dsp": 53, "c": 100, "any": 100}
 
 
 @cache
@@ -69,7 +73,8 @@ def base_estimate(prepared: tuple[Prepared, ...], core: str, isa: str, per_mac: 
     """Instructions of the whole-layer plan on `core`, the base of every overhead ratio: each conv,
     depthwise and fully connected layer from the core's cost table (kernel_choice.predict_ours, the
     table's instructions per MAC of its nearest cases; a fused residual Add as FUSED_ADD_PER_OUTPUT
-    per output), any other layer per_mac x its MACs + per_call. None: no table for the core's ISA."""
+    per output; an Add on its own as ADD_PER_OUTPUT per output), any other layer per_mac x its MACs +
+    per_call. None: no table for the core's ISA."""
     from emitter.backends import kernel_choice as kc
     from emitter.backends.cost_cases import shape_of
 
@@ -84,7 +89,9 @@ def base_estimate(prepared: tuple[Prepared, ...], core: str, isa: str, per_mac: 
             o = params.conv.output
             layer = replace(p, kernel="mcu_conv2d_s8", params=params.conv)
             extra = FUSED_ADD_PER_OUTPUT.get(isa, FUSED_ADD_PER_OUTPUT["any"]) * o.n * o.h * o.w * o.c
-        if layer.kernel in ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8", "mcu_fully_connected_s8"):
+        if p.kernel == "mcu_add_s8" and p.params is not None:
+            got = ADD_PER_OUTPUT.get(isa, ADD_PER_OUTPUT["any"]) * cast(Any, p.params).size + per_call
+        elif layer.kernel in ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8", "mcu_fully_connected_s8"):
             shape = shape_of(layer)
             got = kc.predict_ours(rows, shape, kc.path_of(layer, isa)) if shape is not None else None
         total += got + extra if got is not None else int(p.macs * per_mac) + per_call

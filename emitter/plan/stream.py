@@ -397,8 +397,8 @@ def _band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool, h: int) -> in
     bias = p.bias
     bands = band_starts(stage, h)
     if lean and t.lean_buffer_size is not None:  # by rows, or whole (where the planner finds no overlap)
-        return max([t.lean_buffer_size(stage.band(o0, o1)[0], bias) for o0, o1 in bands]
-                   + [t.lean_buffer_size(p.params, bias)])
+        return max([t.lean_buffer_size(stage.band(o0, o1)[0], bias, isa) for o0, o1 in bands]
+                   + [t.lean_buffer_size(p.params, bias, isa)])
     for o0, o1 in bands:
         bp, _, _ = stage.band(o0, o1)
         need = max(t.buffer_size(bp, bias, i) for i in (ISAS if isa == "any" else (isa,)))

@@ -127,9 +127,11 @@ mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *pa
                            int8_t *output);
 
 /**
- * @brief mcu_conv2d_s8 on its generic path whatever the target: the same results from the least
- * scratch, mcu_conv2d_s8_get_buffer_size(params, bias, MCU_ISA_C) bytes (a layer run by rows in
- * a tight memory plan).
+ * @brief mcu_conv2d_s8 from little scratch (a layer run by rows in a tight memory plan): the same
+ * results through a lean variant of the target's fast path (DSP: at most two positions a pass;
+ * MVE: blocks of 8 channels) where it needs at most MCU_CONV_LEAN_EXTRA bytes more than the
+ * generic path, else the generic path; scratch: mcu_conv2d_s8_lean_buffer_size(params, bias,
+ * MCU_ISA_NATIVE) bytes (mcu_conv2d_s8_internal.h).
  */
 mcu_status_t mcu_conv2d_s8_lean(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                                 const int8_t *input, const int8_t *filter, const int32_t *bias,

@@ -127,7 +127,7 @@ def cases() -> list[tuple[ConvParams, list[Any], int]]:
     out = [conv_case(s, rng) for s in LEAN.values()]
     out += [(ort_variant(p, inputs[1], inputs[2]), inputs) for p, inputs in out]
     assert sum(p.q.rounding == ROUND_NEAREST_NO_TIE for p, _ in out) >= 6  # the lifted constants covered
-    return [(p, inputs, conv_twin.lean_buffer_size(p, inputs[2])) for p, inputs in out]
+    return [(p, inputs, conv_twin.lean_buffer_size(p, inputs[2], "any")) for p, inputs in out]
 
 
 def test_lean_paths_reached(cases) -> None:

@@ -125,3 +125,28 @@ def head(rng: np.random.Generator, cur: str, shape: tuple[int, int, int, int], n
 def shape_in(seed: int) -> tuple[int, int, int]:
     rng = np.random.default_rng(seed)
     return int(rng.integers(1, 9)), int(rng.integers(5, 19)), int(rng.integers(3, 12))
+
+
+def same_size_convs(c: int, h: int, w: int, kernels: tuple[int, ...], depthwise: bool, out: Path,
+                    seed: int = 0) -> Path:
+    """Convolutions of c -> c channels over [1, c, h, w], one per kernel size (k x k, padding k // 2:
+    each output as large as its input; depthwise: group c), each with ReLU; quantized QDQ int8."""
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+    cur = "x"
+    for k, kh in enumerate(kernels):
+        inits += [numpy_helper.from_array(rng.normal(0, 0.5 if depthwise else 0.4, (c, 1 if depthwise else c, kh, kh))
+                                          .astype(np.float32), f"w{k}"),
+                  numpy_helper.from_array(rng.normal(0, 0.1, c).astype(np.float32), f"b{k}")]
+        p = kh // 2
+        nodes += [helper.make_node("Conv", [cur, f"w{k}", f"b{k}"], [f"c{k}"], name=f"conv{k}",
+                                   group=c if depthwise else 1, kernel_shape=[kh, kh], pads=[p, p, p, p]),
+                  helper.make_node("Relu", [f"c{k}"], [f"r{k}"], name=f"relu{k}")]
+        cur = f"r{k}"
+    name = f"{'dw' if depthwise else 'conv'}_{c}_{h}x{w}"
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
+                              [helper.make_tensor_value_info(cur, TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="mcugen-tests")
+    model.ir_version = IR_VERSION
+    calib = [{"x": rng.normal(0, 1, (1, c, h, w)).astype(np.float32)} for _ in range(8)]
+    return quantize(onnx.shape_inference.infer_shapes(model), calib, out_path=out / f"{name}.onnx")

@@ -170,13 +170,9 @@ def test_shared_model_multi_row_plan_in_qemu(name: str, core: str, budget: int, 
     """The fastest plan within the budget takes bands of several rows, fits, and is bit-exact with
     TFLM on the host and in QEMU."""
     from emitter.boards import load_board
-    from emitter.render.bundle import render_bundle
-    from emitter.render.write import write_bundle
-    from emitter.target.firmware import build_firmware
-    from emitter.target.qemu import run_qemu
-    from emitter.verify.harness import pack, unpack
     from emitter.verify.run import run_host
     from tests.harness.bundles import SHARED_MODELS, shared_model
+    from tests.memory.qemu import qemu_outputs
     from tests.memory.test_shared_plans import MISSING, reference
 
     if not SHARED_MODELS.is_dir():
@@ -190,13 +186,7 @@ def test_shared_model_multi_row_plan_in_qemu(name: str, core: str, budget: int, 
     assert any(max(h) > 1 for h in heights_of(c)), "no band of several rows"
     host_c = compile_model(shared_model(name), name="net", memory="layer", isa="c")
     run_host(host_c, emit(host_c, tmp_path / "host_bundle"), samples, tmp_path / "host")
-    bundle = tmp_path / "bundle"
-    write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle)
-    assert "mcu_ring_push_rows" in "".join(p.read_text() for p in bundle.glob("*.c"))
-    fw = build_firmware(bundle, tmp_path / "host" / "glue", board, tmp_path / "fw")
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "input.bin").write_bytes(pack(samples))
-    run_qemu(fw.elf, fw.board, tmp_path / "run")
-    got = unpack(c, (tmp_path / "run" / "output.bin").read_bytes(), len(samples))
+    got = qemu_outputs(c, board, samples, tmp_path / "host" / "glue", tmp_path)
+    assert "mcu_ring_push_rows" in "".join(p.read_text() for p in (tmp_path / "bundle").glob("*.c"))
     for k, want in enumerate(tflm):
         assert np.array_equal(np.asarray(got[k][0]).ravel(), want.ravel().astype(np.int8)), (name, core, k)

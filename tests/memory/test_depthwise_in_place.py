@@ -8,23 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 from emitter.boards import load_board
 from emitter.compiler import Compiled, compile_model
 from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 from emitter.plan.search import activation_ram
-from emitter.render.bundle import render_bundle
-from emitter.render.write import write_bundle
-from emitter.target.firmware import build_firmware
-from emitter.target.qemu import run_qemu
 from emitter.target.toolchain import missing_tools
-from emitter.verify.harness import pack, unpack
 from emitter.verify.run import run_host
 from tests.harness.bundles import emit
-from tests.models.ops import quantize
+from tests.memory.chains import same_size_convs
+from tests.memory.qemu import qemu_outputs
 
 MISSING = missing_tools()
 IR_VERSION = 8
@@ -36,23 +30,7 @@ CASES = [("cortex-m0plus", 36, 7, 5), ("cortex-m4", 36, 7, 5), ("cortex-m7", 40,
 def depthwise_model(c: int, h: int, w: int, out: Path, seed: int = 0) -> Path:
     """Three depthwise convs (3x3 pad 1, 3x3 pad 1, 5x5 pad 2: the output as large as the input),
     each with ReLU; quantized QDQ int8, per channel."""
-    rng = np.random.default_rng(seed)
-    nodes, inits = [], []
-    cur = "x"
-    for k, kh in enumerate((3, 3, 5)):
-        inits += [numpy_helper.from_array(rng.normal(0, 0.5, (c, 1, kh, kh)).astype(np.float32), f"w{k}"),
-                  numpy_helper.from_array(rng.normal(0, 0.1, c).astype(np.float32), f"b{k}")]
-        p = kh // 2
-        nodes += [helper.make_node("Conv", [cur, f"w{k}", f"b{k}"], [f"c{k}"], name=f"dw{k}", group=c,
-                                   kernel_shape=[kh, kh], pads=[p, p, p, p]),
-                  helper.make_node("Relu", [f"c{k}"], [f"r{k}"], name=f"relu{k}")]
-        cur = f"r{k}"
-    graph = helper.make_graph(nodes, "depthwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
-                              [helper.make_tensor_value_info(cur, TensorProto.FLOAT, None)], initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="mcugen-tests")
-    model.ir_version = IR_VERSION
-    calib = [{"x": rng.normal(0, 1, (1, c, h, w)).astype(np.float32)} for _ in range(8)]
-    return quantize(onnx.shape_inference.infer_shapes(model), calib, out_path=out / f"dw_{c}_{h}x{w}.onnx")
+    return same_size_convs(c, h, w, (3, 3, 5), True, out, seed)
 
 
 def in_place_steps(c: Compiled) -> list[int]:
@@ -94,15 +72,9 @@ def test_depthwise_in_place_bit_exact_in_qemu(core: str, ch: int, h: int, w: int
     samples = [[rng.integers(-128, 128, c.input_shapes[0]).astype(np.int8)] for _ in range(3)]
     plain = compile_model(onnx_path, name="net", memory="layer", isa="c", io_nhwc=True)
     want = run_host(plain, emit(plain, tmp_path / "plain_bundle"), samples, tmp_path / "plain")
-    bundle = tmp_path / "bundle"
-    write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle)
-    assert dw_twin.IN_PLACE_C + "(" in (bundle / "net.c").read_text()
-    host = run_host(c, bundle, samples, tmp_path / "host")  # the same plan, built for the host
-    fw = build_firmware(bundle, tmp_path / "host" / "glue", board, tmp_path / "fw")
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "input.bin").write_bytes(pack(samples))
-    run_qemu(fw.elf, fw.board, tmp_path / "run")
-    got = unpack(c, (tmp_path / "run" / "output.bin").read_bytes(), len(samples))
+    got = qemu_outputs(c, board, samples, tmp_path / "plain" / "glue", tmp_path)
+    assert dw_twin.IN_PLACE_C + "(" in (tmp_path / "bundle" / "net.c").read_text()
+    host = run_host(c, tmp_path / "bundle", samples, tmp_path / "host")  # the same plan, built for the host
     for k in range(len(samples)):
         expect = np.asarray(want[k][0]).ravel()
         assert np.array_equal(np.asarray(host[k][0]).ravel(), expect), ("host", core, k)

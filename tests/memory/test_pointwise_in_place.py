@@ -8,23 +8,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 from emitter.boards import load_board
 from emitter.compiler import Compiled, compile_model
 from emitter.kernels import kernel
 from emitter.plan.stream import in_place_call
-from emitter.render.bundle import render_bundle
-from emitter.render.write import write_bundle
-from emitter.target.firmware import build_firmware
-from emitter.target.qemu import run_qemu
 from emitter.target.toolchain import missing_tools
-from emitter.verify.harness import pack, unpack
 from emitter.verify.run import run_host
 from tests.harness.bundles import emit
-from tests.models.ops import quantize
+from tests.memory.chains import same_size_convs
+from tests.memory.qemu import qemu_outputs
 
 MISSING = missing_tools()
 IR_VERSION = 8
@@ -40,24 +34,7 @@ CASES = [("cortex-m4", 16, 5, 5, 4),  # 25 positions: the DSP path's last pass s
 def pointwise_model(c: int, h: int, w: int, out: Path, seed: int = 0) -> Path:
     """Three pointwise convs (c -> c), each with ReLU; quantized QDQ int8. Compiled with io_nhwc,
     the arena holds one tensor and the layers' overlaps at least (the input lives in it)."""
-    rng = np.random.default_rng(seed)
-    nodes, inits = [], []
-    cur = "x"
-    for k, kh in enumerate((1, 1, 1)):
-        wt = rng.normal(0, 0.4, (c, c, kh, kh)).astype(np.float32)
-        b = rng.normal(0, 0.1, c).astype(np.float32)
-        inits += [numpy_helper.from_array(wt, f"w{k}"), numpy_helper.from_array(b, f"b{k}")]
-        p = kh // 2
-        nodes += [helper.make_node("Conv", [cur, f"w{k}", f"b{k}"], [f"c{k}"], name=f"conv{k}",
-                                   kernel_shape=[kh, kh], pads=[p, p, p, p]),
-                  helper.make_node("Relu", [f"c{k}"], [f"r{k}"], name=f"relu{k}")]
-        cur = f"r{k}"
-    graph = helper.make_graph(nodes, "pointwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
-                              [helper.make_tensor_value_info(cur, TensorProto.FLOAT, None)], initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="mcugen-tests")
-    model.ir_version = IR_VERSION
-    calib = [{"x": rng.normal(0, 1, (1, c, h, w)).astype(np.float32)} for _ in range(8)]
-    return quantize(onnx.shape_inference.infer_shapes(model), calib, out_path=out / f"pw_{c}_{h}x{w}.onnx")
+    return same_size_convs(c, h, w, (1, 1, 1), False, out, seed)
 
 
 def pointwise_steps(c: Compiled) -> list[int]:
@@ -122,12 +99,6 @@ def test_pointwise_in_place_bit_exact_in_qemu(core: str, ch: int, h: int, w: int
     samples = [[rng.integers(-128, 128, c.input_shapes[0]).astype(np.int8)] for _ in range(3)]
     host_c = compile_model(onnx_path, name="net", memory="layer", isa="c", io_nhwc=True)
     want = run_host(host_c, emit(host_c, tmp_path / "host_bundle"), samples, tmp_path / "host")
-    bundle = tmp_path / "bundle"
-    write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle)
-    fw = build_firmware(bundle, tmp_path / "host" / "glue", board, tmp_path / "fw")
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "input.bin").write_bytes(pack(samples))
-    run_qemu(fw.elf, fw.board, tmp_path / "run")
-    got = unpack(c, (tmp_path / "run" / "output.bin").read_bytes(), len(samples))
+    got = qemu_outputs(c, board, samples, tmp_path / "host" / "glue", tmp_path)
     for k in range(len(samples)):
         assert np.array_equal(np.asarray(got[k][0]).ravel(), np.asarray(want[k][0]).ravel()), (core, k)

@@ -13,15 +13,11 @@ from emitter.boards import load_board
 from emitter.compiler import compile_model
 from emitter.errors import BudgetError
 from emitter.plan.search import activation_ram
-from emitter.render.bundle import render_bundle
-from emitter.render.write import write_bundle
-from emitter.target.firmware import build_firmware
-from emitter.target.qemu import run_qemu
 from emitter.target.toolchain import missing_tools
-from emitter.verify.harness import pack, unpack
 from emitter.verify.run import run_host
 from tests.harness.bundles import MODEL_NAMES, SHARED_MODELS, emit, shared_model
 from tests.harness.cmsis import CMSIS_NN
+from tests.memory.qemu import qemu_outputs
 
 MISSING = missing_tools()
 needs_models = pytest.mark.skipif(not SHARED_MODELS.is_dir(), reason="../shared/models is not present")
@@ -57,13 +53,7 @@ def test_smallest_plan_bit_exact_with_tflm(name: str, core: str, tmp_path: Path)
     c = compile_model(shared_model(name), name="net", board=board, memory="stream")
     host_c = compile_model(shared_model(name), name="net", memory="stream", isa="c")
     host = run_host(host_c, emit(host_c, tmp_path / "host_bundle"), samples, tmp_path / "host")
-    bundle = tmp_path / "bundle"
-    write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle)
-    fw = build_firmware(bundle, tmp_path / "host" / "glue", board, tmp_path / "fw")
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "input.bin").write_bytes(pack(samples))
-    run_qemu(fw.elf, fw.board, tmp_path / "run")
-    got = unpack(c, (tmp_path / "run" / "output.bin").read_bytes(), len(samples))
+    got = qemu_outputs(c, board, samples, tmp_path / "host" / "glue", tmp_path)
     for k, want in enumerate(tflm):
         assert np.array_equal(np.asarray(host[k][0]).ravel(), want.ravel().astype(np.int8)), (name, "host", k)
         assert np.array_equal(np.asarray(got[k][0]).ravel(), want.ravel().astype(np.int8)), (name, core, k)
@@ -91,13 +81,7 @@ def test_budget_plan_with_cmsis_nn(name: str, core: str, budget: int, tmp_path: 
     assert kept <= by_rows and len(c.portable_layers) < sum(1 for p in c.prepared if p.kernel), c.portable_layers
     host_c = compile_model(shared_model(name), name="net", memory="layer", isa="c")
     run_host(host_c, emit(host_c, tmp_path / "host_bundle"), samples, tmp_path / "host")
-    bundle = tmp_path / "bundle"
-    write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle)
-    fw = build_firmware(bundle, tmp_path / "host" / "glue", board, tmp_path / "fw", cmsis_nn=CMSIS)
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "input.bin").write_bytes(pack(samples))
-    run_qemu(fw.elf, fw.board, tmp_path / "run")
-    got = unpack(c, (tmp_path / "run" / "output.bin").read_bytes(), len(samples))
+    got = qemu_outputs(c, board, samples, tmp_path / "host" / "glue", tmp_path, cmsis_nn=Path(str(CMSIS)))
     for k, want in enumerate(tflm):
         assert np.array_equal(np.asarray(got[k][0]).ravel(), want.ravel().astype(np.int8)), k
     assert any(m != "whole" for m in c.plan.modes.values())  # the portable layers run by rows
