@@ -13,9 +13,12 @@
  * its C fallback for unoptimized builds). A window that sticks out of the input on the left or
  * right is shifted inward and meets zero weights instead (mcu_dw_lanes2_t.wcol has two zero
  * columns on each side, plan_segments); one that sticks out at the top or bottom by one row
- * skips that row (DW_ROWS_NO_TOP/NO_BOTTOM); an odd last row is redone as the bottom of an
- * overlapping pair. 1-D filters (Kx1, 1xK) run as lines (_dsp1d.c). Other rows and filters
- * run row_sweep: one output row, all four channels of each load (valid taps only).
+ * skips that row (DW_ROWS_NO_TOP/NO_BOTTOM). 1-D filters (Kx1, 1xK) run as lines (_dsp1d.c).
+ * Other rows and filters run row_sweep: one output row, all four channels of each load (valid
+ * taps only). A lone row (an odd last row, a call of one output row) takes row_sweep too: fewer
+ * instructions than redoing it as the bottom of a pair, and than a one-row pair3x3 (measured:
+ * two channels a load, 4 instructions per 2 MACs against 7 per 4, and it needs wcol); a call
+ * of one row then prepares no pair weights (wcol) nor segments.
  *
  * Requantization in four instructions (mcu_requant2 in mcu_requant.h): the weights are stored
  * doubled, so the accumulators hold 2 * acc exactly. Conditions (mcu_depthwise_conv2d_s8_path;
@@ -334,11 +337,11 @@ static int32_t pack16(int32_t lo, int32_t hi)
     return (int32_t)(((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16));
 }
 
-/* The four channels from c: g (single rows) and, for 3x3 filters, l[0] (channels c, c + 2) and
- * l[1] (c + 1, c + 3) (row pairs). */
+/* The four channels from c: g (single rows) and, when `pairs` (3x3 filters), l[0] (channels
+ * c, c + 2) and l[1] (c + 1, c + 3) (row pairs). */
 static void prepare_group(mcu_dw_group4_t *g, mcu_dw_lanes2_t l[2],
                           const mcu_depthwise_conv_params_t *p, const int8_t *filter,
-                          const int32_t *bias, int32_t c)
+                          const int32_t *bias, int32_t c, int pairs)
 {
     const int32_t taps = p->filter.h * p->filter.w;
     for (int32_t t = 0; t < taps; ++t) {
@@ -360,7 +363,7 @@ static void prepare_group(mcu_dw_group4_t *g, mcu_dw_lanes2_t l[2],
         g->mult[k] = p->multiplier[ch];
         g->right[k] = -p->shift[ch];
     }
-    if (p->filter.h != 3 || p->filter.w != 3) {
+    if (!pairs) {
         return;
     }
     for (int32_t odd = 0; odd < 2; ++odd) {
@@ -419,35 +422,34 @@ void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t
     }
     if ((p->filter.w == 1 || p->filter.h == 1) && mcu_dw_dsp_line_ok(p)) { /* 1-D filters */
         for (int32_t c = 0; c + 4 <= out_c; c += 4) {
-            prepare_group(g, l, p, filter, bias, c);
+            prepare_group(g, l, p, filter, bias, c, 0);
             for (int32_t b = 0; b < p->input.n; ++b) {
                 mcu_dw_dsp_lines(&s, input + b * in_batch + c, output + b * out_batch + c);
             }
         }
         return;
     }
-    const int pairs = p->filter.h == 3 && p->filter.w == 3 && p->stride_h == 1 &&
+    const int pairs = out_h > 1 && p->filter.h == 3 && p->filter.w == 3 && p->stride_h == 1 &&
                       p->dilation_h == 1 && plan_segments(&s);
     for (int32_t c = 0; c + 4 <= out_c; c += 4) {
-        prepare_group(g, l, p, filter, bias, c);
+        prepare_group(g, l, p, filter, bias, c, pairs);
         for (int32_t b = 0; b < p->input.n; ++b) {
             const int8_t *const in = input + b * in_batch + c; /* 4-byte loads */
             int8_t *const out = output + b * out_batch + c;
             for (int32_t y = 0; y < out_h;) {
-                /* rows y, y + 1 (y = out_h - 2 for the last of an odd count, redoing row y):
-                 * input rows in_y .. in_y + 3, stride 1 */
-                const int32_t top = y + 1 < out_h ? y : y - 1;
-                const int32_t in_y = top - p->pad_top;
+                /* rows y, y + 1 (not the last of an odd count: row_sweep): input rows
+                 * in_y .. in_y + 3, stride 1 */
+                const int32_t in_y = y - p->pad_top;
                 const int rows = in_y < 0 ? DW_ROWS_NO_TOP
                                           : (in_y + 3 >= in_h ? DW_ROWS_NO_BOTTOM : DW_ROWS_ALL);
-                if (pairs && top >= 0 && in_y >= -1 && in_y + 3 <= in_h &&
+                if (pairs && y + 1 < out_h && in_y >= -1 && in_y + 3 <= in_h &&
                     (in_h >= 3 || rows == DW_ROWS_ALL)) {
                     const int8_t *const x_rows = in + (in_y + (in_y < 0)) * s.in_row;
                     s.l = &l[0];
-                    pair_even(&s, x_rows, out + top * s.out_row, rows);
+                    pair_even(&s, x_rows, out + y * s.out_row, rows);
                     s.l = &l[1];
-                    pair_odd(&s, x_rows, out + top * s.out_row + 1, rows);
-                    y = top + 2;
+                    pair_odd(&s, x_rows, out + y * s.out_row + 1, rows);
+                    y += 2;
                 } else {
                     row_sweep(&s, in, out + y * s.out_row, y);
                     y += 1;

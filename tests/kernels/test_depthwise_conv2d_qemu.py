@@ -4,7 +4,8 @@ fallback bit-exact with the golden model.
 One firmware per (core, optimization level) runs a table of cases chosen to reach each path of
 the dispatcher and each branch inside them: the DSP path's 3x3 row pairs (all rows, padding on top
 or bottom, odd heights, windows shifted inward at the borders; its inline assembly at -O2 and its
-C fallback at -O0), its single-row sweep (other filters, strides, dilations), its C_out % 4 tail,
+C fallback at -O0), its single-row sweep (other filters, strides, dilations; the odd last row and
+calls of one output row, as row bands make them), its C_out % 4 tail,
 its 1-D lines (Kx1, 1xK: borders, strides, dilation, windows taller than the input);
 the MVE path's whole-window runs (3x3, one-row/one-column filters two positions at a time,
 others), border windows, partial groups and clamping; the generic loops with their DSP/MVE
@@ -65,6 +66,15 @@ CASES = {
     "3x3_ring8_c128_cols17": Case(h=2, w=15, c_in=128, pads=P1),
     "3x3_batch2": Case(n=2, h=5, w=4, c_in=4, pads=(0, 0, 1, 0)),
     "3x3_c3": Case(h=5, w=5, c_in=3, pads=P1),
+    # one output row (a row band's call): row_sweep, no pair weights prepared; the window sticks
+    # out at the top, at the bottom, at both, or lies inside; an odd last row after pairs
+    "3x3_one_row_top_c8": Case(h=2, w=5, c_in=8, pads=(1, 0, 1, 1)),
+    "3x3_one_row_bottom_c12": Case(h=2, w=6, c_in=12, pads=(0, 1, 1, 1), zp_in=-128),
+    "3x3_one_row_inside_c6": Case(h=3, w=4, c_in=6, pads=(0, 0, 1, 1), bias=False),
+    "3x3_one_row_in_h1_c20": Case(h=1, w=7, c_in=20, pads=P1, act=(-60, 90)),
+    "3x3_one_row_w9_c4_act": Case(h=3, w=9, c_in=4, act=(-50, 60), zp_out=7),
+    "3x3_odd_last_row_bottom_c10": Case(h=6, w=5, c_in=10, pads=(0, 1, 1, 1)),
+    "3x3_lone_first_row_pad2_c16": Case(h=3, w=3, c_in=16, pads=(2, 0, 1, 1)),
     "5x5_c6_tail": Case(h=7, w=6, c_in=6, kh=5, kw=5, pads=(2, 2, 2, 2)),
     "1x1_c16": Case(h=4, w=4, c_in=16, kh=1, kw=1),
     "10x4_taps40_generic": Case(h=12, w=9, c_in=4, kh=10, kw=4, pads=(4, 5, 1, 2)),
