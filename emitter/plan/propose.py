@@ -251,6 +251,8 @@ def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
                     rf = rf * (-(-n // per_pass) * per_pass) // n
                 rl = predicted(core, isa, bs, slow) if bs is not None else None
                 rl = int(rl * slower) if rl is not None else None
+                if rf is not None and rl is not None and whole and lean:  # a lean band costs at least
+                    rl = max(rl, rf * lean // whole)  # the fast band times the paths' whole-layer ratio
                 if rf is None or rl is None:
                     fast_sum = -1
                     break
