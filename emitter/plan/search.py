@@ -3,7 +3,10 @@
 Candidates, from cheapest to smallest:
   layer    today's plan: whole layers, graph inputs in the caller's buffers (liveness lower bound);
   inplace  whole layers, graph inputs in the arena, element-wise layers (add, LUT, requantize)
-           writing exactly over an operand they read for the last time: no overhead;
+           writing exactly over an operand they read for the last time, pointwise convolutions
+           over their input where their path allows (stream.in_place_call): no overhead; then
+           again with the depthwise layers that set the peak written over their input channel
+           block by channel block (their in_place_c: copies and a call per block, with_cost);
   overlap  graph inputs in the arena, every layer that can run by row bands may write its output
            over the input it reads for the last time (top down or bottom up), element-wise
            layers exactly over a dying operand;
