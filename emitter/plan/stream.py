@@ -62,9 +62,10 @@ class InPlace:
 def in_place_call(p: Prepared, isa: str) -> InPlace | None:
     """How one whole call of the layer may write its output over its main input (its twin's
     in_place: a pointwise convolution in its own call, a depthwise one through its in_place_c), None
-    where it may not (isa "any", no board: the code path is not known)."""
+    where it may not (isa "any", no board: the code path is not known; a layer the cmsis-nn backend
+    runs through CMSIS-NN when whole, cmsis_nn.Banded, which is not mcugen's own call)."""
     t = twin(p.kernel)
-    if t.in_place is None or p.then or p.params is None or isa not in ISAS:
+    if t.in_place is None or p.then or p.params is None or isa not in ISAS or not p.is_portable:
         return None
     bias = bias_of(p)
     down = t.in_place(p.params, bias, isa)
