@@ -17,11 +17,14 @@ Later stages ask the record (emitter.kernels.kernel(name)) and never probe the m
               lean_buffer_size (params, bias, isa) its scratch
   exact_in_place  element i is read before element i is written: the output may lie exactly on
               an input; exact_in_place_inputs the node inputs it may lie on (empty: any)
-  in_place    (params, bias, isa) -> bytes or None: one whole call may write its output over its
-              main input (node input 0, same size) when the output starts at least that many bytes
-              below it (0: exactly on it); None: it may not (this call's code path reads input
-              that its writes have reached); in_place_c the C function of such a call when it is not
-              the kernel's own, in_place_buffer_size (params, bias, isa) its scratch
+  in_place    (params, bias, isa) -> bytes or None: one whole call of the kernel may write its output
+              over its main input (node input 0, same size) when the output starts at least that many
+              bytes below it (0: exactly on it); None: it may not (this call's code path reads input
+              that its writes have reached); in_place_exact: exactly that many bytes below, no
+              other start (a kernel that runs groups of channels over the whole output)
+  in_place_c  another C function that writes the output exactly over its main input (at a cost:
+              copies, more calls); in_place_buffer_size (params, bias, isa) -> its scratch, None
+              where it does not apply; in_place_c_calls (params) -> the kernel calls it makes
   buffer_size (params, bias, isa) -> scratch bytes; None: the layer's own Prepared.scratch stands
   path        (params, bias, isa) -> the code path the C dispatcher takes; None: one path
   runtime_deps    other kernels whose C ships with this one (a fused kernel's or a wrapper's parts)
@@ -47,6 +50,7 @@ Scratch = Callable[[Any, Any, str], int]
 LeanScratch = Callable[[Any, Any, str], int]
 Path = Callable[[Any, Any, str], str]
 InPlace = Callable[[Any, Any, str], "int | None"]
+InPlaceScratch = Callable[[Any, Any, str], "int | None"]
 ToCmsis = Callable[[Any, Any], Any]
 
 
@@ -105,8 +109,10 @@ class Kernel:
     exact_in_place: bool = False
     exact_in_place_inputs: tuple[int, ...] = ()
     in_place: InPlace | None = None
+    in_place_exact: bool = False
     in_place_c: str = ""
-    in_place_buffer_size: Scratch | None = None
+    in_place_buffer_size: InPlaceScratch | None = None
+    in_place_c_calls: Callable[[Any], int] | None = None
     buffer_size: Scratch | None = None
     path: Path | None = None
     runtime_deps: tuple[str, ...] = ()

@@ -149,16 +149,32 @@ IN_PLACE_BLOCK = c_defines("include/mcu_nn.h")["MCU_DW_IN_PLACE_CHANNELS"]  # ch
 
 
 def in_place(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> int | None:
-    """IN_PLACE_C writes the output exactly over its input when they have the same dims (a block's
-    channels are copied out before any of them is written, and no other block reads them)."""
-    return 0 if p.output == p.input and p.depth_multiplier == 1 else None
+    """One whole call writes its output over its input when it starts exactly these bytes below it
+    (mcu_depthwise_conv2d_s8_overlap_down(), asked of the C: the path's order of writes against the
+    windows still to read; 3x3 with padding 1: a row and a pixel). Exactly (in_place_exact): the
+    fast paths run groups of channels over the whole output, and another start would put a group's
+    writes on channels of a group still to run."""
+    if p.output != p.input:  # (the planner overlaps same-size tensors only)
+        return None
+    down = kernel_info.ask("dwov", p, bias, isa)[1]
+    return None if down < 0 else down
 
 
-def in_place_buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> int:
-    """Scratch of IN_PLACE_C (mcu_depthwise_conv2d_s8_in_place_get_buffer_size(), asked of the C)."""
+def in_place_buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> int | None:
+    """Scratch of IN_PLACE_C (mcu_depthwise_conv2d_s8_in_place_get_buffer_size(), asked of the C),
+    which writes the output exactly over its input when they have the same dims (a block's channels
+    are copied out before any of them is written, and no other block reads them)."""
+    if p.output != p.input or p.depth_multiplier != 1:
+        return None
     return kernel_info.ask("dwip", p, bias, isa)[1]
 
 
+def in_place_c_calls(p: DepthwiseConvParams) -> int:
+    """Kernel calls of IN_PLACE_C: one a block of channels."""
+    return -(-p.output.c // IN_PLACE_BLOCK)
+
+
 KERNEL = Kernel("mcu_depthwise_conv2d_s8", band=band, band_c=BAND_C, lean_c=LEAN_C, lean_buffer_size=lean_buffer_size,
-                in_place=in_place, in_place_c=IN_PLACE_C, in_place_buffer_size=in_place_buffer_size,
+                in_place=in_place, in_place_exact=True, in_place_c=IN_PLACE_C,
+                in_place_buffer_size=in_place_buffer_size, in_place_c_calls=in_place_c_calls,
                 buffer_size=buffer_size, path=path, to_cmsis=to_cmsis)

@@ -119,28 +119,35 @@ ORDERS: tuple[tuple[str, Callable[[Span, int], tuple[int, ...]]], ...] = (
 )
 
 
-Pairs = dict[tuple[int, int], tuple[int, int | None]]
-"""(a, b) -> (down, up): span b, written while span a is read for the last time, may overlap a
+Pairs = dict[tuple[int, int], tuple[int, int | None, bool]]
+"""(a, b) -> (down, up, exact): span b, written while span a is read for the last time, may overlap a
 when offset(b) - offset(a) <= down, or >= up when up is not None (emitter/plan/stream.py derives them
-from the kernels' band rules); any other overlap of live spans is forbidden."""
+from the kernels' band rules); exact: only when it is down (a kernel whose channel groups each run
+over the whole output: another start would put one group's writes on another's inputs); any other
+overlap of live spans is forbidden."""
 
 
 def forbidden(i: int, j: int, off_j: int, spans: Sequence[Span], padded: Sequence[int],
-              pairs: Pairs) -> tuple[int, int]:
-    """The open interval of offsets of span i that conflict with span j placed at off_j (both live
-    at once): (off_j - size_i, off_j + size_j), narrowed by an overlap pair of the two."""
+              pairs: Pairs) -> list[tuple[int, int]]:
+    """The open intervals of offsets of span i that conflict with span j placed at off_j (both live
+    at once): (off_j - size_i, off_j + size_j), narrowed by an overlap pair of the two (an exact
+    one leaves that one offset out of it)."""
     lo, hi = off_j - padded[i], off_j + padded[j]
     if (j, i) in pairs:  # i writes over j
-        down, up = pairs[j, i]
+        down, up, exact = pairs[j, i]
+        if exact:
+            return [(lo, off_j + down), (off_j + down, hi)]
         lo = max(lo, off_j + down)
         if up is not None:
             hi = min(hi, off_j + up)
     elif (i, j) in pairs:  # j writes over i
-        down, up = pairs[i, j]
+        down, up, exact = pairs[i, j]
+        if exact:
+            return [(lo, off_j - down), (off_j - down, hi)]
         hi = min(hi, off_j - down)
         if up is not None:
             lo = max(lo, off_j - up)
-    return lo, hi
+    return [(lo, hi)]
 
 
 def place_in_order(spans: Sequence[Span], order: Sequence[int], alignment: int = 4,
@@ -154,8 +161,8 @@ def place_in_order(spans: Sequence[Span], order: Sequence[int], alignment: int =
     placed: list[int] = []
     for i in order:
         _, first, last = spans[i]
-        bad = sorted(forbidden(i, j, offsets[j], spans, padded, pairs or {}) for j in placed
-                     if spans[j][1] <= last and first <= spans[j][2])
+        bad = sorted(iv for j in placed if spans[j][1] <= last and first <= spans[j][2]
+                     for iv in forbidden(i, j, offsets[j], spans, padded, pairs or {}))
         off = 0
         for lo, hi in bad:  # sorted by start: the first offset outside every interval wins
             if off <= lo:
@@ -303,10 +310,10 @@ def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: 
     index = {b.name: k for k, b in enumerate(bufs) if b.kind == "tensor"}
     pairs: Pairs = {}
 
-    def allow(src: str, out: str, down: int, up: int | None, end: int) -> None:
+    def allow(src: str, out: str, down: int, up: int | None, end: int, exact: bool = False) -> None:
         a, b = index.get(root[src]), index.get(root[out])
         if a is not None and b is not None and a != b and bufs[a].last == end and bufs[a].first <= bufs[b].first:
-            pairs[a, b] = (down, up)
+            pairs[a, b] = (down, up, exact)
 
     for seg in schedule.segments:
         out = seg.stages[-1].output
@@ -329,8 +336,9 @@ def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: 
                 continue
             if name and not g.t(name).is_const and g.t(name).nbytes == g.t(node.outputs[0]).nbytes \
                     and root.get(name, name) not in other:
-                call = calls.get(step)  # Pairs: offset(out) - offset(in) <= down
-                allow(name, node.outputs[0], -call.down if call is not None else 0, None, step)
+                call = calls.get(step)  # Pairs: offset(out) - offset(in) <= down (exact: == down)
+                allow(name, node.outputs[0], -call.down if call is not None else 0, None, step,
+                      call is not None and call.exact)
     return pairs
 
 

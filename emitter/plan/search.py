@@ -3,10 +3,11 @@
 Candidates, from cheapest to smallest:
   layer    today's plan: whole layers, graph inputs in the caller's buffers (liveness lower bound);
   inplace  whole layers, graph inputs in the arena, element-wise layers (add, LUT, requantize)
-           writing exactly over an operand they read for the last time, pointwise convolutions
-           over their input where their path allows (stream.in_place_call): no overhead; then
-           again with the depthwise layers that set the peak written over their input channel
-           block by channel block (their in_place_c: copies and a call per block, with_cost);
+           writing exactly over an operand they read for the last time, pointwise and depthwise
+           convolutions in their own call over their input, starting as far below it as their
+           path's order of writes needs (stream.in_place_call): no overhead; then again with the
+           depthwise layers that set the peak written exactly over their input channel block by
+           channel block (their in_place_c, stream.in_place_c_call: copies and calls, with_cost);
   overlap  graph inputs in the arena, every layer that can run by row bands may write its output
            over the input it reads for the last time (top down or bottom up), element-wise
            layers exactly over a dying operand;
@@ -39,7 +40,6 @@ from typing import Any, cast
 from emitter.calls import Prepared
 from emitter.ir import Graph
 from emitter.kernels import kernel
-from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 from emitter.plan.arena import Plan, plan
 from emitter.plan.order import orders, reorder
 from emitter.plan.propose import (
@@ -56,7 +56,15 @@ from emitter.plan.propose import (
     singles,
     streamed,
 )
-from emitter.plan.stream import InPlace, Schedule, Segment, exact_in_place, in_place_call
+from emitter.plan.stream import (
+    InPlace,
+    Schedule,
+    Segment,
+    exact_in_place,
+    in_place_c_call,
+    in_place_call,
+    without_lean,
+)
 
 INSTRUCTIONS_PER_MAC = {"mve": 0.9, "dsp": 1.9, "c": 5.0, "any": 1.9}  # QEMU counts of the shared models
 FREE_OVERHEAD = 0.02  # auto without an explicit budget: the smallest plan within this estimated overhead
@@ -91,20 +99,24 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
     within it): each streamed plan that fits it is offered again with taller bands
     (taller()), within the bytes it leaves."""
     costs = layer_costs(prepared, core, isa)
-    # whole calls over a dying operand: element-wise layers exactly; pointwise convolutions in their
-    # own call (which then never run by rows alone: as low or lower in RAM, no band calls); depthwise
-    # ones through their channel-block call (in_place_c: copies and calls cost), where it lowers the peak
-    calls = {k: with_cost(c, prepared[k]) for k, p in enumerate(prepared) if (c := in_place_call(p, isa)) is not None}
-    own = frozenset(k for k, c in calls.items() if not c.call)
-    blocks = frozenset(calls) - own
+    # whole calls over a dying operand: element-wise layers exactly; convolutions in their own call
+    # (pointwise ones then never run by rows alone: as low or lower in RAM, no band calls; depthwise
+    # ones may, a row lower than their own call needs at least); depthwise ones through their
+    # channel-block call (in_place_c: copies and calls cost), where it lowers the peak
+    calls = {k: c for k, p in enumerate(prepared) if (c := in_place_call(p, isa)) is not None}
+    alt = {k: with_cost(c, prepared[k]) for k, p in enumerate(prepared) if (c := in_place_c_call(p, isa)) is not None}
+    own = frozenset(k for k, c in calls.items() if not c.exact)  # never by rows alone
+    blocks = frozenset(alt)
 
     def schedule(kind: str, segments: tuple[Segment, ...], use: frozenset[int] = frozenset()) -> Schedule:
         """use: the depthwise layers that write over their input (blocks)."""
+        rows = {st.step for s in segments for st in s.stages}
         exact = tuple(k for k, p in enumerate(prepared)
-                      if (exact_in_place(p.kernel) and not p.then) or k in own or k in use)
+                      if (exact_in_place(p.kernel) and not p.then) or (k in calls and k not in rows) or k in use)
         return Schedule(kind, segments, exact,
-                        tuple((0,) if k in calls else kernel(prepared[k].kernel).exact_in_place_inputs for k in exact),
-                        tuple(calls.get(k) for k in exact), host_inputs=True)
+                        tuple((0,) if k in calls or k in use else kernel(prepared[k].kernel).exact_in_place_inputs
+                              for k in exact),
+                        tuple(alt[k] if k in use else calls.get(k) for k in exact), host_inputs=True)
 
     out = [Candidate(plan(g, scratch, alignment), 0)]
     copy = int(sum(g.t(n).nbytes for n in g.inputs) * MOVE_INSTRUCTIONS_PER_BYTE)  # run() copies the input in
@@ -202,16 +214,15 @@ IN_PLACE_PER_BYTE = 1.0  # ... and its copies out and back, per byte copied
 
 
 def with_cost(c: InPlace, p: Prepared) -> InPlace:
-    """The in-place call with its estimated extra instructions: none for the layer's own call; a
-    channel-block call (a depthwise layer's) copies the tensor out and back, a block of channels
-    (MCU_DW_IN_PLACE_CHANNELS) at a time, one kernel call per block."""
-    if not c.call:
-        return c
+    """The in-place call through another function (a depthwise layer's in_place_c) with its
+    estimated extra instructions: it copies the tensor out and back, and makes its kernel calls
+    (the twin's in_place_c_calls: a call per block of channels)."""
     params = cast(Any, p.params)
     out = params.output
     nbytes = out.n * out.h * out.w * out.c
-    blocks = -(-out.c // dw_twin.IN_PLACE_BLOCK)
-    return replace(c, cost=int(2 * nbytes * IN_PLACE_PER_BYTE) + IN_PLACE_BLOCK_CALL * blocks)
+    count = kernel(p.kernel).in_place_c_calls
+    calls = count(params) if count is not None else 1
+    return replace(c, cost=int(2 * nbytes * IN_PLACE_PER_BYTE) + IN_PLACE_BLOCK_CALL * calls)
 
 
 def model_cost(prepared: tuple[Prepared, ...], isa: str) -> int:
@@ -335,8 +346,37 @@ def search(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: 
     # proposals over FREE_OVERHEAD are not planned
     most = int(FREE_OVERHEAD * goal.base) if goal.free and (
         ram_budget is None or activation_ram(g, plan(g, scratch, align)) <= ram_budget) else None
-    return choose(g, candidates(g, prepared, scratch, align, isa, core, most,
-                                ram_budget if goal.fastest else None), goal)
+    choice = choose(g, candidates(g, prepared, scratch, align, isa, core, most,
+                                  ram_budget if goal.fastest else None), goal)
+    got = relax(g, prepared, scratch, align, isa, layer_costs(prepared, core, isa), choice.chosen)
+    return choice if got is choice.chosen else replace(choice, chosen=got, candidates=(*choice.candidates, got))
+
+
+def relax(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignment: int, isa: str, costs: Costs,
+          c: Candidate) -> Candidate:
+    """The chosen plan at no more activation RAM for fewer instructions: each of its lean calls (the
+    generic path, the least scratch) back on its layer's fast call, one at a time, where the RAM
+    does not grow (a plan proposed lean everywhere needs the least scratch only at its peak); then
+    a streamed plan's bands taller where the RAM does not grow (taller() within its own RAM)."""
+    ram = activation_ram(g, c.plan)
+    best = c
+    for k, seg in enumerate(c.plan.schedule.segments):
+        for step in seg.lean:
+            segs = list(best.plan.schedule.segments)
+            fast = without_lean(segs[k], prepared, isa, step)
+            if fast is None:
+                continue
+            segs[k] = fast
+            p = plan(g, scratch, alignment, 0, replace(best.plan.schedule, segments=tuple(segs)))
+            over = best.overhead - schedule_overhead(best.plan, isa, costs) + schedule_overhead(p, isa, costs)
+            if activation_ram(g, p) <= ram and over <= best.overhead:  # (the fast call is never the slower)
+                best = Candidate(p, over)
+    if best.kind == "stream":  # then taller bands where they fit in the same RAM
+        taller_ones = [t for t in taller(g, prepared, scratch, alignment, isa, costs, [best], ram,
+                                         others(g, plan(g, scratch, alignment)))
+                       if activation_ram(g, t.plan) <= ram]
+        best = min([best, *taller_ones], key=lambda t: t.overhead)
+    return best
 
 
 def search_orders(g: Graph, prepared: tuple[Prepared, ...], align: int, isa: str, memory: str,

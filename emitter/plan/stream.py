@@ -27,7 +27,7 @@ rows feeding it never exist whole.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from emitter.backends.kernel_choice import bias_of
@@ -54,27 +54,37 @@ def exact_in_place(kernel: str) -> bool:
 class InPlace:
     """A layer's whole call that writes its output over its main input (its twin's in_place)."""
     down: int  # bytes below the input where the output may start at most (0: exactly on it)
+    exact: bool = False  # there and nowhere lower (the twin's in_place_exact)
     call: str = ""  # the C function of that call ("": the layer's own)
     scratch: int = 0  # that call's scratch (with `call`)
     cost: int = 0  # its estimated extra instructions (search.with_cost)
 
 
+def _ours(p: Prepared, isa: str) -> bool:
+    """A whole call of the layer is mcugen's own code on a known path: not fused with what follows,
+    a board's isa (not "any": the path is not known), not run through CMSIS-NN (cmsis_nn.Banded)."""
+    return not p.then and p.params is not None and isa in ISAS and p.is_portable
+
+
 def in_place_call(p: Prepared, isa: str) -> InPlace | None:
-    """How one whole call of the layer may write its output over its main input (its twin's
-    in_place: a pointwise convolution in its own call, a depthwise one through its in_place_c), None
-    where it may not (isa "any", no board: the code path is not known; a layer the cmsis-nn backend
-    runs through CMSIS-NN when whole, cmsis_nn.Banded, which is not mcugen's own call)."""
+    """How the layer's own whole call may write its output over its main input (its twin's in_place:
+    a pointwise or depthwise convolution), None where it may not."""
     t = twin(p.kernel)
-    if t.in_place is None or p.then or p.params is None or isa not in ISAS or not p.is_portable:
+    if t.in_place is None or not _ours(p, isa):
         return None
-    bias = bias_of(p)
-    down = t.in_place(p.params, bias, isa)
-    if down is None:
+    down = t.in_place(p.params, bias_of(p), isa)
+    return None if down is None else InPlace(down, t.in_place_exact)
+
+
+def in_place_c_call(p: Prepared, isa: str) -> InPlace | None:
+    """The layer's call through its twin's in_place_c (a depthwise one channel block by block):
+    exactly over its main input, with its scratch; None where there is none."""
+    t = twin(p.kernel)
+    if not t.in_place_c or not _ours(p, isa):
         return None
-    if not t.in_place_c:
-        return InPlace(down)
     assert t.in_place_buffer_size is not None, f"{p.kernel}: in_place_c without its scratch"
-    return InPlace(down, t.in_place_c, t.in_place_buffer_size(p.params, bias, isa))
+    scratch = t.in_place_buffer_size(p.params, bias_of(p), isa)
+    return None if scratch is None else InPlace(0, call=t.in_place_c, scratch=scratch)
 
 
 @dataclass(frozen=True, eq=False)
@@ -371,6 +381,18 @@ def band_starts(stage: Stage, h: int) -> list[tuple[int, int]]:
 
 
 _SCRATCH: dict[tuple[int, str, bool, int, int, int], tuple[Prepared, int | None]] = {}
+
+
+def without_lean(seg: Segment, prepared: tuple[Prepared, ...], isa: str, step: int) -> Segment | None:
+    """The segment with layer `step` back on its fast call (its own scratch: more bytes, fewer
+    instructions), None when a band of it would need more than the layer planned for."""
+    lean = tuple(k for k in seg.lean if k != step)
+    hs = seg.heights or (1,) * len(seg.stages)
+    need = [band_scratch(s, prepared[s.step], isa, s.step in lean, h=x) for s, x in zip(seg.stages, hs, strict=True)]
+    if any(x is None for x in need):
+        return None
+    return replace(seg, lean=lean, scratch=max(x for x in need if x is not None),
+                   slow_macs=sum(prepared[k].macs for k in lean))
 
 
 def band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool = False, h: int = 1) -> int | None:

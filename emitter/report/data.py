@@ -52,13 +52,16 @@ def kind(b: Buffer, inputs: tuple[str, ...]) -> str:
     return "input" if b.kind == "tensor" and b.name in inputs else b.kind
 
 
-def most_shared(size_in: int, size_out: int, down: int, up: int | None) -> int:
+def most_shared(size_in: int, size_out: int, down: int, up: int | None, exact: bool = False) -> int:
     """The most bytes an output of size_out may share with an input of size_in when its offset
-    minus the input's may be <= down, or >= up (planner.Pairs). Shared bytes as a function of that
-    delta rise to min(sizes) over [min(0, d0), max(0, d0)], d0 = size_in - size_out, and fall
-    outside: the best allowed delta is the plateau clamped into each allowed range."""
+    minus the input's may be <= down, or >= up (planner.Pairs; exact: only down). Shared bytes as a
+    function of that delta rise to min(sizes) over [min(0, d0), max(0, d0)], d0 = size_in - size_out,
+    and fall outside: the best allowed delta is the plateau clamped into each allowed range."""
     def shared(d: int) -> int:
         return max(0, min(size_in, d + size_out) - max(0, d))
+
+    if exact:
+        return shared(down)
 
     lo, hi = min(0, size_in - size_out), max(0, size_in - size_out)
     best = shared(min(down, hi))
@@ -75,10 +78,10 @@ def overlaps(g: Graph, plan: Plan) -> list[dict[str, Any]]:
         return []
     bufs = list(plan.buffers)
     out = []
-    for (a, b), (down, up) in sorted(overlap_pairs(g, bufs, plan.root, plan.schedule).items()):
+    for (a, b), (down, up, exact) in sorted(overlap_pairs(g, bufs, plan.root, plan.schedule).items()):
         src, dst = bufs[a], bufs[b]
         first, last = max(src.first, dst.first), min(src.last, dst.last)
-        allowed = most_shared(src.size, dst.size, down, up)
+        allowed = most_shared(src.size, dst.size, down, up, exact)
         if first > last or not allowed:
             continue
         seg = plan.schedule.segment_at(dst.first)

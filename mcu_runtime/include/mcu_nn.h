@@ -215,6 +215,17 @@ mcu_status_t mcu_depthwise_conv2d_s8_in_place(const mcu_context_t *ctx,
                                               const int32_t *bias, int8_t *output);
 
 /**
+ * @brief How far below its input the output of one whole mcu_depthwise_conv2d_s8 call on `isa`
+ * (MCU_ISA_*) may start, in bytes (0: exactly on it): the fewest whole pixels the path's order of
+ * writes allows against the windows still to read (3x3, stride 1, padding 1: one row and one pixel).
+ * Exactly there: the fast paths run groups of channels over the whole output, so a start in between
+ * pixels would put a group's writes on the input of a group still to run. -1 where it may not
+ * (depth_multiplier != 1, a batch > 1). The planner's question.
+ */
+int32_t mcu_depthwise_conv2d_s8_overlap_down(const mcu_depthwise_conv_params_t *params,
+                                             const int32_t *bias, int32_t isa);
+
+/**
  * @brief Scratch bytes of mcu_depthwise_conv2d_s8_in_place on `isa` (MCU_ISA_*): the most one
  * block's call needs, then the block's weights, input and output (each rounded up to 4 bytes).
  */

@@ -316,3 +316,96 @@ mcu_status_t mcu_depthwise_conv2d_s8_in_place(const mcu_context_t *ctx,
     }
     return MCU_OK;
 }
+
+/* -- the output over its input in one whole call: how far below it must start -- */
+
+/* The last output row (or column) whose window reads input row (column) i: a window of `taps` taps,
+ * `out` outputs; -1 when none reads it. */
+static int32_t last_reader(int32_t i, int32_t pad, int32_t stride, int32_t dilation, int32_t taps,
+                           int32_t out)
+{
+    int32_t last = -1;
+    for (int32_t k = 0; k < taps; ++k) {
+        const int32_t o = i + pad - k * dilation;
+        if (o >= 0 && o % stride == 0 && o / stride < out && o / stride > last) {
+            last = o / stride;
+        }
+    }
+    return last;
+}
+
+/* The orders in which the paths write one channel's outputs, each output after every input of its
+ * window is read (reading a later window early, as the MVE ring does, only helps):
+ * DW_BY_ROWS: row by row, each left to right (the generic and MVE paths; the DSP path's row sweeps,
+ * 1xK lines and tail channels). DW_BY_PAIRS: the DSP path's 3x3 row pairs, rows y and y + 1 column
+ * by column (mcu_dw_dsp_pair_at), other rows alone. DW_BY_COLUMNS: the DSP path's Kx1 lines, column
+ * by column, each top down. */
+enum { DW_BY_ROWS, DW_BY_PAIRS, DW_BY_COLUMNS };
+
+/* Whether, in `order`, every output written d positions below the input lands where no output still
+ * to come reads. A block is one row (a pair of rows; one column for DW_BY_COLUMNS), swept across;
+ * when the sweep is at `a`, the earlier blocks and the block's outputs up to `a` are done. Readers
+ * of an input pixel are the outputs of its reader rows x reader columns: all done when the last of
+ * them is. Channels never read one another's input (depth_multiplier 1). */
+static int overlap_ok(const mcu_depthwise_conv_params_t *p, int order, int32_t d)
+{
+    const int32_t out_h = p->output.h;
+    const int32_t out_w = p->output.w;
+    const int32_t in_w = p->input.w;
+    const int32_t in_px = p->input.h * in_w;
+    const int cols = order == DW_BY_COLUMNS;
+    const int32_t blocks = cols ? out_w : out_h;
+    const int32_t sweep = cols ? out_h : out_w;
+    for (int32_t b0 = 0, b1 = 0; b0 < blocks; b0 = b1 + 1) {
+        b1 = order == DW_BY_PAIRS && mcu_dw_dsp_pair_at(p, b0) ? b0 + 1 : b0;
+        for (int32_t a = 0; a < sweep; ++a) {
+            for (int32_t b = b0; b <= b1; ++b) {
+                const int32_t j = (cols ? a * out_w + b : b * out_w + a) - d;
+                if (j < 0 || j >= in_px) {
+                    continue;
+                }
+                const int32_t ry = last_reader(j / in_w, p->pad_top, p->stride_h, p->dilation_h,
+                                               p->filter.h, out_h);
+                const int32_t rx = last_reader(j % in_w, p->pad_left, p->stride_w, p->dilation_w,
+                                               p->filter.w, out_w);
+                if (ry < 0 || rx < 0) {
+                    continue;
+                }
+                const int32_t r_block = cols ? rx : ry;
+                const int32_t r_sweep = cols ? ry : rx;
+                if (r_block > b1 || (r_block >= b0 && r_sweep > a)) {
+                    return 0;
+                }
+            }
+        }
+    }
+    return 1;
+}
+
+int32_t mcu_depthwise_conv2d_s8_overlap_down(const mcu_depthwise_conv_params_t *params,
+                                             const int32_t *bias, int32_t isa)
+{
+    if (params == NULL || params->depth_multiplier != 1 || params->input.n != 1 ||
+        params->output.n != 1 || params->input.c != params->output.c ||
+        !dims_valid(&params->input) || !dims_valid(&params->filter) ||
+        !dims_valid(&params->output) || params->stride_h < 1 || params->stride_w < 1 ||
+        params->dilation_h < 1 || params->dilation_w < 1 || params->pad_top < 0 ||
+        params->pad_left < 0) {
+        return -1;
+    }
+    /* the orders the path may take: rows always (the generic loops, the DSP path's tail channels) */
+    int by_pairs = 0, by_columns = 0;
+    if (mcu_depthwise_conv2d_s8_path(params, bias, isa) == MCU_PATH_DSP) {
+        by_pairs = params->filter.h == 3 && params->filter.w == 3 && params->stride_h == 1 &&
+                   params->dilation_h == 1;
+        by_columns = params->filter.w == 1 && mcu_dw_dsp_line_ok(params);
+    }
+    const int32_t most = params->output.h * params->output.w; /* from there on, no write lands on it */
+    int32_t d = 0;
+    while (d < most && (!overlap_ok(params, DW_BY_ROWS, d) ||
+                        (by_pairs && !overlap_ok(params, DW_BY_PAIRS, d)) ||
+                        (by_columns && !overlap_ok(params, DW_BY_COLUMNS, d)))) {
+        ++d;
+    }
+    return d * params->output.c;
+}

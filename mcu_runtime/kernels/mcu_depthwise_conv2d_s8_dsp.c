@@ -442,8 +442,7 @@ void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t
                 const int32_t in_y = y - p->pad_top;
                 const int rows = in_y < 0 ? DW_ROWS_NO_TOP
                                           : (in_y + 3 >= in_h ? DW_ROWS_NO_BOTTOM : DW_ROWS_ALL);
-                if (pairs && y + 1 < out_h && in_y >= -1 && in_y + 3 <= in_h &&
-                    (in_h >= 3 || rows == DW_ROWS_ALL)) {
+                if (pairs && mcu_dw_dsp_pair_at(p, y)) {
                     const int8_t *const x_rows = in + (in_y + (in_y < 0)) * s.in_row;
                     s.l = &l[0];
                     pair_even(&s, x_rows, out + y * s.out_row, rows);

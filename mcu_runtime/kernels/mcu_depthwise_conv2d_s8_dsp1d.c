@@ -2,7 +2,7 @@
  * mcu_depthwise_conv2d_s8_dsp1d.c - the DSP path of mcu_depthwise_conv2d_s8 for 1-D filters
  * (mcu_dw_dsp_lines): KW == 1 (Kx1, lines down the output columns) or KH == 1 (1xK, lines along
  * the output rows), every line inside the input across it (no padding across the line, see
- * mcu_dw_dsp_line_ok). Audio models' depthwise-separable blocks are made of these.
+ * mcu_dw_dsp_line_ok in the internal header). Audio models' depthwise-separable blocks are made of these.
  *
  * The four channels of the current group (mcu_dw_pass_t.g, prepared by _dsp.c: weights doubled,
  * in tap order, which is the line's order for both orientations) over each line, one output
@@ -67,14 +67,6 @@ static void lines_of(const mcu_depthwise_conv_params_t *p, mcu_dw_lines_t *l)
                               .pad = p->pad_left, .in_line = p->stride_h * in_row,
                               .out_line = out_row, .in_step = in_c, .out_step = out_c};
     }
-}
-
-int mcu_dw_dsp_line_ok(const mcu_depthwise_conv_params_t *p)
-{
-    if (p->filter.w == 1) {
-        return p->pad_left == 0 && (p->output.w - 1) * p->stride_w < p->input.w;
-    }
-    return p->filter.h == 1 && p->pad_top == 0 && (p->output.h - 1) * p->stride_h < p->input.h;
 }
 
 /* A position whose window sticks out of the line: its valid taps only. */

@@ -34,6 +34,30 @@
 #define MCU_DW_DSP_SCRATCH_BYTES 576
 #define MCU_DW_MVE_SCRATCH_BYTES 560
 
+/* Whether the DSP path runs a 1-D filter (KW == 1 or KH == 1) as lines (mcu_dw_dsp_lines, _dsp1d.c):
+ * no padding across the lines, every line inside the input. (Here, not in _dsp1d.c: the dispatcher's
+ * mcu_depthwise_conv2d_s8_overlap_down asks it on every target.) */
+static inline int mcu_dw_dsp_line_ok(const mcu_depthwise_conv_params_t *p)
+{
+    if (p->filter.w == 1) {
+        return p->pad_left == 0 && (p->output.w - 1) * p->stride_w < p->input.w;
+    }
+    return p->filter.h == 1 && p->pad_top == 0 && (p->output.h - 1) * p->stride_h < p->input.h;
+}
+
+/* Which input rows of a row pair are read: all four, or not the top/bottom one (padding). */
+enum { DW_ROWS_ALL, DW_ROWS_NO_TOP, DW_ROWS_NO_BOTTOM };
+
+/* The DSP path's 3x3 row pairs (when it takes them, mcu_dw_dsp): whether output rows y and y + 1 run
+ * as one pair (input rows y - pad_top - 1 .. y - pad_top + 2, stride 1), else row y alone. */
+static inline int mcu_dw_dsp_pair_at(const mcu_depthwise_conv_params_t *p, int32_t y)
+{
+    const int32_t in_y = y - p->pad_top;
+    const int32_t in_h = p->input.h;
+    const int rows = in_y < 0 ? DW_ROWS_NO_TOP : (in_y + 3 >= in_h ? DW_ROWS_NO_BOTTOM : DW_ROWS_ALL);
+    return y + 1 < p->output.h && in_y >= -1 && in_y + 3 <= in_h && (in_h >= 3 || rows == DW_ROWS_ALL);
+}
+
 /* The tap rows of one output row inside the input: `rows` of them from tap row ky_begin, the first
  * at input row x (the batch's input itself when there is none). */
 typedef struct {
@@ -318,16 +342,11 @@ mcu_status_t mcu_dw_generic(const mcu_depthwise_conv_params_t *p, const int8_t *
 void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
                 const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
 
-/* _dsp1d.c: whether the DSP path runs a 1-D filter (KW == 1 or KH == 1) as lines
- * (mcu_dw_dsp_lines): no padding across the lines, every line inside the input. */
-int mcu_dw_dsp_line_ok(const mcu_depthwise_conv_params_t *p);
 
 /* _dsp1d.c: the four channels s->g of every output of one batch, line by line (in, out: the
  * batch at channel c). */
 void mcu_dw_dsp_lines(const mcu_dw_pass_t *s, const int8_t *in, int8_t *out);
 
-/* Which input rows of a row pair are read: all four, or not the top/bottom one (padding). */
-enum { DW_ROWS_ALL, DW_ROWS_NO_TOP, DW_ROWS_NO_BOTTOM };
 
 /* _mve.c: every output (mcu_depthwise_conv2d_s8_path() == MCU_PATH_MVE). Returns MCU_OK. */
 mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,

@@ -127,20 +127,22 @@ def shape_in(seed: int) -> tuple[int, int, int]:
     return int(rng.integers(1, 9)), int(rng.integers(5, 19)), int(rng.integers(3, 12))
 
 
-def same_size_convs(c: int, h: int, w: int, kernels: tuple[int, ...], depthwise: bool, out: Path,
+def same_size_convs(c: int, h: int, w: int, kernels: tuple[int | tuple[int, int], ...], depthwise: bool, out: Path,
                     seed: int = 0) -> Path:
-    """Convolutions of c -> c channels over [1, c, h, w], one per kernel size (k x k, padding k // 2:
-    each output as large as its input; depthwise: group c), each with ReLU; quantized QDQ int8."""
+    """Convolutions of c -> c channels over [1, c, h, w], one per kernel size (k x k, or (kh, kw); padding
+    k // 2 on each side: each output as large as its input; depthwise: group c), each with ReLU;
+    quantized QDQ int8."""
     rng = np.random.default_rng(seed)
     nodes, inits = [], []
     cur = "x"
-    for k, kh in enumerate(kernels):
-        inits += [numpy_helper.from_array(rng.normal(0, 0.5 if depthwise else 0.4, (c, 1 if depthwise else c, kh, kh))
+    for k, size in enumerate(kernels):
+        kh, kw = (size, size) if isinstance(size, int) else size
+        inits += [numpy_helper.from_array(rng.normal(0, 0.5 if depthwise else 0.4, (c, 1 if depthwise else c, kh, kw))
                                           .astype(np.float32), f"w{k}"),
                   numpy_helper.from_array(rng.normal(0, 0.1, c).astype(np.float32), f"b{k}")]
-        p = kh // 2
+        ph, pw = kh // 2, kw // 2
         nodes += [helper.make_node("Conv", [cur, f"w{k}", f"b{k}"], [f"c{k}"], name=f"conv{k}",
-                                   group=c if depthwise else 1, kernel_shape=[kh, kh], pads=[p, p, p, p]),
+                                   group=c if depthwise else 1, kernel_shape=[kh, kw], pads=[ph, pw, ph, pw]),
                   helper.make_node("Relu", [f"c{k}"], [f"r{k}"], name=f"relu{k}")]
         cur = f"r{k}"
     name = f"{'dw' if depthwise else 'conv'}_{c}_{h}x{w}"
