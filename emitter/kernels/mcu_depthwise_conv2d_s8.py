@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from emitter.calls import ConstArg, Prepared, StructArg
-from emitter.kernels import c_defines, kernel_info
+from emitter.kernels import ISAS, c_defines, kernel_info
 from emitter.kernels.base import Kernel, Rounded, Window, Windowed
 from emitter.kernels.cmsis_api import Converter, ScratchRequest, dims, padded, tile
 from emitter.kernels.common import (
@@ -126,12 +126,20 @@ def buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> in
     return kernel_info.ask("dw", p, bias, isa)[1]
 
 
-LEAN_C = "mcu_depthwise_conv2d_s8_lean"  # the generic path on every target: no scratch
+LEAN_C = "mcu_depthwise_conv2d_s8_lean"  # the least scratch: the DSP path's lean variant, else generic
+
+
+def lean_path(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> str:
+    """The code path LEAN_C takes on `isa`: "dsp" (the DSP path's single rows and lines, its scratch
+    the group's constants and the taps' weights, at most DW_DSP_LEAN_MAX_BYTES), else "generic"
+    (mcu_depthwise_conv2d_s8_lean_path(), asked of the C); "generic" where the target is not known."""
+    return kernel_info.ask("dwlean", p, bias, isa)[0] if isa in ISAS else "generic"
 
 
 def lean_buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> int:
-    """Scratch bytes of LEAN_C: none."""
-    return 0
+    """Scratch bytes of LEAN_C (mcu_depthwise_conv2d_s8_lean_buffer_size(), asked of the C); for
+    "any" (no board) the most any target's lean call needs."""
+    return max(kernel_info.ask("dwlean", p, bias, i)[1] for i in ((isa,) if isa in ISAS else ISAS))
 
 
 BAND_C = "mcu_depthwise_conv2d_s8_band"  # mcu_runtime/support/mcu_band.c

@@ -269,14 +269,18 @@ def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
 
 
 def lean_path_of(p: Prepared, isa: str) -> tuple[str, float]:
-    """The path a layer's lean call takes on `isa` (mcu_conv2d_s8: its twin's lean_path; else the
-    generic path), and the factor on that path's table counts: the lean DSP variant (two positions a
-    pass, channel pairs) runs LEAN_DSP_FACTOR times the table's DSP rows (four positions a pass)."""
-    if p.kernel != "mcu_conv2d_s8":
-        return "generic", 1.0
+    """The path a layer's lean call takes on `isa` (mcu_conv2d_s8, mcu_depthwise_conv2d_s8: their
+    twins' lean_path; else the generic path), and the factor on that path's table counts: the
+    convolution's lean DSP variant (two positions a pass, channel pairs) runs LEAN_DSP_FACTOR times
+    the table's DSP rows (four positions a pass); the depthwise one is the DSP path's own rows."""
     from emitter.backends.kernel_choice import bias_of
     from emitter.kernels import mcu_conv2d_s8 as conv_twin
+    from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 
+    if p.kernel == "mcu_depthwise_conv2d_s8":  # the DSP path's own single rows
+        return dw_twin.lean_path(cast(Any, p.params), bias_of(p), isa), 1.0
+    if p.kernel != "mcu_conv2d_s8":
+        return "generic", 1.0
     path = conv_twin.lean_path(p.params, bias_of(p), isa)
     return path, LEAN_DSP_FACTOR if path == "dsp" else 1.0
 

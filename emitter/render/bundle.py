@@ -250,7 +250,7 @@ class BundleBuilder:
             else:
                 self.segment_comments += comment
         if k in seg.lean:
-            comment.append(f"calls {kernel_twin(p.kernel).lean_c}: the generic path, for the least scratch")
+            comment.append(f"calls {kernel_twin(p.kernel).lean_c}: the least scratch")
         check = None
         if k in wbands:
             comment.append(f"CMSIS-NN's {p.kernel} on each band of rows: input rows and top padding "

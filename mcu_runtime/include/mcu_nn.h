@@ -187,13 +187,25 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
                                      const int32_t *bias, int8_t *output);
 
 /**
- * @brief mcu_depthwise_conv2d_s8 on its generic path whatever the target: the same results
- * without scratch (ctx may be NULL; a layer run by rows in a tight memory plan).
+ * @brief mcu_depthwise_conv2d_s8 with the least scratch (a layer run by rows in a tight memory plan),
+ * the same results: on DSP cores the DSP path's single rows and lines, its scratch only the four
+ * channels' constants and the layer's taps' weights (3x3: 136 bytes; not more than 256), else the
+ * generic loops without scratch (ctx may be NULL). ctx: mcu_depthwise_conv2d_s8_lean_buffer_size()
+ * bytes, else MCU_ERR_SCRATCH.
  */
 mcu_status_t mcu_depthwise_conv2d_s8_lean(const mcu_context_t *ctx,
                                           const mcu_depthwise_conv_params_t *params,
                                           const int8_t *input, const int8_t *filter,
                                           const int32_t *bias, int8_t *output);
+
+/**
+ * @brief The code path (MCU_PATH_*) and the scratch bytes of mcu_depthwise_conv2d_s8_lean on `isa`
+ * (MCU_ISA_*).
+ */
+int32_t mcu_depthwise_conv2d_s8_lean_path(const mcu_depthwise_conv_params_t *params,
+                                          const int32_t *bias, int32_t isa);
+int32_t mcu_depthwise_conv2d_s8_lean_buffer_size(const mcu_depthwise_conv_params_t *params,
+                                                 const int32_t *bias, int32_t isa);
 
 /* Channels a block of mcu_depthwise_conv2d_s8_in_place: two of the DSP path's four-channel groups,
  * one of the MVE path's eight int16 lanes. Fewer need less scratch but more calls (KWS's 64

@@ -139,10 +139,30 @@ static void *scratch_of(const mcu_context_t *ctx, int32_t size)
     return ctx->buf;
 }
 
-/* The call on the paths of `isa`: MCU_ISA_NATIVE, or MCU_ISA_C for the generic path. */
+/* The lean call's path on `isa`: the DSP path's lean variant where the fast path is DSP and its
+ * scratch (DW_DSP_LEAN_BYTES) is at most DW_DSP_LEAN_MAX_BYTES, else the generic loops. */
+int32_t mcu_depthwise_conv2d_s8_lean_path(const mcu_depthwise_conv_params_t *params,
+                                          const int32_t *bias, int32_t isa)
+{
+    return mcu_depthwise_conv2d_s8_path(params, bias, isa) == MCU_PATH_DSP &&
+                   DW_DSP_LEAN_BYTES(params->filter.h * params->filter.w) <= DW_DSP_LEAN_MAX_BYTES
+               ? MCU_PATH_DSP
+               : MCU_PATH_GENERIC;
+}
+
+int32_t mcu_depthwise_conv2d_s8_lean_buffer_size(const mcu_depthwise_conv_params_t *params,
+                                                 const int32_t *bias, int32_t isa)
+{
+    return mcu_depthwise_conv2d_s8_lean_path(params, bias, isa) == MCU_PATH_DSP
+               ? DW_DSP_LEAN_BYTES(params->filter.h * params->filter.w)
+               : 0;
+}
+
+/* The call on the paths of `isa`: MCU_ISA_NATIVE, or MCU_ISA_C for the generic path; lean: the
+ * lean call's (mcu_depthwise_conv2d_s8_lean_path). */
 static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv_params_t *params,
                               const int8_t *input, const int8_t *filter, const int32_t *bias,
-                              int8_t *output, int32_t isa)
+                              int8_t *output, int32_t isa, int lean)
 {
     if (params == NULL || input == NULL || filter == NULL || output == NULL ||
         params->multiplier == NULL || params->shift == NULL) {
@@ -161,11 +181,14 @@ static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv
         return MCU_ERR_ARG;
     }
     /* (the fast paths' mcu_requant2_ok_q() shifts, in [-20, 0], are valid) */
-    const int32_t path = mcu_depthwise_conv2d_s8_path(params, bias, isa);
+    const int32_t path = lean ? mcu_depthwise_conv2d_s8_lean_path(params, bias, isa)
+                              : mcu_depthwise_conv2d_s8_path(params, bias, isa);
     if (path == MCU_PATH_GENERIC && !DW_SHIFTS_VALID(params->shift, out_dims->c)) {
         return MCU_ERR_ARG;
     }
-    void *const scratch = scratch_of(ctx, path_scratch(params, path));
+    void *const scratch =
+        scratch_of(ctx, lean ? mcu_depthwise_conv2d_s8_lean_buffer_size(params, bias, isa)
+                             : path_scratch(params, path));
     if (path != MCU_PATH_GENERIC && scratch == NULL) {
         return MCU_ERR_SCRATCH;
     }
@@ -176,7 +199,7 @@ static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv
     }
 #elif MCU_ISA_PLAN == MCU_ISA_DSP
     if (path == MCU_PATH_DSP) {
-        mcu_dw_dsp((mcu_dw_dsp_scratch_t *)scratch, params, input, filter, bias, output);
+        mcu_dw_dsp(scratch, params, input, filter, bias, output, lean);
         first_oc = out_dims->c & ~(int32_t)3;
         if (first_oc == out_dims->c) {
             return MCU_OK;
@@ -191,7 +214,7 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
                                      const int8_t *input, const int8_t *filter,
                                      const int32_t *bias, int8_t *output)
 {
-    return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_PLAN);
+    return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_PLAN, 0);
 }
 
 mcu_status_t mcu_depthwise_conv2d_s8_lean(const mcu_context_t *ctx,
@@ -199,7 +222,7 @@ mcu_status_t mcu_depthwise_conv2d_s8_lean(const mcu_context_t *ctx,
                                           const int8_t *input, const int8_t *filter,
                                           const int32_t *bias, int8_t *output)
 {
-    return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_C);
+    return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_PLAN, 1);
 }
 
 /* -- the output over its input: channel blocks through the scratch -- */
@@ -308,7 +331,7 @@ mcu_status_t mcu_depthwise_conv2d_s8_in_place(const mcu_context_t *ctx,
         copy_runs(w, b, filter + c0, c, taps, b);
         copy_runs(x, b, input + c0, c, pixels, b);
         const mcu_status_t st =
-            depthwise(&sub_ctx, &sub, x, w, bias != NULL ? bias + c0 : NULL, y, MCU_ISA_PLAN);
+            depthwise(&sub_ctx, &sub, x, w, bias != NULL ? bias + c0 : NULL, y, MCU_ISA_PLAN, 0);
         if (st != MCU_OK) {
             return st;
         }
@@ -357,7 +380,8 @@ static int overlap_ok(const mcu_depthwise_conv_params_t *p, int order, int32_t d
     const int32_t blocks = cols ? out_w : out_h;
     const int32_t sweep = cols ? out_h : out_w;
     for (int32_t b0 = 0, b1 = 0; b0 < blocks; b0 = b1 + 1) {
-        b1 = order == DW_BY_PAIRS && mcu_dw_dsp_pair_at(p, b0) ? b0 + 1 : b0;
+        b1 = order == DW_BY_PAIRS && mcu_dw_dsp_pair_at(b0, p->pad_top, p->input.h, out_h) ? b0 + 1
+                                                                                            : b0;
         for (int32_t a = 0; a < sweep; ++a) {
             for (int32_t b = b0; b <= b1; ++b) {
                 const int32_t j = (cols ? a * out_w + b : b * out_w + a) - d;

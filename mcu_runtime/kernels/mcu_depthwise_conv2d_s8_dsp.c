@@ -3,7 +3,9 @@
  * Cortex-M4, M7, M33, ...): depth_multiplier == 1, the channels in blocks of four, one block at a
  * time over the whole output, each block in two passes of two channels: c, c + 2 (the even bytes
  * of a 4-byte load) and c + 1, c + 3 (the odd bytes). A block's weights and requantization
- * constants are prepared once per call into the scratch (mcu_dw_dsp_scratch_t).
+ * constants are prepared once per call into the scratch (mcu_dw_dsp_scratch_t). The lean call's
+ * variant (mcu_depthwise_conv2d_s8_lean) prepares only the group and its taps' weights
+ * (DW_DSP_LEAN_BYTES) and runs single rows and lines, never the row pairs.
  *
  * Multiply-accumulate: a 4-byte load brings four channels of one input pixel; SXTAB16 adds the
  * input offset to the pass's two channels as int16 lanes, SMLABB/SMLATT multiply each lane by the
@@ -305,7 +307,7 @@ DW_NOINLINE static void row_sweep(const mcu_dw_pass_t *s, const int8_t *in, int8
     const mcu_dw_tap_rows_t r = mcu_dw_tap_rows(p, in, &s->in_row, out_y);
     const int8_t *const x_rows = r.x;
     const int32_t rows = r.rows;
-    const int32_t(*const w_rows)[2] = s->g->w + r.ky_begin * k_w;
+    const int32_t(*const w_rows)[2] = s->w + r.ky_begin * k_w;
     for (int32_t out_x = 0; out_x < s->x_begin; ++out_x) {
         row4_border(s, x_rows, w_rows, rows, out_x, out);
     }
@@ -337,17 +339,18 @@ static int32_t pack16(int32_t lo, int32_t hi)
     return (int32_t)(((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16));
 }
 
-/* The four channels from c: g (single rows) and, when `pairs` (3x3 filters), l[0] (channels
- * c, c + 2) and l[1] (c + 1, c + 3) (row pairs). */
-static void prepare_group(mcu_dw_group4_t *g, mcu_dw_lanes2_t l[2],
+/* The four channels from c: g and w (single rows) and, when `pairs` (3x3 filters), l[0]
+ * (channels c, c + 2) and l[1] (c + 1, c + 3) (row pairs). */
+static void prepare_group(mcu_dw_group4_t *restrict g, int32_t (*restrict w)[2],
+                          mcu_dw_lanes2_t *restrict l,
                           const mcu_depthwise_conv_params_t *p, const int8_t *filter,
                           const int32_t *bias, int32_t c, int pairs)
 {
     const int32_t taps = p->filter.h * p->filter.w;
     for (int32_t t = 0; t < taps; ++t) {
         const int8_t *const f = filter + t * p->output.c + c;
-        g->w[t][0] = pack16(2 * f[0], 2 * f[2]);
-        g->w[t][1] = pack16(2 * f[1], 2 * f[3]);
+        w[t][0] = pack16(2 * f[0], 2 * f[2]);
+        w[t][1] = pack16(2 * f[1], 2 * f[3]);
     }
     for (int32_t k = 0; k < 4; ++k) {
         const int32_t ch = c + (k >> 1) + 2 * (k & 1);
@@ -370,7 +373,7 @@ static void prepare_group(mcu_dw_group4_t *g, mcu_dw_lanes2_t l[2],
         mcu_dw_lanes2_t *const lp = &l[odd];
         for (int32_t kx = -2; kx < 5; ++kx) {
             for (int32_t ky = 0; ky < 3; ++ky) {
-                lp->wcol[2 + kx][ky] = kx >= 0 && kx < 3 ? g->w[ky * 3 + kx][odd] : 0;
+                lp->wcol[2 + kx][ky] = kx >= 0 && kx < 3 ? w[ky * 3 + kx][odd] : 0;
             }
         }
         for (int32_t lane = 0; lane < 2; ++lane) {
@@ -384,8 +387,8 @@ static void prepare_group(mcu_dw_group4_t *g, mcu_dw_lanes2_t l[2],
 }
 
 /* Channels 0 .. 4 * floor(C / 4) - 1 of every output. */
-void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
-                const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output)
+void mcu_dw_dsp(void *scratch, const mcu_depthwise_conv_params_t *p, const int8_t *input,
+                const int8_t *filter, const int32_t *bias, int8_t *output, int lean)
 {
     const int32_t in_h = p->input.h;
     const int32_t in_w = p->input.w;
@@ -394,12 +397,15 @@ void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t
     const int32_t out_c = p->output.c;
     const int32_t in_batch = in_h * in_w * p->input.c;
     const int32_t out_batch = out_h * out_w * out_c;
-    mcu_dw_lanes2_t *const l = scratch->l;
-    mcu_dw_group4_t *const g = &scratch->g;
+    mcu_dw_dsp_scratch_t *const full = lean ? NULL : (mcu_dw_dsp_scratch_t *)scratch;
+    mcu_dw_group4_t *const g = (mcu_dw_group4_t *)scratch; /* first in both layouts */
+    int32_t(*const w)[2] = lean ? (int32_t(*)[2])(void *)(g + 1) : full->w;
+    mcu_dw_lanes2_t *const l = lean ? NULL : full->l;
     mcu_dw_pass_t s;
     s.p = p;
     s.g = g;
-    s.seg = scratch->seg;
+    s.w = (const int32_t(*)[2])w;
+    s.seg = lean ? NULL : full->seg;
     s.offset2 = pack16(p->q.input_offset, p->q.input_offset);
     s.in_row = in_w * p->input.c;
     s.x_col = p->dilation_w * p->input.c;
@@ -422,17 +428,17 @@ void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t
     }
     if ((p->filter.w == 1 || p->filter.h == 1) && mcu_dw_dsp_line_ok(p)) { /* 1-D filters */
         for (int32_t c = 0; c + 4 <= out_c; c += 4) {
-            prepare_group(g, l, p, filter, bias, c, 0);
+            prepare_group(g, w, l, p, filter, bias, c, 0);
             for (int32_t b = 0; b < p->input.n; ++b) {
                 mcu_dw_dsp_lines(&s, input + b * in_batch + c, output + b * out_batch + c);
             }
         }
         return;
     }
-    const int pairs = out_h > 1 && p->filter.h == 3 && p->filter.w == 3 && p->stride_h == 1 &&
-                      p->dilation_h == 1 && plan_segments(&s);
+    const int pairs = !lean && out_h > 1 && p->filter.h == 3 && p->filter.w == 3 &&
+                      p->stride_h == 1 && p->dilation_h == 1 && plan_segments(&s);
     for (int32_t c = 0; c + 4 <= out_c; c += 4) {
-        prepare_group(g, l, p, filter, bias, c, pairs);
+        prepare_group(g, w, l, p, filter, bias, c, pairs);
         for (int32_t b = 0; b < p->input.n; ++b) {
             const int8_t *const in = input + b * in_batch + c; /* 4-byte loads */
             int8_t *const out = output + b * out_batch + c;
@@ -442,7 +448,7 @@ void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t
                 const int32_t in_y = y - p->pad_top;
                 const int rows = in_y < 0 ? DW_ROWS_NO_TOP
                                           : (in_y + 3 >= in_h ? DW_ROWS_NO_BOTTOM : DW_ROWS_ALL);
-                if (pairs && mcu_dw_dsp_pair_at(p, y)) {
+                if (pairs && mcu_dw_dsp_pair_at(y, p->pad_top, in_h, out_h)) {
                     const int8_t *const x_rows = in + (in_y + (in_y < 0)) * s.in_row;
                     s.l = &l[0];
                     pair_even(&s, x_rows, out + y * s.out_row, rows);

@@ -78,7 +78,7 @@ DW_NOINLINE static void line4_border(const mcu_dw_pass_t *s, const mcu_dw_lines_
     valid_taps(origin, l->dil, l->taps, l->size, &begin, &end);
     const int32_t n = end - begin;
     const int8_t *const x = n > 0 ? x_line + (origin + begin * l->dil) * l->in_step : x_line;
-    line4_px(s, x, l->dil * l->in_step, s->g->w + begin, n, out + o * l->out_step);
+    line4_px(s, x, l->dil * l->in_step, s->w + begin, n, out + o * l->out_step);
 }
 
 void mcu_dw_dsp_lines(const mcu_dw_pass_t *s, const int8_t *in, int8_t *out)
@@ -95,7 +95,7 @@ void mcu_dw_dsp_lines(const mcu_dw_pass_t *s, const int8_t *in, int8_t *out)
     past = past > first ? past : first;
     const int32_t step = l.dil * l.in_step;
     const int32_t x_step = l.stride * l.in_step;
-    const int32_t(*const w)[2] = s->g->w;
+    const int32_t(*const w)[2] = s->w;
     const int32_t taps = l.taps;
     for (int32_t line = 0; line < l.lines; ++line) {
         const int8_t *const x_line = in + line * l.in_line;

@@ -50,12 +50,11 @@ enum { DW_ROWS_ALL, DW_ROWS_NO_TOP, DW_ROWS_NO_BOTTOM };
 
 /* The DSP path's 3x3 row pairs (when it takes them, mcu_dw_dsp): whether output rows y and y + 1 run
  * as one pair (input rows y - pad_top - 1 .. y - pad_top + 2, stride 1), else row y alone. */
-static inline int mcu_dw_dsp_pair_at(const mcu_depthwise_conv_params_t *p, int32_t y)
+static inline int mcu_dw_dsp_pair_at(int32_t y, int32_t pad_top, int32_t in_h, int32_t out_h)
 {
-    const int32_t in_y = y - p->pad_top;
-    const int32_t in_h = p->input.h;
-    const int rows = in_y < 0 ? DW_ROWS_NO_TOP : (in_y + 3 >= in_h ? DW_ROWS_NO_BOTTOM : DW_ROWS_ALL);
-    return y + 1 < p->output.h && in_y >= -1 && in_y + 3 <= in_h && (in_h >= 3 || rows == DW_ROWS_ALL);
+    const int32_t in_y = y - pad_top;
+    return y + 1 < out_h && in_y >= -1 && in_y + 3 <= in_h &&
+           (in_h >= 3 || (in_y >= 0 && in_y + 3 < in_h)); /* (in_h < 3: the four rows all inside) */
 }
 
 /* The tap rows of one output row inside the input: `rows` of them from tap row ky_begin, the first
@@ -109,15 +108,21 @@ typedef struct {
 } mcu_dw_lanes2_t;
 
 /* The four channels c .. c + 3 of the single-row path, in accumulator order k = c, c + 2,
- * c + 1, c + 3 (the even then the odd bytes of a 4-byte load). */
+ * c + 1, c + 3 (the even then the odd bytes of a 4-byte load); their weights follow it in the
+ * scratch (mcu_dw_pass_t.w): [ky * KW + kx], int16 lanes (2 w[c], 2 w[c + 2]), (2 w[c + 1],
+ * 2 w[c + 3]). */
 typedef struct {
     int32_t bias2[4];
     int32_t mult[4];
     int32_t base[4];
     int32_t right[4];
-    int32_t w[DW_DSP_MAX_TAPS][2]; /* [ky * KW + kx]: lanes (2 w[c], 2 w[c + 2]),
-                                    * (2 w[c + 1], 2 w[c + 3]) */
 } mcu_dw_group4_t;
+
+/* The lean call's DSP variant (mcu_depthwise_conv2d_s8_lean): single rows and lines, no row pairs;
+ * its scratch, the group and the layer's taps' weights, is at most this many bytes (else the lean
+ * call runs the generic loops; as MCU_CONV_LEAN_EXTRA for convolutions). */
+#define DW_DSP_LEAN_MAX_BYTES 256
+#define DW_DSP_LEAN_BYTES(taps) ((int32_t)sizeof(mcu_dw_group4_t) + 8 * (int32_t)(taps))
 
 /* A run of output columns of the 3x3 row-pair path: `count` positions from output column
  * out_x, the first window's input column in_x (shifted inward at a border, see
@@ -134,7 +139,8 @@ typedef struct {
 /* The DSP path's scratch: the current four channels, prepared once per group of four, and the
  * output columns of the 3x3 row pairs. */
 typedef struct {
-    mcu_dw_group4_t g;                     /* single rows */
+    mcu_dw_group4_t g;                     /* single rows (first: the lean layout's too) */
+    int32_t w[DW_DSP_MAX_TAPS][2];         /* g's weights */
     mcu_dw_lanes2_t l[2];                  /* row pairs: channels c, c + 2 and c + 1, c + 3 */
     mcu_dw_segment_t seg[DW_MAX_SEGMENTS]; /* row pairs: the runs of output columns */
 } mcu_dw_dsp_scratch_t;
@@ -153,6 +159,7 @@ typedef struct {
     int full; /* act_min == -128 and act_max == 127 */
     mcu_dw_segment_t *seg; /* the output columns of the 3x3 row-pair path (in the scratch) */
     int32_t segments;
+    const int32_t (*w)[2]; /* g's weights */
 } mcu_dw_pass_t;
 
 #if MCU_ISA_NATIVE == MCU_ISA_DSP
@@ -338,9 +345,10 @@ mcu_status_t mcu_dw_generic(const mcu_depthwise_conv_params_t *p, const int8_t *
                             int32_t first_oc);
 
 /* _dsp.c: channels 0 .. 4 * floor(C / 4) - 1 of every output (mcu_depthwise_conv2d_s8_path()
- * == MCU_PATH_DSP). */
-void mcu_dw_dsp(mcu_dw_dsp_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
-                const int8_t *input, const int8_t *filter, const int32_t *bias, int8_t *output);
+ * == MCU_PATH_DSP). scratch: an mcu_dw_dsp_scratch_t, or when lean DW_DSP_LEAN_BYTES(taps) bytes
+ * (the group, then its weights: single rows and lines only). */
+void mcu_dw_dsp(void *scratch, const mcu_depthwise_conv_params_t *p, const int8_t *input,
+                const int8_t *filter, const int32_t *bias, int8_t *output, int lean);
 
 
 /* _dsp1d.c: the four channels s->g of every output of one batch, line by line (in, out: the

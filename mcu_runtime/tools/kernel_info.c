@@ -18,6 +18,7 @@
  *   dw   ISA  in filter out depth_multiplier stride_h ... pad_left q C multiplier shift HAS_BIAS bias
  *   dwip ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_in_place_get_buffer_size() as SIZE
  *   dwov ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_overlap_down() as SIZE (-1: not over it)
+ *   dwlean ISA (as dw): mcu_depthwise_conv2d_s8_lean_path() and _lean_buffer_size()
  *   fc   ISA  batches in_features out_features q per_channel C multiplier[C] shift[C]
  *
  * A malformed line ends the tool with status 2.
@@ -131,14 +132,17 @@ int main(void)
                 path = mcu_conv2d_s8_path(&p, has_bias ? bias : NULL, isa);
                 size = mcu_conv2d_s8_get_buffer_size(&p, has_bias ? bias : NULL, isa);
             }
-        } else if (strcmp(op, "dw") == 0 || strcmp(op, "dwip") == 0 || strcmp(op, "dwov") == 0) {
+        } else if (strcmp(op, "dw") == 0 || strcmp(op, "dwip") == 0 || strcmp(op, "dwov") == 0 ||
+                   strcmp(op, "dwlean") == 0) {
             if (!read_window(&w, 1, &has_bias)) {
                 return 2;
             }
             const int32_t *const b = has_bias ? bias : NULL;
-            path = mcu_depthwise_conv2d_s8_path(&w, b, isa);
+            path = op[2] == 'l' ? mcu_depthwise_conv2d_s8_lean_path(&w, b, isa)
+                                : mcu_depthwise_conv2d_s8_path(&w, b, isa);
             size = op[2] == 'i'   ? mcu_depthwise_conv2d_s8_in_place_get_buffer_size(&w, b, isa)
                    : op[2] == 'o' ? mcu_depthwise_conv2d_s8_overlap_down(&w, b, isa)
+                   : op[2] == 'l' ? mcu_depthwise_conv2d_s8_lean_buffer_size(&w, b, isa)
                                   : mcu_depthwise_conv2d_s8_get_buffer_size(&w, b, isa);
         } else if (strcmp(op, "fc") == 0) {
             /* batches in_features out_features, q, per_channel */

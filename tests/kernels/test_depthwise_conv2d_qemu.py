@@ -13,7 +13,11 @@ channel blocks (out-of-range requantization), with depth multipliers > 1 and few
 channels; plus random geometries. Per case the firmware
 also reports the path the target takes (must equal the Python twin's path() for the core's ISA)
 and checks that one byte less scratch than mcu_depthwise_conv2d_s8_get_buffer_size() gives
-MCU_ERR_SCRATCH with the output untouched. The stack the cases used is reported by the harness.
+MCU_ERR_SCRATCH with the output untouched. Then the lean call (mcu_depthwise_conv2d_s8_lean, a
+layer by rows in a tight plan) with exactly its twin's lean_buffer_size(): the DSP path's single
+rows and lines from the group and its taps' weights only (3x3 and 1-D filters), else the generic
+loops; its path must be the twin's lean_path(), one byte less refused. The stack the cases used is
+reported by the harness.
 Every case runs again in onnxruntime numerics (exact float32 scales, rounding half to even: on the
 fast paths where proven tie-free, else the generic loops).
 """
@@ -136,7 +140,8 @@ def c_params(name: str, p: DepthwiseConvParams) -> str:
 
 def net_c(built: list[tuple[str, DepthwiseConvParams, list[Any]]]) -> tuple[str, int]:
     """The test net: per case [status, path, status with one byte too little scratch] then the
-    output. Returns (C text, output bytes)."""
+    output, then the same of the lean call (mcu_depthwise_conv2d_s8_lean with exactly its
+    lean_buffer_size bytes). Returns (C text, output bytes)."""
     decls, calls, off = [], [], 0
     for k, (_, p, (x, w, b)) in enumerate(built):
         n = f"c{k}"
@@ -147,7 +152,7 @@ def net_c(built: list[tuple[str, DepthwiseConvParams, list[Any]]]) -> tuple[str,
         decls.append(c_params(n, p))
         bias = f"{n}_b" if b is not None else "NULL"
         calls.append(f"    run_case(&{n}, {n}_in, {n}_w, {bias}, out + {off});\n")
-        off += 3 + p.output.n * p.output.h * p.output.w * p.output.c
+        off += 2 * (3 + p.output.n * p.output.h * p.output.w * p.output.c)
     text = f"""#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -179,6 +184,17 @@ static void run_case(const mcu_depthwise_conv_params_t *p, const int8_t *x, cons
     }}
     const mcu_context_t ctx = {{scratch, (int32_t)sizeof scratch}};
     out[0] = (int8_t)mcu_depthwise_conv2d_s8(need > 0 ? &ctx : NULL, p, x, w, b, out + 3);
+    /* the lean call: exactly its scratch; one byte short refused */
+    int8_t *const lean = out + 3 + bytes;
+    const int32_t lean_need = mcu_depthwise_conv2d_s8_lean_buffer_size(p, b, MCU_ISA_NATIVE);
+    lean[1] = (int8_t)mcu_depthwise_conv2d_s8_lean_path(p, b, MCU_ISA_NATIVE);
+    lean[2] = 0;
+    if (lean_need > 0) {{
+        const mcu_context_t small = {{scratch, lean_need - 1}};
+        lean[2] = (int8_t)mcu_depthwise_conv2d_s8_lean(&small, p, x, w, b, lean + 3);
+    }}
+    const mcu_context_t exact = {{scratch, lean_need}};
+    lean[0] = (int8_t)mcu_depthwise_conv2d_s8_lean(lean_need > 0 ? &exact : NULL, p, x, w, b, lean + 3);
 }}
 
 int net_run_multi(const int8_t *const *inputs, int8_t *const *outputs)
@@ -275,10 +291,13 @@ def built() -> list[tuple[str, DepthwiseConvParams, list[Any]]]:
 
 
 def test_cases_reach_every_path(built) -> None:
-    """The table is worth running: on each ISA every path is taken by some case, and the shift-0
-    cases take the fast path in onnxruntime numerics only."""
+    """The table is worth running: on each ISA every path is taken by some case (the lean call's
+    too), and the shift-0 cases take the fast path in onnxruntime numerics only."""
     for isa, want in (("dsp", {"dsp", "generic"}), ("mve", {"mve", "generic"})):
         assert {twin.path(p, b, isa) for _, p, (_, _, b) in built} == want
+        # the lean call: the DSP path's variant where its weights fit DW_DSP_LEAN_MAX_BYTES (3x3 yes, 5x5 no)
+        lean = {twin.lean_path(p, b, isa) for _, p, (_, _, b) in built}
+        assert lean == ({"dsp", "generic"} if isa == "dsp" else {"generic"})
         for label, count in (("(all shifts 0)", 12), ("(shifts 1 and 2)", 12)):
             cases = [(p, b) for name, p, (_, _, b) in built if label in name]
             assert len(cases) == count
@@ -322,8 +341,18 @@ def test_every_path_bit_exact_in_qemu(core: str, opt: str, built, tmp_path: Path
         assert PATH_NAMES[path] == want_path, f"{where}: path {PATH_NAMES[path]}, twin says {want_path}"
         assert short == (MCU_ERR_SCRATCH if twin.buffer_size(p, inputs[2], isa) else 0), \
             f"{where}: one byte short of scratch gave {short}"
-        np.testing.assert_array_equal(got[off + 3:off + 3 + size].reshape(o.n, o.h, o.w, o.c),
-                                      mcu_depthwise_conv2d_s8(p, *inputs), err_msg=where)
+        want = mcu_depthwise_conv2d_s8(p, *inputs)
+        np.testing.assert_array_equal(got[off + 3:off + 3 + size].reshape(o.n, o.h, o.w, o.c), want,
+                                      err_msg=where)
+        off += 3 + size
+        status, path, short = (int(v) for v in got[off:off + 3])  # the lean call
+        want_path = twin.lean_path(p, inputs[2], isa)
+        assert status == 0, f"{where}: lean status {status}"
+        assert PATH_NAMES[path] == want_path, f"{where}: lean path {PATH_NAMES[path]}, twin says {want_path}"
+        assert short == (MCU_ERR_SCRATCH if twin.lean_buffer_size(p, inputs[2], isa) else 0), \
+            f"{where}: the lean call one byte short of scratch gave {short}"
+        np.testing.assert_array_equal(got[off + 3:off + 3 + size].reshape(o.n, o.h, o.w, o.c), want,
+                                      err_msg=f"{where}, lean")
         off += 3 + size
     assert off == got.size
     print(f"{core} {opt}: stack {result.stack_bytes} bytes")
