@@ -137,3 +137,30 @@ def test_heads_accumulate_streamed_rows(kind: str, tmp_path: Path) -> None:
     for poison in (0x00, 0xA5):
         x = rng.integers(-128, 128, c.input_shapes[0], dtype=np.int8)
         assert np.array_equal(run(lib, c, x, poison, True), golden_run(c, [x])[0])
+
+
+@pytest.mark.parametrize("core", ["cortex-m4", "cortex-m55"])
+def test_fully_connected_head_bit_exact_in_qemu(core: str, tmp_path: Path) -> None:
+    """The fully connected sink on the cores' dot products (mcu_fully_connected_s8_acc: a block of four
+    rows a call of mcu_dot4_s8, rows past the last block alone): each streamed row's features start
+    inside a 16-feature chunk of the weights and end inside another, and the outputs are not a whole
+    number of blocks; bit-exact with the golden in QEMU."""
+    from emitter.boards import load_board
+    from emitter.target.toolchain import missing_tools
+    from emitter.verify.harness import write_glue
+    from tests.memory.qemu import qemu_outputs
+
+    if missing_tools():
+        pytest.skip("needs missing tools: " + "; ".join(missing_tools()))
+    board = load_board(core)
+    c = compile_model(head_chain("fc", tmp_path), name="h_fc", board=board, memory="stream", io_nhwc=True)
+    seg = next(s for s in c.plan.schedule.segments if s.stages[-1].sink)
+    fc = c.prepared[seg.last].params
+    row = seg.stages[-1].in_row_bytes[0]
+    assert row % 16 and fc.out_features % 4 and fc.in_features % 16, (row, fc.out_features, fc.in_features)
+    rng = np.random.default_rng(9)
+    samples = [[rng.integers(-128, 128, c.input_shapes[0]).astype(np.int8)] for _ in range(3)]
+    write_glue(c, tmp_path / "glue")
+    got = qemu_outputs(c, board, samples, tmp_path / "glue", tmp_path)
+    for k, (x,) in enumerate(samples):
+        assert np.array_equal(np.asarray(got[k][0]).ravel(), np.asarray(golden_run(c, [x])[0]).ravel()), (core, k)
