@@ -18,9 +18,13 @@ CONFIG = "mcu_runtime/include/mcu_config.h"  # the bundle's copy of mcu_runtime'
 PLAN_ISA = "c"  # size: the instruction set every dispatcher plans its path for
 
 
-def config_header(text: bytes, optimize: str) -> bytes:
-    """The bundle's mcu_config.h: the repository's copy (speed), or with MCU_OPTIMIZE_SIZE defined."""
-    if optimize != "size":
+def config_header(text: bytes, optimize: str, isa: str) -> bytes:
+    """The bundle's mcu_config.h: the repository's copy, with MCU_OPTIMIZE_SIZE defined for size, and
+    MCU_PLANNED_FOR_C where the plan is for the plain C paths (size, or a core without DSP/MVE:
+    Board.isa "c"), which leaves out the code that runs a DSP/MVE core's plan on them."""
+    defines = (b"#define MCU_OPTIMIZE_SIZE 1\n" if optimize == "size" else b"") + (
+        b"#define MCU_PLANNED_FOR_C 1\n" if optimize == "size" or isa == PLAN_ISA else b"")
+    if not defines:
         return text
     guard = b"#define MCU_CONFIG_H\n"
-    return text.replace(guard, guard + b"\n#define MCU_OPTIMIZE_SIZE 1\n", 1)
+    return text.replace(guard, guard + b"\n" + defines, 1)

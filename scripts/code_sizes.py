@@ -88,15 +88,16 @@ def linked_sizes(objects: dict[str, Path], flags: list[str], work: Path) -> dict
     return out
 
 
-def cores() -> dict[str, list[str]]:
-    """One board's CPU flags per core (the generic board of that core where there is one)."""
-    out: dict[str, list[str]] = {}
+def cores() -> dict[str, tuple[list[str], str]]:
+    """One board's CPU flags and instruction set per core (the generic board of that core where
+    there is one)."""
+    out: dict[str, tuple[list[str], str]] = {}
     for b in sorted(list_boards(), key=lambda b: (not b.is_generic, b.name)):
-        out.setdefault(b.core, list(b.cflags))
+        out.setdefault(b.core, (list(b.cflags), b.isa))
     return out
 
 
-def measure(core: str, flags: list[str], optimize: str = "speed") -> dict[str, object]:
+def measure(core: str, flags: list[str], isa: str, optimize: str = "speed") -> dict[str, object]:
     from emitter.compiler import compile_model
     from emitter.optimize import OPT_FLAGS
     from emitter.render.bundle import render_bundle
@@ -106,12 +107,14 @@ def measure(core: str, flags: list[str], optimize: str = "speed") -> dict[str, o
     opt = OPT_FLAGS[optimize]
     with tempfile.TemporaryDirectory(prefix="mcugen-codesize-") as tmp:
         work = Path(tmp)
+        # as the bundle's mcu_config.h defines them (emitter/optimize.py: config_header)
+        planned_c = ["-DMCU_PLANNED_FOR_C"] if optimize == "size" or isa == "c" else []
         if optimize == "size":
-            cflags = [*flags, "-DMCU_OPTIMIZE_SIZE"]
+            cflags = [*flags, "-DMCU_OPTIMIZE_SIZE", *planned_c]
             objects = {f: compile_one(RT / f, cflags, includes, work, opt) for f in sources()}
             files = linked_sizes(objects, flags, work)
         else:
-            files = {f: size_of(RT / f, flags, includes, work, opt) for f in sources()}
+            files = {f: size_of(RT / f, [*flags, *planned_c], includes, work, opt) for f in sources()}
         c = compile_model(HELLO, name="hello_fc", optimize=optimize)
         bundle = work / "b"
         # board "host": no code estimate in its report.json (this table does not exist yet)
@@ -123,7 +126,7 @@ def measure(core: str, flags: list[str], optimize: str = "speed") -> dict[str, o
         calls = sum(1 for p in c.prepared if p.kernel)
     out: dict[str, object] = {"files": files, "per_kernel_call": -(-schedule // calls)}
     if optimize == "speed":
-        out = {"flags": " ".join(flags), **out, "size": measure(core, flags, "size")}
+        out = {"flags": " ".join(flags), **out, "size": measure(core, flags, isa, "size")}
     return out
 
 
@@ -131,7 +134,8 @@ def table(only: str | None = None) -> dict[str, object]:
     version = subprocess.run(["arm-none-eabi-gcc", "-dumpversion"], capture_output=True, text=True,
                              check=True).stdout.strip()
     return {"compiler": f"arm-none-eabi-gcc {version} -O2",
-            "cores": {core: measure(core, flags) for core, flags in cores().items() if only in (None, core)}}
+            "cores": {core: measure(core, flags, isa) for core, (flags, isa) in cores().items()
+                      if only in (None, core)}}
 
 
 def main() -> int:

@@ -507,7 +507,7 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str,
     for rel in shipped:
         out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()
     # the one runtime file a bundle's options change: MCU_OPTIMIZE_SIZE, and the variant's symbol names
-    out[CONFIG] = variant_config(config_header(out[CONFIG], c.optimize),
+    out[CONFIG] = variant_config(config_header(out[CONFIG], c.optimize, ctx["isa"]),
                                  variant_tag(c.optimize, ctx["isa"], board_flags), runtime_symbols())
     out.update(tests or {})
     return out

@@ -153,7 +153,7 @@ def render_group(models: list[Compiled], board_flags: str, board_name: str,
     rt = data_dir("mcu_runtime")
     for rel in runtime:
         out[f"mcu_runtime/{rel}"] = (rt / rel).read_bytes()
-    out[CONFIG] = variant_config(config_header(out[CONFIG], models[0].optimize),
+    out[CONFIG] = variant_config(config_header(out[CONFIG], models[0].optimize, isa),
                                  variant_tag(models[0].optimize, isa, board_flags), runtime_symbols())
     figures = GroupFigures(prefix, not concurrent, tuple((a["prefix"], a["size"]) for a in arenas),
                            size if not concurrent else total, len(runtime),

@@ -8,6 +8,11 @@
  * (MCU_ISA_PLAN in mcu_nn.h). A bundle emitted with `mcugen --optimize size` defines it below; one
  * emitted for speed (the default) does not, and its scratch sizes hold only so: do not define it
  * anywhere else.
+ *
+ * MCU_PLANNED_FOR_C: the bundle's plan is for the plain C paths (--optimize size, or a core without
+ * DSP/MVE). Defined below by such a bundle; it leaves out the generic path's code for a plan made
+ * for a DSP/MVE core's paths (a pointwise layer written over its input), which a host build of
+ * that core's bundle runs.
  */
 #ifndef MCU_CONFIG_H
 #define MCU_CONFIG_H

@@ -100,25 +100,31 @@ MCU_CONV_NOINLINE void mcu_conv2d_s8_fuse_store(const mcu_conv_fuse_t *f, int8_t
     }
 }
 
+int mcu_conv2d_s8_pointwise_same(const mcu_conv_params_t *p)
+{
+    return p->filter.h == 1 && p->filter.w == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+           p->pad_top == 0 && p->pad_left == 0 && p->output.h == p->input.h &&
+           p->output.w == p->input.w && p->output.c == p->input.c;
+}
+
 int32_t mcu_conv2d_s8_in_place_down(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa)
 {
-    const int pointwise = p->filter.h == 1 && p->filter.w == 1 && p->stride_h == 1 &&
-                          p->stride_w == 1 && p->pad_top == 0 && p->pad_left == 0 &&
-                          p->output.h == p->input.h && p->output.w == p->input.w &&
-                          p->output.c == p->input.c;
-    if (!pointwise) {
+    if (!mcu_conv2d_s8_pointwise_same(p)) {
         return -1;
     }
+    /* never less than one position: the same bundle built for plain C (a host build) runs the
+     * generic path's position-by-position loop over it (mcu_conv2d_s8_generic) */
+    const int32_t one = p->output.c;
     const int32_t path = mcu_conv2d_s8_path(p, bias, isa);
     if (path == MCU_PATH_DSP) {
         /* a pass extends its positions' windows into the scratch, then writes their outputs; the
          * last pass of a call whose passes do not divide the positions starts over written ones */
         const int32_t per_pass = mcu_conv2d_s8_dsp_positions(p, bias);
         const int32_t positions = p->input.n * p->input.h * p->input.w;
-        return positions % per_pass == 0 ? 0 : per_pass * p->output.c;
+        return positions % per_pass == 0 ? one : per_pass * p->output.c;
     }
     if (path == MCU_PATH_MVE && p->output.c <= MCU_CONV_MVE_OC_BLOCK) {
-        return 0; /* three positions' windows copied, then their outputs: one block of channels */
+        return one; /* three positions' windows copied, then their outputs: one block of channels */
     }
     return -1; /* generic: each block of channels reads every position again */
 }

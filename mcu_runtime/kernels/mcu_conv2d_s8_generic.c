@@ -364,11 +364,55 @@ void mcu_conv2d_s8_generic_block(const mcu_conv_block_t *c, const int8_t *input,
     conv_block(c, input, output, patch);
 }
 
+/* A pointwise call whose output overlaps its input: planned so for a core whose path reads a group
+ * of positions before it writes them (mcu_conv2d_s8_in_place_down: at least one position below),
+ * and run here because the bundle was built for plain C (a host build). The generic loops read
+ * every position again per block of channels, so this runs position by position, every channel
+ * of a position from its own bytes; its outputs land on positions already read. Each channel's
+ * weight sum is taken again per position: slower, the same integers (mcu_conv2d_s8_ref.c). */
+#if MCU_ISA_PLAN == MCU_ISA_C && !defined(MCU_PLANNED_FOR_C)
+#define MCU_CONV_BY_POSITIONS 1 /* (not in a bundle planned for plain C: it plans no such call) */
+static int over_input(const mcu_conv_params_t *p, const int8_t *input, const int8_t *output)
+{
+    const uintptr_t in = (uintptr_t)input;
+    const uintptr_t out = (uintptr_t)output;
+    const uintptr_t bytes = (uintptr_t)p->input.n * (uintptr_t)p->input.h *
+                            (uintptr_t)p->input.w * (uintptr_t)p->input.c;
+    return mcu_conv2d_s8_pointwise_same(p) && out < in + bytes && in < out + bytes;
+}
+
+MCU_CONV_NOINLINE static void by_positions(const mcu_conv_params_t *p, const int8_t *input,
+                                           const int8_t *filter, const int32_t *bias,
+                                           int8_t *output, const mcu_conv_fuse_t *fuse)
+{
+    const int32_t c = p->input.c;
+    const int32_t positions = p->input.n * p->input.h * p->input.w;
+    for (int32_t pos = 0; pos < positions; ++pos) {
+        const int8_t *const x = input + pos * c;
+        int8_t *const out_px = output + pos * c;
+        for (int32_t oc = 0; oc < c; ++oc) {
+            const int8_t *const w = filter + oc * c;
+            const int32_t corr = mcu_conv_add_wrap(
+                bias != NULL ? bias[oc] : 0,
+                (int32_t)((uint32_t)p->q.input_offset * (uint32_t)mcu_sum_s8(w, c)));
+            const int32_t acc = mcu_conv_add_wrap(mcu_dot1_s8(x, w, c), corr);
+            put(fuse, out_px, oc, mcu_output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q));
+        }
+    }
+}
+#endif
+
 /* scratch: corrections (4 * min(C_out, MCU_CONV_OC_BLOCK) bytes), then the patch */
 void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
                            const int32_t *bias, int8_t *output, void *scratch,
                            const mcu_conv_fuse_t *fuse)
 {
+#if defined(MCU_CONV_BY_POSITIONS)
+    if (over_input(p, input, output)) {
+        by_positions(p, input, filter, bias, output, fuse);
+        return;
+    }
+#endif
     const int32_t out_c = p->output.c;
     const int32_t input_offset = p->q.input_offset;
     int32_t *const corr = (int32_t *)scratch;

@@ -117,6 +117,10 @@ mcu_status_t mcu_conv2d_s8_run(const mcu_context_t *ctx, const mcu_conv_params_t
                                const int8_t *input, const int8_t *filter, const int32_t *bias,
                                int8_t *output, const mcu_conv_fuse_t *fuse);
 
+/* mcu_conv2d_s8_common.c: 1x1, stride 1, no padding, C_out == C_in (a call that may be planned
+ * over its input, mcu_conv2d_s8_in_place_down). */
+int mcu_conv2d_s8_pointwise_same(const mcu_conv_params_t *p);
+
 /* mcu_conv2d_s8_generic.c: the generic path. */
 void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
                            const int32_t *bias, int8_t *output, void *scratch,
