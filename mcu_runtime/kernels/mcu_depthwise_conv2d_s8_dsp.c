@@ -341,8 +341,7 @@ static int32_t pack16(int32_t lo, int32_t hi)
 
 /* The four channels from c: g and w (single rows) and, when `pairs` (3x3 filters), l[0]
  * (channels c, c + 2) and l[1] (c + 1, c + 3) (row pairs). */
-static void prepare_group(mcu_dw_group4_t *restrict g, int32_t (*restrict w)[2],
-                          mcu_dw_lanes2_t *restrict l,
+static void prepare_group(mcu_dw_group4_t *g, int32_t (*w)[2], mcu_dw_lanes2_t *l,
                           const mcu_depthwise_conv_params_t *p, const int8_t *filter,
                           const int32_t *bias, int32_t c, int pairs)
 {
@@ -371,10 +370,14 @@ static void prepare_group(mcu_dw_group4_t *restrict g, int32_t (*restrict w)[2],
     }
     for (int32_t odd = 0; odd < 2; ++odd) {
         mcu_dw_lanes2_t *const lp = &l[odd];
-        for (int32_t kx = -2; kx < 5; ++kx) {
-            for (int32_t ky = 0; ky < 3; ++ky) {
-                lp->wcol[2 + kx][ky] = kx >= 0 && kx < 3 ? w[ky * 3 + kx][odd] : 0;
-            }
+        for (int32_t ky = 0; ky < 3; ++ky) { /* columns 2 .. 4 the taps, the shifted ones 0 */
+            lp->wcol[0][ky] = 0;
+            lp->wcol[1][ky] = 0;
+            lp->wcol[2][ky] = w[3 * ky][odd];
+            lp->wcol[3][ky] = w[3 * ky + 1][odd];
+            lp->wcol[4][ky] = w[3 * ky + 2][odd];
+            lp->wcol[5][ky] = 0;
+            lp->wcol[6][ky] = 0;
         }
         for (int32_t lane = 0; lane < 2; ++lane) {
             const int32_t k = 2 * odd + lane;
