@@ -143,8 +143,8 @@ mcu_status_t mcu_conv2d_s8_lean(const mcu_context_t *ctx, const mcu_conv_params_
  * a pointwise layer (1x1, stride 1, no padding, C_out == C_in) on a path that reads every input
  * byte of a group of positions before it writes their outputs: the DSP path (one pass lower where
  * its last pass steps back over written positions), the MVE path with all channels in one block;
- * never less than one position (C_out bytes), where the same bundle built for plain C (a host
- * build) runs position by position. -1 on the generic path: it does not plan this.
+ * beyond 128 channels never less than one position (C_out bytes), where the same bundle built for
+ * plain C (a host build) runs position by position. -1 on the generic path: it does not plan this.
  */
 int32_t mcu_conv2d_s8_in_place_down(const mcu_conv_params_t *params, const int32_t *bias,
                                     int32_t isa);

@@ -112,9 +112,10 @@ int32_t mcu_conv2d_s8_in_place_down(const mcu_conv_params_t *p, const int32_t *b
     if (!mcu_conv2d_s8_pointwise_same(p)) {
         return -1;
     }
-    /* never less than one position: the same bundle built for plain C (a host build) runs the
-     * generic path's position-by-position loop over it (mcu_conv2d_s8_generic) */
-    const int32_t one = p->output.c;
+    /* the same bundle built for plain C (a host build) runs the generic path's position-by-position
+     * loop over it (mcu_conv2d_s8_generic): at least one position below beyond
+     * MCU_CONV_IN_PLACE_MAX_C channels, where its scratch cannot hold a position's outputs */
+    const int32_t one = p->output.c > MCU_CONV_IN_PLACE_MAX_C ? p->output.c : 0;
     const int32_t path = mcu_conv2d_s8_path(p, bias, isa);
     if (path == MCU_PATH_DSP) {
         /* a pass extends its positions' windows into the scratch, then writes their outputs; the

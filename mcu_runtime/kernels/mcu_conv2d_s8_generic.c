@@ -17,6 +17,7 @@
  *   for four MACs.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "../support/mcu_dot_s8.h"
 #include "mcu_conv2d_s8_internal.h"
@@ -365,11 +366,13 @@ void mcu_conv2d_s8_generic_block(const mcu_conv_block_t *c, const int8_t *input,
 }
 
 /* A pointwise call whose output overlaps its input: planned so for a core whose path reads a group
- * of positions before it writes them (mcu_conv2d_s8_in_place_down: at least one position below),
- * and run here because the bundle was built for plain C (a host build). The generic loops read
- * every position again per block of channels, so this runs position by position, every channel
- * of a position from its own bytes; its outputs land on positions already read. Each channel's
- * weight sum is taken again per position: slower, the same integers (mcu_conv2d_s8_ref.c). */
+ * of positions before it writes them (mcu_conv2d_s8_in_place_down), and run here because the
+ * bundle was built for plain C (a host build). The generic loops read every position again per
+ * block of channels, so this runs position by position, every channel of a position from its own
+ * bytes, its outputs landing on positions already read; when the output starts less than one
+ * position below the input, a position's outputs go through the scratch first (the generic
+ * path's corrections, 4 * min(C, MCU_CONV_OC_BLOCK) >= C bytes: C <= MCU_CONV_IN_PLACE_MAX_C).
+ * Each channel's weight sum is taken again per position: slower, the same integers. */
 #if MCU_ISA_PLAN == MCU_ISA_C && !defined(MCU_PLANNED_FOR_C)
 #define MCU_CONV_BY_POSITIONS 1 /* (not in a bundle planned for plain C: it plans no such call) */
 static int over_input(const mcu_conv_params_t *p, const int8_t *input, const int8_t *output)
@@ -383,20 +386,29 @@ static int over_input(const mcu_conv_params_t *p, const int8_t *input, const int
 
 MCU_CONV_NOINLINE static void by_positions(const mcu_conv_params_t *p, const int8_t *input,
                                            const int8_t *filter, const int32_t *bias,
-                                           int8_t *output, const mcu_conv_fuse_t *fuse)
+                                           int8_t *output, int8_t *scratch,
+                                           const mcu_conv_fuse_t *fuse)
 {
     const int32_t c = p->input.c;
     const int32_t positions = p->input.n * p->input.h * p->input.w;
+    /* (the residual Add's fused stores are never planned over the conv's input) */
+    int8_t *const staged = fuse == NULL && (uintptr_t)input - (uintptr_t)output < (uintptr_t)c
+                               ? scratch
+                               : NULL;
     for (int32_t pos = 0; pos < positions; ++pos) {
         const int8_t *const x = input + pos * c;
         int8_t *const out_px = output + pos * c;
+        int8_t *const to = staged != NULL ? staged : out_px;
         for (int32_t oc = 0; oc < c; ++oc) {
             const int8_t *const w = filter + oc * c;
             const int32_t corr = mcu_conv_add_wrap(
                 bias != NULL ? bias[oc] : 0,
                 (int32_t)((uint32_t)p->q.input_offset * (uint32_t)mcu_sum_s8(w, c)));
             const int32_t acc = mcu_conv_add_wrap(mcu_dot1_s8(x, w, c), corr);
-            put(fuse, out_px, oc, mcu_output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q));
+            put(fuse, to, oc, mcu_output_stage(acc, p->multiplier[oc], p->shift[oc], &p->q));
+        }
+        if (staged != NULL) {
+            memmove(out_px, staged, (size_t)c);
         }
     }
 }
@@ -409,7 +421,7 @@ void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, cons
 {
 #if defined(MCU_CONV_BY_POSITIONS)
     if (over_input(p, input, output)) {
-        by_positions(p, input, filter, bias, output, fuse);
+        by_positions(p, input, filter, bias, output, (int8_t *)scratch, fuse);
         return;
     }
 #endif

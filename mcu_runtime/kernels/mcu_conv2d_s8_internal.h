@@ -21,6 +21,10 @@
 #define MCU_CONV_PATCH_BYTES 576
 /* Generic path: output channels whose offset corrections are kept at a time (int32 each). */
 #define MCU_CONV_OC_BLOCK 32
+/* pointwise calls over their input (mcu_conv2d_s8_in_place_down): up to this many channels the
+ * generic path's scratch holds one position's outputs, so a host build of the bundle runs them at
+ * any start below the input; above it they start at least one position below */
+#define MCU_CONV_IN_PLACE_MAX_C (4 * MCU_CONV_OC_BLOCK)
 /* DSP path: the interleaved window buffer in words (P = 4 positions per pass up to K = 144,
  * P = 2 up to 288, P = 1 up to 576) and the largest window gathered byte by byte (C_in % 4 != 0;
  * larger windows need C_in % 4 == 0 and are read tap by tap). */

@@ -1,10 +1,10 @@
 """A pointwise convolution (1x1, stride 1, as many output channels as input ones) written over its
 input in one whole call (emitter/kernels/mcu_conv2d_s8.py in_place): the planner places its output
-exactly where the C path allows it (the DSP path: one position lower when its passes divide the
-positions, else four positions lower; MVE: one position lower, when the channels are one block;
-generic: never; never less than one position, where a host build of the same bundle runs the
-generic path position by position), and the bundle stays bit-exact with the golden model in QEMU
-and built for the host."""
+exactly where the C path allows it (the DSP path: on the input when its passes divide the
+positions, else four positions lower; MVE: on the input, when the channels are one block;
+generic: never; beyond 128 channels at least one position lower, where a host build of the same
+bundle runs the generic path position by position without room for a position's outputs), and the
+bundle stays bit-exact with the golden model in QEMU and built for the host."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,8 +28,8 @@ IR_VERSION = 8
 
 # (core, channels, height, width): the whole-call overlap the core's path allows, in positions (None: none)
 CASES = [("cortex-m4", 16, 5, 5, 4),  # 25 positions: the DSP path's last pass steps back
-         ("cortex-m7", 16, 4, 6, 1),  # 24 positions: every pass whole (one position: the host build)
-         ("cortex-m55", 16, 5, 5, 1),  # MVE: one block of channels (one position: the host build)
+         ("cortex-m7", 16, 4, 6, 0),  # 24 positions: every pass whole
+         ("cortex-m55", 16, 5, 5, 0),  # MVE: one block of channels
          ("cortex-m55", 80, 3, 3, None),  # MVE: two blocks (MCU_CONV_MVE_OC_BLOCK 64): never
          ("cortex-m0plus", 16, 5, 5, None)]  # generic: never
 
@@ -83,8 +83,8 @@ def test_the_rule_is_the_pointwise_layers_only() -> None:
 
     rule = kernel("mcu_conv2d_s8").in_place
     assert rule is not None
-    assert rule(conv(1, 1, 0, 8), None, "dsp") == 8  # 36 positions: one position (the host build)
-    assert rule(conv(1, 1, 0, 8), None, "mve") == 8
+    assert rule(conv(1, 1, 0, 8), None, "dsp") == 0  # 36 positions
+    assert rule(conv(1, 1, 0, 8), None, "mve") == 0
     assert rule(conv(1, 1, 0, 8), None, "c") is None
     for other in (conv(3, 1, 1, 8), conv(1, 2, 0, 8), conv(1, 1, 0, 16), conv(1, 1, 1, 8)):
         assert rule(other, None, "dsp") is None
@@ -115,15 +115,20 @@ def test_pointwise_in_place_bit_exact_in_qemu(core: str, ch: int, h: int, w: int
         assert np.array_equal(np.asarray(on_host[k][0]).ravel(), np.asarray(want[k][0]).ravel()), (core, k, "host")
 
 
-@pytest.mark.parametrize("core", ["cortex-m4", "cortex-m7", "cortex-m55"])
-def test_board_bundle_over_its_input_bit_exact_built_for_the_host(core: str, tmp_path: Path) -> None:
-    """40 channels: two of the generic path's blocks of channels (MCU_CONV_OC_BLOCK 32), whose
-    loops read every position again per block; the board's path writes each layer over its input,
-    and the same bundle built with the host gcc runs it position by position, bit-exact."""
+@pytest.mark.parametrize(("core", "ch", "h", "w"), [("cortex-m4", 40, 5, 5), ("cortex-m7", 40, 4, 6),
+                                                    ("cortex-m55", 40, 5, 5), ("cortex-m7", 144, 4, 6)])
+def test_board_bundle_over_its_input_bit_exact_built_for_the_host(core: str, ch: int, h: int, w: int,
+                                                                  tmp_path: Path) -> None:
+    """Two or more of the generic path's blocks of channels (MCU_CONV_OC_BLOCK 32), whose loops
+    read every position again per block; the board's path writes each layer over its input (on it:
+    cortex-m7 and cortex-m55 at 40 channels; one position lower at 144), and the same bundle built
+    with the host gcc runs it position by position, bit-exact."""
     board = load_board(core)
-    onnx_path = pointwise_model(40, 5, 5, tmp_path)
+    onnx_path = pointwise_model(ch, h, w, tmp_path)
     c = compile_model(onnx_path, name="net", board=board, memory="inplace", io_nhwc=True)
-    assert all(placed_down(c, k) is not None for k in pointwise_steps(c)[:-1])  # over their inputs
+    downs = [placed_down(c, k) for k in pointwise_steps(c)[:-1]]
+    assert all(d is not None for d in downs), downs  # over their inputs
+    assert ch <= 128 or min(downs) >= ch, downs  # type: ignore[type-var]
     rng = np.random.default_rng(2)
     samples = [[rng.integers(-128, 128, c.input_shapes[0]).astype(np.int8)] for _ in range(3)]
     host_c = compile_model(onnx_path, name="net", memory="layer", isa="c", io_nhwc=True)
