@@ -54,6 +54,15 @@ def placed_down(c: Compiled, step: int) -> int | None:
     return src.offset - dst.offset
 
 
+def board_bundle_on_host(c: Compiled, samples: list[list[np.ndarray]], tmp_path: Path) -> list:
+    """The board's bundle of `c` built with the host gcc (-Werror) and run on `samples`: its outputs."""
+    write_glue(c, tmp_path / "board_glue")
+    run_dir, res = run_on_host(emit(c, tmp_path / "board_bundle"), tmp_path / "board_glue", tmp_path / "board_host",
+                               samples, werror=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+    return unpack(c, (run_dir / "output.bin").read_bytes(), len(samples))
+
+
 @pytest.mark.parametrize(("core", "ch", "h", "w", "positions"), CASES)
 def test_pointwise_written_over_its_input_where_the_path_allows(core: str, ch: int, h: int, w: int,
                                                                 positions: int | None, tmp_path: Path) -> None:
@@ -106,11 +115,7 @@ def test_pointwise_in_place_bit_exact_in_qemu(core: str, ch: int, h: int, w: int
     for k in range(len(samples)):
         assert np.array_equal(np.asarray(got[k][0]).ravel(), np.asarray(want[k][0]).ravel()), (core, k)
     # the board's bundle itself built for the host (`make CC=gcc`): the plain C paths run its plan
-    write_glue(c, tmp_path / "board_glue")
-    run_dir, res = run_on_host(emit(c, tmp_path / "board_bundle"), tmp_path / "board_glue", tmp_path / "board_host",
-                               samples, werror=True)
-    assert res.returncode == 0, res.stdout + res.stderr
-    on_host = unpack(c, (run_dir / "output.bin").read_bytes(), len(samples))
+    on_host = board_bundle_on_host(c, samples, tmp_path)
     for k in range(len(samples)):
         assert np.array_equal(np.asarray(on_host[k][0]).ravel(), np.asarray(want[k][0]).ravel()), (core, k, "host")
 
@@ -127,16 +132,11 @@ def test_board_bundle_over_its_input_bit_exact_built_for_the_host(core: str, ch:
     onnx_path = pointwise_model(ch, h, w, tmp_path)
     c = compile_model(onnx_path, name="net", board=board, memory="inplace", io_nhwc=True)
     downs = [placed_down(c, k) for k in pointwise_steps(c)[:-1]]
-    assert all(d is not None for d in downs), downs  # over their inputs
-    assert ch <= 128 or min(downs) >= ch, downs  # type: ignore[type-var]
+    assert all(d is not None and (ch <= 128 or d >= ch) for d in downs), downs  # over their inputs
     rng = np.random.default_rng(2)
     samples = [[rng.integers(-128, 128, c.input_shapes[0]).astype(np.int8)] for _ in range(3)]
     host_c = compile_model(onnx_path, name="net", memory="layer", isa="c", io_nhwc=True)
     want = run_host(host_c, emit(host_c, tmp_path / "host_bundle"), samples, tmp_path / "host")
-    write_glue(c, tmp_path / "board_glue")
-    run_dir, res = run_on_host(emit(c, tmp_path / "board_bundle"), tmp_path / "board_glue", tmp_path / "board_host",
-                               samples, werror=True)
-    assert res.returncode == 0, res.stdout + res.stderr
-    got = unpack(c, (run_dir / "output.bin").read_bytes(), len(samples))
+    got = board_bundle_on_host(c, samples, tmp_path)
     for k in range(len(samples)):
         assert np.array_equal(np.asarray(got[k][0]).ravel(), np.asarray(want[k][0]).ravel()), (core, k)
