@@ -110,6 +110,7 @@ class Kernel:
     exact_in_place_inputs: tuple[int, ...] = ()
     in_place: InPlace | None = None
     in_place_exact: bool = False
+    lean_in_place: InPlace | None = None  # as in_place, of the lean call (lean_c)
     in_place_c: str = ""
     in_place_buffer_size: InPlaceScratch | None = None
     in_place_c_calls: Callable[[Any], int] | None = None

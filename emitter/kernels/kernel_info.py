@@ -113,7 +113,8 @@ def _channels(p: Any, count: int, bias: np.ndarray | None) -> str:
 def query(kind: str, p: Any, bias: np.ndarray | None, isa: str) -> str:
     """The tool's input line for one call (kind: "conv", "lean" (a conv's lean call), "pw" (a conv's
     in-place question), "dw", "dwip" (a depthwise's in-place scratch), "dwov" (a depthwise's in-place
-    question), "dwlean" (a depthwise's lean call) or "fc"; the tool's header)."""
+    question), "dwlean" (a depthwise's lean call),
+    "dwlov" (its lean call's in-place question) or "fc"; the tool's header)."""
     head = f"{kind} {ISA[isa]}"
     if kind == "fc":
         count = p.out_features if p.per_channel else 1
@@ -124,7 +125,7 @@ def query(kind: str, p: Any, bias: np.ndarray | None, isa: str) -> str:
     if kind in ("conv", "lean", "pw"):
         return (f"{head} {_dims(p.input)} {_dims(p.filter)} {_dims(p.output)} {window} {_quant(p.q)} "
                 f"{_channels(p, p.output.c, bias)}")
-    if kind in ("dw", "dwip", "dwov", "dwlean"):
+    if kind in ("dw", "dwip", "dwov", "dwlean", "dwlov"):
         return (f"{head} {_dims(p.input)} {_dims(p.filter)} {_dims(p.output)} {p.depth_multiplier} {window} "
                 f"{_quant(p.q)} {_channels(p, p.output.c, bias)}")
     raise ValueError(f"kernel_info: unknown kind {kind!r}")

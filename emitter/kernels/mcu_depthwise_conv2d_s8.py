@@ -168,6 +168,15 @@ def in_place(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> int |
     return None if down < 0 else down
 
 
+def lean_in_place(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> int | None:
+    """in_place() of the lean call (mcu_depthwise_conv2d_s8_lean_overlap_down(), asked of the C: its
+    path runs no row pairs, so it starts nearer its input: 3x3 with padding 1, a row and a pixel)."""
+    if p.output != p.input:
+        return None
+    down = kernel_info.ask("dwlov", p, bias, isa)[1]
+    return None if down < 0 else down
+
+
 def in_place_buffer_size(p: DepthwiseConvParams, bias: np.ndarray | None, isa: str) -> int | None:
     """Scratch of IN_PLACE_C (mcu_depthwise_conv2d_s8_in_place_get_buffer_size(), asked of the C),
     which writes the output exactly over its input when they have the same dims (a block's channels
@@ -183,6 +192,6 @@ def in_place_c_calls(p: DepthwiseConvParams) -> int:
 
 
 KERNEL = Kernel("mcu_depthwise_conv2d_s8", band=band, band_c=BAND_C, lean_c=LEAN_C, lean_buffer_size=lean_buffer_size,
-                in_place=in_place, in_place_exact=True, in_place_c=IN_PLACE_C,
+                in_place=in_place, in_place_exact=True, lean_in_place=lean_in_place, in_place_c=IN_PLACE_C,
                 in_place_buffer_size=in_place_buffer_size, in_place_c_calls=in_place_c_calls,
                 buffer_size=buffer_size, path=path, to_cmsis=to_cmsis)

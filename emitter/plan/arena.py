@@ -36,10 +36,16 @@ class Buffer:
     offset: int = -1
     kind: str = "tensor"  # "tensor" | "scratch" (a kernel's) | "ring" (a streamed layer's last rows)
     of: str = ""  # scratch: the node it serves; ring: the tensor whose rows it holds
+    lead: int = 0  # tensor: bytes before its data (a homing call writes there first: stream.InPlace.home)
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.kind, self.of or self.name)
+
+    @property
+    def data(self) -> int:
+        """Where the tensor's data starts (its offset, after the lead)."""
+        return self.offset + self.lead
 
 
 @dataclass(frozen=True)
@@ -255,16 +261,17 @@ def plan(g: Graph, scratch: list[int] | None = None, alignment: int = 4, guard: 
     alias: dict[str, str] = {}
     if schedule.segments or schedule.exact:
         bufs, alias = scheduled(g, bufs, root, schedule)
+    bufs = with_leads(g, bufs, root, schedule)
     bufs.sort(key=lambda b: b.name)  # ties between equal spans go to the name, not dict order
     spans = [(b.size, b.first, b.last) for b in bufs]
     pairs = overlap_pairs(g, bufs, root, schedule) if not guard else {}
     offsets, arena = place(spans, alignment, guard, pairs)
     placed = [replace(b, offset=off) for b, off in zip(bufs, offsets, strict=True)]
-    at = {b.name: b.offset for b in placed if b.kind == "tensor"}
+    at = {b.name: b.data for b in placed if b.kind == "tensor"}
     placed.sort(key=lambda b: (b.offset, b.first, b.name))
     for b in placed:
         if b.kind == "tensor":
-            location[b.name] = ("arena", b.offset)
+            location[b.name] = ("arena", b.data)
         elif b.kind == "ring":  # a streamed layer's output: only its last rows, in a ring
             location[b.of] = ("ring", b.offset)
     return Plan(tuple(placed), arena, lower_bound(spans, len(g.nodes)), alignment, root, location, guard,
@@ -304,6 +311,16 @@ def scheduled(g: Graph, bufs: list[Buffer], root: dict[str, str],
     return list(by_key.values()), alias
 
 
+def with_leads(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: Schedule) -> list[Buffer]:
+    """The output of a homing call (stream.InPlace.home) leads with the bytes below its data where
+    the call writes before it moves the output up onto its input: they are the output's own, so
+    the call is right wherever the buffer lands."""
+    lead = {root[g.nodes[k].outputs[0]]: c.down for k in schedule.exact
+            if (c := schedule.call_at(k)) is not None and c.home}
+    return [replace(b, size=b.size + lead[b.name], lead=lead[b.name]) if b.kind == "tensor" and b.name in lead
+            else b for b in bufs]
+
+
 def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: Schedule) -> Pairs:
     """The overlaps the schedule allows, as pairs of buffer indices: a segment's output over a
     whole input it reads for the last time; an exact in-place layer's output over such an operand."""
@@ -311,9 +328,11 @@ def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: 
     pairs: Pairs = {}
 
     def allow(src: str, out: str, down: int, up: int | None, end: int, exact: bool = False) -> None:
+        """down, up: between the tensors' data (the buffers' offsets differ by their leads too)."""
         a, b = index.get(root[src]), index.get(root[out])
         if a is not None and b is not None and a != b and bufs[a].last == end and bufs[a].first <= bufs[b].first:
-            pairs[a, b] = (down, up, exact)
+            shift = bufs[a].lead - bufs[b].lead
+            pairs[a, b] = (down + shift, None if up is None else up + shift, exact)
 
     for seg in schedule.segments:
         out = seg.stages[-1].output
@@ -337,8 +356,9 @@ def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: 
             if name and not g.t(name).is_const and g.t(name).nbytes == g.t(node.outputs[0]).nbytes \
                     and root.get(name, name) not in other:
                 call = calls.get(step)  # Pairs: offset(out) - offset(in) <= down (exact: == down)
-                allow(name, node.outputs[0], -call.down if call is not None else 0, None, step,
-                      call is not None and call.exact)
+                homed = call is not None and call.home  # (its output moved up exactly onto its input)
+                allow(name, node.outputs[0], -call.down if call is not None and not homed else 0, None, step,
+                      call is not None and (call.exact or homed))
     return pairs
 
 

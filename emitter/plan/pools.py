@@ -219,7 +219,7 @@ def assign(g: Graph, prepared: Sequence[Prepared], p: Plan, pools: Sequence[Pool
     location = dict(p.location)
     for b in moved:
         if b.kind == "tensor":
-            location[b.name] = ("arena", b.offset)
+            location[b.name] = ("arena", b.data)
         elif b.kind == "ring":
             location[b.of] = ("ring", b.offset)
     moved.sort(key=lambda b: (b.offset, b.first, b.name))

@@ -37,6 +37,9 @@ LEAN_EXTRA_PER_MAC = {"mve": 0.15, "dsp": 0.9, "c": 0.0, "any": 0.9}
 # mcu_conv2d_s8_lean's DSP variant over the DSP path's table counts: QEMU, micro_speech's first conv by
 #   rows at --ram-budget 2600 against 3000 (the fast path by rows), cortex-m4/m7: +121k on ~700k
 LEAN_DSP_FACTOR = 1.17
+# a whole lean call of a 3x3 depthwise layer the DSP path runs by row pairs (the lean variant: single
+#   rows) over the table's counts: QEMU, KWS's depthwise layers on cortex-m7, 425,439 against 306,799
+LEAN_DW_PAIRS_FACTOR = 1.39
 MAX_SEGMENT = 12  # layers per streamed segment
 HEIGHTS = (1, 2, 4, 8)  # band heights the search tries: output rows a layer of a segment makes per call
 # mcu_conv2d_s8's DSP path computes PASS_POSITIONS output positions a pass, its last pass over a call's
@@ -239,6 +242,8 @@ def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
         slow, slower = lean_path_of(p, isa)
         whole, lean = predicted(core, isa, shape, fast), predicted(core, isa, shape, slow)
         lean = int(lean * slower) if lean is not None else None
+        if lean is not None and p.kernel == "mcu_depthwise_conv2d_s8" and slow == "dsp" and dw_pairs(params):
+            lean = int(lean * LEAN_DW_PAIRS_FACTOR)  # (a row's band has no pairs to lose: not its rows)
         by: list[tuple[int, int, int]] = []
         per_pass = PASS_POSITIONS.get((p.kernel, fast), 1)
         for h in HEIGHTS:
@@ -266,6 +271,12 @@ def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
             continue
         out[k] = LayerCost(whole, lean, by[0][1], by[0][2], tuple(by[1:]))
     return out
+
+
+def dw_pairs(p: Any) -> bool:
+    """The DSP depthwise path runs this layer's whole call by row pairs (mcu_dw_dsp, _dsp.c: 3x3,
+    vertical stride and dilation 1, more than one output row); its lean call does not."""
+    return bool(p.filter.h == 3 and p.filter.w == 3 and p.stride_h == 1 and p.dilation_h == 1 and p.output.h > 1)
 
 
 def lean_path_of(p: Prepared, isa: str) -> tuple[str, float]:

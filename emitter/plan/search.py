@@ -43,6 +43,7 @@ from emitter.kernels import kernel
 from emitter.plan.arena import Plan, plan
 from emitter.plan.order import orders, reorder
 from emitter.plan.propose import (
+    LEAN_EXTRA_PER_MAC,
     MOVE_INSTRUCTIONS_PER_BYTE,
     Costs,
     SegmentCache,
@@ -63,11 +64,13 @@ from emitter.plan.stream import (
     exact_in_place,
     in_place_c_call,
     in_place_call,
+    lean_in_place_call,
     without_lean,
 )
 
 INSTRUCTIONS_PER_MAC = {"mve": 0.9, "dsp": 1.9, "c": 5.0, "any": 1.9}  # QEMU counts of the shared models
 FREE_OVERHEAD = 0.02  # auto without an explicit budget: the smallest plan within this estimated overhead
+HOMING = True  # offer in-place plans whose layers move their output back up (tests of the plain rule: False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,15 +111,18 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
     own = frozenset(k for k, c in calls.items() if not c.exact)  # never by rows alone
     blocks = frozenset(alt)
 
-    def schedule(kind: str, segments: tuple[Segment, ...], use: frozenset[int] = frozenset()) -> Schedule:
-        """use: the depthwise layers that write over their input (blocks)."""
+    def schedule(kind: str, segments: tuple[Segment, ...], use: frozenset[int] = frozenset(),
+                 over: dict[int, InPlace] | None = None) -> Schedule:
+        """use: the depthwise layers that write over their input (blocks); over: calls instead of
+        `calls` (homing ones)."""
         rows = {st.step for s in segments for st in s.stages}
         exact = tuple(k for k, p in enumerate(prepared)
                       if (exact_in_place(p.kernel) and not p.then) or (k in calls and k not in rows) or k in use)
         return Schedule(kind, segments, exact,
                         tuple((0,) if k in calls or k in use else kernel(prepared[k].kernel).exact_in_place_inputs
                               for k in exact),
-                        tuple(alt[k] if k in use else calls.get(k) for k in exact), host_inputs=True)
+                        tuple(alt[k] if k in use else (over or {}).get(k, calls.get(k)) for k in exact),
+                        host_inputs=True)
 
     out = [Candidate(plan(g, scratch, alignment), 0)]
     copy = int(sum(g.t(n).nbytes for n in g.inputs) * MOVE_INSTRUCTIONS_PER_BYTE)  # run() copies the input in
@@ -131,6 +137,20 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
             break
         use |= steps
         out.append(got)
+    # the same with the layers over their input homing (their output moved back up onto the input:
+    # a chain of them stays in place instead of sinking by each offset), then with lean calls where
+    # those start nearer the input with their scratch
+    base = out[0].plan  # (an output in the caller's buffer has no room below it)
+    homes = {k: homing(c, prepared[k], isa=isa) for k, c in calls.items() if c.down > 0 and k not in use
+             and base.location[base.root[g.nodes[k].outputs[0]]][0] == "arena"}
+    if homes and HOMING:
+        out.append(candidate(g, scratch, alignment, schedule("inplace", (), use, homes), copy, isa, costs))
+        leans = {k: homing(c, prepared[k], costs.get(k), isa) for k in homes
+                 if (c := lean_in_place_call(prepared[k], isa)) is not None
+                 and c.down + c.scratch < homes[k].down + scratch[k]}
+        if leans:
+            out.append(candidate(g, scratch, alignment, schedule("inplace", (), use, homes | leans), copy, isa,
+                                 costs))
     one = [s for s in singles(g, prepared, isa) if s.first not in own]
     out.append(candidate(g, scratch, alignment, schedule("overlap", tuple(one)), copy, isa, costs))
     if blocks:  # the depthwise layers in place rather than by rows
@@ -223,6 +243,24 @@ def with_cost(c: InPlace, p: Prepared) -> InPlace:
     count = kernel(p.kernel).in_place_c_calls
     calls = count(params) if count is not None else 1
     return replace(c, cost=int(2 * nbytes * IN_PLACE_PER_BYTE) + IN_PLACE_BLOCK_CALL * calls)
+
+
+# mcu_move_up_s8 per byte moved: Thumb-2 (the DSP and MVE cores) an LDMDB and an STMDB a 16 bytes
+# (QEMU, cortex-m7: 2,523 instructions for 8,000 bytes); else four loads and stores and the loop
+HOME_MOVE_PER_BYTE = {"dsp": 0.32, "mve": 0.32, "c": 0.75, "any": 0.75}
+
+
+def homing(c: InPlace, p: Prepared, cost: Any = None, isa: str = "any") -> InPlace:
+    """The in-place call writing `down` below its input, then moving its output up onto it, with its
+    estimated extra instructions: the move, and for a lean call (c.call) what it costs over the
+    fast call (the core's table, else LEAN_EXTRA_PER_MAC)."""
+    out = cast(Any, p.params).output
+    extra = 0
+    if c.call:
+        extra = max(0, cost.whole_lean - cost.whole) if cost is not None else \
+            int(p.macs * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"]))
+    per_byte = HOME_MOVE_PER_BYTE.get(isa, HOME_MOVE_PER_BYTE["any"])
+    return replace(c, home=True, cost=int(out.n * out.h * out.w * out.c * per_byte) + extra)
 
 
 def model_cost(prepared: tuple[Prepared, ...], isa: str) -> int:

@@ -58,6 +58,7 @@ class InPlace:
     call: str = ""  # the C function of that call ("": the layer's own)
     scratch: int = 0  # that call's scratch (with `call`)
     cost: int = 0  # its estimated extra instructions (search.with_cost)
+    home: bool = False  # writes `down` below its input, then moves the output up exactly onto it
 
 
 def _ours(p: Prepared, isa: str) -> bool:
@@ -74,6 +75,18 @@ def in_place_call(p: Prepared, isa: str) -> InPlace | None:
         return None
     down = t.in_place(p.params, bias_of(p), isa)
     return None if down is None else InPlace(down, t.in_place_exact)
+
+
+def lean_in_place_call(p: Prepared, isa: str) -> InPlace | None:
+    """The layer's lean call (its twin's lean_c, the least scratch) over its main input (its twin's
+    lean_in_place), None where there is none."""
+    t = twin(p.kernel)
+    if t.lean_in_place is None or not t.lean_c or t.lean_buffer_size is None or not _ours(p, isa):
+        return None
+    down = t.lean_in_place(p.params, bias_of(p), isa)
+    if down is None:
+        return None
+    return InPlace(down, t.in_place_exact, t.lean_c, t.lean_buffer_size(p.params, bias_of(p), isa))
 
 
 def in_place_c_call(p: Prepared, isa: str) -> InPlace | None:

@@ -154,11 +154,16 @@ class BundleBuilder:
         structs: list[tuple[str, str, str]] = []
         if seg is not None:
             return self.stage_layer(k, seg, params_type, params_ident, params_init, structs, before)
-        calls = [LayerCall(self.call(k, node.name, *self.kernel_args(k), structs, local_decls, params_ident),
+        out = node.outputs[0]
+        call = self.c.plan.schedule.call_at(k)
+        home = self.home_at(k, out)
+        ptrs = None if home is None else {out: home}
+        calls = [LayerCall(self.call(k, node.name, *self.kernel_args(k), structs, local_decls, params_ident, ptrs),
                            call_kind(p.kernel))]
         calls += [LayerCall(self.call(k, node.name, c.kernel, c.args, structs, local_decls), call_kind(c.kernel))
                   for c in p.then]
-        out = node.outputs[0]
+        if home is not None and call is not None:
+            calls.append(LayerCall(f"mcu_move_up_s8({home}, {self.g.t(out).nbytes}, {call.down})", "void"))
         how = f": {c_comment(p.summary)}" if p.summary else ""
         comment = [*self.title(k), f"kernel {p.kernel}{how}; {p.macs} MACs"]
         for i in node.inputs:
@@ -166,8 +171,10 @@ class BundleBuilder:
                 comment += self.describe("in ", i)
         comment += self.describe("out", out)
         scratch = scratch_of(self.c.plan, node.name)
-        call = self.c.plan.schedule.call_at(k)
-        if call is not None and call.call:
+        if home is not None and call is not None:
+            comment.append(f"{f'calls {call.call}: ' if call.call else ''}writes its output {call.down} bytes below "
+                           "its input (the path's order of writes), then moves it up onto it")
+        elif call is not None and call.call:
             comment.append(f"calls {call.call}: its output over its input, channel block by channel block")
         if scratch is not None:
             size = call.scratch if call is not None and call.call else p.scratch
@@ -178,6 +185,15 @@ class BundleBuilder:
                      self.c.plan.offset_of(out), p.macs, sum(a.nbytes for a in self.arrays) - before,
                      tuple(structs),
                      precheck(p.kernel, p.operands, lambda a: f"{self.prefix}_l{k}_{a.suffix}", ctx_size(p)))
+
+    def home_at(self, k: int, out: str) -> str | None:
+        """Where a homing call (stream.InPlace.home) writes its output before moving it up onto
+        its input: `down` bytes below the output's place (the lead of its buffer), or None."""
+        call = self.c.plan.schedule.call_at(k)
+        kind, where = self.c.plan.location[self.c.plan.root[out]]
+        if call is None or not call.home or kind != "arena":
+            return None
+        return self.arena_at(where - call.down)
 
     def segment_at(self, k: int) -> Segment | None:
         """The row-band segment layer k runs in, when it does not run as one plain call."""
@@ -374,7 +390,8 @@ class BundleBuilder:
     def context(self) -> dict[str, Any]:
         layers = [lay for lay in (self.layer(k) for k in range(len(self.g.nodes))) if lay is not None]
         kernels = sorted({lay.kernel for lay in layers if is_portable(lay.kernel)})
-        bands = any(lay.block for lay in layers)
+        bands = any(lay.block for lay in layers) or any(self.home_at(lay.index, self.g.nodes[lay.index].outputs[0])
+                                                         for lay in layers)  # (mcu_move_up_s8)
         sources = [f"mcu_runtime/{f}" for f in runtime_files(kernels, bands, self.isa) if f.endswith(".c")]
         m = self.c.model
         inputs, outputs = self.io(self.g.inputs, "INPUT"), self.io(self.g.outputs, "OUTPUT")

@@ -237,6 +237,9 @@ mcu_status_t mcu_depthwise_conv2d_s8_in_place(const mcu_context_t *ctx,
  */
 int32_t mcu_depthwise_conv2d_s8_overlap_down(const mcu_depthwise_conv_params_t *params,
                                              const int32_t *bias, int32_t isa);
+/** @brief The same of one whole mcu_depthwise_conv2d_s8_lean call (its path never runs row pairs). */
+int32_t mcu_depthwise_conv2d_s8_lean_overlap_down(const mcu_depthwise_conv_params_t *params,
+                                                  const int32_t *bias, int32_t isa);
 
 /**
  * @brief Scratch bytes of mcu_depthwise_conv2d_s8_in_place on `isa` (MCU_ISA_*): the most one

@@ -406,8 +406,9 @@ static int overlap_ok(const mcu_depthwise_conv_params_t *p, int order, int32_t d
     return 1;
 }
 
-int32_t mcu_depthwise_conv2d_s8_overlap_down(const mcu_depthwise_conv_params_t *params,
-                                             const int32_t *bias, int32_t isa)
+/* overlap_down() of the whole call (lean 0) or of the lean call (lean 1: no row pairs) */
+static int32_t overlap_down(const mcu_depthwise_conv_params_t *params, const int32_t *bias,
+                            int32_t isa, int lean)
 {
     if (params == NULL || params->depth_multiplier != 1 || params->input.n != 1 ||
         params->output.n != 1 || params->input.c != params->output.c ||
@@ -419,9 +420,11 @@ int32_t mcu_depthwise_conv2d_s8_overlap_down(const mcu_depthwise_conv_params_t *
     }
     /* the orders the path may take: rows always (the generic loops, the DSP path's tail channels) */
     int by_pairs = 0, by_columns = 0;
-    if (mcu_depthwise_conv2d_s8_path(params, bias, isa) == MCU_PATH_DSP) {
-        by_pairs = params->filter.h == 3 && params->filter.w == 3 && params->stride_h == 1 &&
-                   params->dilation_h == 1;
+    const int32_t path = lean ? mcu_depthwise_conv2d_s8_lean_path(params, bias, isa)
+                              : mcu_depthwise_conv2d_s8_path(params, bias, isa);
+    if (path == MCU_PATH_DSP) {
+        by_pairs = !lean && params->filter.h == 3 && params->filter.w == 3 &&
+                   params->stride_h == 1 && params->dilation_h == 1;
         by_columns = params->filter.w == 1 && mcu_dw_dsp_line_ok(params);
     }
     const int32_t most = params->output.h * params->output.w; /* from there on, no write lands on it */
@@ -432,4 +435,16 @@ int32_t mcu_depthwise_conv2d_s8_overlap_down(const mcu_depthwise_conv_params_t *
         ++d;
     }
     return d * params->output.c;
+}
+
+int32_t mcu_depthwise_conv2d_s8_overlap_down(const mcu_depthwise_conv_params_t *params,
+                                             const int32_t *bias, int32_t isa)
+{
+    return overlap_down(params, bias, isa, 0);
+}
+
+int32_t mcu_depthwise_conv2d_s8_lean_overlap_down(const mcu_depthwise_conv_params_t *params,
+                                                  const int32_t *bias, int32_t isa)
+{
+    return overlap_down(params, bias, isa, 1);
 }

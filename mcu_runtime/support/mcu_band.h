@@ -75,6 +75,12 @@ mcu_status_t mcu_window_band(const mcu_window_t *window, int32_t o0, int32_t o1,
 mcu_status_t mcu_add_s8_band(const mcu_add_params_t *params, int32_t row_size, int32_t o0,
                              int32_t o1, mcu_add_params_t *band, int32_t rows[2]);
 
+/* Moves `size` bytes at `data` up by `by` bytes (onto data + by; they may overlap), from the end
+ * down, four words a pass where data, size and by are multiples of 4: a layer planned to write its
+ * output `by` bytes below its input (its path's order of writes) puts it back onto the input, so a
+ * chain of such layers stays in one place (mcugen's homing calls). */
+void mcu_move_up_s8(int8_t *data, int32_t size, int32_t by);
+
 /* Room for tensor row ring->base + ring->count (mcu_ring_push_rows of one row); returns where to
  * write it, or NULL when the ring is full and no row below `keep` can be dropped (a planning
  * error). */

@@ -19,6 +19,7 @@
  *   dwip ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_in_place_get_buffer_size() as SIZE
  *   dwov ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_overlap_down() as SIZE (-1: not over it)
  *   dwlean ISA (as dw): mcu_depthwise_conv2d_s8_lean_path() and _lean_buffer_size()
+ *   dwlov ISA (as dw): the lean path, and mcu_depthwise_conv2d_s8_lean_overlap_down() as SIZE
  *   fc   ISA  batches in_features out_features q per_channel C multiplier[C] shift[C]
  *
  * A malformed line ends the tool with status 2.
@@ -133,7 +134,7 @@ int main(void)
                 size = mcu_conv2d_s8_get_buffer_size(&p, has_bias ? bias : NULL, isa);
             }
         } else if (strcmp(op, "dw") == 0 || strcmp(op, "dwip") == 0 || strcmp(op, "dwov") == 0 ||
-                   strcmp(op, "dwlean") == 0) {
+                   strcmp(op, "dwlean") == 0 || strcmp(op, "dwlov") == 0) {
             if (!read_window(&w, 1, &has_bias)) {
                 return 2;
             }
@@ -142,6 +143,7 @@ int main(void)
                                 : mcu_depthwise_conv2d_s8_path(&w, b, isa);
             size = op[2] == 'i'   ? mcu_depthwise_conv2d_s8_in_place_get_buffer_size(&w, b, isa)
                    : op[2] == 'o' ? mcu_depthwise_conv2d_s8_overlap_down(&w, b, isa)
+                   : op[3] == 'o' ? mcu_depthwise_conv2d_s8_lean_overlap_down(&w, b, isa)
                    : op[2] == 'l' ? mcu_depthwise_conv2d_s8_lean_buffer_size(&w, b, isa)
                                   : mcu_depthwise_conv2d_s8_get_buffer_size(&w, b, isa);
         } else if (strcmp(op, "fc") == 0) {

@@ -127,25 +127,26 @@ def shape_in(seed: int) -> tuple[int, int, int]:
     return int(rng.integers(1, 9)), int(rng.integers(5, 19)), int(rng.integers(3, 12))
 
 
-def same_size_convs(c: int, h: int, w: int, kernels: tuple[int | tuple[int, int], ...], depthwise: bool, out: Path,
-                    seed: int = 0) -> Path:
+def same_size_convs(c: int, h: int, w: int, kernels: tuple[int | tuple[int, int], ...],
+                    depthwise: bool | tuple[bool, ...], out: Path, seed: int = 0) -> Path:
     """Convolutions of c -> c channels over [1, c, h, w], one per kernel size (k x k, or (kh, kw); padding
-    k // 2 on each side: each output as large as its input; depthwise: group c), each with ReLU;
-    quantized QDQ int8."""
+    k // 2 on each side: each output as large as its input; depthwise: group c, for all or per layer),
+    each with ReLU; quantized QDQ int8."""
     rng = np.random.default_rng(seed)
     nodes, inits = [], []
     cur = "x"
-    for k, size in enumerate(kernels):
+    flags = depthwise if isinstance(depthwise, tuple) else (depthwise,) * len(kernels)
+    for k, (size, dw) in enumerate(zip(kernels, flags, strict=True)):
         kh, kw = (size, size) if isinstance(size, int) else size
-        inits += [numpy_helper.from_array(rng.normal(0, 0.5 if depthwise else 0.4, (c, 1 if depthwise else c, kh, kw))
+        inits += [numpy_helper.from_array(rng.normal(0, 0.5 if dw else 0.4, (c, 1 if dw else c, kh, kw))
                                           .astype(np.float32), f"w{k}"),
                   numpy_helper.from_array(rng.normal(0, 0.1, c).astype(np.float32), f"b{k}")]
         ph, pw = kh // 2, kw // 2
         nodes += [helper.make_node("Conv", [cur, f"w{k}", f"b{k}"], [f"c{k}"], name=f"conv{k}",
-                                   group=c if depthwise else 1, kernel_shape=[kh, kw], pads=[ph, pw, ph, pw]),
+                                   group=c if dw else 1, kernel_shape=[kh, kw], pads=[ph, pw, ph, pw]),
                   helper.make_node("Relu", [f"c{k}"], [f"r{k}"], name=f"relu{k}")]
         cur = f"r{k}"
-    name = f"{'dw' if depthwise else 'conv'}_{c}_{h}x{w}"
+    name = f"{'mixed' if len(set(flags)) > 1 else 'dw' if flags[0] else 'conv'}_{c}_{h}x{w}"
     graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, h, w])],
                               [helper.make_tensor_value_info(cur, TensorProto.FLOAT, None)], initializer=inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], producer_name="mcugen-tests")

@@ -20,7 +20,7 @@ from emitter.kernels import kernel
 from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 from emitter.kernels.common import Dims, QuantIO
 from emitter.kernels.mcu_depthwise_conv2d_s8 import DepthwiseConvParams
-from emitter.plan import stream
+from emitter.plan import search, stream
 from emitter.plan.stream import in_place_call
 from emitter.target.toolchain import missing_tools
 from emitter.verify.run import run_host
@@ -29,6 +29,13 @@ from tests.memory.chains import same_size_convs
 from tests.memory.qemu import qemu_outputs
 
 MISSING = missing_tools()
+
+
+@pytest.fixture(autouse=True)
+def _no_homing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests check where the plain in-place rule puts each output (no homing calls, which
+    move it back onto the input: tests/memory/test_homing.py)."""
+    monkeypatch.setattr(search, "HOMING", False)
 # 3x3 (row pairs on DSP), 5x1 (DSP lines down the columns), 1x5 (lines along the rows), 5x5
 WINDOWS: tuple[tuple[int, int], ...] = ((3, 3), (5, 1), (1, 5), (5, 5))
 # (core, channels, height, width): cortex-m55 8 x 5: narrow, the MVE row ring. (Channels a multiple of 4:

@@ -15,6 +15,7 @@ import pytest
 from emitter.boards import load_board
 from emitter.compiler import Compiled, compile_model
 from emitter.kernels import kernel
+from emitter.plan import search
 from emitter.plan.stream import in_place_call
 from emitter.target.toolchain import missing_tools
 from emitter.verify.harness import run_on_host, write_glue
@@ -24,6 +25,13 @@ from tests.memory.chains import same_size_convs
 from tests.memory.qemu import qemu_outputs
 
 MISSING = missing_tools()
+
+
+@pytest.fixture(autouse=True)
+def _no_homing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests check where the plain in-place rule puts each output (no homing calls, which
+    move it back onto the input: tests/memory/test_homing.py)."""
+    monkeypatch.setattr(search, "HOMING", False)
 IR_VERSION = 8
 
 # (core, channels, height, width): the whole-call overlap the core's path allows, in positions (None: none)

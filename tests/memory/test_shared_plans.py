@@ -64,7 +64,7 @@ def test_smallest_plan_bit_exact_with_tflm(name: str, core: str, tmp_path: Path)
 @pytest.mark.skipif(not CMSIS, reason="CMSIS_NN_PATH is not set (the cmsis-nn backend needs the user's CMSIS-NN)")
 @pytest.mark.parametrize(("name", "core", "budget"), [("mlperf_vww_mobilenetv1", "cortex-m4", 48 * 1024),
                                                      ("mlperf_ic_resnet8", "cortex-m55", 30_000),
-                                                     ("mlperf_kws_dscnn", "cortex-m7", 9_000),
+                                                     ("mlperf_kws_dscnn", "cortex-m7", 8_500),
                                                      ("tflm_micro_speech", "cortex-m55", 2_600)])
 def test_budget_plan_with_cmsis_nn(name: str, core: str, budget: int, tmp_path: Path) -> None:
     """The cmsis-nn backend under a budget its whole-tensor calls miss: the layers that run by rows
