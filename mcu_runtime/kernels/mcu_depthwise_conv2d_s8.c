@@ -140,12 +140,12 @@ static void *scratch_of(const mcu_context_t *ctx, int32_t size)
 }
 
 /* The lean call's path on `isa`: the DSP path's lean variant where the fast path is DSP and its
- * scratch (DW_DSP_LEAN_BYTES) is at most DW_DSP_LEAN_MAX_BYTES, else the generic loops. */
+ * scratch (mcu_dw_dsp_lean_bytes) is at most DW_DSP_LEAN_MAX_BYTES, else the generic loops. */
 int32_t mcu_depthwise_conv2d_s8_lean_path(const mcu_depthwise_conv_params_t *params,
                                           const int32_t *bias, int32_t isa)
 {
     return mcu_depthwise_conv2d_s8_path(params, bias, isa) == MCU_PATH_DSP &&
-                   DW_DSP_LEAN_BYTES(params->filter.h * params->filter.w) <= DW_DSP_LEAN_MAX_BYTES
+                   mcu_dw_dsp_lean_bytes(params) <= DW_DSP_LEAN_MAX_BYTES
                ? MCU_PATH_DSP
                : MCU_PATH_GENERIC;
 }
@@ -154,7 +154,7 @@ int32_t mcu_depthwise_conv2d_s8_lean_buffer_size(const mcu_depthwise_conv_params
                                                  const int32_t *bias, int32_t isa)
 {
     return mcu_depthwise_conv2d_s8_lean_path(params, bias, isa) == MCU_PATH_DSP
-               ? DW_DSP_LEAN_BYTES(params->filter.h * params->filter.w)
+               ? mcu_dw_dsp_lean_bytes(params)
                : 0;
 }
 
@@ -363,7 +363,21 @@ static int32_t last_reader(int32_t i, int32_t pad, int32_t stride, int32_t dilat
  * 1xK lines and tail channels). DW_BY_PAIRS: the DSP path's 3x3 row pairs, rows y and y + 1 column
  * by column (mcu_dw_dsp_pair_at), other rows alone. DW_BY_COLUMNS: the DSP path's Kx1 lines, column
  * by column, each top down. */
-enum { DW_BY_ROWS, DW_BY_PAIRS, DW_BY_COLUMNS };
+enum { DW_BY_ROWS, DW_BY_PAIRS, DW_BY_COLUMNS, DW_BY_ROWS_SHIFTED };
+
+/* DW_BY_ROWS_SHIFTED (the lean call's 3x3 variant, mcu_dw_dsp_lean_shifted): rows, but a window one
+ * column out reads the three columns inside: the last output column reading input column i. */
+static int32_t last_shifted_reader(int32_t i, const mcu_depthwise_conv_params_t *p)
+{
+    for (int32_t x = p->output.w - 1; x >= 0; --x) {
+        const int32_t in_x = x * p->stride_w - p->pad_left;
+        const int32_t b = in_x < 0 ? 0 : (in_x > p->input.w - 3 ? p->input.w - 3 : in_x);
+        if (b <= i && i <= b + 2) {
+            return x;
+        }
+    }
+    return -1;
+}
 
 /* Whether, in `order`, every output written d positions below the input lands where no output still
  * to come reads. A block is one row (a pair of rows; one column for DW_BY_COLUMNS), swept across;
@@ -390,8 +404,10 @@ static int overlap_ok(const mcu_depthwise_conv_params_t *p, int order, int32_t d
                 }
                 const int32_t ry = last_reader(j / in_w, p->pad_top, p->stride_h, p->dilation_h,
                                                p->filter.h, out_h);
-                const int32_t rx = last_reader(j % in_w, p->pad_left, p->stride_w, p->dilation_w,
-                                               p->filter.w, out_w);
+                const int32_t rx = order == DW_BY_ROWS_SHIFTED
+                                       ? last_shifted_reader(j % in_w, p)
+                                       : last_reader(j % in_w, p->pad_left, p->stride_w,
+                                                     p->dilation_w, p->filter.w, out_w);
                 if (ry < 0 || rx < 0) {
                     continue;
                 }
@@ -419,18 +435,20 @@ static int32_t overlap_down(const mcu_depthwise_conv_params_t *params, const int
         return -1;
     }
     /* the orders the path may take: rows always (the generic loops, the DSP path's tail channels) */
-    int by_pairs = 0, by_columns = 0;
+    int by_pairs = 0, by_columns = 0, by_shifted = 0;
     const int32_t path = lean ? mcu_depthwise_conv2d_s8_lean_path(params, bias, isa)
                               : mcu_depthwise_conv2d_s8_path(params, bias, isa);
     if (path == MCU_PATH_DSP) {
         by_pairs = !lean && params->filter.h == 3 && params->filter.w == 3 &&
                    params->stride_h == 1 && params->dilation_h == 1;
         by_columns = params->filter.w == 1 && mcu_dw_dsp_line_ok(params);
+        by_shifted = lean && mcu_dw_dsp_lean_shifted(params);
     }
     const int32_t most = params->output.h * params->output.w; /* from there on, no write lands on it */
     int32_t d = 0;
     while (d < most && (!overlap_ok(params, DW_BY_ROWS, d) ||
                         (by_pairs && !overlap_ok(params, DW_BY_PAIRS, d)) ||
+                        (by_shifted && !overlap_ok(params, DW_BY_ROWS_SHIFTED, d)) ||
                         (by_columns && !overlap_ok(params, DW_BY_COLUMNS, d)))) {
         ++d;
     }

@@ -282,7 +282,7 @@ DW_INLINE void row4_px(const mcu_dw_pass_t *s, const int8_t *x, const int32_t (*
     mcu_dw_store4(s, a0, a1, a2, a3, out);
 }
 
-/* row4_px of three rows of `cols` taps (2 or 3, known at compile time where inlined). */
+/* row4_px of three tap rows of `cols` taps (2 or 3, a constant where inlined). */
 DW_INLINE void row4_px3(const mcu_dw_pass_t *s, const int8_t *x, const int32_t (*w)[2],
                         int32_t cols, int8_t *out)
 {
@@ -356,22 +356,89 @@ DW_NOINLINE static void row_sweep(const mcu_dw_pass_t *s, const int8_t *in, int8
     }
 }
 
+/* One output row of the lean call's 3x3 variant (mcu_dw_dsp_lean_shifted), four channels: `rows`
+ * tap rows from x_rows, their weights w (DW_DSP_SHIFTED_COLS a row, from the first valid tap
+ * row); a window one column out reads the three columns inside, its weights one column over (onto
+ * a zero column). What a position needs is in locals: through `s` each output byte stored (an
+ * int8_t, which may alias anything) would have the compiler load the pass's fields again. */
+DW_NOINLINE static void shifted_row(const mcu_dw_pass_t *s, const int8_t *x_rows, int32_t rows,
+                                    const int32_t (*w)[2], int8_t *out)
+{
+    const mcu_depthwise_conv_params_t *const p = s->p;
+    const mcu_dw_group4_t *const g = s->g;
+    const int32_t c_in = p->input.c;
+    const int32_t x_row = p->dilation_h * s->in_row;
+    const int32_t stride = p->stride_w;
+    const int32_t pad = p->pad_left;
+    const int32_t last = p->input.w - 3;
+    const int32_t out_w = p->output.w;
+    const int32_t out_c = p->output.c;
+    const int32_t offset2 = s->offset2;
+    const int32_t lo = s->full ? MCU_INT8_MIN : p->q.act_min;
+    const int32_t hi = s->full ? MCU_INT8_MAX : p->q.act_max;
+    for (int32_t x = 0; x < out_w; ++x, out += out_c) {
+        const int32_t in_x = x * stride - pad;
+        const int32_t b = in_x < 0 ? 0 : (in_x > last ? last : in_x);
+        const int8_t *const x0 = x_rows + b * c_in;
+        const int32_t(*const wp)[2] = w + (b - in_x + 1);
+        int32_t a0 = g->bias2[0], a1 = g->bias2[1], a2 = g->bias2[2], a3 = g->bias2[3];
+        if (rows == 3) {
+            const int8_t *const x1 = x0 + x_row, *const x2 = x1 + x_row;
+            mcu_dw_mac4(&a0, &a1, &a2, &a3, x0, wp[0], offset2);
+            mcu_dw_mac4(&a0, &a1, &a2, &a3, x0 + c_in, wp[1], offset2);
+            mcu_dw_mac4(&a0, &a1, &a2, &a3, x0 + 2 * c_in, wp[2], offset2);
+            mcu_dw_mac4(&a0, &a1, &a2, &a3, x1, wp[DW_DSP_SHIFTED_COLS], offset2);
+            mcu_dw_mac4(&a0, &a1, &a2, &a3, x1 + c_in, wp[DW_DSP_SHIFTED_COLS + 1], offset2);
+            mcu_dw_mac4(&a0, &a1, &a2, &a3, x1 + 2 * c_in, wp[DW_DSP_SHIFTED_COLS + 2], offset2);
+            mcu_dw_mac4(&a0, &a1, &a2, &a3, x2, wp[2 * DW_DSP_SHIFTED_COLS], offset2);
+            mcu_dw_mac4(&a0, &a1, &a2, &a3, x2 + c_in, wp[2 * DW_DSP_SHIFTED_COLS + 1], offset2);
+            mcu_dw_mac4(&a0, &a1, &a2, &a3, x2 + 2 * c_in, wp[2 * DW_DSP_SHIFTED_COLS + 2], offset2);
+        } else {
+            const int8_t *xj = x0;
+            for (int32_t j = 0; j < rows; ++j, xj += x_row) {
+                const int32_t(*const wj)[2] = wp + j * DW_DSP_SHIFTED_COLS;
+                mcu_dw_mac4(&a0, &a1, &a2, &a3, xj, wj[0], offset2);
+                mcu_dw_mac4(&a0, &a1, &a2, &a3, xj + c_in, wj[1], offset2);
+                mcu_dw_mac4(&a0, &a1, &a2, &a3, xj + 2 * c_in, wj[2], offset2);
+            }
+        }
+        a0 = mcu_clamp_s32(mcu_requant2(a0, g->mult[0], g->base[0], g->right[0]), lo, hi);
+        a1 = mcu_clamp_s32(mcu_requant2(a1, g->mult[1], g->base[1], g->right[1]), lo, hi);
+        a2 = mcu_clamp_s32(mcu_requant2(a2, g->mult[2], g->base[2], g->right[2]), lo, hi);
+        a3 = mcu_clamp_s32(mcu_requant2(a3, g->mult[3], g->base[3], g->right[3]), lo, hi);
+        out[0] = (int8_t)a0;
+        out[2] = (int8_t)a1;
+        out[1] = (int8_t)a2;
+        out[3] = (int8_t)a3;
+    }
+}
+
 static int32_t pack16(int32_t lo, int32_t hi)
 {
     return (int32_t)(((uint32_t)lo & 0xFFFFu) | ((uint32_t)hi << 16));
 }
 
-/* The four channels from c: g and w (single rows) and, when `pairs` (3x3 filters), l[0]
+/* The four channels from c: g and w (single rows; `shifted`: the lean 3x3 variant's layout, w[ky *
+ * DW_DSP_SHIFTED_COLS + kx + 1] between zero columns) and, when `pairs` (3x3 filters), l[0]
  * (channels c, c + 2) and l[1] (c + 1, c + 3) (row pairs). */
 static void prepare_group(mcu_dw_group4_t *g, int32_t (*w)[2], mcu_dw_lanes2_t *l,
                           const mcu_depthwise_conv_params_t *p, const int8_t *filter,
-                          const int32_t *bias, int32_t c, int pairs)
+                          const int32_t *bias, int32_t c, int pairs, int shifted)
 {
     const int32_t taps = p->filter.h * p->filter.w;
-    for (int32_t t = 0; t < taps; ++t) {
+    for (int32_t t = 0; t < taps && !shifted; ++t) {
         const int8_t *const f = filter + t * p->output.c + c;
         w[t][0] = pack16(2 * f[0], 2 * f[2]);
         w[t][1] = pack16(2 * f[1], 2 * f[3]);
+    }
+    for (int32_t ky = 0; ky < 3 && shifted; ++ky) { /* 3x3: a row of taps between zero columns */
+        int32_t(*const wr)[2] = w + ky * DW_DSP_SHIFTED_COLS;
+        const int8_t *const f = filter + 3 * ky * p->output.c + c;
+        wr[0][0] = wr[0][1] = wr[4][0] = wr[4][1] = 0;
+        for (int32_t kx = 0; kx < 3; ++kx) {
+            wr[kx + 1][0] = pack16(2 * f[kx * p->output.c], 2 * f[kx * p->output.c + 2]);
+            wr[kx + 1][1] = pack16(2 * f[kx * p->output.c + 1], 2 * f[kx * p->output.c + 3]);
+        }
     }
     for (int32_t k = 0; k < 4; ++k) {
         const int32_t ch = c + (k >> 1) + 2 * (k & 1);
@@ -453,9 +520,25 @@ void mcu_dw_dsp(void *scratch, const mcu_depthwise_conv_params_t *p, const int8_
     }
     if ((p->filter.w == 1 || p->filter.h == 1) && mcu_dw_dsp_line_ok(p)) { /* 1-D filters */
         for (int32_t c = 0; c + 4 <= out_c; c += 4) {
-            prepare_group(g, w, l, p, filter, bias, c, 0);
+            prepare_group(g, w, l, p, filter, bias, c, 0, 0);
             for (int32_t b = 0; b < p->input.n; ++b) {
                 mcu_dw_dsp_lines(&s, input + b * in_batch + c, output + b * out_batch + c);
+            }
+        }
+        return;
+    }
+    if (lean && mcu_dw_dsp_lean_shifted(p)) { /* the lean 3x3 variant: shifted windows */
+        int32_t(*const w5)[2] = w; /* [ky * DW_DSP_SHIFTED_COLS + kx + 1] */
+        for (int32_t c = 0; c + 4 <= out_c; c += 4) {
+            prepare_group(g, w5, NULL, p, filter, bias, c, 0, 1);
+            for (int32_t b = 0; b < p->input.n; ++b) {
+                const int8_t *const in = input + b * in_batch + c;
+                int8_t *const out = output + b * out_batch + c;
+                for (int32_t y = 0; y < out_h; ++y) {
+                    const mcu_dw_tap_rows_t r = mcu_dw_tap_rows(p, in, &s.in_row, y);
+                    shifted_row(&s, r.x, r.rows, (const int32_t(*)[2])(w5 + r.ky_begin * DW_DSP_SHIFTED_COLS),
+                                out + y * s.out_row);
+                }
             }
         }
         return;
@@ -463,7 +546,7 @@ void mcu_dw_dsp(void *scratch, const mcu_depthwise_conv_params_t *p, const int8_
     const int pairs = !lean && out_h > 1 && p->filter.h == 3 && p->filter.w == 3 &&
                       p->stride_h == 1 && p->dilation_h == 1 && plan_segments(&s);
     for (int32_t c = 0; c + 4 <= out_c; c += 4) {
-        prepare_group(g, w, l, p, filter, bias, c, pairs);
+        prepare_group(g, w, l, p, filter, bias, c, pairs, 0);
         for (int32_t b = 0; b < p->input.n; ++b) {
             const int8_t *const in = input + b * in_batch + c; /* 4-byte loads */
             int8_t *const out = output + b * out_batch + c;

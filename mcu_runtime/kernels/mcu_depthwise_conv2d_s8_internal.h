@@ -124,6 +124,26 @@ typedef struct {
 #define DW_DSP_LEAN_MAX_BYTES 256
 #define DW_DSP_LEAN_BYTES(taps) ((int32_t)sizeof(mcu_dw_group4_t) + 8 * (int32_t)(taps))
 
+/* The lean call's 3x3 variant (_dsp.c, lean_shifted): every position of a row through the same
+ * nine taps, a window one column out of the input moved in by that column onto zero weights (the
+ * weights [ky][kx + 1], DW_DSP_SHIFTED_COLS columns, the first and last zero). Where every window
+ * sticks out by at most one column, the input has three, and the call makes more than two rows
+ * (a band of one or two rows, as streamed plans call it, runs the row sweep: less set-up). */
+#define DW_DSP_SHIFTED_COLS 5
+static inline int mcu_dw_dsp_lean_shifted(const mcu_depthwise_conv_params_t *p)
+{
+    return p->filter.h == 3 && p->filter.w == 3 && p->dilation_w == 1 && p->input.w >= 3 &&
+           p->output.h > 2 &&
+           p->pad_left <= 1 && (p->output.w - 1) * p->stride_w - p->pad_left <= p->input.w - 2;
+}
+
+/* The lean call's DSP scratch: the group and its taps' weights (shifted: 3 x DW_DSP_SHIFTED_COLS). */
+static inline int32_t mcu_dw_dsp_lean_bytes(const mcu_depthwise_conv_params_t *p)
+{
+    return mcu_dw_dsp_lean_shifted(p) ? DW_DSP_LEAN_BYTES(3 * DW_DSP_SHIFTED_COLS)
+                                      : DW_DSP_LEAN_BYTES(p->filter.h * p->filter.w);
+}
+
 /* A run of output columns of the 3x3 row-pair path: `count` positions from output column
  * out_x, the first window's input column in_x (shifted inward at a border, see
  * plan_segments in _dsp.c), weights wcol[col] (2 = unshifted). */
