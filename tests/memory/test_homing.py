@@ -81,14 +81,16 @@ def test_chain_stays_in_place(core: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(bool(MISSING), reason="needs missing tools: " + "; ".join(MISSING))
-@pytest.mark.parametrize(("core", "memory"), [("cortex-m4", "inplace"), ("cortex-m7", "auto"),
-                                              ("cortex-m55", "inplace"), ("cortex-m7", "inplace")])
-def test_homing_bit_exact_in_qemu_and_on_host(core: str, memory: str, tmp_path: Path) -> None:
-    """The smallest in-place plan (DSP cores: the lean depthwise call, homing) and the free default
-    one, bit-exact with the golden model's plain build in QEMU and as the board's bundle built for
-    the host (the generic paths under the DSP/MVE plan)."""
+@pytest.mark.parametrize(("core", "memory", "w"), [("cortex-m4", "inplace", 5), ("cortex-m7", "auto", 5),
+                                                   ("cortex-m55", "inplace", 5), ("cortex-m7", "inplace", 5),
+                                                   ("cortex-m4", "inplace", 3), ("cortex-m7", "inplace", 11)])
+def test_homing_bit_exact_in_qemu_and_on_host(core: str, memory: str, w: int, tmp_path: Path) -> None:
+    """The smallest in-place plan (DSP cores: the lean depthwise call, its 3x3 variant's shifted
+    windows, homing; rows w wide) and the free default one, bit-exact with the golden model's plain
+    build in QEMU and as the board's bundle built for the host (the generic paths under the DSP/MVE
+    plan)."""
     board = load_board(core)
-    onnx_path = dw_pw_chain(tmp_path)
+    onnx_path = dw_pw_chain(tmp_path, w=w)
     c = compile_model(onnx_path, name="net", board=board, memory=memory, io_nhwc=True)
     got_homes = homes(c)
     assert got_homes
