@@ -115,10 +115,10 @@ void mcu_move_up_s8(int8_t *data, int32_t size, int32_t by)
     if ((((uintptr_t)data | (uint32_t)size | (uint32_t)by) & 3u) == 0u) {
 #if defined(__arm__) && defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2
         for (; size >= 16; size -= 16) { /* Thumb-2: four words a load and a store (LDMDB, STMDB) */
-            __asm__ volatile("ldmdb %0!, {r4, r5, r6, r7}\n\tstmdb %1!, {r4, r5, r6, r7}"
+            __asm__ volatile("ldmdb %0!, {r4, r5, r6, r8}\n\tstmdb %1!, {r4, r5, r6, r8}"
                              : "+r"(src), "+r"(dst)
                              :
-                             : "r4", "r5", "r6", "r7", "memory");
+                             : "r4", "r5", "r6", "r8", "memory");
         }
 #endif
         for (; size >= 16; size -= 16) { /* four words read before any is written */
