@@ -282,24 +282,6 @@ DW_INLINE void row4_px(const mcu_dw_pass_t *s, const int8_t *x, const int32_t (*
     mcu_dw_store4(s, a0, a1, a2, a3, out);
 }
 
-/* row4_px of three tap rows of `cols` taps (2 or 3, a constant where inlined). */
-DW_INLINE void row4_px3(const mcu_dw_pass_t *s, const int8_t *x, const int32_t (*w)[2],
-                        int32_t cols, int8_t *out)
-{
-    const mcu_dw_group4_t *const g = s->g;
-    const int32_t x_row = s->p->dilation_h * s->in_row;
-    const int32_t x_col = s->x_col;
-    const int32_t k_w = s->p->filter.w;
-    const int32_t offset2 = s->offset2;
-    int32_t a0 = g->bias2[0], a1 = g->bias2[1], a2 = g->bias2[2], a3 = g->bias2[3];
-    for (int32_t j = 0; j < 3; ++j, x += x_row, w += k_w) {
-        for (int32_t i = 0; i < cols; ++i) {
-            mcu_dw_mac4(&a0, &a1, &a2, &a3, x + i * x_col, w[i], offset2);
-        }
-    }
-    mcu_dw_store4(s, a0, a1, a2, a3, out);
-}
-
 /* A position whose window sticks out on the left or right: its valid taps only. */
 DW_NOINLINE static void row4_border(const mcu_dw_pass_t *s, const int8_t *x_rows,
                                     const int32_t (*w_rows)[2], int32_t rows, int32_t out_x,
@@ -313,7 +295,7 @@ DW_NOINLINE static void row4_border(const mcu_dw_pass_t *s, const int8_t *x_rows
     const int8_t *const x = cols > 0 ? x_rows + (in_x + kx_begin * p->dilation_w) * p->input.c
                                      : x_rows;
     if (cols == 2 && rows == 3) { /* a 3x3 window one column out: the taps known at compile time */
-        row4_px3(s, x, w_rows + kx_begin, 2, out + out_x * p->output.c);
+        row4_px(s, x, w_rows + kx_begin, 3, 2, out + out_x * p->output.c);
         return;
     }
     row4_px(s, x, w_rows + kx_begin, cols > 0 ? rows : 0, cols, out + out_x * p->output.c);
