@@ -162,7 +162,7 @@ int32_t mcu_depthwise_conv2d_s8_lean_buffer_size(const mcu_depthwise_conv_params
  * lean call's (mcu_depthwise_conv2d_s8_lean_path). */
 static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv_params_t *params,
                               const int8_t *input, const int8_t *filter, const int32_t *bias,
-                              int8_t *output, int32_t isa, int lean)
+                              int8_t *output, int32_t isa, int lean, mcu_dw_dsp_lean3x3_fn lean3x3)
 {
     if (params == NULL || input == NULL || filter == NULL || output == NULL ||
         params->multiplier == NULL || params->shift == NULL) {
@@ -193,13 +193,14 @@ static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv
         return MCU_ERR_SCRATCH;
     }
     int32_t first_oc = 0; /* the channels before it are done */
+    (void)lean3x3; /* (the DSP path's) */
 #if MCU_ISA_PLAN == MCU_ISA_MVE
     if (path == MCU_PATH_MVE) {
         return mcu_dw_mve((mcu_dw_mve_scratch_t *)scratch, params, input, filter, bias, output);
     }
 #elif MCU_ISA_PLAN == MCU_ISA_DSP
     if (path == MCU_PATH_DSP) {
-        mcu_dw_dsp(scratch, params, input, filter, bias, output, lean);
+        mcu_dw_dsp(scratch, params, input, filter, bias, output, lean, lean3x3);
         first_oc = out_dims->c & ~(int32_t)3;
         if (first_oc == out_dims->c) {
             return MCU_OK;
@@ -214,7 +215,7 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
                                      const int8_t *input, const int8_t *filter,
                                      const int32_t *bias, int8_t *output)
 {
-    return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_PLAN, 0);
+    return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_PLAN, 0, NULL);
 }
 
 mcu_status_t mcu_depthwise_conv2d_s8_lean(const mcu_context_t *ctx,
@@ -222,7 +223,11 @@ mcu_status_t mcu_depthwise_conv2d_s8_lean(const mcu_context_t *ctx,
                                           const int8_t *input, const int8_t *filter,
                                           const int32_t *bias, int8_t *output)
 {
-    return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_PLAN, 1);
+#if MCU_ISA_PLAN == MCU_ISA_DSP
+    return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_PLAN, 1, mcu_dw_dsp_shifted);
+#else
+    return depthwise(ctx, params, input, filter, bias, output, MCU_ISA_PLAN, 1, NULL);
+#endif
 }
 
 /* -- the output over its input: channel blocks through the scratch -- */
@@ -331,7 +336,7 @@ mcu_status_t mcu_depthwise_conv2d_s8_in_place(const mcu_context_t *ctx,
         copy_runs(w, b, filter + c0, c, taps, b);
         copy_runs(x, b, input + c0, c, pixels, b);
         const mcu_status_t st =
-            depthwise(&sub_ctx, &sub, x, w, bias != NULL ? bias + c0 : NULL, y, MCU_ISA_PLAN, 0);
+            depthwise(&sub_ctx, &sub, x, w, bias != NULL ? bias + c0 : NULL, y, MCU_ISA_PLAN, 0, NULL);
         if (st != MCU_OK) {
             return st;
         }

@@ -462,7 +462,8 @@ static void prepare_group(mcu_dw_group4_t *g, int32_t (*w)[2], mcu_dw_lanes2_t *
 
 /* Channels 0 .. 4 * floor(C / 4) - 1 of every output. */
 void mcu_dw_dsp(void *scratch, const mcu_depthwise_conv_params_t *p, const int8_t *input,
-                const int8_t *filter, const int32_t *bias, int8_t *output, int lean)
+                const int8_t *filter, const int32_t *bias, int8_t *output, int lean,
+                mcu_dw_dsp_lean3x3_fn lean3x3)
 {
     const int32_t in_h = p->input.h;
     const int32_t in_w = p->input.w;
@@ -509,20 +510,8 @@ void mcu_dw_dsp(void *scratch, const mcu_depthwise_conv_params_t *p, const int8_
         }
         return;
     }
-    if (lean && mcu_dw_dsp_lean_shifted(p)) { /* the lean 3x3 variant: shifted windows */
-        int32_t(*const w5)[2] = w; /* [ky * DW_DSP_SHIFTED_COLS + kx + 1] */
-        for (int32_t c = 0; c + 4 <= out_c; c += 4) {
-            prepare_group(g, w5, NULL, p, filter, bias, c, 0, 1);
-            for (int32_t b = 0; b < p->input.n; ++b) {
-                const int8_t *const in = input + b * in_batch + c;
-                int8_t *const out = output + b * out_batch + c;
-                for (int32_t y = 0; y < out_h; ++y) {
-                    const mcu_dw_tap_rows_t r = mcu_dw_tap_rows(p, in, &s.in_row, y);
-                    shifted_row(&s, r.x, r.rows, (const int32_t(*)[2])(w5 + r.ky_begin * DW_DSP_SHIFTED_COLS),
-                                out + y * s.out_row);
-                }
-            }
-        }
+    if (lean && lean3x3 != NULL && mcu_dw_dsp_lean_shifted(p)) { /* shifted windows */
+        lean3x3(&s, g, w, input, filter, bias, output);
         return;
     }
     const int pairs = !lean && out_h > 1 && p->filter.h == 3 && p->filter.w == 3 &&
@@ -549,6 +538,29 @@ void mcu_dw_dsp(void *scratch, const mcu_depthwise_conv_params_t *p, const int8_
                     row_sweep(&s, in, out + y * s.out_row, y);
                     y += 1;
                 }
+            }
+        }
+    }
+}
+
+/* The lean call's 3x3 variant: per group of four channels, its weights between zero columns
+ * (prepare_group, shifted), then every output row through shifted_row. */
+void mcu_dw_dsp_shifted(const mcu_dw_pass_t *s, mcu_dw_group4_t *g, int32_t (*w)[2],
+                        const int8_t *input, const int8_t *filter, const int32_t *bias,
+                        int8_t *output)
+{
+    const mcu_depthwise_conv_params_t *const p = s->p;
+    const int32_t in_batch = p->input.h * p->input.w * p->input.c;
+    const int32_t out_batch = p->output.h * p->output.w * p->output.c;
+    for (int32_t c = 0; c + 4 <= p->output.c; c += 4) {
+        prepare_group(g, w, NULL, p, filter, bias, c, 0, 1);
+        for (int32_t b = 0; b < p->input.n; ++b) {
+            const int8_t *const in = input + b * in_batch + c;
+            int8_t *const out = output + b * out_batch + c;
+            for (int32_t y = 0; y < p->output.h; ++y) {
+                const mcu_dw_tap_rows_t r = mcu_dw_tap_rows(p, in, &s->in_row, y);
+                shifted_row(s, r.x, r.rows, (const int32_t(*)[2])(w + r.ky_begin * DW_DSP_SHIFTED_COLS),
+                            out + y * s->out_row);
             }
         }
     }

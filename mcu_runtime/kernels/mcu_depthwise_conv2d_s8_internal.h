@@ -364,11 +364,22 @@ mcu_status_t mcu_dw_generic(const mcu_depthwise_conv_params_t *p, const int8_t *
                             const int8_t *filter, const int32_t *bias, int8_t *output,
                             int32_t first_oc);
 
+/* The lean call's 3x3 variant (mcu_dw_dsp_shifted, _dsp.c), handed to mcu_dw_dsp by the lean
+ * entry only: a bundle that makes no lean call links none of it. */
+typedef void (*mcu_dw_dsp_lean3x3_fn)(const mcu_dw_pass_t *s, mcu_dw_group4_t *g, int32_t (*w)[2],
+                                      const int8_t *input, const int8_t *filter,
+                                      const int32_t *bias, int8_t *output);
+
 /* _dsp.c: channels 0 .. 4 * floor(C / 4) - 1 of every output (mcu_depthwise_conv2d_s8_path()
- * == MCU_PATH_DSP). scratch: an mcu_dw_dsp_scratch_t, or when lean DW_DSP_LEAN_BYTES(taps) bytes
- * (the group, then its weights: single rows and lines only). */
+ * == MCU_PATH_DSP). scratch: an mcu_dw_dsp_scratch_t, or when lean mcu_dw_dsp_lean_bytes() (the
+ * group, then its weights: single rows and lines only; lean3x3, mcu_dw_dsp_shifted, where
+ * mcu_dw_dsp_lean_shifted()). */
 void mcu_dw_dsp(void *scratch, const mcu_depthwise_conv_params_t *p, const int8_t *input,
-                const int8_t *filter, const int32_t *bias, int8_t *output, int lean);
+                const int8_t *filter, const int32_t *bias, int8_t *output, int lean,
+                mcu_dw_dsp_lean3x3_fn lean3x3);
+void mcu_dw_dsp_shifted(const mcu_dw_pass_t *s, mcu_dw_group4_t *g, int32_t (*w)[2],
+                        const int8_t *input, const int8_t *filter, const int32_t *bias,
+                        int8_t *output);
 
 
 /* _dsp1d.c: the four channels s->g of every output of one batch, line by line (in, out: the
