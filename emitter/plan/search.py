@@ -8,6 +8,9 @@ Candidates, from cheapest to smallest:
            path's order of writes needs (stream.in_place_call): no overhead; then again with the
            depthwise layers that set the peak written exactly over their input channel block by
            channel block (their in_place_c, stream.in_place_c_call: copies and calls, with_cost);
+           then with homing calls (stream.InPlace.home: each moves its output back up onto its
+           input, so a chain of them does not sink by each offset; homing(): the move's cost), and
+           again with lean depthwise calls where they start nearer their input with their scratch;
   overlap  graph inputs in the arena, every layer that can run by row bands may write its output
            over the input it reads for the last time (top down or bottom up), element-wise
            layers exactly over a dying operand;
