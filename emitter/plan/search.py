@@ -49,6 +49,7 @@ from emitter.plan.propose import (
     LEAN_EXTRA_PER_MAC,
     MOVE_INSTRUCTIONS_PER_BYTE,
     Costs,
+    LayerCost,
     SegmentCache,
     base_estimate,
     estimate,
@@ -253,7 +254,7 @@ def with_cost(c: InPlace, p: Prepared) -> InPlace:
 HOME_MOVE_PER_BYTE = {"dsp": 0.32, "mve": 0.32, "c": 0.75, "any": 0.75}
 
 
-def homing(c: InPlace, p: Prepared, cost: Any = None, isa: str = "any") -> InPlace:
+def homing(c: InPlace, p: Prepared, cost: LayerCost | None = None, isa: str = "any") -> InPlace:
     """The in-place call writing `down` below its input, then moving its output up onto it, with its
     estimated extra instructions: the move, and for a lean call (c.call) what it costs over the
     fast call (the core's table, else LEAN_EXTRA_PER_MAC)."""

@@ -356,8 +356,9 @@ DW_NOINLINE static void shifted_row(const mcu_dw_pass_t *s, const int8_t *x_rows
     const int32_t out_w = p->output.w;
     const int32_t out_c = p->output.c;
     const int32_t offset2 = s->offset2;
-    const int32_t lo = s->full ? MCU_INT8_MIN : p->q.act_min;
-    const int32_t hi = s->full ? MCU_INT8_MAX : p->q.act_max;
+    const int full = s->full;
+    const int32_t lo = p->q.act_min;
+    const int32_t hi = p->q.act_max;
     for (int32_t x = 0; x < out_w; ++x, out += out_c) {
         const int32_t in_x = x * stride - pad;
         const int32_t b = in_x < 0 ? 0 : (in_x > last ? last : in_x);
@@ -384,14 +385,7 @@ DW_NOINLINE static void shifted_row(const mcu_dw_pass_t *s, const int8_t *x_rows
                 mcu_dw_mac4(&a0, &a1, &a2, &a3, xj + 2 * c_in, wj[2], offset2);
             }
         }
-        a0 = mcu_clamp_s32(mcu_requant2(a0, g->mult[0], g->base[0], g->right[0]), lo, hi);
-        a1 = mcu_clamp_s32(mcu_requant2(a1, g->mult[1], g->base[1], g->right[1]), lo, hi);
-        a2 = mcu_clamp_s32(mcu_requant2(a2, g->mult[2], g->base[2], g->right[2]), lo, hi);
-        a3 = mcu_clamp_s32(mcu_requant2(a3, g->mult[3], g->base[3], g->right[3]), lo, hi);
-        out[0] = (int8_t)a0;
-        out[2] = (int8_t)a1;
-        out[1] = (int8_t)a2;
-        out[3] = (int8_t)a3;
+        mcu_dw_requant_store4(g, full, lo, hi, a0, a1, a2, a3, out);
     }
 }
 
@@ -407,19 +401,23 @@ static void prepare_group(mcu_dw_group4_t *g, int32_t (*w)[2], mcu_dw_lanes2_t *
                           const mcu_depthwise_conv_params_t *p, const int8_t *filter,
                           const int32_t *bias, int32_t c, int pairs, int shifted)
 {
-    const int32_t taps = p->filter.h * p->filter.w;
-    for (int32_t t = 0; t < taps && !shifted; ++t) {
-        const int8_t *const f = filter + t * p->output.c + c;
-        w[t][0] = pack16(2 * f[0], 2 * f[2]);
-        w[t][1] = pack16(2 * f[1], 2 * f[3]);
-    }
-    for (int32_t ky = 0; ky < 3 && shifted; ++ky) { /* 3x3: a row of taps between zero columns */
-        int32_t(*const wr)[2] = w + ky * DW_DSP_SHIFTED_COLS;
-        const int8_t *const f = filter + 3 * ky * p->output.c + c;
-        wr[0][0] = wr[0][1] = wr[4][0] = wr[4][1] = 0;
-        for (int32_t kx = 0; kx < 3; ++kx) {
-            wr[kx + 1][0] = pack16(2 * f[kx * p->output.c], 2 * f[kx * p->output.c + 2]);
-            wr[kx + 1][1] = pack16(2 * f[kx * p->output.c + 1], 2 * f[kx * p->output.c + 3]);
+    if (shifted) { /* 3x3: each row of taps between zero columns */
+        const int32_t col = p->output.c; /* filter bytes from one tap to the next */
+        for (int32_t ky = 0; ky < 3; ++ky) {
+            int32_t(*const wr)[2] = w + ky * DW_DSP_SHIFTED_COLS;
+            const int8_t *const f = filter + 3 * ky * col + c;
+            wr[0][0] = wr[0][1] = wr[4][0] = wr[4][1] = 0;
+            for (int32_t kx = 0; kx < 3; ++kx) {
+                wr[kx + 1][0] = pack16(2 * f[kx * col], 2 * f[kx * col + 2]);
+                wr[kx + 1][1] = pack16(2 * f[kx * col + 1], 2 * f[kx * col + 3]);
+            }
+        }
+    } else {
+        const int32_t taps = p->filter.h * p->filter.w;
+        for (int32_t t = 0; t < taps; ++t) {
+            const int8_t *const f = filter + t * p->output.c + c;
+            w[t][0] = pack16(2 * f[0], 2 * f[2]);
+            w[t][1] = pack16(2 * f[1], 2 * f[3]);
         }
     }
     for (int32_t k = 0; k < 4; ++k) {

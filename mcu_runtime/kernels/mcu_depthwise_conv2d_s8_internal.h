@@ -214,21 +214,32 @@ DW_INLINE void mcu_dw_clamp4(const mcu_dw_pass_t *s, int32_t *v0, int32_t *v1, i
     }
 }
 
-/* The four sums of s->g's channels (doubled) requantized (mcu_requant2), clamped and stored at
- * out[0..3] in channel order. */
-DW_INLINE void mcu_dw_store4(const mcu_dw_pass_t *s, int32_t a0, int32_t a1, int32_t a2,
-                             int32_t a3, int8_t *out)
+/* The four sums of g's channels (doubled) requantized (mcu_requant2), clamped to [lo, hi] unless
+ * `full` (mcu_requant2 saturates to int8 already) and stored at out[0..3] in channel order. */
+DW_INLINE void mcu_dw_requant_store4(const mcu_dw_group4_t *g, int full, int32_t lo, int32_t hi,
+                                     int32_t a0, int32_t a1, int32_t a2, int32_t a3, int8_t *out)
 {
-    const mcu_dw_group4_t *const g = s->g;
     a0 = mcu_requant2(a0, g->mult[0], g->base[0], g->right[0]);
     a1 = mcu_requant2(a1, g->mult[1], g->base[1], g->right[1]);
     a2 = mcu_requant2(a2, g->mult[2], g->base[2], g->right[2]);
     a3 = mcu_requant2(a3, g->mult[3], g->base[3], g->right[3]);
-    mcu_dw_clamp4(s, &a0, &a1, &a2, &a3);
+    if (!full) {
+        a0 = mcu_clamp_s32(a0, lo, hi);
+        a1 = mcu_clamp_s32(a1, lo, hi);
+        a2 = mcu_clamp_s32(a2, lo, hi);
+        a3 = mcu_clamp_s32(a3, lo, hi);
+    }
     out[0] = (int8_t)a0;
     out[2] = (int8_t)a1;
     out[1] = (int8_t)a2;
     out[3] = (int8_t)a3;
+}
+
+/* mcu_dw_requant_store4 of the pass's current channels (s->g) and activation range. */
+DW_INLINE void mcu_dw_store4(const mcu_dw_pass_t *s, int32_t a0, int32_t a1, int32_t a2,
+                             int32_t a3, int8_t *out)
+{
+    mcu_dw_requant_store4(s->g, s->full, s->p->q.act_min, s->p->q.act_max, a0, a1, a2, a3, out);
 }
 #endif
 
