@@ -357,8 +357,7 @@ DW_NOINLINE static void shifted_row(const mcu_dw_pass_t *s, const int8_t *x_rows
     const int32_t out_c = p->output.c;
     const int32_t offset2 = s->offset2;
     const int full = s->full;
-    const int32_t lo = p->q.act_min;
-    const int32_t hi = p->q.act_max;
+    const mcu_quant_io_t *const q = &p->q;
     for (int32_t x = 0; x < out_w; ++x, out += out_c) {
         const int32_t in_x = x * stride - pad;
         const int32_t b = in_x < 0 ? 0 : (in_x > last ? last : in_x);
@@ -385,7 +384,7 @@ DW_NOINLINE static void shifted_row(const mcu_dw_pass_t *s, const int8_t *x_rows
                 mcu_dw_mac4(&a0, &a1, &a2, &a3, xj + 2 * c_in, wj[2], offset2);
             }
         }
-        mcu_dw_requant_store4(g, full, lo, hi, a0, a1, a2, a3, out);
+        mcu_dw_requant_store4(g, full, q, a0, a1, a2, a3, out);
     }
 }
 

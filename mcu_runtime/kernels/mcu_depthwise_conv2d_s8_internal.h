@@ -214,9 +214,10 @@ DW_INLINE void mcu_dw_clamp4(const mcu_dw_pass_t *s, int32_t *v0, int32_t *v1, i
     }
 }
 
-/* The four sums of g's channels (doubled) requantized (mcu_requant2), clamped to [lo, hi] unless
- * `full` (mcu_requant2 saturates to int8 already) and stored at out[0..3] in channel order. */
-DW_INLINE void mcu_dw_requant_store4(const mcu_dw_group4_t *g, int full, int32_t lo, int32_t hi,
+/* The four sums of g's channels (doubled) requantized (mcu_requant2), clamped to [q->act_min,
+ * q->act_max] unless `full` (mcu_requant2 saturates to int8 already; the range is not read) and
+ * stored at out[0..3] in channel order. */
+DW_INLINE void mcu_dw_requant_store4(const mcu_dw_group4_t *g, int full, const mcu_quant_io_t *q,
                                      int32_t a0, int32_t a1, int32_t a2, int32_t a3, int8_t *out)
 {
     a0 = mcu_requant2(a0, g->mult[0], g->base[0], g->right[0]);
@@ -224,6 +225,8 @@ DW_INLINE void mcu_dw_requant_store4(const mcu_dw_group4_t *g, int full, int32_t
     a2 = mcu_requant2(a2, g->mult[2], g->base[2], g->right[2]);
     a3 = mcu_requant2(a3, g->mult[3], g->base[3], g->right[3]);
     if (!full) {
+        const int32_t lo = q->act_min;
+        const int32_t hi = q->act_max;
         a0 = mcu_clamp_s32(a0, lo, hi);
         a1 = mcu_clamp_s32(a1, lo, hi);
         a2 = mcu_clamp_s32(a2, lo, hi);
@@ -239,7 +242,7 @@ DW_INLINE void mcu_dw_requant_store4(const mcu_dw_group4_t *g, int full, int32_t
 DW_INLINE void mcu_dw_store4(const mcu_dw_pass_t *s, int32_t a0, int32_t a1, int32_t a2,
                              int32_t a3, int8_t *out)
 {
-    mcu_dw_requant_store4(s->g, s->full, s->p->q.act_min, s->p->q.act_max, a0, a1, a2, a3, out);
+    mcu_dw_requant_store4(s->g, s->full, &s->p->q, a0, a1, a2, a3, out);
 }
 #endif
 
