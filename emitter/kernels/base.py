@@ -111,6 +111,7 @@ class Kernel:
     in_place: InPlace | None = None
     in_place_exact: bool = False
     lean_in_place: InPlace | None = None  # as in_place, of the lean call (lean_c)
+    lean_room: bool = False  # lean_c runs the fast call where its ctx has that call's scratch (stream.fed)
     in_place_c: str = ""
     in_place_buffer_size: InPlaceScratch | None = None
     in_place_c_calls: Callable[[Any], int] | None = None

@@ -117,7 +117,9 @@ def buffer_size(p: Any, bias: np.ndarray | None, isa: str) -> int:
     return kernel_info.ask("conv", p, bias, isa)[1]
 
 
-LEAN_C = "mcu_conv2d_s8_lean"  # little scratch: a lean variant of the fast path, else the generic path
+# little scratch: a lean variant of the fast path, else the generic path; the fast call itself where
+# its ctx has room for that call's scratch (a streamed plan's bands over the rows they have passed: stream.fed)
+LEAN_C = "mcu_conv2d_s8_lean"
 
 
 def lean_path(p: Any, bias: np.ndarray | None, isa: str) -> str:
@@ -153,4 +155,4 @@ def in_place(p: ConvParams, bias: np.ndarray | None, isa: str) -> int | None:
 
 
 KERNEL = Kernel("mcu_conv2d_s8", band=band, band_c=BAND_C, lean_c=LEAN_C, lean_buffer_size=lean_buffer_size,
-                in_place=in_place, buffer_size=buffer_size, path=path, to_cmsis=to_cmsis)
+                lean_room=True, in_place=in_place, buffer_size=buffer_size, path=path, to_cmsis=to_cmsis)

@@ -60,6 +60,7 @@ class Plan:
     schedule: Schedule = Schedule("layer")
     modes: dict[int, str] = field(default_factory=dict)  # segment's first step -> "rows" | "down" | "up" | "whole"
     scratch_alias: dict[str, str] = field(default_factory=dict)  # node -> node whose scratch it uses
+    feeds: dict[str, str] = field(default_factory=dict)  # fed segment's first node -> root leading with its scratch
 
     @property
     def gap(self) -> int:
@@ -259,8 +260,9 @@ def plan(g: Graph, scratch: list[int] | None = None, alignment: int = 4, guard: 
             scratch[step] = call.scratch
     bufs, root, location = lifetimes(g, scratch, schedule.host_inputs)
     alias: dict[str, str] = {}
+    feeds: dict[str, str] = {}
     if schedule.segments or schedule.exact:
-        bufs, alias = scheduled(g, bufs, root, schedule)
+        bufs, alias, feeds = scheduled(g, bufs, root, schedule)
     bufs = with_leads(g, bufs, root, schedule)
     bufs.sort(key=lambda b: b.name)  # ties between equal spans go to the name, not dict order
     spans = [(b.size, b.first, b.last) for b in bufs]
@@ -275,15 +277,18 @@ def plan(g: Graph, scratch: list[int] | None = None, alignment: int = 4, guard: 
         elif b.kind == "ring":  # a streamed layer's output: only its last rows, in a ring
             location[b.of] = ("ring", b.offset)
     return Plan(tuple(placed), arena, lower_bound(spans, len(g.nodes)), alignment, root, location, guard,
-                schedule, modes(schedule, root, at, guard), alias)
+                schedule, modes(schedule, root, at, guard), alias, feeds)
 
 
 def scheduled(g: Graph, bufs: list[Buffer], root: dict[str, str],
-              schedule: Schedule) -> tuple[list[Buffer], dict[str, str]]:
+              schedule: Schedule) -> tuple[list[Buffer], dict[str, str], dict[str, str]]:
     """Lifetimes under a schedule: a segment's inner outputs become rings, its whole inputs live
-    to its end, its output from its start, and its layers share one scratch buffer."""
+    to its end, its output from its start, and its layers share one scratch buffer: its own, or
+    (a fed segment, stream.fed) the lead of its first layer's input where that input is an arena
+    tensor the segment reads for the last time (feeds: the segment's first node -> that tensor)."""
     by_key = {b.key: b for b in bufs}
     alias: dict[str, str] = {}
+    feeds: dict[str, str] = {}
     for seg in schedule.segments:
         inner = {root[s.output] for s in seg.stages[:-1]}
         for name in inner:
@@ -305,10 +310,16 @@ def scheduled(g: Graph, bufs: list[Buffer], root: dict[str, str],
         for s in seg.stages:
             by_key.pop(("scratch", g.nodes[s.step].name), None)
             alias[g.nodes[s.step].name] = head
-        if seg.scratch:
-            by_key["scratch", head] = Buffer(f"{head}#scratch", seg.scratch, seg.first, seg.last, kind="scratch",
-                                             of=head)
-    return list(by_key.values()), alias
+        if not seg.scratch:
+            continue
+        src = by_key.get(("tensor", root[seg.stages[0].inputs[0]]))
+        if seg.feed and src is not None and src.last == seg.last and not src.lead:
+            by_key[src.key] = replace(src, size=src.size + seg.feed, lead=seg.feed)
+            feeds[head] = src.name
+            continue
+        by_key["scratch", head] = Buffer(f"{head}#scratch", seg.scratch, seg.first, seg.last, kind="scratch",
+                                         of=head)
+    return list(by_key.values()), alias, feeds
 
 
 def with_leads(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: Schedule) -> list[Buffer]:
@@ -317,8 +328,9 @@ def with_leads(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: Sch
     the call is right wherever the buffer lands."""
     lead = {root[g.nodes[k].outputs[0]]: c.down for k in schedule.exact
             if (c := schedule.call_at(k)) is not None and c.home}
-    return [replace(b, size=b.size + lead[b.name], lead=lead[b.name]) if b.kind == "tensor" and b.name in lead
-            else b for b in bufs]
+    # (a fed segment's input may lead already: the two use the bytes at different steps)
+    return [replace(b, size=b.size + max(0, lead[b.name] - b.lead), lead=max(b.lead, lead[b.name]))
+            if b.kind == "tensor" and b.name in lead else b for b in bufs]
 
 
 def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: Schedule) -> Pairs:
@@ -337,6 +349,10 @@ def overlap_pairs(g: Graph, bufs: list[Buffer], root: dict[str, str], schedule: 
     for seg in schedule.segments:
         out = seg.stages[-1].output
         for name in seg.whole_inputs():
+            # a fed segment's passed input rows are its scratch's, not its output's (a sink's output is
+            # written after its last band)
+            if seg.feed and name == seg.stages[0].inputs[0] and not seg.stages[-1].sink:
+                continue
             if name in seg.sim.down:
                 allow(name, out, seg.sim.down[name], seg.up.get(name), seg.last)
     inputs = dict(zip(schedule.exact, schedule.exact_inputs, strict=False))  # a missing entry: any
@@ -384,6 +400,8 @@ def modes(schedule: Schedule, root: dict[str, str], at: dict[str, int], guard: i
 
 def scratch_of(p: Plan, node_name: str) -> int | None:
     owner = p.scratch_alias.get(node_name, node_name)
+    if owner in p.feeds:  # the lead of the fed segment's input
+        return next(b.offset for b in p.buffers if b.kind == "tensor" and b.name == p.feeds[owner])
     for b in p.buffers:
         if b.kind == "scratch" and b.of == owner:
             return b.offset

@@ -311,13 +311,16 @@ def overhead(seg: Segment, isa: str, costs: Costs | None = None) -> int:
     for i, s in enumerate(seg.stages):
         c, h = costs.get(s.step), seg.height(i)
         calls = calls_of(s, h)
+        # a fed segment's first layer runs its fast call on the bands whose ctx has room (stream.fed)
+        slow = 1.0 - seg.feed_fast if i == 0 and seg.feed else 1.0
         if c is not None and not s.sink:  # the table's band shapes may predict below whole: a floor per call
-            extra += max((calls - 1) * ROW_CALL_FLOOR, c.by_bands(h, s.step in seg.lean) - c.whole)
+            bands = slow * c.by_bands(h, s.step in seg.lean) + (1.0 - slow) * c.by_bands(h, False)
+            extra += max((calls - 1) * ROW_CALL_FLOOR, bands - c.whole)
         else:
             per_call = CALL_INSTRUCTIONS + WEIGHT_PASS_INSTRUCTIONS * filter_elements(s) / (row_width(s) * h)
             extra += (calls - 1) * per_call
             if s.step in seg.lean:
-                extra += lean_macs(seg, s) * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"])
+                extra += slow * lean_macs(seg, s) * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"])
     return int(extra + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE)
 
 

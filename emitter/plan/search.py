@@ -66,6 +66,7 @@ from emitter.plan.stream import (
     Schedule,
     Segment,
     exact_in_place,
+    fed,
     in_place_c_call,
     in_place_call,
     lean_in_place_call,
@@ -75,6 +76,7 @@ from emitter.plan.stream import (
 INSTRUCTIONS_PER_MAC = {"mve": 0.9, "dsp": 1.9, "c": 5.0, "any": 1.9}  # QEMU counts of the shared models
 FREE_OVERHEAD = 0.02  # auto without an explicit budget: the smallest plan within this estimated overhead
 HOMING = True  # offer in-place plans whose layers move their output back up (tests of the plain rule: False)
+FEED = True  # relax() feeds streamed segments (stream.fed; tests of the plain plans: False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -418,6 +420,17 @@ def relax(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignmen
                                          others(g, plan(g, scratch, alignment)))
                        if activation_ram(g, t.plan) <= ram]
         best = min([best, *taller_ones], key=lambda t: t.overhead)
+    # then each segment fed (its scratch below its first layer's input: stream.fed) where the RAM does not grow
+    for k, seg in enumerate(best.plan.schedule.segments):
+        got = fed(seg, prepared, isa) if FEED else None
+        if got is None:
+            continue
+        segs = list(best.plan.schedule.segments)
+        segs[k] = got
+        p = plan(g, scratch, alignment, 0, replace(best.plan.schedule, segments=tuple(segs)))
+        over = best.overhead - schedule_overhead(best.plan, isa, costs) + schedule_overhead(p, isa, costs)
+        if activation_ram(g, p) <= ram and over < best.overhead and p.feeds:
+            best = Candidate(p, over)
     return best
 
 

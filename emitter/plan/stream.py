@@ -339,6 +339,8 @@ class Segment:
     lean: tuple[int, ...] = ()  # steps that call their twin's lean_c: the generic path, the least scratch
     slow_macs: int = 0  # MACs of those steps (they run slower: memplan's overhead counts them)
     heights: tuple[int, ...] = ()  # per stage: output rows a call makes (its band height); (): 1 each
+    feed: int = 0  # its scratch bytes as the lead of its first layer's whole input (fed), else 0: its own buffer
+    feed_fast: float = 0.0  # fed: the share of the first layer's bands that run its fast call
 
     def height(self, i: int) -> int:
         """Stage i's band height (rows a call makes; the last band may be shorter)."""
@@ -406,6 +408,28 @@ def without_lean(seg: Segment, prepared: tuple[Prepared, ...], isa: str, step: i
         return None
     return replace(seg, lean=lean, scratch=max(x for x in need if x is not None),
                    slow_macs=sum(prepared[k].macs for k in lean))
+
+
+def fed(seg: Segment, prepared: tuple[Prepared, ...], isa: str) -> Segment | None:
+    """The segment with its scratch below its first layer's whole input, as that buffer's lead
+    (arena.scheduled), where that layer takes its lean call and the call runs the fast one when its
+    ctx has room (Kernel.lean_room): a band's ctx then holds the scratch and every input row above
+    it that the bands have passed (rows below the band's first are read no more), so the bands from
+    where those reach the fast call's scratch run fast, in the same bytes. None where no band would,
+    or another stage reads that input too (its rows stay live)."""
+    s = seg.stages[0]
+    t = twin(s.kernel)
+    if len(seg.stages) < 2 or seg.first not in seg.lean or not t.lean_room or not seg.scratch \
+            or t.buffer_size is None or seg.whole_inputs().count(s.inputs[0]) != 1:
+        return None
+    bias, h = prepared[seg.first].bias, seg.height(0)
+    bands = [(o0, min(o0 + h, s.out_rows)) for o0 in range(0, s.out_rows, h)]
+    fast = 0
+    for o0, o1 in bands:
+        bp, lo, _ = s.band(o0, o1)
+        need = max(t.buffer_size(bp, bias, i) for i in (ISAS if isa == "any" else (isa,)))
+        fast += seg.scratch + lo * s.in_row_bytes[0] >= need
+    return replace(seg, feed=seg.scratch, feed_fast=fast / len(bands)) if fast else None
 
 
 def band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool = False, h: int = 1) -> int | None:

@@ -221,9 +221,16 @@ class BundleBuilder:
         stage = next(s for s in seg.stages if s.step == k)
         windows, wbands = self.windows(seg), self.window_bands(seg)
 
+        fed = self.c.plan.feeds.get(self.g.nodes[seg.first].name) if k == seg.first else None
+
         def call(s: Stage, ptrs: dict[str, str], band: str) -> str:
             if k in windows:
                 return self.band_cmsis_call(k, node.name, p, structs, band, ptrs, s.row_size)
+            if fed is not None:  # its ctx: the scratch and the input rows the bands have passed
+                at = scratch_of(self.c.plan, node.name)
+                assert at is not None
+                ptrs = {**ptrs, CTX: f"&(mcu_context_t){{(void *){self.arena_at(at)}, "
+                                     f"{seg.feed} + rows[0] * {s.in_row_bytes[0]}}}"}
             return self.call(k, node.name, *self.kernel_args(k), structs, [], band, ptrs)
 
         mode = self.c.plan.modes[seg.first]
@@ -267,6 +274,9 @@ class BundleBuilder:
                 self.segment_comments += comment
         if k in seg.lean:
             comment.append(f"calls {kernel_twin(p.kernel).lean_c}: the least scratch")
+        if fed is not None:
+            comment.append(f"its scratch: the {seg.feed} bytes below its input and the input rows its bands "
+                           "have passed; the fast call where those hold its scratch")
         check = None
         if k in wbands:
             comment.append(f"CMSIS-NN's {p.kernel} on each band of rows: input rows and top padding "
@@ -333,7 +343,10 @@ class BundleBuilder:
 
     def arg_text(self, k: int, node_name: str, a: CArg, structs: list[tuple[str, str, str]], local_decls: list[str],
                  ptrs: dict[str, str] | None = None) -> str:
-        """One argument of layer k's call as C text (appending the struct or local it needs)."""
+        """One argument of layer k's call as C text (appending the struct or local it needs); ptrs:
+        tensor pointers, and CTX an mcu_context_t pointer, that replace the layer's own."""
+        if isinstance(a, StructArg) and a.ctype == "mcu_context_t" and CTX in (ptrs or {}):
+            return (ptrs or {})[CTX]
         if isinstance(a, StructArg):
             ident = f"{self.prefix}_l{k}_{a.suffix}"
             structs.append((a.ctype, ident, c_struct(a.fields, functools.partial(self.ref, k, node_name))))
@@ -528,6 +541,9 @@ def render_bundle(c: Compiled, board_flags: str, board_name: str,
                                  variant_tag(c.optimize, ctx["isa"], board_flags), runtime_symbols())
     out.update(tests or {})
     return out
+
+
+CTX = "#ctx"  # arg_text's ptrs key of an mcu_context_t pointer (a fed segment's first call: Segment.feed)
 
 
 def with_ctx(args: tuple[CArg, ...], size: int) -> tuple[CArg, ...]:

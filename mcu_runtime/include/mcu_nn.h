@@ -131,7 +131,9 @@ mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *pa
  * results through a lean variant of the target's fast path (DSP: at most two positions a pass;
  * MVE: blocks of 8 channels) where it needs at most MCU_CONV_LEAN_EXTRA bytes more than the
  * generic path, else the generic path; scratch: mcu_conv2d_s8_lean_buffer_size(params, bias,
- * MCU_ISA_NATIVE) bytes (mcu_conv2d_s8_internal.h).
+ * MCU_ISA_NATIVE) bytes (mcu_conv2d_s8_internal.h). Where ctx->size holds the fast path's own
+ * scratch (mcu_conv2d_s8_get_buffer_size), it runs mcu_conv2d_s8 itself: a streamed plan passes
+ * a band the scratch and the input rows the bands before it have passed.
  */
 mcu_status_t mcu_conv2d_s8_lean(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                                 const int8_t *input, const int8_t *filter, const int32_t *bias,

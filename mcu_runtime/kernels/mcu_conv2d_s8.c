@@ -156,33 +156,41 @@ static int32_t plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa
     return MCU_PATH_GENERIC;
 }
 
-/* The lean call's path on `isa`: its variant of the fast path when that needs at most
+/* The lean call's path on `isa` with `room` bytes of scratch (its ctx's): the fast call where its
+ * scratch fits (*fast = 1); else the least: the fast path's lean variant when that needs at most
  * MCU_CONV_LEAN_EXTRA bytes more than the generic path, else the generic path. */
 static int32_t lean_plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa,
-                         int32_t *size, int32_t *per_pass)
+                         int32_t room, int32_t *size, int32_t *per_pass, int *fast)
 {
+    const int32_t path = plan(p, bias, isa, 0, size, per_pass);
+    *fast = *size <= room;
+    if (*fast) {
+        return path;
+    }
     int32_t generic, none;
     (void)plan(p, bias, MCU_ISA_C, 1, &generic, &none);
-    const int32_t path = plan(p, bias, isa, 1, size, per_pass);
-    if (path != MCU_PATH_GENERIC && *size > generic + MCU_CONV_LEAN_EXTRA) {
+    const int32_t lean = plan(p, bias, isa, 1, size, per_pass);
+    if (lean != MCU_PATH_GENERIC && *size > generic + MCU_CONV_LEAN_EXTRA) {
         *size = generic;
         *per_pass = 0;
         return MCU_PATH_GENERIC;
     }
-    return path;
+    return lean;
 }
 
 int32_t mcu_conv2d_s8_lean_path(const mcu_conv_params_t *params, const int32_t *bias, int32_t isa)
 {
     int32_t size, per_pass;
-    return lean_plan(params, bias, isa, &size, &per_pass);
+    int fast;
+    return lean_plan(params, bias, isa, 0, &size, &per_pass, &fast);
 }
 
 int32_t mcu_conv2d_s8_lean_buffer_size(const mcu_conv_params_t *params, const int32_t *bias,
                                        int32_t isa)
 {
     int32_t size, per_pass;
-    (void)lean_plan(params, bias, isa, &size, &per_pass);
+    int fast;
+    (void)lean_plan(params, bias, isa, 0, &size, &per_pass, &fast);
     return size;
 }
 
@@ -220,12 +228,15 @@ static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *pa
         return MCU_ERR_ARG;
     }
     int32_t size, per_pass;
-    const int32_t path = lean ? lean_plan(params, bias, MCU_ISA_PLAN, &size, &per_pass)
+    int fast = 1;
+    const int32_t path = lean ? lean_plan(params, bias, MCU_ISA_PLAN, ctx != NULL ? ctx->size : 0,
+                                          &size, &per_pass, &fast)
                               : plan(params, bias, MCU_ISA_PLAN, 0, &size, &per_pass);
     if (!scratch_ok(ctx, size)) {
         return MCU_ERR_SCRATCH;
     }
     void *const scratch = size > 0 ? ctx->buf : NULL;
+    lean = !fast; /* the lean call is the fast one where its ctx has room for that */
 #if MCU_ISA_PLAN == MCU_ISA_DSP
     if (path == MCU_PATH_DSP) {
         if (lean) {

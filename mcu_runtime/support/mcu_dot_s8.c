@@ -348,3 +348,61 @@ MCU_DOT_NOINLINE int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t l
 }
 
 #endif
+
+/* the layout's chunks: MCU_FC_CHUNK inputs, then the four rows' MCU_FC_CHUNK weights each */
+#if MCU_ISA_NATIVE == MCU_ISA_MVE && MCU_FC_CHUNK == 16
+MCU_DOT_NOINLINE void mcu_dot4_chunks_s8(const int8_t *x, const int8_t *w, int32_t chunks,
+                                         int32_t acc[4])
+{
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    for (; chunks > 0; --chunks) {
+        const int8x16_t xv = vld1q_s8(x);
+        a0 = vmladavaq_s8(a0, xv, vld1q_s8(w));
+        a1 = vmladavaq_s8(a1, xv, vld1q_s8(w + 16));
+        a2 = vmladavaq_s8(a2, xv, vld1q_s8(w + 32));
+        a3 = vmladavaq_s8(a3, xv, vld1q_s8(w + 48));
+        x += 16;
+        w += 64;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+#elif MCU_ISA_NATIVE == MCU_ISA_DSP
+MCU_DOT_NOINLINE void mcu_dot4_chunks_s8(const int8_t *x, const int8_t *w, int32_t chunks,
+                                         int32_t acc[4])
+{
+    /* four bytes of x against four of each row: 23 instructions per 16 MACs */
+    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    for (int32_t n = chunks * (MCU_FC_CHUNK / 4); n > 0; --n) {
+        const uint32_t xv = read_s8x4(x);
+        const int32_t x02 = __sxtb16((int32_t)xv);
+        const int32_t x13 = sxtb16_ror8(xv);
+        const uint32_t v0 = read_s8x4(w);
+        a0 = __smlad(x13, sxtb16_ror8(v0), __smlad(x02, __sxtb16((int32_t)v0), a0));
+        const uint32_t v1 = read_s8x4(w + MCU_FC_CHUNK);
+        a1 = __smlad(x13, sxtb16_ror8(v1), __smlad(x02, __sxtb16((int32_t)v1), a1));
+        const uint32_t v2 = read_s8x4(w + 2 * MCU_FC_CHUNK);
+        a2 = __smlad(x13, sxtb16_ror8(v2), __smlad(x02, __sxtb16((int32_t)v2), a2));
+        const uint32_t v3 = read_s8x4(w + 3 * MCU_FC_CHUNK);
+        a3 = __smlad(x13, sxtb16_ror8(v3), __smlad(x02, __sxtb16((int32_t)v3), a3));
+        x += 4;
+        /* the next four bytes of the chunk, or the next chunk's rows */
+        w += ((n - 1) & (MCU_FC_CHUNK / 4 - 1)) != 0 ? 4 : 4 + 3 * MCU_FC_CHUNK;
+    }
+    acc[0] = a0;
+    acc[1] = a1;
+    acc[2] = a2;
+    acc[3] = a3;
+}
+#else
+void mcu_dot4_chunks_s8(const int8_t *x, const int8_t *w, int32_t chunks, int32_t acc[4])
+{
+    for (; chunks > 0; --chunks) {
+        mcu_dot4_s8(x, w, MCU_FC_CHUNK, MCU_FC_CHUNK, acc);
+        x += MCU_FC_CHUNK;
+        w += 4 * MCU_FC_CHUNK;
+    }
+}
+#endif

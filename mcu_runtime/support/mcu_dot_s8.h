@@ -18,6 +18,10 @@
 /* acc[r] += sum_i x[i] * w[r * w_stride + i], r = 0..3 (four filters w_stride bytes apart) */
 void mcu_dot4_s8(const int8_t *x, const int8_t *w, int32_t w_stride, int32_t len, int32_t acc[4]);
 
+/* acc[r] += sum over `chunks` chunks c of the fully connected kernel's blocked weights (mcu_nn.h:
+ * MCU_FC_CHUNK inputs x[c * CHUNK + i], and row r's weights at w[(4 c + r) * CHUNK + i]), r = 0..3 */
+void mcu_dot4_chunks_s8(const int8_t *x, const int8_t *w, int32_t chunks, int32_t acc[4]);
+
 /* sum_i x[i] * w[i] */
 int32_t mcu_dot1_s8(const int8_t *x, const int8_t *w, int32_t len);
 

@@ -19,6 +19,12 @@ void mcu_fully_connected_s8_acc(const mcu_fc_params_t *params, const int8_t *x, 
         const int8_t *const block = weights + n * k_in;
         for (int32_t k = k0; k < end;) {
             int32_t at, stride, stop;
+            if (k % MCU_FC_CHUNK == 0 && k + MCU_FC_CHUNK <= (end < full ? end : full)) {
+                const int32_t chunks = ((end < full ? end : full) - k) / MCU_FC_CHUNK; /* whole ones */
+                mcu_dot4_chunks_s8(x + (k - k0), block + k * MCU_FC_BLOCK_ROWS, chunks, acc + n);
+                k += chunks * MCU_FC_CHUNK;
+                continue;
+            }
             if (k < full) {
                 const int32_t chunk = k - k % MCU_FC_CHUNK;
                 at = chunk * MCU_FC_BLOCK_ROWS + k % MCU_FC_CHUNK;
