@@ -111,7 +111,8 @@ class Kernel:
     in_place: InPlace | None = None
     in_place_exact: bool = False
     lean_in_place: InPlace | None = None  # as in_place, of the lean call (lean_c)
-    lean_room: bool = False  # lean_c runs the fast call where its ctx has that call's scratch (stream.fed)
+    # (params, bias, isa, room) -> whether lean_c with `room` bytes of scratch runs the fast call (stream.fed)
+    lean_fast: Callable[[Any, Any, str, int], bool] | None = None
     in_place_c: str = ""
     in_place_buffer_size: InPlaceScratch | None = None
     in_place_c_calls: Callable[[Any], int] | None = None

@@ -110,19 +110,20 @@ def _channels(p: Any, count: int, bias: np.ndarray | None) -> str:
     return f"{count} {_ints(m)} {_ints(s)} {tail}"
 
 
-def query(kind: str, p: Any, bias: np.ndarray | None, isa: str) -> str:
+def query(kind: str, p: Any, bias: np.ndarray | None, isa: str, room: int = 0) -> str:
     """The tool's input line for one call (kind: "conv", "lean" (a conv's lean call), "pw" (a conv's
     in-place question), "dw", "dwip" (a depthwise's in-place scratch), "dwov" (a depthwise's in-place
     question), "dwlean" (a depthwise's lean call),
-    "dwlov" (its lean call's in-place question) or "fc"; the tool's header)."""
-    head = f"{kind} {ISA[isa]}"
+    "dwlov" (its lean call's in-place question), "room" (whether a conv's lean call with `room` bytes
+    of scratch runs the fast call) or "fc"; the tool's header)."""
+    head = f"{kind} {ISA[isa]}" + (f" {room}" if kind == "room" else "")
     if kind == "fc":
         count = p.out_features if p.per_channel else 1
         m, s = np.asarray(p.multiplier)[:count], np.asarray(p.shift)[:count]
         return (f"{head} {p.batches} {p.in_features} {p.out_features} {_quant(p.q)} {p.per_channel} "
                 f"{count} {_ints(m)} {_ints(s)}")
     window = f"{p.stride_h} {p.stride_w} {p.dilation_h} {p.dilation_w} {p.pad_top} {p.pad_left}"
-    if kind in ("conv", "lean", "pw"):
+    if kind in ("conv", "lean", "pw", "room"):
         return (f"{head} {_dims(p.input)} {_dims(p.filter)} {_dims(p.output)} {window} {_quant(p.q)} "
                 f"{_channels(p, p.output.c, bias)}")
     if kind in ("dw", "dwip", "dwov", "dwlean", "dwlov"):
@@ -131,6 +132,7 @@ def query(kind: str, p: Any, bias: np.ndarray | None, isa: str) -> str:
     raise ValueError(f"kernel_info: unknown kind {kind!r}")
 
 
-def ask(kind: str, p: Any, bias: np.ndarray | None, isa: str) -> tuple[str, int]:
-    """(code path, scratch bytes) the C dispatcher of `kind` gives these params on `isa`."""
-    return _SESSION.ask(query(kind, p, bias, isa))
+def ask(kind: str, p: Any, bias: np.ndarray | None, isa: str, room: int = 0) -> tuple[str, int]:
+    """(code path, scratch bytes) the C dispatcher of `kind` gives these params on `isa` (kind "room":
+    the lean call's path, and 1 where with `room` bytes of scratch it runs the fast call)."""
+    return _SESSION.ask(query(kind, p, bias, isa, room))

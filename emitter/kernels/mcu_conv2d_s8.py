@@ -118,7 +118,8 @@ def buffer_size(p: Any, bias: np.ndarray | None, isa: str) -> int:
 
 
 # little scratch: a lean variant of the fast path, else the generic path; the fast call itself where
-# its ctx has room for that call's scratch (a streamed plan's bands over the rows they have passed: stream.fed)
+# its ctx has room for that call's scratch and it is the faster (lean_fast; a streamed plan's bands over
+# the rows they have passed: stream.fed)
 LEAN_C = "mcu_conv2d_s8_lean"
 
 
@@ -128,6 +129,12 @@ def lean_path(p: Any, bias: np.ndarray | None, isa: str) -> str:
     MCU_CONV_LEAN_EXTRA bytes more than the generic path, else "generic" (mcu_conv2d_s8_lean_path(),
     asked of the C)."""
     return kernel_info.ask("lean", p, bias, isa)[0]
+
+
+def lean_fast(p: Any, bias: np.ndarray | None, isa: str, room: int) -> bool:
+    """Whether LEAN_C with `room` bytes of scratch runs the fast call on `isa` (where that fits and is
+    the faster: mcu_conv2d_s8_lean_fast(), asked of the C); for "any" on every target."""
+    return all(kernel_info.ask("room", p, bias, i, room)[1] == 1 for i in ((isa,) if isa in ISAS else ISAS))
 
 
 def lean_buffer_size(p: Any, bias: np.ndarray | None, isa: str) -> int:
@@ -155,4 +162,4 @@ def in_place(p: ConvParams, bias: np.ndarray | None, isa: str) -> int | None:
 
 
 KERNEL = Kernel("mcu_conv2d_s8", band=band, band_c=BAND_C, lean_c=LEAN_C, lean_buffer_size=lean_buffer_size,
-                lean_room=True, in_place=in_place, buffer_size=buffer_size, path=path, to_cmsis=to_cmsis)
+                lean_fast=lean_fast, in_place=in_place, buffer_size=buffer_size, path=path, to_cmsis=to_cmsis)

@@ -312,8 +312,10 @@ def scheduled(g: Graph, bufs: list[Buffer], root: dict[str, str],
             alias[g.nodes[s.step].name] = head
         if not seg.scratch:
             continue
-        src = by_key.get(("tensor", root[seg.stages[0].inputs[0]]))
-        if seg.feed and src is not None and src.last == seg.last and not src.lead:
+        first = seg.stages[0]
+        src = by_key.get(("tensor", root[first.inputs[0]]))
+        if seg.feed and src is not None and src.last == seg.last and not src.lead \
+                and src.size == first.in_rows * first.in_row_bytes[0]:  # its rows, one after another
             by_key[src.key] = replace(src, size=src.size + seg.feed, lead=seg.feed)
             feeds[head] = src.name
             continue

@@ -413,22 +413,21 @@ def without_lean(seg: Segment, prepared: tuple[Prepared, ...], isa: str, step: i
 def fed(seg: Segment, prepared: tuple[Prepared, ...], isa: str) -> Segment | None:
     """The segment with its scratch below its first layer's whole input, as that buffer's lead
     (arena.scheduled), where that layer takes its lean call and the call runs the fast one when its
-    ctx has room (Kernel.lean_room): a band's ctx then holds the scratch and every input row above
+    ctx has room (Kernel.lean_fast): a band's ctx then holds the scratch and every input row above
     it that the bands have passed (rows below the band's first are read no more), so the bands from
     where those reach the fast call's scratch run fast, in the same bytes. None where no band would,
     or another stage reads that input too (its rows stay live)."""
     s = seg.stages[0]
     t = twin(s.kernel)
-    if len(seg.stages) < 2 or seg.first not in seg.lean or not t.lean_room or not seg.scratch \
-            or t.buffer_size is None or seg.whole_inputs().count(s.inputs[0]) != 1:
+    if len(seg.stages) < 2 or seg.first not in seg.lean or t.lean_fast is None or not seg.scratch \
+            or seg.whole_inputs().count(s.inputs[0]) != 1:
         return None
     bias, h = prepared[seg.first].bias, seg.height(0)
     bands = [(o0, min(o0 + h, s.out_rows)) for o0 in range(0, s.out_rows, h)]
     fast = 0
     for o0, o1 in bands:
         bp, lo, _ = s.band(o0, o1)
-        need = max(t.buffer_size(bp, bias, i) for i in (ISAS if isa == "any" else (isa,)))
-        fast += seg.scratch + lo * s.in_row_bytes[0] >= need
+        fast += t.lean_fast(bp, bias, isa, seg.scratch + lo * s.in_row_bytes[0])
     return replace(seg, feed=seg.scratch, feed_fast=fast / len(bands)) if fast else None
 
 

@@ -122,58 +122,82 @@ static int32_t min32(int32_t a, int32_t b)
     return a < b ? a : b;
 }
 
-/* The path on `isa`, and through *size its scratch bytes; per_pass: the DSP path's P. lean: the
- * lean call's variant of the fast path (at most two positions a pass on DSP, channel pairs; on
- * MVE blocks of MCU_CONV_MVE_LEAN_BLOCK channels), before the MCU_CONV_LEAN_EXTRA check
- * (lean_plan). */
-static int32_t plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa, int lean,
-                    int32_t *size, int32_t *per_pass)
+/* The fast path on `isa` (its per-channel conditions checked here, once a call) and the DSP
+ * path's P (*per_pass; 0 on the other paths). */
+static int32_t fast_path(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa,
+                         int32_t *per_pass)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
-    const int gathers = mcu_conv2d_s8_gathers(p);
     *per_pass = 0;
     if (isa == MCU_ISA_DSP) {
         *per_pass = mcu_conv2d_s8_dsp_positions(p, bias);
         if (*per_pass > 0) {
-            if (lean && *per_pass > 2) {
-                *per_pass = 2;
-            }
-            const int32_t groups = (k + 3) >> 2;
-            *size = 8 * *per_pass * groups + dsp_patch(p, k, gathers) +
-                    (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE ? 8 * p->output.c : 0);
             return MCU_PATH_DSP;
         }
     }
-    if (isa == MCU_ISA_MVE && (k <= MCU_CONV_PATCH_BYTES || !gathers) && requant_fast(p, bias)) {
-        const int32_t n = min32(p->output.c, lean ? MCU_CONV_MVE_LEAN_BLOCK : MCU_CONV_MVE_OC_BLOCK);
-        const int32_t row = n <= 8 ? 8 : n <= 16 ? 16 : n <= 32 ? 32 : 64;
-        const int32_t sums = 4 * (2 * row + n + (n & 1)); /* the patch shares them */
-        *size = 8 * n + 48 * ((k + 15) >> 4) + (gathers && k > sums ? k : sums);
+    if (isa == MCU_ISA_MVE && (k <= MCU_CONV_PATCH_BYTES || !mcu_conv2d_s8_gathers(p)) &&
+        requant_fast(p, bias)) {
         return MCU_PATH_MVE;
     }
-    *size = 4 * min32(p->output.c, MCU_CONV_OC_BLOCK) +
-            (k <= MCU_CONV_PATCH_BYTES && gathers ? k : 0);
     return MCU_PATH_GENERIC;
 }
 
+/* The scratch bytes of `path` (per_pass: the DSP path's P); lean: the lean call's variant (on MVE
+ * blocks of MCU_CONV_MVE_LEAN_BLOCK channels; on DSP the caller passes its P). */
+static int32_t path_size(const mcu_conv_params_t *p, int32_t path, int32_t per_pass, int lean)
+{
+    const int32_t k = p->filter.h * p->filter.w * p->input.c;
+    const int gathers = mcu_conv2d_s8_gathers(p);
+    if (path == MCU_PATH_DSP) {
+        return 8 * per_pass * ((k + 3) >> 2) + dsp_patch(p, k, gathers) +
+               (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE ? 8 * p->output.c : 0);
+    }
+    if (path == MCU_PATH_MVE) {
+        const int32_t n = min32(p->output.c, lean ? MCU_CONV_MVE_LEAN_BLOCK : MCU_CONV_MVE_OC_BLOCK);
+        const int32_t row = n <= 8 ? 8 : n <= 16 ? 16 : n <= 32 ? 32 : 64;
+        const int32_t sums = 4 * (2 * row + n + (n & 1)); /* the patch shares them */
+        return 8 * n + 48 * ((k + 15) >> 4) + (gathers && k > sums ? k : sums);
+    }
+    return 4 * min32(p->output.c, MCU_CONV_OC_BLOCK) + (k <= MCU_CONV_PATCH_BYTES && gathers ? k : 0);
+}
+
+/* The path on `isa`, and through *size its scratch bytes; per_pass: the DSP path's P. */
+static int32_t plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa, int32_t *size,
+                    int32_t *per_pass)
+{
+    const int32_t path = fast_path(p, bias, isa, per_pass);
+    *size = path_size(p, path, *per_pass, 0);
+    return path;
+}
+
 /* The lean call's path on `isa` with `room` bytes of scratch (its ctx's): the fast call where its
- * scratch fits (*fast = 1); else the least: the fast path's lean variant when that needs at most
- * MCU_CONV_LEAN_EXTRA bytes more than the generic path, else the generic path. */
+ * scratch fits and it is the faster (*fast = 1); else the least: the fast path's lean variant (at
+ * most two positions a pass on DSP, channel pairs; on MVE blocks of MCU_CONV_MVE_LEAN_BLOCK
+ * channels) when that needs at most MCU_CONV_LEAN_EXTRA bytes more than the generic path, else
+ * the generic path. On DSP the channel pairs (19 instructions per 16 products) beat passes of two
+ * positions (22), and passes of four (17) where those round the call's positions up more. */
 static int32_t lean_plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa,
                          int32_t room, int32_t *size, int32_t *per_pass, int *fast)
 {
-    const int32_t path = plan(p, bias, isa, 0, size, per_pass);
-    *fast = *size <= room;
-    if (*fast) {
-        return path;
-    }
-    int32_t generic, none;
-    (void)plan(p, bias, MCU_ISA_C, 1, &generic, &none);
-    const int32_t lean = plan(p, bias, isa, 1, size, per_pass);
-    if (lean != MCU_PATH_GENERIC && *size > generic + MCU_CONV_LEAN_EXTRA) {
+    int32_t fast_size, fast_pp;
+    const int32_t path = plan(p, bias, isa, &fast_size, &fast_pp);
+    int32_t lean = path;
+    *per_pass = min32(fast_pp, 2);
+    *size = path_size(p, path, *per_pass, 1);
+    const int32_t generic = path_size(p, MCU_PATH_GENERIC, 0, 1);
+    if (path != MCU_PATH_GENERIC && *size > generic + MCU_CONV_LEAN_EXTRA) {
+        lean = MCU_PATH_GENERIC;
         *size = generic;
         *per_pass = 0;
-        return MCU_PATH_GENERIC;
+    }
+    const int32_t n = p->input.n * p->output.h * p->output.w;
+    const int pairs_win = lean == MCU_PATH_DSP &&
+                          (fast_pp < 4 || 17 * ((n + 3) & ~3) > 19 * ((n + 1) & ~1));
+    *fast = fast_size <= room && !pairs_win;
+    if (*fast) {
+        *size = fast_size;
+        *per_pass = fast_pp;
+        return path;
     }
     return lean;
 }
@@ -194,18 +218,27 @@ int32_t mcu_conv2d_s8_lean_buffer_size(const mcu_conv_params_t *params, const in
     return size;
 }
 
+int mcu_conv2d_s8_lean_fast(const mcu_conv_params_t *params, const int32_t *bias, int32_t isa,
+                             int32_t room)
+{
+    int32_t size, per_pass;
+    int fast;
+    (void)lean_plan(params, bias, isa, room, &size, &per_pass, &fast);
+    return fast;
+}
+
 int32_t mcu_conv2d_s8_get_buffer_size(const mcu_conv_params_t *params, const int32_t *bias,
                                       int32_t isa)
 {
     int32_t size, per_pass;
-    (void)plan(params, bias, isa, 0, &size, &per_pass);
+    (void)plan(params, bias, isa, &size, &per_pass);
     return size;
 }
 
 int32_t mcu_conv2d_s8_path(const mcu_conv_params_t *params, const int32_t *bias, int32_t isa)
 {
     int32_t size, per_pass;
-    return plan(params, bias, isa, 0, &size, &per_pass);
+    return plan(params, bias, isa, &size, &per_pass);
 }
 
 /* The call on the paths of MCU_ISA_PLAN; lean: the lean call's (lean_plan). */
@@ -231,7 +264,7 @@ static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *pa
     int fast = 1;
     const int32_t path = lean ? lean_plan(params, bias, MCU_ISA_PLAN, ctx != NULL ? ctx->size : 0,
                                           &size, &per_pass, &fast)
-                              : plan(params, bias, MCU_ISA_PLAN, 0, &size, &per_pass);
+                              : plan(params, bias, MCU_ISA_PLAN, &size, &per_pass);
     if (!scratch_ok(ctx, size)) {
         return MCU_ERR_SCRATCH;
     }

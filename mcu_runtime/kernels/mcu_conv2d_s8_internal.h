@@ -107,6 +107,9 @@ int mcu_conv2d_s8_gathers(const mcu_conv_params_t *p);
 int32_t mcu_conv2d_s8_lean_path(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa);
 int32_t mcu_conv2d_s8_lean_buffer_size(const mcu_conv_params_t *p, const int32_t *bias,
                                        int32_t isa);
+/* Whether the lean call runs the fast one on `isa` given `room` bytes of scratch (its ctx's). */
+int mcu_conv2d_s8_lean_fast(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa,
+                            int32_t room);
 
 /* mcu_conv2d_s8_common.c (every target), shared by the paths: the residual Add's stores, out of
  * line (the paths inline their loops): o[r * stride] = mcu_conv_fuse_one(f, v[r], the skip

@@ -14,6 +14,8 @@
  *             C multiplier[C] shift[C] HAS_BIAS bias[C if HAS_BIAS]
  *   lean ISA  (as conv): mcu_conv2d_s8_lean's path and scratch on ISA (mcu_conv2d_s8_lean_path,
  *             mcu_conv2d_s8_lean_buffer_size: mcu_conv2d_s8_internal.h)
+ *   room ISA ROOM (then as conv): mcu_conv2d_s8_lean's path, and as SIZE 1 where with ROOM bytes
+ *             of scratch it runs the fast call (mcu_conv2d_s8_lean_fast), else 0
  *   pw   ISA  (as conv): the path, and mcu_conv2d_s8_in_place_down() as SIZE (-1: not in place)
  *   dw   ISA  in filter out depth_multiplier stride_h ... pad_left q C multiplier shift HAS_BIAS bias
  *   dwip ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_in_place_get_buffer_size() as SIZE
@@ -110,10 +112,14 @@ int main(void)
         if (got != 2) {
             return 2;
         }
-        int32_t path, size;
+        int32_t path, size, room = 0;
         int32_t has_bias;
         mcu_depthwise_conv_params_t w;
-        if (strcmp(op, "conv") == 0 || strcmp(op, "lean") == 0 || strcmp(op, "pw") == 0) {
+        if (strcmp(op, "room") == 0 && scanf("%d", &room) != 1) {
+            return 2;
+        }
+        if (strcmp(op, "conv") == 0 || strcmp(op, "lean") == 0 || strcmp(op, "pw") == 0 ||
+            strcmp(op, "room") == 0) {
             if (!read_window(&w, 0, &has_bias)) {
                 return 2;
             }
@@ -123,7 +129,10 @@ int main(void)
                 .dilation_h = w.dilation_h, .dilation_w = w.dilation_w,
                 .pad_top = w.pad_top, .pad_left = w.pad_left,
                 .q = w.q, .multiplier = w.multiplier, .shift = w.shift};
-            if (op[0] == 'l') {
+            if (op[0] == 'r') {
+                path = mcu_conv2d_s8_lean_path(&p, has_bias ? bias : NULL, isa);
+                size = mcu_conv2d_s8_lean_fast(&p, has_bias ? bias : NULL, isa, room);
+            } else if (op[0] == 'l') {
                 path = mcu_conv2d_s8_lean_path(&p, has_bias ? bias : NULL, isa);
                 size = mcu_conv2d_s8_lean_buffer_size(&p, has_bias ? bias : NULL, isa);
             } else if (op[0] == 'p') {

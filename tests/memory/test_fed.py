@@ -2,9 +2,10 @@
 call keeps its scratch just below that layer's whole input (the input buffer's lead) when the
 segment reads that input for the last time. Each band's ctx then holds the scratch and every
 input row above it that the bands have passed (mcu_context_t built per band), and the lean call
-runs the fast one once those bytes hold its scratch (mcu_conv2d_s8_lean: Kernel.lean_room). The
-tests build audio-like front layers (a one-channel feature map, a tall convolution, a fully
-connected head that accumulates the rows) and check: the plan feeds the segment in the same RAM,
+runs the fast one once those bytes hold its scratch, where that is the faster (mcu_conv2d_s8_lean:
+Kernel.lean_fast). The tests build audio-like front layers (a one-channel feature map, a tall
+convolution, a fully connected head that accumulates the rows) and check: the plan feeds the
+segment in the same RAM,
 the generated code passes the growing ctx, the bundle is bit-exact in QEMU on every core and as
 the board's bundle built for the host, and on the DSP cores the fed plan runs fewer instructions
 than the same plan with its scratch in its own buffer."""
@@ -39,7 +40,7 @@ MISSING = missing_tools()
 SHAPES = {
     "speech": ((49, 40, 1), (8, 10, 8, 2, (4, 3, 5, 3)), 4),  # micro_speech's front layer
     "narrow": ((31, 16, 1), (6, 5, 4, 1, (2, 1, 2, 2)), 3),  # stride 1, an odd channel count
-    "taps": ((17, 10, 4), (8, 3, 3, 1, (1, 1, 1, 1)), 5),  # four input channels: windows tap by tap
+    "taps": ((17, 12, 4), (8, 3, 3, 1, (1, 1, 1, 1)), 5),  # four input channels: windows tap by tap
 }
 
 
