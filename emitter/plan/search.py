@@ -401,7 +401,9 @@ def relax(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignmen
     """The chosen plan at no more activation RAM for fewer instructions: each of its lean calls (the
     generic path, the least scratch) back on its layer's fast call, one at a time, where the RAM
     does not grow (a plan proposed lean everywhere needs the least scratch only at its peak); then
-    a streamed plan's bands taller where the RAM does not grow (taller() within its own RAM)."""
+    a streamed plan's bands taller where the RAM does not grow (taller() within its own RAM); then
+    each segment fed (stream.fed: its scratch below its first layer's input, the bands from where the
+    rows passed hold the fast call's scratch running it) where that saves instructions in the same RAM."""
     ram = activation_ram(g, c.plan)
     best = c
     for k, seg in enumerate(c.plan.schedule.segments):
