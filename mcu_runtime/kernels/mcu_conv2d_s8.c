@@ -27,7 +27,10 @@
  * variant of the fast path when that needs at most MCU_CONV_LEAN_EXTRA bytes more scratch than
  * the generic path: on DSP at most two positions a pass, two channels at a time
  * (mcu_conv2d_s8_dsp_lean); on MVE blocks of MCU_CONV_MVE_LEAN_BLOCK channels; else the generic
- * path. Its scratch on an ISA: mcu_conv2d_s8_lean_buffer_size (mcu_conv2d_s8_internal.h).
+ * path. Its scratch on an ISA: mcu_conv2d_s8_lean_buffer_size (mcu_conv2d_s8_internal.h). Where
+ * its ctx holds the fast path's scratch it runs the fast call, unless on DSP its channel pairs are
+ * the faster (lean_plan; mcu_conv2d_s8_lean_fast says which): a streamed plan's band over the input
+ * rows the bands before it have passed (emitter/plan/stream.py fed).
  *
  * Scratch (mcu_conv2d_s8_get_buffer_size, exact for each path; none is taken from the stack):
  * - generic: 4 * min(C_out, MCU_CONV_OC_BLOCK) bytes of corrections, plus K bytes of patch when
