@@ -74,3 +74,33 @@ def test_twins_hold_no_dispatcher_formula(twin: str) -> None:
     for copied in ("requant2_ok", "_internal.h", "MAX_TAPS", "OC_BLOCK", "-20"):
         assert copied not in text, f"{twin}.py copies {copied} of the C"
     assert "mcu_requant2_ok" not in (ROOT / "emitter" / "kernels" / "common.py").read_text()
+
+
+def test_lean_room_as_the_c_and_its_rule() -> None:
+    """The lean call's fast-by-room answer (kernel_info "room", conv_twin.lean_fast) is the C's own
+    (mcu_conv2d_s8_lean_fast called in-process), and its rule holds: never with less room than
+    the fast call's scratch; always with it on MVE and where the fast path is the generic one; on
+    DSP only with four positions a pass and no more positions computed in fours than 19/17 of
+    those in twos (the channel pairs win a narrow call)."""
+    rng = np.random.default_rng(37)
+    for _ in range(SWEEP):
+        p, bias = random_conv(rng)
+        for isa in ISAS:
+            i = ISAS.index(isa)
+            need = conv_twin.buffer_size(p, bias, isa)
+            for room in (0, max(0, need - 1), need, need + 64):
+                got = conv_twin.lean_fast(p, bias, isa, room)
+                assert got == bool(call_raw("mcu_conv2d_s8_lean_fast", p, bias, i, room)), (isa, room, p)
+                path = conv_twin.path(p, bias, isa)
+                if room < need:
+                    assert not got, (isa, room, p)
+                elif path in ("mve", "generic"):
+                    assert got, (isa, room, p)
+                elif conv_twin.lean_path(p, bias, "dsp") == "generic":
+                    assert got, (isa, room, p)  # the fast call beats the generic loops
+                else:  # DSP, its lean call the channel pairs
+                    n, k = p.input.n * p.output.h * p.output.w, p.filter.h * p.filter.w * p.input.c
+                    if got:
+                        assert 17 * (-(-n // 4) * 4) <= 19 * (-(-n // 2) * 2), (n, p)
+                    if k <= 144 and n >= 4 and n % 4 == 0:  # four positions a pass, none wasted
+                        assert got, (n, p)
