@@ -128,7 +128,7 @@ static int32_t min32(int32_t a, int32_t b)
 /* The fast path on `isa` (its per-channel conditions checked here, once a call) and the DSP
  * path's P (*per_pass; 0 on the other paths). */
 static int32_t fast_path(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa,
-                         int32_t *per_pass)
+                         int gathers, int32_t *per_pass)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
     *per_pass = 0;
@@ -138,19 +138,20 @@ static int32_t fast_path(const mcu_conv_params_t *p, const int32_t *bias, int32_
             return MCU_PATH_DSP;
         }
     }
-    if (isa == MCU_ISA_MVE && (k <= MCU_CONV_PATCH_BYTES || !mcu_conv2d_s8_gathers(p)) &&
+    if (isa == MCU_ISA_MVE && (k <= MCU_CONV_PATCH_BYTES || !gathers) &&
         requant_fast(p, bias)) {
         return MCU_PATH_MVE;
     }
     return MCU_PATH_GENERIC;
 }
 
-/* The scratch bytes of `path` (per_pass: the DSP path's P); lean: the lean call's variant (on MVE
- * blocks of MCU_CONV_MVE_LEAN_BLOCK channels; on DSP the caller passes its P). */
-static int32_t path_size(const mcu_conv_params_t *p, int32_t path, int32_t per_pass, int lean)
+/* The scratch bytes of `path` (per_pass: the DSP path's P; gathers: mcu_conv2d_s8_gathers(p));
+ * lean: the lean call's variant (on MVE blocks of MCU_CONV_MVE_LEAN_BLOCK channels; on DSP the
+ * caller passes its P). */
+static int32_t path_size(const mcu_conv_params_t *p, int32_t path, int32_t per_pass, int lean,
+                         int gathers)
 {
     const int32_t k = p->filter.h * p->filter.w * p->input.c;
-    const int gathers = mcu_conv2d_s8_gathers(p);
     if (path == MCU_PATH_DSP) {
         return 8 * per_pass * ((k + 3) >> 2) + dsp_patch(p, k, gathers) +
                (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE ? 8 * p->output.c : 0);
@@ -168,8 +169,9 @@ static int32_t path_size(const mcu_conv_params_t *p, int32_t path, int32_t per_p
 static int32_t plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa, int32_t *size,
                     int32_t *per_pass)
 {
-    const int32_t path = fast_path(p, bias, isa, per_pass);
-    *size = path_size(p, path, *per_pass, 0);
+    const int gathers = mcu_conv2d_s8_gathers(p);
+    const int32_t path = fast_path(p, bias, isa, gathers, per_pass);
+    *size = path_size(p, path, *per_pass, 0, gathers);
     return path;
 }
 
@@ -182,12 +184,14 @@ static int32_t plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa
 static int32_t lean_plan(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa,
                          int32_t room, int32_t *size, int32_t *per_pass, int *fast)
 {
-    int32_t fast_size, fast_pp;
-    const int32_t path = plan(p, bias, isa, &fast_size, &fast_pp);
+    int32_t fast_pp;
+    const int gathers = mcu_conv2d_s8_gathers(p);
+    const int32_t path = fast_path(p, bias, isa, gathers, &fast_pp);
+    const int32_t fast_size = path_size(p, path, fast_pp, 0, gathers);
     int32_t lean = path;
     *per_pass = min32(fast_pp, 2);
-    *size = path_size(p, path, *per_pass, 1);
-    const int32_t generic = path_size(p, MCU_PATH_GENERIC, 0, 1);
+    *size = path_size(p, path, *per_pass, 1, gathers);
+    const int32_t generic = path_size(p, MCU_PATH_GENERIC, 0, 1, gathers);
     if (path != MCU_PATH_GENERIC && *size > generic + MCU_CONV_LEAN_EXTRA) {
         lean = MCU_PATH_GENERIC;
         *size = generic;

@@ -13,14 +13,15 @@ void mcu_fully_connected_s8_acc(const mcu_fc_params_t *params, const int8_t *x, 
     const int32_t blocked = params->out_features - params->out_features % MCU_FC_BLOCK_ROWS;
     const int32_t full = k_in - k_in % MCU_FC_CHUNK;
     const int32_t end = k0 + len;
+    const int32_t chunked_end = end < full ? end : full; /* the whole chunks end by here */
     /* a block of four rows at once (mcu_dot4_s8, the whole FC's own dot product): in the chunks the
      * four rows' runs lie MCU_FC_CHUNK bytes apart, in the last K % 16 columns K - full apart */
     for (int32_t n = 0; n < blocked; n += MCU_FC_BLOCK_ROWS) {
         const int8_t *const block = weights + n * k_in;
         for (int32_t k = k0; k < end;) {
             int32_t at, stride, stop;
-            if (k % MCU_FC_CHUNK == 0 && k + MCU_FC_CHUNK <= (end < full ? end : full)) {
-                const int32_t chunks = ((end < full ? end : full) - k) / MCU_FC_CHUNK; /* whole ones */
+            if (k % MCU_FC_CHUNK == 0 && k + MCU_FC_CHUNK <= chunked_end) {
+                const int32_t chunks = (chunked_end - k) / MCU_FC_CHUNK;
                 mcu_dot4_chunks_s8(x + (k - k0), block + k * MCU_FC_BLOCK_ROWS, chunks, acc + n);
                 k += chunks * MCU_FC_CHUNK;
                 continue;

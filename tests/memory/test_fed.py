@@ -22,15 +22,11 @@ from emitter.boards import Board, load_board
 from emitter.compiler import Compiled, compile_model
 from emitter.plan import search
 from emitter.plan.arena import scratch_of
-from emitter.render.bundle import render_bundle
-from emitter.render.write import write_bundle
-from emitter.target.firmware import build_firmware
-from emitter.target.qemu import run_qemu
 from emitter.target.toolchain import missing_tools
-from emitter.verify.harness import Samples, pack, unpack
 from emitter.verify.run import run_host
 from tests.harness.bundles import emit
 from tests.memory.chains import IR_VERSION
+from tests.memory.qemu import qemu_counted
 from tests.memory.test_pointwise_in_place import board_bundle_on_host
 from tests.models.ops import quantize
 
@@ -73,18 +69,6 @@ def smallest(onnx_path: Path, board: Board, feed: bool, monkeypatch: pytest.Monk
     return compile_model(onnx_path, name="net", board=board, memory="stream", io_nhwc=True)
 
 
-def qemu_run(c: Compiled, board: Board, samples: Samples, glue: Path, work: Path) -> tuple[Samples, int]:
-    """The bundle in QEMU: its outputs and its median instructions per inference."""
-    bundle = work / "bundle"
-    write_bundle(render_bundle(c, " ".join(board.cflags), board.name), bundle)
-    fw = build_firmware(bundle, glue, board, work / "fw")
-    run = work / "run"
-    run.mkdir()
-    (run / "input.bin").write_bytes(pack(samples))
-    got = run_qemu(fw.elf, fw.board, run)
-    return unpack(c, (run / "output.bin").read_bytes(), len(samples)), int(np.median(got.instructions))
-
-
 @pytest.mark.parametrize("kind", sorted(SHAPES))
 @pytest.mark.parametrize("core", ["cortex-m4", "cortex-m55"])
 def test_fed_in_the_same_ram(kind: str, core: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -121,7 +105,7 @@ def test_fed_bit_exact_and_faster(kind: str, core: str, tmp_path: Path, monkeypa
     samples = [[rng.integers(-128, 128, fed.input_shapes[0]).astype(np.int8)] for _ in range(3)]
     host_c = compile_model(path, name="net", memory="layer", isa="c", io_nhwc=True)
     want = run_host(host_c, emit(host_c, tmp_path / "host_bundle"), samples, tmp_path / "host")
-    got, count = qemu_run(fed, board, samples, tmp_path / "host" / "glue", tmp_path / "fed")
+    got, count = qemu_counted(fed, board, samples, tmp_path / "host" / "glue", tmp_path / "fed")
     on_host = board_bundle_on_host(fed, samples, tmp_path)
     for k in range(len(samples)):
         assert np.array_equal(np.asarray(got[k][0]).ravel(), np.asarray(want[k][0]).ravel()), (core, k)
@@ -132,5 +116,5 @@ def test_fed_bit_exact_and_faster(kind: str, core: str, tmp_path: Path, monkeypa
     assert "&(mcu_context_t){" in text and "+ rows[0] * " in text
     plain = smallest(path, board, False, monkeypatch)
     assert not plain.plan.feeds
-    _, plain_count = qemu_run(plain, board, samples, tmp_path / "host" / "glue", tmp_path / "plain")
+    _, plain_count = qemu_counted(plain, board, samples, tmp_path / "host" / "glue", tmp_path / "plain")
     assert count < plain_count, (count, plain_count)
