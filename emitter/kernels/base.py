@@ -113,6 +113,9 @@ class Kernel:
     lean_in_place: InPlace | None = None  # as in_place, of the lean call (lean_c)
     # (params, bias, isa, room) -> whether lean_c with `room` bytes of scratch runs the fast call (stream.fed)
     lean_fast: Callable[[Any, Any, str, int], bool] | None = None
+    # (params, filter, bias) -> the params of a layer called band by band: build-time constants the C
+    # would otherwise recompute on every call (mcu_conv2d_s8's kernel_sums and channels_fast)
+    band_constants: Callable[[Any, Any, Any], Any] | None = None
     in_place_c: str = ""
     in_place_buffer_size: InPlaceScratch | None = None
     in_place_c_calls: Callable[[Any], int] | None = None

@@ -115,7 +115,9 @@ def query(kind: str, p: Any, bias: np.ndarray | None, isa: str, room: int = 0) -
     in-place question), "dw", "dwip" (a depthwise's in-place scratch), "dwov" (a depthwise's in-place
     question), "dwlean" (a depthwise's lean call),
     "dwlov" (its lean call's in-place question), "room" (whether a conv's lean call with `room` bytes
-    of scratch runs the fast call) or "fc"; the tool's header)."""
+    of scratch runs the fast call), "ok" (mcu_conv2d_s8_channels_fast: 1 or 0), "dwok"
+    (mcu_depthwise_conv2d_s8_channels_fast) or "fc"; the tool's
+    header)."""
     head = f"{kind} {ISA[isa]}" + (f" {room}" if kind == "room" else "")
     if kind == "fc":
         count = p.out_features if p.per_channel else 1
@@ -123,10 +125,10 @@ def query(kind: str, p: Any, bias: np.ndarray | None, isa: str, room: int = 0) -
         return (f"{head} {p.batches} {p.in_features} {p.out_features} {_quant(p.q)} {p.per_channel} "
                 f"{count} {_ints(m)} {_ints(s)}")
     window = f"{p.stride_h} {p.stride_w} {p.dilation_h} {p.dilation_w} {p.pad_top} {p.pad_left}"
-    if kind in ("conv", "lean", "pw", "room"):
+    if kind in ("conv", "lean", "pw", "room", "ok"):
         return (f"{head} {_dims(p.input)} {_dims(p.filter)} {_dims(p.output)} {window} {_quant(p.q)} "
                 f"{_channels(p, p.output.c, bias)}")
-    if kind in ("dw", "dwip", "dwov", "dwlean", "dwlov"):
+    if kind in ("dw", "dwip", "dwov", "dwlean", "dwlov", "dwok"):
         return (f"{head} {_dims(p.input)} {_dims(p.filter)} {_dims(p.output)} {p.depth_multiplier} {window} "
                 f"{_quant(p.q)} {_channels(p, p.output.c, bias)}")
     raise ValueError(f"kernel_info: unknown kind {kind!r}")

@@ -10,7 +10,7 @@ CMSIS-NN: arm_convolve_wrapper_s8 (scratch sized by CMSIS-NN itself).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -46,6 +46,8 @@ class ConvParams(Windowed, Rounded):
     q: QuantIO
     multiplier: np.ndarray  # int32 [C_out]
     shift: np.ndarray  # int32 [C_out]
+    kernel_sums: np.ndarray | None = None  # int32 [C_out] or None: band_constants()
+    channels_fast: int = 0  # 1: mcu_conv2d_s8_channels_fast() holds (band_constants())
 
     def window(self) -> Window:
         return Window(self.input, self.output, self.filter.n * self.filter.h * self.filter.w * self.filter.c)
@@ -153,6 +155,17 @@ def band(p: ConvParams, o0: int, o1: int) -> tuple[ConvParams, int, int]:
     return window_band(p, o0, o1)  # type: ignore[no-any-return]
 
 
+def band_constants(p: ConvParams, filter: np.ndarray, bias: np.ndarray | None) -> ConvParams:
+    """The params of a layer called band by band, with what each call would recompute: kernel_sums
+    (bias + input_offset * each output channel's sum of weights, mod 2^32: the C's offset
+    corrections) and channels_fast (mcu_conv2d_s8_channels_fast(), asked of the C)."""
+    sums = p.q.input_offset * filter.reshape(p.filter.n, -1).astype(np.int64).sum(axis=1)
+    if bias is not None:
+        sums = sums + bias.astype(np.int64)
+    wrapped = ((sums + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
+    return replace(p, kernel_sums=wrapped, channels_fast=kernel_info.ask("ok", p, bias, "c")[1])
+
+
 def in_place(p: ConvParams, bias: np.ndarray | None, isa: str) -> int | None:
     """How far below its input (bytes) one whole call may start writing its output over it (a
     pointwise layer on a path that reads a group of positions before it writes them), None where it
@@ -162,4 +175,5 @@ def in_place(p: ConvParams, bias: np.ndarray | None, isa: str) -> int | None:
 
 
 KERNEL = Kernel("mcu_conv2d_s8", band=band, band_c=BAND_C, lean_c=LEAN_C, lean_buffer_size=lean_buffer_size,
-                lean_fast=lean_fast, in_place=in_place, buffer_size=buffer_size, path=path, to_cmsis=to_cmsis)
+                lean_fast=lean_fast, in_place=in_place, buffer_size=buffer_size, path=path, to_cmsis=to_cmsis,
+                band_constants=band_constants)

@@ -9,7 +9,7 @@ CMSIS-NN: arm_depthwise_conv_wrapper_s8.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
@@ -46,6 +46,7 @@ class DepthwiseConvParams(Windowed, Rounded):
     q: QuantIO
     multiplier: np.ndarray
     shift: np.ndarray
+    channels_fast: int = 0  # 1: mcu_depthwise_conv2d_s8_channels_fast() holds (band_constants())
 
     def window(self) -> Window:
         return Window(self.input, self.output, self.filter.n * self.filter.h * self.filter.w * self.filter.c)
@@ -152,6 +153,13 @@ def band(p: DepthwiseConvParams, o0: int, o1: int) -> tuple[DepthwiseConvParams,
     return window_band(p, o0, o1)  # type: ignore[no-any-return]
 
 
+def band_constants(p: DepthwiseConvParams, filter: np.ndarray, bias: np.ndarray | None) -> DepthwiseConvParams:
+    """The params of a layer called band by band, with what each call would check again:
+    channels_fast (mcu_depthwise_conv2d_s8_channels_fast(), asked of the C)."""
+    del filter  # (the fast paths prepare the weights with the call's channel groups)
+    return replace(p, channels_fast=kernel_info.ask("dwok", p, bias, "c")[1])
+
+
 IN_PLACE_C = "mcu_depthwise_conv2d_s8_in_place"  # the output over its input, channel block by block
 IN_PLACE_BLOCK = c_defines("include/mcu_nn.h")["MCU_DW_IN_PLACE_CHANNELS"]  # channels a block: its calls
 
@@ -194,4 +202,4 @@ def in_place_c_calls(p: DepthwiseConvParams) -> int:
 KERNEL = Kernel("mcu_depthwise_conv2d_s8", band=band, band_c=BAND_C, lean_c=LEAN_C, lean_buffer_size=lean_buffer_size,
                 in_place=in_place, in_place_exact=True, lean_in_place=lean_in_place, in_place_c=IN_PLACE_C,
                 in_place_buffer_size=in_place_buffer_size, in_place_c_calls=in_place_c_calls,
-                buffer_size=buffer_size, path=path, to_cmsis=to_cmsis)
+                buffer_size=buffer_size, path=path, to_cmsis=to_cmsis, band_constants=band_constants)

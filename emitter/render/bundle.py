@@ -54,6 +54,17 @@ from emitter.resources import data_dir
 if TYPE_CHECKING:
     from emitter.render.frontend import FrontEnd
 
+
+def band_params(p: Prepared) -> Any:
+    """The params of a layer a segment calls band by band: with the constants its twin computes at
+    build time for such a layer (Kernel.band_constants), else its own."""
+    hook = kernel_twin(p.kernel).band_constants
+    f, b = p.operands.get("filter"), p.operands.get("bias")
+    if hook is None or not isinstance(f, ConstArg):
+        return p.params
+    return hook(p.params, f.data, b.data if isinstance(b, ConstArg) else None)
+
+
 class BundleBuilder:
     def __init__(self, c: Compiled, pooled: bool = False):
         self.c = c
@@ -149,7 +160,8 @@ class BundleBuilder:
         elif p.params is not None:
             params_type = type(p.params).CTYPE
             params_ident = f"{self.prefix}_l{k}_params"
-            params_init = c_struct(p.params, functools.partial(self.ref, k, node.name))
+            params = band_params(p) if seg is not None else p.params
+            params_init = c_struct(params, functools.partial(self.ref, k, node.name))
         local_decls: list[str] = []
         structs: list[tuple[str, str, str]] = []
         if seg is not None:

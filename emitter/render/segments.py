@@ -109,8 +109,9 @@ def single(seg: Segment, mode: str, params: str, ptr: Callable[[str], str], call
     ptrs = {name: m.rows_ptr(ptr(name), "rows[0]", rb) for name, rb in zip(s.inputs, s.in_row_bytes, strict=True)}
     ptrs[s.output] = m.rows_ptr(ptr(s.output), "y", s.out_row_bytes)
     w = s.step in windows
-    d = {"ctype": band_ctype(s, w), "mode": mode, "rows": s.out_rows, "last_row": s.out_rows - 1,
-         "band": band_call(s, params, "y", "y + 1", "band", "rows", w), "call": call(s, ptrs, "band")}
+    d = {"ctype": band_ctype(s, w), "init": None if w else params, "mode": mode, "rows": s.out_rows,
+         "last_row": s.out_rows - 1, "band": band_call(s, params, "y", "y + 1", "band", "rows", w),
+         "call": call(s, ptrs, "band")}
     return lines(m.single(d))
 
 
@@ -164,6 +165,7 @@ def segment(seg: Segment, names: list[str], at: Callable[[str], str], calls: lis
     d = {"rings": [{"i": i, "at": at(s.output), "row_bytes": s.out_row_bytes, "cap": seg.caps[i], "step": s.step}
                    for i, s in enumerate(st[:-1])],
          "sink": {"at": at(last.output + "#acc"), "step": last.step, "count": last.sink} if last.sink else None,
-         "bands": [{"i": i, "ctype": band_ctype(s, s.step in windows)} for i, s in enumerate(st) if not s.sink],
+         "bands": [{"i": i, "ctype": band_ctype(s, s.step in windows), "init": None if s.step in windows else names[i]}
+                   for i, s in enumerate(st) if not s.sink],
          "n": n, "last": n - 1, "rows": last.out_rows, "stages": stages, "finish": finish}
     return lines(macros().segment(d))

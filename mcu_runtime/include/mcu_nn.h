@@ -112,6 +112,13 @@ typedef struct {
     mcu_quant_io_t q;
     const int32_t *multiplier; /**< per output channel, Q31 */
     const int32_t *shift;      /**< per output channel, > 0 = left shift */
+    /** NULL, or per output channel bias + input_offset * (the sum of its weights), mod 2^32: the
+     * call's offset corrections, which it then does not compute (mcugen writes them for a layer it
+     * calls band by band, where each call would sum the whole filter again) */
+    const int32_t *kernel_sums;
+    /** 1: mcu_conv2d_s8_channels_fast() holds (mcugen checked it at build time, for a layer it calls
+     * band by band): the call does not check the per-channel constants again; 0: it checks them */
+    int32_t channels_fast;
 } mcu_conv_params_t;
 
 /**
@@ -158,6 +165,11 @@ int32_t mcu_conv2d_s8_get_buffer_size(const mcu_conv_params_t *params, const int
 /** @brief The code path (MCU_PATH_*) mcu_conv2d_s8 takes for these parameters on `isa`. */
 int32_t mcu_conv2d_s8_path(const mcu_conv_params_t *params, const int32_t *bias, int32_t isa);
 
+/** @brief 1 where every output channel's constants allow the fast paths' requantization
+ * (mcu_requant2_ok(multiplier, shift, bias): so a valid shift), else 0; what a call checks unless
+ * params->channels_fast says it holds. */
+int mcu_conv2d_s8_channels_fast(const mcu_conv_params_t *params, const int32_t *bias);
+
 /** Depthwise 2-D convolution (group == C_in), C_out = C_in * depth_multiplier. */
 typedef struct {
     mcu_dims_t input;         /**< [1, H_in, W_in, C_in] */
@@ -173,6 +185,9 @@ typedef struct {
     mcu_quant_io_t q;
     const int32_t *multiplier; /**< per output channel */
     const int32_t *shift;      /**< per output channel */
+    /** 1: mcu_depthwise_conv2d_s8_channels_fast() holds (mcugen checked it at build time, for a layer
+     * it calls band by band): the call does not check the per-channel constants again; 0: it does */
+    int32_t channels_fast;
 } mcu_depthwise_conv_params_t;
 
 /**
@@ -257,6 +272,12 @@ int32_t mcu_depthwise_conv2d_s8_in_place_get_buffer_size(const mcu_depthwise_con
  */
 int32_t mcu_depthwise_conv2d_s8_path(const mcu_depthwise_conv_params_t *params,
                                      const int32_t *bias, int32_t isa);
+
+/** @brief 1 where every output channel's constants allow the fast paths' requantization
+ * (mcu_requant2_ok_q(multiplier, shift, bias, rounding): so a valid shift), else 0; what a call
+ * checks unless params->channels_fast says it holds. */
+int mcu_depthwise_conv2d_s8_channels_fast(const mcu_depthwise_conv_params_t *params,
+                                          const int32_t *bias);
 
 /** @brief Scratch bytes mcu_depthwise_conv2d_s8 needs for these parameters on `isa` (MCU_ISA_*). */
 int32_t mcu_depthwise_conv2d_s8_get_buffer_size(const mcu_depthwise_conv_params_t *params,

@@ -32,6 +32,11 @@
  * the faster (lean_plan; mcu_conv2d_s8_lean_fast says which): a streamed plan's band over the input
  * rows the bands before it have passed (emitter/plan/stream.py fed).
  *
+ * A layer called band by band carries build-time constants in its params (mcugen writes them):
+ * kernel_sums, the offset corrections the generic and MVE paths would otherwise sum from the whole
+ * filter on every call, and channels_fast, the per-channel check (mcu_conv2d_s8_channels_fast)
+ * every call would make again. The scratch sizes stay those of the plain call.
+ *
  * Scratch (mcu_conv2d_s8_get_buffer_size, exact for each path; none is taken from the stack):
  * - generic: 4 * min(C_out, MCU_CONV_OC_BLOCK) bytes of corrections, plus K bytes of patch when
  *   K <= MCU_CONV_PATCH_BYTES and some window is not one run of the input;
@@ -65,10 +70,8 @@ int32_t mcu_conv2d_s8_dsp_positions(const mcu_conv_params_t *p, const int32_t *b
     if (p->q.rounding == MCU_ROUND_NEAREST_EVEN) {
         return 0; /* onnxruntime's rounding, not proven tie-free: generic loops */
     }
-    for (int32_t oc = 0; oc < p->output.c; ++oc) {
-        if (!mcu_requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0)) {
-            return 0;
-        }
+    if (!p->channels_fast && !mcu_conv2d_s8_channels_fast(p, bias)) {
+        return 0;
     }
     const int32_t positions = p->input.n * p->output.h * p->output.w;
     int32_t per_pass =
@@ -105,6 +108,16 @@ static int32_t dsp_patch(const mcu_conv_params_t *p, int32_t k, int gathers)
     return w_row % 4 == 0 && p->dilation_w == 1 ? w_row : k;
 }
 
+int mcu_conv2d_s8_channels_fast(const mcu_conv_params_t *p, const int32_t *bias)
+{
+    for (int32_t oc = 0; oc < p->output.c; ++oc) {
+        if (!mcu_requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Every channel's constants allow mcu_requant2/mcu_requant4 (MVE path). */
 static int requant_fast(const mcu_conv_params_t *p, const int32_t *bias)
 {
@@ -112,12 +125,7 @@ static int requant_fast(const mcu_conv_params_t *p, const int32_t *bias)
         p->q.rounding == MCU_ROUND_NEAREST_EVEN) {
         return 0;
     }
-    for (int32_t oc = 0; oc < p->output.c; ++oc) {
-        if (!mcu_requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0)) {
-            return 0;
-        }
-    }
-    return 1;
+    return p->channels_fast || mcu_conv2d_s8_channels_fast(p, bias);
 }
 
 static int32_t min32(int32_t a, int32_t b)
@@ -264,7 +272,8 @@ static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *pa
         f_dims->c != in_dims->c || f_dims->n != out_dims->c || out_dims->n != in_dims->n ||
         params->stride_h < 1 || params->stride_w < 1 || params->dilation_h < 1 ||
         params->dilation_w < 1 || params->pad_top < 0 || params->pad_left < 0 ||
-        !quant_io_valid(&params->q) || !shifts_valid(params->shift, out_dims->c)) {
+        !quant_io_valid(&params->q) ||
+        (!params->channels_fast && !shifts_valid(params->shift, out_dims->c))) {
         return MCU_ERR_ARG;
     }
     int32_t size, per_pass;

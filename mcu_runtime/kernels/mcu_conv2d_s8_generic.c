@@ -434,7 +434,7 @@ void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, cons
     /* |acc| < 2^30 as on the MVE path (K <= MCU_CONV_FAST_MAX_K, |bias| < 2^29) */
     c.requant2 = fuse == NULL && p->q.rounding == MCU_ROUND_TFLITE &&
                  c.filter_size <= MCU_CONV_FAST_MAX_K;
-    for (int32_t oc = 0; oc < out_c && c.requant2; ++oc) {
+    for (int32_t oc = 0; oc < out_c && c.requant2 && !p->channels_fast; ++oc) {
         c.requant2 = mcu_requant2_ok(p->multiplier[oc], p->shift[oc], bias != NULL ? bias[oc] : 0);
     }
 #endif
@@ -443,8 +443,10 @@ void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, cons
         (int8_t *)(corr + (out_c < MCU_CONV_OC_BLOCK ? out_c : MCU_CONV_OC_BLOCK));
     for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += MCU_CONV_OC_BLOCK) {
         c.oc_end = out_c - c.oc_base < MCU_CONV_OC_BLOCK ? out_c : c.oc_base + MCU_CONV_OC_BLOCK;
-        /* corr[oc] = bias[oc] + input_offset * sum_{ky,kx,ic} w[oc,ky,kx,ic] */
-        for (int32_t oc = c.oc_base; oc < c.oc_end; ++oc) {
+        /* corr[oc] = bias[oc] + input_offset * sum_{ky,kx,ic} w[oc,ky,kx,ic]: the params' own
+         * build-time kernel_sums where they have them */
+        c.corr = p->kernel_sums != NULL ? p->kernel_sums + c.oc_base : corr;
+        for (int32_t oc = c.oc_base; oc < c.oc_end && p->kernel_sums == NULL; ++oc) {
             const int32_t w_sum = mcu_sum_s8(filter + oc * filter_size, filter_size);
             corr[oc - c.oc_base] =
                 mcu_conv_add_wrap(bias != NULL ? bias[oc] : 0,

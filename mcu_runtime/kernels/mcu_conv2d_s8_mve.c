@@ -9,7 +9,8 @@
  * - two channels at a time meet the three windows (pass_mve): per 16 window bytes, two weight
  *   vectors and three input vectors, six VMLADAVA (16 products each), in a tail-predicated
  *   low-overhead loop (so K % 16 needs no extra code): 12 instructions per 96 products. The six
- *   sums start at the channels' corrections and go to an int32 row per position;
+ *   sums start at the channels' corrections and go to an int32 row per position; a block's last
+ *   pass of one or two positions meets only their windows (pass_tail: 6 and 9 instructions);
  * - each position's row is requantized four channels per vector (requant_rows: mcu_requant4, clamp,
  *   one narrowing store); with mcu_conv2d_add_s8's residual Add, the Add follows on the same four
  *   lanes (requant_rows_fused).
@@ -79,12 +80,64 @@ MCU_CONV_INLINE void pair_mve(const int8_t *w0, const int8_t *w1, const int8_t *
                      : [k] "r"(k), [o] "r"(sums), [r1] "n"(4 * row), [r2] "n"(8 * row)
                      : "q0", "q1", "q2", "q3", "memory", "r14");
 }
+
+/* pair_mve at the first two windows only (a block's last pass of two positions): 9 instructions
+ * per 64 products; rows of sums `row` words apart (a register: one function for every length). */
+MCU_CONV_INLINE void pair2_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
+                               const int32_t *corr, int32_t *sums, int32_t row)
+{
+    int32_t s0 = corr[0], s1, s3 = corr[1], s4;
+    __asm__ volatile("wlstp.8 lr, %[k], 1f\n\t"
+                     "mov %[s1], %[s0]\n\t"
+                     "mov %[s4], %[s3]\n"
+                     "2:\n\t"
+                     "vldrb.8 q0, [%[u]], #16\n\t"
+                     "vldrb.8 q2, [%[x], #16]\n\t"
+                     "vldrb.8 q1, [%[x]], #48\n\t"
+                     "vmladava.s8 %[s0], q0, q1\n\t"
+                     "vmladava.s8 %[s1], q0, q2\n\t"
+                     "vldrb.8 q0, [%[v]], #16\n\t"
+                     "vmladava.s8 %[s3], q0, q1\n\t"
+                     "vmladava.s8 %[s4], q0, q2\n\t"
+                     "letp lr, 2b\n"
+                     "1:\n"
+                     : [s0] "+Te"(s0), [s1] "=&Te"(s1), [s3] "+Te"(s3), [s4] "=&Te"(s4),
+                       [u] "+r"(w0), [v] "+r"(w1), [x] "+r"(xq)
+                     : [k] "r"(k)
+                     : "q0", "q1", "q2", "memory", "r14");
+    sums[0] = s0;
+    sums[1] = s3;
+    sums[row] = s1;
+    sums[row + 1] = s4;
+}
+
+/* pair_mve at the first window only (a block's last pass of one position): 6 instructions per
+ * 32 products. */
+MCU_CONV_INLINE void pair1_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
+                               const int32_t *corr, int32_t *sums)
+{
+    int32_t s0 = corr[0], s3 = corr[1];
+    __asm__ volatile("wlstp.8 lr, %[k], 1f\n"
+                     "2:\n\t"
+                     "vldrb.8 q0, [%[u]], #16\n\t"
+                     "vldrb.8 q1, [%[x]], #48\n\t"
+                     "vmladava.s8 %[s0], q0, q1\n\t"
+                     "vldrb.8 q0, [%[v]], #16\n\t"
+                     "vmladava.s8 %[s3], q0, q1\n\t"
+                     "letp lr, 2b\n"
+                     "1:\n"
+                     : [s0] "+Te"(s0), [s3] "+Te"(s3), [u] "+r"(w0), [v] "+r"(w1), [x] "+r"(xq)
+                     : [k] "r"(k)
+                     : "q0", "q1", "memory", "r14");
+    sums[0] = s0;
+    sums[1] = s3;
+}
 #else
-static void pair_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
-                     const int32_t *corr, int32_t *sums, int32_t row)
+static void pair_windows(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
+                         const int32_t *corr, int32_t *sums, int32_t row, int32_t windows)
 {
     for (int32_t b = 0; b < 2; ++b) {
-        for (int32_t i = 0; i < 3; ++i) {
+        for (int32_t i = 0; i < windows; ++i) {
             int32_t acc = corr[b];
             const int8_t *w = b == 0 ? w0 : w1;
             const int8_t *x = xq + 16 * i;
@@ -95,6 +148,24 @@ static void pair_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32
             sums[i * row + b] = acc;
         }
     }
+}
+
+static void pair_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
+                     const int32_t *corr, int32_t *sums, int32_t row)
+{
+    pair_windows(w0, w1, xq, k, corr, sums, row, 3);
+}
+
+static void pair2_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
+                      const int32_t *corr, int32_t *sums, int32_t row)
+{
+    pair_windows(w0, w1, xq, k, corr, sums, row, 2);
+}
+
+static void pair1_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
+                      const int32_t *corr, int32_t *sums)
+{
+    pair_windows(w0, w1, xq, k, corr, sums, 0, 1);
 }
 #endif
 
@@ -118,7 +189,8 @@ MCU_CONV_INLINE void pass_rows(const mcu_conv_block_t *c, const int8_t *xq, int3
         if (n > 1) {
             pair_mve(w - k, w, xq, k, corr - 1, sums - 1, row);
         } else {
-            pair_mve(w, w, xq, k, corr, sums, row); /* corr[1]: base[0]; sums[1] unused */
+            const int32_t lone[2] = {corr[0], corr[0]}; /* (corr may be the params' kernel_sums) */
+            pair_mve(w, w, xq, k, lone, sums, row);      /* sums[1] unused */
         }
     }
 }
@@ -134,14 +206,42 @@ MCU_CONV_PASS(16)
 MCU_CONV_PASS(32)
 MCU_CONV_PASS(64)
 
+/* pass_rows for a pass of `count` (1 or 2) positions: only their windows. */
+MCU_CONV_NOINLINE static void pass_tail(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums,
+                                        int32_t row, int32_t count)
+{
+    const int32_t k = c->filter_size;
+    const int32_t n = c->oc_end - c->oc_base;
+    const int32_t *corr = c->corr;
+    const int8_t *w = c->filter + c->oc_base * k;
+    /* pairs of channels; an odd last one with the one before it, a lone one twice */
+    for (int32_t m = 0; m < n; m += 2) {
+        const int32_t at = m + 1 < n ? m : (n > 1 ? m - 1 : m);
+        const int8_t *const w0 = w + at * k;
+        const int8_t *const w1 = n > 1 ? w0 + k : w0;
+        const int32_t lone[2] = {corr[0], corr[0]};
+        const int32_t *const pc = n > 1 ? corr + at : lone; /* sums[1] of a lone one unused */
+        if (count == 2) {
+            pair2_mve(w0, w1, xq, k, pc, sums + at, row);
+        } else {
+            pair1_mve(w0, w1, xq, k, pc, sums + at);
+        }
+    }
+}
+
 /* Words between rows of sums for a block of n channels (n <= MCU_CONV_MVE_OC_BLOCK). */
 static int32_t sums_row(int32_t n)
 {
     return n <= 8 ? 8 : n <= 16 ? 16 : n <= 32 ? 32 : 64;
 }
 
-static void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums, int32_t row)
+static void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums, int32_t row,
+                     int32_t count)
 {
+    if (count < 3) {
+        pass_tail(c, xq, sums, row, count);
+        return;
+    }
     switch (row) {
     case 8:
         pass_8(c, xq, sums);
@@ -408,7 +508,7 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
                       p->pad_left * in_c;
             }
         }
-        pass_mve(c, xq, sums, sums_len);
+        pass_mve(c, xq, sums, sums_len, count);
         if (c->fuse != NULL) {
             requant_rows_fused(c, sums, sums_len, output + n0 * p->output.c, count);
         } else {
@@ -446,9 +546,10 @@ static int32_t sum_mve(const int8_t *w, int32_t n)
 }
 #endif
 
-/* The block's corrections corr[oc] = bias[oc] + input_offset * sum of w[oc] and requantization
- * bases (out of line: its vector registers stay out of the frame the loop nest sits on). */
-MCU_CONV_NOINLINE static void block_constants(const mcu_conv_block_t *c, const int32_t *bias,
+/* The block's corrections c->corr[oc - oc_base] = bias[oc] + input_offset * sum of w[oc] (in corr,
+ * or the params' build-time kernel_sums themselves) and requantization bases (out of line: its
+ * vector registers stay out of the frame the loop nest sits on). */
+MCU_CONV_NOINLINE static void block_constants(mcu_conv_block_t *c, const int32_t *bias,
                                               int32_t *corr, int32_t *base)
 {
     /* local copies: an int32_t store may alias them, which would reload them per channel */
@@ -456,15 +557,33 @@ MCU_CONV_NOINLINE static void block_constants(const mcu_conv_block_t *c, const i
     const int8_t *const filter = c->filter;
     const int32_t *const shift = c->params->shift;
     const int32_t *const multiplier = c->params->multiplier;
+    const int32_t *const sums = c->params->kernel_sums;
     const mcu_quant_io_t q = c->params->q;
     const int32_t input_offset = q.input_offset;
     const int32_t oc_base = c->oc_base;
     const int32_t oc_end = c->oc_end;
-    for (int32_t oc = oc_base; oc < oc_end; ++oc) {
+    if (sums != NULL && q.rounding != MCU_ROUND_NEAREST_NO_TIE) {
+        c->corr = sums + oc_base;
+        /* mcu_requant2_base four channels at a time: 2^(r - 1) + output_offset * 2^r, r = -shift */
+        const int32x4_t offset = vdupq_n_s32(q.output_offset);
+        for (int32_t oc = oc_base; oc < oc_end; oc += 4) {
+            const mve_pred16_t pr = vctp32q((uint32_t)(oc_end - oc));
+            const int32x4_t r = vnegq_s32(vldrwq_z_s32(shift + oc, pr));
+            const int32x4_t b = vaddq_s32(vshlq_s32(vdupq_n_s32(1), vsubq_s32(r, vdupq_n_s32(1))),
+                                          vshlq_s32(offset, r));
+            vstrwq_p_s32(base + (oc - oc_base), b, pr);
+        }
+        return;
+    }
+    c->corr = corr;
+    for (int32_t oc = oc_base; oc < oc_end && sums == NULL; ++oc) {
         const int32_t w_sum = sum_mve(filter + oc * k, k);
         corr[oc - oc_base] = mcu_conv_add_wrap(bias != NULL ? bias[oc] : 0,
                                                (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
         base[oc - oc_base] = mcu_requant2_base(shift[oc], q.output_offset);
+    }
+    for (int32_t oc = oc_base; oc < oc_end && sums != NULL; ++oc) { /* (rounding: no tie) */
+        corr[oc - oc_base] = sums[oc];
     }
     if (q.rounding == MCU_ROUND_NEAREST_NO_TIE) { /* onnxruntime's rounding: mcu_requant2_lift */
         for (int32_t oc = oc_base; oc < oc_end; ++oc) {

@@ -21,8 +21,17 @@ mcu_status_t mcu_depthwise_conv2d_s16(const mcu_depthwise_conv_params_t *params,
         return MCU_ERR_ARG;
     }
     /* the geometry and output stage as a convolution's; the taps are one channel deep */
-    const mcu_conv_params_t conv = {p->input,      p->filter,     p->output,     p->stride_h,
-                                    p->stride_w,   p->dilation_h, p->dilation_w, p->pad_top,
-                                    p->pad_left,   p->q,          p->multiplier, p->shift};
+    const mcu_conv_params_t conv = {.input = p->input,
+                                    .filter = p->filter,
+                                    .output = p->output,
+                                    .stride_h = p->stride_h,
+                                    .stride_w = p->stride_w,
+                                    .dilation_h = p->dilation_h,
+                                    .dilation_w = p->dilation_w,
+                                    .pad_top = p->pad_top,
+                                    .pad_left = p->pad_left,
+                                    .q = p->q,
+                                    .multiplier = p->multiplier,
+                                    .shift = p->shift};
     return mcu_conv_s16_run(&conv, p->depth_multiplier, input, filter, bias, output);
 }

@@ -83,12 +83,9 @@ static int shifts_valid4(const int32_t *shift, int32_t n)
 #define DW_SHIFTS_VALID shifts_valid
 #endif
 
-/* No unproven onnxruntime rounding, and mcu_requant2_ok_q() (mcu_requant.h) for every output channel. */
-static int requant_fast(const mcu_depthwise_conv_params_t *p, const int32_t *bias)
+int mcu_depthwise_conv2d_s8_channels_fast(const mcu_depthwise_conv_params_t *p,
+                                          const int32_t *bias)
 {
-    if (p->q.rounding == MCU_ROUND_NEAREST_EVEN) {
-        return 0;
-    }
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
     return requant2_ok_all(p->multiplier, p->shift, bias, p->output.c, p->q.rounding);
 #endif
@@ -99,6 +96,16 @@ static int requant_fast(const mcu_depthwise_conv_params_t *p, const int32_t *bia
         }
     }
     return 1;
+}
+
+/* No unproven onnxruntime rounding, and mcu_requant2_ok_q() (mcu_requant.h) for every output
+ * channel (params->channels_fast: proven at build time). */
+static int requant_fast(const mcu_depthwise_conv_params_t *p, const int32_t *bias)
+{
+    if (p->q.rounding == MCU_ROUND_NEAREST_EVEN) {
+        return 0;
+    }
+    return p->channels_fast || mcu_depthwise_conv2d_s8_channels_fast(p, bias);
 }
 
 int32_t mcu_depthwise_conv2d_s8_path(const mcu_depthwise_conv_params_t *params,

@@ -44,7 +44,8 @@ static mcu_status_t window_band(int32_t o0, int32_t o1, int32_t out_h, int32_t s
 mcu_status_t mcu_conv2d_s8_band(const mcu_conv_params_t *params, int32_t o0, int32_t o1,
                                 mcu_conv_params_t *band, int32_t rows[2])
 {
-    *band = *params;
+    band->pad_top = params->pad_top; /* the rest: *band's copy of *params (mcu_band.h) */
+    band->input.h = params->input.h;
     return window_band(o0, o1, params->output.h, params->stride_h, params->dilation_h,
                        params->filter.h, &band->pad_top, &band->input.h, &band->output.h, rows);
 }
@@ -53,7 +54,8 @@ mcu_status_t mcu_depthwise_conv2d_s8_band(const mcu_depthwise_conv_params_t *par
                                           int32_t o1, mcu_depthwise_conv_params_t *band,
                                           int32_t rows[2])
 {
-    *band = *params;
+    band->pad_top = params->pad_top; /* the rest: *band's copy of *params (mcu_band.h) */
+    band->input.h = params->input.h;
     return window_band(o0, o1, params->output.h, params->stride_h, params->dilation_h,
                        params->filter.h, &band->pad_top, &band->input.h, &band->output.h, rows);
 }
@@ -61,7 +63,8 @@ mcu_status_t mcu_depthwise_conv2d_s8_band(const mcu_depthwise_conv_params_t *par
 mcu_status_t mcu_pool_band(const mcu_pool_params_t *params, int32_t o0, int32_t o1,
                            mcu_pool_params_t *band, int32_t rows[2])
 {
-    *band = *params;
+    band->pad_top = params->pad_top; /* the rest: *band's copy of *params (mcu_band.h) */
+    band->input.h = params->input.h;
     return window_band(o0, o1, params->output.h, params->stride_h, 1, params->filter_h,
                        &band->pad_top, &band->input.h, &band->output.h, rows);
 }
@@ -70,7 +73,6 @@ mcu_status_t mcu_avgpool_requant_s8_band(const mcu_avgpool_requant_params_t *par
                                          int32_t o1, mcu_avgpool_requant_params_t *band,
                                          int32_t rows[2])
 {
-    *band = *params;
     return mcu_pool_band(&params->pool, o0, o1, &band->pool, rows);
 }
 
@@ -86,7 +88,6 @@ mcu_status_t mcu_window_band(const mcu_window_t *window, int32_t o0, int32_t o1,
 mcu_status_t mcu_add_s8_band(const mcu_add_params_t *params, int32_t row_size, int32_t o0,
                              int32_t o1, mcu_add_params_t *band, int32_t rows[2])
 {
-    *band = *params;
     rows[0] = o0;
     rows[1] = o1;
     band->size = (o1 - o0) * row_size;

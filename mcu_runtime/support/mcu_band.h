@@ -4,6 +4,9 @@
  * A band is output rows [o0, o1) of a layer. `mcu_<kernel>_band()` turns a layer's parameters
  * into the parameters of that band: the kernel then reads input rows [rows[0], rows[1]) from a
  * pointer to input row rows[0] and writes the band's rows from a pointer to output row o0.
+ * *band holds a copy of the layer's parameters (the generated code makes it once, before its
+ * loop): the call sets only the fields a band changes (a window's pad_top, input and output
+ * heights; an element-wise kernel's sizes), not copying the whole struct on every band.
  * Taps above the band's first input row are the layer's own top padding; taps below its last
  * are the bottom padding, as in the whole layer, so a band computes exactly the layer's rows.
  * mcugen's Python twins (emitter/kernels/mcu_<kernel>.py, band()) state the same rule; a test

@@ -17,11 +17,13 @@
  *   room ISA ROOM (then as conv): mcu_conv2d_s8_lean's path, and as SIZE 1 where with ROOM bytes
  *             of scratch it runs the fast call (mcu_conv2d_s8_lean_fast), else 0
  *   pw   ISA  (as conv): the path, and mcu_conv2d_s8_in_place_down() as SIZE (-1: not in place)
+ *   ok   ISA  (as conv): the path, and mcu_conv2d_s8_channels_fast() as SIZE (1 or 0)
  *   dw   ISA  in filter out depth_multiplier stride_h ... pad_left q C multiplier shift HAS_BIAS bias
  *   dwip ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_in_place_get_buffer_size() as SIZE
  *   dwov ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_overlap_down() as SIZE (-1: not over it)
  *   dwlean ISA (as dw): mcu_depthwise_conv2d_s8_lean_path() and _lean_buffer_size()
  *   dwlov ISA (as dw): the lean path, and mcu_depthwise_conv2d_s8_lean_overlap_down() as SIZE
+ *   dwok ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_channels_fast() as SIZE (1 or 0)
  *   fc   ISA  batches in_features out_features q per_channel C multiplier[C] shift[C]
  *
  * A malformed line ends the tool with status 2.
@@ -119,7 +121,7 @@ int main(void)
             return 2;
         }
         if (strcmp(op, "conv") == 0 || strcmp(op, "lean") == 0 || strcmp(op, "pw") == 0 ||
-            strcmp(op, "room") == 0) {
+            strcmp(op, "room") == 0 || strcmp(op, "ok") == 0) {
             if (!read_window(&w, 0, &has_bias)) {
                 return 2;
             }
@@ -138,19 +140,23 @@ int main(void)
             } else if (op[0] == 'p') {
                 path = mcu_conv2d_s8_path(&p, has_bias ? bias : NULL, isa);
                 size = mcu_conv2d_s8_in_place_down(&p, has_bias ? bias : NULL, isa);
+            } else if (op[0] == 'o') {
+                path = mcu_conv2d_s8_path(&p, has_bias ? bias : NULL, isa);
+                size = mcu_conv2d_s8_channels_fast(&p, has_bias ? bias : NULL);
             } else {
                 path = mcu_conv2d_s8_path(&p, has_bias ? bias : NULL, isa);
                 size = mcu_conv2d_s8_get_buffer_size(&p, has_bias ? bias : NULL, isa);
             }
         } else if (strcmp(op, "dw") == 0 || strcmp(op, "dwip") == 0 || strcmp(op, "dwov") == 0 ||
-                   strcmp(op, "dwlean") == 0 || strcmp(op, "dwlov") == 0) {
+                   strcmp(op, "dwlean") == 0 || strcmp(op, "dwlov") == 0 || strcmp(op, "dwok") == 0) {
             if (!read_window(&w, 1, &has_bias)) {
                 return 2;
             }
             const int32_t *const b = has_bias ? bias : NULL;
             path = op[2] == 'l' ? mcu_depthwise_conv2d_s8_lean_path(&w, b, isa)
                                 : mcu_depthwise_conv2d_s8_path(&w, b, isa);
-            size = op[2] == 'i'   ? mcu_depthwise_conv2d_s8_in_place_get_buffer_size(&w, b, isa)
+            size = op[2] == 'o' && op[3] == 'k' ? mcu_depthwise_conv2d_s8_channels_fast(&w, b)
+                   : op[2] == 'i'   ? mcu_depthwise_conv2d_s8_in_place_get_buffer_size(&w, b, isa)
                    : op[2] == 'o' ? mcu_depthwise_conv2d_s8_overlap_down(&w, b, isa)
                    : op[3] == 'o' ? mcu_depthwise_conv2d_s8_lean_overlap_down(&w, b, isa)
                    : op[2] == 'l' ? mcu_depthwise_conv2d_s8_lean_buffer_size(&w, b, isa)

@@ -162,11 +162,15 @@ def net_c(cases: list[tuple[str, Any, list[Any]]]) -> str:
         decls += [arr("int8_t", f"x{k}", x), arr("int8_t", f"w{k}", w), arr("int32_t", f"b{k}", b),
                   arr("int32_t", f"m{k}", p.multiplier), arr("int32_t", f"s{k}", p.shift)]
         if kind == "conv":
+            consts = ""
+            if p.kernel_sums is not None:  # a streamed layer's build-time constants (band_constants)
+                decls.append(arr("int32_t", f"ks{k}", p.kernel_sums))
+                consts = f", .kernel_sums = ks{k}, .channels_fast = {p.channels_fast}"
             decls.append(f"static const mcu_conv_params_t p{k} = {{.input = {dims(p.input)}, "
                          f".filter = {dims(p.filter)}, .output = {dims(p.output)}, .stride_h = {p.stride_h}, "
                          f".stride_w = {p.stride_w}, .dilation_h = {p.dilation_h}, .dilation_w = {p.dilation_w}, "
                          f".pad_top = {p.pad_top}, .pad_left = {p.pad_left}, .q = {quant(p.q)}, "
-                         f".multiplier = m{k}, .shift = s{k}}};\n")
+                         f".multiplier = m{k}, .shift = s{k}{consts}}};\n")
             size = p.output.n * p.output.h * p.output.w * p.output.c
         else:
             decls.append(f"static const mcu_fc_params_t p{k} = {{.batches = {p.batches}, "
@@ -228,7 +232,18 @@ def cases() -> list[tuple[str, Any, list[Any]]]:
     ort = [(kind, ort_variant(p, inputs[1], inputs[2]), inputs) for kind, p, inputs in out]
     assert sum(p.q.rounding == ROUND_NEAREST_NO_TIE for _, p, _ in ort) >= 8  # fast paths covered
     kind, p, inputs = out[0]
-    return out + ort + [(kind, ort_variant(p, inputs[1], inputs[2], force_generic=True), inputs)]
+    out = out + ort + [(kind, ort_variant(p, inputs[1], inputs[2], force_generic=True), inputs)]
+    # every conv again with the build-time constants mcugen writes for a layer it calls band by band
+    return out + [(kind, conv_twin.band_constants(p, inputs[1], inputs[2]), inputs)
+                  for kind, p, inputs in out if kind == "conv"]
+
+
+def case_names() -> list[str]:
+    """The cases fixture's names, in its order."""
+    names = [*CONVS, *FCS]
+    names += [f"{n} (onnxruntime numerics)" for n in names] + [f"{[*CONVS][0]} (onnxruntime, generic)"]
+    convs = [n for n in names if n.split(" ")[0] in CONVS]
+    return names + [f"{n} (band constants)" for n in convs]
 
 
 @pytest.mark.qemu
@@ -245,8 +260,8 @@ def test_every_path_bit_exact_on_every_core(core: str, opt: str, cases, tmp_path
     raw = run_bundle_on_qemu(core, ["mcu_conv2d_s8", "mcu_fully_connected_s8"], net_c(cases), [1],
                              [want.size, 5 * len(cases)], b"\0", tmp_path, opt)
     got = np.frombuffer(raw[:want.size], np.int8)
-    names = [*CONVS, *FCS]
-    names += [f"{n} (onnxruntime numerics)" for n in names] + [f"{[*CONVS][0]} (onnxruntime, generic)"]
+    names = case_names()
+    assert len(names) == len(cases)
     starts = np.cumsum([0] + [g.size for g in golden])
     bad = [names[k] for k, g in enumerate(golden) if not np.array_equal(got[starts[k]:starts[k] + g.size], g)]
     assert not bad, f"{bad} differ from the golden on {core} {opt}"

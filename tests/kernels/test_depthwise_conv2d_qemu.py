@@ -135,7 +135,7 @@ def c_params(name: str, p: DepthwiseConvParams) -> str:
             f"    .pad_top = {p.pad_top}, .pad_left = {p.pad_left},\n"
             f"    .q = {{.input_offset = {q.input_offset}, .output_offset = {q.output_offset}, "
             f".act_min = {q.act_min}, .act_max = {q.act_max}, .rounding = {q.rounding}}},\n"
-            f"    .multiplier = {name}_mult, .shift = {name}_shift}};\n")
+            f"    .multiplier = {name}_mult, .shift = {name}_shift, .channels_fast = {p.channels_fast}}};\n")
 
 
 def net_c(built: list[tuple[str, DepthwiseConvParams, list[Any]]]) -> tuple[str, int]:
@@ -287,7 +287,12 @@ def built() -> list[tuple[str, DepthwiseConvParams, list[Any]]]:
     ort = [(f"{name} (onnxruntime numerics)", ort_variant(p, inputs[1], inputs[2]), inputs)
            for name, p, inputs in cases]
     assert sum(p.q.rounding == ROUND_NEAREST_NO_TIE for _, p, _ in ort) >= len(ort) // 2
-    return cases + ort
+    # again as a layer mcugen calls band by band: its per-channel check made at build time (the
+    # TFLite numerics only: the firmware of every case twice would not fit a core's flash at -O0)
+    banded = [(f"{name} (band constants)", twin.band_constants(p, inputs[1], inputs[2]), inputs)
+              for name, p, inputs in cases]
+    assert 0 < sum(p.channels_fast for _, p, _ in banded) < len(banded)
+    return cases + ort + banded
 
 
 def test_cases_reach_every_path(built) -> None:
@@ -299,7 +304,7 @@ def test_cases_reach_every_path(built) -> None:
         lean = {twin.lean_path(p, b, isa) for _, p, (_, _, b) in built}
         assert lean == ({"dsp", "generic"} if isa == "dsp" else {"generic"})
         for label, count in (("(all shifts 0)", 12), ("(shifts 1 and 2)", 12)):
-            cases = [(p, b) for name, p, (_, _, b) in built if label in name]
+            cases = [(p, b) for name, p, (_, _, b) in built if label in name and "(band constants)" not in name]
             assert len(cases) == count
             for p, b in cases:
                 proven = p.q.rounding == ROUND_NEAREST_NO_TIE

@@ -52,8 +52,9 @@ def conv_params(g: dict[str, int], depthwise: bool) -> object:
 def c_band(lib: ctypes.CDLL, fn: str, params: object, o0: int, o1: int, extra: tuple[int, ...] = ()
            ) -> tuple[int, dict[str, int], tuple[int, int]]:
     src = to_c(params)
-    dst = type(src)()
-    rows = (ctypes.c_int32 * 2)()
+    dst = to_c(params)  # the band holds a copy of the layer's params (mcu_band.h), reused band after band:
+    rows = (ctypes.c_int32 * 2)()  # the band before this one left its fields in it
+    getattr(lib, fn)(ctypes.byref(src), *extra, max(0, o1 - 1), o1, ctypes.byref(dst), rows)
     status = getattr(lib, fn)(ctypes.byref(src), *extra, o0, o1, ctypes.byref(dst), rows)
     return status, dst, (rows[0], rows[1])
 

@@ -69,6 +69,8 @@ static const mcu_conv_params_t tiny_qdq_conv_l1_params = {
     .q = {.input_offset = 0, .output_offset = -128, .act_min = -128, .act_max = 127, .rounding = MCU_ROUND_TFLITE},
     .multiplier = tiny_qdq_conv_l1_multiplier,
     .shift = tiny_qdq_conv_l1_shift,
+    .kernel_sums = NULL,
+    .channels_fast = 0,
 };
 
 /* Layer 2 (avgpool): mcu_avgpool_s8 parameters. */
