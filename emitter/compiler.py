@@ -322,14 +322,17 @@ def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str,
                     ) -> tuple[list[int], tuple[Prepared, ...], Portable, list[Any], search.Choice]:
     """The memory plan of the first kernel choice (e.g. CMSIS-NN's calls), or of a later one (more
     layers portable, to run by rows; a callable, made only when asked) when the first misses the
-    budget, or when the smallest plan is asked and the later one is smaller. Returns the execution
-    order, the calls in that order, the portable layers and kernel choices (by position in that
-    order) and the plan."""
+    budget, or its plan within the budget costs more estimated instructions (the fastest plan within
+    a budget: the first choice's kernels are the faster on whole layers, not when its plan streams
+    where the later one's need not), or when the smallest plan is asked and the later one is
+    smaller. Returns the execution order, the calls in that order, the portable layers and kernel
+    choices (by position in that order) and the plan."""
+    fastest = memory == "auto" and ram_budget is not None
     best = None
     error: BudgetError | None = None
     for k, variant in enumerate(variants):
-        if k > 0 and best is not None and memory == "auto":
-            break  # the first choice fits: its kernels are the fastest
+        if k > 0 and best is not None and memory == "auto" and (not fastest or best[0][0] == 0):
+            break  # the first choice fits (with a budget: at no overhead): its kernels are the fastest
         prepared, portable, choices = variant() if callable(variant) else variant
         try:
             order, choice = search.search_orders(g, prepared, arena_alignment(prepared, alignment), isa, memory,
@@ -338,11 +341,12 @@ def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str,
             error = error or e
             continue
         ram = search.activation_ram(reorder(g, order), choice.chosen.plan)
-        if best is None or ram < best[0]:
+        key = (choice.chosen.overhead, ram) if fastest else (ram, 0)
+        if best is None or key < best[0]:
             at = {step: pos for pos, step in enumerate(order)}
             moved = sorted((at[i], kernel, why) for i, kernel, why in portable)
             chose = sorted((replace(x, index=at[x.index]) for x in choices), key=lambda x: x.index)
-            best = (ram, order, tuple(prepared[i] for i in order), moved, chose, choice)
+            best = (key, order, tuple(prepared[i] for i in order), moved, chose, choice)
     if best is None:
         assert error is not None
         raise error

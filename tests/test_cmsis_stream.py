@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import onnx
@@ -246,3 +247,56 @@ def test_residual_chain_streams_bit_exact_portable(tmp_path: Path, memory: str) 
     write_bundle(render_bundle(c, " ".join(board.cflags), board.name), tmp_path / "b")
     rep = run_verify(c, tmp_path / "b", board, path, None, 2, qemu=False, work=tmp_path / "w")
     assert rep.ok, rep.text()
+
+
+def test_budget_compares_the_kernel_choices_plans(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a budget (the fastest plan within it), the kernel choices' plans are compared by their
+    estimated instructions: CMSIS-NN's calls whose plan streams at a high cost lose to the choice
+    with more layers portable whose plan does not; with no budget the first choice that fits is
+    kept (its kernels are the faster on whole layers), and one at no overhead ends the comparison."""
+    from emitter import compiler
+    from emitter.plan import search
+
+    asked: list[str] = []
+
+    def fake_orders(g, prepared, align, isa, memory, ram_budget, budget_src, core=""):  # type: ignore[no-untyped-def]
+        asked.append(prepared[0].tag)
+        overhead = {"cmsis": 1000, "kept": 10, "free": 0}[prepared[0].tag]
+        chosen = search.Candidate(compiler.plan(g, [0] * len(g.nodes), 4), overhead)
+        return list(range(len(g.nodes))), search.Choice(chosen, (chosen,), 1, "")
+
+    monkeypatch.setattr(search, "search_orders", fake_orders)
+    g = compile_model(shared_model("tflm_hello_world") if SHARED_MODELS.is_dir() else
+                      Path(__file__).resolve().parents[1] / "examples" / "digits_cnn_int8.onnx",
+                      name="net", memory="layer").graph
+    n = len(g.nodes)
+
+    def variant(tag: str) -> tuple[tuple[SimpleNamespace, ...], list[tuple[int, str, str]], list[object]]:
+        return (SimpleNamespace(tag=tag, scratch=0, is_portable=True),) * n, [], []
+
+    got = compiler.memory_variants(g, [variant("cmsis"), variant("kept")], 4, "dsp", "auto", 9_000, "--ram-budget")
+    assert got[1][0].tag == "kept" and asked == ["cmsis", "kept"]
+    asked.clear()
+    got = compiler.memory_variants(g, [variant("cmsis"), variant("kept")], 4, "dsp", "auto", None, "board")
+    assert got[1][0].tag == "cmsis" and asked == ["cmsis"]
+    asked.clear()
+    got = compiler.memory_variants(g, [variant("free"), variant("kept")], 4, "dsp", "auto", 9_000, "--ram-budget")
+    assert got[1][0].tag == "free" and asked == ["free"]
+
+
+@needs_cmsis
+@needs_models
+def test_a_larger_budget_never_plans_slower() -> None:
+    """KWS on cortex-m55 with the cmsis-nn backend: the plan's estimated instructions do not grow with
+    the budget (at 9,500 B it once took CMSIS-NN's calls in a plan estimated +98 % over whole layers,
+    against +29 % at 9,000 B with the layers it streams portable)."""
+    assert CMSIS_NN is not None
+    board = load_board("cortex-m55")
+    last = None
+    for budget in (9_000, 9_500, 10_100):
+        c = compile_model(shared_model("mlperf_kws_dscnn"), name="net", board=board, backend="cmsis-nn",
+                          cmsis_path=CMSIS_NN, memory="auto", ram_budget=budget)
+        assert c.memory is not None
+        est = c.memory.chosen.overhead
+        assert last is None or est <= last, (budget, est, last)
+        last = est
