@@ -116,8 +116,7 @@ def query(kind: str, p: Any, bias: np.ndarray | None, isa: str, room: int = 0) -
     question), "dwlean" (a depthwise's lean call),
     "dwlov" (its lean call's in-place question), "room" (whether a conv's lean call with `room` bytes
     of scratch runs the fast call), "ok" (mcu_conv2d_s8_channels_fast: 1 or 0), "dwok"
-    (mcu_depthwise_conv2d_s8_channels_fast) or "fc"; the tool's
-    header)."""
+    (mcu_depthwise_conv2d_s8_channels_fast) or "fc"; the tool's header)."""
     head = f"{kind} {ISA[isa]}" + (f" {room}" if kind == "room" else "")
     if kind == "fc":
         count = p.out_features if p.per_channel else 1
