@@ -446,11 +446,13 @@ void mcu_conv2d_s8_generic(const mcu_conv_params_t *p, const int8_t *input, cons
         /* corr[oc] = bias[oc] + input_offset * sum_{ky,kx,ic} w[oc,ky,kx,ic]: the params' own
          * build-time kernel_sums where they have them */
         c.corr = p->kernel_sums != NULL ? p->kernel_sums + c.oc_base : corr;
-        for (int32_t oc = c.oc_base; oc < c.oc_end && p->kernel_sums == NULL; ++oc) {
-            const int32_t w_sum = mcu_sum_s8(filter + oc * filter_size, filter_size);
-            corr[oc - c.oc_base] =
-                mcu_conv_add_wrap(bias != NULL ? bias[oc] : 0,
-                                  (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
+        if (p->kernel_sums == NULL) {
+            for (int32_t oc = c.oc_base; oc < c.oc_end; ++oc) {
+                const int32_t w_sum = mcu_sum_s8(filter + oc * filter_size, filter_size);
+                corr[oc - c.oc_base] =
+                    mcu_conv_add_wrap(bias != NULL ? bias[oc] : 0,
+                                      (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
+            }
         }
         conv_block(&c, input, output, patch_buf);
     }

@@ -576,20 +576,20 @@ MCU_CONV_NOINLINE static void block_constants(mcu_conv_block_t *c, const int32_t
         return;
     }
     c->corr = corr;
-    for (int32_t oc = oc_base; oc < oc_end && sums == NULL; ++oc) {
-        const int32_t w_sum = sum_mve(filter + oc * k, k);
-        corr[oc - oc_base] = mcu_conv_add_wrap(bias != NULL ? bias[oc] : 0,
-                                               (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
-        base[oc - oc_base] = mcu_requant2_base(shift[oc], q.output_offset);
-    }
-    for (int32_t oc = oc_base; oc < oc_end && sums != NULL; ++oc) { /* (rounding: no tie) */
-        corr[oc - oc_base] = sums[oc];
+    if (sums == NULL) {
+        for (int32_t oc = oc_base; oc < oc_end; ++oc) {
+            const int32_t w_sum = sum_mve(filter + oc * k, k);
+            corr[oc - oc_base] = mcu_conv_add_wrap(
+                bias != NULL ? bias[oc] : 0, (int32_t)((uint32_t)input_offset * (uint32_t)w_sum));
+            base[oc - oc_base] = mcu_requant2_base(shift[oc], q.output_offset);
+        }
     }
     if (q.rounding == MCU_ROUND_NEAREST_NO_TIE) { /* onnxruntime's rounding: mcu_requant2_lift */
         for (int32_t oc = oc_base; oc < oc_end; ++oc) {
             int32_t lift2;
             base[oc - oc_base] = mcu_requant2_no_tie(multiplier[oc], shift[oc], q.output_offset, &lift2);
-            corr[oc - oc_base] = mcu_conv_add_wrap(corr[oc - oc_base], lift2 / 2);
+            corr[oc - oc_base] =
+                mcu_conv_add_wrap(sums != NULL ? sums[oc] : corr[oc - oc_base], lift2 / 2);
         }
     }
 }
