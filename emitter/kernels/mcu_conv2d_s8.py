@@ -29,6 +29,7 @@ from emitter.kernels.common import (
     patches,
     window_band,
 )
+from emitter.quant import ROUND_NEAREST_NO_TIE
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,6 +48,7 @@ class ConvParams(Windowed, Rounded):
     multiplier: np.ndarray  # int32 [C_out]
     shift: np.ndarray  # int32 [C_out]
     kernel_sums: np.ndarray | None = None  # int32 [C_out] or None: band_constants()
+    requant_bases: np.ndarray | None = None  # int32 [C_out] or None: band_constants()
     channels_fast: int = 0  # 1: mcu_conv2d_s8_channels_fast() holds (band_constants())
 
     def window(self) -> Window:
@@ -121,8 +123,17 @@ def buffer_size(p: Any, bias: np.ndarray | None, isa: str) -> int:
 
 # little scratch: a lean variant of the fast path, else the generic path; the fast call itself where
 # its ctx has room for that call's scratch and it is the faster (lean_fast; a streamed plan's bands over
-# the rows they have passed: stream.fed)
+# the rows they have passed: stream.fed). mcugen gives every lean call the build-time constants
+# (band_constants; stream.band_params): its MVE variant then takes every channel a pass in groups, with
+# the least scratch, and may write over its input (lean_in_place). The C is asked about the params
+# as they are: with the constants ("leans", "rooms", "lpws") or without.
 LEAN_C = "mcu_conv2d_s8_lean"
+
+
+def _with(kind: str, p: Any) -> str:
+    """The tool's query `kind` for params with the build-time constants (band_constants) or without."""
+    return kind + "s" if getattr(p, "kernel_sums", None) is not None and \
+        getattr(p, "requant_bases", None) is not None else kind
 
 
 def lean_path(p: Any, bias: np.ndarray | None, isa: str) -> str:
@@ -130,19 +141,19 @@ def lean_path(p: Any, bias: np.ndarray | None, isa: str) -> str:
     positions a pass, channel pairs; "mve": blocks of 8 channels) where it needs at most
     MCU_CONV_LEAN_EXTRA bytes more than the generic path, else "generic" (mcu_conv2d_s8_lean_path(),
     asked of the C)."""
-    return kernel_info.ask("lean", p, bias, isa)[0]
+    return kernel_info.ask(_with("lean", p), p, bias, isa)[0]
 
 
 def lean_fast(p: Any, bias: np.ndarray | None, isa: str, room: int) -> bool:
     """Whether LEAN_C with `room` bytes of scratch runs the fast call on `isa` (where that fits and is
     the faster: mcu_conv2d_s8_lean_fast(), asked of the C); for "any" on every target."""
-    return all(kernel_info.ask("room", p, bias, i, room)[1] == 1 for i in ((isa,) if isa in ISAS else ISAS))
+    return all(kernel_info.ask(_with("room", p), p, bias, i, room)[1] == 1 for i in ((isa,) if isa in ISAS else ISAS))
 
 
 def lean_buffer_size(p: Any, bias: np.ndarray | None, isa: str) -> int:
     """Scratch bytes of LEAN_C on `isa` (mcu_conv2d_s8_lean_buffer_size(), asked of the C); for
     "any" (no board) the most any target's lean call needs."""
-    return max(kernel_info.ask("lean", p, bias, i)[1] for i in ((isa,) if isa in ISAS else ISAS))
+    return max(kernel_info.ask(_with("lean", p), p, bias, i)[1] for i in ((isa,) if isa in ISAS else ISAS))
 
 
 BAND_C = "mcu_conv2d_s8_band"  # mcu_runtime/support/mcu_band.c
@@ -156,14 +167,31 @@ def band(p: ConvParams, o0: int, o1: int) -> tuple[ConvParams, int, int]:
 
 
 def band_constants(p: ConvParams, filter: np.ndarray, bias: np.ndarray | None) -> ConvParams:
-    """The params of a layer called band by band, with what each call would recompute: kernel_sums
-    (bias + input_offset * each output channel's sum of weights, mod 2^32: the C's offset
-    corrections) and channels_fast (mcu_conv2d_s8_channels_fast(), asked of the C)."""
+    """The params of a layer called band by band (or by its lean call), with what each call would
+    recompute: kernel_sums (bias + input_offset * each output channel's sum of weights, mod 2^32: the
+    C's offset corrections), channels_fast (mcu_conv2d_s8_channels_fast(), asked of the C) and, where
+    that holds, requant_bases (mcu_requant2_base_q(): 2^(r-1) + output_offset * 2^r, r = -shift, and
+    for onnxruntime's rounding less 1 + (M >> 2) + (M >> (v + 1)), 2^v the multiplier's lowest set
+    bit; mod 2^32: the MVE path's)."""
     sums = p.q.input_offset * filter.reshape(p.filter.n, -1).astype(np.int64).sum(axis=1)
     if bias is not None:
         sums = sums + bias.astype(np.int64)
-    wrapped = ((sums + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
-    return replace(p, kernel_sums=wrapped, channels_fast=kernel_info.ask("ok", p, bias, "c")[1])
+    fast = kernel_info.ask("ok", p, bias, "c")[1]
+    bases = None
+    if fast:
+        r = -np.asarray(p.shift, dtype=np.int64)  # >= 1 where channels_fast holds
+        base = (np.int64(1) << (r - 1)) + p.q.output_offset * (np.int64(1) << r)
+        m = np.asarray(p.multiplier, dtype=np.int64)
+        if p.q.rounding == ROUND_NEAREST_NO_TIE and (m > 0).all():  # (fast_round_ok: every M > 0)
+            low = m & -m  # 2^v
+            base = base - 1 - (m >> 2) - m // (2 * low)
+        bases = _wrap(base)
+    return replace(p, kernel_sums=_wrap(sums), channels_fast=fast, requant_bases=bases)
+
+
+def _wrap(v: np.ndarray) -> np.ndarray:
+    """int64 values mod 2^32 as int32."""
+    return ((v + (1 << 31)) % (1 << 32) - (1 << 31)).astype(np.int32)
 
 
 def in_place(p: ConvParams, bias: np.ndarray | None, isa: str) -> int | None:
@@ -174,6 +202,13 @@ def in_place(p: ConvParams, bias: np.ndarray | None, isa: str) -> int | None:
     return None if down < 0 else down
 
 
+def lean_in_place(p: ConvParams, bias: np.ndarray | None, isa: str) -> int | None:
+    """As in_place, of the lean call with no room for the fast call (its MVE variant in groups, with
+    the build-time constants: mcu_conv2d_s8_lean_in_place_down(), asked of the C)."""
+    down = kernel_info.ask(_with("lpw", p), p, bias, isa)[1]
+    return None if down < 0 else down
+
+
 KERNEL = Kernel("mcu_conv2d_s8", band=band, band_c=BAND_C, lean_c=LEAN_C, lean_buffer_size=lean_buffer_size,
-                lean_fast=lean_fast, in_place=in_place, buffer_size=buffer_size, path=path, to_cmsis=to_cmsis,
-                band_constants=band_constants)
+                lean_fast=lean_fast, in_place=in_place, lean_in_place=lean_in_place, buffer_size=buffer_size,
+                path=path, to_cmsis=to_cmsis, band_constants=band_constants)

@@ -20,7 +20,7 @@ from emitter.calls import Prepared
 from emitter.ir import Graph
 from emitter.kernels.base import Windowed
 from emitter.plan.arena import Plan
-from emitter.plan.stream import Segment, Stage, make_segment, stage_of
+from emitter.plan.stream import Segment, Stage, band_params, make_segment, stage_of
 from emitter.plan.views import roots
 
 CALL_INSTRUCTIONS = 3000  # a row call: band params, checks, the kernel's per-call set-up (fitted on QEMU counts)
@@ -37,6 +37,10 @@ LEAN_EXTRA_PER_MAC = {"mve": 0.15, "dsp": 0.9, "c": 0.0, "any": 0.9}
 # mcu_conv2d_s8_lean's DSP variant over the DSP path's table counts: QEMU, micro_speech's first conv by
 #   rows at --ram-budget 2600 against 3000 (the fast path by rows), cortex-m4/m7: +121k on ~700k
 LEAN_DSP_FACTOR = 1.17
+# mcu_conv2d_s8_lean's MVE variant with the build-time constants (groups of 16 channels a pass) over the
+#   MVE path's table counts: QEMU, KWS's whole layers on cortex-m55, 158,025 against 141,537 (1x1) and
+#   190,702 against 173,701 (its first conv, gathered windows)
+LEAN_MVE_FACTOR = 1.11
 # a whole lean call of a 3x3 depthwise layer the DSP path runs by row pairs (the lean variant: single
 #   rows, shifted windows) over the table's counts: QEMU, KWS's depthwise layers, 429,220 against
 #   315,412 on cortex-m4, 412,835 against 306,801 on cortex-m7
@@ -284,7 +288,8 @@ def lean_path_of(p: Prepared, isa: str) -> tuple[str, float]:
     """The path a layer's lean call takes on `isa` (mcu_conv2d_s8, mcu_depthwise_conv2d_s8: their
     twins' lean_path; else the generic path), and the factor on that path's table counts: the
     convolution's lean DSP variant (two positions a pass, channel pairs) runs LEAN_DSP_FACTOR times
-    the table's DSP rows (four positions a pass); the depthwise one is the DSP path's own rows."""
+    the table's DSP rows (four positions a pass), its MVE variant (groups of channels) LEAN_MVE_FACTOR
+    times the MVE rows; the depthwise one is the DSP path's own rows."""
     from emitter.backends.kernel_choice import bias_of
     from emitter.kernels import mcu_conv2d_s8 as conv_twin
     from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
@@ -293,8 +298,8 @@ def lean_path_of(p: Prepared, isa: str) -> tuple[str, float]:
         return dw_twin.lean_path(cast(Any, p.params), bias_of(p), isa), 1.0
     if p.kernel != "mcu_conv2d_s8":
         return "generic", 1.0
-    path = conv_twin.lean_path(p.params, bias_of(p), isa)
-    return path, LEAN_DSP_FACTOR if path == "dsp" else 1.0
+    path = conv_twin.lean_path(band_params(p), bias_of(p), isa)
+    return path, LEAN_DSP_FACTOR if path == "dsp" else LEAN_MVE_FACTOR if path == "mve" else 1.0
 
 
 def calls_of(s: Stage, h: int) -> int:

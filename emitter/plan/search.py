@@ -150,13 +150,15 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
     homes = {k: homing(c, prepared[k], isa=isa) for k, c in calls.items() if c.down > 0 and k not in use
              and base.location[base.root[g.nodes[k].outputs[0]]][0] == "arena"}
     if homes and HOMING:
-        out.append(candidate(g, scratch, alignment, schedule("inplace", (), use, homes), copy, isa, costs))
+        homed = candidate(g, scratch, alignment, schedule("inplace", (), use, homes), copy, isa, costs)
+        out.append(homed)
         leans = {k: homing(c, prepared[k], costs.get(k), isa) for k in homes
                  if (c := lean_in_place_call(prepared[k], isa)) is not None
                  and c.down + c.scratch < homes[k].down + scratch[k]}
         if leans:
             out.append(candidate(g, scratch, alignment, schedule("inplace", (), use, homes | leans), copy, isa,
                                  costs))
+        out += leaner(g, prepared, scratch, alignment, isa, costs, calls, homes, use, schedule, copy, homed.plan)
     one = [s for s in singles(g, prepared, isa) if s.first not in own]
     out.append(candidate(g, scratch, alignment, schedule("overlap", tuple(one)), copy, isa, costs))
     if blocks:  # the depthwise layers in place rather than by rows
@@ -189,6 +191,43 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
         out.append(candidate(g, scratch, alignment, schedule("overlap", tuple(free)), copy, isa, costs))
     if budget is not None:
         out += taller(g, prepared, scratch, alignment, isa, costs, out, budget, other)
+    return out
+
+
+def leaner(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignment: int, isa: str, costs: Costs,
+           calls: dict[int, InPlace], homes: dict[int, InPlace], use: frozenset[int], schedule: Any,
+           copy: int, start: Plan) -> list[Candidate]:
+    """The in-place plan `start` again with the layers that set its peak on their lean calls where
+    those need fewer bytes, while the arena falls: a layer over its input through its lean call
+    (lean_in_place_call; homing where it starts below it), another as one whole lean call (a
+    single-layer segment of propose.singles with lean, its output over no input: it runs whole)."""
+    # (whole: the single layer's output over no input, so that it runs as one call, not by rows)
+    alone = {s.first: replace(s, sim=replace(s.sim, down={}), up={})
+             for s in singles(g, prepared, isa, lean=True) if s.lean and s.first not in calls}
+    over, whole = dict(homes), dict[int, Segment]()
+    out: list[Candidate] = []
+    size = start.arena_size
+    for _ in range(len(prepared)):
+        changed = False
+        for k in sorted(peak_steps(g, out[-1].plan if out else start)):
+            lean = lean_in_place_call(prepared[k], isa) if k in calls and k not in use else None
+            now = over.get(k, calls.get(k))
+            if lean is not None and now is not None and now.call != lean.call \
+                    and lean.down + lean.scratch < now.down + (now.scratch if now.call else scratch[k]):
+                over[k] = homing(lean, prepared[k], costs.get(k), isa) if lean.down > 0 else \
+                    replace(lean, cost=lean_extra(prepared[k], costs.get(k), isa))
+                changed = True
+            elif k in alone and k not in whole:
+                whole[k] = alone[k]
+                changed = True
+        if not changed:
+            break
+        got = candidate(g, scratch, alignment, schedule("inplace", tuple(whole[k] for k in sorted(whole)), use, over),
+                        copy, isa, costs)
+        if got.plan.arena_size >= size:
+            break
+        size = got.plan.arena_size
+        out.append(got)
     return out
 
 
@@ -256,15 +295,20 @@ def with_cost(c: InPlace, p: Prepared) -> InPlace:
 HOME_MOVE_PER_BYTE = {"dsp": 0.32, "mve": 0.32, "c": 0.75, "any": 0.75}
 
 
+def lean_extra(p: Prepared, cost: LayerCost | None, isa: str) -> int:
+    """Estimated instructions a layer's whole lean call costs over its fast call (the core's table,
+    else LEAN_EXTRA_PER_MAC)."""
+    if cost is not None:
+        return max(0, cost.whole_lean - cost.whole)
+    return int(p.macs * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"]))
+
+
 def homing(c: InPlace, p: Prepared, cost: LayerCost | None = None, isa: str = "any") -> InPlace:
     """The in-place call writing `down` below its input, then moving its output up onto it, with its
     estimated extra instructions: the move, and for a lean call (c.call) what it costs over the
     fast call (the core's table, else LEAN_EXTRA_PER_MAC)."""
     out = cast(Any, p.params).output
-    extra = 0
-    if c.call:
-        extra = max(0, cost.whole_lean - cost.whole) if cost is not None else \
-            int(p.macs * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"]))
+    extra = lean_extra(p, cost, isa) if c.call else 0
     per_byte = HOME_MOVE_PER_BYTE.get(isa, HOME_MOVE_PER_BYTE["any"])
     return replace(c, home=True, cost=int(out.n * out.h * out.w * out.c * per_byte) + extra)
 

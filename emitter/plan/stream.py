@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from emitter.backends.kernel_choice import bias_of
-from emitter.calls import Prepared
+from emitter.calls import ConstArg, Prepared
 from emitter.ir import Graph
 from emitter.kernels import ISAS
 from emitter.kernels import kernel as twin
@@ -61,6 +61,26 @@ class InPlace:
     home: bool = False  # writes `down` below its input, then moves the output up exactly onto it
 
 
+_CONSTANTS: dict[int, tuple[Prepared, Any]] = {}
+
+
+def band_params(p: Prepared) -> Any:
+    """The params of a layer a segment calls band by band, or by its lean call: with the constants
+    its twin computes at build time for such a layer (Kernel.band_constants; the generated code
+    carries them, and the C is asked about these params), else its own. Remembered per layer."""
+    got = _CONSTANTS.get(id(p))
+    if got is not None and got[0] is p:
+        return got[1]
+    hook = twin(p.kernel).band_constants
+    f, b = p.operands.get("filter"), p.operands.get("bias")
+    if hook is None or p.params is None:
+        return p.params
+    assert isinstance(f, ConstArg), f"{p.kernel}: a layer called by bands or lean has a constant filter"
+    out = hook(p.params, f.data, b.data if isinstance(b, ConstArg) else None)
+    _CONSTANTS[id(p)] = (p, out)
+    return out
+
+
 def _ours(p: Prepared, isa: str) -> bool:
     """A whole call of the layer is mcugen's own code on a known path: not fused with what follows,
     a board's isa (not "any": the path is not known), not run through CMSIS-NN (cmsis_nn.Banded)."""
@@ -83,10 +103,11 @@ def lean_in_place_call(p: Prepared, isa: str) -> InPlace | None:
     t = twin(p.kernel)
     if t.lean_in_place is None or not t.lean_c or t.lean_buffer_size is None or not _ours(p, isa):
         return None
-    down = t.lean_in_place(p.params, bias_of(p), isa)
+    params = band_params(p)
+    down = t.lean_in_place(params, bias_of(p), isa)
     if down is None:
         return None
-    return InPlace(down, t.in_place_exact, t.lean_c, t.lean_buffer_size(p.params, bias_of(p), isa))
+    return InPlace(down, t.in_place_exact, t.lean_c, t.lean_buffer_size(params, bias_of(p), isa))
 
 
 def in_place_c_call(p: Prepared, isa: str) -> InPlace | None:
@@ -162,7 +183,8 @@ def sink_of(g: Graph, step: int, p: Prepared, main: str) -> Stage | None:
     acc = t.sink(p.params, geo[1])
     if acc is None:
         return None
-    return Stage(step, p.kernel, p.params, (acts[0],), node.outputs[0], geo[0], (geo[1],), geo[0], 0, sink=acc)
+    return Stage(step, p.kernel, band_params(p), (acts[0],), node.outputs[0], geo[0], (geo[1],), geo[0], 0,
+                 sink=acc)
 
 
 def stage_of(g: Graph, step: int, p: Prepared, main: str | None = None) -> Stage | None:
@@ -186,7 +208,7 @@ def stage_of(g: Graph, step: int, p: Prepared, main: str | None = None) -> Stage
         if len(names) != 2 or None in geo or len(set(geo)) != 1:
             return None
         h, row = geo[0]  # type: ignore[misc]
-        stage = Stage(step, p.kernel, p.params, names, node.outputs[0], h, (row, row), h, row, row)
+        stage = Stage(step, p.kernel, band_params(p), names, node.outputs[0], h, (row, row), h, row, row)
         try:
             stage.band(0, 1)
         except ValueError:  # broadcasting operands: not by rows
@@ -198,7 +220,7 @@ def stage_of(g: Graph, step: int, p: Prepared, main: str | None = None) -> Stage
     if len(names) != 1 or i.n != 1 or g.t(names[0]).nbytes != i.h * i.w * i.c \
             or g.t(node.outputs[0]).nbytes != o.h * o.w * o.c:
         return None
-    return Stage(step, p.kernel, p.params, names, node.outputs[0], i.h, (i.w * i.c,), o.h, o.w * o.c)
+    return Stage(step, p.kernel, band_params(p), names, node.outputs[0], i.h, (i.w * i.c,), o.h, o.w * o.c)
 
 
 @dataclass
@@ -457,7 +479,7 @@ def _band_scratch(stage: Stage, p: Prepared, isa: str, lean: bool, h: int) -> in
     bands = band_starts(stage, h)
     if lean and t.lean_buffer_size is not None:  # by rows, or whole (where the planner finds no overlap)
         return max([t.lean_buffer_size(stage.band(o0, o1)[0], bias, isa) for o0, o1 in bands]
-                   + [t.lean_buffer_size(p.params, bias, isa)])
+                   + [t.lean_buffer_size(stage.params, bias, isa)])
     for o0, o1 in bands:
         bp, _, _ = stage.band(o0, o1)
         need = max(t.buffer_size(bp, bias, i) for i in (ISAS if isa == "any" else (isa,)))

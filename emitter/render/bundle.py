@@ -25,7 +25,7 @@ from emitter.kernels import kernel as kernel_twin
 from emitter.kernels.cmsis_api import precheck
 from emitter.optimize import CMSIS_OPT_FLAGS, CONFIG, OPT_FLAGS, config_header
 from emitter.plan.arena import scratch_of
-from emitter.plan.stream import Segment, Stage
+from emitter.plan.stream import Segment, Stage, band_params
 from emitter.render import segments
 from emitter.render.cdoc import array_role, named, tensor_text
 from emitter.render.cfmt import (
@@ -53,16 +53,6 @@ from emitter.resources import data_dir
 
 if TYPE_CHECKING:
     from emitter.render.frontend import FrontEnd
-
-
-def band_params(p: Prepared) -> Any:
-    """The params of a layer a segment calls band by band: with the constants its twin computes at
-    build time for such a layer (Kernel.band_constants), else its own."""
-    hook = kernel_twin(p.kernel).band_constants
-    f, b = p.operands.get("filter"), p.operands.get("bias")
-    if hook is None or not isinstance(f, ConstArg):
-        return p.params
-    return hook(p.params, f.data, b.data if isinstance(b, ConstArg) else None)
 
 
 class BundleBuilder:
@@ -160,7 +150,7 @@ class BundleBuilder:
         elif p.params is not None:
             params_type = type(p.params).CTYPE
             params_ident = f"{self.prefix}_l{k}_params"
-            params = band_params(p) if seg is not None else p.params
+            params = band_params(p) if seg is not None or self.lean_at(k) else p.params
             params_init = c_struct(params, functools.partial(self.ref, k, node.name))
         local_decls: list[str] = []
         structs: list[tuple[str, str, str]] = []
@@ -206,6 +196,12 @@ class BundleBuilder:
         if call is None or not call.home or kind != "arena":
             return None
         return self.arena_at(where - call.down)
+
+    def lean_at(self, k: int) -> bool:
+        """Layer k takes its twin's lean call: in a segment (by rows or whole) or over its input."""
+        seg, call = self.c.plan.schedule.segment_at(k), self.c.plan.schedule.call_at(k)
+        lean_c = kernel_twin(self.prep(k).kernel).lean_c
+        return bool(lean_c) and ((seg is not None and k in seg.lean) or (call is not None and call.call == lean_c))
 
     def segment_at(self, k: int) -> Segment | None:
         """The row-band segment layer k runs in, when it does not run as one plain call."""

@@ -116,6 +116,10 @@ typedef struct {
      * call's offset corrections, which it then does not compute (mcugen writes them for a layer it
      * calls band by band, where each call would sum the whole filter again) */
     const int32_t *kernel_sums;
+    /** NULL, or per output channel the requantization base mcu_requant2_base_q(multiplier, shift, q)
+     * (channels_fast 1: mcugen writes them with kernel_sums for a layer it calls by bands or by
+     * mcu_conv2d_s8_lean), which the MVE path then does not derive per call */
+    const int32_t *requant_bases;
     /** 1: mcu_conv2d_s8_channels_fast() holds (mcugen checked it at build time, for a layer it calls
      * band by band): the call does not check the per-channel constants again; 0: it checks them */
     int32_t channels_fast;

@@ -108,6 +108,11 @@ static int32_t dsp_patch(const mcu_conv_params_t *p, int32_t k, int gathers)
     return w_row % 4 == 0 && p->dilation_w == 1 ? w_row : k;
 }
 
+int mcu_conv2d_s8_mve_lean_groups(const mcu_conv_params_t *p)
+{
+    return p->kernel_sums != NULL && p->requant_bases != NULL;
+}
+
 int mcu_conv2d_s8_channels_fast(const mcu_conv_params_t *p, const int32_t *bias)
 {
     for (int32_t oc = 0; oc < p->output.c; ++oc) {
@@ -163,6 +168,12 @@ static int32_t path_size(const mcu_conv_params_t *p, int32_t path, int32_t per_p
     if (path == MCU_PATH_DSP) {
         return 8 * per_pass * ((k + 3) >> 2) + dsp_patch(p, k, gathers) +
                (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE ? 8 * p->output.c : 0);
+    }
+    if (path == MCU_PATH_MVE && lean && mcu_conv2d_s8_mve_lean_groups(p)) {
+        const int32_t g = min32(p->output.c, MCU_CONV_MVE_LEAN_GROUP);
+        const int32_t row = g <= 8 ? 8 : 16;
+        const int32_t sums = 4 * (2 * row + g + (g & 1)); /* the patch shares them */
+        return 48 * ((k + 15) >> 4) + (gathers && k > sums ? k : sums);
     }
     if (path == MCU_PATH_MVE) {
         const int32_t n = min32(p->output.c, lean ? MCU_CONV_MVE_LEAN_BLOCK : MCU_CONV_MVE_OC_BLOCK);

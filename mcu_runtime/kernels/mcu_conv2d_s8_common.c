@@ -129,3 +129,17 @@ int32_t mcu_conv2d_s8_in_place_down(const mcu_conv_params_t *p, const int32_t *b
     }
     return -1; /* generic: each block of channels reads every position again */
 }
+
+int32_t mcu_conv2d_s8_lean_in_place_down(const mcu_conv_params_t *p, const int32_t *bias,
+                                         int32_t isa)
+{
+    if (!mcu_conv2d_s8_pointwise_same(p)) {
+        return -1;
+    }
+    const int32_t one = p->output.c > MCU_CONV_IN_PLACE_MAX_C ? p->output.c : 0;
+    if (mcu_conv2d_s8_lean_path(p, bias, isa) == MCU_PATH_MVE &&
+        (mcu_conv2d_s8_mve_lean_groups(p) || p->output.c <= MCU_CONV_MVE_LEAN_BLOCK)) {
+        return one; /* three positions' windows copied, then all their outputs */
+    }
+    return -1; /* DSP: channel pairs over every position; generic: blocks of channels */
+}

@@ -36,6 +36,9 @@
 /* The lean call (mcu_conv2d_s8_lean): its MVE variant's channel block, and the most scratch bytes
  * a variant of the fast path may take beyond the generic path's (else the lean call is generic). */
 #define MCU_CONV_MVE_LEAN_BLOCK 8
+/* The lean call's MVE variant with build-time constants (mcu_conv2d_s8_mve_lean_groups): the
+ * channels a pass meets and requantizes at a time. */
+#define MCU_CONV_MVE_LEAN_GROUP 16
 #define MCU_CONV_LEAN_EXTRA 256
 /* Largest window whose requantization may take the fast, exact mcu_requant2/mcu_requant4 arithmetic
  * (|acc| < 2^29 + 16384 * 255 * 128 < 2^30 with mcu_requant2_ok() constants). */
@@ -110,6 +113,10 @@ int32_t mcu_conv2d_s8_lean_buffer_size(const mcu_conv_params_t *p, const int32_t
 /* Whether the lean call runs the fast one on `isa` given `room` bytes of scratch (its ctx's). */
 int mcu_conv2d_s8_lean_fast(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa,
                             int32_t room);
+/* As mcu_conv2d_s8_in_place_down (mcu_nn.h), of the lean call with no room for the fast one:
+ * its MVE variant in groups (every channel a pass) or of one block. */
+int32_t mcu_conv2d_s8_lean_in_place_down(const mcu_conv_params_t *p, const int32_t *bias,
+                                         int32_t isa);
 
 /* mcu_conv2d_s8_common.c (every target), shared by the paths: the residual Add's stores, out of
  * line (the paths inline their loops): o[r * stride] = mcu_conv_fuse_one(f, v[r], the skip
@@ -152,8 +159,15 @@ void mcu_conv2d_s8_dsp_lean(const mcu_conv_params_t *p, const int8_t *input, con
                             const int32_t *bias, int8_t *output, int32_t per_pass, void *scratch);
 #endif
 
+/* mcu_conv2d_s8.c: whether the lean call's MVE variant takes every channel a pass, in groups of
+ * MCU_CONV_MVE_LEAN_GROUP (the params carry kernel_sums and requant_bases: no constants in scratch;
+ * onnxruntime's rounding lifts a group's corrections in its sums' first row), rather than blocks of
+ * MCU_CONV_MVE_LEAN_BLOCK channels a call. */
+int mcu_conv2d_s8_mve_lean_groups(const mcu_conv_params_t *p);
+
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
-/* mcu_conv2d_s8_mve.c; lean: blocks of MCU_CONV_MVE_LEAN_BLOCK channels (the lean call); fuse:
+/* mcu_conv2d_s8_mve.c; lean: the lean call's variant (mcu_conv2d_s8_mve_lean_groups: groups of
+ * MCU_CONV_MVE_LEAN_GROUP channels a pass; else blocks of MCU_CONV_MVE_LEAN_BLOCK a call); fuse:
  * mcu_conv2d_add_s8's residual Add, or NULL */
 void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, int lean, void *scratch,

@@ -136,9 +136,10 @@ MCU_CONV_INLINE void pair1_mve(const int8_t *w0, const int8_t *w1, const int8_t 
 static void pair_windows(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
                          const int32_t *corr, int32_t *sums, int32_t row, int32_t windows)
 {
+    const int32_t start[2] = {corr[0], corr[1]}; /* (corr may lie in the first row of sums) */
     for (int32_t b = 0; b < 2; ++b) {
         for (int32_t i = 0; i < windows; ++i) {
-            int32_t acc = corr[b];
+            int32_t acc = start[b];
             const int8_t *w = b == 0 ? w0 : w1;
             const int8_t *x = xq + 16 * i;
             for (int32_t r = k; r > 0; r -= 16, w += 16, x += 48) {
@@ -170,8 +171,9 @@ static void pair1_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int3
 #endif
 
 /* The block's channels at the three interleaved windows (rows of sums `row` words apart), a pair
- * at a time (an odd last channel with the one before it, or a lone one with the block's constants
- * after it). One function per row length (an immediate in pair_mve). */
+ * at a time (an odd last channel with the one before it, or alone where it is the only one or the
+ * corrections lie in the first row of sums: lift_group's, the one before it written already). One
+ * function per row length (an immediate in pair_mve). */
 MCU_CONV_INLINE void pass_rows(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums,
                                int32_t row)
 {
@@ -179,6 +181,7 @@ MCU_CONV_INLINE void pass_rows(const mcu_conv_block_t *c, const int8_t *xq, int3
     const int32_t n = c->oc_end - c->oc_base;
     const int32_t *corr = c->corr;
     const int8_t *w = c->filter + c->oc_base * k;
+    const int32_t *const first = sums;
     for (int32_t m = n >> 1; m > 0; --m) {
         pair_mve(w, w + k, xq, k, corr, sums, row);
         w += 2 * k;
@@ -186,7 +189,7 @@ MCU_CONV_INLINE void pass_rows(const mcu_conv_block_t *c, const int8_t *xq, int3
         sums += 2;
     }
     if ((n & 1) != 0) {
-        if (n > 1) {
+        if (n > 1 && c->corr != first) {
             pair_mve(w - k, w, xq, k, corr - 1, sums - 1, row);
         } else {
             const int32_t lone[2] = {corr[0], corr[0]}; /* (corr may be the params' kernel_sums) */
@@ -214,13 +217,15 @@ MCU_CONV_NOINLINE static void pass_tail(const mcu_conv_block_t *c, const int8_t 
     const int32_t n = c->oc_end - c->oc_base;
     const int32_t *corr = c->corr;
     const int8_t *w = c->filter + c->oc_base * k;
-    /* pairs of channels; an odd last one with the one before it, a lone one twice */
+    /* pairs of channels; an odd last one with the one before it, a lone one (or one whose
+     * corrections lie in the first row of sums, as in pass_rows) twice */
+    const int alone = n == 1 || corr == sums;
     for (int32_t m = 0; m < n; m += 2) {
-        const int32_t at = m + 1 < n ? m : (n > 1 ? m - 1 : m);
+        const int32_t at = m + 1 < n ? m : (alone ? m : m - 1);
         const int8_t *const w0 = w + at * k;
-        const int8_t *const w1 = n > 1 ? w0 + k : w0;
-        const int32_t lone[2] = {corr[0], corr[0]};
-        const int32_t *const pc = n > 1 ? corr + at : lone; /* sums[1] of a lone one unused */
+        const int8_t *const w1 = m + 1 < n || !alone ? w0 + k : w0;
+        const int32_t lone[2] = {corr[at], corr[at]};
+        const int32_t *const pc = m + 1 < n || !alone ? corr + at : lone; /* sums[1] of a lone one unused */
         if (count == 2) {
             pair2_mve(w0, w1, xq, k, pc, sums + at, row);
         } else {
@@ -444,14 +449,32 @@ static void inside_range(int32_t out, int32_t stride, int32_t pad, int32_t span,
     *end = e;
 }
 
+/* onnxruntime's rounding (the lean call's groups, from the params' kernel_sums and requant_bases):
+ * the group's corrections with mcu_requant2_lift's lift, kernel_sums[oc] + 2^29 + 2^(30 - v) (2^v the
+ * multiplier's lowest set bit, v >= 7: mcu_requant2_no_tie's lift2 / 2), four channels at a time. */
+static void lift_group(const mcu_conv_block_t *g, int32_t *corr)
+{
+    const mcu_conv_params_t *const p = g->params;
+    for (int32_t oc = g->oc_base; oc < g->oc_end; oc += 4) {
+        const mve_pred16_t pr = vctp32q((uint32_t)(g->oc_end - oc));
+        const int32x4_t m = vldrwq_z_s32(p->multiplier + oc, pr);
+        const int32x4_t v = vsubq_s32(vdupq_n_s32(31), vclzq_s32(vandq_s32(m, vnegq_s32(m))));
+        const int32x4_t lift = vaddq_n_s32(vshlq_s32(vdupq_n_s32(1 << 30), vnegq_s32(v)), 1 << 29);
+        vstrwq_p_s32(corr + (oc - g->oc_base), vaddq_s32(vldrwq_z_s32(p->kernel_sums + oc, pr), lift),
+                     pr);
+    }
+}
+
 /* One block of output channels (c->corr, c->base filled) at every position, three at a time (the
  * last one or two leave the other windows as they were and keep only their own rows). Windows
  * inside the input are read from it: one run of it (KH = 1, or 1x1), or KH runs (dilation_w =
  * 1), straight into the buffer when each run is whole 16-byte chunks, else through patch; the
- * others are gathered. */
+ * others are gathered. group: the channels a pass meets and requantizes at a time (the block's,
+ * or fewer: the lean call's groups, their sums in fewer bytes); c->corr NULL: each group's lifted
+ * from the params' kernel_sums (lift_group). */
 MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const int8_t *input,
                                              int8_t *output, int32_t *sums, int8_t *xq,
-                                             int8_t *patch)
+                                             int8_t *patch, int32_t group)
 {
     const mcu_conv_params_t *const p = c->params;
     const int32_t out_h = p->output.h;
@@ -473,7 +496,9 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
         x_end = x_first; /* every window gathered */
     }
     const int32_t positions = p->input.n * out_h * out_w;
-    const int32_t sums_len = sums_row(c->oc_end - c->oc_base);
+    const int32_t n = c->oc_end - c->oc_base;
+    const int32_t sums_len = sums_row(group < n ? group : n);
+    mcu_conv_block_t g = *c; /* group < n: the group's channels */
     int32_t b = 0, y = 0, x = 0; /* the next position */
     /* offset of the window of (b, y, 0) in the input (negative above and left of it) */
     int32_t row = -p->pad_top * c->in_row - p->pad_left * in_c;
@@ -508,11 +533,31 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
                       p->pad_left * in_c;
             }
         }
-        pass_mve(c, xq, sums, sums_len, count);
-        if (c->fuse != NULL) {
-            requant_rows_fused(c, sums, sums_len, output + n0 * p->output.c, count);
-        } else {
-            requant_rows(c, sums, sums_len, output + n0 * p->output.c, count);
+        int8_t *const out = output + n0 * p->output.c;
+        if (group >= n && c->corr != NULL) {
+            pass_mve(c, xq, sums, sums_len, count);
+            if (c->fuse != NULL) {
+                requant_rows_fused(c, sums, sums_len, out, count);
+            } else {
+                requant_rows(c, sums, sums_len, out, count);
+            }
+            continue;
+        }
+        for (g.oc_base = c->oc_base; g.oc_base < c->oc_end; g.oc_base = g.oc_end) {
+            g.oc_end = c->oc_end - g.oc_base < group ? c->oc_end : g.oc_base + group;
+            g.base = c->base + (g.oc_base - c->oc_base);
+            if (c->corr == NULL) { /* the lean call's groups, onnxruntime's rounding */
+                lift_group(&g, sums); /* in the first row of sums: each read before it is written */
+                g.corr = sums;
+            } else {
+                g.corr = c->corr + (g.oc_base - c->oc_base);
+            }
+            pass_mve(&g, xq, sums, sums_len, count);
+            if (c->fuse != NULL) {
+                requant_rows_fused(&g, sums, sums_len, out, count);
+            } else {
+                requant_rows(&g, sums, sums_len, out, count);
+            }
         }
     }
 }
@@ -520,7 +565,7 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
 void mcu_conv2d_s8_mve_block(const mcu_conv_block_t *c, const int8_t *input, int8_t *output,
                              int32_t *sums, int8_t *xq, int8_t *patch)
 {
-    conv_block_mve(c, input, output, sums, xq, patch);
+    conv_block_mve(c, input, output, sums, xq, patch, c->oc_end - c->oc_base);
 }
 
 /* The sum of n int8 (VADDVA, 16 per instruction). */
@@ -562,6 +607,11 @@ MCU_CONV_NOINLINE static void block_constants(mcu_conv_block_t *c, const int32_t
     const int32_t input_offset = q.input_offset;
     const int32_t oc_base = c->oc_base;
     const int32_t oc_end = c->oc_end;
+    if (sums != NULL && q.rounding != MCU_ROUND_NEAREST_NO_TIE && c->params->requant_bases != NULL) {
+        c->corr = sums + oc_base;
+        c->base = c->params->requant_bases + oc_base;
+        return;
+    }
     if (sums != NULL && q.rounding != MCU_ROUND_NEAREST_NO_TIE) {
         c->corr = sums + oc_base;
         /* mcu_requant2_base four channels at a time: 2^(r - 1) + output_offset * 2^r, r = -shift */
@@ -599,11 +649,24 @@ void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const in
                        const mcu_conv_fuse_t *fuse)
 {
     const int32_t out_c = p->output.c;
+    mcu_conv_block_t c;
+    if (lean && mcu_conv2d_s8_mve_lean_groups(p)) {
+        /* every channel a pass, in groups, the constants the params' own: the windows of three
+         * positions copied once, then every group's sums and outputs (so it may write over its
+         * input as the fast call does) */
+        const int no_tie = p->q.rounding == MCU_ROUND_NEAREST_NO_TIE; /* lift_group's corrections */
+        mcu_conv_block_init(&c, p, filter, no_tie ? NULL : p->kernel_sums, p->requant_bases, fuse);
+        int8_t *const xq = (int8_t *)scratch;
+        int32_t *const sums = (int32_t *)(void *)(xq + 48 * ((c.filter_size + 15) >> 4));
+        c.oc_base = 0;
+        c.oc_end = out_c;
+        conv_block_mve(&c, input, output, sums, xq, (int8_t *)(void *)sums, MCU_CONV_MVE_LEAN_GROUP);
+        return;
+    }
     const int32_t block = lean ? MCU_CONV_MVE_LEAN_BLOCK : MCU_CONV_MVE_OC_BLOCK;
     const int32_t n = out_c < block ? out_c : block;
     int32_t *const corr = (int32_t *)scratch;
     int32_t *const base = corr + n;
-    mcu_conv_block_t c;
     mcu_conv_block_init(&c, p, filter, corr, base, fuse);
     const int32_t k = c.filter_size;
     int8_t *const xq = (int8_t *)(base + n);
@@ -612,7 +675,7 @@ void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const in
     for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += block) {
         c.oc_end = out_c - c.oc_base < block ? out_c : c.oc_base + block;
         block_constants(&c, bias, corr, base);
-        conv_block_mve(&c, input, output, sums, xq, (int8_t *)(void *)sums);
+        conv_block_mve(&c, input, output, sums, xq, (int8_t *)(void *)sums, c.oc_end - c.oc_base);
     }
 }
 

@@ -23,8 +23,8 @@
  *   depth_multiplier == 1) or one at a time.
  * Under MCU_OPTIMIZE_SIZE (mcu_config.h) it plans as on MCU_ISA_C (MCU_ISA_PLAN): generic only.
  * Scratch (mcu_depthwise_conv2d_s8_get_buffer_size): the fast paths prepare a group's weights
- * and requantization constants once, in ctx->buf (MVE: then the ring, dw_mve_ring_bytes());
- * the generic path needs none.
+ * and requantization constants once, in ctx->buf (MVE: MCU_DW_MVE_GROUP_BYTES(KH * KW), 304
+ * bytes for 3x3, 560 for 5x5; then the ring, dw_mve_ring_bytes()); the generic path needs none.
  *
  * mcu_depthwise_conv2d_s8_in_place writes the output over its input (TinyEngine's in-place
  * depthwise, by blocks of channels rather than one): each block of MCU_DW_IN_PLACE_CHANNELS channels
@@ -37,12 +37,13 @@
 
 #include "mcu_depthwise_conv2d_s8_internal.h"
 
-/* MCU_DW_*_SCRATCH_BYTES are the sizes of the scratch structs (a C99 compile-time check: a
- * negative array size fails the build) */
+/* MCU_DW_DSP_SCRATCH_BYTES is sizeof mcu_dw_dsp_scratch_t, and sizeof mcu_dw_mve_scratch_t a
+ * group of DW_MVE_MAX_TAPS taps (a C99 compile-time check: a negative array size fails the
+ * build) */
 typedef char mcu_dw_dsp_scratch_bytes_ok
     [sizeof(mcu_dw_dsp_scratch_t) == MCU_DW_DSP_SCRATCH_BYTES ? 1 : -1];
 typedef char mcu_dw_mve_scratch_bytes_ok
-    [sizeof(mcu_dw_mve_scratch_t) == MCU_DW_MVE_SCRATCH_BYTES ? 1 : -1];
+    [sizeof(mcu_dw_mve_scratch_t) == MCU_DW_MVE_GROUP_BYTES(DW_MVE_MAX_TAPS) ? 1 : -1];
 
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
 #include <arm_mve.h>
@@ -122,12 +123,15 @@ int32_t mcu_depthwise_conv2d_s8_path(const mcu_depthwise_conv_params_t *params,
     return isa == MCU_ISA_MVE ? MCU_PATH_MVE : MCU_PATH_DSP;
 }
 
-/* Scratch bytes of a path (mcu_depthwise_conv2d_s8_path's value); the MVE path's ring too. */
+/* Scratch bytes of a path (mcu_depthwise_conv2d_s8_path's value); on MVE a group of the filter's
+ * taps, and the ring. */
 static int32_t path_scratch(const mcu_depthwise_conv_params_t *params, int32_t path)
 {
-    return path == MCU_PATH_DSP
-               ? MCU_DW_DSP_SCRATCH_BYTES
-               : (path == MCU_PATH_MVE ? MCU_DW_MVE_SCRATCH_BYTES + dw_mve_ring_bytes(params) : 0);
+    return path == MCU_PATH_DSP ? MCU_DW_DSP_SCRATCH_BYTES
+           : path == MCU_PATH_MVE
+               ? MCU_DW_MVE_GROUP_BYTES(params->filter.h * params->filter.w) +
+                     dw_mve_ring_bytes(params)
+               : 0;
 }
 
 int32_t mcu_depthwise_conv2d_s8_get_buffer_size(const mcu_depthwise_conv_params_t *params,

@@ -30,9 +30,12 @@
 #define DW_DSP_MAX_TAPS 25
 #define DW_MVE_MAX_TAPS 25
 
-/* Scratch bytes of the fast paths (sizeof mcu_dw_dsp_scratch_t, mcu_dw_mve_scratch_t). */
+/* Scratch bytes of the fast paths: the DSP path's (sizeof mcu_dw_dsp_scratch_t); a prepared MVE
+ * group of `taps` taps (mcu_dw_mve_scratch_t up to its weights, then 16 bytes a tap: a multiple of
+ * 16, what follows it in the scratch stays aligned). */
 #define MCU_DW_DSP_SCRATCH_BYTES 576
-#define MCU_DW_MVE_SCRATCH_BYTES 560
+#define MCU_DW_MVE_CONST_BYTES 160
+#define MCU_DW_MVE_GROUP_BYTES(taps) (MCU_DW_MVE_CONST_BYTES + 16 * (int32_t)(taps))
 
 /* Whether the DSP path runs a 1-D filter (KW == 1 or KH == 1) as lines (mcu_dw_dsp_lines, _dsp1d.c):
  * no padding across the lines, every line inside the input. (Here, not in _dsp1d.c: the dispatcher's
@@ -248,9 +251,11 @@ DW_INLINE void mcu_dw_store4(const mcu_dw_pass_t *s, int32_t a0, int32_t a1, int
 
 /* ---- MVE fast path (see _mve.c) ---- */
 
-/* Eight channels c .. c + 7, prepared once per group. */
+/* Eight channels c .. c + 7, prepared once per group. The scratch holds only the layer's taps
+ * of w, last: MCU_DW_MVE_GROUP_BYTES(KH * KW) bytes (sizeof: DW_MVE_MAX_TAPS taps), and nothing
+ * reads or writes a tap past them; what follows a group starts that many bytes on
+ * (mcu_dw_mve_group). */
 typedef struct {
-    int16_t w[DW_MVE_MAX_TAPS][8]; /* [ky * KW + kx][channel] */
     int32_t bias[2][4];            /* [even/odd][lane]: channel c + 2 lane + (odd) */
     int32_t bias_full[2][4];       /* bias + input_offset * (sum of the channel's weights): the
                                     * start of a window with every tap inside the input, whose
@@ -258,11 +263,32 @@ typedef struct {
     int32_t mult[2][4];
     int32_t base[2][4];
     int32_t shift[2][4];
+    int16_t w[DW_MVE_MAX_TAPS][8]; /* [ky * KW + kx][channel]: the first KH * KW */
 } mcu_dw_mve_scratch_t;
+
+/* The layout MCU_DW_MVE_GROUP_BYTES and the assembly windows assume (a C99 compile-time check):
+ * the five constants 32 bytes apart (the windows read bias_full at mult - 32 or w - 128, mult,
+ * base and shift at mult + 0, 32, 64), then w at MCU_DW_MVE_CONST_BYTES, a multiple of 16. */
+typedef char mcu_dw_mve_layout_ok[offsetof(mcu_dw_mve_scratch_t, bias_full) == 32 &&
+                                          offsetof(mcu_dw_mve_scratch_t, mult) == 64 &&
+                                          offsetof(mcu_dw_mve_scratch_t, base) == 96 &&
+                                          offsetof(mcu_dw_mve_scratch_t, shift) == 128 &&
+                                          offsetof(mcu_dw_mve_scratch_t, w) ==
+                                              MCU_DW_MVE_CONST_BYTES &&
+                                          MCU_DW_MVE_CONST_BYTES % 16 == 0
+                                      ? 1 : -1];
+
+/* The k-th group (or, past the groups, their end) of a scratch of groups of `taps` taps. */
+static inline mcu_dw_mve_scratch_t *mcu_dw_mve_group(mcu_dw_mve_scratch_t *scratch, int32_t taps,
+                                                     int32_t k)
+{
+    return (mcu_dw_mve_scratch_t *)(void *)((char *)scratch + k * MCU_DW_MVE_GROUP_BYTES(taps));
+}
 
 /* _mve.c with GCC: the whole windows of 3x3 filters in full groups through one inline-assembly
  * block (gcc's code for the intrinsics reloads constants and pointers from the stack); its nine
- * taps are read at base + off[t]. */
+ * taps are read at base + off[t], their weights at %[w] (g->w), the constants around %[q]
+ * (g->mult; bias_full 32 bytes before, mcu_dw_mve_layout_ok). */
 #if MCU_ISA_NATIVE == MCU_ISA_MVE && defined(__GNUC__)
 #define DW_ASM3 1
 
@@ -270,18 +296,11 @@ typedef struct {
     "ldr %[a], [%[off], #" #t "*4]\n\t"                                                            \
     "add %[a], %[base]\n\t"                                                                        \
     "vldrb.s16 q2, [%[a]]\n\t"                                                                     \
-    "vldrh.u16 q3, [%[g], #" wb "]\n\t"                                                            \
+    "vldrh.u16 q3, [%[w], #" wb "]\n\t"                                                            \
     "vmullb.s16 q4, q2, q3\n\t"                                                                    \
     "vadd.i32 q0, q0, q4\n\t"                                                                      \
     "vmullt.s16 q4, q2, q3\n\t"                                                                    \
     "vadd.i32 q1, q1, q4\n\t"
-
-/* the offsets in mve_window3x3's assembly (a C99 compile-time check) */
-typedef char mcu_dw_mve_asm_offsets_ok[offsetof(mcu_dw_mve_scratch_t, bias_full) == 432 &&
-                                               offsetof(mcu_dw_mve_scratch_t, mult) == 464 &&
-                                               offsetof(mcu_dw_mve_scratch_t, base) == 496 &&
-                                               offsetof(mcu_dw_mve_scratch_t, shift) == 528
-                                           ? 1 : -1];
 
 /* The end of the assembly windows: mcu_requant4 of q0 (even) and q1 (odd channels) with the
  * constants at %[q] (g->mult), both saturated to int16 into channel order, clamped to
@@ -318,13 +337,13 @@ static inline __attribute__((always_inline)) void mve_window3x3(const mcu_dw_mve
 {
     const int8_t *a;
     __asm__ volatile(
-        "vldrw.u32 q0, [%[g], #432]\n\t"
-        "vldrw.u32 q1, [%[g], #448]\n\t"
+        "vldrw.u32 q0, [%[q], #-32]\n\t"
+        "vldrw.u32 q1, [%[q], #-16]\n\t"
         DW_TAP(0, "0") DW_TAP(1, "16") DW_TAP(2, "32") DW_TAP(3, "48") DW_TAP(4, "64")
         DW_TAP(5, "80") DW_TAP(6, "96") DW_TAP(7, "112") DW_TAP(8, "128")
         DW_REQUANT_STORE
         : [a] "=&l"(a)
-        : [g] "r"(g), [q] "r"(g->mult), [base] "r"(base), [off] "r"(off), [out] "l"(out),
+        : [w] "r"(g->w), [q] "r"(g->mult), [base] "r"(base), [off] "r"(off), [out] "l"(out),
           [lo] "w"(lo), [hi] "w"(hi)
         : "q0", "q1", "q2", "q3", "q4", "memory");
 }
@@ -337,15 +356,16 @@ static inline __attribute__((always_inline)) void mve_window3x3(const mcu_dw_mve
  * whose products cancel bias_full's share of the taps outside the input): for 3x3 filters
  * with dilation 1, at least eight channels and outputs at most DW_MVE_RING_COLS padded columns
  * wide, every window of a full group reads whole rows there (_mve_ring.c). Groups of sixteen
- * channels (a second mcu_dw_mve_scratch_t, then a ring of 16 bytes a column: half the per-group
- * costs, which weigh on the small maps of many channels) when there are at least
- * DW_MVE_RING16_MIN_C channels and at most DW_MVE_RING16_COLS columns, else of eight (8 bytes
- * a column): at most MCU_DW_MVE_SCRATCH_BYTES + 3 * 8 * DW_MVE_RING_COLS bytes after the
- * scratch either way. They depend on the output width and channels only (the same for every
- * row band of the layer). */
+ * channels (a second prepared group, then a ring of 16 bytes a column: half the per-group costs,
+ * which weigh on the small maps of many channels) when there are at least DW_MVE_RING16_MIN_C
+ * channels and at most DW_MVE_RING16_COLS columns, else of eight (8 bytes a column): at most
+ * DW_MVE_RING_GROUP_BYTES + 3 * 8 * DW_MVE_RING_COLS bytes after the first group either way
+ * (groups of nine taps, DW_MVE_RING_GROUP_BYTES each). They depend on the output width and
+ * channels only (the same for every row band of the layer). */
 #define DW_MVE_RING_COLS 32
 #define DW_MVE_RING16_COLS 16
 #define DW_MVE_RING16_MIN_C 128
+#define DW_MVE_RING_GROUP_BYTES MCU_DW_MVE_GROUP_BYTES(9)
 
 /* The ring's columns (0: no ring) and its channels a group (8 or 16). */
 static inline int32_t dw_mve_ring_cols(const mcu_depthwise_conv_params_t *p, int32_t *lanes)
@@ -367,7 +387,7 @@ static inline int32_t dw_mve_ring_bytes(const mcu_depthwise_conv_params_t *p)
 {
     int32_t lanes;
     const int32_t cols = dw_mve_ring_cols(p, &lanes);
-    return lanes == 16 ? MCU_DW_MVE_SCRATCH_BYTES + 3 * 16 * cols : 3 * lanes * cols;
+    return lanes == 16 ? DW_MVE_RING_GROUP_BYTES + 3 * 16 * cols : 3 * lanes * cols;
 }
 
 /* ---- the paths ---- */
@@ -401,20 +421,21 @@ void mcu_dw_dsp_shifted(const mcu_dw_pass_t *s, mcu_dw_group4_t *g, int32_t (*w)
 void mcu_dw_dsp_lines(const mcu_dw_pass_t *s, const int8_t *in, int8_t *out);
 
 
-/* _mve.c: every output (mcu_depthwise_conv2d_s8_path() == MCU_PATH_MVE). Returns MCU_OK. */
+/* _mve.c: every output (mcu_depthwise_conv2d_s8_path() == MCU_PATH_MVE); scratch:
+ * MCU_DW_MVE_GROUP_BYTES(KH * KW) + dw_mve_ring_bytes() bytes. Returns MCU_OK. */
 mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
                         const int8_t *input, const int8_t *filter, const int32_t *bias,
                         int8_t *output);
 
-/* _mve_ring.c, for both MVE files: channels c .. c + 7 of the weights and requantization
- * constants into g (those past C_out zero). */
+/* _mve_ring.c, for both MVE files: channels c .. c + 7 of the weights (KH * KW taps of g->w)
+ * and requantization constants into g (those past C_out zero). */
 void mcu_dw_mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params_t *p,
                         const int8_t *filter, const int32_t *bias, int32_t c);
 
 /* _mve_ring.c: every output of the full groups of eight channels (of sixteen where
  * dw_mve_ring_cols() says so) through the ring, after the prepared group(s) at the start of
- * the scratch (dw_mve_ring_cols() > 0). Returns the first channel left: C_out rounded down
- * to a multiple of 8. */
+ * the scratch, DW_MVE_RING_GROUP_BYTES each (dw_mve_ring_cols() > 0). Returns the first
+ * channel left: C_out rounded down to a multiple of 8. */
 int32_t mcu_dw_mve_ring(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
                         const int8_t *input, const int8_t *filter, const int32_t *bias,
                         int8_t *output);

@@ -2,7 +2,8 @@
  * mcu_depthwise_conv2d_s8_mve.c - the MVE (Helium) path of mcu_depthwise_conv2d_s8 (Cortex-M55):
  * depth_multiplier == 1, eight channels at a time over the whole output (the last group
  * predicated), their weights as int16 and their requantization constants prepared once per
- * group into the scratch (mcu_dw_mve_scratch_t).
+ * group into the scratch (mcu_dw_mve_scratch_t: the constants, then the filter's taps only,
+ * MCU_DW_MVE_GROUP_BYTES(KH * KW) bytes).
  * Per tap: the eight inputs widened to int16 (plus the input offset where the window has taps
  * outside the input), VMULLB/VMULLT by the weights into two int32x4 accumulators (even and odd
  * channels); per position: mcu_requant4 (mcu_requant.h) of both, VMOVNB/VMOVNT back into channel

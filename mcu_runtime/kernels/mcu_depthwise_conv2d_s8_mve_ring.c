@@ -94,6 +94,12 @@ void mcu_dw_mve_prepare(mcu_dw_mve_scratch_t *g, const mcu_depthwise_conv_params
     }
 }
 
+/* The second group of a 16-lane ring: DW_MVE_RING_GROUP_BYTES after the first, g. */
+static inline const mcu_dw_mve_scratch_t *ring_group2(const mcu_dw_mve_scratch_t *g)
+{
+    return (const mcu_dw_mve_scratch_t *)(const void *)((const char *)g + DW_MVE_RING_GROUP_BYTES);
+}
+
 /* The columns of a padded row inside the input: [left, left + inside) of `cols`. */
 typedef struct {
     int32_t left;
@@ -131,16 +137,17 @@ static inline __attribute__((always_inline)) void ring_row(int8_t *dst, const ri
 
 #if defined(__GNUC__)
 
-/* Tap kx of a window row at %[a] (column bytes x) with weights at %[g] + w (bytes). */
+/* Tap kx of a window row at %[a] (column bytes x) with weights at %[w] + w (bytes). */
 #define DW_RING_TAP(x, w)                                                                         \
     "vldrb.s16 q2, [%[a], #" x "]\n\t"                                                            \
-    "vldrh.u16 q3, [%[g], #" w "]\n\t"                                                            \
+    "vldrh.u16 q3, [%[w], #" w "]\n\t"                                                            \
     "vmullb.s16 q4, q2, q3\n\t"                                                                   \
     "vadd.i32 q0, q0, q4\n\t"                                                                     \
     "vmullt.s16 q4, q2, q3\n\t"                                                                   \
     "vadd.i32 q1, q1, q4\n\t"
 
-/* One output position: the window's rows at r0 + xo, r1 + xo, r2 + xo. */
+/* One output position: the window's rows at r0 + xo, r1 + xo, r2 + xo (g's constants around
+ * %[q], g->mult, as in mve_window3x3). */
 static inline __attribute__((always_inline)) void ring_window(const mcu_dw_mve_scratch_t *g,
                                                               const int8_t *r0, const int8_t *r1,
                                                               const int8_t *r2, int32_t xo,
@@ -149,8 +156,8 @@ static inline __attribute__((always_inline)) void ring_window(const mcu_dw_mve_s
 {
     const int8_t *a;
     __asm__ volatile(
-        "vldrw.u32 q0, [%[g], #432]\n\t"
-        "vldrw.u32 q1, [%[g], #448]\n\t"
+        "vldrw.u32 q0, [%[q], #-32]\n\t"
+        "vldrw.u32 q1, [%[q], #-16]\n\t"
         "add %[a], %[r0], %[xo]\n\t"
         DW_RING_TAP("0", "0") DW_RING_TAP("8", "16") DW_RING_TAP("16", "32")
         "add %[a], %[r1], %[xo]\n\t"
@@ -159,23 +166,22 @@ static inline __attribute__((always_inline)) void ring_window(const mcu_dw_mve_s
         DW_RING_TAP("0", "96") DW_RING_TAP("8", "112") DW_RING_TAP("16", "128")
         DW_REQUANT_STORE
         : [a] "=&l"(a)
-        : [g] "r"(g), [q] "r"(g->mult), [r0] "r"(r0), [r1] "r"(r1), [r2] "r"(r2), [xo] "r"(xo),
+        : [w] "r"(g->w), [q] "r"(g->mult), [r0] "r"(r0), [r1] "r"(r1), [r2] "r"(r2), [xo] "r"(xo),
           [out] "l"(out), [lo] "w"(lo), [hi] "w"(hi)
         : "q0", "q1", "q2", "q3", "q4", "memory");
 }
 
-/* Tap t of a 16-channel window: column bytes x of the row at %[a], weights g[0].w[t] and
- * g[1].w[t] (at %[g] and %[g2] + w bytes); q0/q1 the even/odd sums of channels 0..7, q2/q3 of
- * 8..15. */
+/* Tap t of a 16-channel window: column bytes x of the row at %[a], the two groups' weights w[t]
+ * (at %[w] and %[w2] + w bytes); q0/q1 the even/odd sums of channels 0..7, q2/q3 of 8..15. */
 #define DW_RING16_TAP(x, x8, w)                                                                   \
     "vldrb.s16 q4, [%[a], #" x "]\n\t"                                                            \
-    "vldrh.u16 q5, [%[g], #" w "]\n\t"                                                            \
+    "vldrh.u16 q5, [%[w], #" w "]\n\t"                                                            \
     "vmullb.s16 q6, q4, q5\n\t"                                                                   \
     "vadd.i32 q0, q0, q6\n\t"                                                                     \
     "vmullt.s16 q6, q4, q5\n\t"                                                                   \
     "vadd.i32 q1, q1, q6\n\t"                                                                     \
     "vldrb.s16 q4, [%[a], #" x8 "]\n\t"                                                           \
-    "vldrh.u16 q5, [%[g2], #" w "]\n\t"                                                           \
+    "vldrh.u16 q5, [%[w2], #" w "]\n\t"                                                           \
     "vmullb.s16 q6, q4, q5\n\t"                                                                   \
     "vadd.i32 q2, q2, q6\n\t"                                                                     \
     "vmullt.s16 q6, q4, q5\n\t"                                                                   \
@@ -200,19 +206,22 @@ static inline __attribute__((always_inline)) void ring_window(const mcu_dw_mve_s
     "vldrw.u32 q4, [%[a], #80]\n\t"                                                               \
     "vshl.s32 " O ", q5, q4\n\t"
 
-/* One output position of sixteen channels (g[0]: channels 0..7, g[1]: 8..15; 16-byte ring
- * columns): as ring_window; lohi: act_min in its low, act_max in its high half. */
+/* One output position of sixteen channels (g: channels 0..7, the group DW_MVE_RING_GROUP_BYTES
+ * on: 8..15; 16-byte ring columns): as ring_window, each group's constants addressed from its
+ * weights (mcu_dw_mve_layout_ok: bias_full 128, mult 96 bytes before w); lohi: act_min in its
+ * low, act_max in its high half. */
 static inline __attribute__((always_inline)) void ring_window16(const mcu_dw_mve_scratch_t *g,
                                                                 const int8_t *const rows[3],
                                                                 int32_t xo, int8_t *out,
                                                                 int32_t lohi)
 {
+    const mcu_dw_mve_scratch_t *const g2 = ring_group2(g);
     const int8_t *a;
     __asm__ volatile(
-        "vldrw.u32 q0, [%[g], #432]\n\t"
-        "vldrw.u32 q1, [%[g], #448]\n\t"
-        "vldrw.u32 q2, [%[g2], #432]\n\t"
-        "vldrw.u32 q3, [%[g2], #448]\n\t"
+        "vldrw.u32 q0, [%[w], #-128]\n\t"
+        "vldrw.u32 q1, [%[w], #-112]\n\t"
+        "vldrw.u32 q2, [%[w2], #-128]\n\t"
+        "vldrw.u32 q3, [%[w2], #-112]\n\t"
         "ldr %[a], [%[rows], #0]\n\t"
         "add %[a], %[xo]\n\t"
         DW_RING16_TAP("0", "8", "0") DW_RING16_TAP("16", "24", "16")
@@ -225,9 +234,9 @@ static inline __attribute__((always_inline)) void ring_window16(const mcu_dw_mve
         "add %[a], %[xo]\n\t"
         DW_RING16_TAP("0", "8", "96") DW_RING16_TAP("16", "24", "112")
         DW_RING16_TAP("32", "40", "128")
-        "add %[a], %[g], #464\n\t"
+        "sub %[a], %[w], #96\n\t"
         DW_RING16_RQ("q0", "q1")
-        "add %[a], %[g2], #464\n\t"
+        "sub %[a], %[w2], #96\n\t"
         DW_RING16_RQ("q2", "q3")
         "vqmovnb.s32 q4, q0\n\t"
         "vqmovnt.s32 q4, q1\n\t"
@@ -243,7 +252,7 @@ static inline __attribute__((always_inline)) void ring_window16(const mcu_dw_mve
         "vstrb.16 q4, [%[out]]\n\t"
         "vstrb.16 q5, [%[out], #8]\n\t"
         : [a] "=&l"(a)
-        : [g] "r"(g), [g2] "r"(g + 1), [rows] "r"(rows), [xo] "r"(xo), [out] "l"(out),
+        : [w] "r"(g->w), [w2] "r"(g2->w), [rows] "r"(rows), [xo] "r"(xo), [out] "l"(out),
           [lohi] "r"(lohi)
         : "q0", "q1", "q2", "q3", "q4", "q5", "q6", "memory", "cc");
 }
@@ -283,7 +292,8 @@ static void ring_window(const mcu_dw_mve_scratch_t *g, const int8_t *r0, const i
     ring_window_c(g, r0, r1, r2, xo, out, lo, hi, 8);
 }
 
-/* ring_window16 as two ring_windows (16-byte columns: the second eight channels 8 bytes on). */
+/* ring_window16 as two ring_windows (16-byte columns: the second eight channels 8 bytes on; their
+ * group DW_MVE_RING_GROUP_BYTES on). */
 static void ring_window16(const mcu_dw_mve_scratch_t *g, const int8_t *const rows[3], int32_t xo,
                           int8_t *out, int32_t lohi)
 {
@@ -293,7 +303,8 @@ static void ring_window16(const mcu_dw_mve_scratch_t *g, const int8_t *const row
     const int16x8_t lo = vdupq_n_s16((int16_t)lohi);
     const int16x8_t hi = vdupq_n_s16((int16_t)(lohi >> 16));
     ring_window_c(g, r0, r1, r2, xo, out, lo, hi, 16);
-    ring_window_c(g + 1, r0 + 8, r1 + 8, r2 + 8, xo, out + 8, lo, hi, 16);
+    const mcu_dw_mve_scratch_t *const g2 = ring_group2(g);
+    ring_window_c(g2, r0 + 8, r1 + 8, r2 + 8, xo, out + 8, lo, hi, 16);
 }
 
 #endif
@@ -383,7 +394,8 @@ int32_t mcu_dw_mve_ring(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
     r.lo = vdupq_n_s16((int16_t)p->q.act_min);
     r.hi = vdupq_n_s16((int16_t)p->q.act_max);
     r.lohi = (int32_t)(((uint32_t)p->q.act_max << 16) | ((uint32_t)p->q.act_min & 0xFFFFu));
-    int8_t *const ring = (int8_t *)(scratch + (lanes == 16 ? 2 : 1));
+    /* the ring after the groups (mcu_dw_mve_group: DW_MVE_RING_GROUP_BYTES each) */
+    int8_t *const ring = (int8_t *)mcu_dw_mve_group(scratch, 9, lanes == 16 ? 2 : 1);
     const int32_t out_c = p->output.c;
     const int32_t in_batch = p->input.h * r.in_row;
     const int32_t out_batch = p->output.h * p->output.w * out_c;
@@ -393,7 +405,7 @@ int32_t mcu_dw_mve_ring(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
         r.row_bytes = lanes * r.rc.cols;
         r.x_step = lanes * p->stride_w;
         for (int32_t k = 0; k < lanes; k += 8) {
-            mcu_dw_mve_prepare(scratch + k / 8, p, filter, bias, c + k);
+            mcu_dw_mve_prepare(mcu_dw_mve_group(scratch, 9, k / 8), p, filter, bias, c + k);
         }
         for (int32_t b = 0; b < p->input.n; ++b) {
             if (lanes == 16) {

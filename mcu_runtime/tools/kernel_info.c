@@ -18,6 +18,11 @@
  *             of scratch it runs the fast call (mcu_conv2d_s8_lean_fast), else 0
  *   pw   ISA  (as conv): the path, and mcu_conv2d_s8_in_place_down() as SIZE (-1: not in place)
  *   ok   ISA  (as conv): the path, and mcu_conv2d_s8_channels_fast() as SIZE (1 or 0)
+ *   leans, rooms ISA: lean and room for params that carry build-time kernel_sums and
+ *             requant_bases (mcugen gives them to every lean call: its MVE variant then needs less
+ *             scratch)
+ *   lpws ISA  (as conv, with them): the lean path, and mcu_conv2d_s8_lean_in_place_down()
+ *             as SIZE (-1: not in place)
  *   dw   ISA  in filter out depth_multiplier stride_h ... pad_left q C multiplier shift HAS_BIAS bias
  *   dwip ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_in_place_get_buffer_size() as SIZE
  *   dwov ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_overlap_down() as SIZE (-1: not over it)
@@ -39,6 +44,8 @@
 #define MAX_CHANNELS 65536
 
 static int32_t multiplier[MAX_CHANNELS], shift[MAX_CHANNELS], bias[MAX_CHANNELS];
+/* the kernel_sums of a query with them: only that there are some matters to a path or size */
+static const int32_t sums[1];
 
 /* `count` int32 values into `out`. */
 static int read_ints(int32_t *out, int count)
@@ -117,11 +124,17 @@ int main(void)
         int32_t path, size, room = 0;
         int32_t has_bias;
         mcu_depthwise_conv_params_t w;
+        const size_t len = strlen(op);
+        const int with_sums = strcmp(op, "leans") == 0 || strcmp(op, "rooms") == 0 ||
+                              strcmp(op, "lpws") == 0;
+        if (with_sums) {
+            op[len - 1] = '\0'; /* then as the query without the s */
+        }
         if (strcmp(op, "room") == 0 && scanf("%d", &room) != 1) {
             return 2;
         }
         if (strcmp(op, "conv") == 0 || strcmp(op, "lean") == 0 || strcmp(op, "pw") == 0 ||
-            strcmp(op, "room") == 0 || strcmp(op, "ok") == 0) {
+            strcmp(op, "room") == 0 || strcmp(op, "ok") == 0 || strcmp(op, "lpw") == 0) {
             if (!read_window(&w, 0, &has_bias)) {
                 return 2;
             }
@@ -130,8 +143,12 @@ int main(void)
                 .stride_h = w.stride_h, .stride_w = w.stride_w,
                 .dilation_h = w.dilation_h, .dilation_w = w.dilation_w,
                 .pad_top = w.pad_top, .pad_left = w.pad_left,
-                .q = w.q, .multiplier = w.multiplier, .shift = w.shift};
-            if (op[0] == 'r') {
+                .q = w.q, .multiplier = w.multiplier, .shift = w.shift,
+                .kernel_sums = with_sums ? sums : NULL, .requant_bases = with_sums ? sums : NULL};
+            if (op[1] == 'p') { /* lpw */
+                path = mcu_conv2d_s8_lean_path(&p, has_bias ? bias : NULL, isa);
+                size = mcu_conv2d_s8_lean_in_place_down(&p, has_bias ? bias : NULL, isa);
+            } else if (op[0] == 'r') {
                 path = mcu_conv2d_s8_lean_path(&p, has_bias ? bias : NULL, isa);
                 size = mcu_conv2d_s8_lean_fast(&p, has_bias ? bias : NULL, isa, room);
             } else if (op[0] == 'l') {

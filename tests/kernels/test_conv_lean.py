@@ -13,7 +13,9 @@ them (a path that writes past its scratch fails), reports the lean path the C to
 the twin's lean_path() for the core), and runs once with no scratch (MCU_ERR_SCRATCH); then
 mcu_conv2d_s8 itself, with its exact scratch and the canaries (the DSP path's one-row patch, the
 MVE path's patch in the sums' bytes). Every case runs again in onnxruntime numerics (the DSP
-pairs' mcu_requant2_lift constants).
+pairs' mcu_requant2_lift constants), and again with the build-time constants mcugen gives every lean
+call (band_constants: kernel_sums, requant_bases, channels_fast), with which the MVE variant takes
+every channel a pass in groups of MCU_CONV_MVE_LEAN_GROUP and needs the least scratch.
 """
 from __future__ import annotations
 
@@ -59,11 +61,19 @@ def net_c(cases: list[tuple[ConvParams, list[Any], int]]) -> str:
     for k, (p, (x, w, b), need) in enumerate(cases):
         decls += [arr("int8_t", f"x{k}", x), arr("int8_t", f"w{k}", w), arr("int32_t", f"b{k}", b),
                   arr("int32_t", f"m{k}", p.multiplier), arr("int32_t", f"s{k}", p.shift)]
+        sums = bases = "NULL"
+        if p.kernel_sums is not None:
+            decls.append(arr("int32_t", f"ks{k}", p.kernel_sums))
+            sums = f"ks{k}"
+        if p.requant_bases is not None:
+            decls.append(arr("int32_t", f"rb{k}", p.requant_bases))
+            bases = f"rb{k}"
         decls.append(f"static const mcu_conv_params_t p{k} = {{.input = {dims(p.input)}, "
                      f".filter = {dims(p.filter)}, .output = {dims(p.output)}, .stride_h = {p.stride_h}, "
                      f".stride_w = {p.stride_w}, .dilation_h = {p.dilation_h}, .dilation_w = {p.dilation_w}, "
                      f".pad_top = {p.pad_top}, .pad_left = {p.pad_left}, .q = {quant(p.q)}, "
-                     f".multiplier = m{k}, .shift = s{k}}};\n")
+                     f".multiplier = m{k}, .shift = s{k}, .kernel_sums = {sums}, .requant_bases = {bases}, "
+                     f".channels_fast = {p.channels_fast}}};\n")
         calls.append(f"    run_case(&p{k}, x{k}, w{k}, b{k}, {need}, outputs[0] + {off}, outputs[0] + {total + off}, "
                      f"outputs[1] + {2 * k});\n")
         off += p.output.n * p.output.h * p.output.w * p.output.c
@@ -127,6 +137,7 @@ def cases() -> list[tuple[ConvParams, list[Any], int]]:
     out = [conv_case(s, rng) for s in LEAN.values()]
     out += [(ort_variant(p, inputs[1], inputs[2]), inputs) for p, inputs in out]
     assert sum(p.q.rounding == ROUND_NEAREST_NO_TIE for p, _ in out) >= 6  # the lifted constants covered
+    out += [(conv_twin.band_constants(p, inputs[1], inputs[2]), inputs) for p, inputs in list(out)]
     return [(p, inputs, conv_twin.lean_buffer_size(p, inputs[2], "any")) for p, inputs in out]
 
 
@@ -136,8 +147,13 @@ def test_lean_paths_reached(cases) -> None:
     mve = [conv_twin.lean_path(p, inputs[2], "mve") for p, inputs, _ in cases]
     assert {"dsp", "generic"} <= set(dsp) and {"mve", "generic"} <= set(mve)
     assert {conv_twin.lean_path(p, inputs[2], "c") for p, inputs, _ in cases} == {"generic"}
-    names = [*LEAN, *LEAN]
+    names = [*LEAN, *LEAN, *LEAN, *LEAN]
     assert dsp[names.index("too_large_k288")] == "generic" and dsp[names.index("rows_c1_s2")] == "dsp"
+    # with the constants the MVE variant takes groups of 16 channels and keeps no constants in
+    # scratch: at most 32 bytes beyond the blocks of 8 (their sums' rows), on the same paths
+    plain, constant = cases[:2 * len(LEAN)], cases[2 * len(LEAN):]
+    assert all(c[2] <= a[2] + 32 for a, c in zip(plain, constant, strict=True))
+    assert [conv_twin.lean_path(p, i[2], "mve") for p, i, _ in constant] == mve[:2 * len(LEAN)]
     for p, inputs, need in cases:  # one figure for every target: at least each target's fast variant
         assert need >= conv_twin.buffer_size(p, inputs[2], "c")
 
@@ -154,6 +170,7 @@ def test_lean_bit_exact_on_every_core(core: str, opt: str, cases, tmp_path: Path
                              b"\0", tmp_path, opt)
     got = np.frombuffer(raw[:want.size], np.int8)
     names = [*LEAN, *(f"{n} (onnxruntime numerics)" for n in LEAN)]
+    names += [f"{n} (constants)" for n in names]
     names += [f"{n}: mcu_conv2d_s8" for n in names]
     starts = np.cumsum([0] + [g.size for g in golden])
     bad = [names[k] for k, g in enumerate(golden) if not np.array_equal(got[starts[k]:starts[k] + g.size], g)]
