@@ -70,6 +70,7 @@ static const mcu_conv_params_t tiny_qdq_conv_l1_params = {
     .multiplier = tiny_qdq_conv_l1_multiplier,
     .shift = tiny_qdq_conv_l1_shift,
     .kernel_sums = NULL,
+    .requant_bases = NULL,
     .channels_fast = 0,
 };
 
