@@ -106,6 +106,7 @@ class Kernel:
     sink_c: SinkData | None = None
     lean_c: str = ""
     lean_buffer_size: LeanScratch | None = None
+    lean_wide_buffer_size: LeanScratch | None = None  # the lean call's scratch for its faster variant
     exact_in_place: bool = False
     exact_in_place_inputs: tuple[int, ...] = ()
     in_place: InPlace | None = None

@@ -118,7 +118,7 @@ def query(kind: str, p: Any, bias: np.ndarray | None, isa: str, room: int = 0) -
     of scratch runs the fast call), "ok" (mcu_conv2d_s8_channels_fast: 1 or 0), "dwok"
     (mcu_depthwise_conv2d_s8_channels_fast) or "fc"; "leans", "rooms": "lean" and "room" for params
     with build-time kernel_sums and requant_bases, "lpw" the lean call's in-place question ("lpws"
-    with them); the tool's header)."""
+    with them), "wide" the lean call's scratch for its wide groups ("wides"); the tool's header)."""
     head = f"{kind} {ISA[isa]}" + (f" {room}" if kind in ("room", "rooms") else "")
     if kind == "fc":
         count = p.out_features if p.per_channel else 1
@@ -126,7 +126,7 @@ def query(kind: str, p: Any, bias: np.ndarray | None, isa: str, room: int = 0) -
         return (f"{head} {p.batches} {p.in_features} {p.out_features} {_quant(p.q)} {p.per_channel} "
                 f"{count} {_ints(m)} {_ints(s)}")
     window = f"{p.stride_h} {p.stride_w} {p.dilation_h} {p.dilation_w} {p.pad_top} {p.pad_left}"
-    if kind in ("conv", "lean", "pw", "room", "ok", "leans", "rooms", "lpw", "lpws"):
+    if kind in ("conv", "lean", "pw", "room", "ok", "leans", "rooms", "lpw", "lpws", "wide", "wides"):
         return (f"{head} {_dims(p.input)} {_dims(p.filter)} {_dims(p.output)} {window} {_quant(p.q)} "
                 f"{_channels(p, p.output.c, bias)}")
     if kind in ("dw", "dwip", "dwov", "dwlean", "dwlov", "dwok"):

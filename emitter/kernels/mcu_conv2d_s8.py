@@ -156,6 +156,12 @@ def lean_buffer_size(p: Any, bias: np.ndarray | None, isa: str) -> int:
     return max(kernel_info.ask(_with("lean", p), p, bias, i)[1] for i in ((isa,) if isa in ISAS else ISAS))
 
 
+def lean_wide_buffer_size(p: ConvParams, bias: np.ndarray | None, isa: str) -> int:
+    """Scratch bytes with which LEAN_C's MVE variant in groups takes the wide ones (fewer passes:
+    mcu_conv2d_s8_lean_wide_buffer_size(), asked of the C); elsewhere lean_buffer_size's."""
+    return max(kernel_info.ask(_with("wide", p), p, bias, i)[1] for i in ((isa,) if isa in ISAS else ISAS))
+
+
 BAND_C = "mcu_conv2d_s8_band"  # mcu_runtime/support/mcu_band.c
 
 
@@ -210,5 +216,6 @@ def lean_in_place(p: ConvParams, bias: np.ndarray | None, isa: str) -> int | Non
 
 
 KERNEL = Kernel("mcu_conv2d_s8", band=band, band_c=BAND_C, lean_c=LEAN_C, lean_buffer_size=lean_buffer_size,
-                lean_fast=lean_fast, in_place=in_place, lean_in_place=lean_in_place, buffer_size=buffer_size,
+                lean_fast=lean_fast, lean_wide_buffer_size=lean_wide_buffer_size, in_place=in_place,
+                lean_in_place=lean_in_place, buffer_size=buffer_size,
                 path=path, to_cmsis=to_cmsis, band_constants=band_constants)

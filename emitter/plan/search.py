@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
+from emitter.backends.kernel_choice import bias_of
 from emitter.calls import Prepared
 from emitter.ir import Graph
 from emitter.kernels import kernel
@@ -65,6 +66,7 @@ from emitter.plan.stream import (
     InPlace,
     Schedule,
     Segment,
+    band_params,
     exact_in_place,
     fed,
     in_place_c_call,
@@ -200,17 +202,24 @@ def leaner(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignme
     """The in-place plan `start` again with the layers that set its peak on their lean calls where
     those need fewer bytes, while the arena falls: a layer over its input through its lean call
     (lean_in_place_call; homing where it starts below it), another as one whole lean call (a
-    single-layer segment of propose.singles with lean, its output over no input: it runs whole)."""
-    # (whole: the single layer's output over no input, so that it runs as one call, not by rows)
-    alone = {s.first: replace(s, sim=replace(s.sim, down={}), up={})
-             for s in singles(g, prepared, isa, lean=True) if s.lean and s.first not in calls}
+    single-layer segment of propose.singles with lean, its output over no input: it runs whole).
+    Each lean call with the scratch of its faster variant (Kernel.lean_wide_buffer_size: these plans
+    are for speed; a streamed plan's lean calls take what their segment has)."""
+    def wider(s: Segment) -> Segment:
+        """The single layer's segment run whole (its output over no input) with its wide scratch."""
+        t, p = kernel(prepared[s.first].kernel), prepared[s.first]
+        need = s.scratch if t.lean_wide_buffer_size is None else \
+            max(s.scratch, t.lean_wide_buffer_size(band_params(p), bias_of(p), isa))
+        return replace(s, sim=replace(s.sim, down={}), up={}, scratch=need)
+
+    alone = {s.first: wider(s) for s in singles(g, prepared, isa, lean=True) if s.lean and s.first not in calls}
     over, whole = dict(homes), dict[int, Segment]()
     out: list[Candidate] = []
     size = start.arena_size
     for _ in range(len(prepared)):
         changed = False
         for k in sorted(peak_steps(g, out[-1].plan if out else start)):
-            lean = lean_in_place_call(prepared[k], isa) if k in calls and k not in use else None
+            lean = lean_in_place_call(prepared[k], isa, wide=True) if k in calls and k not in use else None
             now = over.get(k, calls.get(k))
             if lean is not None and now is not None and now.call != lean.call \
                     and lean.down + lean.scratch < now.down + (now.scratch if now.call else scratch[k]):

@@ -158,6 +158,17 @@ static int32_t fast_path(const mcu_conv_params_t *p, const int32_t *bias, int32_
     return MCU_PATH_GENERIC;
 }
 
+/* The lean call's MVE variant in groups of `group` channels (mcu_conv2d_s8_mve_lean_groups): the
+ * windows of three positions, and three rows of the group's sums (the patch shares them). */
+static int32_t groups_size(const mcu_conv_params_t *p, int32_t group, int gathers)
+{
+    const int32_t k = p->filter.h * p->filter.w * p->input.c;
+    const int32_t g = min32(p->output.c, group);
+    const int32_t row = g <= 8 ? 8 : g <= 16 ? 16 : g <= 32 ? 32 : 64;
+    const int32_t sums = 4 * (2 * row + g + (g & 1));
+    return 48 * ((k + 15) >> 4) + (gathers && k > sums ? k : sums);
+}
+
 /* The scratch bytes of `path` (per_pass: the DSP path's P; gathers: mcu_conv2d_s8_gathers(p));
  * lean: the lean call's variant (on MVE blocks of MCU_CONV_MVE_LEAN_BLOCK channels; on DSP the
  * caller passes its P). */
@@ -170,10 +181,7 @@ static int32_t path_size(const mcu_conv_params_t *p, int32_t path, int32_t per_p
                (p->q.rounding == MCU_ROUND_NEAREST_NO_TIE ? 8 * p->output.c : 0);
     }
     if (path == MCU_PATH_MVE && lean && mcu_conv2d_s8_mve_lean_groups(p)) {
-        const int32_t g = min32(p->output.c, MCU_CONV_MVE_LEAN_GROUP);
-        const int32_t row = g <= 8 ? 8 : 16;
-        const int32_t sums = 4 * (2 * row + g + (g & 1)); /* the patch shares them */
-        return 48 * ((k + 15) >> 4) + (gathers && k > sums ? k : sums);
+        return groups_size(p, MCU_CONV_MVE_LEAN_GROUP, gathers);
     }
     if (path == MCU_PATH_MVE) {
         const int32_t n = min32(p->output.c, lean ? MCU_CONV_MVE_LEAN_BLOCK : MCU_CONV_MVE_OC_BLOCK);
@@ -225,6 +233,15 @@ static int32_t lean_plan(const mcu_conv_params_t *p, const int32_t *bias, int32_
         *per_pass = fast_pp;
         return path;
     }
+    if (lean == MCU_PATH_MVE && mcu_conv2d_s8_mve_lean_groups(p)) {
+        /* (*per_pass: the channels of its groups) MCU_CONV_MVE_LEAN_WIDE where the room holds
+         * their sums (fewer passes), else MCU_CONV_MVE_LEAN_GROUP */
+        const int32_t wide = groups_size(p, MCU_CONV_MVE_LEAN_WIDE, gathers);
+        *per_pass = wide <= room ? MCU_CONV_MVE_LEAN_WIDE : MCU_CONV_MVE_LEAN_GROUP;
+        *size = wide <= room ? wide : *size;
+    } else if (lean == MCU_PATH_MVE) {
+        *per_pass = MCU_CONV_MVE_LEAN_BLOCK; /* its blocks of channels */
+    }
     return lean;
 }
 
@@ -241,6 +258,18 @@ int32_t mcu_conv2d_s8_lean_buffer_size(const mcu_conv_params_t *params, const in
     int32_t size, per_pass;
     int fast;
     (void)lean_plan(params, bias, isa, 0, &size, &per_pass, &fast);
+    return size;
+}
+
+int32_t mcu_conv2d_s8_lean_wide_buffer_size(const mcu_conv_params_t *params, const int32_t *bias,
+                                            int32_t isa)
+{
+    int32_t size, per_pass;
+    int fast;
+    if (lean_plan(params, bias, isa, 0, &size, &per_pass, &fast) == MCU_PATH_MVE &&
+        mcu_conv2d_s8_mve_lean_groups(params)) {
+        size = groups_size(params, MCU_CONV_MVE_LEAN_WIDE, mcu_conv2d_s8_gathers(params));
+    }
     return size;
 }
 
@@ -308,7 +337,7 @@ static mcu_status_t conv2d(const mcu_context_t *ctx, const mcu_conv_params_t *pa
     }
 #elif MCU_ISA_PLAN == MCU_ISA_MVE
     if (path == MCU_PATH_MVE) {
-        mcu_conv2d_s8_mve(params, input, filter, bias, output, lean, scratch, fuse);
+        mcu_conv2d_s8_mve(params, input, filter, bias, output, lean ? per_pass : 0, scratch, fuse);
         return MCU_OK;
     }
 #endif

@@ -37,8 +37,10 @@
  * a variant of the fast path may take beyond the generic path's (else the lean call is generic). */
 #define MCU_CONV_MVE_LEAN_BLOCK 8
 /* The lean call's MVE variant with build-time constants (mcu_conv2d_s8_mve_lean_groups): the
- * channels a pass meets and requantizes at a time. */
-#define MCU_CONV_MVE_LEAN_GROUP 16
+ * channels a pass meets and requantizes at a time; WIDE where its ctx holds their sums (a quarter
+ * fewer instructions on KWS's layers than 8 at a time). */
+#define MCU_CONV_MVE_LEAN_GROUP 8
+#define MCU_CONV_MVE_LEAN_WIDE 16
 #define MCU_CONV_LEAN_EXTRA 256
 /* Largest window whose requantization may take the fast, exact mcu_requant2/mcu_requant4 arithmetic
  * (|acc| < 2^29 + 16384 * 255 * 128 < 2^30 with mcu_requant2_ok() constants). */
@@ -110,6 +112,10 @@ int mcu_conv2d_s8_gathers(const mcu_conv_params_t *p);
 int32_t mcu_conv2d_s8_lean_path(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa);
 int32_t mcu_conv2d_s8_lean_buffer_size(const mcu_conv_params_t *p, const int32_t *bias,
                                        int32_t isa);
+/* The lean call's scratch on `isa` with which its MVE variant in groups takes the wide ones
+ * (MCU_CONV_MVE_LEAN_WIDE); elsewhere mcu_conv2d_s8_lean_buffer_size. */
+int32_t mcu_conv2d_s8_lean_wide_buffer_size(const mcu_conv_params_t *p, const int32_t *bias,
+                                            int32_t isa);
 /* Whether the lean call runs the fast one on `isa` given `room` bytes of scratch (its ctx's). */
 int mcu_conv2d_s8_lean_fast(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa,
                             int32_t room);
@@ -166,8 +172,8 @@ void mcu_conv2d_s8_dsp_lean(const mcu_conv_params_t *p, const int8_t *input, con
 int mcu_conv2d_s8_mve_lean_groups(const mcu_conv_params_t *p);
 
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
-/* mcu_conv2d_s8_mve.c; lean: the lean call's variant (mcu_conv2d_s8_mve_lean_groups: groups of
- * MCU_CONV_MVE_LEAN_GROUP channels a pass; else blocks of MCU_CONV_MVE_LEAN_BLOCK a call); fuse:
+/* mcu_conv2d_s8_mve.c; lean: 0, or the lean call's variant: with mcu_conv2d_s8_mve_lean_groups, every
+ * channel a pass in groups of `lean` channels; else blocks of MCU_CONV_MVE_LEAN_BLOCK a call; fuse:
  * mcu_conv2d_add_s8's residual Add, or NULL */
 void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, int lean, void *scratch,

@@ -660,7 +660,7 @@ void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const in
         int32_t *const sums = (int32_t *)(void *)(xq + 48 * ((c.filter_size + 15) >> 4));
         c.oc_base = 0;
         c.oc_end = out_c;
-        conv_block_mve(&c, input, output, sums, xq, (int8_t *)(void *)sums, MCU_CONV_MVE_LEAN_GROUP);
+        conv_block_mve(&c, input, output, sums, xq, (int8_t *)(void *)sums, lean);
         return;
     }
     const int32_t block = lean ? MCU_CONV_MVE_LEAN_BLOCK : MCU_CONV_MVE_OC_BLOCK;

@@ -21,6 +21,8 @@
  *   leans, rooms ISA: lean and room for params that carry build-time kernel_sums and
  *             requant_bases (mcugen gives them to every lean call: its MVE variant then needs less
  *             scratch)
+ *   wide, wides ISA (as conv; wides with them): the lean path, and
+ *             mcu_conv2d_s8_lean_wide_buffer_size() as SIZE
  *   lpws ISA  (as conv, with them): the lean path, and mcu_conv2d_s8_lean_in_place_down()
  *             as SIZE (-1: not in place)
  *   dw   ISA  in filter out depth_multiplier stride_h ... pad_left q C multiplier shift HAS_BIAS bias
@@ -126,7 +128,7 @@ int main(void)
         mcu_depthwise_conv_params_t w;
         const size_t len = strlen(op);
         const int with_sums = strcmp(op, "leans") == 0 || strcmp(op, "rooms") == 0 ||
-                              strcmp(op, "lpws") == 0;
+                              strcmp(op, "lpws") == 0 || strcmp(op, "wides") == 0;
         if (with_sums) {
             op[len - 1] = '\0'; /* then as the query without the s */
         }
@@ -134,7 +136,8 @@ int main(void)
             return 2;
         }
         if (strcmp(op, "conv") == 0 || strcmp(op, "lean") == 0 || strcmp(op, "pw") == 0 ||
-            strcmp(op, "room") == 0 || strcmp(op, "ok") == 0 || strcmp(op, "lpw") == 0) {
+            strcmp(op, "room") == 0 || strcmp(op, "ok") == 0 || strcmp(op, "lpw") == 0 ||
+            strcmp(op, "wide") == 0) {
             if (!read_window(&w, 0, &has_bias)) {
                 return 2;
             }
@@ -145,7 +148,10 @@ int main(void)
                 .pad_top = w.pad_top, .pad_left = w.pad_left,
                 .q = w.q, .multiplier = w.multiplier, .shift = w.shift,
                 .kernel_sums = with_sums ? sums : NULL, .requant_bases = with_sums ? sums : NULL};
-            if (op[1] == 'p') { /* lpw */
+            if (op[0] == 'w') {
+                path = mcu_conv2d_s8_lean_path(&p, has_bias ? bias : NULL, isa);
+                size = mcu_conv2d_s8_lean_wide_buffer_size(&p, has_bias ? bias : NULL, isa);
+            } else if (op[1] == 'p') { /* lpw */
                 path = mcu_conv2d_s8_lean_path(&p, has_bias ? bias : NULL, isa);
                 size = mcu_conv2d_s8_lean_in_place_down(&p, has_bias ? bias : NULL, isa);
             } else if (op[0] == 'r') {
