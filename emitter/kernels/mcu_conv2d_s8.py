@@ -138,7 +138,8 @@ def _with(kind: str, p: Any) -> str:
 
 def lean_path(p: Any, bias: np.ndarray | None, isa: str) -> str:
     """The code path LEAN_C takes on `isa`: the fast path's lean variant ("dsp": at most two
-    positions a pass, channel pairs; "mve": blocks of 8 channels) where it needs at most
+    positions a pass, channel pairs; "mve": with the build-time constants every channel of three
+    positions in groups of 8 or 16, else blocks of 8 channels a call) where it needs at most
     MCU_CONV_LEAN_EXTRA bytes more than the generic path, else "generic" (mcu_conv2d_s8_lean_path(),
     asked of the C)."""
     return kernel_info.ask(_with("lean", p), p, bias, isa)[0]

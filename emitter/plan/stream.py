@@ -61,7 +61,8 @@ class InPlace:
     home: bool = False  # writes `down` below its input, then moves the output up exactly onto it
 
 
-_CONSTANTS: dict[int, tuple[Prepared, Any]] = {}
+_CONSTANTS: dict[int, tuple[Prepared, Any]] = {}  # id(layer) -> (layer, its params with the constants)
+_CONSTANTS_MOST = 4096  # layers remembered (a long session compiles many models)
 
 
 def band_params(p: Prepared) -> Any:
@@ -77,6 +78,8 @@ def band_params(p: Prepared) -> Any:
         return p.params
     assert isinstance(f, ConstArg), f"{p.kernel}: a layer called by bands or lean has a constant filter"
     out = hook(p.params, f.data, b.data if isinstance(b, ConstArg) else None)
+    if len(_CONSTANTS) >= _CONSTANTS_MOST:
+        _CONSTANTS.clear()
     _CONSTANTS[id(p)] = (p, out)
     return out
 
@@ -518,7 +521,10 @@ def make_segment(stages: list[Stage], prepared: tuple[Prepared, ...], isa: str,
     if sim is None or any(x is None for x in full):
         return None
     pairs = list(zip(stages, full, small, strict=True))
-    free = tuple(s.step for s, a, b in pairs if a is not None and b is not None and b < a)
+    # lean calls where they lower the segment's scratch: a stage whose fast call needs no more than
+    # the least the segment needs anyway keeps its fast call (the same bytes, fewer instructions)
+    least = max((b if b is not None and a is not None and b < a else a) for _, a, b in pairs if a is not None)
+    free = tuple(s.step for s, a, b in pairs if a is not None and b is not None and b < a and a > least)
     scratch = [b if s.step in free else a for s, a, b in pairs]
     up = simulate_up(stages[0]) if len(stages) == 1 else {}
     return Segment(tuple(stages), tuple(caps), max(x for x in scratch if x is not None), sim, up, free,

@@ -140,9 +140,11 @@ mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *pa
 /**
  * @brief mcu_conv2d_s8 from little scratch (a layer run by rows in a tight memory plan): the same
  * results through a lean variant of the target's fast path (DSP: at most two positions a pass;
- * MVE: blocks of 8 channels) where it needs at most MCU_CONV_LEAN_EXTRA bytes more than the
- * generic path, else the generic path; scratch: mcu_conv2d_s8_lean_buffer_size(params, bias,
- * MCU_ISA_NATIVE) bytes (mcu_conv2d_s8_internal.h). Where ctx->size holds the fast path's own
+ * MVE: with kernel_sums and requant_bases every channel in groups of 8, or 16 where ctx holds
+ * mcu_conv2d_s8_lean_wide_buffer_size, else blocks of 8 channels) where it needs at most
+ * MCU_CONV_LEAN_EXTRA bytes more than the generic path, else the generic path; scratch:
+ * mcu_conv2d_s8_lean_buffer_size(params, bias, MCU_ISA_NATIVE) bytes (mcu_conv2d_s8_internal.h).
+ * Where ctx->size holds the fast path's own
  * scratch (mcu_conv2d_s8_get_buffer_size), it runs mcu_conv2d_s8 itself: a streamed plan passes
  * a band the scratch and the input rows the bands before it have passed.
  */

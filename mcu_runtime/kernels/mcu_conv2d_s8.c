@@ -26,16 +26,22 @@
  * The lean call (mcu_conv2d_s8_lean: a layer run by rows in a tight memory plan) takes a lean
  * variant of the fast path when that needs at most MCU_CONV_LEAN_EXTRA bytes more scratch than
  * the generic path: on DSP at most two positions a pass, two channels at a time
- * (mcu_conv2d_s8_dsp_lean); on MVE blocks of MCU_CONV_MVE_LEAN_BLOCK channels; else the generic
- * path. Its scratch on an ISA: mcu_conv2d_s8_lean_buffer_size (mcu_conv2d_s8_internal.h). Where
+ * (mcu_conv2d_s8_dsp_lean); on MVE, with the build-time constants below (kernel_sums and
+ * requant_bases: mcu_conv2d_s8_mve_lean_groups), every channel of three positions a pass in groups
+ * of MCU_CONV_MVE_LEAN_GROUP channels, MCU_CONV_MVE_LEAN_WIDE where its ctx holds their sums
+ * (mcu_conv2d_s8_lean_wide_buffer_size), none of the constants in scratch, and so over its input
+ * as the fast call (mcu_conv2d_s8_lean_in_place_down), else blocks of MCU_CONV_MVE_LEAN_BLOCK
+ * channels a call; else the generic path. Its scratch on an ISA: mcu_conv2d_s8_lean_buffer_size
+ * (mcu_conv2d_s8_internal.h). Where
  * its ctx holds the fast path's scratch it runs the fast call, unless on DSP its channel pairs are
  * the faster (lean_plan; mcu_conv2d_s8_lean_fast says which): a streamed plan's band over the input
  * rows the bands before it have passed (emitter/plan/stream.py fed).
  *
- * A layer called band by band carries build-time constants in its params (mcugen writes them):
- * kernel_sums, the offset corrections the generic and MVE paths would otherwise sum from the whole
- * filter on every call, and channels_fast, the per-channel check (mcu_conv2d_s8_channels_fast)
- * every call would make again. The scratch sizes stay those of the plain call.
+ * A layer called band by band or by the lean call carries build-time constants in its params
+ * (mcugen writes them): kernel_sums, the offset corrections the generic and MVE paths would
+ * otherwise sum from the whole filter on every call, requant_bases, the MVE path's requantization
+ * bases, and channels_fast, the per-channel check (mcu_conv2d_s8_channels_fast) every call would
+ * make again. The fast call's scratch stays that of the plain call.
  *
  * Scratch (mcu_conv2d_s8_get_buffer_size, exact for each path; none is taken from the stack):
  * - generic: 4 * min(C_out, MCU_CONV_OC_BLOCK) bytes of corrections, plus K bytes of patch when
@@ -47,7 +53,9 @@
  * - MVE: for n = min(C_out, MCU_CONV_MVE_OC_BLOCK), 8 * n bytes of corrections and
  *   requantization bases, 48 * ceil(K / 16) bytes of three interleaved windows, then
  *   4 * (2 * row + n rounded up to even) of sums (row: n rounded up to 8, 16, 32 or 64), or K
- *   bytes if more and some window is not one run of the input (the patch shares the sums).
+ *   bytes if more and some window is not one run of the input (the patch shares the sums); the
+ *   lean call's groups of g channels only the windows and their sums (row: g rounded up to 8 or
+ *   16).
  */
 #include <stdint.h>
 

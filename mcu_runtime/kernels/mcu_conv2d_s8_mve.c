@@ -19,6 +19,13 @@
  * (sums_row() words apart, the last one as long as the block rounded up to even), which (some
  * window gathered) also hold the K-byte patch: the windows of a pass are gathered before it
  * writes its sums, and the sums are requantized before the next pass gathers.
+ * The lean call (mcu_conv2d_s8_lean): with the params' kernel_sums and requant_bases, one block of
+ * every channel, its three windows copied once a pass and then met by groups of `lean` channels
+ * (8 or 16), each group's sums requantized before the next group's pass: the scratch holds the
+ * windows and one group's sums, and the outputs of a pass are written after its windows are
+ * copied (so it may write over its input). onnxruntime's rounding lifts a group's corrections into
+ * the first row of its sums (lift_group), each read before the pass writes over it. Without the
+ * constants, blocks of MCU_CONV_MVE_LEAN_BLOCK channels a call.
  * Inline assembly where optimizing (gcc -O0 cannot give the pass its twelve registers); the same
  * arithmetic in intrinsics otherwise.
  */
