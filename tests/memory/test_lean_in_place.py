@@ -82,3 +82,35 @@ def test_lean_calls_in_place_smaller_and_bit_exact(tmp_path: Path) -> None:
     for k in range(len(samples)):
         assert np.array_equal(np.asarray(got[k][0]).ravel(), np.asarray(want[k][0]).ravel()), k
         assert np.array_equal(np.asarray(on_host[k][0]).ravel(), np.asarray(want[k][0]).ravel()), (k, "host")
+
+
+# (core, isa, kernels, depthwise): 8 channels, chains where some stage's fast call needs no more than
+# the least another stage needs (the M4's pointwise layers beside the depthwise's lean call; the M55's
+# last pointwise one beside the 3x3 convolution's)
+SEGMENTS = [("cortex-m4", "dsp", ((1, 3), 1, 3, 1), (False, False, True, False)),
+            ("cortex-m55", "mve", (3, 3, 1), (True, False, False))]
+
+
+@pytest.mark.parametrize(("core", "isa", "kernels", "depthwise"), SEGMENTS)
+def test_a_segment_takes_lean_calls_only_where_they_lower_its_scratch(core: str, isa: str, kernels: tuple,
+                                                                      depthwise: tuple, tmp_path: Path) -> None:
+    """A streamed segment's scratch is the least its stages allow (each stage's lean call where it
+    needs fewer bytes); a stage whose fast call needs no more than that keeps its fast call."""
+    from emitter.plan.propose import stages
+    from emitter.plan.stream import band_scratch, make_segment
+
+    path = same_size_convs(8, 10, 5, kernels, depthwise, tmp_path, seed=5)
+    c = compile_model(path, name="net", board=load_board(core), memory="layer", io_nhwc=True)
+    st = stages(c.graph, c.prepared, list(range(len(c.prepared))))
+    assert st is not None and len(st) == len(kernels)
+    seg = make_segment(st, c.prepared, isa, lean=True)
+    assert seg is not None
+    fast = [band_scratch(s, c.prepared[s.step], isa) for s in st]
+    lean = [band_scratch(s, c.prepared[s.step], isa, True) for s in st]
+    pairs = [(a, b) for a, b in zip(fast, lean, strict=True) if a is not None and b is not None]
+    assert len(pairs) == len(st)
+    least = max(min(a, b) for a, b in pairs)
+    assert seg.scratch == least
+    kept = [s.step for s, (a, b) in zip(st, pairs, strict=True) if b < a <= least]
+    assert kept and not set(kept) & set(seg.lean)  # (lean would save bytes there, but not the segment's)
+    assert seg.lean == tuple(s.step for s, (a, b) in zip(st, pairs, strict=True) if b < a and a > least)
