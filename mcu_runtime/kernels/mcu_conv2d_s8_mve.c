@@ -188,7 +188,6 @@ MCU_CONV_INLINE void pass_rows(const mcu_conv_block_t *c, const int8_t *xq, int3
     const int32_t n = c->oc_end - c->oc_base;
     const int32_t *corr = c->corr;
     const int8_t *w = c->filter + c->oc_base * k;
-    const int32_t *const first = sums;
     for (int32_t m = n >> 1; m > 0; --m) {
         pair_mve(w, w + k, xq, k, corr, sums, row);
         w += 2 * k;
@@ -196,7 +195,7 @@ MCU_CONV_INLINE void pass_rows(const mcu_conv_block_t *c, const int8_t *xq, int3
         sums += 2;
     }
     if ((n & 1) != 0) {
-        if (n > 1 && c->corr != first) {
+        if (n > 1 && corr != sums) { /* (both moved on alike: corr lies in sums where they meet) */
             pair_mve(w - k, w, xq, k, corr - 1, sums - 1, row);
         } else {
             const int32_t lone[2] = {corr[0], corr[0]}; /* (corr may be the params' kernel_sums) */
@@ -247,7 +246,7 @@ static int32_t sums_row(int32_t n)
     return n <= 8 ? 8 : n <= 16 ? 16 : n <= 32 ? 32 : 64;
 }
 
-static void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums, int32_t row,
+MCU_CONV_INLINE void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums, int32_t row,
                      int32_t count)
 {
     if (count < 3) {
@@ -472,6 +471,32 @@ static void lift_group(const mcu_conv_block_t *g, int32_t *corr)
     }
 }
 
+/* The pass of `count` windows in xq met by the block's channels in groups of `group` (the lean
+ * call's; rows of sums `sums_len` words apart), each group's sums requantized into out before the
+ * next group's pass (c->corr NULL: each group's corrections lifted by lift_group into the first row
+ * of its sums). */
+MCU_CONV_NOINLINE static void groups_pass(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums,
+                                          int32_t sums_len, int8_t *out, int32_t count, int32_t group)
+{
+    mcu_conv_block_t g = *c;
+    for (g.oc_base = c->oc_base; g.oc_base < c->oc_end; g.oc_base = g.oc_end) {
+        g.oc_end = c->oc_end - g.oc_base < group ? c->oc_end : g.oc_base + group;
+        g.base = c->base + (g.oc_base - c->oc_base);
+        if (c->corr == NULL) {
+            lift_group(&g, sums); /* in the first row of sums: each read before it is written */
+            g.corr = sums;
+        } else {
+            g.corr = c->corr + (g.oc_base - c->oc_base);
+        }
+        pass_mve(&g, xq, sums, sums_len, count);
+        if (c->fuse != NULL) {
+            requant_rows_fused(&g, sums, sums_len, out, count);
+        } else {
+            requant_rows(&g, sums, sums_len, out, count);
+        }
+    }
+}
+
 /* One block of output channels (c->corr, c->base filled) at every position, three at a time (the
  * last one or two leave the other windows as they were and keep only their own rows). Windows
  * inside the input are read from it: one run of it (KH = 1, or 1x1), or KH runs (dilation_w =
@@ -505,7 +530,7 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
     const int32_t positions = p->input.n * out_h * out_w;
     const int32_t n = c->oc_end - c->oc_base;
     const int32_t sums_len = sums_row(group < n ? group : n);
-    mcu_conv_block_t g = *c; /* group < n: the group's channels */
+    const int grouped = group < n || c->corr == NULL;
     int32_t b = 0, y = 0, x = 0; /* the next position */
     /* offset of the window of (b, y, 0) in the input (negative above and left of it) */
     int32_t row = -p->pad_top * c->in_row - p->pad_left * in_c;
@@ -540,31 +565,15 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
                       p->pad_left * in_c;
             }
         }
-        int8_t *const out = output + n0 * p->output.c;
-        if (group >= n && c->corr != NULL) {
-            pass_mve(c, xq, sums, sums_len, count);
-            if (c->fuse != NULL) {
-                requant_rows_fused(c, sums, sums_len, out, count);
-            } else {
-                requant_rows(c, sums, sums_len, out, count);
-            }
+        if (grouped) {
+            groups_pass(c, xq, sums, sums_len, output + n0 * p->output.c, count, group);
             continue;
         }
-        for (g.oc_base = c->oc_base; g.oc_base < c->oc_end; g.oc_base = g.oc_end) {
-            g.oc_end = c->oc_end - g.oc_base < group ? c->oc_end : g.oc_base + group;
-            g.base = c->base + (g.oc_base - c->oc_base);
-            if (c->corr == NULL) { /* the lean call's groups, onnxruntime's rounding */
-                lift_group(&g, sums); /* in the first row of sums: each read before it is written */
-                g.corr = sums;
-            } else {
-                g.corr = c->corr + (g.oc_base - c->oc_base);
-            }
-            pass_mve(&g, xq, sums, sums_len, count);
-            if (c->fuse != NULL) {
-                requant_rows_fused(&g, sums, sums_len, out, count);
-            } else {
-                requant_rows(&g, sums, sums_len, out, count);
-            }
+        pass_mve(c, xq, sums, sums_len, count);
+        if (c->fuse != NULL) {
+            requant_rows_fused(c, sums, sums_len, output + n0 * p->output.c, count);
+        } else {
+            requant_rows(c, sums, sums_len, output + n0 * p->output.c, count);
         }
     }
 }
