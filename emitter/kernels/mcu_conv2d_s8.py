@@ -145,6 +145,13 @@ def lean_path(p: Any, bias: np.ndarray | None, isa: str) -> str:
     return kernel_info.ask(_with("lean", p), p, bias, isa)[0]
 
 
+def lean_path_with(p: Any, bias: np.ndarray | None, isa: str, room: int) -> str:
+    """The code path LEAN_C takes on `isa` with `room` bytes of scratch (its MVE groups where the room
+    holds them, the fast path where it holds that's scratch: mcu_conv2d_s8_lean_path() given the room,
+    asked of the C)."""
+    return kernel_info.ask(_with("room", p), p, bias, isa, room)[0]
+
+
 def lean_fast(p: Any, bias: np.ndarray | None, isa: str, room: int) -> bool:
     """Whether LEAN_C with `room` bytes of scratch runs the fast call on `isa` (where that fits and is
     the faster: mcu_conv2d_s8_lean_fast(), asked of the C); for "any" on every target."""

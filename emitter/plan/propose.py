@@ -200,6 +200,12 @@ class LayerCost:
     rows: int
     rows_lean: int
     bands: tuple[tuple[int, int, int], ...] = ()  # (h, fast, lean)
+    whole_wide: int = 0  # whole on the lean call's faster variant, given wide_room bytes (0: none)
+    wide_room: int = 0
+
+    def lean_at(self, room: int) -> int:
+        """A whole lean call with `room` bytes of scratch: its faster variant where that holds it."""
+        return self.whole_wide if self.wide_room and room >= self.wide_room else self.whole_lean
 
     def by_bands(self, h: int, lean: bool) -> int:
         """Instructions by bands of h rows (1: by rows)."""
@@ -274,7 +280,10 @@ def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
             by.append((h, fast_sum, lean_sum))
         if whole is None or lean is None or not by or by[0][0] != 1:
             continue
-        out[k] = LayerCost(whole, lean, by[0][1], by[0][2], tuple(by[1:]))
+        wide_room, wide_path, wider = wide_lean_of(p, isa)
+        got = predicted(core, isa, shape, wide_path) if wide_room else None
+        out[k] = LayerCost(whole, lean, by[0][1], by[0][2], tuple(by[1:]),
+                           int(got * wider) if got is not None else 0, wide_room if got is not None else 0)
     return out
 
 
@@ -300,6 +309,23 @@ def lean_path_of(p: Prepared, isa: str) -> tuple[str, float]:
         return "generic", 1.0
     path = conv_twin.lean_path(band_params(p), bias_of(p), isa)
     return path, LEAN_DSP_FACTOR if path == "dsp" else LEAN_MVE_FACTOR if path == "mve" else 1.0
+
+
+def wide_lean_of(p: Prepared, isa: str) -> tuple[int, str, float]:
+    """(room, path, factor) of a convolution's lean call with the scratch of its faster variant
+    (mcu_conv2d_s8_lean_wide_buffer_size: its MVE groups where its least scratch is the generic
+    path's), as lean_path_of; (0, "", 1.0) where it has none beyond its least."""
+    from emitter.backends.kernel_choice import bias_of
+    from emitter.kernels import mcu_conv2d_s8 as conv_twin
+
+    if p.kernel != "mcu_conv2d_s8" or isa not in ("dsp", "mve"):
+        return 0, "", 1.0
+    params = band_params(p)
+    room = conv_twin.lean_wide_buffer_size(params, bias_of(p), isa)
+    if room <= conv_twin.lean_buffer_size(params, bias_of(p), isa):
+        return 0, "", 1.0
+    path = conv_twin.lean_path_with(params, bias_of(p), isa, room)
+    return room, path, LEAN_DSP_FACTOR if path == "dsp" else LEAN_MVE_FACTOR if path == "mve" else 1.0
 
 
 def calls_of(s: Stage, h: int) -> int:
@@ -344,7 +370,7 @@ def lean_cost(seg: Segment, isa: str, costs: Costs | None = None) -> int:
         if s.step not in seg.lean:
             continue
         c = costs.get(s.step)
-        extra += max(0, c.whole_lean - c.whole) if c is not None else \
+        extra += max(0, c.lean_at(seg.scratch) - c.whole) if c is not None else \
             lean_macs(seg, s) * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"])
     return int(extra)
 

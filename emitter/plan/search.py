@@ -219,12 +219,12 @@ def leaner(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], alignme
     for _ in range(len(prepared)):
         changed = False
         for k in sorted(peak_steps(g, out[-1].plan if out else start)):
-            lean = lean_in_place_call(prepared[k], isa, wide=True) if k in calls and k not in use else None
+            lean = lean_in_place_call(prepared[k], isa) if k in calls and k not in use else None
             now = over.get(k, calls.get(k))
             if lean is not None and now is not None and now.call != lean.call \
                     and lean.down + lean.scratch < now.down + (now.scratch if now.call else scratch[k]):
                 over[k] = homing(lean, prepared[k], costs.get(k), isa) if lean.down > 0 else \
-                    replace(lean, cost=lean_extra(prepared[k], costs.get(k), isa))
+                    replace(lean, cost=lean_extra(prepared[k], costs.get(k), isa, lean.scratch))
                 changed = True
             elif k in alone and k not in whole:
                 whole[k] = alone[k]
@@ -304,11 +304,11 @@ def with_cost(c: InPlace, p: Prepared) -> InPlace:
 HOME_MOVE_PER_BYTE = {"dsp": 0.32, "mve": 0.32, "c": 0.75, "any": 0.75}
 
 
-def lean_extra(p: Prepared, cost: LayerCost | None, isa: str) -> int:
-    """Estimated instructions a layer's whole lean call costs over its fast call (the core's table,
-    else LEAN_EXTRA_PER_MAC)."""
+def lean_extra(p: Prepared, cost: LayerCost | None, isa: str, room: int = 0) -> int:
+    """Estimated instructions a layer's whole lean call (with `room` bytes of scratch) costs over its
+    fast call (the core's table: LayerCost.lean_at, else LEAN_EXTRA_PER_MAC)."""
     if cost is not None:
-        return max(0, cost.whole_lean - cost.whole)
+        return max(0, cost.lean_at(room) - cost.whole)
     return int(p.macs * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"]))
 
 
@@ -317,7 +317,7 @@ def homing(c: InPlace, p: Prepared, cost: LayerCost | None = None, isa: str = "a
     estimated extra instructions: the move, and for a lean call (c.call) what it costs over the
     fast call (the core's table, else LEAN_EXTRA_PER_MAC)."""
     out = cast(Any, p.params).output
-    extra = lean_extra(p, cost, isa) if c.call else 0
+    extra = lean_extra(p, cost, isa, c.scratch) if c.call else 0
     per_byte = HOME_MOVE_PER_BYTE.get(isa, HOME_MOVE_PER_BYTE["any"])
     return replace(c, home=True, cost=int(out.n * out.h * out.w * out.c * per_byte) + extra)
 

@@ -100,10 +100,11 @@ def in_place_call(p: Prepared, isa: str) -> InPlace | None:
     return None if down is None else InPlace(down, t.in_place_exact)
 
 
-def lean_in_place_call(p: Prepared, isa: str, wide: bool = False) -> InPlace | None:
-    """The layer's lean call (its twin's lean_c, the least scratch; wide: the scratch of its faster
-    variant, lean_wide_buffer_size) over its main input (its twin's lean_in_place), None where there
-    is none."""
+def lean_in_place_call(p: Prepared, isa: str) -> InPlace | None:
+    """The layer's lean call (its twin's lean_c) over its main input (its twin's lean_in_place), None
+    where there is none; with the scratch of its faster variant where the twin has one
+    (lean_wide_buffer_size: a convolution's lean call writes over its input only with the room for
+    its MVE groups), else the least (lean_buffer_size)."""
     t = twin(p.kernel)
     if t.lean_in_place is None or not t.lean_c or t.lean_buffer_size is None or not _ours(p, isa):
         return None
@@ -111,7 +112,7 @@ def lean_in_place_call(p: Prepared, isa: str, wide: bool = False) -> InPlace | N
     down = t.lean_in_place(params, bias_of(p), isa)
     if down is None:
         return None
-    size = t.lean_wide_buffer_size if wide and t.lean_wide_buffer_size is not None else t.lean_buffer_size
+    size = t.lean_wide_buffer_size if t.lean_wide_buffer_size is not None else t.lean_buffer_size
     return InPlace(down, t.in_place_exact, t.lean_c, size(params, bias_of(p), isa))
 
 

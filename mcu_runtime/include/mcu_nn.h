@@ -140,8 +140,8 @@ mcu_status_t mcu_conv2d_s8(const mcu_context_t *ctx, const mcu_conv_params_t *pa
 /**
  * @brief mcu_conv2d_s8 from little scratch (a layer run by rows in a tight memory plan): the same
  * results through a lean variant of the target's fast path (DSP: at most two positions a pass;
- * MVE: with kernel_sums and requant_bases every channel in groups of 8, or 16 where ctx holds
- * mcu_conv2d_s8_lean_wide_buffer_size, else blocks of 8 channels) where it needs at most
+ * MVE: with kernel_sums and requant_bases every channel in groups of 8 where ctx holds them, 16
+ * where it holds mcu_conv2d_s8_lean_wide_buffer_size, else blocks of 8 channels) where it needs at most
  * MCU_CONV_LEAN_EXTRA bytes more than the generic path, else the generic path; scratch:
  * mcu_conv2d_s8_lean_buffer_size(params, bias, MCU_ISA_NATIVE) bytes (mcu_conv2d_s8_internal.h).
  * Where ctx->size holds the fast path's own

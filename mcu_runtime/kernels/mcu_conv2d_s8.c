@@ -30,8 +30,9 @@
  * requant_bases: mcu_conv2d_s8_mve_lean_groups), every channel of three positions a pass in groups
  * of MCU_CONV_MVE_LEAN_GROUP channels, MCU_CONV_MVE_LEAN_WIDE where its ctx holds their sums
  * (mcu_conv2d_s8_lean_wide_buffer_size), none of the constants in scratch, and so over its input
- * as the fast call (mcu_conv2d_s8_lean_in_place_down), else blocks of MCU_CONV_MVE_LEAN_BLOCK
- * channels a call; else the generic path. Its scratch on an ISA: mcu_conv2d_s8_lean_buffer_size
+ * as the fast call (mcu_conv2d_s8_lean_in_place_down), where its ctx holds the groups or they need
+ * no more than the generic path (else that), and without the constants blocks of
+ * MCU_CONV_MVE_LEAN_BLOCK channels a call; else the generic path. Its scratch on an ISA: mcu_conv2d_s8_lean_buffer_size
  * (mcu_conv2d_s8_internal.h). Where
  * its ctx holds the fast path's scratch it runs the fast call, unless on DSP its channel pairs are
  * the faster (lean_plan; mcu_conv2d_s8_lean_fast says which): a streamed plan's band over the input
@@ -227,7 +228,21 @@ static int32_t lean_plan(const mcu_conv_params_t *p, const int32_t *bias, int32_
     *per_pass = min32(fast_pp, 2);
     *size = path_size(p, path, *per_pass, 1, gathers);
     const int32_t generic = path_size(p, MCU_PATH_GENERIC, 0, 1, gathers);
-    if (path != MCU_PATH_GENERIC && *size > generic + MCU_CONV_LEAN_EXTRA) {
+    const int groups = path == MCU_PATH_MVE && mcu_conv2d_s8_mve_lean_groups(p);
+    if (groups) {
+        /* the least of the generic path and groups of MCU_CONV_MVE_LEAN_GROUP channels; the groups
+         * where the room holds them, MCU_CONV_MVE_LEAN_WIDE where it holds their sums (*per_pass:
+         * the channels of a group) */
+        const int32_t wide = groups_size(p, MCU_CONV_MVE_LEAN_WIDE, gathers);
+        if (*size > generic && room < *size) {
+            lean = MCU_PATH_GENERIC;
+            *size = generic;
+            *per_pass = 0;
+        } else {
+            *per_pass = wide <= room ? MCU_CONV_MVE_LEAN_WIDE : MCU_CONV_MVE_LEAN_GROUP;
+            *size = wide <= room ? wide : *size;
+        }
+    } else if (path != MCU_PATH_GENERIC && *size > generic + MCU_CONV_LEAN_EXTRA) {
         lean = MCU_PATH_GENERIC;
         *size = generic;
         *per_pass = 0;
@@ -241,13 +256,7 @@ static int32_t lean_plan(const mcu_conv_params_t *p, const int32_t *bias, int32_
         *per_pass = fast_pp;
         return path;
     }
-    if (lean == MCU_PATH_MVE && mcu_conv2d_s8_mve_lean_groups(p)) {
-        /* (*per_pass: the channels of its groups) MCU_CONV_MVE_LEAN_WIDE where the room holds
-         * their sums (fewer passes), else MCU_CONV_MVE_LEAN_GROUP */
-        const int32_t wide = groups_size(p, MCU_CONV_MVE_LEAN_WIDE, gathers);
-        *per_pass = wide <= room ? MCU_CONV_MVE_LEAN_WIDE : MCU_CONV_MVE_LEAN_GROUP;
-        *size = wide <= room ? wide : *size;
-    } else if (lean == MCU_PATH_MVE) {
+    if (lean == MCU_PATH_MVE && !groups) {
         *per_pass = MCU_CONV_MVE_LEAN_BLOCK; /* its blocks of channels */
     }
     return lean;
@@ -274,11 +283,19 @@ int32_t mcu_conv2d_s8_lean_wide_buffer_size(const mcu_conv_params_t *params, con
 {
     int32_t size, per_pass;
     int fast;
-    if (lean_plan(params, bias, isa, 0, &size, &per_pass, &fast) == MCU_PATH_MVE &&
-        mcu_conv2d_s8_mve_lean_groups(params)) {
+    (void)lean_plan(params, bias, isa, 0, &size, &per_pass, &fast);
+    if (mcu_conv2d_s8_path(params, bias, isa) == MCU_PATH_MVE && mcu_conv2d_s8_mve_lean_groups(params)) {
         size = groups_size(params, MCU_CONV_MVE_LEAN_WIDE, mcu_conv2d_s8_gathers(params));
     }
     return size;
+}
+
+int32_t mcu_conv2d_s8_lean_room_path(const mcu_conv_params_t *params, const int32_t *bias,
+                                     int32_t isa, int32_t room)
+{
+    int32_t size, per_pass;
+    int fast;
+    return lean_plan(params, bias, isa, room, &size, &per_pass, &fast);
 }
 
 int mcu_conv2d_s8_lean_fast(const mcu_conv_params_t *params, const int32_t *bias, int32_t isa,

@@ -137,9 +137,12 @@ int32_t mcu_conv2d_s8_lean_in_place_down(const mcu_conv_params_t *p, const int32
         return -1;
     }
     const int32_t one = p->output.c > MCU_CONV_IN_PLACE_MAX_C ? p->output.c : 0;
+    if (mcu_conv2d_s8_path(p, bias, isa) == MCU_PATH_MVE && mcu_conv2d_s8_mve_lean_groups(p)) {
+        return one; /* with room for its groups: three positions' windows copied, then their outputs */
+    }
     if (mcu_conv2d_s8_lean_path(p, bias, isa) == MCU_PATH_MVE &&
-        (mcu_conv2d_s8_mve_lean_groups(p) || p->output.c <= MCU_CONV_MVE_LEAN_BLOCK)) {
-        return one; /* three positions' windows copied, then all their outputs */
+        p->output.c <= MCU_CONV_MVE_LEAN_BLOCK) {
+        return one; /* one block of channels */
     }
     return -1; /* DSP: channel pairs over every position; generic: blocks of channels */
 }

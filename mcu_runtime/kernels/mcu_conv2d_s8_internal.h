@@ -113,14 +113,20 @@ int32_t mcu_conv2d_s8_lean_path(const mcu_conv_params_t *p, const int32_t *bias,
 int32_t mcu_conv2d_s8_lean_buffer_size(const mcu_conv_params_t *p, const int32_t *bias,
                                        int32_t isa);
 /* The lean call's scratch on `isa` with which its MVE variant in groups takes the wide ones
- * (MCU_CONV_MVE_LEAN_WIDE); elsewhere mcu_conv2d_s8_lean_buffer_size. */
+ * (MCU_CONV_MVE_LEAN_WIDE); elsewhere mcu_conv2d_s8_lean_buffer_size. (Its least scratch,
+ * mcu_conv2d_s8_lean_buffer_size, is the generic path's where that is less than the groups':
+ * with less room than theirs it runs the generic path.) */
 int32_t mcu_conv2d_s8_lean_wide_buffer_size(const mcu_conv_params_t *p, const int32_t *bias,
                                             int32_t isa);
+/* The path the lean call takes on `isa` given `room` bytes of scratch (its ctx's). */
+int32_t mcu_conv2d_s8_lean_room_path(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa,
+                                     int32_t room);
 /* Whether the lean call runs the fast one on `isa` given `room` bytes of scratch (its ctx's). */
 int mcu_conv2d_s8_lean_fast(const mcu_conv_params_t *p, const int32_t *bias, int32_t isa,
                             int32_t room);
-/* As mcu_conv2d_s8_in_place_down (mcu_nn.h), of the lean call with no room for the fast one:
- * its MVE variant in groups (every channel a pass) or of one block. */
+/* As mcu_conv2d_s8_in_place_down (mcu_nn.h), of the lean call with no room for the fast one: its
+ * MVE variant in groups (every channel a pass; given the room for its groups:
+ * mcu_conv2d_s8_lean_wide_buffer_size), or of one block. */
 int32_t mcu_conv2d_s8_lean_in_place_down(const mcu_conv_params_t *p, const int32_t *bias,
                                          int32_t isa);
 

@@ -14,8 +14,8 @@
  *             C multiplier[C] shift[C] HAS_BIAS bias[C if HAS_BIAS]
  *   lean ISA  (as conv): mcu_conv2d_s8_lean's path and scratch on ISA (mcu_conv2d_s8_lean_path,
  *             mcu_conv2d_s8_lean_buffer_size: mcu_conv2d_s8_internal.h)
- *   room ISA ROOM (then as conv): mcu_conv2d_s8_lean's path, and as SIZE 1 where with ROOM bytes
- *             of scratch it runs the fast call (mcu_conv2d_s8_lean_fast), else 0
+ *   room ISA ROOM (then as conv): mcu_conv2d_s8_lean's path with ROOM bytes of scratch, and as SIZE
+ *             1 where with them it runs the fast call (mcu_conv2d_s8_lean_fast), else 0
  *   pw   ISA  (as conv): the path, and mcu_conv2d_s8_in_place_down() as SIZE (-1: not in place)
  *   ok   ISA  (as conv): the path, and mcu_conv2d_s8_channels_fast() as SIZE (1 or 0)
  *   leans, rooms ISA: lean and room for params that carry build-time kernel_sums and
@@ -155,7 +155,7 @@ int main(void)
                 path = mcu_conv2d_s8_lean_path(&p, has_bias ? bias : NULL, isa);
                 size = mcu_conv2d_s8_lean_in_place_down(&p, has_bias ? bias : NULL, isa);
             } else if (op[0] == 'r') {
-                path = mcu_conv2d_s8_lean_path(&p, has_bias ? bias : NULL, isa);
+                path = mcu_conv2d_s8_lean_room_path(&p, has_bias ? bias : NULL, isa, room);
                 size = mcu_conv2d_s8_lean_fast(&p, has_bias ? bias : NULL, isa, room);
             } else if (op[0] == 'l') {
                 path = mcu_conv2d_s8_lean_path(&p, has_bias ? bias : NULL, isa);
