@@ -20,6 +20,17 @@ and gives the memory plan its instruction base (emitter/plan/propose.base_estima
 measures only the 4-bit-weight rows (s4_cases(): mcugen's s4 kernels against CMSIS-NN's s4 calls on
 a subset of the sweep's shapes with int4 weights) and replaces the s4 rows of the existing tables,
 leaving their 8-bit rows as they are.
+
+    python scripts/cost_tables.py --planner [--cores cortex-m4,cortex-m7,cortex-m55]
+
+measures only the planner's rows ("planner": 1; the kernel choice does not read them:
+kernel_choice.load_table) and replaces those of the existing tables: bands of 1, 2 and 4 output rows
+of convolutions and depthwise layers called as streamed plans call them (band_cases(): with their
+build-time constants, on the fast path, path "<path>/band", and through the lean call with the least
+scratch, "lean/band"), and fully connected layers of very few inputs or outputs (small_cases(), the
+sweep has none), and the sweep's convolutions and depthwise layers through their lean call (path
+"lean"). The memory planner's estimates read them (emitter/plan/propose.py). A full run (no
+--s4, --planner) writes the layers' rows only: run --s4 and --planner after it.
 """
 from __future__ import annotations
 
@@ -27,7 +38,9 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -193,6 +206,88 @@ def sweep_cases(seed: int = 12) -> list[Case]:
     return cases + [random_case(f"g{i}", s, 10_000 + i, wide=True) for i, s in enumerate(again)]
 
 
+def band(layer: Shape, rows: int, where: str) -> Shape | None:
+    """The band of `rows` output rows a streamed plan computes of `layer` per call (its twin's band():
+    the input rows those rows read, the layer's own padding only where the band touches an edge):
+    `where` "top" (the layer's top padding), "mid" (none) or "bottom"."""
+    rows = min(rows, layer.out_h)
+    span = (rows - 1) * layer.sh + layer.dh * (layer.kh - 1) + 1
+    pt = layer.pt if where == "top" else 0
+    pb = layer.pb if where == "bottom" else 0
+    h = span - pt - pb
+    if h < 1 or h > layer.h:
+        return None
+    return Shape(layer.kind, h, layer.w, layer.c_in, layer.c_out, layer.kh, layer.kw, layer.sh, layer.sw,
+                 layer.dh, layer.dw, pt, pb, layer.pl, layer.pr)
+
+
+def band_shapes(seed: int = 13) -> list[Shape]:
+    """Bands of 1, 2 and 4 output rows (top, middle, bottom) of the convolutions and depthwise layers
+    streamed plans run by rows: the shapes the memory planner predicts (emitter/plan/propose.py's
+    layer_costs), whose few positions per call the whole-layer sweep seldom has."""
+    r = np.random.default_rng(seed)
+    widths = (5, 8, 10, 16, 25, 32, 40, 48)
+
+    def pick(seq: tuple) -> int:
+        return int(seq[int(r.integers(len(seq)))])
+
+    layers = []
+    for _ in range(120):  # 1x1
+        layers.append(conv(16, pick(widths), pick((8, 16, 24, 32, 64, 96, 128)), pick((8, 16, 32, 64, 128)), 1, 1,
+                           pad=False))
+    for _ in range(120):  # 3x3 (and 5x5), stride 1 and 2
+        k = pick((3, 3, 3, 5))
+        layers.append(conv(16, pick(widths), pick((3, 8, 16, 32, 64)), pick((8, 16, 32, 64)), k, k, s=pick((1, 1, 2))))
+    for kh, kw in ((10, 4), (10, 8), (3, 3), (8, 4)):  # first layers on one channel
+        for _ in range(10):
+            layers.append(conv(49, pick((5, 10, 25, 40)), 1, pick((8, 16, 32, 64)), kh, kw, s=pick((1, 2))))
+    for _ in range(150):  # depthwise 3x3 (and 5x5), stride 1 and 2
+        k = pick((3, 3, 3, 5))
+        c = pick((8, 16, 32, 48, 64, 96, 128, 256))
+        layers.append(conv(16, pick(widths), c, c, k, k, s=pick((1, 1, 2)), kind="dw"))
+    out: list[Shape] = []
+    for layer in layers:
+        for rows in (1, 2, 4):
+            for where in ("top", "mid", "bottom"):
+                b = band(layer, rows, where)
+                if b is not None and b.out_h >= 1 and b.macs <= MAX_MACS and b.taps * b.c_out <= MAX_WEIGHTS \
+                        and r.random() < 0.5:
+                    out.append(b)
+    return list(dict.fromkeys(out))
+
+
+def band_cases(seed: int = 13) -> list[Case]:
+    """The band rows' cases, typical requantization (measured twice: on the fast path and through the
+    lean call with the least scratch, both with the band calls' constants)."""
+    return [random_case(f"b{i}", s, 30_000 + i) for i, s in enumerate(band_shapes(seed))]
+
+
+def planner_counts(bands: list[Case], board: Any) -> tuple[list[Case], list[Any]]:
+    """The planner's rows of `board` (no CMSIS-NN): the bands on their fast path and through the lean
+    call, the sweep's convolutions and depthwise layers through the lean call (path "lean": a whole
+    lean call), the small layers. A lean run keeps only the cases that took a lean call (a layer whose
+    lean call would need no less scratch has none: its fast row is in the table already)."""
+    from emitter.backends.cost_cases import LEAN_CALL, band_path
+
+    layers = [c for c in sweep_cases() if c.name.startswith("s") and c.shape.kind in ("conv", "dw")]
+    small = small_cases()
+    runs = [(bands, measure(bands, board, None, bands=True), None),
+            (bands, measure(bands, board, None, lean=True, bands=True), band_path(LEAN_CALL)),
+            (layers, measure(layers, board, None, lean=True), LEAN_CALL),
+            (small, measure(small, board, None), None)]
+    out: list[tuple[Case, Any]] = []
+    for cases, counts, only in runs:
+        out += [(c, n) for c, n in zip(cases, counts, strict=True) if only is None or n.path == only]
+    return [c for c, _ in out], [n for _, n in out]
+
+
+def small_cases() -> list[Case]:
+    """Fully connected layers of 1-32 inputs and outputs (a regression head, a sine model's layers)."""
+    shapes = [Shape("fc", c_in=k, c_out=n, per_channel=pc) for k in (1, 2, 3, 4, 6, 8, 16, 32)
+              for n in (1, 2, 3, 4, 8, 16, 32) for pc in (0, 1)]
+    return [random_case(f"f{i}", s, 50_000 + i) for i, s in enumerate(shapes)]
+
+
 S4_EVERY = 3  # every third conv / depthwise / FC shape of the sweep again with 4-bit weights
 
 
@@ -218,15 +313,28 @@ def s4_kernels_hash() -> str:
     return h.hexdigest()[:12]
 
 
-def merge_s4(core: str, out: Path, rows: list[str], seconds: float) -> None:
-    """Replace the s4 rows of `core`'s table with `rows` (its 8-bit rows and header kept)."""
+def merge(core: str, out: Path, rows: list[str], replaced: Callable[[dict], bool], head: dict) -> None:
+    """Replace the rows of `core`'s table that `replaced` marks with `rows` (the others and the header
+    kept, the header updated with `head`)."""
     f = out / f"{core}.json"
     data = json.loads(f.read_text())
-    keep = [json.dumps(r) for r in data["cases"] if Shape.from_list(r["shape"]).bits != 4]
-    head = {k: v for k, v in data.items() if k != "cases"}
-    head.update({"shape_fields": list(SHAPE_FIELDS), "s4_kernels": s4_kernels_hash(),
-                 "s4_command": "python scripts/cost_tables.py --s4", "s4_seconds": round(seconds)})
-    f.write_text(json.dumps(head, indent=1)[:-2] + ',\n "cases": [\n  ' + ",\n  ".join(keep + rows) + "\n ]\n}\n")
+    keep = [json.dumps(r) for r in data["cases"] if not replaced(r)]
+    top = {k: v for k, v in data.items() if k != "cases"} | {"shape_fields": list(SHAPE_FIELDS)} | head
+    f.write_text(json.dumps(top, indent=1)[:-2] + ',\n "cases": [\n  ' + ",\n  ".join(keep + rows) + "\n ]\n}\n")
+
+
+def merge_s4(core: str, out: Path, rows: list[str], seconds: float) -> None:
+    """Replace the s4 rows of `core`'s table with `rows` (its 8-bit rows and header kept)."""
+    merge(core, out, rows, lambda r: Shape.from_list(r["shape"]).bits == 4 and not r.get("planner"),
+          {"s4_kernels": s4_kernels_hash(), "s4_command": "python scripts/cost_tables.py --s4",
+           "s4_seconds": round(seconds)})
+
+
+def merge_planner(core: str, out: Path, rows: list[str], seconds: float) -> None:
+    """Replace the planner's rows ("planner": 1) of `core`'s table with `rows` (the others kept)."""
+    merge(core, out, rows, lambda r: bool(r.get("planner")),
+          {"planner_kernels": kernel_sources_hash(), "planner_command": "python scripts/cost_tables.py --planner",
+           "planner_seconds": round(seconds)})
 
 
 def leave_one_out(core: str, isa: str) -> tuple[int, int]:
@@ -271,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N shapes (a quick check)")
     ap.add_argument("--summary", action="store_true", help="print the committed tables' figures (markdown)")
     ap.add_argument("--s4", action="store_true", help="measure only the 4-bit rows and merge them into the tables")
+    ap.add_argument("--planner", action="store_true",
+                    help="measure only the memory planner's rows (bands, lean calls, small layers) and merge them")
     args = ap.parse_args(argv)
     if args.summary:
         print(summary(args.cores.split(",")))
@@ -281,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         print("scripts/cost_tables.py: set CMSIS_NN_PATH to a CMSIS-NN v7 checkout", file=sys.stderr)
         return 2
     version = str(check_version(path)) if path is not None else None
-    cases = s4_cases() if args.s4 else sweep_cases()
+    cases = s4_cases() if args.s4 else band_cases() if args.planner else sweep_cases()
     if args.limit:
         cases = cases[:args.limit]
     args.out.mkdir(parents=True, exist_ok=True)
@@ -295,10 +405,18 @@ def main(argv: list[str] | None = None) -> int:
         mine = cases if arm else [c for c in cases if not c.name.startswith("g")]
         if args.s4 and not arm:
             continue
-        counts = measure(mine, board, path if arm else None)
+        if args.planner:
+            mine, counts = planner_counts(mine, board)
+        else:
+            counts = measure(mine, board, path if arm else None)
         seconds = time.perf_counter() - t0
         rows = [json.dumps({"shape": s.as_list(), "path": n.path, "ours": n.ours, "cmsis": n.cmsis})
                 for s, n in zip((c.shape for c in mine), counts, strict=True)]
+        if args.planner:
+            rows = [r[:-1] + ', "planner": 1}' for r in rows]
+            merge_planner(board.name, args.out, rows, seconds)
+            print(f"{board.name}: {len(mine)} planner cases, {seconds:.0f} s", flush=True)
+            continue
         if args.s4:
             merge_s4(board.name, args.out, rows, seconds)
             wins = sum(1 for n in counts if n.cmsis is not None and n.ours < n.cmsis)

@@ -111,6 +111,12 @@ class Shape:
 
 
 SHAPE_FIELDS = tuple(f.name for f in fields(Shape))
+LEAN_CALL = "lean"  # the tables' path of a count through a lean call with the least scratch
+
+
+def band_path(path: str) -> str:
+    """The tables' name of `path` taken by a band call (with its build-time constants)."""
+    return path + "/band"
 
 
 @dataclass(frozen=True, eq=False)

@@ -5,6 +5,8 @@ The figures are measured, never rules fitted to a few models (docs/kernel_choice
   by `python scripts/cost_tables.py`: ~300 single-layer cases per core, both candidates counted in
   QEMU), interpolated by the rule below;
 - with `--tune`, measured on the model's own layers (emitter/verify/tuning.py, cached).
+The tables' planner rows ("planner": 1: band calls, lean calls, small layers; `python
+scripts/cost_tables.py --planner`) are the memory planner's (emitter/plan/propose.py), not read here.
 
 The rule, for a layer the table does not hold:
 1. Only the table's cases of the same *group* count: kernel kind (conv, depthwise, FC, batch matmul), the code
@@ -37,6 +39,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from emitter.backends import cost_fit
 from emitter.backends.cost_cases import Shape, shape_of
 from emitter.calls import ConstArg, Prepared
 from emitter.kernels import mcu_batch_matmul_s8 as bmm_twin
@@ -158,7 +161,7 @@ def load_table(core: str) -> tuple[Row, ...]:
         return ()
     data = json.loads(f.read_text())
     return tuple(Row(Shape.from_list(r["shape"]), r["path"], r["ours"], r["cmsis"])
-                 for r in data["cases"] if r["cmsis"] is not None)
+                 for r in data["cases"] if r["cmsis"] is not None and not r.get("planner"))  # not the planner's
 
 
 def table_for(core: str, isa: str) -> tuple[Row, ...]:
@@ -258,18 +261,10 @@ def load_costs(core: str) -> tuple[Cost, ...]:
 
 
 def predict_ours(rows: tuple[Cost, ...], s: Shape, path: str) -> int | None:
-    """mcugen's instructions for shape `s` taking `path`: the table's count on an exact hit, else
-    the NEIGHBOURS nearest cases of the same kind and path (the distance of predict()), their
-    instructions per MAC weighted by 1/(distance+0.1)^2, times the layer's MACs; None when the
-    table has no case of that kind and path."""
-    group = [r for r in rows if r.shape.kind == s.kind and r.path == path and r.shape.bits == s.bits]
-    if not group:
-        return None
-    near, wts = nearest(group, s)
-    if wts is None:
-        return near[0].ours
-    per_mac = sum(w * r.ours / max(r.shape.macs, 1) for w, r in zip(wts, near, strict=True)) / wts.sum()
-    return max(1, int(round(per_mac * s.macs)))
+    """mcugen's instructions for shape `s` taking `path`, from the table's cases of its kind, path and
+    bits (emitter/backends/cost_fit.py: their mean on an exact hit, else a line fitted on the nearest
+    cases, corrected by the NEIGHBOURS nearest); None when the table has no case of that group."""
+    return cost_fit.predict(rows, s, path, features, NEIGHBOURS)
 
 
 # A convolution with its residual Add fused (mcu_conv2d_add_s8): the conv's count plus this per

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any, cast
 
+from emitter.backends.cost_cases import LEAN_CALL, band_path
 from emitter.calls import Prepared
 from emitter.ir import Graph
 from emitter.kernels.base import Windowed
@@ -28,30 +29,34 @@ WEIGHT_PASS_INSTRUCTIONS = 30.0  # per filter element and call, divided by the p
 #   row call reads every weight once per pass over too few positions, so its cost falls with the
 #   row's width. Fitted on cortex-m7 QEMU counts (benchmarks/memory.py, docs/memory.md): 7 per
 #   element and call at 5 positions (KWS), 0.6 at 32 (IC)
-ROW_CALL_FLOOR = 850  # the least a row call adds over its whole-layer share (IC's first conv on cortex-m4/m7,
-#   32 positions a row: +865 per call measured in QEMU)
 MOVE_INSTRUCTIONS_PER_BYTE = 0.4  # memmove of ring rows (word copies)
 # extra instructions per MAC of a lean (generic path) call over the fast path it replaces, fitted on
 #   KWS and IC (benchmarks/memory.py): 0.6-1.0 on cortex-m7, 0.01-0.11 on cortex-m55
 LEAN_EXTRA_PER_MAC = {"mve": 0.15, "dsp": 0.9, "c": 0.0, "any": 0.9}
-# mcu_conv2d_s8_lean's DSP variant over the DSP path's table counts: QEMU, micro_speech's first conv by
-#   rows at --ram-budget 2600 against 3000 (the fast path by rows), cortex-m4/m7: +121k on ~700k
-LEAN_DSP_FACTOR = 1.17
+# Lean calls where the core's table has no rows of them (LEAN_CALL: `python scripts/cost_tables.py
+#   --planner` measures them), over their path's table counts:
+# mcu_conv2d_s8_lean's DSP variant (two positions a pass, channel pairs), per position each computes
+#   (PASS_POSITIONS): QEMU, KWS's 1x1 layers by rows on cortex-m4 (5 positions a row: the fast call
+#   47,293 a row, the lean call ~36,800) and micro_speech's first conv (20 a row): 1.0-1.04
+LEAN_DSP_FACTOR = 1.04
 # mcu_conv2d_s8_lean's MVE variant with the build-time constants (groups of 16 channels a pass) over the
 #   MVE path's table counts: QEMU, KWS's whole layers on cortex-m55, 158,025 against 141,537 (1x1) and
-#   190,702 against 173,701 (its first conv, gathered windows)
+#   190,702 against 173,701 (its first conv, gathered windows); the tables have no rows of it
 LEAN_MVE_FACTOR = 1.11
 # a whole lean call of a 3x3 depthwise layer the DSP path runs by row pairs (the lean variant: single
-#   rows, shifted windows) over the table's counts: QEMU, KWS's depthwise layers, 429,220 against
-#   315,412 on cortex-m4, 412,835 against 306,801 on cortex-m7
-LEAN_DW_PAIRS_FACTOR = 1.35
+#   rows, shifted windows) over the layer's count: QEMU, KWS's depthwise layers in place on cortex-m4,
+#   388,219 against 315,492
+LEAN_DW_PAIRS_FACTOR = 1.23
+# A streamed segment's sink (a pool or fully connected layer taking the rows as they come: Stage.sink),
+#   per call beyond its whole-layer count: QEMU, micro_speech's fully connected layer fed by rows on
+#   cortex-m4, 30.6k against 24.1k whole in 25 calls (the global pool of KWS costs less by rows)
+SINK_CALL_INSTRUCTIONS = 260
 MAX_SEGMENT = 12  # layers per streamed segment
 HEIGHTS = (1, 2, 4, 8)  # band heights the search tries: output rows a layer of a segment makes per call
-# mcu_conv2d_s8's DSP path computes PASS_POSITIONS output positions a pass, its last pass over a call's
-#   positions overlapping the one before (mcu_runtime/kernels/mcu_conv2d_s8_dsp.c): a call of n
-#   positions computes ceil(n / P) * P of them. The cost table's per-MAC prediction of a band shape
-#   misses that (KWS's 5-position rows: 8 positions computed each); layer_costs adds it per band.
-PASS_POSITIONS = {("mcu_conv2d_s8", "dsp"): 4}
+# mcu_conv2d_s8's DSP path computes 4 output positions a pass, its last pass over a call's positions
+#   overlapping the one before (mcu_runtime/kernels/mcu_conv2d_s8_dsp.c), and its lean DSP variant 2: a
+#   band of 5 positions computes 8 on the fast path, 6 on the lean one (lean_band without lean rows)
+PASS_POSITIONS = {("mcu_conv2d_s8", "dsp"): (4, 2)}  # (fast, lean)
 # A convolution with its residual Add fused (mcu_conv2d_add_s8): its conv's count plus this per output
 #   element. QEMU, IC's first residual layer against the conv of the same shape before it: 60 on
 #   cortex-m4/m7 (DSP), 13 on cortex-m55 (MVE); 90-106 on rv32imac (plain C)
@@ -60,6 +65,10 @@ FUSED_ADD_PER_OUTPUT = {"mve": 13, "dsp": 60, "c": 100, "any": 100}
 #   output element, on its fast path (full operands): QEMU, 10.5 on cortex-m55, 53 on m4/m7, 62 on
 #   m3 and 229 on m0+ (tests/kernels/test_add_cores.py's shapes)
 ADD_PER_OUTPUT = {"mve": 11, "dsp": 53, "c": 100, "any": 100}
+# An average pool (mcu_avgpool_s8), per input element: QEMU, the global pools of KWS (25x5x64), IC
+#   (8x8x64) and VWW (3x3x256): 7.5-8.2 on cortex-m4/m7 (11.8 on VWW's, whose windows are short),
+#   5.6-6.0 on cortex-m55 (10)
+AVGPOOL_PER_INPUT = {"mve": 6, "dsp": 8}
 
 
 @cache
@@ -79,10 +88,11 @@ def cost_rows(core: str, isa: str) -> tuple[Any, ...]:
 
 def base_estimate(prepared: tuple[Prepared, ...], core: str, isa: str, per_mac: float, per_call: int) -> int | None:
     """Instructions of the whole-layer plan on `core`, the base of every overhead ratio: each conv,
-    depthwise and fully connected layer from the core's cost table (kernel_choice.predict_ours, the
-    table's instructions per MAC of its nearest cases; a fused residual Add as FUSED_ADD_PER_OUTPUT
-    per output; an Add on its own as ADD_PER_OUTPUT per output), any other layer per_mac x its MACs +
-    per_call. None: no table for the core's ISA."""
+    depthwise and fully connected layer from the core's cost table (kernel_choice.predict_ours: the
+    line fitted on the table's cases, corrected by its nearest ones; a fused residual Add as
+    FUSED_ADD_PER_OUTPUT per output; an Add on its own as ADD_PER_OUTPUT per output; an average pool
+    as AVGPOOL_PER_INPUT per input element), any other layer per_mac x its MACs + per_call. None: no
+    table for the core's ISA."""
     from emitter.backends import kernel_choice as kc
     from emitter.backends.cost_cases import shape_of
 
@@ -99,6 +109,8 @@ def base_estimate(prepared: tuple[Prepared, ...], core: str, isa: str, per_mac: 
             extra = FUSED_ADD_PER_OUTPUT.get(isa, FUSED_ADD_PER_OUTPUT["any"]) * o.n * o.h * o.w * o.c
         if p.kernel == "mcu_add_s8" and p.params is not None:
             got = ADD_PER_OUTPUT.get(isa, ADD_PER_OUTPUT["any"]) * cast(Any, p.params).size + per_call
+        elif p.kernel == "mcu_avgpool_s8" and isa in AVGPOOL_PER_INPUT:
+            got = AVGPOOL_PER_INPUT[isa] * p.macs + per_call
         elif layer.kernel in ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8", "mcu_fully_connected_s8"):
             shape = shape_of(layer)
             got = kc.predict_ours(rows, shape, kc.path_of(layer, isa)) if shape is not None else None
@@ -202,19 +214,23 @@ class LayerCost:
     bands: tuple[tuple[int, int, int], ...] = ()  # (h, fast, lean)
     whole_wide: int = 0  # whole on the lean call's faster variant, given wide_room bytes (0: none)
     wide_room: int = 0
+    bands_wide: tuple[tuple[int, int], ...] = ()  # (h, instructions) by bands of h rows on its MVE groups,
+    band_wide_room: int = 0  # which a band's lean call takes with this much scratch (0: never)
 
     def lean_at(self, room: int) -> int:
         """A whole lean call with `room` bytes of scratch: its faster variant where that holds it."""
         return self.whole_wide if self.wide_room and room >= self.wide_room else self.whole_lean
 
-    def by_bands(self, h: int, lean: bool) -> int:
-        """Instructions by bands of h rows (1: by rows)."""
-        if h == 1:
-            return self.rows_lean if lean else self.rows
-        got = next((b for b in self.bands if b[0] == h), None)
-        if got is None:  # h beyond the table's: as the largest predicted
+    def by_bands(self, h: int, lean: bool, wide: bool = False) -> int:
+        """Instructions by bands of h rows (1: by rows); lean: on the lean call's path, wide: its faster
+        variant (the room of the band calls holds it: lean_band_wide)."""
+        got = next((b for b in self.bands if b[0] == h), None) if h > 1 else None
+        if h > 1 and got is None:  # h beyond the table's: as the largest predicted
             got = max(self.bands, default=(1, self.rows, self.rows_lean))
-        return got[2] if lean else got[1]
+        fast, slow = (self.rows, self.rows_lean) if got is None else got[1:]
+        if lean and wide:
+            return next((b[1] for b in self.bands_wide if b[0] == (got[0] if got else 1)), slow)
+        return slow if lean else fast
 
 
 Costs = dict[int, LayerCost]  # step -> its table costs (layers the table has)
@@ -230,6 +246,55 @@ def predicted(core: str, isa: str, shape: Any, path: str) -> int | None:
     if key not in _PREDICTED:
         _PREDICTED[key] = kc.predict_ours(cost_rows(core, isa), shape, path)
     return _PREDICTED[key]
+
+
+MIN_PLANNER_ROWS = 40  # planner rows of a kind and path the table needs before they predict (else its layers')
+
+
+@cache
+def planner_rows(core: str, isa: str, kind: str, path: str) -> int:
+    """How many rows of `kind` on `path` the core's table holds (the planner's: a band path, LEAN_CALL)."""
+    return sum(1 for r in cost_rows(core, isa) if r.shape.kind == kind and r.path == path)
+
+
+def band_predicted(core: str, isa: str, shape: Any, path: str) -> int | None:
+    """A band call's instructions on `path`: from the table's band rows of that path (band_path: measured
+    with the band calls' build-time constants) where the table has MIN_PLANNER_ROWS of them, else from its
+    layers' rows."""
+    if planner_rows(core, isa, shape.kind, band_path(path)) >= MIN_PLANNER_ROWS:
+        return predicted(core, isa, shape, band_path(path))
+    return predicted(core, isa, shape, path)
+
+
+def whole_lean(core: str, isa: str, shape: Any, slow: str, slower: float) -> int | None:
+    """A whole layer's instructions through its lean call with the least scratch: from the table's rows
+    of lean calls (LEAN_CALL, measured as such) where it has MIN_PLANNER_ROWS of them, else its layers'
+    rows of the lean call's path (lean_path_of: `slow`, times `slower`; a 3x3 depthwise layer the DSP
+    path runs by row pairs times LEAN_DW_PAIRS_FACTOR: its lean call takes single rows)."""
+    if planner_rows(core, isa, shape.kind, LEAN_CALL) >= MIN_PLANNER_ROWS:
+        return predicted(core, isa, shape, LEAN_CALL)
+    got = predicted(core, isa, shape, slow)
+    if got is None:
+        return None
+    pairs = shape.kind == "dw" and slow == "dsp" and shape.kh == shape.kw == 3 and shape.sh == shape.dh == 1 \
+        and shape.out_h > 1
+    return int(got * slower * (LEAN_DW_PAIRS_FACTOR if pairs else 1.0))
+
+
+def lean_band(core: str, isa: str, shape: Any, n: int, slow: str, slower: float,
+              passes: tuple[int, int]) -> int | None:
+    """A band call's instructions through its lean call with the least scratch: from the table's band
+    rows of lean calls (LEAN_CALL, measured as such) where it has them, else the layers' rows of the
+    lean call's path (lean_path_of: `slow`, times `slower`) and the positions its passes compute of
+    the band's n against the fast path's (PASS_POSITIONS)."""
+    got = predicted(core, isa, shape, band_path(LEAN_CALL)) \
+        if planner_rows(core, isa, shape.kind, band_path(LEAN_CALL)) >= MIN_PLANNER_ROWS else None
+    if got is not None:
+        return got
+    got = predicted(core, isa, shape, slow)
+    if got is None:
+        return None
+    return int(got * slower) * (-(-n // passes[1]) * passes[1]) // (-(-n // passes[0]) * passes[0])
 
 
 def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
@@ -251,24 +316,16 @@ def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
             continue
         fast, params = kc.path_of(p, isa), cast(Any, p.params)
         slow, slower = lean_path_of(p, isa)
-        whole, lean = predicted(core, isa, shape, fast), predicted(core, isa, shape, slow)
-        lean = int(lean * slower) if lean is not None else None
-        if lean is not None and p.kernel == "mcu_depthwise_conv2d_s8" and slow == "dsp" and dw_pairs(params):
-            lean = int(lean * LEAN_DW_PAIRS_FACTOR)  # (a row's band has no pairs to lose: not its rows)
+        whole, lean = predicted(core, isa, shape, fast), whole_lean(core, isa, shape, slow, slower)
         by: list[tuple[int, int, int]] = []
-        per_pass = PASS_POSITIONS.get((p.kernel, fast), 1)
+        passes = PASS_POSITIONS.get((p.kernel, fast), (1, 1)) if slow == fast else (1, 1)
         for h in HEIGHTS:
             fast_sum = lean_sum = 0
             for o in range(0, params.output.h, h):
                 bs = shape_of(replace(p, params=band(params, o, min(o + h, params.output.h))[0]))
-                rf = predicted(core, isa, bs, fast) if bs is not None else None
-                if rf is not None and per_pass > 1:  # the positions its passes compute beyond the band's
-                    n = (min(o + h, params.output.h) - o) * params.output.w
-                    rf = rf * (-(-n // per_pass) * per_pass) // n
-                rl = predicted(core, isa, bs, slow) if bs is not None else None
-                rl = int(rl * slower) if rl is not None else None
-                if rf is not None and rl is not None and whole and lean:  # a lean band costs at least
-                    rl = max(rl, rf * lean // whole)  # the fast band times the paths' whole-layer ratio
+                n = (min(o + h, params.output.h) - o) * params.output.w
+                rf = band_predicted(core, isa, bs, fast) if bs is not None else None
+                rl = lean_band(core, isa, bs, n, slow, slower, passes) if bs is not None else None
                 if rf is None or rl is None:
                     fast_sum = -1
                     break
@@ -282,15 +339,31 @@ def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
             continue
         wide_room, wide_path, wider = wide_lean_of(p, isa)
         got = predicted(core, isa, shape, wide_path) if wide_room else None
+        band_room = band_wide_room(p, isa) if slow == "generic" and fast == "mve" else 0
         out[k] = LayerCost(whole, lean, by[0][1], by[0][2], tuple(by[1:]),
-                           int(got * wider) if got is not None else 0, wide_room if got is not None else 0)
+                           int(got * wider) if got is not None else 0, wide_room if got is not None else 0,
+                           tuple((h, int(f * LEAN_MVE_FACTOR)) for h, f, _ in by) if band_room else (), band_room)
     return out
 
 
-def dw_pairs(p: Any) -> bool:
-    """The DSP depthwise path runs this layer's whole call by row pairs (mcu_dw_dsp, _dsp.c: 3x3,
-    vertical stride and dilation 1, more than one output row); its lean call does not."""
-    return bool(p.filter.h == 3 and p.filter.w == 3 and p.stride_h == 1 and p.dilation_h == 1 and p.output.h > 1)
+def band_wide_room(p: Prepared, isa: str) -> int:
+    """The least scratch with which a convolution's lean call on a band of one row takes its MVE groups
+    instead of the generic path (mcu_conv2d_s8_lean_room_path, asked of the C), 0 where none does."""
+    from emitter.backends.kernel_choice import bias_of
+    from emitter.kernels import mcu_conv2d_s8 as conv_twin
+
+    if p.kernel != "mcu_conv2d_s8":
+        return 0
+    params, bias = band_params(p), bias_of(p)
+    mid = params.output.h // 2
+    bp = conv_twin.band(params, mid, mid + 1)[0]
+    lo, hi = conv_twin.lean_buffer_size(bp, bias, isa), conv_twin.lean_wide_buffer_size(bp, bias, isa)
+    if conv_twin.lean_path_with(bp, bias, isa, hi) == "generic":
+        return 0
+    while lo < hi:  # the path given the room is monotone: more room, a faster call
+        m = (lo + hi) // 2
+        lo, hi = (lo, m) if conv_twin.lean_path_with(bp, bias, isa, m) != "generic" else (m + 1, hi)
+    return hi
 
 
 def lean_path_of(p: Prepared, isa: str) -> tuple[str, float]:
@@ -344,9 +417,13 @@ def overhead(seg: Segment, isa: str, costs: Costs | None = None) -> int:
         calls = calls_of(s, h)
         # a fed segment's first layer runs its fast call on the bands whose ctx has room (stream.fed)
         slow = 1.0 - seg.feed_fast if i == 0 and seg.feed else 1.0
-        if c is not None and not s.sink:  # the table's band shapes may predict below whole: a floor per call
-            bands = slow * c.by_bands(h, s.step in seg.lean) + (1.0 - slow) * c.by_bands(h, False)
-            extra += max((calls - 1) * ROW_CALL_FLOOR, bands - c.whole)
+        if c is not None and not s.sink:
+            wide = bool(c.band_wide_room) and seg.scratch >= c.band_wide_room
+            lean = c.by_bands(h, True, wide) if s.step in seg.lean else c.by_bands(h, False)
+            bands = slow * lean + (1.0 - slow) * c.by_bands(h, False)
+            extra += bands - c.whole  # (below 0 where the bands are predicted cheaper: a sink, a short layer)
+        elif s.sink:
+            extra += (calls - 1) * SINK_CALL_INSTRUCTIONS
         else:
             per_call = CALL_INSTRUCTIONS + WEIGHT_PASS_INSTRUCTIONS * filter_elements(s) / (row_width(s) * h)
             extra += (calls - 1) * per_call
@@ -398,7 +475,7 @@ def whole_estimate(g: Graph, prepared: tuple[Prepared, ...], step: int) -> int:
 def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | None,
              tight: bool = False, other: Callable[[Segment], int] = lambda seg: 0,
              trust_overlap: bool = True, plain: bool = False, cache: SegmentCache | None = None,
-             lean: bool = False, costs: Costs | None = None) -> list[Segment]:
+             lean: bool = False, costs: Costs | None = None, spread: bool = False) -> list[Segment]:
     """Segments over every run: the fewest overhead whose estimated peaks stay within `limit`
     (None: the smallest estimated peak, then the fewest overhead). tight: rings of the fewest
     rows (more moves). trust_overlap=False: a single layer is estimated without its overlap, which
@@ -406,7 +483,8 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
     segment, no overhead), so layers whose rows save nothing cost nothing. lean: layers whose twin has a
     LEAN_C call it where that saves scratch. A segment of several layers is offered at every band
     height of HEIGHTS (its layers making that many rows a call; bigger rings, fewer calls), so the
-    limit picks the height with the fewest overhead that fits, and no limit the smallest peak."""
+    limit picks the height with the fewest overhead that fits, and no limit the smallest peak (spread: of
+    those, the least sum of the segments' peaks before the fewest overhead)."""
     cache = {} if cache is None else cache
     chosen: list[Segment] = []
     for run in runs(g, prepared):
@@ -423,8 +501,10 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
                         cache[key] = seg if seg is not None and (h == 1 or seg.heights) else None
                     if cache[key] is not None:
                         segs.setdefault((i, j), []).append(cache[key])  # type: ignore[arg-type]
-        # best[j] = (peak, overhead, segments) of run[:j]
-        best: list[tuple[int, int, list[Segment]] | None] = [(0, 0, [])] + [None] * n
+        # best[j] = (peak, overhead, the sum of its segments' peaks, segments) of run[:j]; no limit: the
+        #   smallest peak, then the fewest overhead, or (spread) the smallest sum of peaks first (every
+        #   segment as small as it goes, not only the one at the peak: the estimates are rough)
+        best: list[tuple[int, int, int, list[Segment]] | None] = [(0, 0, 0, [])] + [None] * n
         for j in range(1, n + 1):
             for i in range(j):
                 prev = best[i]
@@ -437,21 +517,22 @@ def streamed(g: Graph, prepared: tuple[Prepared, ...], isa: str, limit: int | No
                     one = segs[i, i][0] if (i, i) in segs else None
                     options.append((whole_estimate(g, prepared, run[i]) + (other(one) if one else 0), 0, []))
                 for est, ovh, add in options:
-                    peak, cost = max(prev[0], est), prev[1] + ovh
+                    peak, cost, total = max(prev[0], est), prev[1] + ovh, prev[2] + est
                     if limit is not None and peak > limit:
                         continue
-                    key2 = (cost, peak) if limit is not None else (peak, cost)
+                    key2 = (cost, peak, 0) if limit is not None else (peak, total, cost) if spread else (peak, cost, 0)
                     old = best[j]
-                    if old is None or key2 < ((old[1], old[0]) if limit is not None else (old[0], old[1])):
-                        best[j] = (peak, cost, [*prev[2], *add])
+                    if old is None or key2 < ((old[1], old[0], 0) if limit is not None else
+                                              (old[0], old[2], old[1]) if spread else (old[0], old[1], 0)):
+                        best[j] = (peak, cost, total, [*prev[3], *add])
         final = best[n]
         if final is None:  # no way under the limit: the smallest
-            return streamed(g, prepared, isa, None, tight, other, trust_overlap, plain, cache, lean, costs) \
+            return streamed(g, prepared, isa, None, tight, other, trust_overlap, plain, cache, lean, costs, spread) \
                 if limit is not None else []
         if limit is not None:
-            final = (final[0], final[1], [raise_heights(seg, g, prepared, isa, limit, tight, other, trust_overlap,
-                                                        lean, costs) for seg in final[2]])
-        chosen += final[2]
+            final = (final[0], final[1], final[2], [raise_heights(seg, g, prepared, isa, limit, tight, other,
+                                                                  trust_overlap, lean, costs) for seg in final[3]])
+        chosen += final[3]
     return chosen
 
 

@@ -171,14 +171,17 @@ def candidates(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], ali
     cache: SegmentCache = {}
     other = others(g, out[0].plan)
     # free savings take no streamed chain (their estimate is the least sure: docs/memory.md): not planned
-    for frac, tight, trust, plain, lean in () if most is not None else (
-            (1.0, False, True, False, False), (0.75, False, True, False, False), (0.5, False, True, False, False),
-            (None, False, True, False, False), (None, True, True, False, False), (None, True, False, False, False),
-            (1.0, False, True, True, False), (0.75, False, True, True, False), (0.5, False, True, True, False),
-            (None, False, True, True, False), (None, True, False, True, False),
-            (None, False, True, True, True), (None, True, False, True, True)):
+    for frac, tight, trust, plain, lean, spread in () if most is not None else (
+            (1.0, False, True, False, False, False), (0.75, False, True, False, False, False),
+            (0.5, False, True, False, False, False), (None, False, True, False, False, False),
+            (None, True, True, False, False, False), (None, True, False, False, False, False),
+            (1.0, False, True, True, False, False), (0.75, False, True, True, False, False),
+            (0.5, False, True, True, False, False), (None, False, True, True, False, False),
+            (None, True, False, True, False, False), (None, False, True, True, True, False),
+            (None, True, False, True, True, False), (None, False, True, False, False, True),
+            (None, True, True, False, False, True), (None, False, True, True, True, True)):
         limit = None if frac is None else int(out[2].plan.arena_size * frac)
-        segs = [s for s in streamed(g, prepared, isa, limit, tight, other, trust, plain, cache, lean, costs)
+        segs = [s for s in streamed(g, prepared, isa, limit, tight, other, trust, plain, cache, lean, costs, spread)
                 if len(s.stages) > 1 or s.first not in own]
         key = tuple((s.first, s.last, s.caps, s.lean, s.heights) for s in segs)
         if key in seen or (not plain and all(len(s.stages) == 1 for s in segs)) or not segs:

@@ -19,17 +19,19 @@ import hashlib
 import json
 import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 import onnx
 
 from emitter import resources
-from emitter.backends.cost_cases import KERNELS, Case, Shape, case_of, onnx_of
+from emitter.backends.cost_cases import KERNELS, LEAN_CALL, Case, Shape, band_path, case_of, onnx_of
 from emitter.boards import Board
 from emitter.calls import Prepared, is_portable
+from emitter.compiler import Compiled
 from emitter.errors import VerifyError
+from emitter.plan.stream import band_params
 from emitter.resources import data_dir
 
 CMSIS_OPT = "-Ofast"
@@ -64,9 +66,13 @@ def _chunks(cases: list[Case], board: Board) -> list[list[Case]]:
     return [ch for ch in out if ch]
 
 
-def _profile(cases: list[Case], board: Board, cmsis: Path | None, work: Path) -> list[tuple[str, int, str]]:
+def _profile(cases: list[Case], board: Board, cmsis: Path | None, work: Path,
+             lean: bool = False, bands: bool = False) -> list[tuple[str, int, str]]:
     """(kernel, instructions, mcugen's code path) per case, with the portable backend (cmsis None)
-    or CMSIS-NN everywhere."""
+    or CMSIS-NN everywhere; lean: each layer whose kernel has one through its lean call with the least
+    scratch (a single-layer segment run whole: search.leaner's), path LEAN_CALL; bands: each
+    call with the build-time constants a streamed plan's band calls carry (stream.band_params; a
+    lean call has them anyway), its path named band_path()."""
     from emitter.backends.kernel_choice import path_of
     from emitter.compiler import compile_model
     from emitter.render.bundle import render_bundle
@@ -79,24 +85,49 @@ def _profile(cases: list[Case], board: Board, cmsis: Path | None, work: Path) ->
     onnx.save(onnx_of(cases), str(model))
     c = compile_model(model, name="cases", io_nhwc=True, board=board,
                       backend="cmsis-nn" if cmsis else "portable", cmsis_path=cmsis, cmsis_choice="cmsis")
+    if lean:
+        c = _lean(c)
+    elif bands:
+        c = replace(c, prepared=tuple(replace(p, params=band_params(p)) if p.is_portable and p.params is not None
+                                      else p for p in c.prepared))
     layers = [(k, p) for k, p in enumerate(c.prepared) if p.kernel]  # a batch matmul's Transpose: a view
     if len(layers) != len(cases):
         raise VerifyError(f"{len(cases)} cost cases lowered to {len(layers)} layers")
     write_bundle(render_bundle(c, " ".join(board.cflags), board.name), work / "bundle", force=True)
     prof = profile_layers(c, work / "bundle", board, load_inputs(c, None, 1), work, CMSIS_OPT)
     by_index = {lay.index: lay.instructions for lay in prof.layers}
-    return [(p.kernel, by_index[k], path_of(p, board.isa) if p.is_portable else "")
-            for k, p in layers]
+    leans = {s.first for s in c.plan.schedule.segments}
+
+    def path(k: int, p: Prepared) -> str:
+        name = LEAN_CALL if k in leans else path_of(p, board.isa)
+        return band_path(name) if bands else name
+    return [(p.kernel, by_index[k], path(k, p) if p.is_portable else "") for k, p in layers]
 
 
-def measure(cases: list[Case], board: Board, cmsis: Path | None, work: Path | None = None) -> list[Counts]:
-    """Both candidates' instructions for every case on `board`, in QEMU (cmsis None: mcugen's only)."""
+def _lean(c: Compiled) -> Compiled:
+    """c with every layer whose kernel has a lean call taking it with the least scratch, whole."""
+    from emitter.plan.arena import plan
+    from emitter.plan.propose import singles
+    from emitter.plan.stream import Schedule
+
+    segs = tuple(replace(s, sim=replace(s.sim, down={}), up={})
+                 for s in singles(c.graph, c.prepared, c.plan_isa, lean=True) if s.lean)
+    return replace(c, plan=plan(c.graph, [p.scratch for p in c.prepared], c.plan.alignment, 0,
+                                Schedule("inplace", segs)))
+
+
+def measure(cases: list[Case], board: Board, cmsis: Path | None, work: Path | None = None,
+            lean: bool = False, bands: bool = False) -> list[Counts]:
+    """Both candidates' instructions for every case on `board`, in QEMU (cmsis None: mcugen's only;
+    lean: mcugen's through its lean call with the least scratch, path LEAN_CALL, and no CMSIS-NN;
+    bands: mcugen's calls as a streamed plan's band calls, with their build-time constants, and no
+    CMSIS-NN)."""
     with tempfile.TemporaryDirectory(prefix="mcugen-cost-") as tmp:
         root = Path(work or tmp)
         out: list[Counts] = []
         for n, chunk in enumerate(_chunks(cases, board)):
-            ours = _profile(chunk, board, None, root / "ours" / str(n))
-            if cmsis is None:
+            ours = _profile(chunk, board, None, root / "ours" / str(n), lean, bands)
+            if cmsis is None or lean or bands:
                 out += [Counts(mine, None, path) for _, mine, path in ours]
                 continue
             theirs = _profile(chunk, board, cmsis, root / "cmsis")  # one build folder: CMSIS-NN built once

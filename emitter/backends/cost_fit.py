@@ -1,0 +1,120 @@
+"""mcugen's instructions for a layer shape the cost table does not hold: a linear model of the work a
+kernel does, fitted on the table's nearest cases of the same group, corrected by the nearest few.
+
+A kernel's count is close to linear in a few counts of its work (work(), per kind and path): the
+multiply-accumulates as its passes and SIMD lanes take them, the outputs it requantizes, the windows
+it gathers, the weights it reads, its rows and calls. Near a shape, the LOCAL nearest cases of its
+group (kind, code path, weight bits; the distance of kernel_choice.nearest) fit that line by least
+squares (relative error, each case weighted by 1/(distance+0.5)); the NEIGHBOURS nearest then correct
+it by their own ratio count/line, geometric mean weighted by 1/(distance+0.1)^2; the same with the
+line of the whole group, and the prediction is the geometric mean of the two. Leave-one-out over the
+committed tables, the median error is 0.3-1.4 % on the planner's band and lean rows (`python
+scripts/cost_tables.py --planner`) and 2-6 % on the layers' rows (tests/test_cost_fit.py), against
+5-18 % for the nearest cases' instructions per MAC alone.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from emitter.backends.cost_cases import Shape
+
+LOCAL = 40  # the nearest cases that fit the line at a shape
+_FEATURES: dict[tuple[int, str, str, int], tuple[Any, list[Any], np.ndarray]] = {}
+
+
+def _div(v: int, g: int) -> int:
+    return -(-v // g)
+
+
+def _up(v: int, g: int) -> int:
+    return _div(v, g) * g
+
+
+def border_positions(s: Shape) -> int:
+    """Output positions whose window reaches the padding."""
+    def inside(n_out: int, pad: int, k: int, stride: int, dil: int, n_in: int) -> int:
+        return sum(1 for o in range(n_out) if o * stride - pad >= 0 and o * stride - pad + dil * (k - 1) < n_in)
+    full = inside(s.out_h, s.pt, s.kh, s.sh, s.dh, s.h) * inside(s.out_w, s.pl, s.kw, s.sw, s.dw, s.w)
+    return s.batches * (s.out_h * s.out_w - full)
+
+
+def work(s: Shape, path: str) -> list[float]:
+    """The counts of work the model is linear in, for shape `s` on `path` (a band call's, "<path>/band",
+    as its path's; a lean call's, "lean", as the generic path's)."""
+    path = path.split("/")[0]
+    positions, rows = s.batches * s.out_h * s.out_w, s.batches * s.out_h
+    if s.kind == "conv":
+        k, co = s.kh * s.kw * s.c_in, s.c_out
+        gathered = 0 if s.kh == s.kw == 1 and s.sh == s.sw == 1 else positions * k  # windows not one run
+        common = [gathered, border_positions(s) * k, positions, co, 1, co * k]
+        if path == "dsp":  # passes of 4 positions: every channel's weights in groups of 4, windows extended
+            passes = _div(positions, 4)
+            return [passes * co * _div(k, 4), passes * co, passes * k, positions * co, *common]
+        if path == "mve":  # passes of 3 positions, 2 channels at a time, 16 window bytes a step
+            passes = _div(positions, 3)
+            return [passes * _div(co, 2) * _div(k, 16), passes * _div(co, 2), passes * k,
+                    positions * _div(co, 4), *common]
+        return [positions * _div(co, 4) * k, positions * co, positions * _div(co, 4), *common]  # 4 channels
+    if s.kind == "dw":
+        taps, c = s.kh * s.kw, s.c_out
+        lanes = 16 if path == "mve" else 4
+        pairs = positions * c * (s.kh == s.kw == 3 and s.sh == s.dh == 1 and s.out_h > 1)  # 3x3 by row pairs
+        return [positions * _up(c, lanes) * taps, positions * c, positions, c * taps, rows * c, rows,
+                border_positions(s) * c * taps, 1, c, pairs * taps, pairs]
+    m, k, n = s.batches * (s.h if s.kind == "bmm" else 1), s.c_in, s.c_out  # fc, bmm: blocks of 4 rows,
+    blocks = m * _div(n, 4)  # 16 inputs (MVE) or 4 (DSP) a step; per-channel requantization
+    return [blocks * _div(k, 16), blocks * _div(k, 4), blocks, m * n, m * k, m, 1, n, k, n * k,
+            m * n * s.per_channel]
+
+
+def predict(rows: tuple[Any, ...], s: Shape, path: str, features: Callable[[Shape], np.ndarray],
+            neighbours: int) -> int | None:
+    """The count at `s` on `path` from the table `rows` (its cases of s's kind, path and bits): the
+    mean of its exact cases, else the local line corrected by the `neighbours` nearest (module
+    docstring), else (too few cases to fit, or the line not positive there) their instructions per MAC
+    weighted by 1/(distance+0.1)^2 times s's MACs; None where the group is empty."""
+    key = (id(rows), s.kind, path, s.bits)
+    if key not in _FEATURES:
+        group = [r for r in rows if r.shape.kind == s.kind and r.path == path and r.shape.bits == s.bits]
+        table = np.array([features(r.shape) for r in group]) if group else np.zeros((0, 0))
+        _FEATURES[key] = (rows, group, table)
+    _, group, table = _FEATURES[key]  # (the table kept alive with its id)
+    if not group:
+        return None
+    exact = [r.ours for r in group if r.shape == s]
+    if exact:  # (measured more than once: with other requantization, which some paths depend on)
+        return int(round(sum(exact) / len(exact)))
+    dist = np.linalg.norm(table - features(s), axis=1)
+    order = np.argsort(dist, kind="stable")
+    near, wts = [group[int(i)] for i in order[:neighbours]], 1.0 / (dist[order[:neighbours]] + 0.1) ** 2
+    at = work(s, path)
+    got = []
+    for fit in (order[:LOCAL], order):  # the local line and the group's
+        if len(fit) < 2 * len(at):
+            continue
+        x = np.array([work(group[int(i)].shape, path) for i in fit], dtype=np.float64)
+        y = np.array([group[int(i)].ours for i in fit], dtype=np.float64)
+        w = 1.0 / (dist[fit] + 0.5) if len(fit) == LOCAL else np.ones(len(fit))
+        coef = np.linalg.lstsq(x / y[:, None] * w[:, None], w, rcond=None)[0]
+        c = corrected(coef, near, wts, s, path)
+        if c is not None:
+            got.append(c)
+    if got:
+        return int(round(math.exp(sum(math.log(v) for v in got) / len(got))))
+    per_mac = sum(w * r.ours / max(r.shape.macs, 1) for w, r in zip(wts, near, strict=True)) / wts.sum()
+    return max(1, int(round(per_mac * s.macs)))
+
+
+def corrected(coef: np.ndarray, near: list[Any], wts: np.ndarray, s: Shape, path: str) -> int | None:
+    """The line at `s` times its nearest cases' weighted geometric mean of count/line; None where the
+    line is not positive at `s` or at a neighbour (outside the range it was fitted on)."""
+    at = float(np.dot(coef, work(s, path)))
+    lines = [float(np.dot(coef, work(r.shape, path))) for r in near]
+    if at <= 0 or min(lines) <= 0:
+        return None
+    log_ratio = sum(w * math.log(r.ours / v) for w, r, v in zip(wts, near, lines, strict=True)) / wts.sum()
+    return max(1, int(round(at * math.exp(log_ratio))))
