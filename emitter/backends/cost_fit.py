@@ -23,6 +23,7 @@ import numpy as np
 from emitter.backends.cost_cases import Shape
 
 LOCAL = 40  # the nearest cases that fit the line at a shape
+FEATURES_MOST = 64  # groups whose features are remembered
 _FEATURES: dict[tuple[int, str, str, int], tuple[Any, list[Any], np.ndarray]] = {}
 
 
@@ -79,6 +80,8 @@ def predict(rows: tuple[Any, ...], s: Shape, path: str, features: Callable[[Shap
     weighted by 1/(distance+0.1)^2 times s's MACs; None where the group is empty."""
     key = (id(rows), s.kind, path, s.bits)
     if key not in _FEATURES:
+        if len(_FEATURES) >= FEATURES_MOST:  # (the planner asks of a few tables; a test of many)
+            _FEATURES.clear()
         group = [r for r in rows if r.shape.kind == s.kind and r.path == path and r.shape.bits == s.bits]
         table = np.array([features(r.shape) for r in group]) if group else np.zeros((0, 0))
         _FEATURES[key] = (rows, group, table)
@@ -93,12 +96,12 @@ def predict(rows: tuple[Any, ...], s: Shape, path: str, features: Callable[[Shap
     near, wts = [group[int(i)] for i in order[:neighbours]], 1.0 / (dist[order[:neighbours]] + 0.1) ** 2
     at = work(s, path)
     got = []
-    for fit in (order[:LOCAL], order):  # the local line and the group's
+    for fit, local in ((order[:LOCAL], True), (order, False)):  # the local line and the group's
         if len(fit) < 2 * len(at):
             continue
         x = np.array([work(group[int(i)].shape, path) for i in fit], dtype=np.float64)
         y = np.array([group[int(i)].ours for i in fit], dtype=np.float64)
-        w = 1.0 / (dist[fit] + 0.5) if len(fit) == LOCAL else np.ones(len(fit))
+        w = 1.0 / (dist[fit] + 0.5) if local else np.ones(len(fit))
         coef = np.linalg.lstsq(x / y[:, None] * w[:, None], w, rcond=None)[0]
         c = corrected(coef, near, wts, s, path)
         if c is not None:
