@@ -98,6 +98,7 @@ class Prepared:
     scratch: int = 0
     summary: str = ""
     then: tuple[Call, ...] = ()
+    instructions: int = 0  # a CMSIS-NN call's count on the board's core (cmsis_nn.price); 0: the planner's
 
     @property
     def is_portable(self) -> bool:

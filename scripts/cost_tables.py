@@ -27,9 +27,9 @@ measures only the planner's rows ("planner": 1; the kernel choice does not read 
 kernel_choice.load_table) and replaces those of the existing tables: bands of 1, 2 and 4 output rows
 of convolutions and depthwise layers called as streamed plans call them (band_cases(): with their
 build-time constants, on the fast path, path "<path>/band", and through the lean call with the least
-scratch, "lean/band"), and fully connected layers of very few inputs or outputs (small_cases(), the
+scratch, "lean:<its path>/band"), and fully connected layers of very few inputs or outputs (small_cases(), the
 sweep has none), and the sweep's convolutions and depthwise layers through their lean call (path
-"lean"). The memory planner's estimates read them (emitter/plan/propose.py). A full run (no
+"lean:<its path>": the lean DSP variant, MVE groups or the generic path). The memory planner's estimates read them (emitter/plan/propose.py). A full run (no
 --s4, --planner) writes the layers' rows only: run --s4 and --planner after it.
 """
 from __future__ import annotations
@@ -264,20 +264,20 @@ def band_cases(seed: int = 13) -> list[Case]:
 
 def planner_counts(bands: list[Case], board: Any) -> tuple[list[Case], list[Any]]:
     """The planner's rows of `board` (no CMSIS-NN): the bands on their fast path and through the lean
-    call, the sweep's convolutions and depthwise layers through the lean call (path "lean": a whole
-    lean call), the small layers. A lean run keeps only the cases that took a lean call (a layer whose
-    lean call would need no less scratch has none: its fast row is in the table already)."""
-    from emitter.backends.cost_cases import LEAN_CALL, band_path
+    call, the sweep's convolutions and depthwise layers through the lean call (path "lean:<its path>":
+    a whole lean call), the small layers. A lean run keeps only the cases that took a lean call (a
+    layer whose lean call would need no less scratch has none: its fast row is in the table already)."""
+    from emitter.backends.cost_cases import is_lean
 
     layers = [c for c in sweep_cases() if c.name.startswith("s") and c.shape.kind in ("conv", "dw")]
     small = small_cases()
-    runs = [(bands, measure(bands, board, None, bands=True), None),
-            (bands, measure(bands, board, None, lean=True, bands=True), band_path(LEAN_CALL)),
-            (layers, measure(layers, board, None, lean=True), LEAN_CALL),
-            (small, measure(small, board, None), None)]
+    runs = [(bands, measure(bands, board, None, bands=True), False),
+            (bands, measure(bands, board, None, lean=True, bands=True), True),
+            (layers, measure(layers, board, None, lean=True), True),
+            (small, measure(small, board, None), False)]
     out: list[tuple[Case, Any]] = []
-    for cases, counts, only in runs:
-        out += [(c, n) for c, n in zip(cases, counts, strict=True) if only is None or n.path == only]
+    for cases, counts, lean in runs:
+        out += [(c, n) for c, n in zip(cases, counts, strict=True) if not lean or is_lean(n.path)]
     return [c for c, _ in out], [n for _, n in out]
 
 

@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from emitter.backends.cmsis_version import CmsisVersion, detect
-from emitter.backends.kernel_choice import Choice, choose, ours_is_faster, reason
+from emitter.backends.cost_cases import shape_of
+from emitter.backends.kernel_choice import Choice, choose, ours_is_faster, path_of, predict_cmsis, reason
 from emitter.boards import Board
 from emitter.calls import Call, CArg, CRef, Prepared, StructArg
 from emitter.errors import ToolchainError
@@ -277,12 +278,25 @@ def convert_once(prepared: tuple[Prepared, ...], board: Board, path: Path, choic
         staged.append(converted)
     sizes = iter(ask_sizes(path, [s[1].query for s in staged if s is not None and s[1] is not None]))
     cmsis: list[Prepared | None] = []
-    for orig, got in zip(prepared, staged, strict=True):
+    chosen = {ch.index: ch for ch in choices}
+    for k, (orig, got) in enumerate(zip(prepared, staged, strict=True)):
         call = None if got is None else (with_scratch(got[0], next(sizes)) if got[1] is not None else got[0])
-        cmsis.append(None if call is None or call.kernel == orig.kernel else call)
+        ok = call is not None and call.kernel != orig.kernel
+        cmsis.append(replace(call, instructions=price(orig, chosen.get(k), board)) if ok and call else None)
     no_such = tuple(no_cmsis_reason(conv, p) if p.kernel else "" for p in prepared)
     return Conversion(prepared, tuple(cmsis), ours, refused, tuple(choices), no_such,
                       band_sizes(conv, prepared, cmsis, path))
+
+
+def price(p: Prepared, ch: Choice | None, board: Board) -> int:
+    """The instructions of CMSIS-NN's call of layer p on the board's core, for the planner's base:
+    --tune's count, else the table's CMSIS-NN column fitted at its shape (kernel_choice.predict_cmsis);
+    0 where neither knows it (the planner prices the call by its MACs)."""
+    if ch is not None and ch.source == "measured":
+        return ch.cmsis
+    s = shape_of(p)
+    got = predict_cmsis(s, path_of(p, board.isa), board.name, board.isa) if s is not None else None
+    return got or 0
 
 
 def band_sizes(conv: Converter, prepared: tuple[Prepared, ...], cmsis: list[Prepared | None],

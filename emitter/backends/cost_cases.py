@@ -111,7 +111,18 @@ class Shape:
 
 
 SHAPE_FIELDS = tuple(f.name for f in fields(Shape))
-LEAN_CALL = "lean"  # the tables' path of a count through a lean call with the least scratch
+LEAN_CALL = "lean"  # the tables' paths of counts through a lean call with the least scratch: lean_call()
+
+
+def lean_call(path: str) -> str:
+    """The tables' name of a count through a lean call with the least scratch that took `path` (its
+    twin's lean_path: a convolution's lean DSP variant, MVE groups or the generic path)."""
+    return f"{LEAN_CALL}:{path}"
+
+
+def is_lean(path: str) -> bool:
+    """A table path of a lean call's count (whole or a band call's)."""
+    return path.startswith(LEAN_CALL + ":")
 
 
 def band_path(path: str) -> str:

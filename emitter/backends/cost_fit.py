@@ -8,9 +8,11 @@ group (kind, code path, weight bits; the distance of kernel_choice.nearest) fit 
 squares (relative error, each case weighted by 1/(distance+0.5)); the NEIGHBOURS nearest then correct
 it by their own ratio count/line, geometric mean weighted by 1/(distance+0.1)^2; the same with the
 line of the whole group, and the prediction is the geometric mean of the two. Leave-one-out over the
-committed tables, the median error is 0.3-1.4 % on the planner's band and lean rows (`python
-scripts/cost_tables.py --planner`) and 2-6 % on the layers' rows (tests/test_cost_fit.py), against
-5-18 % for the nearest cases' instructions per MAC alone.
+committed tables, the median error is 0.2-1.7 % on the planner's band and lean rows (`python
+scripts/cost_tables.py --planner`; 3 % on cortex-m55's whole lean calls) and 1.5-6 % on the layers'
+rows (tests/test_cost_fit.py), against 5-18 % for the nearest cases' instructions per MAC alone. The
+DSP path's counts follow its positions a pass (dsp_positions: 4, 2 or 1 as K grows): IC's 3x3 layers
+of 2 and 1 positions a pass were -10 to -18 % with passes of 4.
 """
 from __future__ import annotations
 
@@ -20,10 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from emitter.backends.cost_cases import Shape
+from emitter.backends.cost_cases import Shape, is_lean
+from emitter.kernels import c_defines
 
 LOCAL = 40  # the nearest cases that fit the line at a shape
 FEATURES_MOST = 64  # groups whose features are remembered
+DSP_WORDS = c_defines("kernels/mcu_conv2d_s8_internal.h")["MCU_CONV_DSP_WORDS"]
 _FEATURES: dict[tuple[int, str, str, int], tuple[Any, list[Any], np.ndarray]] = {}
 
 
@@ -43,18 +47,42 @@ def border_positions(s: Shape) -> int:
     return s.batches * (s.out_h * s.out_w - full)
 
 
+def dsp_positions(s: Shape) -> int:
+    """Positions a pass of the int8 DSP conv path takes (mcu_conv2d_s8_dsp_positions(): 4, 2 or 1 as
+    the interleaved windows of K taps fit MCU_CONV_DSP_WORDS, no more than the call's positions); the
+    int4 DSP path's counted as 4."""
+    groups, per = _div(s.kh * s.kw * s.c_in, 4), 4
+    if s.bits == 8:
+        per = 4 if groups * 8 <= DSP_WORDS else 2 if groups * 4 <= DSP_WORDS else 1
+    while per > 1 and per > s.batches * s.out_h * s.out_w:
+        per >>= 1
+    return per
+
+
 def work(s: Shape, path: str) -> list[float]:
     """The counts of work the model is linear in, for shape `s` on `path` (a band call's, "<path>/band",
-    as its path's; a lean call's, "lean", as the generic path's)."""
+    as its path's; a lean call's, "lean:<path>", as that path's: a convolution's lean DSP variant two
+    positions a pass, its MVE groups as the generic path)."""
     path = path.split("/")[0]
+    lean = is_lean(path)
+    path = path.split(":")[-1]
     positions, rows = s.batches * s.out_h * s.out_w, s.batches * s.out_h
     if s.kind == "conv":
         k, co = s.kh * s.kw * s.c_in, s.c_out
         gathered = 0 if s.kh == s.kw == 1 and s.sh == s.sw == 1 else positions * k  # windows not one run
         common = [gathered, border_positions(s) * k, positions, co, 1, co * k]
-        if path == "dsp":  # passes of 4 positions: every channel's weights in groups of 4, windows extended
-            passes = _div(positions, 4)
-            return [passes * co * _div(k, 4), passes * co, passes * k, positions * co, *common]
+        if lean and path == "dsp":  # the generic counts and passes of 2 positions (1 where the fast path
+            per = min(dsp_positions(s), 2)  # takes 1) of channel pairs, the last positions one at a time
+            passes, tail = positions // per, positions % per
+            return [*work(s, "generic"), passes * _div(co, 2) * _div(k, 4), tail * co * _div(k, 4)]
+        if lean:
+            path = "generic"
+        if path == "dsp":  # passes of P positions (the last one overlapping the one before, so P a pass
+            per = dsp_positions(s)  # computed): every channel's weights in groups of 4, loaded and unpacked
+            passes = _div(positions, per)  # once a pass, two MACs a position; windows extended a pass
+            done = passes * per
+            common = [0 if gathered == 0 else done * k, border_positions(s) * k, done, co, 1, co * k]
+            return [passes * co * _div(k, 4), done * co * _div(k, 4), passes * co, passes * k, done * co, *common]
         if path == "mve":  # passes of 3 positions, 2 channels at a time, 16 window bytes a step
             passes = _div(positions, 3)
             return [passes * _div(co, 2) * _div(k, 16), passes * _div(co, 2), passes * k,
@@ -63,7 +91,8 @@ def work(s: Shape, path: str) -> list[float]:
     if s.kind == "dw":
         taps, c = s.kh * s.kw, s.c_out
         lanes = 16 if path == "mve" else 4
-        pairs = positions * c * (s.kh == s.kw == 3 and s.sh == s.dh == 1 and s.out_h > 1)  # 3x3 by row pairs
+        pairs = positions * c * (not lean and s.kh == s.kw == 3 and s.sh == s.dh == 1 and s.out_h > 1)  # 3x3 by
+        # row pairs (the lean call: single rows)
         return [positions * _up(c, lanes) * taps, positions * c, positions, c * taps, rows * c, rows,
                 border_positions(s) * c * taps, 1, c, pairs * taps, pairs]
     m, k, n = s.batches * (s.h if s.kind == "bmm" else 1), s.c_in, s.c_out  # fc, bmm: blocks of 4 rows,

@@ -238,6 +238,21 @@ def reason(ch: Choice) -> str:
             f"({ch.ours / ch.cmsis:.2f}x, {ch.path} path, {ch.source})")
 
 
+@lru_cache(maxsize=8)
+def cmsis_costs(core: str, isa: str) -> tuple[Cost, ...]:
+    """CMSIS-NN's counts of the core's table (of a core with the same ISA), each under its group
+    "<mcugen's path>|<CMSIS-NN's function>" (predict's groups)."""
+    return tuple(Cost(r.shape, f"{r.path}|{cmsis_fn(r.shape, isa)}", r.cmsis) for r in table_for(core, isa))
+
+
+def predict_cmsis(s: Shape, path: str, core: str, isa: str) -> int | None:
+    """CMSIS-NN's instructions for shape `s` (mcugen's kernel taking `path`) on `core`: cost_fit's line
+    of the generic work counts fitted on the table's CMSIS-NN column of its group (the planner's base;
+    the choice itself stays predict's); None where the table has no case of that group."""
+    rows = cmsis_costs(core, isa)
+    return cost_fit.predict(rows, s, f"{path}|{cmsis_fn(s, isa)}", features, NEIGHBOURS) if rows else None
+
+
 # -- instruction estimates from a table of mcugen's counts alone (RISC-V: no CMSIS-NN to choose) ----
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any, cast
 
-from emitter.backends.cost_cases import LEAN_CALL, band_path
+from emitter.backends.cost_cases import band_path, lean_call
 from emitter.calls import Prepared
 from emitter.ir import Graph
 from emitter.kernels.base import Windowed
@@ -33,7 +33,7 @@ MOVE_INSTRUCTIONS_PER_BYTE = 0.4  # memmove of ring rows (word copies)
 # extra instructions per MAC of a lean (generic path) call over the fast path it replaces, fitted on
 #   KWS and IC (benchmarks/memory.py): 0.6-1.0 on cortex-m7, 0.01-0.11 on cortex-m55
 LEAN_EXTRA_PER_MAC = {"mve": 0.15, "dsp": 0.9, "c": 0.0, "any": 0.9}
-# Lean calls where the core's table has no rows of them (LEAN_CALL: `python scripts/cost_tables.py
+# Lean calls where the core's table has no rows of them (lean_call(): `python scripts/cost_tables.py
 #   --planner` measures them), over their path's table counts:
 # mcu_conv2d_s8_lean's DSP variant (two positions a pass, channel pairs), per position each computes
 #   (PASS_POSITIONS): QEMU, KWS's 1x1 layers by rows on cortex-m4 (5 positions a row: the fast call
@@ -89,7 +89,8 @@ def cost_rows(core: str, isa: str) -> tuple[Any, ...]:
 def base_estimate(prepared: tuple[Prepared, ...], core: str, isa: str, per_mac: float, per_call: int) -> int | None:
     """Instructions of the whole-layer plan on `core`, the base of every overhead ratio: each conv,
     depthwise and fully connected layer from the core's cost table (kernel_choice.predict_ours: the
-    line fitted on the table's cases, corrected by its nearest ones; a fused residual Add as
+    line fitted on the table's cases, corrected by its nearest ones; a CMSIS-NN call at the price its
+    conversion gave it, Prepared.instructions; a fused residual Add as
     FUSED_ADD_PER_OUTPUT per output; an Add on its own as ADD_PER_OUTPUT per output; an average pool
     as AVGPOOL_PER_INPUT per input element), any other layer per_mac x its MACs + per_call. None: no
     table for the core's ISA."""
@@ -107,7 +108,10 @@ def base_estimate(prepared: tuple[Prepared, ...], core: str, isa: str, per_mac: 
             o = params.conv.output
             layer = replace(p, kernel="mcu_conv2d_s8", params=params.conv)
             extra = FUSED_ADD_PER_OUTPUT.get(isa, FUSED_ADD_PER_OUTPUT["any"]) * o.n * o.h * o.w * o.c
-        if p.kernel == "mcu_add_s8" and p.params is not None:
+        whole: Any = getattr(p, "cmsis", None) or p  # cmsis_nn.Banded: CMSIS-NN's call runs it whole
+        if whole.instructions:  # a CMSIS-NN call, priced by the conversion (cmsis_nn.price)
+            got = whole.instructions
+        elif p.kernel == "mcu_add_s8" and p.params is not None:
             got = ADD_PER_OUTPUT.get(isa, ADD_PER_OUTPUT["any"]) * cast(Any, p.params).size + per_call
         elif p.kernel == "mcu_avgpool_s8" and isa in AVGPOOL_PER_INPUT:
             got = AVGPOOL_PER_INPUT[isa] * p.macs + per_call
@@ -253,7 +257,7 @@ MIN_PLANNER_ROWS = 40  # planner rows of a kind and path the table needs before 
 
 @cache
 def planner_rows(core: str, isa: str, kind: str, path: str) -> int:
-    """How many rows of `kind` on `path` the core's table holds (the planner's: a band path, LEAN_CALL)."""
+    """How many rows of `kind` on `path` the core's table holds (the planner's: a band path, a lean call's)."""
     return sum(1 for r in cost_rows(core, isa) if r.shape.kind == kind and r.path == path)
 
 
@@ -268,11 +272,12 @@ def band_predicted(core: str, isa: str, shape: Any, path: str) -> int | None:
 
 def whole_lean(core: str, isa: str, shape: Any, slow: str, slower: float) -> int | None:
     """A whole layer's instructions through its lean call with the least scratch: from the table's rows
-    of lean calls (LEAN_CALL, measured as such) where it has MIN_PLANNER_ROWS of them, else its layers'
-    rows of the lean call's path (lean_path_of: `slow`, times `slower`; a 3x3 depthwise layer the DSP
-    path runs by row pairs times LEAN_DW_PAIRS_FACTOR: its lean call takes single rows)."""
-    if planner_rows(core, isa, shape.kind, LEAN_CALL) >= MIN_PLANNER_ROWS:
-        return predicted(core, isa, shape, LEAN_CALL)
+    of lean calls that took its path (lean_call(slow), measured as such) where it has MIN_PLANNER_ROWS
+    of them, else its layers' rows of the lean call's path (lean_path_of: `slow`, times `slower`; a 3x3
+    depthwise layer the DSP path runs by row pairs times LEAN_DW_PAIRS_FACTOR: its lean call takes
+    single rows)."""
+    if planner_rows(core, isa, shape.kind, lean_call(slow)) >= MIN_PLANNER_ROWS:
+        return predicted(core, isa, shape, lean_call(slow))
     got = predicted(core, isa, shape, slow)
     if got is None:
         return None
@@ -284,11 +289,12 @@ def whole_lean(core: str, isa: str, shape: Any, slow: str, slower: float) -> int
 def lean_band(core: str, isa: str, shape: Any, n: int, slow: str, slower: float,
               passes: tuple[int, int]) -> int | None:
     """A band call's instructions through its lean call with the least scratch: from the table's band
-    rows of lean calls (LEAN_CALL, measured as such) where it has them, else the layers' rows of the
-    lean call's path (lean_path_of: `slow`, times `slower`) and the positions its passes compute of
-    the band's n against the fast path's (PASS_POSITIONS)."""
-    got = predicted(core, isa, shape, band_path(LEAN_CALL)) \
-        if planner_rows(core, isa, shape.kind, band_path(LEAN_CALL)) >= MIN_PLANNER_ROWS else None
+    rows of lean calls that took its path (lean_call(slow), measured as such) where it has them, else
+    the layers' rows of the lean call's path (lean_path_of: `slow`, times `slower`) and the positions
+    its passes compute of the band's n against the fast path's (PASS_POSITIONS)."""
+    lean = band_path(lean_call(slow))
+    got = predicted(core, isa, shape, lean) if planner_rows(core, isa, shape.kind, lean) >= MIN_PLANNER_ROWS \
+        else None
     if got is not None:
         return got
     got = predicted(core, isa, shape, slow)

@@ -79,6 +79,7 @@ INSTRUCTIONS_PER_MAC = {"mve": 0.9, "dsp": 1.9, "c": 5.0, "any": 1.9}  # QEMU co
 FREE_OVERHEAD = 0.02  # auto without an explicit budget: the smallest plan within this estimated overhead
 HOMING = True  # offer in-place plans whose layers move their output back up (tests of the plain rule: False)
 FEED = True  # relax() feeds streamed segments (stream.fed; tests of the plain plans: False)
+RELAX_ROUNDS = 3  # relax() rounds on the chosen plan at most (each may free room for the next)
 
 
 @dataclass(frozen=True, eq=False)
@@ -448,7 +449,12 @@ def search(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: 
         ram_budget is None or activation_ram(g, plan(g, scratch, align)) <= ram_budget) else None
     choice = choose(g, candidates(g, prepared, scratch, align, isa, core, most,
                                   ram_budget if goal.fastest else None), goal)
-    got = relax(g, prepared, scratch, align, isa, layer_costs(prepared, core, isa), choice.chosen)
+    costs, got = layer_costs(prepared, core, isa), choice.chosen
+    for _ in range(RELAX_ROUNDS):  # again while it gains: taller or fed segments leave room for fast calls
+        again = relax(g, prepared, scratch, align, isa, costs, got)
+        if again is got:
+            break
+        got = again
     return choice if got is choice.chosen else replace(choice, chosen=got, candidates=(*choice.candidates, got))
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import onnx
 
 from emitter import resources
-from emitter.backends.cost_cases import KERNELS, LEAN_CALL, Case, Shape, band_path, case_of, onnx_of
+from emitter.backends.cost_cases import KERNELS, Case, Shape, band_path, case_of, lean_call, onnx_of
 from emitter.boards import Board
 from emitter.calls import Prepared, is_portable
 from emitter.compiler import Compiled
@@ -70,11 +70,12 @@ def _profile(cases: list[Case], board: Board, cmsis: Path | None, work: Path,
              lean: bool = False, bands: bool = False) -> list[tuple[str, int, str]]:
     """(kernel, instructions, mcugen's code path) per case, with the portable backend (cmsis None)
     or CMSIS-NN everywhere; lean: each layer whose kernel has one through its lean call with the least
-    scratch (a single-layer segment run whole: search.leaner's), path LEAN_CALL; bands: each
+    scratch (a single-layer segment run whole: search.leaner's), path lean_call(its lean path); bands: each
     call with the build-time constants a streamed plan's band calls carry (stream.band_params; a
     lean call has them anyway), its path named band_path()."""
     from emitter.backends.kernel_choice import path_of
     from emitter.compiler import compile_model
+    from emitter.plan.propose import lean_path_of
     from emitter.render.bundle import render_bundle
     from emitter.render.write import write_bundle
     from emitter.verify.profile import profile_layers
@@ -99,7 +100,7 @@ def _profile(cases: list[Case], board: Board, cmsis: Path | None, work: Path,
     leans = {s.first for s in c.plan.schedule.segments}
 
     def path(k: int, p: Prepared) -> str:
-        name = LEAN_CALL if k in leans else path_of(p, board.isa)
+        name = lean_call(lean_path_of(p, board.isa)[0]) if k in leans else path_of(p, board.isa)
         return band_path(name) if bands else name
     return [(p.kernel, by_index[k], path(k, p) if p.is_portable else "") for k, p in layers]
 
@@ -119,7 +120,7 @@ def _lean(c: Compiled) -> Compiled:
 def measure(cases: list[Case], board: Board, cmsis: Path | None, work: Path | None = None,
             lean: bool = False, bands: bool = False) -> list[Counts]:
     """Both candidates' instructions for every case on `board`, in QEMU (cmsis None: mcugen's only;
-    lean: mcugen's through its lean call with the least scratch, path LEAN_CALL, and no CMSIS-NN;
+    lean: mcugen's through its lean call with the least scratch, path lean_call(), and no CMSIS-NN;
     bands: mcugen's calls as a streamed plan's band calls, with their build-time constants, and no
     CMSIS-NN)."""
     with tempfile.TemporaryDirectory(prefix="mcugen-cost-") as tmp:
