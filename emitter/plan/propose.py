@@ -263,10 +263,11 @@ def planner_rows(core: str, isa: str, kind: str, path: str) -> int:
 
 def band_predicted(core: str, isa: str, shape: Any, path: str) -> int | None:
     """A band call's instructions on `path`: from the table's band rows of that path (band_path: measured
-    with the band calls' build-time constants) where the table has MIN_PLANNER_ROWS of them, else from its
-    layers' rows."""
-    if planner_rows(core, isa, shape.kind, band_path(path)) >= MIN_PLANNER_ROWS:
-        return predicted(core, isa, shape, band_path(path))
+    with the band calls' build-time constants) where the table has MIN_PLANNER_ROWS of them (on the
+    generic path, else the lean call's generic band rows: the same loops), else from its layers' rows."""
+    for rows in (band_path(path), band_path(lean_call(path)) if path == "generic" else ""):
+        if rows and planner_rows(core, isa, shape.kind, rows) >= MIN_PLANNER_ROWS:
+            return predicted(core, isa, shape, rows)
     return predicted(core, isa, shape, path)
 
 
@@ -328,9 +329,11 @@ def layer_costs(prepared: tuple[Prepared, ...], core: str, isa: str) -> Costs:
         for h in HEIGHTS:
             fast_sum = lean_sum = 0
             for o in range(0, params.output.h, h):
-                bs = shape_of(replace(p, params=band(params, o, min(o + h, params.output.h))[0]))
+                bp = replace(p, params=band(params, o, min(o + h, params.output.h))[0])
+                bs = shape_of(bp)
                 n = (min(o + h, params.output.h) - o) * params.output.w
-                rf = band_predicted(core, isa, bs, fast) if bs is not None else None
+                # the band's own fast path (a band of few positions may not take the layer's)
+                rf = band_predicted(core, isa, bs, kc.path_of(bp, isa)) if bs is not None else None
                 rl = lean_band(core, isa, bs, n, slow, slower, passes) if bs is not None else None
                 if rf is None or rl is None:
                     fast_sum = -1

@@ -428,7 +428,10 @@ _SCRATCH: dict[tuple[int, str, bool, int, int, int], tuple[Prepared, int | None]
 
 def without_lean(seg: Segment, prepared: tuple[Prepared, ...], isa: str, step: int) -> Segment | None:
     """The segment with layer `step` back on its fast call (its own scratch: more bytes, fewer
-    instructions), None when a band of it would need more than the layer planned for."""
+    instructions), None when a band of it would need more than the layer planned for, or when the
+    segment is fed and `step` its first layer (its lean call runs fast where the ctx has room: fed())."""
+    if seg.feed and step == seg.first:
+        return None
     lean = tuple(k for k in seg.lean if k != step)
     hs = seg.heights or (1,) * len(seg.stages)
     need = [band_scratch(s, prepared[s.step], isa, s.step in lean, h=x) for s, x in zip(seg.stages, hs, strict=True)]

@@ -118,3 +118,18 @@ def test_fed_bit_exact_and_faster(kind: str, core: str, tmp_path: Path, monkeypa
     assert not plain.plan.feeds
     _, plain_count = qemu_counted(plain, board, samples, tmp_path / "host" / "glue", tmp_path / "plain")
     assert count < plain_count, (count, plain_count)
+
+
+@pytest.mark.parametrize("kind", sorted(SHAPES))
+def test_a_fed_segment_keeps_its_first_layer_lean(kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chosen plan is relaxed again while that gains (search.RELAX_ROUNDS): a fed segment's first
+    layer stays on its lean call (which runs the fast one where its ctx has room), never back on the
+    fast call in the fed bytes (the band calls would find too little scratch and return an error)."""
+    from emitter.plan.stream import without_lean
+
+    c = smallest(front_model(kind, tmp_path), load_board("cortex-m4"), True, monkeypatch)
+    fed = [s for s in c.plan.schedule.segments if s.feed]
+    assert fed, "the smallest plan feeds its segment"
+    for seg in fed:
+        assert seg.first in seg.lean
+        assert without_lean(seg, c.prepared, "dsp", seg.first) is None
