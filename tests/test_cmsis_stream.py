@@ -300,3 +300,21 @@ def test_a_larger_budget_never_plans_slower() -> None:
         est = c.memory.chosen.overhead
         assert last is None or est <= last, (budget, est, last)
         last = est
+
+
+@needs_cmsis
+@pytest.mark.parametrize("core", ["cortex-m4", "cortex-m55"])
+def test_cmsis_nns_calls_carry_their_price(tmp_path: Path, core: str) -> None:
+    """Every CMSIS-NN call of the residual chain carries the price the planner's base counts it at
+    (cmsis_nn.price): a convolution's from the table's CMSIS-NN column, an Add's and an average
+    pool's per element (cmsis_nn.PER_ELEMENT)."""
+    from emitter.backends.cmsis_nn import CALL_INSTRUCTIONS, PER_ELEMENT
+
+    board = load_board(core)
+    c = compiled(chain_model("residual", tmp_path), core, memory="layer")
+    theirs = {p.kernel: p for p in c.prepared if p.kernel.startswith("arm_")}
+    assert {"arm_elementwise_add_s8", "arm_convolve_wrapper_s8"} <= set(theirs), set(theirs)
+    add = theirs["arm_elementwise_add_s8"]
+    size = add.operands["block_size"].value  # type: ignore[attr-defined]
+    assert add.instructions == int(PER_ELEMENT["mcu_add_s8"][board.isa] * size) + CALL_INSTRUCTIONS
+    assert theirs["arm_convolve_wrapper_s8"].instructions > 0
