@@ -91,7 +91,7 @@ def test_summary_says_which_plan_and_why(tmp_path: Path, capsys: pytest.CaptureF
     assert main(["emit", str(DIGITS), "--board", "cortex-m4", "-o", str(tmp_path / "a")]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("plan:"))
-    assert line.startswith("plan:  inplace, activation RAM 1,482 bytes vs 1,546 whole-layer, +0.0% estimated "
+    assert line.startswith("plan:  overlap, activation RAM 1,290 bytes vs 1,546 whole-layer, +0.8% estimated "
                            "instructions (free savings: the smallest plan within 2% estimated instructions; "
                            "--memory layer keeps whole layers)"), line
     assert main(["emit", str(DIGITS), "--board", "cortex-m4", "--memory", "layer", "-o", str(tmp_path / "b")]) == 0
