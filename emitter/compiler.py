@@ -331,7 +331,7 @@ def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str,
     best = None
     error: BudgetError | None = None
     for k, variant in enumerate(variants):
-        if k > 0 and best is not None and memory == "auto" and (not fastest or best[0][0] == 0):
+        if k > 0 and best is not None and memory == "auto" and (not fastest or best[5].chosen.overhead == 0):
             break  # the first choice fits (with a budget: at no overhead): its kernels are the fastest
         prepared, portable, choices = variant() if callable(variant) else variant
         try:
@@ -341,7 +341,8 @@ def memory_variants(g: Graph, variants: list[Variant], alignment: int, isa: str,
             error = error or e
             continue
         ram = search.activation_ram(reorder(g, order), choice.chosen.plan)
-        key = (choice.chosen.overhead, ram) if fastest else (ram, 0)
+        # the estimated instructions: each choice's own base (its kernels' whole layers) and overhead
+        key = (choice.base + choice.chosen.overhead, ram) if fastest else (ram, 0)
         if best is None or key < best[0]:
             at = {step: pos for pos, step in enumerate(order)}
             moved = sorted((at[i], kernel, why) for i, kernel, why in portable)

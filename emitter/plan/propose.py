@@ -108,9 +108,8 @@ def base_estimate(prepared: tuple[Prepared, ...], core: str, isa: str, per_mac: 
             o = params.conv.output
             layer = replace(p, kernel="mcu_conv2d_s8", params=params.conv)
             extra = FUSED_ADD_PER_OUTPUT.get(isa, FUSED_ADD_PER_OUTPUT["any"]) * o.n * o.h * o.w * o.c
-        whole: Any = getattr(p, "cmsis", None) or p  # cmsis_nn.Banded: CMSIS-NN's call runs it whole
-        if whole.instructions:  # a CMSIS-NN call, priced by the conversion (cmsis_nn.price)
-            got = whole.instructions
+        if p.instructions:  # a CMSIS-NN call, priced by the conversion (cmsis_nn.price); a layer it runs
+            got = p.instructions  # on bands (cmsis_nn.Banded) as mcugen's, as its band calls are estimated
         elif p.kernel == "mcu_add_s8" and p.params is not None:
             got = ADD_PER_OUTPUT.get(isa, ADD_PER_OUTPUT["any"]) * cast(Any, p.params).size + per_call
         elif p.kernel == "mcu_avgpool_s8" and isa in AVGPOOL_PER_INPUT:
