@@ -450,11 +450,13 @@ def search(g: Graph, prepared: tuple[Prepared, ...], scratch: list[int], align: 
     choice = choose(g, candidates(g, prepared, scratch, align, isa, core, most,
                                   ram_budget if goal.fastest else None), goal)
     costs, got = layer_costs(prepared, core, isa), choice.chosen
-    for _ in range(RELAX_ROUNDS):  # again while it gains: taller or fed segments leave room for fast calls
-        again = relax(g, prepared, scratch, align, isa, costs, got)
-        if again is got:
+    for _ in range(RELAX_ROUNDS):  # again while it gains (taller segments leave room for fast calls), not
+        again = relax(g, prepared, scratch, align, isa, costs, got)  # once a segment is fed (its bytes
+        if again is got:  # are laid out for its bands as they are)
             break
         got = again
+        if any(s.feed for s in got.plan.schedule.segments):
+            break
     return choice if got is choice.chosen else replace(choice, chosen=got, candidates=(*choice.candidates, got))
 
 
