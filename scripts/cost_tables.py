@@ -27,10 +27,11 @@ measures only the planner's rows ("planner": 1; the kernel choice does not read 
 kernel_choice.load_table) and replaces those of the existing tables: bands of 1, 2 and 4 output rows
 of convolutions and depthwise layers called as streamed plans call them (band_cases(): with their
 build-time constants, on the fast path, path "<path>/band", and through the lean call with the least
-scratch, "lean:<its path>/band"), and fully connected layers of very few inputs or outputs (small_cases(), the
-sweep has none), and the sweep's convolutions and depthwise layers through their lean call (path
-"lean:<its path>": the lean DSP variant, MVE groups or the generic path). The memory planner's estimates read them (emitter/plan/propose.py). A full run (no
---s4, --planner) writes the layers' rows only: run --s4 and --planner after it.
+scratch, "lean:<its path>/band"), and fully connected layers of very few inputs or outputs
+(small_cases(), the sweep has none), and the sweep's convolutions and depthwise layers through their
+lean call (path "lean:<its path>": the lean DSP variant, MVE groups or the generic path). The memory
+planner's estimates read them (emitter/plan/propose.py). A full run (no --s4, --planner) writes the
+layers' rows only: run --s4 and --planner after it.
 """
 from __future__ import annotations
 
