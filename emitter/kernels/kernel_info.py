@@ -114,11 +114,13 @@ def query(kind: str, p: Any, bias: np.ndarray | None, isa: str, room: int = 0) -
     """The tool's input line for one call (kind: "conv", "lean" (a conv's lean call), "pw" (a conv's
     in-place question), "dw", "dwip" (a depthwise's in-place scratch), "dwov" (a depthwise's in-place
     question), "dwlean" (a depthwise's lean call),
-    "dwlov" (its lean call's in-place question), "room" (whether a conv's lean call with `room` bytes
+    "dwlov" (its lean call's in-place question), "dwgw" (the words of one of its build-time
+    dsp_groups), "room" (whether a conv's lean call with `room` bytes
     of scratch runs the fast call), "ok" (mcu_conv2d_s8_channels_fast: 1 or 0), "dwok"
     (mcu_depthwise_conv2d_s8_channels_fast) or "fc"; "leans", "rooms": "lean" and "room" for params
     with build-time kernel_sums and requant_bases, "lpw" the lean call's in-place question ("lpws"
-    with them), "wide" the lean call's scratch for its wide groups ("wides"); the tool's header)."""
+    with them), "wide" the lean call's scratch for its wide groups ("wides"); "dwlean" and "dwlov" of
+    params with build-time dsp_groups are asked as "dwleans", "dwlovs"; the tool's header)."""
     head = f"{kind} {ISA[isa]}" + (f" {room}" if kind in ("room", "rooms") else "")
     if kind == "fc":
         count = p.out_features if p.per_channel else 1
@@ -129,7 +131,9 @@ def query(kind: str, p: Any, bias: np.ndarray | None, isa: str, room: int = 0) -
     if kind in ("conv", "lean", "pw", "room", "ok", "leans", "rooms", "lpw", "lpws", "wide", "wides"):
         return (f"{head} {_dims(p.input)} {_dims(p.filter)} {_dims(p.output)} {window} {_quant(p.q)} "
                 f"{_channels(p, p.output.c, bias)}")
-    if kind in ("dw", "dwip", "dwov", "dwlean", "dwlov", "dwok"):
+    if kind in ("dwlean", "dwlov") and getattr(p, "dsp_groups", None) is not None:
+        head = f"{kind}s {ISA[isa]}"  # params with build-time dsp_groups
+    if kind in ("dw", "dwip", "dwov", "dwlean", "dwlov", "dwok", "dwgw"):
         return (f"{head} {_dims(p.input)} {_dims(p.filter)} {_dims(p.output)} {p.depth_multiplier} {window} "
                 f"{_quant(p.q)} {_channels(p, p.output.c, bias)}")
     raise ValueError(f"kernel_info: unknown kind {kind!r}")

@@ -28,6 +28,7 @@ from emitter.kernels.common import (
     window_band,
 )
 from emitter.kernels.mcu_conv2d_s8 import per_channel_quant
+from emitter.quant import ROUND_NEAREST_NO_TIE
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,6 +48,7 @@ class DepthwiseConvParams(Windowed, Rounded):
     multiplier: np.ndarray
     shift: np.ndarray
     channels_fast: int = 0  # 1: mcu_depthwise_conv2d_s8_channels_fast() holds (band_constants())
+    dsp_groups: np.ndarray | None = None  # int32: the DSP lean variant's prepared groups (dsp_groups())
 
     def window(self) -> Window:
         return Window(self.input, self.output, self.filter.n * self.filter.h * self.filter.w * self.filter.c)
@@ -154,10 +156,64 @@ def band(p: DepthwiseConvParams, o0: int, o1: int) -> tuple[DepthwiseConvParams,
 
 
 def band_constants(p: DepthwiseConvParams, filter: np.ndarray, bias: np.ndarray | None) -> DepthwiseConvParams:
-    """The params of a layer called band by band, with what each call would check again:
-    channels_fast (mcu_depthwise_conv2d_s8_channels_fast(), asked of the C)."""
-    del filter  # (the fast paths prepare the weights with the call's channel groups)
-    return replace(p, channels_fast=kernel_info.ask("dwok", p, bias, "c")[1])
+    """The params of a layer called band by band (or by its lean call), with what each call would
+    check or prepare again: channels_fast (mcu_depthwise_conv2d_s8_channels_fast(), asked of the C)
+    and, where the lean call takes the DSP path, its groups (dsp_groups(): the lean call then
+    prepares nothing and needs no scratch; a bundle for another instruction set drops them)."""
+    p = replace(p, channels_fast=kernel_info.ask("dwok", p, bias, "c")[1])
+    if lean_path(p, bias, "dsp") != "dsp":
+        return p
+    return replace(p, dsp_groups=dsp_groups(p, filter, bias))
+
+
+def _int32(v: np.ndarray) -> np.ndarray:
+    return (np.asarray(v, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+
+
+def dsp_groups(p: DepthwiseConvParams, filter: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """What the DSP lean variant's prepare_group (_dsp.c) writes for each group of four channels
+    c .. c + 3, at build time: DW_DSP_GROUP_WORDS int32 words a group, floor(C / 4) groups. The
+    group (mcu_dw_group4_t, channels in the order c, c + 2, c + 1, c + 3): 2 * bias (plus the
+    doubled lift of onnxruntime's rounding), the multiplier, the base (mcu_requant2_base, or
+    mcu_requant2_no_tie_q's), r = -shift, 16 words; then the taps' weights doubled as int16 lane
+    pairs (2 w[c], 2 w[c + 2]), (2 w[c + 1], 2 w[c + 3]): [ky][kx + 1], three rows between zero
+    columns, where the C's group holds more taps than KH * KW (its 3x3 layout for shifted windows,
+    asked of the C), else [ky * KW + kx]."""
+    c_out = p.output.c
+    groups = c_out // 4
+    m = np.asarray(p.multiplier, dtype=np.int64)[:c_out]
+    sh = np.asarray(p.shift, dtype=np.int64)[:c_out]
+    b = np.zeros(c_out, np.int64) if bias is None else np.asarray(bias, dtype=np.int64)
+    oo = int(p.q.output_offset)
+    r = -sh
+    if p.q.rounding == ROUND_NEAREST_NO_TIE:  # mcu_requant2_no_tie_q (every multiplier > 0)
+        low = m & -m  # 2^v
+        v = np.log2(low).astype(np.int64)
+        lift2 = np.where(r == 0, 1 << 30, (1 << 30) + ((1 << 31) >> v))
+        base = np.where(r == 0, oo - (m >> 2),
+                        (1 << np.maximum(r - 1, 0)) + (oo << r) - 1 - (m >> 2) - (m >> (v + 1)))
+    else:
+        lift2 = np.zeros(c_out, np.int64)
+        base = (1 << (r - 1)) + (oo << r)
+    bias2 = 2 * b + lift2
+    taps = filter.reshape(p.filter.h * p.filter.w, c_out).astype(np.int64) * 2
+    n_taps = (kernel_info.ask("dwgw", p, bias, "dsp")[1] - 16) // 2
+    shifted = n_taps != p.filter.h * p.filter.w
+    cols = n_taps // 3
+    out = np.zeros((groups, 16 + 2 * n_taps), np.int64)
+    for g in range(groups):
+        c = 4 * g
+        order = [c, c + 2, c + 1, c + 3]
+        out[g, 0:4], out[g, 4:8], out[g, 8:12], out[g, 12:16] = bias2[order], m[order], base[order], r[order]
+        pairs = np.stack([(taps[:, c] & 0xFFFF) | (taps[:, c + 2] << 16),
+                          (taps[:, c + 1] & 0xFFFF) | (taps[:, c + 3] << 16)], axis=1)  # [tap][2]
+        w = out[g, 16:].reshape(n_taps, 2)
+        if shifted:
+            for ky in range(3):
+                w[ky * cols + 1:ky * cols + 4] = pairs[3 * ky:3 * ky + 3]
+        else:
+            w[:] = pairs
+    return _int32(out.ravel())
 
 
 IN_PLACE_C = "mcu_depthwise_conv2d_s8_in_place"  # the output over its input, channel block by block

@@ -194,6 +194,11 @@ typedef struct {
     /** 1: mcu_depthwise_conv2d_s8_channels_fast() holds (mcugen checked it at build time, for a layer
      * it calls band by band): the call does not check the per-channel constants again; 0: it does */
     int32_t channels_fast;
+    /** NULL, or the DSP lean variant's groups of four channels prepared at build time (mcugen gives
+     * them to a layer it calls lean on a DSP core): each mcu_dw_group4_t's 16 words then its taps'
+     * weights (mcu_depthwise_conv2d_s8_internal.h, DW_DSP_GROUP_WORDS), so that the lean call
+     * prepares nothing per call and needs no scratch; other paths do not read them */
+    const int32_t *dsp_groups;
 } mcu_depthwise_conv_params_t;
 
 /**
@@ -213,8 +218,8 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
 /**
  * @brief mcu_depthwise_conv2d_s8 with the least scratch (a layer run by rows in a tight memory plan),
  * the same results: on DSP cores the DSP path's single rows and lines, its scratch only the four
- * channels' constants and the layer's taps' weights (3x3: 136 bytes; not more than 256), else the
- * generic loops without scratch (ctx may be NULL). ctx: mcu_depthwise_conv2d_s8_lean_buffer_size()
+ * channels' constants and the layer's taps' weights (3x3: 136 bytes; not more than 256; none when
+ * params->dsp_groups holds them), else the generic loops without scratch (ctx may be NULL). ctx: mcu_depthwise_conv2d_s8_lean_buffer_size()
  * bytes, else MCU_ERR_SCRATCH.
  */
 mcu_status_t mcu_depthwise_conv2d_s8_lean(const mcu_context_t *ctx,

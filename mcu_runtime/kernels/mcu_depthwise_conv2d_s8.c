@@ -151,12 +151,14 @@ static void *scratch_of(const mcu_context_t *ctx, int32_t size)
 }
 
 /* The lean call's path on `isa`: the DSP path's lean variant where the fast path is DSP and its
- * scratch (mcu_dw_dsp_lean_bytes) is at most DW_DSP_LEAN_MAX_BYTES, else the generic loops. */
+ * groups are prepared at build time (params->dsp_groups) or its scratch (mcu_dw_dsp_lean_bytes) is
+ * at most DW_DSP_LEAN_MAX_BYTES, else the generic loops. */
 int32_t mcu_depthwise_conv2d_s8_lean_path(const mcu_depthwise_conv_params_t *params,
                                           const int32_t *bias, int32_t isa)
 {
     return mcu_depthwise_conv2d_s8_path(params, bias, isa) == MCU_PATH_DSP &&
-                   mcu_dw_dsp_lean_bytes(params) <= DW_DSP_LEAN_MAX_BYTES
+                   (params->dsp_groups != NULL ||
+                    mcu_dw_dsp_lean_bytes(params) <= DW_DSP_LEAN_MAX_BYTES)
                ? MCU_PATH_DSP
                : MCU_PATH_GENERIC;
 }
@@ -164,7 +166,8 @@ int32_t mcu_depthwise_conv2d_s8_lean_path(const mcu_depthwise_conv_params_t *par
 int32_t mcu_depthwise_conv2d_s8_lean_buffer_size(const mcu_depthwise_conv_params_t *params,
                                                  const int32_t *bias, int32_t isa)
 {
-    return mcu_depthwise_conv2d_s8_lean_path(params, bias, isa) == MCU_PATH_DSP
+    return mcu_depthwise_conv2d_s8_lean_path(params, bias, isa) == MCU_PATH_DSP &&
+                   params->dsp_groups == NULL
                ? mcu_dw_dsp_lean_bytes(params)
                : 0;
 }
@@ -197,10 +200,10 @@ static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv
     if (path == MCU_PATH_GENERIC && !DW_SHIFTS_VALID(params->shift, out_dims->c)) {
         return MCU_ERR_ARG;
     }
-    void *const scratch =
-        scratch_of(ctx, lean ? mcu_depthwise_conv2d_s8_lean_buffer_size(params, bias, isa)
-                             : path_scratch(params, path));
-    if (path != MCU_PATH_GENERIC && scratch == NULL) {
+    const int32_t size = lean ? mcu_depthwise_conv2d_s8_lean_buffer_size(params, bias, isa)
+                              : path_scratch(params, path);
+    void *const scratch = scratch_of(ctx, size);
+    if (path != MCU_PATH_GENERIC && size > 0 && scratch == NULL) {
         return MCU_ERR_SCRATCH;
     }
     int32_t first_oc = 0; /* the channels before it are done */

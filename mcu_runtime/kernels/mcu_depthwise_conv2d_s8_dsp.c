@@ -457,6 +457,23 @@ static void prepare_group(mcu_dw_group4_t *g, int32_t (*w)[2], mcu_dw_lanes2_t *
     }
 }
 
+/* The four channels from c for the pass s: the build-time group of `groups` (p->dsp_groups: single
+ * rows and lines), else prepare_group into g and w (and l when `pairs`). */
+static void use_group(mcu_dw_pass_t *s, const int32_t *groups, mcu_dw_group4_t *g,
+                      int32_t (*w)[2], mcu_dw_lanes2_t *l, const int8_t *filter,
+                      const int32_t *bias, int32_t c, int pairs)
+{
+    if (groups != NULL) {
+        const int32_t *const q = groups + (c >> 2) * DW_DSP_GROUP_WORDS(mcu_dw_dsp_group_taps(s->p));
+        s->g = (const mcu_dw_group4_t *)(const void *)q;
+        s->w = (const int32_t(*)[2])(const void *)(q + 16);
+        return;
+    }
+    prepare_group(g, w, l, s->p, filter, bias, c, pairs, 0);
+    s->g = g;
+    s->w = (const int32_t(*)[2])w;
+}
+
 /* Channels 0 .. 4 * floor(C / 4) - 1 of every output. */
 void mcu_dw_dsp(void *scratch, const mcu_depthwise_conv_params_t *p, const int8_t *input,
                 const int8_t *filter, const int32_t *bias, int8_t *output, int lean,
@@ -470,8 +487,10 @@ void mcu_dw_dsp(void *scratch, const mcu_depthwise_conv_params_t *p, const int8_
     const int32_t in_batch = in_h * in_w * p->input.c;
     const int32_t out_batch = out_h * out_w * out_c;
     mcu_dw_dsp_scratch_t *const full = lean ? NULL : (mcu_dw_dsp_scratch_t *)scratch;
+    /* lean with build-time groups (p->dsp_groups): no scratch, nothing prepared */
+    const int32_t *const groups = lean ? p->dsp_groups : NULL;
     mcu_dw_group4_t *const g = (mcu_dw_group4_t *)scratch; /* first in both layouts */
-    int32_t(*const w)[2] = lean ? (int32_t(*)[2])(void *)(g + 1) : full->w;
+    int32_t(*const w)[2] = g == NULL ? NULL : lean ? (int32_t(*)[2])(void *)(g + 1) : full->w;
     mcu_dw_lanes2_t *const l = lean ? NULL : full->l;
     mcu_dw_pass_t s;
     s.p = p;
@@ -500,7 +519,7 @@ void mcu_dw_dsp(void *scratch, const mcu_depthwise_conv_params_t *p, const int8_
     }
     if ((p->filter.w == 1 || p->filter.h == 1) && mcu_dw_dsp_line_ok(p)) { /* 1-D filters */
         for (int32_t c = 0; c + 4 <= out_c; c += 4) {
-            prepare_group(g, w, l, p, filter, bias, c, 0, 0);
+            use_group(&s, groups, g, w, l, filter, bias, c, 0);
             for (int32_t b = 0; b < p->input.n; ++b) {
                 mcu_dw_dsp_lines(&s, input + b * in_batch + c, output + b * out_batch + c);
             }
@@ -514,7 +533,7 @@ void mcu_dw_dsp(void *scratch, const mcu_depthwise_conv_params_t *p, const int8_
     const int pairs = !lean && out_h > 1 && p->filter.h == 3 && p->filter.w == 3 &&
                       p->stride_h == 1 && p->dilation_h == 1 && plan_segments(&s);
     for (int32_t c = 0; c + 4 <= out_c; c += 4) {
-        prepare_group(g, w, l, p, filter, bias, c, pairs, 0);
+        use_group(&s, groups, g, w, l, filter, bias, c, pairs);
         for (int32_t b = 0; b < p->input.n; ++b) {
             const int8_t *const in = input + b * in_batch + c; /* 4-byte loads */
             int8_t *const out = output + b * out_batch + c;
@@ -541,7 +560,8 @@ void mcu_dw_dsp(void *scratch, const mcu_depthwise_conv_params_t *p, const int8_
 }
 
 /* The lean call's 3x3 variant: per group of four channels, its weights between zero columns
- * (prepare_group, shifted), then every output row through shifted_row. */
+ * (prepare_group, shifted, or the build-time group of p->dsp_groups), then every output row
+ * through shifted_row. */
 void mcu_dw_dsp_shifted(const mcu_dw_pass_t *s, mcu_dw_group4_t *g, int32_t (*w)[2],
                         const int8_t *input, const int8_t *filter, const int32_t *bias,
                         int8_t *output)
@@ -549,15 +569,24 @@ void mcu_dw_dsp_shifted(const mcu_dw_pass_t *s, mcu_dw_group4_t *g, int32_t (*w)
     const mcu_depthwise_conv_params_t *const p = s->p;
     const int32_t in_batch = p->input.h * p->input.w * p->input.c;
     const int32_t out_batch = p->output.h * p->output.w * p->output.c;
+    mcu_dw_pass_t t = *s;
     for (int32_t c = 0; c + 4 <= p->output.c; c += 4) {
-        prepare_group(g, w, NULL, p, filter, bias, c, 0, 1);
+        const int32_t(*wg)[2] = (const int32_t(*)[2])w;
+        if (p->dsp_groups != NULL) { /* prepared at build time, in this layout */
+            const int32_t *const q = p->dsp_groups + (c >> 2) * DW_DSP_GROUP_WORDS(3 * DW_DSP_SHIFTED_COLS);
+            t.g = (const mcu_dw_group4_t *)(const void *)q;
+            wg = (const int32_t(*)[2])(const void *)(q + 16);
+        } else {
+            prepare_group(g, w, NULL, p, filter, bias, c, 0, 1);
+            t.g = g;
+        }
         for (int32_t b = 0; b < p->input.n; ++b) {
             const int8_t *const in = input + b * in_batch + c;
             int8_t *const out = output + b * out_batch + c;
             for (int32_t y = 0; y < p->output.h; ++y) {
-                const mcu_dw_tap_rows_t r = mcu_dw_tap_rows(p, in, &s->in_row, y);
-                shifted_row(s, r.x, r.rows, (const int32_t(*)[2])(w + r.ky_begin * DW_DSP_SHIFTED_COLS),
-                            out + y * s->out_row);
+                const mcu_dw_tap_rows_t r = mcu_dw_tap_rows(p, in, &t.in_row, y);
+                shifted_row(&t, r.x, r.rows, wg + r.ky_begin * DW_DSP_SHIFTED_COLS,
+                            out + y * t.out_row);
             }
         }
     }

@@ -130,17 +130,35 @@ typedef struct {
 /* The lean call's 3x3 variant (_dsp.c, lean_shifted): every position of a row through the same
  * nine taps, a window one column out of the input moved in by that column onto zero weights (the
  * weights [ky][kx + 1], DW_DSP_SHIFTED_COLS columns, the first and last zero). Where every window
- * sticks out by at most one column, the input has three, and the call makes more than two rows
- * (a band of one or two rows, as streamed plans call it, runs the row sweep: less set-up). */
+ * sticks out by at most one column and the input has three (mcu_dw_dsp_shifted_width: the widths
+ * alone, the same for every band of a layer), and the call makes more than two rows or its groups
+ * are prepared at build time (params->dsp_groups; else a band of one or two rows, as streamed
+ * plans call it, runs the row sweep: less set-up). */
 #define DW_DSP_SHIFTED_COLS 5
-static inline int mcu_dw_dsp_lean_shifted(const mcu_depthwise_conv_params_t *p)
+static inline int mcu_dw_dsp_shifted_width(const mcu_depthwise_conv_params_t *p)
 {
     return p->filter.h == 3 && p->filter.w == 3 && p->dilation_w == 1 && p->input.w >= 3 &&
-           p->output.h > 2 &&
            p->pad_left <= 1 && (p->output.w - 1) * p->stride_w - p->pad_left <= p->input.w - 2;
 }
 
-/* The lean call's DSP scratch: the group and its taps' weights (shifted: 3 x DW_DSP_SHIFTED_COLS). */
+static inline int mcu_dw_dsp_lean_shifted(const mcu_depthwise_conv_params_t *p)
+{
+    return mcu_dw_dsp_shifted_width(p) && (p->output.h > 2 || p->dsp_groups != NULL);
+}
+
+/* The taps' weights of one prepared group: the shifted layout's 3 x DW_DSP_SHIFTED_COLS where
+ * mcu_dw_dsp_shifted_width(), else KH * KW. params->dsp_groups holds floor(C / 4) groups of
+ * DW_DSP_GROUP_WORDS(taps) int32 words: bias2, mult, base, right (mcu_dw_group4_t), then the
+ * weights as prepare_group writes them (_dsp.c; emitter/kernels/mcu_depthwise_conv2d_s8.py
+ * dsp_groups() writes the same at build time). */
+static inline int32_t mcu_dw_dsp_group_taps(const mcu_depthwise_conv_params_t *p)
+{
+    return mcu_dw_dsp_shifted_width(p) ? 3 * DW_DSP_SHIFTED_COLS : p->filter.h * p->filter.w;
+}
+#define DW_DSP_GROUP_WORDS(taps) (16 + 2 * (int32_t)(taps))
+
+/* The lean call's DSP scratch without build-time groups (with them it needs none): the group and
+ * its taps' weights (shifted: 3 x DW_DSP_SHIFTED_COLS). */
 static inline int32_t mcu_dw_dsp_lean_bytes(const mcu_depthwise_conv_params_t *p)
 {
     return mcu_dw_dsp_lean_shifted(p) ? DW_DSP_LEAN_BYTES(3 * DW_DSP_SHIFTED_COLS)

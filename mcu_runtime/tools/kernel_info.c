@@ -31,6 +31,10 @@
  *   dwlean ISA (as dw): mcu_depthwise_conv2d_s8_lean_path() and _lean_buffer_size()
  *   dwlov ISA (as dw): the lean path, and mcu_depthwise_conv2d_s8_lean_overlap_down() as SIZE
  *   dwok ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_channels_fast() as SIZE (1 or 0)
+ *   dwgw ISA  (as dw): the lean path, and the int32 words of one build-time group of dsp_groups
+ *             (DW_DSP_GROUP_WORDS: the shifted 3x3 layout or the layer's taps)
+ *   dwleans, dwlovs ISA: dwlean and dwlov for params that carry build-time dsp_groups (mcugen gives
+ *             them to a layer whose lean call takes the DSP path: it then needs no scratch)
  *   fc   ISA  batches in_features out_features q per_channel C multiplier[C] shift[C]
  *
  * A malformed line ends the tool with status 2.
@@ -41,6 +45,7 @@
 #include <string.h>
 
 #include "mcu_conv2d_s8_internal.h"
+#include "mcu_depthwise_conv2d_s8_internal.h"
 #include "mcu_nn.h"
 
 #define MAX_CHANNELS 65536
@@ -128,7 +133,8 @@ int main(void)
         mcu_depthwise_conv_params_t w;
         const size_t len = strlen(op);
         const int with_sums = strcmp(op, "leans") == 0 || strcmp(op, "rooms") == 0 ||
-                              strcmp(op, "lpws") == 0 || strcmp(op, "wides") == 0;
+                              strcmp(op, "lpws") == 0 || strcmp(op, "wides") == 0 ||
+                              strcmp(op, "dwleans") == 0 || strcmp(op, "dwlovs") == 0;
         if (with_sums) {
             op[len - 1] = '\0'; /* then as the query without the s */
         }
@@ -171,14 +177,17 @@ int main(void)
                 size = mcu_conv2d_s8_get_buffer_size(&p, has_bias ? bias : NULL, isa);
             }
         } else if (strcmp(op, "dw") == 0 || strcmp(op, "dwip") == 0 || strcmp(op, "dwov") == 0 ||
-                   strcmp(op, "dwlean") == 0 || strcmp(op, "dwlov") == 0 || strcmp(op, "dwok") == 0) {
+                   strcmp(op, "dwlean") == 0 || strcmp(op, "dwlov") == 0 || strcmp(op, "dwok") == 0 ||
+                   strcmp(op, "dwgw") == 0) {
             if (!read_window(&w, 1, &has_bias)) {
                 return 2;
             }
+            w.dsp_groups = with_sums ? sums : NULL; /* only that there are some matters */
             const int32_t *const b = has_bias ? bias : NULL;
-            path = op[2] == 'l' ? mcu_depthwise_conv2d_s8_lean_path(&w, b, isa)
+            path = op[2] == 'l' || op[2] == 'g' ? mcu_depthwise_conv2d_s8_lean_path(&w, b, isa)
                                 : mcu_depthwise_conv2d_s8_path(&w, b, isa);
-            size = op[2] == 'o' && op[3] == 'k' ? mcu_depthwise_conv2d_s8_channels_fast(&w, b)
+            size = op[2] == 'g' ? DW_DSP_GROUP_WORDS(mcu_dw_dsp_group_taps(&w))
+                   : op[2] == 'o' && op[3] == 'k' ? mcu_depthwise_conv2d_s8_channels_fast(&w, b)
                    : op[2] == 'i'   ? mcu_depthwise_conv2d_s8_in_place_get_buffer_size(&w, b, isa)
                    : op[2] == 'o' ? mcu_depthwise_conv2d_s8_overlap_down(&w, b, isa)
                    : op[3] == 'o' ? mcu_depthwise_conv2d_s8_lean_overlap_down(&w, b, isa)

@@ -16,8 +16,10 @@ and checks that one byte less scratch than mcu_depthwise_conv2d_s8_get_buffer_si
 MCU_ERR_SCRATCH with the output untouched. Then the lean call (mcu_depthwise_conv2d_s8_lean, a
 layer by rows in a tight plan) with exactly its twin's lean_buffer_size(): the DSP path's single
 rows and lines from the group and its taps' weights only (3x3 and 1-D filters), else the generic
-loops; its path must be the twin's lean_path(), one byte less refused. The stack the cases used is
-reported by the harness.
+loops; its path must be the twin's lean_path(), one byte less refused. The cases again as a layer
+mcugen calls by bands (band_constants: the per-channel check made at build time, and the DSP lean
+variant's groups prepared at build time, dsp_groups, in both roundings: no scratch then). The stack
+the cases used is reported by the harness.
 Every case runs again in onnxruntime numerics (exact float32 scales, rounding half to even: on the
 fast paths where proven tie-free, else the generic loops).
 """
@@ -135,7 +137,8 @@ def c_params(name: str, p: DepthwiseConvParams) -> str:
             f"    .pad_top = {p.pad_top}, .pad_left = {p.pad_left},\n"
             f"    .q = {{.input_offset = {q.input_offset}, .output_offset = {q.output_offset}, "
             f".act_min = {q.act_min}, .act_max = {q.act_max}, .rounding = {q.rounding}}},\n"
-            f"    .multiplier = {name}_mult, .shift = {name}_shift, .channels_fast = {p.channels_fast}}};\n")
+            f"    .multiplier = {name}_mult, .shift = {name}_shift, .channels_fast = {p.channels_fast},\n"
+            f"    .dsp_groups = {name + '_groups' if p.dsp_groups is not None else 'NULL'}}};\n")
 
 
 def net_c(built: list[tuple[str, DepthwiseConvParams, list[Any]]]) -> tuple[str, int]:
@@ -149,6 +152,8 @@ def net_c(built: list[tuple[str, DepthwiseConvParams, list[Any]]]) -> tuple[str,
                   c_array("int32_t", f"{n}_mult", p.multiplier), c_array("int32_t", f"{n}_shift", p.shift)]
         if b is not None:
             decls.append(c_array("int32_t", f"{n}_b", b))
+        if p.dsp_groups is not None:
+            decls.append(c_array("int32_t", f"{n}_groups", p.dsp_groups))
         decls.append(c_params(n, p))
         bias = f"{n}_b" if b is not None else "NULL"
         calls.append(f"    run_case(&{n}, {n}_in, {n}_w, {bias}, out + {off});\n")
@@ -292,7 +297,13 @@ def built() -> list[tuple[str, DepthwiseConvParams, list[Any]]]:
     banded = [(f"{name} (band constants)", twin.band_constants(p, inputs[1], inputs[2]), inputs)
               for name, p, inputs in cases]
     assert 0 < sum(p.channels_fast for _, p, _ in banded) < len(banded)
-    return cases + ort + banded
+    # the DSP lean variant's build-time groups (dsp_groups) in onnxruntime's rounding too: the cases
+    # whose lean call takes the DSP path there
+    ort_banded = [(f"{name} (band constants)", twin.band_constants(p, inputs[1], inputs[2]), inputs)
+                  for name, p, inputs in ort if p.q.rounding == ROUND_NEAREST_NO_TIE]
+    ort_banded = [c for c in ort_banded if c[1].dsp_groups is not None][:12]
+    assert len(ort_banded) >= 6 and sum(p.dsp_groups is not None for _, p, _ in banded) >= 6
+    return cases + ort + banded + ort_banded
 
 
 def test_cases_reach_every_path(built) -> None:
