@@ -131,8 +131,9 @@ def query(kind: str, p: Any, bias: np.ndarray | None, isa: str, room: int = 0) -
     if kind in ("conv", "lean", "pw", "room", "ok", "leans", "rooms", "lpw", "lpws", "wide", "wides"):
         return (f"{head} {_dims(p.input)} {_dims(p.filter)} {_dims(p.output)} {window} {_quant(p.q)} "
                 f"{_channels(p, p.output.c, bias)}")
-    if kind in ("dwlean", "dwlov") and getattr(p, "dsp_groups", None) is not None:
-        head = f"{kind}s {ISA[isa]}"  # params with build-time dsp_groups
+    groups = getattr(p, "dsp_groups" if isa == "dsp" else "mve_groups" if isa == "mve" else "", None)
+    if kind in ("dwlean", "dwlov") and groups is not None:
+        head = f"{kind}s {ISA[isa]}"  # params with build-time groups for the ISA's path
     if kind in ("dw", "dwip", "dwov", "dwlean", "dwlov", "dwok", "dwgw"):
         return (f"{head} {_dims(p.input)} {_dims(p.filter)} {_dims(p.output)} {p.depth_multiplier} {window} "
                 f"{_quant(p.q)} {_channels(p, p.output.c, bias)}")

@@ -49,6 +49,7 @@ class DepthwiseConvParams(Windowed, Rounded):
     shift: np.ndarray
     channels_fast: int = 0  # 1: mcu_depthwise_conv2d_s8_channels_fast() holds (band_constants())
     dsp_groups: np.ndarray | None = None  # int32: the DSP lean variant's prepared groups (dsp_groups())
+    mve_groups: np.ndarray | None = None  # int32: the MVE path's prepared groups (mve_groups())
 
     def window(self) -> Window:
         return Window(self.input, self.output, self.filter.n * self.filter.h * self.filter.w * self.filter.c)
@@ -158,50 +159,54 @@ def band(p: DepthwiseConvParams, o0: int, o1: int) -> tuple[DepthwiseConvParams,
 def band_constants(p: DepthwiseConvParams, filter: np.ndarray, bias: np.ndarray | None) -> DepthwiseConvParams:
     """The params of a layer called band by band (or by its lean call), with what each call would
     check or prepare again: channels_fast (mcu_depthwise_conv2d_s8_channels_fast(), asked of the C)
-    and, where the lean call takes the DSP path, its groups (dsp_groups(): the lean call then
-    prepares nothing and needs no scratch; a bundle for another instruction set drops them)."""
+    and the fast paths' channel groups (dsp_groups(), mve_groups(): the lean call then prepares
+    nothing and needs no scratch; a bundle keeps those of its own instruction set only)."""
     p = replace(p, channels_fast=kernel_info.ask("dwok", p, bias, "c")[1])
-    if lean_path(p, bias, "dsp") != "dsp":
-        return p
-    return replace(p, dsp_groups=dsp_groups(p, filter, bias))
+    if lean_path(p, bias, "dsp") == "dsp":
+        p = replace(p, dsp_groups=dsp_groups(p, filter, bias))
+    if path(p, bias, "mve") == "mve":
+        p = replace(p, mve_groups=mve_groups(p, filter, bias))
+    return p
 
 
 def _int32(v: np.ndarray) -> np.ndarray:
     return (np.asarray(v, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
 
 
+def _requant2(p: DepthwiseConvParams) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each channel's multiplier, r = -shift, doubled lift and base as the fast paths' preparation
+    computes them (mcu_requant.h: mcu_requant2_base, or mcu_requant2_no_tie_q for onnxruntime's
+    rounding, every multiplier > 0 there), int64."""
+    c_out = p.output.c
+    m = np.asarray(p.multiplier, dtype=np.int64)[:c_out]
+    r = -np.asarray(p.shift, dtype=np.int64)[:c_out]
+    oo = int(p.q.output_offset)
+    if p.q.rounding != ROUND_NEAREST_NO_TIE:
+        return m, r, np.zeros(c_out, np.int64), (1 << (r - 1)) + (oo << r)
+    v = np.log2(m & -m).astype(np.int64)  # 2^v, the multiplier's lowest set bit
+    lift2 = np.where(r == 0, 1 << 30, (1 << 30) + ((1 << 31) >> v))
+    base = np.where(r == 0, oo - (m >> 2), (1 << np.maximum(r - 1, 0)) + (oo << r) - 1 - (m >> 2) - (m >> (v + 1)))
+    return m, r, lift2, base
+
+
 def dsp_groups(p: DepthwiseConvParams, filter: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
     """What the DSP lean variant's prepare_group (_dsp.c) writes for each group of four channels
-    c .. c + 3, at build time: DW_DSP_GROUP_WORDS int32 words a group, floor(C / 4) groups. The
-    group (mcu_dw_group4_t, channels in the order c, c + 2, c + 1, c + 3): 2 * bias (plus the
-    doubled lift of onnxruntime's rounding), the multiplier, the base (mcu_requant2_base, or
-    mcu_requant2_no_tie_q's), r = -shift, 16 words; then the taps' weights doubled as int16 lane
-    pairs (2 w[c], 2 w[c + 2]), (2 w[c + 1], 2 w[c + 3]): [ky][kx + 1], three rows between zero
-    columns, where the C's group holds more taps than KH * KW (its 3x3 layout for shifted windows,
-    asked of the C), else [ky * KW + kx]."""
+    c .. c + 3, at build time: floor(C / 4) groups. The group (mcu_dw_group4_t, channels in the
+    order c, c + 2, c + 1, c + 3): 2 * bias plus the doubled lift, the multiplier, the base, r =
+    -shift, 16 words; then the taps' weights doubled as int16 lane pairs (2 w[c], 2 w[c + 2]),
+    (2 w[c + 1], 2 w[c + 3]): [ky][kx + 1], three rows between zero columns, where the C's group
+    holds more taps than KH * KW (its 3x3 layout for shifted windows, asked of the C), else
+    [ky * KW + kx]."""
     c_out = p.output.c
-    groups = c_out // 4
-    m = np.asarray(p.multiplier, dtype=np.int64)[:c_out]
-    sh = np.asarray(p.shift, dtype=np.int64)[:c_out]
+    m, r, lift2, base = _requant2(p)
     b = np.zeros(c_out, np.int64) if bias is None else np.asarray(bias, dtype=np.int64)
-    oo = int(p.q.output_offset)
-    r = -sh
-    if p.q.rounding == ROUND_NEAREST_NO_TIE:  # mcu_requant2_no_tie_q (every multiplier > 0)
-        low = m & -m  # 2^v
-        v = np.log2(low).astype(np.int64)
-        lift2 = np.where(r == 0, 1 << 30, (1 << 30) + ((1 << 31) >> v))
-        base = np.where(r == 0, oo - (m >> 2),
-                        (1 << np.maximum(r - 1, 0)) + (oo << r) - 1 - (m >> 2) - (m >> (v + 1)))
-    else:
-        lift2 = np.zeros(c_out, np.int64)
-        base = (1 << (r - 1)) + (oo << r)
     bias2 = 2 * b + lift2
     taps = filter.reshape(p.filter.h * p.filter.w, c_out).astype(np.int64) * 2
     n_taps = (kernel_info.ask("dwgw", p, bias, "dsp")[1] - 16) // 2
     shifted = n_taps != p.filter.h * p.filter.w
     cols = n_taps // 3
-    out = np.zeros((groups, 16 + 2 * n_taps), np.int64)
-    for g in range(groups):
+    out = np.zeros((c_out // 4, 16 + 2 * n_taps), np.int64)
+    for g in range(c_out // 4):
         c = 4 * g
         order = [c, c + 2, c + 1, c + 3]
         out[g, 0:4], out[g, 4:8], out[g, 8:12], out[g, 12:16] = bias2[order], m[order], base[order], r[order]
@@ -214,6 +219,35 @@ def dsp_groups(p: DepthwiseConvParams, filter: np.ndarray, bias: np.ndarray | No
         else:
             w[:] = pairs
     return _int32(out.ravel())
+
+
+def mve_groups(p: DepthwiseConvParams, filter: np.ndarray, bias: np.ndarray | None) -> np.ndarray:
+    """What the MVE path's mcu_dw_mve_prepare (_mve_ring.c) writes for each group of eight channels
+    c .. c + 7, at build time: ceil(C / 8) groups of MCU_DW_MVE_GROUP_BYTES(KH * KW) bytes, as int32
+    words. [even/odd][j] is channel c + 2 j + odd: bias (plus half the doubled lift), bias_full
+    (that plus input_offset times the channel's sum of weights), multiplier, base, shift = -r; then
+    the weights as int16 [tap][8 channels]. Lanes past C: zero weights, bias and multiplier, shift
+    -1 and its base."""
+    c_out, n_taps = p.output.c, p.filter.h * p.filter.w
+    m, r, lift2, base = _requant2(p)
+    b = np.zeros(c_out, np.int64) if bias is None else np.asarray(bias, dtype=np.int64)
+    w = filter.reshape(n_taps, c_out).astype(np.int64)
+    groups = -(-c_out // 8)
+    lanes = groups * 8  # every constant padded to whole groups (the lanes past C)
+    pad = lanes - c_out
+    start = np.concatenate([b + lift2 // 2, np.zeros(pad, np.int64)])
+    full = start + p.q.input_offset * np.concatenate([w.sum(axis=0), np.zeros(pad, np.int64)])
+    mult = np.concatenate([m, np.zeros(pad, np.int64)])
+    rr = np.concatenate([r, np.ones(pad, np.int64)])
+    bases = np.concatenate([base, 1 + (np.int64(p.q.output_offset) << 1) + np.zeros(pad, np.int64)])
+    weights = np.concatenate([w, np.zeros((n_taps, pad), np.int64)], axis=1)
+    out = []
+    for g in range(groups):
+        lane = 8 * g + np.array([0, 2, 4, 6, 1, 3, 5, 7])  # [odd][j]: c + 2 j + odd
+        consts = np.concatenate([start[lane], full[lane], mult[lane], bases[lane], -rr[lane]])
+        wg = weights[:, 8 * g:8 * g + 8] & 0xFFFF  # int16 lanes, two a word (little-endian)
+        out += [consts, (wg[:, 0::2] | (wg[:, 1::2] << 16)).ravel()]
+    return _int32(np.concatenate(out))
 
 
 IN_PLACE_C = "mcu_depthwise_conv2d_s8_in_place"  # the output over its input, channel block by block

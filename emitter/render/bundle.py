@@ -151,8 +151,9 @@ class BundleBuilder:
             params_type = type(p.params).CTYPE
             params_ident = f"{self.prefix}_l{k}_params"
             params = band_params(p) if seg is not None or self.lean_at(k) else p.params
-            if getattr(params, "dsp_groups", None) is not None and self.c.plan_isa != "dsp":
-                params = replace(params, dsp_groups=None)  # (only the DSP lean variant reads them)
+            for isa in ("dsp", "mve"):  # a lean call's groups: only those of the bundle's own path are read
+                if getattr(params, f"{isa}_groups", None) is not None and self.c.plan_isa != isa:
+                    params = replace(params, **{f"{isa}_groups": None})
             params_init = c_struct(params, functools.partial(self.ref, k, node.name))
         local_decls: list[str] = []
         structs: list[tuple[str, str, str]] = []

@@ -46,7 +46,7 @@ class Counts:
     path: str
 
 
-def _chunks(cases: list[Case], board: Board) -> list[list[Case]]:
+def _chunks(cases: list[Case], board: Board, lean: bool = False, bands: bool = False) -> list[list[Case]]:
     flash = board.code_length - 200_000  # weights (+ MVE's padded copies) and parameters; code below 200 KB
     ram = board.data_length // 2 - 256_000  # inputs + outputs; arena scratch and stack below the rest
     out: list[list[Case]] = [[]]
@@ -54,6 +54,8 @@ def _chunks(cases: list[Case], board: Board) -> list[list[Case]]:
     for c in cases:
         s = c.shape
         f = s.taps * s.c_out + 16 * s.c_out + 600
+        if s.kind == "dw" and (lean or bands):  # the lean call's channel groups (dsp_groups, mve_groups)
+            f += 4 * max(s.taps, 15) * s.c_out + 24 * s.c_out
         r = s.batches * s.h * s.w * s.c_in + s.outputs + 64
         if s.kind == "bmm":  # a constant lhs [B, M, K], an input [B, N, K]
             f, r = s.batches * s.h * s.c_in + 600, s.batches * s.c_out * s.c_in + s.outputs + 64
@@ -126,7 +128,7 @@ def measure(cases: list[Case], board: Board, cmsis: Path | None, work: Path | No
     with tempfile.TemporaryDirectory(prefix="mcugen-cost-") as tmp:
         root = Path(work or tmp)
         out: list[Counts] = []
-        for n, chunk in enumerate(_chunks(cases, board)):
+        for n, chunk in enumerate(_chunks(cases, board, lean, bands)):
             ours = _profile(chunk, board, None, root / "ours" / str(n), lean, bands)
             if cmsis is None or lean or bands:
                 out += [Counts(mine, None, path) for _, mine, path in ours]

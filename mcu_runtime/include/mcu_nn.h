@@ -199,6 +199,11 @@ typedef struct {
      * weights (mcu_depthwise_conv2d_s8_internal.h, DW_DSP_GROUP_WORDS), so that the lean call
      * prepares nothing per call and needs no scratch; other paths do not read them */
     const int32_t *dsp_groups;
+    /** NULL, or the MVE path's groups of eight channels prepared at build time for the lean call
+     * (mcu_dw_mve_scratch_t's layout, MCU_DW_MVE_GROUP_BYTES(KH * KW) bytes a group, ceil(C / 8)
+     * groups): the lean call then runs the MVE path from them without scratch (else the generic
+     * loops); other calls do not read them */
+    const int32_t *mve_groups;
 } mcu_depthwise_conv_params_t;
 
 /**
@@ -219,7 +224,8 @@ mcu_status_t mcu_depthwise_conv2d_s8(const mcu_context_t *ctx,
  * @brief mcu_depthwise_conv2d_s8 with the least scratch (a layer run by rows in a tight memory plan),
  * the same results: on DSP cores the DSP path's single rows and lines, its scratch only the four
  * channels' constants and the layer's taps' weights (3x3: 136 bytes; not more than 256; none when
- * params->dsp_groups holds them), else the generic loops without scratch (ctx may be NULL). ctx: mcu_depthwise_conv2d_s8_lean_buffer_size()
+ * params->dsp_groups holds them); on MVE cores the MVE path from params->mve_groups without scratch;
+ * else the generic loops without scratch (ctx may be NULL). ctx: mcu_depthwise_conv2d_s8_lean_buffer_size()
  * bytes, else MCU_ERR_SCRATCH.
  */
 mcu_status_t mcu_depthwise_conv2d_s8_lean(const mcu_context_t *ctx,

@@ -152,15 +152,18 @@ static void *scratch_of(const mcu_context_t *ctx, int32_t size)
 
 /* The lean call's path on `isa`: the DSP path's lean variant where the fast path is DSP and its
  * groups are prepared at build time (params->dsp_groups) or its scratch (mcu_dw_dsp_lean_bytes) is
- * at most DW_DSP_LEAN_MAX_BYTES, else the generic loops. */
+ * at most DW_DSP_LEAN_MAX_BYTES; the MVE path where it is MVE and its groups are prepared at build
+ * time (params->mve_groups); else the generic loops. */
 int32_t mcu_depthwise_conv2d_s8_lean_path(const mcu_depthwise_conv_params_t *params,
                                           const int32_t *bias, int32_t isa)
 {
-    return mcu_depthwise_conv2d_s8_path(params, bias, isa) == MCU_PATH_DSP &&
-                   (params->dsp_groups != NULL ||
-                    mcu_dw_dsp_lean_bytes(params) <= DW_DSP_LEAN_MAX_BYTES)
-               ? MCU_PATH_DSP
-               : MCU_PATH_GENERIC;
+    const int32_t path = mcu_depthwise_conv2d_s8_path(params, bias, isa);
+    if (path == MCU_PATH_DSP && (params->dsp_groups != NULL ||
+                                 mcu_dw_dsp_lean_bytes(params) <= DW_DSP_LEAN_MAX_BYTES)) {
+        return MCU_PATH_DSP;
+    }
+    /* the MVE path from build-time groups (no scratch, no ring) */
+    return path == MCU_PATH_MVE && params->mve_groups != NULL ? MCU_PATH_MVE : MCU_PATH_GENERIC;
 }
 
 int32_t mcu_depthwise_conv2d_s8_lean_buffer_size(const mcu_depthwise_conv_params_t *params,
@@ -210,7 +213,8 @@ static mcu_status_t depthwise(const mcu_context_t *ctx, const mcu_depthwise_conv
     (void)lean3x3; /* (the DSP path's) */
 #if MCU_ISA_PLAN == MCU_ISA_MVE
     if (path == MCU_PATH_MVE) {
-        return mcu_dw_mve((mcu_dw_mve_scratch_t *)scratch, params, input, filter, bias, output);
+        return mcu_dw_mve((mcu_dw_mve_scratch_t *)scratch, params, input, filter, bias, output,
+                          lean ? params->mve_groups : NULL);
     }
 #elif MCU_ISA_PLAN == MCU_ISA_DSP
     if (path == MCU_PATH_DSP) {

@@ -440,10 +440,12 @@ void mcu_dw_dsp_lines(const mcu_dw_pass_t *s, const int8_t *in, int8_t *out);
 
 
 /* _mve.c: every output (mcu_depthwise_conv2d_s8_path() == MCU_PATH_MVE); scratch:
- * MCU_DW_MVE_GROUP_BYTES(KH * KW) + dw_mve_ring_bytes() bytes. Returns MCU_OK. */
+ * MCU_DW_MVE_GROUP_BYTES(KH * KW) + dw_mve_ring_bytes() bytes, none with `groups` (the lean
+ * call's build-time params->mve_groups: ceil(C / 8) groups in mcu_dw_mve_scratch_t's layout, as
+ * mcu_dw_mve_prepare writes them). Returns MCU_OK. */
 mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
                         const int8_t *input, const int8_t *filter, const int32_t *bias,
-                        int8_t *output);
+                        int8_t *output, const int32_t *groups);
 
 /* _mve_ring.c, for both MVE files: channels c .. c + 7 of the weights (KH * KW taps of g->w)
  * and requantization constants into g (those past C_out zero). */

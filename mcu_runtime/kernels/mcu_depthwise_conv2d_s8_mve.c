@@ -331,17 +331,21 @@ static void inside(int32_t pad, int32_t stride, int32_t dilation, int32_t taps, 
     *end = e < b ? b : e;
 }
 
-/* The whole convolution through the MVE path (mcu_depthwise_conv2d_s8_path() == MCU_PATH_MVE). */
+/* The whole convolution through the MVE path (mcu_depthwise_conv2d_s8_path() == MCU_PATH_MVE); with
+ * `groups` (the lean call's params->mve_groups) each group read from there, nothing prepared, no
+ * scratch and no ring. */
 mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
                         const int8_t *input, const int8_t *filter, const int32_t *bias,
-                        int8_t *output)
+                        int8_t *output, const int32_t *groups)
 {
     const int32_t in_w = p->input.w;
     const int32_t out_c = p->output.c;
     const int32_t in_batch = p->input.h * in_w * p->input.c;
     const int32_t out_batch = p->output.h * p->output.w * out_c;
-    int32_t ring_lanes;
-    (void)dw_mve_ring_cols(p, &ring_lanes);
+    int32_t ring_lanes = 0;
+    if (groups == NULL) { /* (the lean call's build-time groups: no scratch, so no ring) */
+        (void)dw_mve_ring_cols(p, &ring_lanes);
+    }
     mve_ctx_t m;
     m.p = p;
     m.g = scratch;
@@ -362,7 +366,12 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
     /* the full groups through the ring when it is planned (dw_mve_ring_bytes() > 0) */
     for (int32_t c = ring_lanes > 0 ? mcu_dw_mve_ring(scratch, p, input, filter, bias, output) : 0;
          c < out_c; c += 8) {
-        mcu_dw_mve_prepare(scratch, p, filter, bias, c);
+        if (groups != NULL) {
+            m.g = (const mcu_dw_mve_scratch_t *)(const void *)(
+                groups + (c >> 3) * (MCU_DW_MVE_GROUP_BYTES(p->filter.h * p->filter.w) / 4));
+        } else {
+            mcu_dw_mve_prepare(scratch, p, filter, bias, c);
+        }
         m.pred = vctp16q((uint32_t)(out_c - c));
         for (int32_t b = 0; b < p->input.n; ++b) {
             if (c + 8 <= out_c) {

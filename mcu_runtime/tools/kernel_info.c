@@ -33,8 +33,8 @@
  *   dwok ISA  (as dw): the path, and mcu_depthwise_conv2d_s8_channels_fast() as SIZE (1 or 0)
  *   dwgw ISA  (as dw): the lean path, and the int32 words of one build-time group of dsp_groups
  *             (DW_DSP_GROUP_WORDS: the shifted 3x3 layout or the layer's taps)
- *   dwleans, dwlovs ISA: dwlean and dwlov for params that carry build-time dsp_groups (mcugen gives
- *             them to a layer whose lean call takes the DSP path: it then needs no scratch)
+ *   dwleans, dwlovs ISA: dwlean and dwlov for params that carry build-time dsp_groups and mve_groups
+ *             (mcugen gives a layer it calls lean those of its target's fast path: no scratch then)
  *   fc   ISA  batches in_features out_features q per_channel C multiplier[C] shift[C]
  *
  * A malformed line ends the tool with status 2.
@@ -183,6 +183,7 @@ int main(void)
                 return 2;
             }
             w.dsp_groups = with_sums ? sums : NULL; /* only that there are some matters */
+            w.mve_groups = w.dsp_groups;
             const int32_t *const b = has_bias ? bias : NULL;
             path = op[2] == 'l' || op[2] == 'g' ? mcu_depthwise_conv2d_s8_lean_path(&w, b, isa)
                                 : mcu_depthwise_conv2d_s8_path(&w, b, isa);

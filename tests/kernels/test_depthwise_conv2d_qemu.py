@@ -18,7 +18,8 @@ layer by rows in a tight plan) with exactly its twin's lean_buffer_size(): the D
 rows and lines from the group and its taps' weights only (3x3 and 1-D filters), else the generic
 loops; its path must be the twin's lean_path(), one byte less refused. The cases again as a layer
 mcugen calls by bands (band_constants: the per-channel check made at build time, and the DSP lean
-variant's groups prepared at build time, dsp_groups, in both roundings: no scratch then). The stack
+variant's and the MVE path's groups prepared at build time, dsp_groups and mve_groups, in both
+roundings: the lean call then needs no scratch, and on MVE runs the MVE path). The stack
 the cases used is reported by the harness.
 Every case runs again in onnxruntime numerics (exact float32 scales, rounding half to even: on the
 fast paths where proven tie-free, else the generic loops).
@@ -138,7 +139,8 @@ def c_params(name: str, p: DepthwiseConvParams) -> str:
             f"    .q = {{.input_offset = {q.input_offset}, .output_offset = {q.output_offset}, "
             f".act_min = {q.act_min}, .act_max = {q.act_max}, .rounding = {q.rounding}}},\n"
             f"    .multiplier = {name}_mult, .shift = {name}_shift, .channels_fast = {p.channels_fast},\n"
-            f"    .dsp_groups = {name + '_groups' if p.dsp_groups is not None else 'NULL'}}};\n")
+            f"    .dsp_groups = {name + '_groups' if p.dsp_groups is not None else 'NULL'},\n"
+            f"    .mve_groups = {name + '_mve_groups' if p.mve_groups is not None else 'NULL'}}};\n")
 
 
 def net_c(built: list[tuple[str, DepthwiseConvParams, list[Any]]]) -> tuple[str, int]:
@@ -154,6 +156,8 @@ def net_c(built: list[tuple[str, DepthwiseConvParams, list[Any]]]) -> tuple[str,
             decls.append(c_array("int32_t", f"{n}_b", b))
         if p.dsp_groups is not None:
             decls.append(c_array("int32_t", f"{n}_groups", p.dsp_groups))
+        if p.mve_groups is not None:
+            decls.append(c_array("int32_t", f"{n}_mve_groups", p.mve_groups))
         decls.append(c_params(n, p))
         bias = f"{n}_b" if b is not None else "NULL"
         calls.append(f"    run_case(&{n}, {n}_in, {n}_w, {bias}, out + {off});\n")
@@ -301,8 +305,13 @@ def built() -> list[tuple[str, DepthwiseConvParams, list[Any]]]:
     # whose lean call takes the DSP path there
     ort_banded = [(f"{name} (band constants)", twin.band_constants(p, inputs[1], inputs[2]), inputs)
                   for name, p, inputs in ort if p.q.rounding == ROUND_NEAREST_NO_TIE]
-    ort_banded = [c for c in ort_banded if c[1].dsp_groups is not None][:12]
-    assert len(ort_banded) >= 6 and sum(p.dsp_groups is not None for _, p, _ in banded) >= 6
+    ort_banded = [c for c in ort_banded if c[1].dsp_groups is not None or c[1].mve_groups is not None]
+    # (the smallest ten: every case's firmware must fit the cores' flash at -O0)
+    ort_banded = sorted(ort_banded, key=lambda c: sum(np.asarray(a).size for a in c[2] if a is not None)
+                        + c[1].output.n * c[1].output.h * c[1].output.w * c[1].output.c)[:10]
+    for field in ("dsp_groups", "mve_groups"):
+        assert sum(getattr(p, field) is not None for _, p, _ in ort_banded) >= 4, field
+        assert sum(getattr(p, field) is not None for _, p, _ in banded) >= 6, field
     return cases + ort + banded + ort_banded
 
 
@@ -312,8 +321,11 @@ def test_cases_reach_every_path(built) -> None:
     for isa, want in (("dsp", {"dsp", "generic"}), ("mve", {"mve", "generic"})):
         assert {twin.path(p, b, isa) for _, p, (_, _, b) in built} == want
         # the lean call: the DSP path's variant where its weights fit DW_DSP_LEAN_MAX_BYTES (3x3 yes, 5x5 no)
+        # or its groups are prepared at build time; the MVE path from build-time groups only
         lean = {twin.lean_path(p, b, isa) for _, p, (_, _, b) in built}
-        assert lean == ({"dsp", "generic"} if isa == "dsp" else {"generic"})
+        assert lean == {isa, "generic"}
+        if isa == "mve":
+            assert all((twin.lean_path(p, b, isa) == "mve") == (p.mve_groups is not None) for _, p, (_, _, b) in built)
         for label, count in (("(all shifts 0)", 12), ("(shifts 1 and 2)", 12)):
             cases = [(p, b) for name, p, (_, _, b) in built if label in name and "(band constants)" not in name]
             assert len(cases) == count
@@ -331,6 +343,9 @@ def test_every_path_bit_exact_in_qemu(core: str, opt: str, built, tmp_path: Path
         pytest.skip("missing tools: " + "; ".join(missing))
     board = load_board(core)
     isa = "mve" if board.has_mve else ("dsp" if board.has_dsp else "c")
+    # a bundle keeps the groups of its own path only (render/bundle.py)
+    built = [(name, replace(p, **{f"{i}_groups": None for i in ("dsp", "mve") if i != isa}), inputs)
+             for name, p, inputs in built]
     bundle, glue, run = tmp_path / "bundle", tmp_path / "glue", tmp_path / "run"
     rt = data_dir("mcu_runtime")
     for rel in runtime_files([KERNEL]):

@@ -1,17 +1,21 @@
 """A layer a segment calls band by band carries build-time constants in its params (Kernel.band_constants):
-mcu_conv2d_s8's kernel_sums and channels_fast, mcu_depthwise_conv2d_s8's channels_fast. Each band call then
-neither sums the filter nor checks the channels again. Whole-layer calls carry none (no flash spent).
+mcu_conv2d_s8's kernel_sums and channels_fast, mcu_depthwise_conv2d_s8's channels_fast and its lean call's
+channel groups prepared for the core's fast path (dsp_groups on a DSP core, mve_groups on an MVE one). Each
+band call then neither sums the filter, checks the channels nor prepares the groups again. Whole-layer calls
+carry none (no flash spent).
 """
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from emitter.boards import load_board
-from emitter.calls import ConstArg
+from emitter.calls import ConstArg, Prepared
 from emitter.compiler import compile_model
 from emitter.render import bundle as bundle_module
 from emitter.target.toolchain import missing_tools
@@ -59,7 +63,10 @@ def test_streamed_layers_carry_their_constants(kind: str, core: str, tmp_path: P
             if p.kernel not in ("mcu_conv2d_s8", "mcu_depthwise_conv2d_s8"):
                 continue
             assert (".channels_fast = 1," in params_of(text, k)) == (k in banded), (memory, k)
-            if p.kernel == "mcu_depthwise_conv2d_s8":
+            if p.kernel == "mcu_depthwise_conv2d_s8":  # the groups of the core's own path only
+                for isa, on in (("dsp", "cortex-m4"), ("mve", "cortex-m55")):
+                    groups = f".{isa}_groups = net_l{k}_{isa}_groups," in params_of(text, k)
+                    assert groups == (k in banded and core == on), (memory, k, isa)
                 continue
             want = None
             if k in banded:
@@ -74,7 +81,8 @@ def test_streamed_layers_carry_their_constants(kind: str, core: str, tmp_path: P
 @pytest.mark.parametrize("core", ["cortex-m4", "cortex-m55"])
 def test_band_constants_bit_exact_and_faster(core: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The streamed plan is bit-exact in QEMU with the plain host build, and runs fewer instructions
-    than the same plan without the constants."""
+    than the same plan without the constants (but the depthwise groups: the plan gave their lean calls
+    no scratch)."""
     path = model(tmp_path)
     board = load_board(core)
     c = compile_model(path, name="net", board=board, memory="stream", io_nhwc=True)
@@ -83,7 +91,13 @@ def test_band_constants_bit_exact_and_faster(core: str, tmp_path: Path, monkeypa
     host_c = compile_model(path, name="net", memory="layer", isa="c", io_nhwc=True)
     want = run_host(host_c, emit(host_c, tmp_path / "host_bundle"), samples, tmp_path / "host")
     got, count = qemu_counted(c, board, samples, tmp_path / "host" / "glue", tmp_path / "with")
-    monkeypatch.setattr(bundle_module, "band_params", lambda p: p.params)
+    with_constants = bundle_module.band_params
+
+    def plain(p: Prepared) -> Any:  # the plan's lean depthwise calls need their groups: no scratch for them
+        full = with_constants(p)
+        groups = {f: getattr(full, f) for f in ("dsp_groups", "mve_groups") if getattr(full, f, None) is not None}
+        return replace(p.params, **groups) if groups else p.params
+    monkeypatch.setattr(bundle_module, "band_params", plain)
     got_plain, plain = qemu_counted(c, board, samples, tmp_path / "host" / "glue", tmp_path / "without")
     for k in range(len(samples)):
         for outs in (got, got_plain):
