@@ -17,8 +17,9 @@ ARM = [("cortex-m4", "dsp"), ("cortex-m7", "dsp"), ("cortex-m55", "mve")]
 def test_the_planner_rows_are_the_planners_only(core: str, isa: str) -> None:
     rows = cost_rows(core, isa)
     paths = {r.path for r in rows}
-    # the lean calls' paths, whole and by bands: on MVE the least scratch is the generic path's
-    lean = {lean_call("generic")} | ({lean_call(isa)} if isa == "dsp" else set())
+    # the lean calls' paths, whole and by bands: the generic path's, and the core's own (the DSP lean
+    # variant; on MVE the depthwise layers' MVE path from their build-time groups)
+    lean = {lean_call("generic"), lean_call(isa)}
     assert {band_path(isa)} | lean | {band_path(p) for p in lean} <= paths, "run scripts/cost_tables.py --planner"
     assert not {p for p in paths if p.startswith("lean") and not is_lean(p)}  # every lean row names its path
     choice = kc.load_table(core)  # the kernel choice: whole layers on their own paths, both candidates
@@ -32,7 +33,10 @@ def test_each_case_is_predicted_from_the_others(core: str, isa: str, kind: str) 
     """Leave-one-out: a case left out of its table is predicted within a few per cent (median)."""
     rows = cost_rows(core, isa)
     lean = sorted({r.path for r in rows if is_lean(r.path) and r.shape.kind == kind})
-    bounds = [(isa, 0.08), (band_path(isa), 0.06)] + [(p, 0.03 if p.endswith("/band") else 0.05) for p in lean]
+    # (a lean call's band rows on the MVE path, the depthwise layers' from build-time groups, as the
+    # MVE path's own band rows: its border windows and per-call set-up make them the noisier ones)
+    bounds = [(isa, 0.08), (band_path(isa), 0.06)] + [
+        (p, (0.06 if p == band_path(lean_call("mve")) else 0.03) if p.endswith("/band") else 0.05) for p in lean]
     for path, most in bounds:
         group = [r for r in rows if r.shape.kind == kind and r.path == path and r.shape.bits == 8]
         if len(group) < 20:  # (a lean path few cases take: the planner falls back, propose.MIN_PLANNER_ROWS)

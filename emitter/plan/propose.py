@@ -379,13 +379,14 @@ def lean_path_of(p: Prepared, isa: str) -> tuple[str, float]:
     twins' lean_path; else the generic path), and the factor on that path's table counts: the
     convolution's lean DSP variant (two positions a pass, channel pairs) runs LEAN_DSP_FACTOR times
     the table's DSP rows (four positions a pass), its MVE variant (groups of channels) LEAN_MVE_FACTOR
-    times the MVE rows; the depthwise one is the DSP path's own rows."""
+    times the MVE rows; the depthwise one (the DSP path's single rows, or the MVE path from its build-time
+    groups) is that path's own rows."""
     from emitter.backends.kernel_choice import bias_of
     from emitter.kernels import mcu_conv2d_s8 as conv_twin
     from emitter.kernels import mcu_depthwise_conv2d_s8 as dw_twin
 
-    if p.kernel == "mcu_depthwise_conv2d_s8":  # the DSP path's own single rows
-        return dw_twin.lean_path(cast(Any, p.params), bias_of(p), isa), 1.0
+    if p.kernel == "mcu_depthwise_conv2d_s8":  # with its build-time groups, as the lean call runs
+        return dw_twin.lean_path(band_params(p), bias_of(p), isa), 1.0
     if p.kernel != "mcu_conv2d_s8":
         return "generic", 1.0
     path = conv_twin.lean_path(band_params(p), bias_of(p), isa)
