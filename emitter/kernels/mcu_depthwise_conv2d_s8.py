@@ -183,7 +183,9 @@ def _requant2(p: DepthwiseConvParams) -> tuple[np.ndarray, np.ndarray, np.ndarra
     oo = int(p.q.output_offset)
     if p.q.rounding != ROUND_NEAREST_NO_TIE:
         return m, r, np.zeros(c_out, np.int64), (1 << (r - 1)) + (oo << r)
-    v = np.log2(m & -m).astype(np.int64)  # 2^v, the multiplier's lowest set bit
+    low = m & -m  # 2^v, the multiplier's lowest set bit (every multiplier > 0: quant.fast_round_ok)
+    v = np.zeros_like(m)
+    v[low > 0] = np.log2(low[low > 0]).astype(np.int64)
     lift2 = np.where(r == 0, 1 << 30, (1 << 30) + ((1 << 31) >> v))
     base = np.where(r == 0, oo - (m >> 2), (1 << np.maximum(r - 1, 0)) + (oo << r) - 1 - (m >> 2) - (m >> (v + 1)))
     return m, r, lift2, base

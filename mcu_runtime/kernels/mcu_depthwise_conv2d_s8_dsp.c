@@ -464,7 +464,8 @@ static void use_group(mcu_dw_pass_t *s, const int32_t *groups, mcu_dw_group4_t *
                       const int32_t *bias, int32_t c, int pairs)
 {
     if (groups != NULL) {
-        const int32_t *const q = groups + (c >> 2) * DW_DSP_GROUP_WORDS(mcu_dw_dsp_group_taps(s->p));
+        const int32_t words = DW_DSP_GROUP_WORDS(mcu_dw_dsp_group_taps(s->p));
+        const int32_t *const q = groups + (c >> 2) * words;
         s->g = (const mcu_dw_group4_t *)(const void *)q;
         s->w = (const int32_t(*)[2])(const void *)(q + 16);
         return;
@@ -573,7 +574,8 @@ void mcu_dw_dsp_shifted(const mcu_dw_pass_t *s, mcu_dw_group4_t *g, int32_t (*w)
     for (int32_t c = 0; c + 4 <= p->output.c; c += 4) {
         const int32_t(*wg)[2] = (const int32_t(*)[2])w;
         if (p->dsp_groups != NULL) { /* prepared at build time, in this layout */
-            const int32_t *const q = p->dsp_groups + (c >> 2) * DW_DSP_GROUP_WORDS(3 * DW_DSP_SHIFTED_COLS);
+            const int32_t words = DW_DSP_GROUP_WORDS(3 * DW_DSP_SHIFTED_COLS);
+            const int32_t *const q = p->dsp_groups + (c >> 2) * words;
             t.g = (const mcu_dw_group4_t *)(const void *)q;
             wg = (const int32_t(*)[2])(const void *)(q + 16);
         } else {
