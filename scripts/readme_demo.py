@@ -9,7 +9,7 @@ temporary folder; the block is its stdout without the `wrote ...` line (it holds
 The line above the block names the compiler, QEMU and onnxruntime it was measured with. With another
 compiler or QEMU only the instruction count and firmware sizes may differ; with another onnxruntime
 only the lines that quote onnxruntime's own figures; on another CPU the lines about onnxruntime's
-optimized session (host_dependent()). So the test compares those lines only where the versions match
+optimized session (host_neutral()). So the test compares those lines only where the versions match
 and never the host's (version_dependent())."""
 from __future__ import annotations
 
@@ -45,22 +45,29 @@ def versions() -> str:
     return f"{tool_versions()}, {ort_version()}"
 
 
-def host_dependent(line: str) -> bool:
-    """A line quoting onnxruntime's optimized session: its integer kernels depend on the host CPU
-    (u8s8 pair sums saturate without AVX-512 VNNI, emitter/verify/run.py ort_optimized_lines), so the
-    line, and whether it is printed at all, differs from machine to machine."""
-    text = line.strip()
-    return (ORT_WORD in text and "optimized" in text) or text.startswith(
-        ("cause: its u8s8", "see docs/onnxruntime_optimized_graph.md"))
+OPTIMIZED_NOTE = "   (a default, optimized onnxruntime session:"  # examples/run_demo.py's accuracy line
+
+
+def host_neutral(line: str) -> str | None:
+    """The line without what depends on the host CPU, None where all of it does: onnxruntime's
+    optimized session runs integer kernels that depend on it (u8s8 pair sums saturate without
+    AVX-512 VNNI, emitter/verify/run.py ort_optimized_lines), so its lines, and whether they and the
+    accuracy line's note on it are printed at all, differ from machine to machine."""
+    text = line.split(OPTIMIZED_NOTE, 1)[0].rstrip()
+    stripped = text.strip()
+    if (ORT_WORD in stripped and "optimized" in stripped) or stripped.startswith(
+            ("cause: its u8s8", "see docs/onnxruntime_optimized_graph.md")):
+        return None
+    return text
 
 
 def version_dependent(readme: str, line: str) -> bool:
     """True for a block line whose figure depends on a tool version other than the one the
-    README's intro names, or on the host CPU (host_dependent), so it cannot be compared here."""
+    README's intro names, or only on the host CPU (host_neutral), so it cannot be compared here."""
     intro = readme.splitlines()[block(readme)[0]]
     if line.strip().startswith(TOOL_LINES) and f"({tool_versions()}" not in intro:
         return True
-    return host_dependent(line) or (ORT_WORD in line and f", {ort_version()};" not in intro)
+    return host_neutral(line) is None or (ORT_WORD in line and f", {ort_version()};" not in intro)
 
 
 def demo_output() -> list[str]:

@@ -29,6 +29,8 @@ sets up a folder outside the repository holding a copy of examples/, where the b
 """
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import re
 import shlex
@@ -37,6 +39,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -235,11 +238,30 @@ def tool_versions() -> tuple[str, str]:
     return (f"arm-none-eabi-gcc {gcc}" if gcc else "", f"QEMU {qemu[3]}" if len(qemu) > 3 else "")
 
 
+@functools.cache
+def _readme_demo() -> Any:
+    """scripts/readme_demo.py, which writes README's demo block (its host_neutral() rule)."""
+    spec = importlib.util.spec_from_file_location("readme_demo", REPO / "scripts" / "readme_demo.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def neutral(line: str) -> str:
+    """The line without the note that depends on the host CPU (readme_demo.py's host_neutral)."""
+    return _readme_demo().host_neutral(line) or line
+
+
 def comparable(line: str, intro: str, ort_version: str) -> bool:
     """Whether a quoted output line is compared: mcugen's own figures always; a figure of the
     compiler and QEMU (instruction counts, firmware sizes) only when the paragraph above the block
-    names the versions installed here, and onnxruntime's only when it names the installed one."""
+    names the versions installed here, onnxruntime's only when it names the installed one, and never
+    a line about onnxruntime's optimized session (it depends on the host CPU: readme_demo.py's
+    host_neutral; the accuracy line is compared without its note on that session)."""
     text = line.strip()
+    if _readme_demo().host_neutral(text) is None:
+        return False
     if text.startswith(TOOL_LINES):
         gcc, qemu = tool_versions()
         return bool(gcc and qemu) and gcc in intro and qemu in intro
