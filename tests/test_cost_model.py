@@ -3,7 +3,6 @@ calls from each core's cost table, and the estimate of a whole plan against QEMU
 (benchmarks/memory.py measures every shared model; docs/memory.md's `estimate error` column)."""
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from emitter.boards import load_board
 from emitter.compiler import compile_model
 from emitter.plan.propose import base_estimate, cost_rows, layer_costs
 from emitter.plan.search import INSTRUCTIONS_PER_MAC
-from tests.harness.bundles import SHARED_MODELS
+from tests.harness.bundles import SHARED_MODELS, memory_measure
 from tests.harness.cmsis import CMSIS_NN, needs_cmsis
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,14 +62,6 @@ def test_a_core_without_a_table_borrows_its_isa_or_has_none() -> None:
     assert cost_rows("no-such-core", "c") == ()
 
 
-def _measure() -> object:
-    spec = importlib.util.spec_from_file_location("memory_bench", REPO / "benchmarks" / "memory.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.measure
-
-
 # Plans whose estimate is within 5 % of QEMU's count (docs/memory.md).
 @pytest.mark.slow
 @needs_qemu
@@ -91,7 +82,7 @@ def test_plan_estimate_within_5_percent_of_qemu(name: str, core: str, kind: str,
         pytest.skip("shared models not available")
     if backend == "cmsis-nn" and CMSIS_NN is None:
         pytest.skip("no CMSIS-NN")
-    row = _measure()(name, core, kind, tmp_path, backend=backend)  # type: ignore[operator]
+    row = memory_measure()(name, core, kind, tmp_path, backend=backend)
     assert row["bit_exact_vs_tflm"]
     est = row["estimated_instructions"]
     assert est is not None

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,18 @@ from emitter.resources import data_dir
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_MODELS = REPO.parent / "shared" / "models"
+
+
+def memory_measure() -> Callable[..., dict]:
+    """benchmarks/memory.py's measure(): one plan of a shared model built, run in QEMU and compared
+    with TFLM (its row of docs/memory.md)."""
+    spec = importlib.util.spec_from_file_location("memory_bench", REPO / "benchmarks" / "memory.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.measure  # type: ignore[no-any-return]
+
+
 MODEL_NAMES = ("mlperf_kws_dscnn", "mlperf_ic_resnet8", "mlperf_ad_fc_autoencoder",
                "tflm_hello_world", "tflm_micro_speech", "mlperf_vww_mobilenetv1")
 STRICT = ("-std=c99", "-Wall", "-Wextra", "-Wshadow", "-Wconversion", "-Wstrict-prototypes",

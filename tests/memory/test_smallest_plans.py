@@ -4,25 +4,15 @@ fast together"; cortex-m55's KWS is not: docs/memory_plans.md, stop 47). Slow (a
 built and run in QEMU each): `bash scripts/test.sh -m slow`."""
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.harness.bundles import SHARED_MODELS
+from tests.harness.bundles import SHARED_MODELS, memory_measure
 
-REPO = Path(__file__).resolve().parents[2]
 needs_qemu = pytest.mark.skipif(shutil.which("qemu-system-arm") is None or shutil.which("arm-none-eabi-gcc") is None,
                                 reason="needs qemu-system-arm and arm-none-eabi-gcc")
-
-
-def _measure() -> object:
-    spec = importlib.util.spec_from_file_location("memory_bench", REPO / "benchmarks" / "memory.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.measure
 
 
 @pytest.mark.slow
@@ -32,11 +22,11 @@ def _measure() -> object:
 def test_smallest_plan_within_135_percent(name: str, core: str, tmp_path: Path) -> None:
     if not (SHARED_MODELS / name).is_dir():
         pytest.skip("shared models not available")
-    measure = _measure()
+    measure = memory_measure()
     for kind in ("layer", "stream"):
         (tmp_path / kind).mkdir()
-    whole = measure(name, core, "layer", tmp_path / "layer")  # type: ignore[operator]
-    smallest = measure(name, core, "stream", tmp_path / "stream")  # type: ignore[operator]
+    whole = measure(name, core, "layer", tmp_path / "layer")
+    smallest = measure(name, core, "stream", tmp_path / "stream")
     assert whole["bit_exact_vs_tflm"] and smallest["bit_exact_vs_tflm"]
     assert smallest["activation_ram_bytes"] < whole["activation_ram_bytes"]
     assert smallest["instructions"] <= 1.35 * whole["instructions"], (smallest["instructions"], whole["instructions"])
