@@ -125,7 +125,9 @@ def buffer_size(p: Any, bias: np.ndarray | None, isa: str) -> int:
 # its ctx has room for that call's scratch and it is the faster (lean_fast; a streamed plan's bands over
 # the rows they have passed: stream.fed). mcugen gives every lean call the build-time constants
 # (band_constants; stream.band_params): its MVE variant then takes every channel a pass in groups, with
-# the least scratch, and may write over its input (lean_in_place). The C is asked about the params
+# the least scratch, and may write over its input (lean_in_place) given the room to copy the windows;
+# with less, where every window is one run of the input, the groups read them where they lie (only
+# their sums in scratch: MCU_CONV_MVE_LEAN_DIRECT, not over its input). The C is asked about the params
 # as they are: with the constants ("leans", "rooms", "lpws") or without.
 LEAN_C = "mcu_conv2d_s8_lean"
 
@@ -139,7 +141,8 @@ def _with(kind: str, p: Any) -> str:
 def lean_path(p: Any, bias: np.ndarray | None, isa: str) -> str:
     """The code path LEAN_C takes on `isa`: the fast path's lean variant ("dsp": at most two
     positions a pass, channel pairs; "mve": with the build-time constants every channel of three
-    positions in groups of 8 or 16, else blocks of 8 channels a call) where it needs at most
+    positions in groups of 8 or 16, their windows copied or read where they lie, else blocks of 8
+    channels a call) where it needs at most
     MCU_CONV_LEAN_EXTRA bytes more than the generic path, else "generic" (mcu_conv2d_s8_lean_path(),
     asked of the C)."""
     return kernel_info.ask(_with("lean", p), p, bias, isa)[0]

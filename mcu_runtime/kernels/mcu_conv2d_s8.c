@@ -31,7 +31,10 @@
  * of MCU_CONV_MVE_LEAN_GROUP channels, MCU_CONV_MVE_LEAN_WIDE where its ctx holds their sums
  * (mcu_conv2d_s8_lean_wide_buffer_size), none of the constants in scratch, and so over its input
  * as the fast call (mcu_conv2d_s8_lean_in_place_down), where its ctx holds the groups or they need
- * no more than the generic path (else that), and without the constants blocks of
+ * no more than the generic path; where it holds neither, the groups reading the windows where they
+ * lie (MCU_CONV_MVE_LEAN_DIRECT: the windows that are not one run of the input gathered, K bytes
+ * each, then their sums; three positions a pass, else two; not over its input) where they fit its
+ * ctx or need no more than the generic path; else the generic path; without the constants blocks of
  * MCU_CONV_MVE_LEAN_BLOCK channels a call; else the generic path. Its scratch on an ISA: mcu_conv2d_s8_lean_buffer_size
  * (mcu_conv2d_s8_internal.h). Where
  * its ctx holds the fast path's scratch it runs the fast call, unless on DSP its channel pairs are
@@ -56,7 +59,8 @@
  *   4 * (2 * row + n rounded up to even) of sums (row: n rounded up to 8, 16, 32 or 64), or K
  *   bytes if more and some window is not one run of the input (the patch shares the sums); the
  *   lean call's groups of g channels only the windows and their sums (row: g rounded up to 8 or
- *   16).
+ *   16), its direct groups the gathered windows (K bytes each, rounded up to 4) and the rows of
+ *   sums.
  */
 #include <stdint.h>
 
@@ -178,6 +182,17 @@ static int32_t groups_size(const mcu_conv_params_t *p, int32_t group, int gather
     return 48 * ((k + 15) >> 4) + (gathers && k > sums ? k : sums);
 }
 
+/* The lean call's MVE groups reading their windows where they lie (MCU_CONV_MVE_LEAN_DIRECT), at
+ * `windows` positions a pass: K bytes for each window where some are gathered, then that many rows
+ * of the group's sums. */
+static int32_t direct_size(const mcu_conv_params_t *p, int32_t group, int32_t windows, int gathers)
+{
+    const int32_t k = p->filter.h * p->filter.w * p->input.c;
+    const int32_t g = min32(p->output.c, group);
+    const int32_t row = g <= 8 ? 8 : g <= 16 ? 16 : g <= 32 ? 32 : 64;
+    return (gathers ? (windows * k + 3) & ~3 : 0) + 4 * ((windows - 1) * row + g + (g & 1));
+}
+
 /* The scratch bytes of `path` (per_pass: the DSP path's P; gathers: mcu_conv2d_s8_gathers(p));
  * lean: the lean call's variant (on MVE blocks of MCU_CONV_MVE_LEAN_BLOCK channels; on DSP the
  * caller passes its P). */
@@ -230,11 +245,25 @@ static int32_t lean_plan(const mcu_conv_params_t *p, const int32_t *bias, int32_
     const int32_t generic = path_size(p, MCU_PATH_GENERIC, 0, 1, gathers);
     const int groups = path == MCU_PATH_MVE && mcu_conv2d_s8_mve_lean_groups(p);
     if (groups) {
-        /* the least of the generic path and groups of MCU_CONV_MVE_LEAN_GROUP channels; the groups
-         * where the room holds them, MCU_CONV_MVE_LEAN_WIDE where it holds their sums (*per_pass:
-         * the channels of a group) */
+        /* the groups of MCU_CONV_MVE_LEAN_GROUP channels where the room holds them,
+         * MCU_CONV_MVE_LEAN_WIDE where it holds theirs (*per_pass: the channels of a group); with
+         * less room, the direct groups of three positions a pass, else of two, where they fit the
+         * room or need no more than the generic path; else the least of the generic path and the
+         * groups */
         const int32_t wide = groups_size(p, MCU_CONV_MVE_LEAN_WIDE, gathers);
-        if (*size > generic && room < *size) {
+        const int32_t budget = room > generic ? room : generic; /* the room, or the least */
+        const int32_t direct_wide = direct_size(p, MCU_CONV_MVE_LEAN_WIDE, 3, gathers);
+        const int32_t direct3 = direct_size(p, MCU_CONV_MVE_LEAN_GROUP, 3, gathers);
+        const int32_t direct2 = direct_size(p, MCU_CONV_MVE_LEAN_GROUP, 2, gathers);
+        if (room < *size && direct3 <= budget) {
+            /* no room to copy the windows: read where they lie, three positions a pass */
+            *per_pass = MCU_CONV_MVE_LEAN_DIRECT |
+                        (direct_wide <= room ? MCU_CONV_MVE_LEAN_WIDE : MCU_CONV_MVE_LEAN_GROUP);
+            *size = direct_wide <= room ? direct_wide : direct3;
+        } else if (room < *size && direct2 <= budget) {
+            *per_pass = MCU_CONV_MVE_LEAN_DIRECT | MCU_CONV_MVE_LEAN_TWO | MCU_CONV_MVE_LEAN_GROUP;
+            *size = direct2;
+        } else if (*size > generic && room < *size) {
             lean = MCU_PATH_GENERIC;
             *size = generic;
             *per_pass = 0;

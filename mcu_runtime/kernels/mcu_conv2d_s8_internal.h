@@ -41,6 +41,12 @@
  * fewer instructions on KWS's layers than 8 at a time). */
 #define MCU_CONV_MVE_LEAN_GROUP 8
 #define MCU_CONV_MVE_LEAN_WIDE 16
+/* Flags on the group of the lean call's MVE groups where its ctx has no room to copy the windows
+ * (the call then may not write over its input): DIRECT, the windows read where they lie in the
+ * input, those that are not one run of it (mcu_conv2d_s8_gathers) gathered into K bytes each, then
+ * the group's sums; TWO, two positions a pass (else three). */
+#define MCU_CONV_MVE_LEAN_DIRECT 0x100
+#define MCU_CONV_MVE_LEAN_TWO 0x200
 #define MCU_CONV_LEAN_EXTRA 256
 /* Largest window whose requantization may take the fast, exact mcu_requant2/mcu_requant4 arithmetic
  * (|acc| < 2^29 + 16384 * 255 * 128 < 2^30 with mcu_requant2_ok() constants). */
@@ -179,7 +185,8 @@ int mcu_conv2d_s8_mve_lean_groups(const mcu_conv_params_t *p);
 
 #if MCU_ISA_NATIVE == MCU_ISA_MVE
 /* mcu_conv2d_s8_mve.c; lean: 0, or the lean call's variant: with mcu_conv2d_s8_mve_lean_groups, every
- * channel a pass in groups of `lean` channels; else blocks of MCU_CONV_MVE_LEAN_BLOCK a call; fuse:
+ * channel a pass in groups of `lean` channels (| MCU_CONV_MVE_LEAN_DIRECT, | MCU_CONV_MVE_LEAN_TWO:
+ * the windows read where they lie); else blocks of MCU_CONV_MVE_LEAN_BLOCK a call; fuse:
  * mcu_conv2d_add_s8's residual Add, or NULL */
 void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const int8_t *filter,
                        const int32_t *bias, int8_t *output, int lean, void *scratch,

@@ -23,7 +23,10 @@
  * every channel, its three windows copied once a pass and then met by groups of `lean` channels
  * (8 or 16), each group's sums requantized before the next group's pass: the scratch holds the
  * windows and one group's sums, and the outputs of a pass are written after its windows are
- * copied (so it may write over its input). onnxruntime's rounding lifts a group's corrections into
+ * copied (so it may write over its input); where its ctx has no room for the copies and every
+ * window is one run of the input, the groups meet the windows where they lie (direct3_mve: three
+ * pointers, the same 12 instructions per 96 products; MCU_CONV_MVE_LEAN_DIRECT), the scratch only
+ * the group's sums, and the call not over its input. onnxruntime's rounding lifts a group's corrections into
  * the first row of its sums (lift_group), each read before the pass writes over it. Without the
  * constants, blocks of MCU_CONV_MVE_LEAN_BLOCK channels a call.
  * Inline assembly where optimizing (gcc -O0 cannot give the pass its twelve registers); the same
@@ -54,6 +57,22 @@
  * that one pointer walks all three.
  */
 #if MCU_CONV_MVE_ASM
+/* The asm's shared lines: the sums of windows 1 and 2 started from window 0's (SPLAT3; SPLAT2 for
+ * two windows), and the loop's products once the first channel's 16 bytes are in q0 and the
+ * windows' in q1..q3 (MAC3; MAC2 for two windows), then the second channel's (from %[v]). */
+#define MCU_CONV_SPLAT3 "mov %[s1], %[s0]\n\tmov %[s2], %[s0]\n\tmov %[s4], %[s3]\n\tmov %[s5], %[s3]\n"
+#define MCU_CONV_SPLAT2 "mov %[s1], %[s0]\n\tmov %[s4], %[s3]\n"
+#define MCU_CONV_MAC3                                                                              \
+    "vmladava.s8 %[s0], q0, q1\n\tvmladava.s8 %[s1], q0, q2\n\tvmladava.s8 %[s2], q0, q3\n\t"      \
+    "vldrb.8 q0, [%[v]], #16\n\t"                                                                  \
+    "vmladava.s8 %[s3], q0, q1\n\tvmladava.s8 %[s4], q0, q2\n\tvmladava.s8 %[s5], q0, q3\n\t"      \
+    "letp lr, 2b\n"
+#define MCU_CONV_MAC2                                                                              \
+    "vmladava.s8 %[s0], q0, q1\n\tvmladava.s8 %[s1], q0, q2\n\t"                                   \
+    "vldrb.8 q0, [%[v]], #16\n\t"                                                                  \
+    "vmladava.s8 %[s3], q0, q1\n\tvmladava.s8 %[s4], q0, q2\n\t"                                   \
+    "letp lr, 2b\n"
+
 /* Two channels (weights w0, w1; corrections corr[0..1]) at the three windows: sums[0..1] of
  * each row. */
 MCU_CONV_INLINE void pair_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
@@ -61,23 +80,13 @@ MCU_CONV_INLINE void pair_mve(const int8_t *w0, const int8_t *w1, const int8_t *
 {
     int32_t s0 = corr[0], s1, s2, s3 = corr[1], s4, s5;
     __asm__ volatile("wlstp.8 lr, %[k], 1f\n\t"
-                     "mov %[s1], %[s0]\n\t"
-                     "mov %[s2], %[s0]\n\t"
-                     "mov %[s4], %[s3]\n\t"
-                     "mov %[s5], %[s3]\n"
+                     MCU_CONV_SPLAT3
                      "2:\n\t"
                      "vldrb.8 q0, [%[u]], #16\n\t"
                      "vldrb.8 q2, [%[x], #16]\n\t"
                      "vldrb.8 q3, [%[x], #32]\n\t"
                      "vldrb.8 q1, [%[x]], #48\n\t"
-                     "vmladava.s8 %[s0], q0, q1\n\t"
-                     "vmladava.s8 %[s1], q0, q2\n\t"
-                     "vmladava.s8 %[s2], q0, q3\n\t"
-                     "vldrb.8 q0, [%[v]], #16\n\t"
-                     "vmladava.s8 %[s3], q0, q1\n\t"
-                     "vmladava.s8 %[s4], q0, q2\n\t"
-                     "vmladava.s8 %[s5], q0, q3\n\t"
-                     "letp lr, 2b\n"
+                     MCU_CONV_MAC3
                      "1:\n\t"
                      "strd %[s0], %[s3], [%[o]]\n\t"
                      "strd %[s1], %[s4], [%[o], %[r1]]\n\t"
@@ -95,18 +104,12 @@ MCU_CONV_INLINE void pair2_mve(const int8_t *w0, const int8_t *w1, const int8_t 
 {
     int32_t s0 = corr[0], s1, s3 = corr[1], s4;
     __asm__ volatile("wlstp.8 lr, %[k], 1f\n\t"
-                     "mov %[s1], %[s0]\n\t"
-                     "mov %[s4], %[s3]\n"
+                     MCU_CONV_SPLAT2
                      "2:\n\t"
                      "vldrb.8 q0, [%[u]], #16\n\t"
                      "vldrb.8 q2, [%[x], #16]\n\t"
                      "vldrb.8 q1, [%[x]], #48\n\t"
-                     "vmladava.s8 %[s0], q0, q1\n\t"
-                     "vmladava.s8 %[s1], q0, q2\n\t"
-                     "vldrb.8 q0, [%[v]], #16\n\t"
-                     "vmladava.s8 %[s3], q0, q1\n\t"
-                     "vmladava.s8 %[s4], q0, q2\n\t"
-                     "letp lr, 2b\n"
+                     MCU_CONV_MAC2
                      "1:\n"
                      : [s0] "+Te"(s0), [s1] "=&Te"(s1), [s3] "+Te"(s3), [s4] "=&Te"(s4),
                        [u] "+r"(w0), [v] "+r"(w1), [x] "+r"(xq)
@@ -140,40 +143,122 @@ MCU_CONV_INLINE void pair1_mve(const int8_t *w0, const int8_t *w1, const int8_t 
     sums[1] = s3;
 }
 #else
-static void pair_windows(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
-                         const int32_t *corr, int32_t *sums, int32_t row, int32_t windows)
+/* The asm's arithmetic in intrinsics: two channels at `windows` windows x[i] whose 16-byte chunks are
+ * `step` bytes apart (48: interleaved; 16: read where they lie), sums `row` words apart. */
+static void pair_windows(const int8_t *w0, const int8_t *w1, const int8_t *const x[3], int32_t step,
+                         int32_t k, const int32_t *corr, int32_t *sums, int32_t row, int32_t windows)
 {
     const int32_t start[2] = {corr[0], corr[1]}; /* (corr may lie in the first row of sums) */
     for (int32_t b = 0; b < 2; ++b) {
         for (int32_t i = 0; i < windows; ++i) {
             int32_t acc = start[b];
             const int8_t *w = b == 0 ? w0 : w1;
-            const int8_t *x = xq + 16 * i;
-            for (int32_t r = k; r > 0; r -= 16, w += 16, x += 48) {
+            const int8_t *xi = x[i];
+            for (int32_t r = k; r > 0; r -= 16, w += 16, xi += step) {
                 const mve_pred16_t pr = vctp8q((uint32_t)r);
-                acc = vmladavaq_s8(acc, vldrbq_z_s8(x, pr), vldrbq_z_s8(w, pr));
+                acc = vmladavaq_s8(acc, vldrbq_z_s8(xi, pr), vldrbq_z_s8(w, pr));
             }
             sums[i * row + b] = acc;
         }
     }
 }
 
+static void interleaved(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
+                        const int32_t *corr, int32_t *sums, int32_t row, int32_t windows)
+{
+    const int8_t *const x[3] = {xq, xq + 16, xq + 32};
+    pair_windows(w0, w1, x, 48, k, corr, sums, row, windows);
+}
+
 static void pair_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
                      const int32_t *corr, int32_t *sums, int32_t row)
 {
-    pair_windows(w0, w1, xq, k, corr, sums, row, 3);
+    interleaved(w0, w1, xq, k, corr, sums, row, 3);
 }
 
 static void pair2_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
                       const int32_t *corr, int32_t *sums, int32_t row)
 {
-    pair_windows(w0, w1, xq, k, corr, sums, row, 2);
+    interleaved(w0, w1, xq, k, corr, sums, row, 2);
 }
 
 static void pair1_mve(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
                       const int32_t *corr, int32_t *sums)
 {
-    pair_windows(w0, w1, xq, k, corr, sums, 0, 1);
+    interleaved(w0, w1, xq, k, corr, sums, 0, 1);
+}
+#endif
+
+/* Two channels (weights w0, w1; corrections corr[0..1]) at windows x0, x1 and x2 read where they lie
+ * (the lean call's direct groups, MCU_CONV_MVE_LEAN_DIRECT): o[0..1] of each row (rows `row` words
+ * apart), 12 instructions per 96 products as pair_mve. direct2_mve: windows x0 and x1 only (9 per
+ * 64; x1 == x0 for one window, its second row not written). */
+#if MCU_CONV_MVE_ASM
+MCU_CONV_INLINE void direct3_mve(const int8_t *w0, const int8_t *w1, const int8_t *x0,
+                                 const int8_t *x1, const int8_t *x2, int32_t k, const int32_t *corr,
+                                 int32_t *o, int32_t row)
+{
+    int32_t s0 = corr[0], s1, s2, s3 = corr[1], s4, s5;
+    register int32_t n __asm__("lr") = k; /* (twelve registers besides: k in the loop's own) */
+    __asm__ volatile("wlstp.8 lr, lr, 1f\n\t"
+                     MCU_CONV_SPLAT3
+                     "2:\n\t"
+                     "vldrb.8 q0, [%[u]], #16\n\t"
+                     "vldrb.8 q1, [%[a]], #16\n\t"
+                     "vldrb.8 q2, [%[b]], #16\n\t"
+                     "vldrb.8 q3, [%[d]], #16\n\t"
+                     MCU_CONV_MAC3
+                     "1:\n"
+                     : [s0] "+Te"(s0), [s1] "=&Te"(s1), [s2] "=&Te"(s2), [s3] "+Te"(s3),
+                       [s4] "=&Te"(s4), [s5] "=&Te"(s5), [u] "+r"(w0), [v] "+r"(w1), [a] "+r"(x0),
+                       [b] "+r"(x1), [d] "+r"(x2), [n] "+r"(n)
+                     :
+                     : "q0", "q1", "q2", "q3", "memory");
+    o[0] = s0;
+    o[1] = s3;
+    o[row] = s1;
+    o[row + 1] = s4;
+    o[2 * row] = s2;
+    o[2 * row + 1] = s5;
+}
+
+MCU_CONV_INLINE void direct2_mve(const int8_t *w0, const int8_t *w1, const int8_t *x0,
+                                 const int8_t *x1, int32_t k, const int32_t *corr, int32_t *o,
+                                 int32_t row, int32_t count)
+{
+    int32_t s0 = corr[0], s1, s3 = corr[1], s4;
+    __asm__ volatile("wlstp.8 lr, %[k], 1f\n\t"
+                     MCU_CONV_SPLAT2
+                     "2:\n\t"
+                     "vldrb.8 q0, [%[u]], #16\n\t"
+                     "vldrb.8 q1, [%[a]], #16\n\t"
+                     "vldrb.8 q2, [%[b]], #16\n\t"
+                     MCU_CONV_MAC2
+                     "1:\n"
+                     : [s0] "+Te"(s0), [s1] "=&Te"(s1), [s3] "+Te"(s3), [s4] "=&Te"(s4),
+                       [u] "+r"(w0), [v] "+r"(w1), [a] "+r"(x0), [b] "+r"(x1)
+                     : [k] "r"(k)
+                     : "q0", "q1", "q2", "memory", "r14");
+    o[0] = s0;
+    o[1] = s3;
+    if (count == 2) {
+        o[row] = s1;
+        o[row + 1] = s4;
+    }
+}
+#else
+static void direct3_mve(const int8_t *w0, const int8_t *w1, const int8_t *x0, const int8_t *x1,
+                        const int8_t *x2, int32_t k, const int32_t *corr, int32_t *o, int32_t row)
+{
+    const int8_t *const x[3] = {x0, x1, x2};
+    pair_windows(w0, w1, x, 16, k, corr, o, row, 3);
+}
+
+static void direct2_mve(const int8_t *w0, const int8_t *w1, const int8_t *x0, const int8_t *x1,
+                        int32_t k, const int32_t *corr, int32_t *o, int32_t row, int32_t count)
+{
+    const int8_t *const x[3] = {x0, x1, x1};
+    pair_windows(w0, w1, x, 16, k, corr, o, row, count);
 }
 #endif
 
@@ -266,6 +351,81 @@ MCU_CONV_INLINE void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32
     default:
         pass_64(c, xq, sums);
         break;
+    }
+}
+
+/* The block's channels at `count` windows x[0..count-1] read where they lie (the lean call's direct
+ * groups), their sums `row` words apart: a pair at a time, an odd last channel as pass_rows's. One
+ * function per row length and count of three or fewer (immediates in the stores). */
+MCU_CONV_INLINE void pass_direct_rows(const mcu_conv_block_t *c, const int8_t *const x[3],
+                                      int32_t *sums, int32_t row, int32_t count)
+{
+    const int32_t k = c->filter_size;
+    const int32_t n = c->oc_end - c->oc_base;
+    const int32_t *corr = c->corr;
+    const int8_t *w = c->filter + c->oc_base * k;
+    const int8_t *const x0 = x[0];
+    const int8_t *const x1 = x[count > 1 ? 1 : 0];
+    const int8_t *const x2 = x[2];
+    for (int32_t m = n >> 1; m > 0; --m) {
+        if (count == 3) {
+            direct3_mve(w, w + k, x0, x1, x2, k, corr, sums, row);
+        } else {
+            direct2_mve(w, w + k, x0, x1, k, corr, sums, row, count);
+        }
+        w += 2 * k;
+        corr += 2;
+        sums += 2;
+    }
+    if ((n & 1) != 0) {
+        /* with the one before it, or alone where it is the only one or corr lies in sums (pass_rows) */
+        const int32_t lone[2] = {corr[0], corr[0]};
+        const int pair = n > 1 && corr != sums;
+        const int8_t *const w0 = pair ? w - k : w;
+        const int32_t *const pc = pair ? corr - 1 : lone;
+        int32_t *const o = pair ? sums - 1 : sums; /* alone: its second column unused */
+        if (count == 3) {
+            direct3_mve(w0, w, x0, x1, x2, k, pc, o, row);
+        } else {
+            direct2_mve(w0, w, x0, x1, k, pc, o, row, count);
+        }
+    }
+}
+
+#define MCU_CONV_DIRECT(ROW, COUNT)                                                                \
+    MCU_CONV_NOINLINE static void direct_##ROW##_##COUNT(const mcu_conv_block_t *c,              \
+                                                         const int8_t *const x[3], int32_t *sums) \
+    {                                                                                              \
+        pass_direct_rows(c, x, sums, ROW, COUNT);                                                  \
+    }
+MCU_CONV_DIRECT(8, 3)
+MCU_CONV_DIRECT(16, 3)
+MCU_CONV_DIRECT(8, 2)
+MCU_CONV_DIRECT(16, 2)
+
+/* pass_direct_rows for a pass of one position. */
+MCU_CONV_NOINLINE static void direct_one(const mcu_conv_block_t *c, const int8_t *const x[3],
+                                         int32_t *sums)
+{
+    pass_direct_rows(c, x, sums, 8, 1);
+}
+
+/* The direct groups' rows are 8 or 16 words apart (groups of MCU_CONV_MVE_LEAN_GROUP or _WIDE). */
+static void pass_direct(const mcu_conv_block_t *c, const int8_t *const x[3], int32_t *sums,
+                        int32_t row, int32_t count)
+{
+    if (count == 1) {
+        direct_one(c, x, sums);
+    } else if (count == 2) {
+        if (row == 8) {
+            direct_8_2(c, x, sums);
+        } else {
+            direct_16_2(c, x, sums);
+        }
+    } else if (row == 8) {
+        direct_8_3(c, x, sums);
+    } else {
+        direct_16_3(c, x, sums);
     }
 }
 
@@ -422,11 +582,10 @@ static void gather_mve(const mcu_conv_block_t *c, const mcu_conv_window_t *win, 
     }
 }
 
-/* The window of output position (b, y, x), some tap outside the input or not in whole chunks,
- * gathered into patch (padding taps holding the input zero point), then as window i (xq_i). */
-MCU_CONV_NOINLINE static void gathered_window(const mcu_conv_block_t *c, const int8_t *input,
-                                              int32_t b, int32_t y, int32_t x, int8_t *xq_i,
-                                              int8_t *patch)
+/* The window of output position (b, y, x) gathered into patch (padding taps holding the input zero
+ * point); returns patch. */
+MCU_CONV_NOINLINE static const int8_t *gather_at(const mcu_conv_block_t *c, const int8_t *input,
+                                                 int32_t b, int32_t y, int32_t x, int8_t *patch)
 {
     const mcu_conv_params_t *const p = c->params;
     mcu_conv_window_t win;
@@ -436,7 +595,15 @@ MCU_CONV_NOINLINE static void gathered_window(const mcu_conv_block_t *c, const i
     valid_taps(win.y0, p->dilation_h, p->filter.h, p->input.h, &win.ky_begin, &win.ky_end);
     valid_taps(win.x0, p->dilation_w, p->filter.w, p->input.w, &win.kx_begin, &win.kx_end);
     gather_mve(c, &win, patch);
-    copy_mve(xq_i, patch, c->filter_size, 48);
+    return patch;
+}
+
+/* The window of output position (b, y, x), some tap outside the input or not in whole chunks,
+ * gathered into patch, then as window i (xq_i). */
+static void gathered_window(const mcu_conv_block_t *c, const int8_t *input, int32_t b, int32_t y,
+                            int32_t x, int8_t *xq_i, int8_t *patch)
+{
+    copy_mve(xq_i, gather_at(c, input, b, y, x, patch), c->filter_size, 48);
 }
 
 /* First and last + 1 output coordinate whose window lies inside an input of `size`. */
@@ -471,12 +638,13 @@ static void lift_group(const mcu_conv_block_t *g, int32_t *corr)
     }
 }
 
-/* The pass of `count` windows in xq met by the block's channels in groups of `group` (the lean
- * call's; rows of sums `sums_len` words apart), each group's sums requantized into out before the
- * next group's pass (c->corr NULL: each group's corrections lifted by lift_group into the first row
- * of its sums). */
-MCU_CONV_NOINLINE static void groups_pass(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums,
-                                          int32_t sums_len, int8_t *out, int32_t count, int32_t group)
+/* The pass of `count` windows in xq (NULL: at x[0..count-1], read where they lie) met by the
+ * block's channels in groups of `group` (the lean call's; rows of sums `sums_len` words apart), each
+ * group's sums requantized into out before the next group's pass (c->corr NULL: each group's
+ * corrections lifted by lift_group into the first row of its sums). */
+MCU_CONV_NOINLINE static void groups_pass(const mcu_conv_block_t *c, const int8_t *xq,
+                                          const int8_t *const x[3], int32_t *sums, int32_t sums_len,
+                                          int8_t *out, int32_t count, int32_t group)
 {
     mcu_conv_block_t g = *c;
     for (g.oc_base = c->oc_base; g.oc_base < c->oc_end; g.oc_base = g.oc_end) {
@@ -488,7 +656,11 @@ MCU_CONV_NOINLINE static void groups_pass(const mcu_conv_block_t *c, const int8_
         } else {
             g.corr = c->corr + (g.oc_base - c->oc_base);
         }
-        pass_mve(&g, xq, sums, sums_len, count);
+        if (xq != NULL) {
+            pass_mve(&g, xq, sums, sums_len, count);
+        } else {
+            pass_direct(&g, x, sums, sums_len, count);
+        }
         if (c->fuse != NULL) {
             requant_rows_fused(&g, sums, sums_len, out, count);
         } else {
@@ -503,10 +675,12 @@ MCU_CONV_NOINLINE static void groups_pass(const mcu_conv_block_t *c, const int8_
  * 1), straight into the buffer when each run is whole 16-byte chunks, else through patch; the
  * others are gathered. group: the channels a pass meets and requantizes at a time (the block's,
  * or fewer: the lean call's groups, their sums in fewer bytes); c->corr NULL: each group's lifted
- * from the params' kernel_sums (lift_group). */
+ * from the params' kernel_sums (lift_group); xq NULL: the lean call's direct groups, `per` (2 or 3)
+ * positions a pass, each window read where it lies where it is one run inside the input, else
+ * gathered into its own K bytes at patch + i * K. */
 MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const int8_t *input,
                                              int8_t *output, int32_t *sums, int8_t *xq,
-                                             int8_t *patch, int32_t group)
+                                             int8_t *patch, int32_t group, int32_t per)
 {
     const mcu_conv_params_t *const p = c->params;
     const int32_t out_h = p->output.h;
@@ -530,15 +704,20 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
     const int32_t positions = p->input.n * out_h * out_w;
     const int32_t n = c->oc_end - c->oc_base;
     const int32_t sums_len = sums_row(group < n ? group : n);
-    const int grouped = group < n || c->corr == NULL;
+    const int grouped = group < n || c->corr == NULL || xq == NULL;
     int32_t b = 0, y = 0, x = 0; /* the next position */
     /* offset of the window of (b, y, 0) in the input (negative above and left of it) */
     int32_t row = -p->pad_top * c->in_row - p->pad_left * in_c;
-    for (int32_t n0 = 0; n0 < positions; n0 += 3) {
-        const int32_t count = positions - n0 < 3 ? positions - n0 : 3;
+    const int8_t *at[3] = {input, input, input}; /* direct: the windows of a pass */
+    for (int32_t n0 = 0; n0 < positions; n0 += per) {
+        const int32_t count = positions - n0 < per ? positions - n0 : per;
         for (int32_t i = 0; i < count; ++i) {
-            int8_t *const xq_i = xq + 16 * i;
-            if (x >= x_first && x < x_end && y >= y_first && y < y_end) {
+            int8_t *const xq_i = xq != NULL ? xq + 16 * i : NULL;
+            const int inside = x >= x_first && x < x_end && y >= y_first && y < y_end;
+            if (xq == NULL) {
+                at[i] = inside && one_run ? input + row + x * x_step
+                                          : gather_at(c, input, b, y, x, patch + i * c->filter_size);
+            } else if (inside) {
                 const int8_t *const src = input + row + x * x_step;
                 if (one_run) {
                     copy_mve(xq_i, src, run, 48);
@@ -566,7 +745,7 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
             }
         }
         if (grouped) {
-            groups_pass(c, xq, sums, sums_len, output + n0 * p->output.c, count, group);
+            groups_pass(c, xq, at, sums, sums_len, output + n0 * p->output.c, count, group);
             continue;
         }
         pass_mve(c, xq, sums, sums_len, count);
@@ -581,7 +760,7 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
 void mcu_conv2d_s8_mve_block(const mcu_conv_block_t *c, const int8_t *input, int8_t *output,
                              int32_t *sums, int8_t *xq, int8_t *patch)
 {
-    conv_block_mve(c, input, output, sums, xq, patch, c->oc_end - c->oc_base);
+    conv_block_mve(c, input, output, sums, xq, patch, c->oc_end - c->oc_base, 3);
 }
 
 /* The sum of n int8 (VADDVA, 16 per instruction). */
@@ -672,11 +851,20 @@ void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const in
          * input as the fast call does) */
         const int no_tie = p->q.rounding == MCU_ROUND_NEAREST_NO_TIE; /* lift_group's corrections */
         mcu_conv_block_init(&c, p, filter, no_tie ? NULL : p->kernel_sums, p->requant_bases, fuse);
-        int8_t *const xq = (int8_t *)scratch;
-        int32_t *const sums = (int32_t *)(void *)(xq + 48 * ((c.filter_size + 15) >> 4));
+        const int32_t k = c.filter_size;
+        int8_t *const bytes = (int8_t *)scratch;
         c.oc_base = 0;
         c.oc_end = out_c;
-        conv_block_mve(&c, input, output, sums, xq, (int8_t *)(void *)sums, lean);
+        if ((lean & MCU_CONV_MVE_LEAN_DIRECT) != 0) {
+            /* the gathered windows' K bytes each (where some are), then the sums */
+            const int32_t per = (lean & MCU_CONV_MVE_LEAN_TWO) != 0 ? 2 : 3;
+            const int32_t patches = mcu_conv2d_s8_gathers(p) ? (per * k + 3) & ~3 : 0;
+            conv_block_mve(&c, input, output, (int32_t *)(void *)(bytes + patches), NULL, bytes,
+                           lean & ~(MCU_CONV_MVE_LEAN_DIRECT | MCU_CONV_MVE_LEAN_TWO), per);
+            return;
+        }
+        int32_t *const sums = (int32_t *)(void *)(bytes + 48 * ((k + 15) >> 4));
+        conv_block_mve(&c, input, output, sums, bytes, (int8_t *)(void *)sums, lean, 3);
         return;
     }
     const int32_t block = lean ? MCU_CONV_MVE_LEAN_BLOCK : MCU_CONV_MVE_OC_BLOCK;
@@ -691,7 +879,7 @@ void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const in
     for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += block) {
         c.oc_end = out_c - c.oc_base < block ? out_c : c.oc_base + block;
         block_constants(&c, bias, corr, base);
-        conv_block_mve(&c, input, output, sums, xq, (int8_t *)(void *)sums, c.oc_end - c.oc_base);
+        conv_block_mve(&c, input, output, sums, xq, (int8_t *)(void *)sums, c.oc_end - c.oc_base, 3);
     }
 }
 

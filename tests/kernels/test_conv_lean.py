@@ -15,7 +15,10 @@ mcu_conv2d_s8 itself, with its exact scratch and the canaries (the DSP path's on
 MVE path's patch in the sums' bytes). Every case runs again in onnxruntime numerics (the DSP
 pairs' mcu_requant2_lift constants), and again with the build-time constants mcugen gives every lean
 call (band_constants: kernel_sums, requant_bases, channels_fast), with which the MVE variant takes
-every channel a pass in groups of MCU_CONV_MVE_LEAN_GROUP and needs the least scratch.
+every channel a pass in groups of MCU_CONV_MVE_LEAN_GROUP and needs the least scratch: where every
+window is one run of the input and its ctx has no room to copy them, the groups read the windows where
+they lie (MCU_CONV_MVE_LEAN_DIRECT: only the sums in scratch). Each case runs with twice its least
+scratch too (the direct groups of MCU_CONV_MVE_LEAN_WIDE where they are the least).
 """
 from __future__ import annotations
 
@@ -49,13 +52,23 @@ LEAN = {
     "s2_d2_batch2": Conv(7, 7, 2, 4, (3, 3), (2, 2, 2, 2), (2, 2), (2, 2), n=2),
     "too_large_k288": Conv(4, 4, 32, 6, (3, 3), (1, 1, 1, 1)),        # variants too large: generic
     "patch_over_sums": Conv(5, 5, 16, 3, (3, 3), (1, 1, 1, 1)),       # MVE: a K-byte patch beyond the sums
+    # MVE direct groups (windows read where they lie): groups of 8, 8 and 3 (an odd last pair) two
+    # positions a pass (the generic path's 76 bytes hold no more); K 48 in three chunks
+    "direct_1x1_c19": Conv(4, 5, 48, 19, (1, 1)),
+    # three positions a pass across rows and batches, a last of two (K 5, one predicated chunk), its
+    # wide groups' sums in twice the least
+    "direct_1x1_s2_n2": Conv(7, 7, 5, 35, (1, 1), stride=(2, 2), n=2),
+    # gathered windows, K bytes each: three a pass (K 12, 33 channels), two (K 40, as KWS's first layer)
+    "direct_gathered_k12": Conv(7, 6, 3, 33, (2, 2), (1, 1, 1, 0), (2, 1)),
+    "direct_gathered_two_k40": Conv(12, 6, 1, 36, (10, 4), (4, 5, 1, 2), (2, 2)),
 }
 
 
 def net_c(cases: list[tuple[ConvParams, list[Any], int]]) -> str:
     """Every case's constants and net_run_multi running them in turn: output 0 every case's lean
     output, then every case's mcu_conv2d_s8 output, then every case's lean output with the scratch of
-    its wide variant (lean_wide_buffer_size), then with a byte less (the MVE groups of 8); output 1
+    its wide variant (lean_wide_buffer_size), then with a byte less (the MVE groups of 8), then with
+    twice its least; output 1
     per case its lean path (1 byte) and a status byte (0: fine; else what failed)."""
     decls, calls, off = [], [], 0
     total = sum(p.output.n * p.output.h * p.output.w * p.output.c for p, _, _ in cases)
@@ -78,7 +91,7 @@ def net_c(cases: list[tuple[ConvParams, list[Any], int]]) -> str:
         wide = conv_twin.lean_wide_buffer_size(p, b, "any")
         calls.append(f"    run_case(&p{k}, x{k}, w{k}, b{k}, {need}, {wide}, outputs[0] + {off}, "
                      f"outputs[0] + {total + off}, outputs[0] + {2 * total + off}, "
-                     f"outputs[0] + {3 * total + off}, outputs[1] + {2 * k});\n")
+                     f"outputs[0] + {3 * total + off}, outputs[0] + {4 * total + off}, outputs[1] + {2 * k});\n")
         off += p.output.n * p.output.h * p.output.w * p.output.c
     runner = f"""
 static int32_t scratch[1024];
@@ -106,12 +119,12 @@ static int8_t run(int lean, const mcu_conv_params_t *p, const int8_t *x, const i
 }}
 
 /* the lean call with `need` bytes (the twin's lean_buffer_size), then mcu_conv2d_s8 with its own,
- * then the lean call with `wide` bytes and with a byte less; meta: the lean path, then a status
- * (run(); 2: the lean call accepted no scratch; + 4: that of mcu_conv2d_s8; + 8: that of the wide
- * lean call; + 12: that of the one a byte short of it) */
+ * then the lean call with `wide` bytes, with a byte less, and with twice `need`; meta: the lean path,
+ * then a status (run(); 2: the lean call accepted no scratch; + 4: that of mcu_conv2d_s8; + 8: that
+ * of the wide lean call; + 12: that of the one a byte short of it; + 16: that of twice the least) */
 static void run_case(const mcu_conv_params_t *p, const int8_t *x, const int8_t *w, const int32_t *b,
                      int32_t need, int32_t wide, int8_t *out_lean, int8_t *out, int8_t *out_wide,
-                     int8_t *out_short, int8_t *meta)
+                     int8_t *out_short, int8_t *out_twice, int8_t *meta)
 {{
     meta[0] = (int8_t)mcu_conv2d_s8_lean_path(p, b, MCU_ISA_NATIVE);
     const mcu_context_t none = {{NULL, 0}};
@@ -130,6 +143,10 @@ static void run_case(const mcu_conv_params_t *p, const int8_t *x, const int8_t *
     const int8_t short_status = run(1, p, x, w, b, wide > need ? wide - 1 : need, out_short);
     if (short_status != 0) {{
         meta[1] = (int8_t)(12 + short_status);
+    }}
+    const int8_t twice_status = run(1, p, x, w, b, 2 * need, out_twice);
+    if (twice_status != 0) {{
+        meta[1] = (int8_t)(16 + twice_status);
     }}
 }}
 
@@ -172,6 +189,12 @@ def test_lean_paths_reached(cases) -> None:
             assert conv_twin.lean_path_with(q, i[2], "mve", wide) == "mve"
             assert conv_twin.lean_path_with(q, i[2], "mve", wide - 1) in ("mve", "generic")
         assert conv_twin.lean_buffer_size(q, i[2], "mve") <= conv_twin.lean_buffer_size(p, i[2], "mve") <= wide + 256
+    # direct: three (or two) rows of 8 channels' sums, after the gathered windows where there are some
+    # (not one_run_1x1's 9 channels: the generic path's 36 bytes are fewer)
+    for n, size in (("direct_1x1_c19", 64), ("direct_1x1_s2_n2", 96),
+                    ("direct_gathered_k12", 3 * 12 + 96), ("direct_gathered_two_k40", 2 * 40 + 64)):
+        q, i, _ = constant[list(LEAN).index(n)]
+        assert conv_twin.lean_path(q, i[2], "mve") == "mve" and conv_twin.lean_buffer_size(q, i[2], "mve") == size, n
     for p, inputs, need in cases:  # one figure for every target: at least each target's fast variant
         assert need >= conv_twin.buffer_size(p, inputs[2], "c")
 
@@ -182,21 +205,22 @@ def test_lean_paths_reached(cases) -> None:
 def test_lean_bit_exact_on_every_core(core: str, opt: str, cases, tmp_path: Path) -> None:
     isa = isa_of(load_board(core))
     golden = [np.asarray(mcu_conv2d_s8(p, *inputs), np.int8).ravel() for p, inputs, _ in cases]
-    golden += golden + golden + golden  # the lean call's, mcu_conv2d_s8's, the wide lean call's, a byte short
+    golden += golden + golden + golden + golden  # the lean call's, mcu_conv2d_s8's, the wide, a byte short, twice
     want = np.concatenate(golden)
     raw = run_bundle_on_qemu(core, ["mcu_conv2d_s8"], net_c(cases), [1], [want.size, 2 * len(cases)],
                              b"\0", tmp_path, opt)
     got = np.frombuffer(raw[:want.size], np.int8)
     names = [*LEAN, *(f"{n} (onnxruntime numerics)" for n in LEAN)]
     names += [f"{n} (constants)" for n in names]
-    names += [f"{n}: mcu_conv2d_s8" for n in names] + [f"{n}: wide" for n in names] + [f"{n}: short" for n in names]
+    names += ([f"{n}: mcu_conv2d_s8" for n in names] + [f"{n}: wide" for n in names]
+              + [f"{n}: short" for n in names] + [f"{n}: twice" for n in names])
     starts = np.cumsum([0] + [g.size for g in golden])
     bad = [names[k] for k, g in enumerate(golden) if not np.array_equal(got[starts[k]:starts[k] + g.size], g)]
     assert not bad, f"{bad} differ from the golden on {core} {opt}"
     meta = raw[want.size:]
     status = {names[k]: meta[2 * k + 1] for k in range(len(cases)) if meta[2 * k + 1] != 0}
     assert not status, (f"calls failed on {core} {opt} (1 status, 2 no scratch accepted, 3 overrun; "
-                        f"+ 4: mcu_conv2d_s8's, + 8: the wide lean call's, + 12: a byte short): {status}")
+                        f"+ 4: mcu_conv2d_s8's, + 8: the wide lean call's, + 12: a byte short, + 16: twice): {status}")
     paths = [meta[2 * k] for k in range(len(cases))]
     want_paths = [PATHS[conv_twin.lean_path(p, inputs[2], isa)] for p, inputs, _ in cases]
     assert paths == want_paths, dict(zip(names, zip(paths, want_paths, strict=True), strict=True))

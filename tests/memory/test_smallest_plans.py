@@ -1,6 +1,6 @@
 """Issue 23's figure for the smallest plans (`--memory stream`): at most 1.35x the whole-layer plan's
 instructions in QEMU, bit-exact with TFLM, on the DSP cores where it is met (docs/memory.md, "Small and
-fast together"; cortex-m55's KWS is not: docs/memory_plans.md, stop 47). Slow (a model's two plans
+fast together"; cortex-m55's KWS is not, 1.66x: docs/memory_plans.md, stop 48). Slow (a model's two plans
 built and run in QEMU each): `bash scripts/test.sh -m slow`."""
 from __future__ import annotations
 
