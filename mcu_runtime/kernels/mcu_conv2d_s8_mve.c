@@ -675,12 +675,12 @@ MCU_CONV_NOINLINE static void groups_pass(const mcu_conv_block_t *c, const int8_
  * 1), straight into the buffer when each run is whole 16-byte chunks, else through patch; the
  * others are gathered. group: the channels a pass meets and requantizes at a time (the block's,
  * or fewer: the lean call's groups, their sums in fewer bytes); c->corr NULL: each group's lifted
- * from the params' kernel_sums (lift_group); xq NULL: the lean call's direct groups, `per` (2 or 3)
+ * from the params' kernel_sums (lift_group); direct (xq NULL): the lean call's direct groups, `per` (2 or 3)
  * positions a pass, each window read where it lies where it is one run inside the input, else
  * gathered into its own K bytes at patch + i * K. */
-MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const int8_t *input,
-                                             int8_t *output, int32_t *sums, int8_t *xq,
-                                             int8_t *patch, int32_t group, int32_t per)
+MCU_CONV_INLINE void block_mve(const mcu_conv_block_t *c, const int8_t *input, int8_t *output,
+                               int32_t *sums, int8_t *xq, int8_t *patch, int32_t group, int32_t per,
+                               const int direct)
 {
     const mcu_conv_params_t *const p = c->params;
     const int32_t out_h = p->output.h;
@@ -704,7 +704,7 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
     const int32_t positions = p->input.n * out_h * out_w;
     const int32_t n = c->oc_end - c->oc_base;
     const int32_t sums_len = sums_row(group < n ? group : n);
-    const int grouped = group < n || c->corr == NULL || xq == NULL;
+    const int grouped = group < n || c->corr == NULL || direct;
     int32_t b = 0, y = 0, x = 0; /* the next position */
     /* offset of the window of (b, y, 0) in the input (negative above and left of it) */
     int32_t row = -p->pad_top * c->in_row - p->pad_left * in_c;
@@ -712,9 +712,9 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
     for (int32_t n0 = 0; n0 < positions; n0 += per) {
         const int32_t count = positions - n0 < per ? positions - n0 : per;
         for (int32_t i = 0; i < count; ++i) {
-            int8_t *const xq_i = xq != NULL ? xq + 16 * i : NULL;
+            int8_t *const xq_i = direct ? NULL : xq + 16 * i;
             const int inside = x >= x_first && x < x_end && y >= y_first && y < y_end;
-            if (xq == NULL) {
+            if (direct) {
                 at[i] = inside && one_run ? input + row + x * x_step
                                           : gather_at(c, input, b, y, x, patch + i * c->filter_size);
             } else if (inside) {
@@ -757,10 +757,27 @@ MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const in
     }
 }
 
+/* block_mve with its windows copied (three positions a pass), and the lean call's direct groups
+ * (xq NULL; `per` positions a pass): one function each, so that neither tests the other's case per
+ * window. */
+MCU_CONV_NOINLINE static void conv_block_mve(const mcu_conv_block_t *c, const int8_t *input,
+                                             int8_t *output, int32_t *sums, int8_t *xq,
+                                             int8_t *patch, int32_t group)
+{
+    block_mve(c, input, output, sums, xq, patch, group, 3, 0);
+}
+
+MCU_CONV_NOINLINE static void direct_block_mve(const mcu_conv_block_t *c, const int8_t *input,
+                                               int8_t *output, int32_t *sums, int8_t *patch,
+                                               int32_t group, int32_t per)
+{
+    block_mve(c, input, output, sums, NULL, patch, group, per, 1);
+}
+
 void mcu_conv2d_s8_mve_block(const mcu_conv_block_t *c, const int8_t *input, int8_t *output,
                              int32_t *sums, int8_t *xq, int8_t *patch)
 {
-    conv_block_mve(c, input, output, sums, xq, patch, c->oc_end - c->oc_base, 3);
+    conv_block_mve(c, input, output, sums, xq, patch, c->oc_end - c->oc_base);
 }
 
 /* The sum of n int8 (VADDVA, 16 per instruction). */
@@ -859,12 +876,12 @@ void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const in
             /* the gathered windows' K bytes each (where some are), then the sums */
             const int32_t per = (lean & MCU_CONV_MVE_LEAN_TWO) != 0 ? 2 : 3;
             const int32_t patches = mcu_conv2d_s8_gathers(p) ? (per * k + 3) & ~3 : 0;
-            conv_block_mve(&c, input, output, (int32_t *)(void *)(bytes + patches), NULL, bytes,
-                           lean & ~(MCU_CONV_MVE_LEAN_DIRECT | MCU_CONV_MVE_LEAN_TWO), per);
+            direct_block_mve(&c, input, output, (int32_t *)(void *)(bytes + patches), bytes,
+                             lean & ~(MCU_CONV_MVE_LEAN_DIRECT | MCU_CONV_MVE_LEAN_TWO), per);
             return;
         }
         int32_t *const sums = (int32_t *)(void *)(bytes + 48 * ((k + 15) >> 4));
-        conv_block_mve(&c, input, output, sums, bytes, (int8_t *)(void *)sums, lean, 3);
+        conv_block_mve(&c, input, output, sums, bytes, (int8_t *)(void *)sums, lean);
         return;
     }
     const int32_t block = lean ? MCU_CONV_MVE_LEAN_BLOCK : MCU_CONV_MVE_OC_BLOCK;
@@ -879,7 +896,7 @@ void mcu_conv2d_s8_mve(const mcu_conv_params_t *p, const int8_t *input, const in
     for (c.oc_base = 0; c.oc_base < out_c; c.oc_base += block) {
         c.oc_end = out_c - c.oc_base < block ? out_c : c.oc_base + block;
         block_constants(&c, bias, corr, base);
-        conv_block_mve(&c, input, output, sums, xq, (int8_t *)(void *)sums, c.oc_end - c.oc_base, 3);
+        conv_block_mve(&c, input, output, sums, xq, (int8_t *)(void *)sums, c.oc_end - c.oc_base);
     }
 }
 
