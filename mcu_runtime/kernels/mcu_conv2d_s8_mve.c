@@ -469,30 +469,76 @@ MCU_CONV_NOINLINE static void requant_rows_fused(const mcu_conv_block_t *c, cons
     }
 }
 
-/* One row of n sums s requantized (mcu_requant4), clamped and stored at o, four per vector. */
+/* Rows of n sums requantized (mcu_requant4), clamped to [lo, hi] and stored, four channels per
+ * vector: requant_row one row (s, o), requant_rows3 three (s + i * row words, o + i * o_step
+ * bytes) and requant_rows2 two, each vector of the channels' constants loaded once for all rows
+ * (vstrb.32: the outputs in low registers). */
 #if MCU_CONV_MVE_ASM
+/* One row's four sums from %[S] requantized with the constants in q2 (multiplier), q3 (base) and
+ * q4 (shift), clamped and stored at %[O]. */
+#define MCU_CONV_RQ4(S, O)                                                                         \
+    "vldrw.u32 q0, [%[" S "]], #16\n\t"                                                             \
+    "vqrdmulh.s32 q1, q0, q2\n\t"                                                                  \
+    "vshr.s32 q0, q0, #31\n\t"                                                                     \
+    "vadd.i32 q1, q1, q3\n\t"                                                                      \
+    "vadd.i32 q1, q1, q0\n\t"                                                                      \
+    "vshl.s32 q1, q1, q4\n\t"                                                                      \
+    "vmax.s32 q1, q1, %q[lo]\n\t"                                                                  \
+    "vmin.s32 q1, q1, %q[hi]\n\t"                                                                  \
+    "vstrb.32 q1, [%[" O "]], #4\n\t"
+#define MCU_CONV_RQ_CONSTANTS                                                                      \
+    "vldrw.u32 q2, [%[m]], #16\n\t"                                                                \
+    "vldrw.u32 q3, [%[b]], #16\n\t"                                                                \
+    "vldrw.u32 q4, [%[sh]], #16\n\t"
+
 MCU_CONV_INLINE void requant_row(const int32_t *s, const int32_t *mult, const int32_t *base,
                                  const int32_t *shift, int8_t *o, int32_t n, int32x4_t lo,
                                  int32x4_t hi)
 {
     __asm__ volatile("dlstp.32 lr, %[n]\n"
                      "1:\n\t"
-                     "vldrw.u32 q0, [%[s]], #16\n\t"
-                     "vldrw.u32 q1, [%[m]], #16\n\t"
-                     "vqrdmulh.s32 q1, q0, q1\n\t"
-                     "vldrw.u32 q2, [%[b]], #16\n\t"
-                     "vshr.s32 q0, q0, #31\n\t"
-                     "vadd.i32 q1, q1, q2\n\t"
-                     "vldrw.u32 q2, [%[sh]], #16\n\t"
-                     "vadd.i32 q1, q1, q0\n\t"
-                     "vshl.s32 q1, q1, q2\n\t"
-                     "vmax.s32 q1, q1, %q[lo]\n\t"
-                     "vmin.s32 q1, q1, %q[hi]\n\t"
-                     "vstrb.32 q1, [%[o]], #4\n\t"
+                     MCU_CONV_RQ_CONSTANTS
+                     MCU_CONV_RQ4("s", "o")
                      "letp lr, 1b\n"
                      : [s] "+r"(s), [m] "+r"(mult), [b] "+r"(base), [sh] "+r"(shift), [o] "+l"(o)
                      : [n] "r"(n), [lo] "w"(lo), [hi] "w"(hi)
-                     : "q0", "q1", "q2", "memory", "r14");
+                     : "q0", "q1", "q2", "q3", "q4", "memory", "r14");
+}
+
+MCU_CONV_INLINE void requant_rows3(const int32_t *s, int32_t row, const int32_t *mult,
+                                   const int32_t *base, const int32_t *shift, int8_t *o,
+                                   int32_t o_step, int32_t n, int32x4_t lo, int32x4_t hi)
+{
+    const int32_t *s1 = s + row;
+    const int32_t *s2 = s + 2 * row;
+    int8_t *o1 = o + o_step;
+    int8_t *o2 = o + 2 * o_step;
+    __asm__ volatile("dlstp.32 lr, %[n]\n"
+                     "1:\n\t"
+                     MCU_CONV_RQ_CONSTANTS
+                     MCU_CONV_RQ4("s", "o") MCU_CONV_RQ4("s1", "o1") MCU_CONV_RQ4("s2", "o2")
+                     "letp lr, 1b\n"
+                     : [s] "+r"(s), [s1] "+r"(s1), [s2] "+r"(s2), [m] "+r"(mult), [b] "+r"(base),
+                       [sh] "+r"(shift), [o] "+l"(o), [o1] "+l"(o1), [o2] "+l"(o2)
+                     : [n] "r"(n), [lo] "w"(lo), [hi] "w"(hi)
+                     : "q0", "q1", "q2", "q3", "q4", "memory", "r14");
+}
+
+MCU_CONV_INLINE void requant_rows2(const int32_t *s, int32_t row, const int32_t *mult,
+                                   const int32_t *base, const int32_t *shift, int8_t *o,
+                                   int32_t o_step, int32_t n, int32x4_t lo, int32x4_t hi)
+{
+    const int32_t *s1 = s + row;
+    int8_t *o1 = o + o_step;
+    __asm__ volatile("dlstp.32 lr, %[n]\n"
+                     "1:\n\t"
+                     MCU_CONV_RQ_CONSTANTS
+                     MCU_CONV_RQ4("s", "o") MCU_CONV_RQ4("s1", "o1")
+                     "letp lr, 1b\n"
+                     : [s] "+r"(s), [s1] "+r"(s1), [m] "+r"(mult), [b] "+r"(base),
+                       [sh] "+r"(shift), [o] "+l"(o), [o1] "+l"(o1)
+                     : [n] "r"(n), [lo] "w"(lo), [hi] "w"(hi)
+                     : "q0", "q1", "q2", "q3", "q4", "memory", "r14");
 }
 #else
 static void requant_row(const int32_t *s, const int32_t *mult, const int32_t *base,
@@ -505,6 +551,29 @@ static void requant_row(const int32_t *s, const int32_t *mult, const int32_t *ba
         vstrbq_p_s32(o, vminq_s32(vmaxq_s32(v, lo), hi), pr);
     }
 }
+
+static void requant_rows_n(const int32_t *s, int32_t row, const int32_t *mult,
+                           const int32_t *base, const int32_t *shift, int8_t *o, int32_t o_step,
+                           int32_t n, int32x4_t lo, int32x4_t hi, int32_t count)
+{
+    for (int32_t i = 0; i < count; ++i) {
+        requant_row(s + i * row, mult, base, shift, o + i * o_step, n, lo, hi);
+    }
+}
+
+static void requant_rows3(const int32_t *s, int32_t row, const int32_t *mult, const int32_t *base,
+                          const int32_t *shift, int8_t *o, int32_t o_step, int32_t n,
+                          int32x4_t lo, int32x4_t hi)
+{
+    requant_rows_n(s, row, mult, base, shift, o, o_step, n, lo, hi, 3);
+}
+
+static void requant_rows2(const int32_t *s, int32_t row, const int32_t *mult, const int32_t *base,
+                          const int32_t *shift, int8_t *o, int32_t o_step, int32_t n,
+                          int32x4_t lo, int32x4_t hi)
+{
+    requant_rows_n(s, row, mult, base, shift, o, o_step, n, lo, hi, 2);
+}
 #endif
 
 /* The sums of windows 0 .. count - 1 (rows `row` words apart) requantized, clamped and stored at
@@ -515,9 +584,16 @@ MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int3
     const mcu_conv_params_t *const p = c->params;
     const int32x4_t lo = vdupq_n_s32(p->q.act_min);
     const int32x4_t hi = vdupq_n_s32(p->q.act_max);
-    for (int32_t i = 0; i < count; ++i) {
-        requant_row(sums + i * row, p->multiplier + c->oc_base, c->base, p->shift + c->oc_base,
-                    out + i * p->output.c + c->oc_base, c->oc_end - c->oc_base, lo, hi);
+    const int32_t *const mult = p->multiplier + c->oc_base;
+    const int32_t *const shift = p->shift + c->oc_base;
+    const int32_t n = c->oc_end - c->oc_base;
+    int8_t *const o = out + c->oc_base;
+    if (count == 3) {
+        requant_rows3(sums, row, mult, c->base, shift, o, p->output.c, n, lo, hi);
+    } else if (count == 2) {
+        requant_rows2(sums, row, mult, c->base, shift, o, p->output.c, n, lo, hi);
+    } else {
+        requant_row(sums, mult, c->base, shift, o, n, lo, hi);
     }
 }
 

@@ -42,6 +42,11 @@ typedef struct {
     mve_pred16_t pred; /* the group's channels (all 8 unless the last group is partial) */
     int full;          /* act_min == -128 and act_max == 127 */
     int32_t whole[9];  /* 3x3 filters: tap t's input bytes from its window's first tap */
+    /* rows_3x3 (3x3 filters whose border windows in rows [y_begin, y_end) are edges, GCC): */
+    int rows3;         /* rows_3x3 runs those rows */
+    int32_t edge[2];   /* left, right: the edge windows a row (0 or 1) */
+    int32_t at[3];     /* bytes from a row's first input byte: left edge's first tap (column 1),
+                        * the first whole window's, the right edge's first tap */
 } mve_ctx_t;
 
 /* acc_e/acc_o += (x + offset) * w over one tap: x the eight inputs at xp (lanes past `pred`
@@ -123,6 +128,70 @@ static inline __attribute__((always_inline)) void mve_px(const mve_ctx_t *m, con
     mve_store(g, m->full, m->p->q.act_min, m->p->q.act_max, e, o, out, pred, partial);
 }
 
+#if DW_ASM3
+/* 3x3 filters, full groups: the starting sums of a window whose left (edge 0) or right (edge 1)
+ * column of taps lies outside the input, every tap row inside it: bias_full + zp * the column's
+ * three weights (zp = -input_offset, the products the ring's padding would add: they cancel
+ * bias_full's share of those taps), so that the other six taps are met without the offset. */
+typedef struct {
+    int32_t acc[2][2][4]; /* [edge][even, odd channels][lane] */
+} dw_edges_t;
+
+DW_NOINLINE static void edge_sums(const mcu_dw_mve_scratch_t *g, int32_t input_offset,
+                                  dw_edges_t *ed)
+{
+    const int16x8_t zp = vdupq_n_s16((int16_t)-input_offset);
+    for (int32_t edge = 0; edge < 2; ++edge) {
+        const int32_t col = 2 * edge;
+        const int16x8_t w = vaddq_s16(vaddq_s16(vld1q_s16(g->w[col]), vld1q_s16(g->w[3 + col])),
+                                      vld1q_s16(g->w[6 + col])); /* |w| <= 3 * 128 */
+        vst1q_s32(ed->acc[edge][0], vaddq_s32(vld1q_s32(g->bias_full[0]), vmullbq_int_s16(w, zp)));
+        vst1q_s32(ed->acc[edge][1], vaddq_s32(vld1q_s32(g->bias_full[1]), vmulltq_int_s16(w, zp)));
+    }
+}
+
+/* A tap of mve_edge3x2 at %[a], its weights wb bytes from %[w]. */
+#define DW_EDGE_TAP(wb)                                                                           \
+    "vldrb.s16 q2, [%[a]]\n\t"                                                                     \
+    "vldrh.u16 q3, [%[w], #" wb "]\n\t"                                                            \
+    "vmullb.s16 q4, q2, q3\n\t"                                                                    \
+    "vadd.i32 q0, q0, q4\n\t"                                                                      \
+    "vmullt.s16 q4, q2, q3\n\t"                                                                    \
+    "vadd.i32 q1, q1, q4\n\t"
+
+/* One output position of a full group from the starting sums acc (edge_sums) and the six taps
+ * at x + j * x_row + i * x_col (tap rows j < 3, columns i < 2), their weights w + 24 j + 8 i
+ * (int16: g->w[1] for a left edge, g->w[0] for a right one); mcu_requant4, clamp and store as
+ * mve_window3x3. */
+static inline __attribute__((always_inline)) void mve_edge3x2(const mcu_dw_mve_scratch_t *g,
+                                                              const int32_t *acc,
+                                                              const int16_t *w, const int8_t *x,
+                                                              int32_t x_row, int32_t x_col,
+                                                              int8_t *out, int16x8_t lo,
+                                                              int16x8_t hi)
+{
+    const int8_t *a;
+    __asm__ volatile(
+        "vldrw.u32 q0, [%[acc]]\n\t"
+        "vldrw.u32 q1, [%[acc], #16]\n\t"
+        "mov %[a], %[x]\n\t"
+        DW_EDGE_TAP("0") "add %[a], %[col]\n\t" DW_EDGE_TAP("16")
+        "add %[a], %[x], %[row]\n\t"
+        DW_EDGE_TAP("48") "add %[a], %[col]\n\t" DW_EDGE_TAP("64")
+        "add %[a], %[x], %[row], lsl #1\n\t"
+        DW_EDGE_TAP("96") "add %[a], %[col]\n\t" DW_EDGE_TAP("112")
+        DW_REQUANT_STORE
+        : [a] "=&l"(a)
+        : [acc] "r"(acc), [w] "r"(w), [q] "r"(g->mult), [x] "r"(x), [row] "r"(x_row),
+          [col] "r"(x_col), [out] "l"(out), [lo] "w"(lo), [hi] "w"(hi)
+        : "q0", "q1", "q2", "q3", "q4", "memory");
+}
+#else
+typedef struct {
+    int32_t unused;
+} dw_edges_t;
+#endif
+
 /* One output position whose window may stick out of the input: its valid taps, with the
  * offset (rows: its valid tap rows [ky_begin, ky_end) start at x_rows). */
 static inline __attribute__((always_inline)) void mve_border(const mve_ctx_t *m,
@@ -194,6 +263,41 @@ DW_NOINLINE static void run_3x3(const mve_ctx_t *m, const int8_t *x, int8_t *o, 
 #endif
 }
 
+#if DW_ASM3
+/* n_rows output rows (o: the first one's first output) whose tap rows are all inside the input
+ * and whose border windows are edges (m->rows3): a row's left edge, its whole windows, its right
+ * edge, all in assembly (mve_edge3x2 from edge_sums' sums ed, mve_window3x3). */
+DW_NOINLINE static void rows_3x3(const mve_ctx_t *m, const dw_edges_t *ed, const int8_t *x_rows,
+                                 int8_t *o, int32_t n_rows)
+{
+    const mcu_dw_mve_scratch_t *const g = m->g;
+    const mcu_depthwise_conv_params_t *const p = m->p;
+    const int16x8_t lo = vdupq_n_s16((int16_t)p->q.act_min);
+    const int16x8_t hi = vdupq_n_s16((int16_t)p->q.act_max);
+    const int32_t out_c = p->output.c;
+    const int32_t out_row = p->output.w * out_c;
+    const int32_t y_step = p->stride_h * m->in_row;
+    const int32_t x_row = m->x_row;
+    const int32_t x_col = m->x_col;
+    const int32_t x_step = m->x_step;
+    const int32_t whole = m->x_end - m->x_begin;
+    for (; n_rows > 0; --n_rows, x_rows += y_step, o += out_row) {
+        int8_t *op = o;
+        if (m->edge[0] != 0) {
+            mve_edge3x2(g, ed->acc[0][0], g->w[1], x_rows + m->at[0], x_row, x_col, op, lo, hi);
+            op += out_c;
+        }
+        const int8_t *x = x_rows + m->at[1];
+        for (int32_t n = whole; n > 0; --n, x += x_step, op += out_c) {
+            mve_window3x3(g, x, m->whole, op, lo, hi);
+        }
+        if (m->edge[1] != 0) {
+            mve_edge3x2(g, ed->acc[1][0], g->w[0], x_rows + m->at[2], x_row, x_col, op, lo, hi);
+        }
+    }
+}
+#endif
+
 /* One-row or one-column filters (`taps` taps, x_tap bytes apart): two positions at a time, each
  * weight vector loaded once for both. */
 DW_NOINLINE static void run_1d(const mve_ctx_t *m, const int8_t *x, int8_t *o, int32_t n,
@@ -264,10 +368,12 @@ static inline __attribute__((always_inline)) void mve_row(const mve_ctx_t *m, co
 
 /* Every output of one group: in/out the batch's tensors at channel c. Rows [y_begin, y_end)
  * have every tap row inside the input; in them, columns [x_begin, x_end) are whole windows,
- * one run of positions (all rows at once when the output is one column wide: 1-D along H). */
+ * one run of positions (all rows at once when the output is one column wide: 1-D along H);
+ * with edges (m->rows3: edge_sums' sums), those rows through rows_3x3. */
 static inline __attribute__((always_inline)) void mve_group_body(const mve_ctx_t *m,
                                                                  const int8_t *in, int8_t *out,
-                                                                 int partial)
+                                                                 int partial,
+                                                                 const dw_edges_t *edges)
 {
     const mcu_depthwise_conv_params_t *const p = m->p;
     const int32_t in_c = p->input.c;
@@ -284,6 +390,13 @@ static inline __attribute__((always_inline)) void mve_group_body(const mve_ctx_t
     }
     const int32_t y_step = p->stride_h * m->in_row;
     const int8_t *x_rows = in + (y_begin * p->stride_h - p->pad_top) * m->in_row;
+#if DW_ASM3
+    if (edges != NULL) {
+        rows_3x3(m, edges, x_rows, out + y_begin * out_row, y_end - y_begin);
+    } else
+#else
+    (void)edges;
+#endif
     if (out_w == 1 && x_begin == 0 && x_end == 1) { /* one column: a run down the rows */
         mve_run(m, x_rows - p->pad_left * in_c, out + y_begin * out_c, y_end - y_begin, y_step,
                 partial);
@@ -305,15 +418,26 @@ static inline __attribute__((always_inline)) void mve_group_body(const mve_ctx_t
     }
 }
 
+/* A full group (m->rows3: its rows with every tap row inside through rows_3x3). */
 DW_NOINLINE static void mve_group(const mve_ctx_t *m, const int8_t *in, int8_t *out)
 {
-    mve_group_body(m, in, out, 0);
+    dw_edges_t edges;
+    const dw_edges_t *rows3 = NULL;
+#if DW_ASM3
+    if (m->rows3) {
+        if (m->edge[0] != 0 || m->edge[1] != 0) {
+            edge_sums(m->g, m->p->q.input_offset, &edges);
+        }
+        rows3 = &edges;
+    }
+#endif
+    mve_group_body(m, in, out, 0, rows3);
 }
 
 /* The last group when C % 8 != 0 (predicated loads and stores). */
 DW_NOINLINE static void mve_group_partial(const mve_ctx_t *m, const int8_t *in, int8_t *out)
 {
-    mve_group_body(m, in, out, 1);
+    mve_group_body(m, in, out, 1, NULL);
 }
 
 
@@ -329,6 +453,83 @@ static void inside(int32_t pad, int32_t stride, int32_t dilation, int32_t taps, 
     e = e > out_size ? out_size : e;
     *begin = b;
     *end = e < b ? b : e;
+}
+
+/* m->rows3 and its edges: 3x3 filters (GCC) whose rows with every tap row inside have at most
+ * one border window on either side, each with one column of taps outside (an edge). */
+static void rows3_plan(mve_ctx_t *m)
+{
+    const mcu_depthwise_conv_params_t *const p = m->p;
+    m->rows3 = 0;
+#if DW_ASM3
+    if (p->filter.h != 3 || p->filter.w != 3 || m->y_end <= m->y_begin) {
+        return;
+    }
+    const int32_t out_w = p->output.w;
+    const int32_t in_c = p->input.c;
+    const int32_t border[2] = {m->x_begin, out_w - m->x_end};
+    const int32_t x[2] = {0, out_w - 1};
+    for (int32_t e = 0; e < 2; ++e) {
+        m->edge[e] = border[e];
+        if (border[e] == 0) {
+            continue;
+        }
+        const int32_t in_x = x[e] * p->stride_w - p->pad_left;
+        int32_t kx_begin, kx_end;
+        valid_taps(in_x, p->dilation_w, 3, p->input.w, &kx_begin, &kx_end);
+        if (border[e] != 1 || kx_end - kx_begin != 2 || (kx_begin == 0) != (e == 1)) {
+            return;
+        }
+        m->at[2 * e] = (in_x + kx_begin * p->dilation_w) * in_c;
+    }
+    m->at[1] = (m->x_begin * p->stride_w - p->pad_left) * in_c;
+    m->rows3 = 1;
+#endif
+}
+
+/* Group c's constants and weights: the lean call's build-time groups, or prepared into scratch. */
+static const mcu_dw_mve_scratch_t *group_at(const mve_ctx_t *m, mcu_dw_mve_scratch_t *scratch,
+                                            const int32_t *groups, const int8_t *filter,
+                                            const int32_t *bias, int32_t c)
+{
+    const mcu_depthwise_conv_params_t *const p = m->p;
+    if (groups != NULL) {
+        return (const mcu_dw_mve_scratch_t *)(const void *)(
+            groups + (c >> 3) * (MCU_DW_MVE_GROUP_BYTES(p->filter.h * p->filter.w) / 4));
+    }
+    mcu_dw_mve_prepare(scratch, p, filter, bias, c);
+    return scratch;
+}
+
+/* The full groups of a call whose output rows all have every tap row inside the input (m->rows3,
+ * y_begin 0, y_end output.h): per group (group_at), edge_sums, then rows_3x3's rows of every
+ * batch. Returns the first channel left (a partial group's). */
+static int32_t rows3_groups(mve_ctx_t *m, mcu_dw_mve_scratch_t *scratch, const int32_t *groups,
+                            const int8_t *input, const int8_t *filter, const int32_t *bias,
+                            int8_t *output)
+{
+#if DW_ASM3
+    const mcu_depthwise_conv_params_t *const p = m->p;
+    const int32_t out_c = p->output.c;
+    const int32_t in_batch = p->input.h * m->in_row;
+    const int32_t out_batch = p->output.h * p->output.w * out_c;
+    int32_t c = 0;
+    for (; c + 8 <= out_c; c += 8) {
+        m->g = group_at(m, scratch, groups, filter, bias, c);
+        dw_edges_t edges;
+        if (m->edge[0] != 0 || m->edge[1] != 0) {
+            edge_sums(m->g, p->q.input_offset, &edges);
+        }
+        for (int32_t b = 0; b < p->input.n; ++b) {
+            rows_3x3(m, &edges, input + b * in_batch + c, output + b * out_batch + c,
+                     p->output.h);
+        }
+    }
+    return c;
+#else
+    (void)m, (void)scratch, (void)groups, (void)input, (void)filter, (void)bias, (void)output;
+    return 0;
+#endif
 }
 
 /* The whole convolution through the MVE path (mcu_depthwise_conv2d_s8_path() == MCU_PATH_MVE); with
@@ -363,15 +564,17 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
            &m.x_end);
     inside(p->pad_top, p->stride_h, p->dilation_h, p->filter.h, p->input.h, p->output.h,
            &m.y_begin, &m.y_end);
-    /* the full groups through the ring when it is planned (dw_mve_ring_bytes() > 0) */
-    for (int32_t c = ring_lanes > 0 ? mcu_dw_mve_ring(scratch, p, input, filter, bias, output) : 0;
-         c < out_c; c += 8) {
-        if (groups != NULL) {
-            m.g = (const mcu_dw_mve_scratch_t *)(const void *)(
-                groups + (c >> 3) * (MCU_DW_MVE_GROUP_BYTES(p->filter.h * p->filter.w) / 4));
-        } else {
-            mcu_dw_mve_prepare(scratch, p, filter, bias, c);
-        }
+    rows3_plan(&m);
+    /* the full groups through the ring when it is planned (dw_mve_ring_bytes() > 0), or through
+     * rows3_groups when every row is rows_3x3's */
+    int32_t c = 0;
+    if (ring_lanes > 0) {
+        c = mcu_dw_mve_ring(scratch, p, input, filter, bias, output);
+    } else if (m.rows3 && m.y_begin == 0 && m.y_end == p->output.h) {
+        c = rows3_groups(&m, scratch, groups, input, filter, bias, output);
+    }
+    for (; c < out_c; c += 8) {
+        m.g = group_at(&m, scratch, groups, filter, bias, c);
         m.pred = vctp16q((uint32_t)(out_c - c));
         for (int32_t b = 0; b < p->input.n; ++b) {
             if (c + 8 <= out_c) {

@@ -73,6 +73,10 @@ CASES = {
     "3x3_ring8_c128_cols17": Case(h=2, w=15, c_in=128, pads=P1),
     "3x3_batch2": Case(n=2, h=5, w=4, c_in=4, pads=(0, 0, 1, 0)),
     "3x3_c3": Case(h=5, w=5, c_in=3, pads=P1),
+    # MVE rows_3x3 (as bands, and on outputs past the ring): edges with dilation 2, a left edge
+    # only and a partial group after it
+    "3x3_edges_dilation2_c16": Case(h=6, w=7, c_in=16, dilation=(2, 2), pads=(2, 2, 1, 1), zp_in=-128),
+    "3x3_left_edge_only_c12": Case(h=4, w=5, c_in=12, pads=(1, 1, 1, 0), act=(-70, 90)),
     # one output row (a row band's call): row_sweep, no pair weights prepared; the window sticks
     # out at the top, at the bottom, at both, or lies inside; an odd last row after pairs
     "3x3_one_row_top_c8": Case(h=2, w=5, c_in=8, pads=(1, 0, 1, 1)),
