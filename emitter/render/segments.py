@@ -138,9 +138,11 @@ def segment(seg: Segment, names: list[str], at: Callable[[str], str], calls: lis
             finish: str | None = None, windows: frozenset[int] = frozenset()) -> list[str]:
     """Several layers through rings, one band per step: the layer nearest the end whose next
     band's input rows are made makes that band (stream.simulate's order), h rows in one call
-    (seg.height(i); one by default), pushed into its ring whole (mcu_ring_push_rows). A sink
-    last (its call adds one input row to `acc`) ends with `finish`. at(tensor): the C pointer
-    to its ring (`arena + 64`). windows: the steps whose band CMSIS-NN computes (WINDOW_C)."""
+    (seg.height(i); one by default), pushed into its ring whole (mcu_ring_push_rows). Each
+    layer's next band (its parameters band<i>, its input rows need[i]) is computed once, when the
+    layer has made the one before. A sink last (its call adds one input row to `acc`) ends with
+    `finish`. at(tensor): the C pointer to its ring (`arena + 64`). windows: the steps whose band
+    CMSIS-NN computes (WINDOW_C)."""
     st, n = seg.stages, len(seg.stages)
     last = st[-1]
 
@@ -155,10 +157,10 @@ def segment(seg: Segment, names: list[str], at: Callable[[str], str], calls: lis
         if h > 1:
             what += f", {h} rows a call"
         nxt = None
-        if i < n - 1:  # the lowest row its next band reads: that of its next row
-            nxt = {"i": i + 1, "rows": st[i + 1].out_rows, "sink": bool(st[i + 1].sink),
-                   "band": None if st[i + 1].sink else band(i + 1, "keep", 1)}
-        stages.append({"i": i, "sink": bool(s.sink), "band": None if s.sink else band(i, "rows", h),
+        if i < n - 1:  # the lowest row its next band reads (need[i + 1][0])
+            nxt = {"i": i + 1, "rows": st[i + 1].out_rows, "sink": bool(st[i + 1].sink)}
+        stages.append({"i": i, "sink": bool(s.sink), "band": None if s.sink else band(i, f"need[{i}]", h),
+                       "rows": s.out_rows,
                        "what": f"layer {s.step}: {what}", "prev": i - 1 if i > 0 else None,
                        "next": nxt, "call": calls[i], "end": band_end(i, h, s.out_rows),
                        "count": None if h == 1 else band_count(i, h, s.out_rows)})

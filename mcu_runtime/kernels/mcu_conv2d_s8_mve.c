@@ -597,6 +597,73 @@ MCU_CONV_NOINLINE static void requant_rows(const mcu_conv_block_t *c, const int3
     }
 }
 
+/* The lean call's direct groups (MCU_CONV_MVE_LEAN_DIRECT) at `count` windows x[0..count-1], the
+ * corrections the params' kernel_sums (c->corr) and no residual Add: each group of `group` channels
+ * met (pass_direct_rows, its sums `row` words apart) and requantized into out (requant_rows's
+ * rows) in turn, in one function per (row, count): no call and no reload of the constants per
+ * group. */
+MCU_CONV_INLINE void direct_groups(const mcu_conv_block_t *c, const int8_t *const x[3],
+                                   int32_t *sums, int8_t *out, int32_t group, int32_t row,
+                                   int32_t count)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32x4_t lo = vdupq_n_s32(p->q.act_min);
+    const int32x4_t hi = vdupq_n_s32(p->q.act_max);
+    const int32_t out_c = p->output.c;
+    mcu_conv_block_t g = *c;
+    for (g.oc_base = c->oc_base; g.oc_base < c->oc_end; g.oc_base = g.oc_end) {
+        g.oc_end = c->oc_end - g.oc_base < group ? c->oc_end : g.oc_base + group;
+        g.base = c->base + (g.oc_base - c->oc_base);
+        g.corr = c->corr + (g.oc_base - c->oc_base);
+        pass_direct_rows(&g, x, sums, row, count);
+        const int32_t *const mult = p->multiplier + g.oc_base;
+        const int32_t *const shift = p->shift + g.oc_base;
+        const int32_t n = g.oc_end - g.oc_base;
+        int8_t *const o = out + g.oc_base;
+        if (count == 3) {
+            requant_rows3(sums, row, mult, g.base, shift, o, out_c, n, lo, hi);
+        } else if (count == 2) {
+            requant_rows2(sums, row, mult, g.base, shift, o, out_c, n, lo, hi);
+        } else {
+            requant_row(sums, mult, g.base, shift, o, n, lo, hi);
+        }
+    }
+}
+
+#define MCU_CONV_DIRECT_GROUPS(ROW, COUNT)                                                         \
+    MCU_CONV_NOINLINE static void direct_groups_##ROW##_##COUNT(                                   \
+        const mcu_conv_block_t *c, const int8_t *const x[3], int32_t *sums, int8_t *out)           \
+    {                                                                                              \
+        direct_groups(c, x, sums, out, ROW, ROW, COUNT);                                           \
+    }
+MCU_CONV_DIRECT_GROUPS(8, 3)
+MCU_CONV_DIRECT_GROUPS(16, 3)
+MCU_CONV_DIRECT_GROUPS(8, 2)
+MCU_CONV_DIRECT_GROUPS(16, 2)
+MCU_CONV_DIRECT_GROUPS(8, 1)
+MCU_CONV_DIRECT_GROUPS(16, 1)
+
+/* direct_groups for a pass of `count` windows, groups of `group` channels (8 or 16: their rows). */
+static void direct_pass(const mcu_conv_block_t *c, const int8_t *const x[3], int32_t *sums,
+                        int8_t *out, int32_t group, int32_t count)
+{
+    if (group == 8) {
+        if (count == 3) {
+            direct_groups_8_3(c, x, sums, out);
+        } else if (count == 2) {
+            direct_groups_8_2(c, x, sums, out);
+        } else {
+            direct_groups_8_1(c, x, sums, out);
+        }
+    } else if (count == 3) {
+        direct_groups_16_3(c, x, sums, out);
+    } else if (count == 2) {
+        direct_groups_16_2(c, x, sums, out);
+    } else {
+        direct_groups_16_1(c, x, sums, out);
+    }
+}
+
 /* n bytes from src, 16 at a time, to dst + step * j for chunk j (step 16: a copy; 48: window i
  * of the interleaved buffer, dst = xq + 16 i, or further on by whole chunks); fill_mve: n
  * copies of v's bytes. */
@@ -630,7 +697,9 @@ static inline void fill_mve(int8_t *dst, int8x16_t v, int32_t n)
     }
 }
 
-/* The window into patch, with predicated vector copies (padding taps: the input zero point). */
+/* The window into patch, with predicated vector copies (padding taps: the input zero point); a row
+ * of taps of at most 16 bytes (dilation_w 1) in one predicated copy, after the padding's store
+ * where the row has some. */
 static void gather_mve(const mcu_conv_block_t *c, const mcu_conv_window_t *win, int8_t *patch)
 {
     const mcu_conv_params_t *const p = c->params;
@@ -638,6 +707,28 @@ static void gather_mve(const mcu_conv_block_t *c, const mcu_conv_window_t *win, 
     const int32_t k_w = p->filter.w;
     const int8x16_t pad = vdupq_n_s8((int8_t)(-p->q.input_offset));
     const int32_t w_row = k_w * in_c;
+    if (p->dilation_w == 1 && w_row <= 16) {
+        const mve_pred16_t row = vctp8q((uint32_t)w_row);
+        const int32_t lead = win->kx_begin * in_c;
+        const int32_t len = (win->kx_end - win->kx_begin) * in_c;
+        const mve_pred16_t taps = vctp8q((uint32_t)len);
+        const int32_t row_step = p->dilation_h * c->in_row;
+        const int8_t *src = win->in_batch + (win->y0 + win->ky_begin * p->dilation_h) * c->in_row +
+                            (win->x0 + win->kx_begin) * in_c;
+        int8_t *dst = patch;
+        for (int32_t ky = 0; ky < p->filter.h; ++ky, dst += w_row) {
+            if (ky < win->ky_begin || ky >= win->ky_end) {
+                vstrbq_p_s8(dst, pad, row);
+                continue;
+            }
+            if (len < w_row) {
+                vstrbq_p_s8(dst, pad, row);
+            }
+            vstrbq_p_s8(dst + lead, vldrbq_z_s8(src, taps), taps);
+            src += row_step;
+        }
+        return;
+    }
     for (int32_t ky = 0; ky < p->filter.h; ++ky) {
         int8_t *const dst = patch + ky * w_row;
         if (ky < win->ky_begin || ky >= win->ky_end) {
@@ -819,6 +910,10 @@ MCU_CONV_INLINE void block_mve(const mcu_conv_block_t *c, const int8_t *input, i
                 row = (b * p->input.h + y * p->stride_h - p->pad_top) * c->in_row -
                       p->pad_left * in_c;
             }
+        }
+        if (direct && c->corr != NULL && c->fuse == NULL) {
+            direct_pass(c, at, sums, output + n0 * p->output.c, sums_len, count);
+            continue;
         }
         if (grouped) {
             groups_pass(c, xq, at, sums, sums_len, output + n0 * p->output.c, count, group);

@@ -129,10 +129,32 @@ static inline __attribute__((always_inline)) void mve_px(const mve_ctx_t *m, con
 }
 
 #if DW_ASM3
-/* 3x3 filters, full groups: the starting sums of a window whose left (edge 0) or right (edge 1)
- * column of taps lies outside the input, every tap row inside it: bias_full + zp * the column's
- * three weights (zp = -input_offset, the products the ring's padding would add: they cancel
- * bias_full's share of those taps), so that the other six taps are met without the offset. */
+/* 3x3 filters, full groups: the starting sums of a window some of whose taps lie outside the
+ * input (the set `missing`, bit t for tap t): bias_full + zp * their weights (zp = -input_offset,
+ * the products the ring's padding would add: they cancel bias_full's share of those taps), so that
+ * the others are met without the offset. */
+static inline __attribute__((always_inline)) void start_sums(const mcu_dw_mve_scratch_t *g,
+                                                             int16x8_t zp, uint32_t missing,
+                                                             int32_t *acc)
+{
+    int16x8_t w = vdupq_n_s16(0); /* |w| <= 5 * 128 */
+#define DW_MISSING_TAP(t)                                                                          \
+    if ((missing >> (t)) & 1u) {                                                                   \
+        w = vaddq_s16(w, vld1q_s16(g->w[t]));                                                      \
+    }
+    /* (unrolled: a constant `missing` leaves only its taps' loads) */
+    DW_MISSING_TAP(0) DW_MISSING_TAP(1) DW_MISSING_TAP(2) DW_MISSING_TAP(3) DW_MISSING_TAP(4)
+    DW_MISSING_TAP(5) DW_MISSING_TAP(6) DW_MISSING_TAP(7) DW_MISSING_TAP(8)
+#undef DW_MISSING_TAP
+    vst1q_s32(acc, vaddq_s32(vld1q_s32(g->bias_full[0]), vmullbq_int_s16(w, zp)));
+    vst1q_s32(acc + 4, vaddq_s32(vld1q_s32(g->bias_full[1]), vmulltq_int_s16(w, zp)));
+}
+
+/* The taps of a column / row of a 3x3 filter (bits of start_sums' `missing`). */
+#define DW_COL(i) (0x49u << (i))
+#define DW_ROW(j) (0x7u << (3 * (j)))
+
+/* The starting sums of a row's left (edge 0) and right (edge 1) windows, every tap row inside. */
 typedef struct {
     int32_t acc[2][2][4]; /* [edge][even, odd channels][lane] */
 } dw_edges_t;
@@ -141,16 +163,11 @@ DW_NOINLINE static void edge_sums(const mcu_dw_mve_scratch_t *g, int32_t input_o
                                   dw_edges_t *ed)
 {
     const int16x8_t zp = vdupq_n_s16((int16_t)-input_offset);
-    for (int32_t edge = 0; edge < 2; ++edge) {
-        const int32_t col = 2 * edge;
-        const int16x8_t w = vaddq_s16(vaddq_s16(vld1q_s16(g->w[col]), vld1q_s16(g->w[3 + col])),
-                                      vld1q_s16(g->w[6 + col])); /* |w| <= 3 * 128 */
-        vst1q_s32(ed->acc[edge][0], vaddq_s32(vld1q_s32(g->bias_full[0]), vmullbq_int_s16(w, zp)));
-        vst1q_s32(ed->acc[edge][1], vaddq_s32(vld1q_s32(g->bias_full[1]), vmulltq_int_s16(w, zp)));
-    }
+    start_sums(g, zp, DW_COL(0), ed->acc[0][0]);
+    start_sums(g, zp, DW_COL(2), ed->acc[1][0]);
 }
 
-/* A tap of mve_edge3x2 at %[a], its weights wb bytes from %[w]. */
+/* A tap at %[a], its weights wb bytes from %[w]. */
 #define DW_EDGE_TAP(wb)                                                                           \
     "vldrb.s16 q2, [%[a]]\n\t"                                                                     \
     "vldrh.u16 q3, [%[w], #" wb "]\n\t"                                                            \
@@ -158,34 +175,35 @@ DW_NOINLINE static void edge_sums(const mcu_dw_mve_scratch_t *g, int32_t input_o
     "vadd.i32 q0, q0, q4\n\t"                                                                      \
     "vmullt.s16 q4, q2, q3\n\t"                                                                    \
     "vadd.i32 q1, q1, q4\n\t"
+#define DW_NEXT_COL "add %[a], %[col]\n\t"
 
-/* One output position of a full group from the starting sums acc (edge_sums) and the six taps
- * at x + j * x_row + i * x_col (tap rows j < 3, columns i < 2), their weights w + 24 j + 8 i
- * (int16: g->w[1] for a left edge, g->w[0] for a right one); mcu_requant4, clamp and store as
- * mve_window3x3. */
-static inline __attribute__((always_inline)) void mve_edge3x2(const mcu_dw_mve_scratch_t *g,
-                                                              const int32_t *acc,
-                                                              const int16_t *w, const int8_t *x,
-                                                              int32_t x_row, int32_t x_col,
-                                                              int8_t *out, int16x8_t lo,
-                                                              int16x8_t hi)
-{
-    const int8_t *a;
-    __asm__ volatile(
-        "vldrw.u32 q0, [%[acc]]\n\t"
-        "vldrw.u32 q1, [%[acc], #16]\n\t"
-        "mov %[a], %[x]\n\t"
-        DW_EDGE_TAP("0") "add %[a], %[col]\n\t" DW_EDGE_TAP("16")
-        "add %[a], %[x], %[row]\n\t"
-        DW_EDGE_TAP("48") "add %[a], %[col]\n\t" DW_EDGE_TAP("64")
-        "add %[a], %[x], %[row], lsl #1\n\t"
-        DW_EDGE_TAP("96") "add %[a], %[col]\n\t" DW_EDGE_TAP("112")
-        DW_REQUANT_STORE
-        : [a] "=&l"(a)
-        : [acc] "r"(acc), [w] "r"(w), [q] "r"(g->mult), [x] "r"(x), [row] "r"(x_row),
-          [col] "r"(x_col), [out] "l"(out), [lo] "w"(lo), [hi] "w"(hi)
-        : "q0", "q1", "q2", "q3", "q4", "memory");
-}
+/* One output position of a full group from the starting sums acc (start_sums) and a rectangle of
+ * taps at x + j * x_row + i * x_col, their weights w + 24 j + 8 i (int16: g->w[t] of its first
+ * tap t): mve_edge3x2 three rows of two, mve_edge2x3 two of three, mve_edge2x2 two of two;
+ * mcu_requant4, clamp and store as mve_window3x3. */
+#define DW_EDGE(NAME, TAPS)                                                                       \
+    static inline __attribute__((always_inline)) void NAME(                                       \
+        const mcu_dw_mve_scratch_t *g, const int32_t *acc, const int16_t *w, const int8_t *x,      \
+        int32_t x_row, int32_t x_col, int8_t *out, int16x8_t lo, int16x8_t hi)                     \
+    {                                                                                              \
+        const int8_t *a;                                                                           \
+        __asm__ volatile("vldrw.u32 q0, [%[acc]]\n\t"                                              \
+                         "vldrw.u32 q1, [%[acc], #16]\n\t"                                         \
+                         "mov %[a], %[x]\n\t" TAPS DW_REQUANT_STORE                                \
+                         : [a] "=&l"(a)                                                            \
+                         : [acc] "r"(acc), [w] "r"(w), [q] "r"(g->mult), [x] "r"(x),               \
+                           [row] "r"(x_row), [col] "r"(x_col), [out] "l"(out), [lo] "w"(lo),       \
+                           [hi] "w"(hi)                                                            \
+                         : "q0", "q1", "q2", "q3", "q4", "memory");                                \
+    }
+DW_EDGE(mve_edge3x2, DW_EDGE_TAP("0") DW_NEXT_COL DW_EDGE_TAP("16")
+        "add %[a], %[x], %[row]\n\t" DW_EDGE_TAP("48") DW_NEXT_COL DW_EDGE_TAP("64")
+        "add %[a], %[x], %[row], lsl #1\n\t" DW_EDGE_TAP("96") DW_NEXT_COL DW_EDGE_TAP("112"))
+DW_EDGE(mve_edge2x3, DW_EDGE_TAP("0") DW_NEXT_COL DW_EDGE_TAP("16") DW_NEXT_COL DW_EDGE_TAP("32")
+        "add %[a], %[x], %[row]\n\t" DW_EDGE_TAP("48") DW_NEXT_COL DW_EDGE_TAP("64") DW_NEXT_COL
+        DW_EDGE_TAP("80"))
+DW_EDGE(mve_edge2x2, DW_EDGE_TAP("0") DW_NEXT_COL DW_EDGE_TAP("16")
+        "add %[a], %[x], %[row]\n\t" DW_EDGE_TAP("48") DW_NEXT_COL DW_EDGE_TAP("64"))
 #else
 typedef struct {
     int32_t unused;
@@ -296,6 +314,37 @@ DW_NOINLINE static void rows_3x3(const mve_ctx_t *m, const dw_edges_t *ed, const
         }
     }
 }
+
+/* One output row whose windows lack their top (ky_begin 1) or bottom tap row (ky_begin 0), the
+ * other two inside the input from x_rows on (m->rows3): every window from start_sums' sums, in
+ * assembly (mve_edge2x2 for the edges, mve_edge2x3 between them). */
+DW_NOINLINE static void row2_3x3(const mve_ctx_t *m, const int8_t *x_rows, int32_t ky_begin,
+                                 int8_t *o)
+{
+    const mcu_dw_mve_scratch_t *const g = m->g;
+    const mcu_depthwise_conv_params_t *const p = m->p;
+    const int16x8_t lo = vdupq_n_s16((int16_t)p->q.act_min);
+    const int16x8_t hi = vdupq_n_s16((int16_t)p->q.act_max);
+    const int16x8_t zp = vdupq_n_s16((int16_t)-p->q.input_offset);
+    const uint32_t missing = DW_ROW(ky_begin == 0 ? 2 : 0);
+    const int16_t *const w = g->w[3 * ky_begin];
+    const int32_t out_c = p->output.c;
+    int32_t acc[8];
+    if (m->edge[0] != 0) {
+        start_sums(g, zp, missing | DW_COL(0), acc);
+        mve_edge2x2(g, acc, w + 8, x_rows + m->at[0], m->x_row, m->x_col, o, lo, hi);
+        o += out_c;
+    }
+    start_sums(g, zp, missing, acc);
+    const int8_t *x = x_rows + m->at[1];
+    for (int32_t n = m->x_end - m->x_begin; n > 0; --n, x += m->x_step, o += out_c) {
+        mve_edge2x3(g, acc, w, x, m->x_row, m->x_col, o, lo, hi);
+    }
+    if (m->edge[1] != 0) {
+        start_sums(g, zp, missing | DW_COL(2), acc);
+        mve_edge2x2(g, acc, w, x_rows + m->at[2], m->x_row, m->x_col, o, lo, hi);
+    }
+}
 #endif
 
 /* One-row or one-column filters (`taps` taps, x_tap bytes apart): two positions at a time, each
@@ -356,11 +405,19 @@ static inline __attribute__((always_inline)) void mve_run(const mve_ctx_t *m, co
  * tap rows of every column (out: the row's first output at channel c). */
 static inline __attribute__((always_inline)) void mve_row(const mve_ctx_t *m, const int8_t *in,
                                                           int8_t *out, int32_t out_y,
-                                                          int partial)
+                                                          int partial, int rows3)
 {
     const mcu_depthwise_conv_params_t *const p = m->p;
     const int32_t out_c = p->output.c;
     const mcu_dw_tap_rows_t r = mcu_dw_tap_rows(p, in, &m->in_row, out_y);
+#if DW_ASM3
+    if (rows3 && r.rows == 2) {
+        row2_3x3(m, r.x, r.ky_begin, out);
+        return;
+    }
+#else
+    (void)rows3;
+#endif
     for (int32_t out_x = 0; out_x < p->output.w; ++out_x) {
         mve_border(m, r.x, r.ky_begin, r.rows, out_x, out + out_x * out_c, partial);
     }
@@ -386,7 +443,7 @@ static inline __attribute__((always_inline)) void mve_group_body(const mve_ctx_t
     const int32_t x_begin = m->x_begin;
     const int32_t x_end = m->x_end;
     for (int32_t out_y = 0; out_y < y_begin; ++out_y) {
-        mve_row(m, in, out + out_y * out_row, out_y, partial);
+        mve_row(m, in, out + out_y * out_row, out_y, partial, edges != NULL);
     }
     const int32_t y_step = p->stride_h * m->in_row;
     const int8_t *x_rows = in + (y_begin * p->stride_h - p->pad_top) * m->in_row;
@@ -414,7 +471,7 @@ static inline __attribute__((always_inline)) void mve_group_body(const mve_ctx_t
         }
     }
     for (int32_t out_y = y_end > y_begin ? y_end : y_begin; out_y < p->output.h; ++out_y) {
-        mve_row(m, in, out + out_y * out_row, out_y, partial);
+        mve_row(m, in, out + out_y * out_row, out_y, partial, edges != NULL);
     }
 }
 
@@ -425,7 +482,7 @@ DW_NOINLINE static void mve_group(const mve_ctx_t *m, const int8_t *in, int8_t *
     const dw_edges_t *rows3 = NULL;
 #if DW_ASM3
     if (m->rows3) {
-        if (m->edge[0] != 0 || m->edge[1] != 0) {
+        if ((m->edge[0] != 0 || m->edge[1] != 0) && m->y_end > m->y_begin) {
             edge_sums(m->g, m->p->q.input_offset, &edges);
         }
         rows3 = &edges;
@@ -462,7 +519,7 @@ static void rows3_plan(mve_ctx_t *m)
     const mcu_depthwise_conv_params_t *const p = m->p;
     m->rows3 = 0;
 #if DW_ASM3
-    if (p->filter.h != 3 || p->filter.w != 3 || m->y_end <= m->y_begin) {
+    if (p->filter.h != 3 || p->filter.w != 3) {
         return;
     }
     const int32_t out_w = p->output.w;

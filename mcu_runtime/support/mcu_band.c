@@ -140,3 +140,34 @@ void mcu_move_up_s8(int8_t *data, int32_t size, int32_t by)
         *--dst = *--src;
     }
 }
+
+void mcu_move_down_s8(int8_t *data, int32_t size, int32_t by)
+{
+    if (data == NULL || size <= 0 || by <= 0) {
+        return;
+    }
+    const int8_t *src = data; /* both from the start up: no byte is read after its overwrite */
+    int8_t *dst = data - by;
+    if ((((uintptr_t)data | (uint32_t)size | (uint32_t)by) & 3u) == 0u) {
+#if defined(__arm__) && defined(__ARM_ARCH_ISA_THUMB) && __ARM_ARCH_ISA_THUMB >= 2
+        for (; size >= 16; size -= 16) { /* Thumb-2: four words a load and a store (LDMIA, STMIA) */
+            __asm__ volatile("ldmia %0!, {r4, r5, r6, r8}\n\tstmia %1!, {r4, r5, r6, r8}"
+                             : "+r"(src), "+r"(dst)
+                             :
+                             : "r4", "r5", "r6", "r8", "memory");
+        }
+#endif
+        for (; size >= 16; size -= 16, src += 16, dst += 16) { /* four words read before any is written */
+            uint32_t w[4];
+            memcpy(w, src, sizeof w);
+            memcpy(dst, w, sizeof w);
+        }
+        for (; size > 0; size -= 4, src += 4, dst += 4) {
+            memmove(dst, src, 4);
+        }
+        return;
+    }
+    while (size-- > 0) {
+        *dst++ = *src++;
+    }
+}

@@ -84,6 +84,11 @@ mcu_status_t mcu_add_s8_band(const mcu_add_params_t *params, int32_t row_size, i
  * chain of such layers stays in one place (mcugen's homing calls). */
 void mcu_move_up_s8(int8_t *data, int32_t size, int32_t by);
 
+/* Moves `size` bytes at `data` down by `by` bytes (onto data - by; they may overlap), from the
+ * start up, four words a pass where data, size and by are multiples of 4 (a ring's held rows to
+ * its start: mcu_ring_push_rows). */
+void mcu_move_down_s8(int8_t *data, int32_t size, int32_t by);
+
 /* Room for tensor row ring->base + ring->count (mcu_ring_push_rows of one row); returns where to
  * write it, or NULL when the ring is full and no row below `keep` can be dropped (a planning
  * error). */
@@ -106,8 +111,8 @@ static inline int8_t *mcu_ring_push_rows(mcu_ring_t *ring, int32_t keep, int32_t
             return NULL;
         }
         if (drop < ring->count) {
-            memmove(ring->buf, ring->buf + drop * ring->row_bytes,
-                    (size_t)(ring->count - drop) * (size_t)ring->row_bytes);
+            mcu_move_down_s8(ring->buf + drop * ring->row_bytes,
+                             (ring->count - drop) * ring->row_bytes, drop * ring->row_bytes);
             ring->count -= drop;
             ring->base = keep;
         } else { /* nothing held is needed: the ring restarts at the first row pushed now */

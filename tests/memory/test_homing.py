@@ -44,8 +44,9 @@ def data_at(c: Compiled, name: str) -> int | None:
     return c.plan.offset_of(name)
 
 
-def test_move_up_against_numpy(tmp_path: Path) -> None:
-    """mcu_move_up_s8 moves size bytes up by `by` (overlapping) on word-aligned and odd layouts."""
+def test_moves_against_numpy(tmp_path: Path) -> None:
+    """mcu_move_up_s8 moves size bytes up by `by`, mcu_move_down_s8 down by `by` (a ring's held rows:
+    mcu_ring_push_rows), overlapping, on word-aligned and odd layouts."""
     lib_path = tmp_path / "libband.so"
     res = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", *STRICT, f"-I{RT / 'include'}", f"-I{RT / 'support'}",
                           str(RT / "support" / "mcu_band.c"), "-o", str(lib_path)], capture_output=True, text=True,
@@ -61,6 +62,11 @@ def test_move_up_against_numpy(tmp_path: Path) -> None:
         want[start + by:start + by + size] = buf[start:start + size]
         lib.mcu_move_up_s8(ctypes.c_void_p(buf.ctypes.data + start), ctypes.c_int32(size), ctypes.c_int32(by))
         assert np.array_equal(buf, want), (size, by, start)
+        want = buf.copy()
+        want[start:start + size] = buf[start + by:start + by + size]
+        lib.mcu_move_down_s8(ctypes.c_void_p(buf.ctypes.data + start + by), ctypes.c_int32(size),
+                             ctypes.c_int32(by))
+        assert np.array_equal(buf, want), (size, by, start, "down")
 
 
 @pytest.mark.parametrize("core", ["cortex-m4", "cortex-m7", "cortex-m55"])
