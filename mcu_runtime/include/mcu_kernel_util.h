@@ -71,6 +71,22 @@ static inline void valid_taps(int32_t origin, int32_t dilation, int32_t taps, in
     }
 }
 
+/* Output positions [*begin, *end) along one axis whose window has every tap inside an input of
+ * `size`: origin o * stride - pad >= 0 and origin + (taps - 1) * dilation < size (an empty range
+ * when none; pad >= 0). */
+static inline void mcu_inside_positions(int32_t pad, int32_t stride, int32_t dilation,
+                                        int32_t taps, int32_t size, int32_t out_size,
+                                        int32_t *begin, int32_t *end)
+{
+    const int32_t last = size - 1 - (taps - 1) * dilation + pad;
+    int32_t b = (pad + stride - 1) / stride;
+    int32_t e = last < 0 ? 0 : last / stride + 1;
+    b = b > out_size ? out_size : b;
+    e = e > out_size ? out_size : e;
+    *begin = b;
+    *end = e < b ? b : e;
+}
+
 /* ------------------------------------------------------------------------------------------- */
 /* The pooling window iterator (avgpool, avgpool_requant, maxpool; int8 and int16)            */
 

@@ -100,13 +100,14 @@ int32_t mcu_conv2d_s8_dsp_positions(const mcu_conv_params_t *p, const int32_t *b
 int mcu_conv2d_s8_gathers(const mcu_conv_params_t *p)
 {
     const int contiguous = p->filter.h == 1 && (p->filter.w == 1 || p->dilation_w == 1);
+    if (!contiguous || p->pad_top > 0 || p->pad_left > 0) {
+        return 1; /* (the products below only where these do not decide) */
+    }
     const int64_t last_y = (int64_t)(p->output.h - 1) * p->stride_h +
                            (int64_t)(p->filter.h - 1) * p->dilation_h - p->pad_top;
     const int64_t last_x = (int64_t)(p->output.w - 1) * p->stride_w +
                            (int64_t)(p->filter.w - 1) * p->dilation_w - p->pad_left;
-    const int border = p->pad_top > 0 || p->pad_left > 0 || last_y >= p->input.h ||
-                       last_x >= p->input.w;
-    return !contiguous || border;
+    return last_y >= p->input.h || last_x >= p->input.w;
 }
 
 /* The DSP path's patch bytes: none when C_in % 4 == 0 (windows read tap by tap) or every window is
@@ -250,17 +251,17 @@ static int32_t lean_plan(const mcu_conv_params_t *p, const int32_t *bias, int32_
          * less room, the direct groups of three positions a pass, else of two, where they fit the
          * room or need no more than the generic path; else the least of the generic path and the
          * groups */
-        const int32_t wide = groups_size(p, MCU_CONV_MVE_LEAN_WIDE, gathers);
+        /* (each size computed only where it decides: a lean call plans once a call) */
         const int32_t budget = room > generic ? room : generic; /* the room, or the least */
-        const int32_t direct_wide = direct_size(p, MCU_CONV_MVE_LEAN_WIDE, 3, gathers);
-        const int32_t direct3 = direct_size(p, MCU_CONV_MVE_LEAN_GROUP, 3, gathers);
-        const int32_t direct2 = direct_size(p, MCU_CONV_MVE_LEAN_GROUP, 2, gathers);
-        if (room < *size && direct3 <= budget) {
+        int32_t direct3 = 0, direct2 = 0;
+        if (room < *size && (direct3 = direct_size(p, MCU_CONV_MVE_LEAN_GROUP, 3, gathers)) <= budget) {
             /* no room to copy the windows: read where they lie, three positions a pass */
+            const int32_t direct_wide = direct_size(p, MCU_CONV_MVE_LEAN_WIDE, 3, gathers);
             *per_pass = MCU_CONV_MVE_LEAN_DIRECT |
                         (direct_wide <= room ? MCU_CONV_MVE_LEAN_WIDE : MCU_CONV_MVE_LEAN_GROUP);
             *size = direct_wide <= room ? direct_wide : direct3;
-        } else if (room < *size && direct2 <= budget) {
+        } else if (room < *size &&
+                   (direct2 = direct_size(p, MCU_CONV_MVE_LEAN_GROUP, 2, gathers)) <= budget) {
             *per_pass = MCU_CONV_MVE_LEAN_DIRECT | MCU_CONV_MVE_LEAN_TWO | MCU_CONV_MVE_LEAN_GROUP;
             *size = direct2;
         } else if (*size > generic && room < *size) {
@@ -268,6 +269,7 @@ static int32_t lean_plan(const mcu_conv_params_t *p, const int32_t *bias, int32_
             *size = generic;
             *per_pass = 0;
         } else {
+            const int32_t wide = groups_size(p, MCU_CONV_MVE_LEAN_WIDE, gathers);
             *per_pass = wide <= room ? MCU_CONV_MVE_LEAN_WIDE : MCU_CONV_MVE_LEAN_GROUP;
             *size = wide <= room ? wide : *size;
         }

@@ -773,22 +773,6 @@ static void gathered_window(const mcu_conv_block_t *c, const int8_t *input, int3
     copy_mve(xq_i, gather_at(c, input, b, y, x, patch), c->filter_size, 48);
 }
 
-/* First and last + 1 output coordinate whose window lies inside an input of `size`. */
-static void inside_range(int32_t out, int32_t stride, int32_t pad, int32_t span, int32_t size,
-                         int32_t *first, int32_t *end)
-{
-    int32_t f = 0;
-    while (f < out && f * stride - pad < 0) {
-        ++f;
-    }
-    int32_t e = f;
-    while (e < out && e * stride - pad + span <= size) {
-        ++e;
-    }
-    *first = f;
-    *end = e;
-}
-
 /* onnxruntime's rounding (the lean call's groups, from the params' kernel_sums and requant_bases):
  * the group's corrections with mcu_requant2_lift's lift, kernel_sums[oc] + 2^29 + 2^(30 - v) (2^v the
  * multiplier's lowest set bit, v >= 7: mcu_requant2_no_tie's lift2 / 2), four channels at a time. */
@@ -861,10 +845,10 @@ MCU_CONV_INLINE void block_mve(const mcu_conv_block_t *c, const int8_t *input, i
     const int32_t row_step = p->dilation_h * c->in_row;
     const int32_t x_step = p->stride_w * in_c;
     int32_t y_first, y_end, x_first, x_end;
-    inside_range(out_h, p->stride_h, p->pad_top, (k_h - 1) * p->dilation_h + 1, p->input.h,
-                 &y_first, &y_end);
-    inside_range(out_w, p->stride_w, p->pad_left, (p->filter.w - 1) * p->dilation_w + 1,
-                 p->input.w, &x_first, &x_end);
+    mcu_inside_positions(p->pad_top, p->stride_h, p->dilation_h, k_h, p->input.h, out_h, &y_first,
+                         &y_end);
+    mcu_inside_positions(p->pad_left, p->stride_w, p->dilation_w, p->filter.w, p->input.w, out_w,
+                         &x_first, &x_end);
     if (!one_run && !by_rows) {
         x_end = x_first; /* every window gathered */
     }

@@ -498,20 +498,6 @@ DW_NOINLINE static void mve_group_partial(const mve_ctx_t *m, const int8_t *in, 
 }
 
 
-/* Output positions [*begin, *end) along one axis have every tap inside the input: origin
- * o * stride - pad >= 0 and origin + (taps - 1) * dilation < size (an empty range when none). */
-static void inside(int32_t pad, int32_t stride, int32_t dilation, int32_t taps, int32_t size,
-                   int32_t out_size, int32_t *begin, int32_t *end)
-{
-    const int32_t last = size - 1 - (taps - 1) * dilation + pad;
-    int32_t b = (pad + stride - 1) / stride;
-    int32_t e = last < 0 ? 0 : last / stride + 1;
-    b = b > out_size ? out_size : b;
-    e = e > out_size ? out_size : e;
-    *begin = b;
-    *end = e < b ? b : e;
-}
-
 /* m->rows3 and its edges: 3x3 filters (GCC) whose rows with every tap row inside have at most
  * one border window on either side, each with one column of taps outside (an edge). */
 static void rows3_plan(mve_ctx_t *m)
@@ -613,14 +599,17 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
     m.x_step = p->stride_w * p->input.c;
     m.full = p->q.act_min == MCU_INT8_MIN && p->q.act_max == MCU_INT8_MAX;
     if (p->filter.h == 3 && p->filter.w == 3) {
-        for (int32_t t = 0; t < 9; ++t) {
-            m.whole[t] = (t / 3) * m.x_row + (t % 3) * m.x_col;
+        for (int32_t j = 0; j < 3; ++j) {
+            const int32_t row = j * m.x_row;
+            m.whole[3 * j] = row;
+            m.whole[3 * j + 1] = row + m.x_col;
+            m.whole[3 * j + 2] = row + 2 * m.x_col;
         }
     }
-    inside(p->pad_left, p->stride_w, p->dilation_w, p->filter.w, in_w, p->output.w, &m.x_begin,
-           &m.x_end);
-    inside(p->pad_top, p->stride_h, p->dilation_h, p->filter.h, p->input.h, p->output.h,
-           &m.y_begin, &m.y_end);
+    mcu_inside_positions(p->pad_left, p->stride_w, p->dilation_w, p->filter.w, in_w, p->output.w,
+                         &m.x_begin, &m.x_end);
+    mcu_inside_positions(p->pad_top, p->stride_h, p->dilation_h, p->filter.h, p->input.h,
+                         p->output.h, &m.y_begin, &m.y_end);
     rows3_plan(&m);
     /* the full groups through the ring when it is planned (dw_mve_ring_bytes() > 0), or through
      * rows3_groups when every row is rows_3x3's */

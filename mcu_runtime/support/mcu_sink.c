@@ -6,6 +6,10 @@
 #include "mcu_dot_s8.h"
 #include "mcu_math.h"
 
+#if MCU_ISA_NATIVE == MCU_ISA_MVE
+#include <arm_mve.h>
+#endif
+
 void mcu_fully_connected_s8_acc(const mcu_fc_params_t *params, const int8_t *x, int32_t k0,
                                 int32_t len, const int8_t *weights, int32_t *acc)
 {
@@ -64,11 +68,24 @@ mcu_status_t mcu_fully_connected_s8_finish(const mcu_fc_params_t *params, const 
 
 void mcu_pool_sum_s8(const int8_t *x, int32_t pixels, int32_t channels, int32_t *acc)
 {
+#if MCU_ISA_NATIVE == MCU_ISA_MVE
+    /* four channels a vector (the last ones predicated), their sums held over the pixels */
+    for (int32_t c = 0; c < channels; c += 4) {
+        const mve_pred16_t pr = vctp32q((uint32_t)(channels - c));
+        int32x4_t s = vldrwq_z_s32(acc + c, pr);
+        const int8_t *xp = x + c;
+        for (int32_t i = pixels; i > 0; --i, xp += channels) {
+            s = vaddq_s32(s, vldrbq_z_s32(xp, pr));
+        }
+        vstrwq_p_s32(acc + c, s, pr);
+    }
+#else
     for (int32_t i = 0; i < pixels; ++i) {
         for (int32_t c = 0; c < channels; ++c) {
             acc[c] += x[i * channels + c];
         }
     }
+#endif
 }
 
 /* The window covers the whole input, without padding: one output position. */
