@@ -29,7 +29,11 @@ WEIGHT_PASS_INSTRUCTIONS = 30.0  # per filter element and call, divided by the p
 #   row call reads every weight once per pass over too few positions, so its cost falls with the
 #   row's width. Fitted on cortex-m7 QEMU counts (benchmarks/memory.py, docs/memory.md): 7 per
 #   element and call at 5 positions (KWS), 0.6 at 32 (IC)
-MOVE_INSTRUCTIONS_PER_BYTE = 0.4  # memmove of ring rows (word copies)
+MOVE_INSTRUCTIONS_PER_BYTE = 0.4  # memcpy of a model's input into the arena (run(): word copies)
+# mcu_move_up_s8 / mcu_move_down_s8 per byte moved (a homing call's output, a ring's held rows): Thumb-2
+# (the DSP and MVE cores) an LDM and an STM a 16 bytes (QEMU, cortex-m7: 2,523 instructions for 8,000
+# bytes); else four loads and stores and the loop
+MOVE_PER_BYTE = {"dsp": 0.32, "mve": 0.32, "c": 0.75, "any": 0.75}
 # extra instructions per MAC of a lean (generic path) call over the fast path it replaces, fitted on
 #   KWS and IC (benchmarks/memory.py): 0.6-1.0 on cortex-m7, 0.01-0.11 on cortex-m55
 LEAN_EXTRA_PER_MAC = {"mve": 0.15, "dsp": 0.9, "c": 0.0, "any": 0.9}
@@ -438,7 +442,7 @@ def overhead(seg: Segment, isa: str, costs: Costs | None = None) -> int:
             extra += (calls - 1) * per_call
             if s.step in seg.lean:
                 extra += slow * lean_macs(seg, s) * LEAN_EXTRA_PER_MAC.get(isa, LEAN_EXTRA_PER_MAC["any"])
-    return int(extra + seg.sim.moved * MOVE_INSTRUCTIONS_PER_BYTE)
+    return int(extra + seg.sim.moved * MOVE_PER_BYTE.get(isa, MOVE_PER_BYTE["any"]))
 
 
 def lean_macs(seg: Segment, s: Stage) -> int:

@@ -21,7 +21,7 @@ Candidates, from cheapest to smallest:
 The segments come from emitter/plan/propose.py (runs, estimates, the dynamic programme); every
 candidate is planned for real (emitter/plan/arena.py): the estimate only proposes. The
 instruction overhead of a candidate is estimated from its kernel calls and ring moves
-(CALL_INSTRUCTIONS, MOVE_INSTRUCTIONS_PER_BYTE; benchmarks/memory.py measures the real figures
+(CALL_INSTRUCTIONS, MOVE_PER_BYTE; benchmarks/memory.py measures the real figures
 in QEMU).
 
 The ranking is one cost key (Goal.key): with --memory auto and an explicit RAM budget
@@ -49,6 +49,7 @@ from emitter.plan.order import orders, reorder
 from emitter.plan.propose import (
     LEAN_EXTRA_PER_MAC,
     MOVE_INSTRUCTIONS_PER_BYTE,
+    MOVE_PER_BYTE,
     Costs,
     LayerCost,
     SegmentCache,
@@ -303,9 +304,6 @@ def with_cost(c: InPlace, p: Prepared) -> InPlace:
     return replace(c, cost=int(2 * nbytes * IN_PLACE_PER_BYTE) + IN_PLACE_BLOCK_CALL * calls)
 
 
-# mcu_move_up_s8 per byte moved: Thumb-2 (the DSP and MVE cores) an LDMDB and an STMDB a 16 bytes
-# (QEMU, cortex-m7: 2,523 instructions for 8,000 bytes); else four loads and stores and the loop
-HOME_MOVE_PER_BYTE = {"dsp": 0.32, "mve": 0.32, "c": 0.75, "any": 0.75}
 
 
 def lean_extra(p: Prepared, cost: LayerCost | None, isa: str, room: int = 0) -> int:
@@ -322,7 +320,7 @@ def homing(c: InPlace, p: Prepared, cost: LayerCost | None = None, isa: str = "a
     fast call (the core's table, else LEAN_EXTRA_PER_MAC)."""
     out = cast(Any, p.params).output
     extra = lean_extra(p, cost, isa, c.scratch) if c.call else 0
-    per_byte = HOME_MOVE_PER_BYTE.get(isa, HOME_MOVE_PER_BYTE["any"])
+    per_byte = MOVE_PER_BYTE.get(isa, MOVE_PER_BYTE["any"])
     return replace(c, home=True, cost=int(out.n * out.h * out.w * out.c * per_byte) + extra)
 
 

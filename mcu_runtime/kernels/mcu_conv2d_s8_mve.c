@@ -12,8 +12,8 @@
  *   sums start at the channels' corrections and go to an int32 row per position; a block's last
  *   pass of one or two positions meets only their windows (pass_tail: 6 and 9 instructions);
  * - each position's row is requantized four channels per vector (requant_rows: mcu_requant4, clamp,
- *   one narrowing store); with mcu_conv2d_add_s8's residual Add, the Add follows on the same four
- *   lanes (requant_rows_fused).
+ *   one narrowing store; each vector of constants loaded once for the pass's rows); with
+ *   mcu_conv2d_add_s8's residual Add, the Add follows on the same four lanes (requant_rows_fused).
  * Scratch: corrections and requantization bases (2 words per channel of a block), the three
  * windows interleaved in 16-byte chunks (48 * ceil(K / 16) bytes), then the three rows of sums
  * (sums_row() words apart, the last one as long as the block rounded up to even), which (some
@@ -25,8 +25,9 @@
  * windows and one group's sums, and the outputs of a pass are written after its windows are
  * copied (so it may write over its input); where its ctx has no room for the copies and every
  * window is one run of the input, the groups meet the windows where they lie (direct3_mve: three
- * pointers, the same 12 instructions per 96 products; MCU_CONV_MVE_LEAN_DIRECT), the scratch only
- * the group's sums, and the call not over its input. onnxruntime's rounding lifts a group's corrections into
+ * pointers, the same 12 instructions per 96 products; MCU_CONV_MVE_LEAN_DIRECT; every group met and
+ * requantized in one function per row length and count, direct_groups), the scratch only the
+ * group's sums, and the call not over its input. onnxruntime's rounding lifts a group's corrections into
  * the first row of its sums (lift_group), each read before the pass writes over it. Without the
  * constants, blocks of MCU_CONV_MVE_LEAN_BLOCK channels a call.
  * Inline assembly where optimizing (gcc -O0 cannot give the pass its twelve registers); the same

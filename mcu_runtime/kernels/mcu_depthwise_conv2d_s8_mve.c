@@ -13,7 +13,11 @@
  * convolutions) two positions per weight load, others nested; border windows take their valid
  * taps with the offset. 3x3 filters on narrow outputs (dw_mve_ring_cols() > 0) run their full
  * groups in _mve_ring.c instead (every window whole, through a zero-point-padded row ring);
- * the groups' preparation (mcu_dw_mve_prepare) is there too.
+ * the groups' preparation (mcu_dw_mve_prepare) is there too. Other 3x3 calls with GCC whose
+ * border windows have one column of taps outside the input at most (m->rows3: the lean call's
+ * bands, wide outputs) run every window of a full group in assembly, a border one from start
+ * sums that hold the missing taps' zero-point products (start_sums: bias_full + zp * their
+ * weights, as the ring's padding adds them) and then only its taps inside (rows_3x3, row2_3x3).
  * Conditions (mcu_depthwise_conv2d_s8_path; else the generic loops run, their channel blocks
  * from mcu_dw_channel_blocks_mve at the end of this file): mcu_requant2_ok() for every channel,
  * KH * KW <= DW_MVE_MAX_TAPS (then |acc| < 2^29 + 25 * 255 * 128 < 2^30).
