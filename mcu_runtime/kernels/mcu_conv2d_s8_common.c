@@ -66,6 +66,11 @@ MCU_CONV_NOINLINE void mcu_conv2d_s8_gather(const mcu_conv_block_t *c, const mcu
     const int8_t pad = (int8_t)(-p->q.input_offset);
     const size_t tap = (size_t)in_c;
     const int32_t w_row = k_w * in_c;
+#if MCU_ISA_NATIVE == MCU_ISA_MVE
+    if (mcu_conv_gather_rows_mve(c, win, patch)) {
+        return;
+    }
+#endif
     for (int32_t ky = 0; ky < p->filter.h; ++ky) {
         int8_t *const dst = patch + ky * w_row;
         if (ky < win->ky_begin || ky >= win->ky_end) {

@@ -144,6 +144,45 @@ void mcu_conv2d_s8_fuse_store(const mcu_conv_fuse_t *f, int8_t *o, int32_t strid
                               int32_t n);
 void mcu_conv2d_s8_gather(const mcu_conv_block_t *c, const mcu_conv_window_t *win, int8_t *patch);
 
+#if MCU_ISA_NATIVE == MCU_ISA_MVE
+#include <arm_mve.h>
+
+/* The window into patch where its rows of taps are at most 16 bytes (dilation_w 1): a row one
+ * predicated copy, after a store of the zero point where the row has padding taps; 0 (nothing
+ * written) for other windows. The MVE path's gather and, on MVE cores, mcu_conv2d_s8_gather. */
+static inline int mcu_conv_gather_rows_mve(const mcu_conv_block_t *c, const mcu_conv_window_t *win,
+                                           int8_t *patch)
+{
+    const mcu_conv_params_t *const p = c->params;
+    const int32_t in_c = p->input.c;
+    const int32_t w_row = p->filter.w * in_c;
+    if (p->dilation_w != 1 || w_row > 16) {
+        return 0;
+    }
+    const int8x16_t pad = vdupq_n_s8((int8_t)(-p->q.input_offset));
+    const mve_pred16_t row = vctp8q((uint32_t)w_row);
+    const int32_t lead = win->kx_begin * in_c;
+    const int32_t len = (win->kx_end - win->kx_begin) * in_c;
+    const mve_pred16_t taps = vctp8q((uint32_t)len);
+    const int32_t row_step = p->dilation_h * c->in_row;
+    const int8_t *src = win->in_batch + (win->y0 + win->ky_begin * p->dilation_h) * c->in_row +
+                        (win->x0 + win->kx_begin) * in_c;
+    int8_t *dst = patch;
+    for (int32_t ky = 0; ky < p->filter.h; ++ky, dst += w_row) {
+        if (ky < win->ky_begin || ky >= win->ky_end) {
+            vstrbq_p_s8(dst, pad, row);
+            continue;
+        }
+        if (len < w_row) {
+            vstrbq_p_s8(dst, pad, row);
+        }
+        vstrbq_p_s8(dst + lead, vldrbq_z_s8(src, taps), taps);
+        src += row_step;
+    }
+    return 1;
+}
+#endif
+
 /* mcu_conv2d_s8.c: the checks, the path and the call, with the residual Add or without (NULL). */
 mcu_status_t mcu_conv2d_s8_run(const mcu_context_t *ctx, const mcu_conv_params_t *params,
                                const int8_t *input, const int8_t *filter, const int32_t *bias,

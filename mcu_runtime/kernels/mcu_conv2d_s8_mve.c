@@ -698,38 +698,18 @@ static inline void fill_mve(int8_t *dst, int8x16_t v, int32_t n)
     }
 }
 
-/* The window into patch, with predicated vector copies (padding taps: the input zero point); a row
- * of taps of at most 16 bytes (dilation_w 1) in one predicated copy, after the padding's store
- * where the row has some. */
+/* The window into patch, with predicated vector copies (padding taps: the input zero point); rows of
+ * taps of at most 16 bytes through mcu_conv_gather_rows_mve. */
 static void gather_mve(const mcu_conv_block_t *c, const mcu_conv_window_t *win, int8_t *patch)
 {
+    if (mcu_conv_gather_rows_mve(c, win, patch)) {
+        return;
+    }
     const mcu_conv_params_t *const p = c->params;
     const int32_t in_c = p->input.c;
     const int32_t k_w = p->filter.w;
     const int8x16_t pad = vdupq_n_s8((int8_t)(-p->q.input_offset));
     const int32_t w_row = k_w * in_c;
-    if (p->dilation_w == 1 && w_row <= 16) {
-        const mve_pred16_t row = vctp8q((uint32_t)w_row);
-        const int32_t lead = win->kx_begin * in_c;
-        const int32_t len = (win->kx_end - win->kx_begin) * in_c;
-        const mve_pred16_t taps = vctp8q((uint32_t)len);
-        const int32_t row_step = p->dilation_h * c->in_row;
-        const int8_t *src = win->in_batch + (win->y0 + win->ky_begin * p->dilation_h) * c->in_row +
-                            (win->x0 + win->kx_begin) * in_c;
-        int8_t *dst = patch;
-        for (int32_t ky = 0; ky < p->filter.h; ++ky, dst += w_row) {
-            if (ky < win->ky_begin || ky >= win->ky_end) {
-                vstrbq_p_s8(dst, pad, row);
-                continue;
-            }
-            if (len < w_row) {
-                vstrbq_p_s8(dst, pad, row);
-            }
-            vstrbq_p_s8(dst + lead, vldrbq_z_s8(src, taps), taps);
-            src += row_step;
-        }
-        return;
-    }
     for (int32_t ky = 0; ky < p->filter.h; ++ky) {
         int8_t *const dst = patch + ky * w_row;
         if (ky < win->ky_begin || ky >= win->ky_end) {

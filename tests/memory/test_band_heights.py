@@ -121,8 +121,8 @@ def test_ring_push_rows_against_the_replay(tmp_path: Path) -> None:
                     "{\n    return mcu_ring_push_rows(ring, keep, n);\n}\n")
     lib_path = tmp_path / "libshim.so"
     res = subprocess.run(["gcc", "-O1", "-shared", "-fPIC", *STRICT, f"-I{RT / 'include'}",
-                          f"-I{RT / 'support'}", str(shim), "-o", str(lib_path)], capture_output=True, text=True,
-                         check=False)
+                          f"-I{RT / 'support'}", str(shim), str(RT / "support" / "mcu_band.c"), "-o", str(lib_path)],
+                         capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
     lib = ctypes.CDLL(str(lib_path))
     lib.push_rows.restype = ctypes.c_void_p
