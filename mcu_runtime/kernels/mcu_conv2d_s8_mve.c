@@ -10,7 +10,8 @@
  *   vectors and three input vectors, six VMLADAVA (16 products each), in a tail-predicated
  *   low-overhead loop (so K % 16 needs no extra code): 12 instructions per 96 products. The six
  *   sums start at the channels' corrections and go to an int32 row per position; a block's last
- *   pass of one or two positions meets only their windows (pass_tail: 6 and 9 instructions);
+ *   pass of one or two positions meets only their windows (pass_one, pass_two: 6 and 9
+ *   instructions);
  * - each position's row is requantized four channels per vector (requant_rows: mcu_requant4, clamp,
  *   one narrowing store; each vector of constants loaded once for the pass's rows); with
  *   mcu_conv2d_add_s8's residual Add, the Add follows on the same four lanes (requant_rows_fused).
@@ -263,29 +264,43 @@ static void direct2_mve(const int8_t *w0, const int8_t *w1, const int8_t *x0, co
 }
 #endif
 
-/* The block's channels at the three interleaved windows (rows of sums `row` words apart), a pair
- * at a time (an odd last channel with the one before it, or alone where it is the only one or the
- * corrections lie in the first row of sums: lift_group's, the one before it written already). One
- * function per row length (an immediate in pair_mve). */
+/* pair_mve at `windows` (3, 2 or 1: a constant where inlined) of the interleaved windows. */
+MCU_CONV_INLINE void pair_at(const int8_t *w0, const int8_t *w1, const int8_t *xq, int32_t k,
+                             const int32_t *corr, int32_t *sums, int32_t row, int32_t windows)
+{
+    if (windows == 3) {
+        pair_mve(w0, w1, xq, k, corr, sums, row);
+    } else if (windows == 2) {
+        pair2_mve(w0, w1, xq, k, corr, sums, row);
+    } else {
+        pair1_mve(w0, w1, xq, k, corr, sums);
+    }
+}
+
+/* The block's channels at the first `windows` of the interleaved windows (rows of sums `row` words
+ * apart), a pair at a time (an odd last channel with the one before it, or alone where it is the
+ * only one or the corrections lie in the first row of sums: lift_group's, the one before it
+ * written already). Three windows: one function per row length (an immediate in pair_mve);
+ * a block's last pass of two or one position: pass_two, pass_one. */
 MCU_CONV_INLINE void pass_rows(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums,
-                               int32_t row)
+                               int32_t row, int32_t windows)
 {
     const int32_t k = c->filter_size;
     const int32_t n = c->oc_end - c->oc_base;
     const int32_t *corr = c->corr;
     const int8_t *w = c->filter + c->oc_base * k;
     for (int32_t m = n >> 1; m > 0; --m) {
-        pair_mve(w, w + k, xq, k, corr, sums, row);
+        pair_at(w, w + k, xq, k, corr, sums, row, windows);
         w += 2 * k;
         corr += 2;
         sums += 2;
     }
     if ((n & 1) != 0) {
         if (n > 1 && corr != sums) { /* (both moved on alike: corr lies in sums where they meet) */
-            pair_mve(w - k, w, xq, k, corr - 1, sums - 1, row);
+            pair_at(w - k, w, xq, k, corr - 1, sums - 1, row, windows);
         } else {
             const int32_t lone[2] = {corr[0], corr[0]}; /* (corr may be the params' kernel_sums) */
-            pair_mve(w, w, xq, k, lone, sums, row);      /* sums[1] unused */
+            pair_at(w, w, xq, k, lone, sums, row, windows); /* sums[1] unused */
         }
     }
 }
@@ -294,36 +309,22 @@ MCU_CONV_INLINE void pass_rows(const mcu_conv_block_t *c, const int8_t *xq, int3
     MCU_CONV_NOINLINE static void pass_##ROW(const mcu_conv_block_t *c, const int8_t *xq,        \
                                              int32_t *sums)                                       \
     {                                                                                              \
-        pass_rows(c, xq, sums, ROW);                                                               \
+        pass_rows(c, xq, sums, ROW, 3);                                                            \
     }
 MCU_CONV_PASS(8)
 MCU_CONV_PASS(16)
 MCU_CONV_PASS(32)
 MCU_CONV_PASS(64)
 
-/* pass_rows for a pass of `count` (1 or 2) positions: only their windows. */
-MCU_CONV_NOINLINE static void pass_tail(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums,
-                                        int32_t row, int32_t count)
+MCU_CONV_NOINLINE static void pass_two(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums,
+                                       int32_t row)
 {
-    const int32_t k = c->filter_size;
-    const int32_t n = c->oc_end - c->oc_base;
-    const int32_t *corr = c->corr;
-    const int8_t *w = c->filter + c->oc_base * k;
-    /* pairs of channels; an odd last one with the one before it, a lone one (or one whose
-     * corrections lie in the first row of sums, as in pass_rows) twice */
-    const int alone = n == 1 || corr == sums;
-    for (int32_t m = 0; m < n; m += 2) {
-        const int32_t at = m + 1 < n ? m : (alone ? m : m - 1);
-        const int8_t *const w0 = w + at * k;
-        const int8_t *const w1 = m + 1 < n || !alone ? w0 + k : w0;
-        const int32_t lone[2] = {corr[at], corr[at]};
-        const int32_t *const pc = m + 1 < n || !alone ? corr + at : lone; /* sums[1] of a lone one unused */
-        if (count == 2) {
-            pair2_mve(w0, w1, xq, k, pc, sums + at, row);
-        } else {
-            pair1_mve(w0, w1, xq, k, pc, sums + at);
-        }
-    }
+    pass_rows(c, xq, sums, row, 2);
+}
+
+MCU_CONV_NOINLINE static void pass_one(const mcu_conv_block_t *c, const int8_t *xq, int32_t *sums)
+{
+    pass_rows(c, xq, sums, 0, 1);
 }
 
 /* Words between rows of sums for a block of n channels (n <= MCU_CONV_MVE_OC_BLOCK). */
@@ -336,7 +337,11 @@ MCU_CONV_INLINE void pass_mve(const mcu_conv_block_t *c, const int8_t *xq, int32
                      int32_t count)
 {
     if (count < 3) {
-        pass_tail(c, xq, sums, row, count);
+        if (count == 2) {
+            pass_two(c, xq, sums, row);
+        } else {
+            pass_one(c, xq, sums);
+        }
         return;
     }
     switch (row) {
