@@ -16,7 +16,7 @@ import pytest
 
 from emitter.boards import load_board
 from emitter.compiler import golden_run
-from emitter.errors import UnsupportedError
+from emitter.errors import ToolchainError, UnsupportedError
 from emitter.target import missing_tools
 from emitter.target.toolchain import QEMU_TOOLS, RISCV_QEMU_TOOLS
 from emitter.verify.run import diff_stats, ort_run
@@ -35,6 +35,20 @@ ORT_SANITY_MAX_DIFF = 8
 # variant id -> why compile_model raises UnsupportedError for it; kept equal to what fails (strict
 # xfail here, exact set in test_zoo_failures_are_unsupported_ops)
 XFAIL: dict[str, str] = {}  # every variant compiles today; list new failures here with the reason
+
+
+def _fitting_runs(run_merged, cases, part, board, work):
+    """(indices, run_merged result) for `part` in one image, or in halves, each run on its own, where
+    the linker finds the image too big for the core's code region: chunks() only estimates the
+    runtime's share of an image, and that share grows with the kernels."""
+    try:
+        return [(part, run_merged([cases[i] for i in part], board, work))]
+    except ToolchainError as e:
+        if "overflowed" not in str(e) or len(part) < 2:
+            raise
+    half = len(part) // 2
+    return (_fitting_runs(run_merged, cases, part[:half], board, work.with_name(work.name + "a"))
+            + _fitting_runs(run_merged, cases, part[half:], board, work.with_name(work.name + "b")))
 
 
 def _param(v):
@@ -146,8 +160,9 @@ def test_zoo_qemu_merged_firmware(core, zoo, tmp_path):
     parts = chunks(cases, [o.report["weight_bytes"] for o in chosen], board,
                    [o.report["memory_plan"]["activation_ram_bytes"] for o in chosen])
     bad: dict[str, str] = {}
-    for k, part in enumerate(parts):
-        result = run_merged([cases[i] for i in part], board, tmp_path / f"image{k}")
+    runs = [run for k, part in enumerate(parts)
+            for run in _fitting_runs(run_merged, cases, part, board, tmp_path / f"image{k}")]
+    for k, (part, result) in enumerate(runs):
         bad.update(result.failures)
         for i, got in zip(part, result.outputs, strict=False):
             if got is None:
@@ -156,6 +171,6 @@ def test_zoo_qemu_merged_firmware(core, zoo, tmp_path):
             if d:
                 bad[cases[i].label] = f"{d}/{n} elements differ from the golden, max |diff| {mx}"
         fw = result.firmware
-        print(f"{core} image {k + 1}/{len(parts)}: {len(part)} variants, flash {fw.flash:,} B "
+        print(f"{core} image {k + 1}/{len(runs)}: {len(part)} variants, flash {fw.flash:,} B "
               f"(model code+weights {fw.model_flash:,} B), RAM {fw.ram:,} B")
     assert not bad, f"QEMU {core}:\n" + "\n".join(f"{k}: {v}" for k, v in bad.items())
