@@ -310,15 +310,19 @@ static inline mcu_dw_mve_scratch_t *mcu_dw_mve_group(mcu_dw_mve_scratch_t *scrat
 #if MCU_ISA_NATIVE == MCU_ISA_MVE && defined(__GNUC__)
 #define DW_ASM3 1
 
-#define DW_TAP(t, wb)                                                                             \
-    "ldr %[a], [%[off], #" #t "*4]\n\t"                                                            \
-    "add %[a], %[base]\n\t"                                                                        \
-    "vldrb.s16 q2, [%[a]]\n\t"                                                                     \
+/* q0 (even) and q1 (odd channels) += the taps in q2 (int8 widened by the caller's vldrb.s16) times
+ * their int16 weights wb bytes from %[w]: the one multiply-accumulate of every assembly window. */
+#define DW_MAC(wb)                                                                                \
     "vldrh.u16 q3, [%[w], #" wb "]\n\t"                                                            \
     "vmullb.s16 q4, q2, q3\n\t"                                                                    \
     "vadd.i32 q0, q0, q4\n\t"                                                                      \
     "vmullt.s16 q4, q2, q3\n\t"                                                                    \
     "vadd.i32 q1, q1, q4\n\t"
+
+#define DW_TAP(t, wb)                                                                             \
+    "ldr %[a], [%[off], #" #t "*4]\n\t"                                                            \
+    "add %[a], %[base]\n\t"                                                                        \
+    "vldrb.s16 q2, [%[a]]\n\t" DW_MAC(wb)
 
 /* The end of the assembly windows: mcu_requant4 of q0 (even) and q1 (odd channels) with the
  * constants at %[q] (g->mult), both saturated to int16 into channel order, clamped to

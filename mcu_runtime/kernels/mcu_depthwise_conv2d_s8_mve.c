@@ -172,13 +172,7 @@ DW_NOINLINE static void edge_sums(const mcu_dw_mve_scratch_t *g, int32_t input_o
 }
 
 /* A tap at %[a], its weights wb bytes from %[w]. */
-#define DW_EDGE_TAP(wb)                                                                           \
-    "vldrb.s16 q2, [%[a]]\n\t"                                                                     \
-    "vldrh.u16 q3, [%[w], #" wb "]\n\t"                                                            \
-    "vmullb.s16 q4, q2, q3\n\t"                                                                    \
-    "vadd.i32 q0, q0, q4\n\t"                                                                      \
-    "vmullt.s16 q4, q2, q3\n\t"                                                                    \
-    "vadd.i32 q1, q1, q4\n\t"
+#define DW_EDGE_TAP(wb) "vldrb.s16 q2, [%[a]]\n\t" DW_MAC(wb)
 #define DW_NEXT_COL "add %[a], %[col]\n\t"
 
 /* One output position of a full group from the starting sums acc (start_sums) and a rectangle of

@@ -138,13 +138,7 @@ static inline __attribute__((always_inline)) void ring_row(int8_t *dst, const ri
 #if defined(__GNUC__)
 
 /* Tap kx of a window row at %[a] (column bytes x) with weights at %[w] + w (bytes). */
-#define DW_RING_TAP(x, w)                                                                         \
-    "vldrb.s16 q2, [%[a], #" x "]\n\t"                                                            \
-    "vldrh.u16 q3, [%[w], #" w "]\n\t"                                                            \
-    "vmullb.s16 q4, q2, q3\n\t"                                                                   \
-    "vadd.i32 q0, q0, q4\n\t"                                                                     \
-    "vmullt.s16 q4, q2, q3\n\t"                                                                   \
-    "vadd.i32 q1, q1, q4\n\t"
+#define DW_RING_TAP(x, w) "vldrb.s16 q2, [%[a], #" x "]\n\t" DW_MAC(w)
 
 /* One output position: the window's rows at r0 + xo, r1 + xo, r2 + xo (g's constants around
  * %[q], g->mult, as in mve_window3x3). */
