@@ -229,7 +229,10 @@ def mve_groups(p: DepthwiseConvParams, filter: np.ndarray, bias: np.ndarray | No
     words. [even/odd][j] is channel c + 2 j + odd: bias (plus half the doubled lift), bias_full
     (that plus input_offset times the channel's sum of weights), multiplier, base, shift = -r; then
     the weights as int16 [tap][8 channels]. Lanes past C: zero weights, bias and multiplier, shift
-    -1 and its base."""
+    -1 and its base. A 3x3 filter's groups are followed by each group's edge sums
+    (MCU_DW_MVE_EDGE_BYTES, what _mve.c's edge_sums computes): for the left then the right window
+    of a row, whose first / last column of taps lies outside the input, [even/odd][j] bias_full
+    minus input_offset times that column's weights."""
     c_out, n_taps = p.output.c, p.filter.h * p.filter.w
     m, r, lift2, base = _requant2(p)
     b = np.zeros(c_out, np.int64) if bias is None else np.asarray(bias, dtype=np.int64)
@@ -249,6 +252,10 @@ def mve_groups(p: DepthwiseConvParams, filter: np.ndarray, bias: np.ndarray | No
         consts = np.concatenate([start[lane], full[lane], mult[lane], bases[lane], -rr[lane]])
         wg = weights[:, 8 * g:8 * g + 8] & 0xFFFF  # int16 lanes, two a word (little-endian)
         out += [consts, (wg[:, 0::2] | (wg[:, 1::2] << 16)).ravel()]
+    if (p.filter.h, p.filter.w) == (3, 3):
+        for g in range(groups):
+            lane = 8 * g + np.array([0, 2, 4, 6, 1, 3, 5, 7])
+            out += [full[lane] - p.q.input_offset * weights[col::3][:, lane].sum(axis=0) for col in (0, 2)]
     return _int32(np.concatenate(out))
 
 

@@ -80,7 +80,8 @@ ROLES: dict[str, tuple[str, tuple[str, ...], str]] = {
     "dsp_groups": ("the DSP lean call's prepared channel groups", ("groups*words",),
                    ": per four channels bias, multiplier, base, shift, then the taps' doubled weights"),
     "mve_groups": ("the MVE lean call's prepared channel groups", ("groups*words",),
-                   ": per eight channels bias, bias_full, multiplier, base, shift, then the taps' int16 weights"),
+                   (": per eight channels bias, bias_full, multiplier, base, shift, then the taps' int16 weights;"
+                    " 3x3: then each group's left and right edge sums")),
     "requant_bases": ("requantization bases", ("N_out",), ": 2^(r-1) + output offset x 2^r, r = -shift"),
     "table": ("lookup table", ("256",), ": the output for input q at index q + 128"),
     "chunk": ("chunk sizes", ("inputs",), ": bytes copied from each input in turn, per outer row"),

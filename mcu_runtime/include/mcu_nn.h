@@ -201,8 +201,9 @@ typedef struct {
     const int32_t *dsp_groups;
     /** NULL, or the MVE path's groups of eight channels prepared at build time for the lean call
      * (mcu_dw_mve_scratch_t's layout, MCU_DW_MVE_GROUP_BYTES(KH * KW) bytes a group, ceil(C / 8)
-     * groups): the lean call then runs the MVE path from them without scratch (else the generic
-     * loops); other calls do not read them */
+     * groups; a 3x3 filter's then each group's edge sums, MCU_DW_MVE_EDGE_BYTES): the lean call
+     * then runs the MVE path from them without scratch (else the generic loops); other calls do
+     * not read them */
     const int32_t *mve_groups;
 } mcu_depthwise_conv_params_t;
 

@@ -36,6 +36,11 @@
 #define MCU_DW_DSP_SCRATCH_BYTES 576
 #define MCU_DW_MVE_CONST_BYTES 160
 #define MCU_DW_MVE_GROUP_BYTES(taps) (MCU_DW_MVE_CONST_BYTES + 16 * (int32_t)(taps))
+/* A 3x3 filter's lean call carries, after its ceil(C / 8) groups, each group's edge sums: the
+ * starting sums of a row's left and right windows with one column of taps outside the input
+ * (_mve.c's dw_edges_t: [edge][even, odd channels][lane] int32, bias_full + zp * that column's
+ * weights, zp = -input_offset), so that its band calls compute none. */
+#define MCU_DW_MVE_EDGE_BYTES 64
 
 /* Whether the DSP path runs a 1-D filter (KW == 1 or KH == 1) as lines (mcu_dw_dsp_lines, _dsp1d.c):
  * no padding across the lines, every line inside the input. (Here, not in _dsp1d.c: the dispatcher's
@@ -446,7 +451,8 @@ void mcu_dw_dsp_lines(const mcu_dw_pass_t *s, const int8_t *in, int8_t *out);
 /* _mve.c: every output (mcu_depthwise_conv2d_s8_path() == MCU_PATH_MVE); scratch:
  * MCU_DW_MVE_GROUP_BYTES(KH * KW) + dw_mve_ring_bytes() bytes, none with `groups` (the lean
  * call's build-time params->mve_groups: ceil(C / 8) groups in mcu_dw_mve_scratch_t's layout, as
- * mcu_dw_mve_prepare writes them). Returns MCU_OK. */
+ * mcu_dw_mve_prepare writes them, then for a 3x3 filter MCU_DW_MVE_EDGE_BYTES a group). Returns
+ * MCU_OK. */
 mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_params_t *p,
                         const int8_t *input, const int8_t *filter, const int32_t *bias,
                         int8_t *output, const int32_t *groups);

@@ -51,6 +51,8 @@ typedef struct {
     int32_t edge[2];   /* left, right: the edge windows a row (0 or 1) */
     int32_t at[3];     /* bytes from a row's first input byte: left edge's first tap (column 1),
                         * the first whole window's, the right edge's first tap */
+    const int32_t *edges; /* the lean call's build-time edge sums (MCU_DW_MVE_EDGE_BYTES a
+                           * group), or NULL: edge_sums computes them */
 } mve_ctx_t;
 
 /* acc_e/acc_o += (x + offset) * w over one tap: x the eight inputs at xp (lanes past `pred`
@@ -169,6 +171,19 @@ DW_NOINLINE static void edge_sums(const mcu_dw_mve_scratch_t *g, int32_t input_o
     const int16x8_t zp = vdupq_n_s16((int16_t)-input_offset);
     start_sums(g, zp, DW_COL(0), ed->acc[0][0]);
     start_sums(g, zp, DW_COL(2), ed->acc[1][0]);
+}
+
+typedef char dw_edges_layout_ok[sizeof(dw_edges_t) == MCU_DW_MVE_EDGE_BYTES ? 1 : -1];
+
+/* The edge sums of the group at channel c: the lean call's (m->edges), or edge_sums' into *own. */
+static inline const dw_edges_t *edges_at(const mve_ctx_t *m, int32_t c, dw_edges_t *own)
+{
+    if (m->edges != NULL) {
+        const int32_t *const at = m->edges + (c >> 3) * (MCU_DW_MVE_EDGE_BYTES / 4);
+        return (const dw_edges_t *)(const void *)at;
+    }
+    edge_sums(m->g, m->p->q.input_offset, own);
+    return own;
 }
 
 /* A tap at %[a], its weights wb bytes from %[w]. */
@@ -473,18 +488,20 @@ static inline __attribute__((always_inline)) void mve_group_body(const mve_ctx_t
     }
 }
 
-/* A full group (m->rows3: its rows with every tap row inside through rows_3x3). */
-DW_NOINLINE static void mve_group(const mve_ctx_t *m, const int8_t *in, int8_t *out)
+/* The full group at channel c (m->rows3: its rows with every tap row inside through rows_3x3). */
+DW_NOINLINE static void mve_group(const mve_ctx_t *m, int32_t c, const int8_t *in, int8_t *out)
 {
     dw_edges_t edges;
     const dw_edges_t *rows3 = NULL;
 #if DW_ASM3
     if (m->rows3) {
-        if ((m->edge[0] != 0 || m->edge[1] != 0) && m->y_end > m->y_begin) {
-            edge_sums(m->g, m->p->q.input_offset, &edges);
-        }
         rows3 = &edges;
+        if ((m->edge[0] != 0 || m->edge[1] != 0) && m->y_end > m->y_begin) {
+            rows3 = edges_at(m, c, &edges);
+        }
     }
+#else
+    (void)c;
 #endif
     mve_group_body(m, in, out, 0, rows3);
 }
@@ -543,8 +560,8 @@ static const mcu_dw_mve_scratch_t *group_at(const mve_ctx_t *m, mcu_dw_mve_scrat
 }
 
 /* The full groups of a call whose output rows all have every tap row inside the input (m->rows3,
- * y_begin 0, y_end output.h): per group (group_at), edge_sums, then rows_3x3's rows of every
- * batch. Returns the first channel left (a partial group's). */
+ * y_begin 0, y_end output.h): per group (group_at), its edge sums (edges_at), then rows_3x3's
+ * rows of every batch. Returns the first channel left (a partial group's). */
 static int32_t rows3_groups(mve_ctx_t *m, mcu_dw_mve_scratch_t *scratch, const int32_t *groups,
                             const int8_t *input, const int8_t *filter, const int32_t *bias,
                             int8_t *output)
@@ -558,12 +575,12 @@ static int32_t rows3_groups(mve_ctx_t *m, mcu_dw_mve_scratch_t *scratch, const i
     for (; c + 8 <= out_c; c += 8) {
         m->g = group_at(m, scratch, groups, filter, bias, c);
         dw_edges_t edges;
+        const dw_edges_t *ed = &edges;
         if (m->edge[0] != 0 || m->edge[1] != 0) {
-            edge_sums(m->g, p->q.input_offset, &edges);
+            ed = edges_at(m, c, &edges);
         }
         for (int32_t b = 0; b < p->input.n; ++b) {
-            rows_3x3(m, &edges, input + b * in_batch + c, output + b * out_batch + c,
-                     p->output.h);
+            rows_3x3(m, ed, input + b * in_batch + c, output + b * out_batch + c, p->output.h);
         }
     }
     return c;
@@ -596,6 +613,9 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
     m.x_col = p->dilation_w * p->input.c;
     m.x_step = p->stride_w * p->input.c;
     m.full = p->q.act_min == MCU_INT8_MIN && p->q.act_max == MCU_INT8_MAX;
+    m.edges = groups != NULL && p->filter.h == 3 && p->filter.w == 3
+                  ? groups + ((out_c + 7) >> 3) * (MCU_DW_MVE_GROUP_BYTES(9) / 4)
+                  : NULL;
     if (p->filter.h == 3 && p->filter.w == 3) {
         for (int32_t j = 0; j < 3; ++j) {
             const int32_t row = j * m.x_row;
@@ -622,7 +642,7 @@ mcu_status_t mcu_dw_mve(mcu_dw_mve_scratch_t *scratch, const mcu_depthwise_conv_
         m.pred = vctp16q((uint32_t)(out_c - c));
         for (int32_t b = 0; b < p->input.n; ++b) {
             if (c + 8 <= out_c) {
-                mve_group(&m, input + b * in_batch + c, output + b * out_batch + c);
+                mve_group(&m, c, input + b * in_batch + c, output + b * out_batch + c);
             } else {
                 mve_group_partial(&m, input + b * in_batch + c, output + b * out_batch + c);
             }
